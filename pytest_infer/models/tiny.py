@@ -1,0 +1,44 @@
+"""The built-in ``tiny`` model: built once per engine interpreter, then cached."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from filelock import FileLock
+
+from ..paths import cache_dir
+
+TINY = "tiny"
+_BUILDER = Path(__file__).with_name("tiny_build.py")
+
+
+def tiny_model_dir(python: str) -> Path:
+    """Build (or reuse) the tiny model with ``python``, which must have torch and transformers.
+
+    The cache key is the builder's own source, so a change to the recipe rebuilds.
+    Concurrent sessions wait on a lock rather than writing the same folder twice.
+    """
+    digest = hashlib.sha256(_BUILDER.read_bytes()).hexdigest()[:12]
+    target = cache_dir() / "models" / f"tiny-{digest}"
+    marker = target / "pytest_infer_tiny.json"
+    if marker.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if marker.exists():
+            return target
+        staging = target.with_name(target.name + f".tmp{os.getpid()}")
+        proc = subprocess.run(
+            [python, str(_BUILDER), str(staging)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+            timeout=600,
+        )
+        if proc.returncode != 0 or not (staging / "pytest_infer_tiny.json").exists():
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
+            raise RuntimeError(f"building the tiny model with {python} failed (exit {proc.returncode}):\n{tail}")
+        os.replace(staging, target)
+    return target

@@ -1,0 +1,185 @@
+"""Option names (constants the tests import) and the validators that parse them.
+
+Every value is parsed in ``pytest_configure``, before any server starts; a bad
+value is a ``pytest.UsageError`` that names the valid choices.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from .adapters import registry
+from .adapters.base import Environment
+from .secrets import API_KEY_ENV
+
+FRAMEWORK = "--infer-framework"
+MODEL = "--infer-model"
+ENDPOINT = "--infer-endpoint"
+SLO = "--slo"
+SERVER_ARG = "--infer-server-arg"
+ENV = "--infer-env"
+STARTUP_TIMEOUT = "--infer-startup-timeout"
+REQUEST_TIMEOUT = "--infer-request-timeout"
+REPORT_DIR = "--infer-report-dir"
+HOST = "--infer-host"
+API_KEY = "--infer-api-key"
+
+DEFAULT_MODEL = "tiny"
+DEFAULT_STARTUP_TIMEOUT = 600.0
+DEFAULT_REQUEST_TIMEOUT = 120.0
+DEFAULT_REPORT_DIR = "infer-report"
+DEFAULT_HOST = "127.0.0.1"
+
+
+def ini_name(option: str) -> str:
+    """``--infer-model`` -> ``infer_model``; ``--slo`` -> ``infer_slo``."""
+    name = option.lstrip("-").replace("-", "_")
+    return name if name.startswith("infer_") else f"infer_{name}"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("infer", "pytest-infer: test LLM inference servers")
+    frameworks = ", ".join(registry.names())
+
+    def add(option: str, help: str, ini_type: str | None = "string", **kwargs) -> None:
+        group.addoption(option, dest=ini_name(option), help=help, **kwargs)
+        parser.addini(ini_name(option), help=help, type=ini_type, default=kwargs.get("default"))
+
+    add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
+    add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
+    add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one.", metavar="URL")
+    add(SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
+    add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
+    add(
+        ENV,
+        "FRAMEWORK=PATH: the Python environment (folder or interpreter) or docker:IMAGE that launches FRAMEWORK. "
+        "Repeat for several versions of one framework in one session.",
+        ini_type="linelist",
+        action="append",
+        metavar="FRAMEWORK=PATH",
+    )
+    add(STARTUP_TIMEOUT, f"seconds a server may take to become ready (default {DEFAULT_STARTUP_TIMEOUT:.0f}).", metavar="S")
+    add(REQUEST_TIMEOUT, f"seconds one request may take (default {DEFAULT_REQUEST_TIMEOUT:.0f}).", metavar="S")
+    add(REPORT_DIR, f"folder for server logs, results and reports (default ./{DEFAULT_REPORT_DIR}).", metavar="DIR")
+    add(HOST, f"address the launched server binds to (default {DEFAULT_HOST}).", metavar="ADDR")
+    add(API_KEY, f"API key for the server (better: set ${API_KEY_ENV}); never written to any log or report.", metavar="KEY")
+
+
+@dataclass(frozen=True, slots=True)
+class InferOptions:
+    """The parsed, validated options of one session."""
+
+    frameworks: tuple[str, ...] = ()
+    model: str = DEFAULT_MODEL
+    endpoint: str | None = None
+    slo: str | None = None
+    server_args: tuple[str, ...] = ()
+    environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    report_dir: Path = Path(DEFAULT_REPORT_DIR)
+    host: str = DEFAULT_HOST
+    api_key: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether this session tests a server at all."""
+        return bool(self.frameworks or self.endpoint)
+
+
+def _value(config: pytest.Config, option: str):
+    value = config.getoption(ini_name(option))
+    if value in (None, [], ""):
+        value = config.getini(ini_name(option))
+    return value if value not in ([], "") else None
+
+
+def parse_frameworks(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in registry.ADAPTERS]
+    if unknown or not names:
+        raise pytest.UsageError(
+            f"{FRAMEWORK}: unknown framework {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"valid: {', '.join(registry.names())}"
+        )
+    return names
+
+
+def parse_endpoint(text: str) -> str:
+    url = urlparse(text)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise pytest.UsageError(f"{ENDPOINT}: {text!r} is not an http(s) URL such as http://127.0.0.1:8000")
+    return text.rstrip("/").removesuffix("/v1")
+
+
+def parse_seconds(option: str, text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{option}: {text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise pytest.UsageError(f"{option}: must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[str, tuple[Environment, ...]]:
+    found: dict[str, list[Environment]] = {}
+    for entry in entries:
+        name, sep, path = entry.partition("=")
+        if not sep or not path:
+            raise pytest.UsageError(f"{ENV}: {entry!r} is not FRAMEWORK=PATH (e.g. vllm=~/.venvs/vllm-0.32)")
+        if name not in registry.ADAPTERS:
+            raise pytest.UsageError(f"{ENV}: unknown framework {name!r}; valid: {', '.join(registry.names())}")
+        try:
+            found.setdefault(name, []).append(Environment.from_spec(path))
+        except ValueError as exc:
+            raise pytest.UsageError(f"{ENV}: {exc}") from None
+    stray = sorted(set(found) - set(frameworks))
+    if stray and frameworks:
+        raise pytest.UsageError(f"{ENV}: environment given for {', '.join(stray)}, which {FRAMEWORK} does not name")
+    return {name: tuple(envs) for name, envs in found.items()}
+
+
+def parse_slo(text: str) -> str:
+    from .profiles import available_profiles
+
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        if not Path(text).is_file():
+            raise pytest.UsageError(f"{SLO}: profile file {text} does not exist")
+        return text
+    valid = available_profiles()
+    if text not in valid:
+        raise pytest.UsageError(f"{SLO}: unknown profile {text!r}; valid: {', '.join(sorted(valid))}")
+    return text
+
+
+def parse(config: pytest.Config) -> InferOptions:
+    frameworks_text = _value(config, FRAMEWORK)
+    frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
+    endpoint_text = _value(config, ENDPOINT)
+    endpoint = parse_endpoint(endpoint_text) if endpoint_text else None
+    if endpoint and len(frameworks) > 1:
+        raise pytest.UsageError(f"{ENDPOINT} tests one server; name at most one framework with it (the one it runs)")
+    slo_text = _value(config, SLO)
+    server_args = _value(config, SERVER_ARG) or []
+    model = _value(config, MODEL) or DEFAULT_MODEL
+    if not model.strip():
+        raise pytest.UsageError(f"{MODEL}: empty model name")
+    return InferOptions(
+        frameworks=frameworks,
+        model=model,
+        endpoint=endpoint,
+        slo=parse_slo(slo_text) if slo_text else None,
+        server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
+        environments=parse_environments(_value(config, ENV) or [], frameworks),
+        startup_timeout=parse_seconds(STARTUP_TIMEOUT, _value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),
+        request_timeout=parse_seconds(REQUEST_TIMEOUT, _value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT),
+        report_dir=Path(_value(config, REPORT_DIR) or DEFAULT_REPORT_DIR),
+        host=_value(config, HOST) or DEFAULT_HOST,
+        api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
+    )

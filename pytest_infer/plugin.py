@@ -1,0 +1,226 @@
+"""The pytest entry point: options, markers, fixtures, and the session's lifecycle hooks."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from . import options as opts
+from .client.http import InferClient
+from .results.model import TestRecord
+from .server.pool import ServerInfo
+from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
+from .targets import Target, resolve_targets
+
+MARKERS = {
+    "conformance": "OpenAI-API conformance checks (suites/conformance).",
+    "structured": "structured-output checks under constrained decoding (suites/structured).",
+    "slo": "latency and throughput SLO checks (suites/slo).",
+    "robustness": "bad input and abuse checks (suites/robustness).",
+    "infer_check(id)": "the registered check a test runs; recorded in the results.",
+    "needs_capable_model(reason)": "needs a real model; skipped on the built-in tiny model.",
+}
+NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoint=URL"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    opts.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{marker}: {text}")
+    options = opts.parse(config)
+    targets = resolve_targets(options) if options.active else []
+    config.stash[session_key] = InferSession.create(config, options, targets)
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(session_key, None)
+    if session is not None:
+        session.pool.stop_all()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    session = config.stash[session_key]
+    if not session.targets:
+        return []
+    lines = [f"pytest-infer: model {session.options.model}, report dir {session.options.report_dir}"]
+    for target in session.targets:
+        where = target.endpoint or (target.environment.python if target.environment else "")
+        lines.append(f"  target {target.id}: {target.framework} from {where}")
+    return lines
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "infer_target" not in metafunc.fixturenames:
+        return
+    targets = metafunc.config.stash[session_key].targets
+    params = [pytest.param(t, id=t.id) for t in targets] or [pytest.param(None, id="no-server", marks=pytest.mark.skip(reason=NO_SERVER))]
+    metafunc.parametrize("infer_target", params, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def infer_target(request: pytest.FixtureRequest) -> Target:
+    """The target (framework, environment, model) this test runs against."""
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def infer_session(pytestconfig: pytest.Config) -> InferSession:
+    return pytestconfig.stash[session_key]
+
+
+@pytest.fixture(scope="session")
+def infer_server(infer_target: Target, infer_session: InferSession) -> ServerInfo:
+    """The running server for this target, started once per session."""
+    info = infer_session.server(infer_target.id)
+    if info.error:
+        pytest.fail(f"{infer_target.id}: {info.error}", pytrace=False)
+    return info
+
+
+@pytest.fixture
+def live_server(infer_server: ServerInfo) -> ServerInfo:
+    """The server, checked alive before the test: a dead server fails the test with its log."""
+    if not infer_server.alive():
+        pytest.fail(
+            f"{infer_server.target}: the server process {infer_server.pid} has died; last lines of its log:\n"
+            f"{infer_server.log_tail()}",
+            pytrace=False,
+        )
+    return infer_server
+
+
+@pytest.fixture
+def infer_client(live_server: ServerInfo, infer_session: InferSession) -> Iterator[InferClient]:
+    """An httpx client for the server under test, retries off."""
+    with InferClient(
+        live_server.base_url,
+        model=live_server.model,
+        api_key=infer_session.options.api_key,
+        timeout=infer_session.options.request_timeout,
+    ) as client:
+        yield client
+
+
+def _openai_kwargs(server: ServerInfo, session: InferSession) -> dict:
+    return {
+        "base_url": f"{server.base_url}/v1",
+        "api_key": session.options.api_key or "EMPTY",
+        "max_retries": 0,  # a retry must never hide a failure
+        "timeout": session.options.request_timeout,
+    }
+
+
+@pytest.fixture
+def openai_client(live_server: ServerInfo, infer_session: InferSession):
+    """The official ``openai`` SDK client (sync), pointed at the server under test."""
+    import openai
+
+    with openai.OpenAI(**_openai_kwargs(live_server, infer_session)) as client:
+        yield client
+
+
+@pytest.fixture
+async def async_openai_client(live_server: ServerInfo, infer_session: InferSession):
+    """The official ``openai`` SDK client (async)."""
+    import openai
+
+    async with openai.AsyncOpenAI(**_openai_kwargs(live_server, infer_session)) as client:
+        yield client
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    target: Target | None = getattr(item, "callspec", None) and item.callspec.params.get("infer_target")
+    if not isinstance(target, Target):
+        return
+    session = item.config.stash[session_key]
+    info = session.pool.infos.get(target.id)
+    if info is None:
+        return
+    if call.when == "setup":
+        item.user_properties += [
+            ("infer_framework", info.framework),
+            ("infer_version", info.version_text),
+            ("infer_model", info.model),
+        ]
+        report.user_properties = list(item.user_properties)
+    if report.failed and info.log_path and (call.when == "call" or not info.alive()):
+        state = "alive" if info.alive() else "DEAD"
+        report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
+    if call.when == "call" or (call.when == "setup" and not report.passed):
+        _record(session, item, report, target)
+
+
+def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target) -> None:
+    check = item.get_closest_marker("infer_check")
+    suite = next((m for m in ("conformance", "structured", "slo", "robustness") if item.get_closest_marker(m)), None)
+    if hasattr(report, "wasxfail"):
+        outcome = "xfail" if report.skipped else "fixed"
+    elif report.skipped:
+        outcome = "skipped"
+    elif report.failed:
+        outcome = "failed" if report.when == "call" else "error"
+    else:
+        outcome = "passed"
+    message = ""
+    if report.longrepr is not None and not report.passed:
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message or str(report.longrepr)[-2000:]
+    session.results.add_test(
+        TestRecord(
+            nodeid=item.nodeid,
+            target=target.id,
+            outcome=outcome,
+            suite=suite,
+            check=check.args[0] if check and check.args else None,
+            message=str(message)[:4000],
+            duration=round(report.duration, 4),
+        )
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    infer = session.config.stash[session_key]
+    if infer.is_worker:
+        session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())
+        return
+    if infer.targets:
+        infer.results.write(infer.options.report_dir / "results.json")
+    infer.pool.stop_all()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    infer = config.stash[session_key]
+    if not infer.targets:
+        return
+    from .reporting.terminal import render_summary
+
+    terminalreporter.write_sep("=", "pytest-infer")
+    for line in render_summary(infer.results):
+        terminalreporter.write_line(line)
+
+
+class XdistController:
+    """Controller-side xdist hooks: own the servers, hand them out, collect results."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        session = node.config.stash[session_key]
+        if session.targets:
+            infos = {tid: session.server(tid).to_dict() for tid in (t.id for t in session.targets)}
+            node.workerinput[WORKER_SERVERS_KEY] = json.dumps(infos)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        from .results.model import SessionResults
+
+        data = getattr(node, "workeroutput", {}).get(WORKER_RESULTS_KEY)
+        if data:
+            node.config.stash[session_key].results.merge(SessionResults.from_dict(json.loads(data)))

@@ -1,0 +1,1 @@
+"""The one results model every report renders."""

@@ -1,0 +1,141 @@
+"""A session's results: what was tested (targets) and what came of it.
+
+One JSON document, versioned by ``SCHEMA_VERSION``. Every suite writes into it,
+xdist workers send theirs to the controller, and every report renders it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+OUTCOMES = ("passed", "failed", "unsupported", "xfail", "fixed", "error", "skipped")
+
+
+class ResultsFileError(ValueError):
+    """A results file that is not a whole, valid results document."""
+
+
+@dataclass(slots=True)
+class TargetRecord:
+    id: str
+    framework: str
+    model: str
+    version: str | None = None
+    distribution: str | None = None
+    commit: str | None = None
+    version_source: str | None = None
+    launched: bool = True
+    profile: str | None = None
+    start_seconds: float | None = None
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class TestRecord:
+    """One test item against one target; ``check`` names the registered check it ran, if any."""
+
+    nodeid: str
+    target: str
+    outcome: str
+    suite: str | None = None
+    check: str | None = None
+    message: str = ""
+    reproducer: str = ""
+    duration: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SessionResults:
+    schema_version: int = SCHEMA_VERSION
+    plugin_version: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    targets: dict[str, TargetRecord] = field(default_factory=dict)
+    tests: list[TestRecord] = field(default_factory=list)
+    # suite-specific tables, keyed by target id
+    structured: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    slo: list[dict[str, Any]] = field(default_factory=list)
+    robustness: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def add_test(self, record: TestRecord) -> None:
+        self.tests.append(record)
+
+    def count(self, table: str, target: str, row: str, column: str, by: int = 1) -> None:
+        """Add to a count table (``structured``: keyword x outcome)."""
+        cells = getattr(self, table).setdefault(target, {}).setdefault(row, {})
+        cells[column] = cells.get(column, 0) + by
+
+    def merge(self, other: SessionResults) -> None:
+        """Fold another part of the same session (an xdist worker's) into this one."""
+        for tid, target in other.targets.items():
+            self.targets.setdefault(tid, target)
+        self.tests.extend(other.tests)
+        for target, rows in other.structured.items():
+            for row, cells in rows.items():
+                for column, n in cells.items():
+                    self.count("structured", target, row, column, n)
+        self.slo.extend(other.slo)
+        for target, counters in other.robustness.items():
+            mine = self.robustness.setdefault(target, {})
+            for key, n in counters.items():
+                mine[key] = mine.get(key, 0) + n
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SessionResults:
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+            raise ResultsFileError(f"not a pytest-infer results document of schema {SCHEMA_VERSION} (found {found!r})")
+        try:
+            return cls(
+                schema_version=data["schema_version"],
+                plugin_version=data.get("plugin_version", ""),
+                environment=data.get("environment", {}),
+                targets={k: TargetRecord(**v) for k, v in data.get("targets", {}).items()},
+                tests=[TestRecord(**t) for t in data.get("tests", [])],
+                structured=data.get("structured", {}),
+                slo=data.get("slo", []),
+                robustness=data.get("robustness", {}),
+            )
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ResultsFileError(f"malformed results document: {exc}") from exc
+
+    def write(self, path: Path) -> None:
+        """Write whole or not at all: a temporary file in the same folder, then an atomic rename."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self.to_dict(), fh, indent=1, sort_keys=False)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    @classmethod
+    def read(cls, path: Path) -> SessionResults:
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ResultsFileError(f"{path}: {exc.strerror or exc}") from exc
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ResultsFileError(
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is cut short or corrupt, "
+                "so it is rejected rather than read as data"
+            ) from exc
+        try:
+            return cls.from_dict(data)
+        except ResultsFileError as exc:
+            raise ResultsFileError(f"{path}: {exc}") from exc

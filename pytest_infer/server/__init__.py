@@ -1,0 +1,1 @@
+"""Server lifecycle: start, readiness with liveness, logs, whole-group teardown, sharing."""

@@ -1,0 +1,180 @@
+"""One server per target per session, owned by exactly one process.
+
+Without xdist the pytest process owns every server and starts each on first
+use. Under xdist the controller owns them: it starts them all before the
+workers start (``pytest_configure_node``) and hands each worker a ``ServerInfo``
+to connect to; workers never launch anything.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+from ..adapters import registry
+from ..adapters.base import LaunchRequest, Version
+from ..adapters.external import detect_endpoint
+from ..models.tiny import TINY, tiny_model_dir
+from ..options import InferOptions
+from ..targets import Target
+from .process import ServerProcess, ServerStartError, free_port, tail
+
+
+@dataclass(slots=True)
+class ServerInfo:
+    """What a test needs to reach one server; plain data, so it crosses to xdist workers."""
+
+    target: str
+    framework: str
+    model: str
+    base_url: str
+    version: str | None = None
+    distribution: str | None = None
+    commit: str | None = None
+    version_source: str | None = None
+    log_path: str | None = None
+    pid: int | None = None
+    launched: bool = True
+    start_seconds: float | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def version_text(self) -> str:
+        return str(Version(self.version, commit=self.commit))
+
+    def alive(self) -> bool:
+        """For launched servers: is the process still there (works from any process on the host)?"""
+        if self.pid is None:
+            return True
+        try:
+            proc = psutil.Process(self.pid)
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def log_tail(self, lines: int = 40) -> str:
+        return tail(Path(self.log_path), lines) if self.log_path else ""
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class ServerPool:
+    def __init__(self, options: InferOptions, targets: list[Target], *, owner: bool = True) -> None:
+        self.options = options
+        self.targets = {t.id: t for t in targets}
+        self.owner = owner
+        self.infos: dict[str, ServerInfo] = {}
+        self.processes: dict[str, ServerProcess] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return (self.options.api_key,) if self.options.api_key else ()
+
+    def provide(self, infos: dict[str, dict]) -> None:
+        """Worker side: take the controller's servers."""
+        self.infos.update({tid: ServerInfo(**data) for tid, data in infos.items()})
+
+    def get(self, target_id: str) -> ServerInfo:
+        with self._lock:
+            if target_id not in self.infos:
+                if not self.owner:
+                    raise RuntimeError(f"no server for {target_id} was handed to this xdist worker")
+                self.infos[target_id] = self._start(self.targets[target_id])
+            return self.infos[target_id]
+
+    def start_all(self) -> dict[str, ServerInfo]:
+        return {tid: self.get(tid) for tid in self.targets}
+
+    def stop_all(self) -> None:
+        for process in self.processes.values():
+            process.stop()
+
+    def process_of(self, target_id: str) -> ServerProcess | None:
+        return self.processes.get(target_id)
+
+    def _start(self, target: Target) -> ServerInfo:
+        if not target.launched:
+            return self._connect(target)
+        adapter = registry.get(target.framework)
+        environment = target.environment
+        assert environment is not None
+        version = adapter.detect_version(environment)
+        log_path = (self.options.report_dir / "servers" / f"{target.id}.log").resolve()
+        base = ServerInfo(
+            target=target.id,
+            framework=target.framework,
+            model=target.model,
+            base_url="",
+            version=version.version,
+            distribution=version.distribution,
+            commit=version.commit,
+            version_source=version.source,
+            log_path=str(log_path),
+        )
+        try:
+            model_path = tiny_model_dir(environment.python) if target.model == TINY else target.model
+        except Exception as exc:  # a failed build fails this target's tests, not the session
+            base.error = str(exc)
+            return base
+        port = free_port(self.options.host)
+        base.base_url = _url(self.options.host, port)
+        spec = adapter.launch(
+            LaunchRequest(
+                model=str(model_path),
+                served_model_name=target.model,
+                host=self.options.host,
+                port=port,
+                environment=environment,
+                extra_args=target.server_args,
+                api_key=self.options.api_key,
+                on_cpu_tiny=target.model == TINY,
+                version=version,
+            )
+        )
+        headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
+        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets)
+        self.processes[target.id] = process
+        try:
+            process.start()
+            base.pid = process.pid
+            base.start_seconds = round(process.wait_ready(), 2)
+        except ServerStartError as exc:
+            process.stop()
+            base.error = str(exc)
+            return base
+        base.model = self._served_model(base, headers) or target.model
+        return base
+
+    def _served_model(self, info: ServerInfo, headers: dict[str, str]) -> str | None:
+        """The id the server answers to (``transformers serve`` names models by path)."""
+        try:
+            with httpx.Client(base_url=info.base_url, headers=headers, timeout=10) as client:
+                ids = [m["id"] for m in client.get("/v1/models").json().get("data", [])]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
+        return info.model if info.model in ids or not ids else ids[0]
+
+    def _connect(self, target: Target) -> ServerInfo:
+        headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
+        info = ServerInfo(target=target.id, framework=target.framework, model=target.model, base_url=target.endpoint or "", launched=False)
+        try:
+            with httpx.Client(base_url=info.base_url, headers=headers, timeout=10) as client:
+                framework, version, models = detect_endpoint(client)
+        except httpx.HTTPError as exc:
+            info.error = f"endpoint {info.base_url} unreachable: {exc}"
+            return info
+        if target.framework == "endpoint" and framework:
+            info.framework = framework
+        info.version, info.version_source = version.version, version.source
+        if models and target.model not in models:
+            info.model = models[0]
+        return info

@@ -1,0 +1,195 @@
+"""One server process: started in its own process group, watched, and always stopped."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+
+from ..adapters.base import LaunchSpec
+from ..secrets import redact
+
+
+class ServerStartError(RuntimeError):
+    """The server exited or never became ready; the message carries its log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        with path.open("r", errors="replace") as fh:
+            return "".join(deque(fh, maxlen=lines))
+    except OSError:
+        return ""
+
+
+@dataclass(slots=True)
+class ReadinessProbe:
+    """Polls the server's ready paths; each attempt is short so a dead process is seen fast."""
+
+    base_url: str
+    paths: tuple[str, ...]
+    headers: dict[str, str]
+
+    def __call__(self) -> bool:
+        try:
+            with httpx.Client(base_url=self.base_url, timeout=2.0, headers=self.headers) as client:
+                return all(client.get(path).status_code == 200 for path in self.paths)
+        except httpx.HTTPError:
+            return False
+
+
+class ServerProcess:
+    """Starts a launch spec, waits until it is ready or dead, and stops its whole process tree."""
+
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        base_url: str,
+        log_path: Path,
+        startup_timeout: float,
+        headers: dict[str, str] | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        self.spec = spec
+        self.base_url = base_url
+        self.log_path = log_path
+        self.startup_timeout = startup_timeout
+        self.headers = headers or {}
+        self.secrets = secrets
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            log.write(f"$ {redact(' '.join(self.spec.argv), self.secrets)}\n".encode())
+            log.flush()
+            try:
+                self.proc = subprocess.Popen(
+                    self.spec.argv,
+                    env={**os.environ, **self.spec.env},
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # own process group: teardown reaches every child
+                )
+            except OSError as exc:
+                raise ServerStartError(f"could not run {self.spec.argv[0]!r}: {exc}") from exc
+        # A watchdog outside pytest stops the group even if pytest itself is SIGKILLed.
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "pytest_infer.server.watchdog", str(os.getpid()), str(self.proc.pid)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    def wait_ready(
+        self,
+        probe: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        interval: float = 0.5,
+    ) -> float:
+        """Block until ready; return seconds taken. Fails fast when the process exits."""
+        assert self.proc is not None, "start() first"
+        probe = probe or ReadinessProbe(self.base_url, self.spec.ready_paths, self.headers)
+        started = clock()
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise ServerStartError(
+                    f"server exited with code {code} during start-up; last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            if probe():
+                return clock() - started
+            if clock() - started > self.startup_timeout:
+                self.stop()
+                raise ServerStartError(
+                    f"server not ready after {self.startup_timeout:.0f}s (paths {', '.join(self.spec.ready_paths)}); "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            sleep(interval)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def log_tail(self, lines: int = 40) -> str:
+        return redact(tail(self.log_path, lines), self.secrets)
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM the whole group (and any child that left it), wait, then SIGKILL."""
+        if self.proc is None:
+            return
+        terminate_tree(self.proc.pid, grace)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self._watchdog is not None and self._watchdog.poll() is None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+
+
+def terminate_tree(pid: int, grace: float) -> None:
+    """Stop a process group led by ``pid`` plus descendants that changed group."""
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for child in descendants:
+            try:
+                child.send_signal(sig)
+            except psutil.Error:
+                pass
+        procs = [p for p in [*descendants] if _exists(p)]
+        try:
+            leader = psutil.Process(pid)
+            procs.append(leader)
+        except psutil.Error:
+            pass
+        _, alive = psutil.wait_procs(procs, timeout=grace if sig == signal.SIGTERM else 5)
+        if not alive and not _group_exists(pid):
+            return
+
+
+def _exists(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False

@@ -1,0 +1,32 @@
+"""Stops a server's process tree when the pytest process that owns it disappears.
+
+Run as ``python -m pytest_infer.server.watchdog OWNER_PID SERVER_PID`` in a session
+of its own, so that even ``kill -9`` of pytest leaves no server behind.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import psutil
+
+from .process import terminate_tree
+
+
+def main(owner_pid: int, server_pid: int, poll: float = 0.5) -> None:
+    try:
+        owner = psutil.Process(owner_pid)
+        server = psutil.Process(server_pid)
+    except psutil.Error:
+        return
+    while True:
+        if not server.is_running() or server.status() == psutil.STATUS_ZOMBIE:
+            return
+        if not owner.is_running() or owner.status() == psutil.STATUS_ZOMBIE:
+            terminate_tree(server_pid, grace=10)
+            return
+        time.sleep(poll)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]))

@@ -1,0 +1,60 @@
+"""The object that owns a pytest-infer run, kept in ``config.stash``."""
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+
+import pytest
+
+from . import __version__
+from .options import InferOptions
+from .results.model import SessionResults, TargetRecord
+from .server.pool import ServerInfo, ServerPool
+from .targets import Target
+
+WORKER_SERVERS_KEY = "pytest_infer_servers"
+WORKER_RESULTS_KEY = "pytest_infer_results"
+
+
+@dataclass
+class InferSession:
+    options: InferOptions
+    targets: list[Target]
+    pool: ServerPool
+    results: SessionResults = field(default_factory=SessionResults)
+    is_worker: bool = False
+
+    @classmethod
+    def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target]) -> InferSession:
+        workerinput = getattr(config, "workerinput", None)
+        session = cls(options, targets, ServerPool(options, targets, owner=workerinput is None), is_worker=workerinput is not None)
+        session.results.plugin_version = __version__
+        session.results.environment = {"python": sys.version.split()[0], "platform": platform.platform()}
+        if workerinput is not None and WORKER_SERVERS_KEY in workerinput:
+            session.pool.provide(json.loads(workerinput[WORKER_SERVERS_KEY]))
+        return session
+
+    def server(self, target_id: str) -> ServerInfo:
+        info = self.pool.get(target_id)
+        self.results.targets.setdefault(
+            target_id,
+            TargetRecord(
+                id=target_id,
+                framework=info.framework,
+                model=info.model,
+                version=info.version,
+                distribution=info.distribution,
+                commit=info.commit,
+                version_source=info.version_source,
+                launched=info.launched,
+                profile=self.options.slo,
+                start_seconds=info.start_seconds,
+                error=info.error,
+            ),
+        )
+        return info
+
+
+session_key = pytest.StashKey[InferSession]()

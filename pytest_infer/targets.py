@@ -1,0 +1,74 @@
+"""What a session tests: one Target per framework environment (or the external endpoint)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .adapters import registry
+from .adapters.base import Environment
+from .options import ENV, InferOptions
+from .paths import engines_dir
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One server under test. ``id`` is what test ids and report columns show."""
+
+    id: str
+    framework: str
+    model: str
+    environment: Environment | None = None
+    endpoint: str | None = None
+    server_args: tuple[str, ...] = ()
+
+    @property
+    def launched(self) -> bool:
+        return self.endpoint is None
+
+
+def _version_key(path: Path) -> tuple:
+    return tuple(int(n) if n.isdigit() else n for n in re.split(r"[.\-]", path.name))
+
+
+def discover_environment(framework: str) -> Environment | None:
+    """The current interpreter if it can import the framework, else the newest engine venv."""
+    adapter = registry.get(framework)
+    if adapter.module and importlib.util.find_spec(adapter.module) is not None:
+        return Environment.current()
+    root = engines_dir()
+    for pattern in adapter.engine_dirs:
+        candidates = sorted((p for p in root.glob(pattern) if (p / "bin" / "python").exists()), key=_version_key)
+        if candidates:
+            return Environment.from_spec(str(candidates[-1]))
+    return None
+
+
+def resolve_targets(options: InferOptions) -> list[Target]:
+    if options.endpoint:
+        framework = options.frameworks[0] if options.frameworks else "endpoint"
+        return [Target(id=framework, framework=framework, model=options.model, endpoint=options.endpoint)]
+    targets: list[Target] = []
+    for framework in options.frameworks:
+        environments = options.environments.get(framework)
+        if not environments:
+            found = discover_environment(framework)
+            if found is None and registry.get(framework).module is not None:
+                raise pytest.UsageError(
+                    f"no environment found for {framework}: it is not importable here and {engines_dir()} holds none "
+                    f"of {', '.join(registry.get(framework).engine_dirs)}. Install it (scripts/install-engines.sh for "
+                    f"the CPU engines) or point at one with {ENV} {framework}=PATH"
+                )
+            environments = (found or Environment(label="PATH"),)
+        for environment in environments:
+            target_id = framework if len(environments) == 1 else f"{framework}@{environment.label}"
+            targets.append(
+                Target(target_id, framework, options.model, environment=environment, server_args=options.server_args)
+            )
+    ids = [t.id for t in targets]
+    if len(set(ids)) != len(ids):
+        raise pytest.UsageError(f"{ENV}: two environments of one framework share a folder name: {ids}")
+    return targets
