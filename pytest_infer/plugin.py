@@ -198,7 +198,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     infer = config.stash[session_key]
-    if not infer.targets:
+    if not infer.results.targets:
         return
     from .reporting.terminal import render_summary
 

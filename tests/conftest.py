@@ -78,3 +78,11 @@ def engine_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnginePool
 def real_engine(engine_pool: EnginePool):
     """``real_engine("vllm-0.32")`` -> ServerInfo of a running real engine (started once)."""
     return engine_pool.get
+
+
+@pytest.fixture(autouse=True)
+def _quiet_inner_pytest(request: pytest.FixtureRequest) -> None:
+    """Inner pytester runs inherit our warnings-as-errors; give them the asyncio setting users would set."""
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when created
+        request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")

