@@ -28,6 +28,8 @@ REQUEST_TIMEOUT = "--infer-request-timeout"
 REPORT_DIR = "--infer-report-dir"
 HOST = "--infer-host"
 API_KEY = "--infer-api-key"
+BASELINE = "--infer-baseline"
+FAIL_ON = "--infer-fail-on"
 
 DEFAULT_MODEL = "tiny"
 DEFAULT_STARTUP_TIMEOUT = 600.0
@@ -68,6 +70,8 @@ def add_options(parser: pytest.Parser) -> None:
     add(REPORT_DIR, f"folder for server logs, results and reports (default ./{DEFAULT_REPORT_DIR}).", metavar="DIR")
     add(HOST, f"address the launched server binds to (default {DEFAULT_HOST}).", metavar="ADDR")
     add(API_KEY, f"API key for the server (better: set ${API_KEY_ENV}); never written to any log or report.", metavar="KEY")
+    add(BASELINE, "results.json of an earlier run: fail the run when a check, keyword or SLO figure regressed against it.", metavar="FILE")
+    add(FAIL_ON, "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g. ttft_p99:10%,output_tps:5%).", metavar="RULES")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,8 @@ class InferOptions:
     report_dir: Path = Path(DEFAULT_REPORT_DIR)
     host: str = DEFAULT_HOST
     api_key: str | None = None
+    baseline: Path | None = None
+    fail_on: tuple = ()  # gating.rules.Rule
 
     @property
     def active(self) -> bool:
@@ -158,6 +164,27 @@ def parse_slo(text: str) -> str:
     return text
 
 
+def parse_baseline(text: str) -> Path:
+    """The baseline is read now, so a missing or cut-short file stops the run before any server starts."""
+    from .results.model import ResultsFileError, SessionResults
+
+    path = Path(text)
+    try:
+        SessionResults.read(path)
+    except ResultsFileError as exc:
+        raise pytest.UsageError(f"{BASELINE}: {exc}") from None
+    return path
+
+
+def parse_fail_on(text: str) -> tuple:
+    from .gating.rules import RuleError, parse_rules
+
+    try:
+        return parse_rules(text)
+    except RuleError as exc:
+        raise pytest.UsageError(f"{FAIL_ON}: {exc}") from None
+
+
 def parse(config: pytest.Config) -> InferOptions:
     frameworks_text = _value(config, FRAMEWORK)
     frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
@@ -168,6 +195,9 @@ def parse(config: pytest.Config) -> InferOptions:
     slo_text = _value(config, SLO)
     server_args = _value(config, SERVER_ARG) or []
     model = _value(config, MODEL) or DEFAULT_MODEL
+    baseline_text, fail_on_text = _value(config, BASELINE), _value(config, FAIL_ON)
+    if fail_on_text and not baseline_text:
+        raise pytest.UsageError(f"{FAIL_ON} needs {BASELINE}=FILE: the figures are compared with a baseline run")
     if not model.strip():
         raise pytest.UsageError(f"{MODEL}: empty model name")
     return InferOptions(
@@ -182,4 +212,6 @@ def parse(config: pytest.Config) -> InferOptions:
         report_dir=Path(_value(config, REPORT_DIR) or DEFAULT_REPORT_DIR),
         host=_value(config, HOST) or DEFAULT_HOST,
         api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
+        baseline=parse_baseline(baseline_text) if baseline_text else None,
+        fail_on=parse_fail_on(fail_on_text) if fail_on_text else (),
     )

@@ -8,6 +8,7 @@ import pytest
 
 from . import options as opts
 from .client.http import InferClient
+from .conformance.failures import Unsupported
 from .results.model import TestRecord
 from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
@@ -26,6 +27,7 @@ NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoi
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     opts.add_options(parser)
+    parser.addini("infer_expectations", type="paths", default=[], help="known-deviation YAML files or folders, added to the bundled ones (conformance).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -150,20 +152,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             ("infer_framework", info.framework),
             ("infer_version", info.version_text),
             ("infer_model", info.model),
+            ("infer_profile", session.options.slo or ""),
+            ("infer_target", target.id),
         ]
         report.user_properties = list(item.user_properties)
     if report.failed and info.log_path and (call.when == "call" or not info.alive()):
         state = "alive" if info.alive() else "DEAD"
         report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
     if call.when == "call" or (call.when == "setup" and not report.passed):
-        _record(session, item, report, target)
+        _record(session, item, report, target, unsupported=call.excinfo is not None and call.excinfo.errisinstance(Unsupported))
 
 
-def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target) -> None:
+def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, unsupported: bool = False) -> None:
     check = item.get_closest_marker("infer_check")
     suite = next((m for m in ("conformance", "structured", "slo", "robustness") if item.get_closest_marker(m)), None)
     if hasattr(report, "wasxfail"):
         outcome = "xfail" if report.skipped else "fixed"
+    elif unsupported:
+        outcome = "unsupported"
     elif report.skipped:
         outcome = "skipped"
     elif report.failed:
@@ -173,6 +179,7 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
     message = ""
     if report.longrepr is not None and not report.passed:
         message = report.longrepr[2] if isinstance(report.longrepr, tuple) else getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message or str(report.longrepr)[-2000:]
+    props = dict(item.user_properties)
     session.results.add_test(
         TestRecord(
             nodeid=item.nodeid,
@@ -181,7 +188,9 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
             suite=suite,
             check=check.args[0] if check and check.args else None,
             message=str(message)[:4000],
+            reproducer=str(props.get("infer_reproducer", "")),
             duration=round(report.duration, 4),
+            extra={"severity": props["infer_severity"]} if "infer_severity" in props else {},
         )
     )
 
@@ -192,7 +201,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())
         return
     if infer.targets:
-        infer.results.write(infer.options.report_dir / "results.json")
+        from .reporting.outputs import finish_session
+
+        infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.options.fail_on)
+        if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
     infer.pool.stop_all()
 
 
@@ -205,6 +218,18 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.write_sep("=", "pytest-infer")
     for line in render_summary(infer.results):
         terminalreporter.write_line(line)
+    written = getattr(infer, "written", None)
+    if written is not None:
+        from .reporting.terminal import render_written
+
+        for line in render_written(written):
+            terminalreporter.write_line(line)
+        if written.gate is not None:
+            from .reporting.terminal import render_gate
+
+            terminalreporter.write_sep("=", "pytest-infer upgrade gate", red=written.gate.failed, green=not written.gate.failed, bold=True)
+            for line in render_gate(written.gate):
+                terminalreporter.write_line(line)
 
 
 class XdistController:

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import json
-import platform
-import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from . import __version__
 from .options import InferOptions
+from .results.environment import capture_environment
 from .results.model import SessionResults, TargetRecord
 from .server.pool import ServerInfo, ServerPool
 from .targets import Target
@@ -25,13 +25,15 @@ class InferSession:
     pool: ServerPool
     results: SessionResults = field(default_factory=SessionResults)
     is_worker: bool = False
+    written: Any = None  # reporting.outputs.Written, once the controller has written the reports
 
     @classmethod
     def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target]) -> InferSession:
         workerinput = getattr(config, "workerinput", None)
         session = cls(options, targets, ServerPool(options, targets, owner=workerinput is None), is_worker=workerinput is not None)
         session.results.plugin_version = __version__
-        session.results.environment = {"python": sys.version.split()[0], "platform": platform.platform()}
+        if workerinput is None:  # the controller writes the results; workers' environment would be discarded
+            session.results.environment = capture_environment(config.rootpath, __version__)
         if workerinput is not None and WORKER_SERVERS_KEY in workerinput:
             session.pool.provide(json.loads(workerinput[WORKER_SERVERS_KEY]))
         return session

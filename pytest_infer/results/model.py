@@ -20,6 +20,24 @@ class ResultsFileError(ValueError):
     """A results file that is not a whole, valid results document."""
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write whole or not at all: a temporary file in the same folder, fsync, then an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file written plainly
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 @dataclass(slots=True)
 class TargetRecord:
     id: str
@@ -61,6 +79,8 @@ class SessionResults:
     structured: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     slo: list[dict[str, Any]] = field(default_factory=list)
     robustness: dict[str, dict[str, int]] = field(default_factory=dict)
+    # the upgrade gate's verdict and findings when the run compared with a baseline (gating.compare.GateResult)
+    gate: dict[str, Any] | None = None
 
     def add_test(self, record: TestRecord) -> None:
         self.tests.append(record)
@@ -103,24 +123,14 @@ class SessionResults:
                 structured=data.get("structured", {}),
                 slo=data.get("slo", []),
                 robustness=data.get("robustness", {}),
+                gate=data.get("gate"),
             )
         except (TypeError, KeyError, AttributeError) as exc:
             raise ResultsFileError(f"malformed results document: {exc}") from exc
 
     def write(self, path: Path) -> None:
-        """Write whole or not at all: a temporary file in the same folder, then an atomic rename."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(self.to_dict(), fh, indent=1, sort_keys=False)
-                fh.write("\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        """Write whole or not at all (see ``atomic_write_text``)."""
+        atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> SessionResults:
@@ -139,3 +149,54 @@ class SessionResults:
             return cls.from_dict(data)
         except ResultsFileError as exc:
             raise ResultsFileError(f"{path}: {exc}") from exc
+
+
+def _rekey(results: SessionResults, old: str, new: str) -> None:
+    """Rename a target everywhere it is referenced."""
+    target = results.targets.pop(old)
+    target.id = new
+    results.targets[new] = target
+    for test in results.tests:
+        if test.target == old:
+            test.target = new
+    for table in (results.structured, results.robustness):
+        if old in table:
+            table[new] = table.pop(old)
+    for entry in results.slo:
+        if isinstance(entry, dict) and entry.get("target") == old:
+            entry["target"] = new
+
+
+def _identity(target: TargetRecord) -> tuple:
+    return (target.framework, target.version, target.commit, target.model, target.profile)
+
+
+def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
+    """Merge result files of separate runs (CI jobs) into one matrix.
+
+    Targets that are the same server (framework, version, commit, model, profile)
+    become one column, and their repeated SLO entries become repeated runs of a
+    load point; different servers that share an id (``vllm`` in two jobs) are
+    renamed ``framework@version`` so that no column hides another.
+    """
+    merged = SessionResults(environment={"parts": []})
+    for source, part in parts:
+        if part.plugin_version and not merged.plugin_version:
+            merged.plugin_version = part.plugin_version
+        for tid in list(part.targets):
+            target = part.targets[tid]
+            same = next((mine for mine in merged.targets.values() if _identity(mine) == _identity(target)), None)
+            if same is not None:
+                new = same.id
+            elif tid not in merged.targets:
+                new = tid
+            else:
+                base = f"{target.framework}@{target.version or 'unknown'}"
+                new, n = base, 2
+                while new in merged.targets or new in part.targets and new != tid:
+                    new, n = f"{base}#{n}", n + 1
+            if new != tid:
+                _rekey(part, tid, new)
+        merged.environment["parts"].append({"source": source, "targets": list(part.targets), **part.environment})
+        merged.merge(part)
+    return merged

@@ -1,0 +1,171 @@
+"""``pytest-infer``: what happens outside a test run.
+
+- ``merge FILE|DIR... -o OUT``: combine the results of many CI jobs into one matrix.
+- ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
+- ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
+- ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
+
+Exit codes: 0 fine, 1 the gate found regressions, 2 bad input (a missing, cut-short
+or foreign file, a bad rule).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .gating.compare import compare
+from .gating.rules import RuleError, parse_rules
+from .gating.stats import ALPHA
+from .reporting.terminal import render_gate, render_summary, render_written
+from .results.model import ResultsFileError, SessionResults, atomic_write_text, combine
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+
+
+class CliError(Exception):
+    pass
+
+
+def result_files(inputs: Sequence[str]) -> list[Path]:
+    """Files as given; for a folder, every ``*.json`` below it that is a results document (by name or content)."""
+    files: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.json") if p.name == "results.json" or _looks_like_results(p))
+            if not found:
+                raise CliError(f"{path}: no results files in this folder")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
+def _looks_like_results(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return '"schema_version"' in fh.read(200)
+    except OSError:
+        return False
+
+
+def _read_all(inputs: Sequence[str]) -> SessionResults:
+    files = result_files(inputs)
+    return combine([(str(p), SessionResults.read(p)) for p in files])
+
+
+def _print(lines: list[str]) -> None:
+    for line in lines:
+        print(line)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    merged = _read_all(args.inputs)
+    merged.write(args.output)
+    _print(render_summary(merged))
+    print(f"merged {len(merged.environment['parts'])} files, {len(merged.targets)} targets -> {args.output}")
+    return EXIT_OK
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        b, sep, c = item.partition("=")
+        if not sep or not b or not c:
+            raise CliError(f"--pair {item!r} is not BASELINE_TARGET=CANDIDATE_TARGET")
+        pairs[b] = c
+    return pairs
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        rules = parse_rules(args.fail_on) if args.fail_on else ()
+    except RuleError as exc:
+        raise CliError(f"--fail-on: {exc}") from None
+    baseline, candidate = SessionResults.read(args.baseline), SessionResults.read(args.candidate)
+    gate = compare(baseline, candidate, rules, pairs=_pairs(args.pair), alpha=args.alpha)
+    _print(render_gate(gate))
+    if args.output:
+        candidate.gate = {"baseline": str(args.baseline), **gate.to_dict()}
+        candidate.write(args.output)
+        print(f"candidate with the gate's verdict -> {args.output}")
+    if args.markdown:
+        from .reporting.markdown import render_markdown
+
+        atomic_write_text(args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate"))
+    if not gate.pairs:
+        return EXIT_USAGE
+    return EXIT_REGRESSION if gate.failed else EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .reporting.outputs import write_renderings
+
+    results = _read_all(args.inputs) if len(args.inputs) > 1 or Path(args.inputs[0]).is_dir() else SessionResults.read(args.inputs[0])
+    out = args.output or Path(args.inputs[0]).parent
+    written = write_renderings(results, out, title=args.title, step_summary=not args.no_step_summary)
+    _print(render_summary(results))
+    if written.gate is not None:
+        _print(render_gate(written.gate))
+    _print(render_written(written))
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from .reporting.history import changes, render_history
+
+    results = _read_all(args.inputs)
+    path = args.output / "history.html"
+    atomic_write_text(path, render_history(results, args.title))
+    _print([c.line() for c in changes(results)] or ["no check or keyword changed between versions"])
+    print(f"html: {path}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytest-infer", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("merge", help="combine result files (one per CI job) into one matrix")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("compare", help="compare a candidate with a baseline; exit 1 on a regression")
+    p.add_argument("baseline", type=Path)
+    p.add_argument("candidate", type=Path)
+    p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")
+    p.add_argument("--pair", action="append", default=[], metavar="B=C", help="pair target B of the baseline with C of the candidate")
+    p.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})")
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it")
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("report", help="re-render HTML, Markdown and benchmark JSON from results")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first")
+    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="folder for the reports (default: the file's folder)")
+    p.add_argument("--title", default="pytest-infer")
+    p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("history", help="trend across versions, and the first version where each check changed")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("--title", default="pytest-infer history")
+    p.set_defaults(func=cmd_history)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ResultsFileError, CliError) as exc:
+        print(f"pytest-infer {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Baseline comparison and regression rules: the answer to "may we upgrade?"."""

@@ -1,0 +1,60 @@
+"""Is a timing change real or noise? A one-sided Mann-Whitney U test over repeated measurements.
+
+Timings on a shared CI machine wander from run to run. A figure that crossed
+its threshold only gates when the repeated runs (or the per-request samples)
+of the candidate are worse than the baseline's with ``p < alpha``; with too
+few measurements to test, the point estimate decides and the report says so.
+Mann-Whitney makes no normality assumption, which latency tails violate.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ALPHA = 0.05
+MIN_RUNS = 3  # with 3 v 3 the smallest one-sided p is 0.05: the least that can show anything
+MIN_SAMPLES = 20
+_STAT_SUFFIX = re.compile(r"_(p\d+(?:\.\d+)?|mean|median|avg|max|min)(?=_|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Significance:
+    p_value: float | None
+    basis: str  # "runs (n=5 v 5)", "samples (n=200 v 200)", or "point estimate (no repeated runs)"
+
+    def significant(self, alpha: float = ALPHA) -> bool:
+        return self.p_value is None or self.p_value < alpha
+
+
+def sample_keys(metric: str) -> list[str]:
+    """Per-request sample names a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``, ``ttft``."""
+    stem = _STAT_SUFFIX.sub("", metric)
+    return [k for k in dict.fromkeys([stem, stem.rsplit("_", 1)[0] if "_" in stem else stem]) if k != metric]
+
+
+def worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
+    """One-sided p-value that ``after`` is worse than ``before``."""
+    from scipy.stats import mannwhitneyu
+
+    alternative = "less" if higher_is_better else "greater"
+    return float(mannwhitneyu(after, before, alternative=alternative, method="auto").pvalue)
+
+
+def significance(
+    metric: str,
+    before_runs: list[float],
+    after_runs: list[float],
+    before_samples: dict[str, list[float]],
+    after_samples: dict[str, list[float]],
+    *,
+    higher_is_better: bool,
+) -> Significance:
+    if len(before_runs) >= MIN_RUNS and len(after_runs) >= MIN_RUNS:
+        p = worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
+        return Significance(p, f"runs (n={len(before_runs)} v {len(after_runs)})")
+    for key in sample_keys(metric):
+        b, a = before_samples.get(key, []), after_samples.get(key, [])
+        if len(b) >= MIN_SAMPLES and len(a) >= MIN_SAMPLES:
+            p = worse_test(b, a, higher_is_better=higher_is_better)
+            return Significance(p, f"samples of {key} (n={len(b)} v {len(a)})")
+    return Significance(None, "point estimate (no repeated runs)")

@@ -1,0 +1,70 @@
+"""Everything a finished session writes: results.json, the gate, and every rendering of them.
+
+Shared by the plugin (at the end of a run, in the process that owns the
+results) and by ``pytest-infer report`` (re-rendering a saved file), so both
+produce the same files.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..gating.compare import GateResult, compare
+from ..gating.rules import Rule
+from ..results.model import SessionResults, atomic_write_text
+
+RESULTS_FILE = "results.json"
+HTML_FILE = "report.html"
+MARKDOWN_FILE = "summary.md"
+BENCHMARK_FILE = "benchmark.json"
+
+
+@dataclass(slots=True)
+class Written:
+    paths: dict[str, Path]
+    gate: GateResult | None
+    plot_error: str | None = None
+
+
+def gate_of(results: SessionResults) -> GateResult | None:
+    return GateResult.from_dict(results.gate) if results.gate else None
+
+
+def run_gate(results: SessionResults, baseline: Path, rules: tuple[Rule, ...]) -> GateResult:
+    """Compare with the baseline file and keep the verdict in the results themselves."""
+    gate = compare(SessionResults.read(baseline), results, rules)
+    results.gate = {"baseline": str(baseline), **gate.to_dict()}
+    return gate
+
+
+def write_renderings(results: SessionResults, out: Path, *, title: str = "pytest-infer", step_summary: bool = True) -> Written:
+    """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``."""
+    from .benchmark import write_benchmark_json
+    from .html import render_html
+    from .markdown import render_markdown, write_step_summary
+
+    gate = gate_of(results)
+    paths: dict[str, Path] = {}
+    markdown = render_markdown(results, gate, title)
+    atomic_write_text(out / MARKDOWN_FILE, markdown)
+    paths["markdown"] = out / MARKDOWN_FILE
+    if step_summary and (summary := write_step_summary(markdown)):
+        paths["step summary"] = summary
+    plot_error = None
+    try:
+        atomic_write_text(out / HTML_FILE, render_html(results, gate, f"{title} report"))
+        paths["html"] = out / HTML_FILE
+    except RuntimeError as exc:  # matplotlib missing: say so, keep the rest
+        plot_error = str(exc)
+    if results.slo:
+        paths["benchmark json"] = write_benchmark_json(results, out / BENCHMARK_FILE)
+    return Written(paths, gate, plot_error)
+
+
+def finish_session(results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...]) -> Written:
+    if baseline is not None:
+        run_gate(results, baseline, rules)
+    results.write(report_dir / RESULTS_FILE)
+    written = write_renderings(results, report_dir)
+    written.paths = {"results": report_dir / RESULTS_FILE, **written.paths}
+    return written
