@@ -1,0 +1,167 @@
+"""pytest glue of the structured-output suite: its options, fixtures and the keyword matrix summary."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from ..client.http import InferClient
+from ..session import session_key
+from .explore import ExploreSettings
+from .outcome import MATRIX_CLASSES, matrix_cells
+from .runner import Sampling, StructuredRunner
+from .strategies import KEYWORDS, keywords_of
+from .store import ReproducerStore
+
+EXAMPLES = "--structured-examples"
+SEED = "--structured-seed"
+KEYWORDS_OPTION = "--structured-keywords"
+TIMEOUT = "--structured-timeout"
+SHRINK_SECONDS = "--structured-shrink-seconds"
+DEFAULT_EXAMPLES = 200
+DEFAULT_SEED = 0
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_SHRINK_SECONDS = 90.0
+HYPOTHESIS_DIR = "hypothesis-structured"
+
+
+@dataclass(frozen=True, slots=True)
+class StructuredOptions:
+    examples: int = DEFAULT_EXAMPLES
+    seed: int = DEFAULT_SEED
+    keywords: frozenset[str] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    shrink_seconds: float = DEFAULT_SHRINK_SECONDS
+
+
+structured_key = pytest.StashKey[StructuredOptions]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("infer")
+    group.addoption(EXAMPLES, dest="structured_examples", metavar="N", default=None,
+                    help=f"generated schemas per request path in the structured suite (default {DEFAULT_EXAMPLES}).")
+    group.addoption(SEED, dest="structured_seed", metavar="N", default=None,
+                    help=f"seed of the schema generator and of the sampling: same seed, same schemas (default {DEFAULT_SEED}).")
+    group.addoption(KEYWORDS_OPTION, dest="structured_keywords", metavar="LIST", default=None,
+                    help="only generate schemas with these JSON-Schema keywords (comma-separated), e.g. the ones a framework claims.")
+    group.addoption(TIMEOUT, dest="structured_timeout", metavar="S", default=None,
+                    help=f"seconds one structured request may take before it counts as a hang (default {DEFAULT_TIMEOUT:g}).")
+    group.addoption(SHRINK_SECONDS, dest="structured_shrink_seconds", metavar="S", default=None,
+                    help=f"time budget per request path for shrinking failures to minimal schemas (default {DEFAULT_SHRINK_SECONDS:g}).")  # fmt: skip
+
+
+def _int(option: str, text: str, low: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{option}: {text!r} is not a whole number") from None
+    if value < low:
+        raise pytest.UsageError(f"{option}: must be at least {low}, got {value}")
+    return value
+
+
+def _seconds(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{option}: {text!r} is not a number of seconds") from None
+    if value < 0:
+        raise pytest.UsageError(f"{option}: must not be negative, got {text!r}")
+    return value
+
+
+def parse_keywords(text: str) -> frozenset[str]:
+    names = frozenset(k.strip() for k in text.split(",") if k.strip())
+    if unknown := names - KEYWORDS:
+        raise pytest.UsageError(f"{KEYWORDS_OPTION}: unknown keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}")
+    if not names & {"type", "enum", "const"}:
+        raise pytest.UsageError(f"{KEYWORDS_OPTION}: needs at least one of type, enum, const")
+    return names
+
+
+def parse(config: pytest.Config) -> StructuredOptions:
+    get = config.getoption
+    keywords = get("structured_keywords")
+    return StructuredOptions(
+        examples=_int(EXAMPLES, get("structured_examples"), 1) if get("structured_examples") else DEFAULT_EXAMPLES,
+        seed=_int(SEED, get("structured_seed"), 0) if get("structured_seed") else DEFAULT_SEED,
+        keywords=parse_keywords(keywords) if keywords else None,
+        timeout=_seconds(TIMEOUT, get("structured_timeout")) if get("structured_timeout") else DEFAULT_TIMEOUT,
+        shrink_seconds=_seconds(SHRINK_SECONDS, get("structured_shrink_seconds")) if get("structured_shrink_seconds") else DEFAULT_SHRINK_SECONDS,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[structured_key] = parse(config)
+
+
+@pytest.fixture(scope="session")
+def structured_options(pytestconfig: pytest.Config) -> StructuredOptions:
+    return pytestconfig.stash[structured_key]
+
+
+@pytest.fixture(scope="session")
+def structured_explore_settings(structured_options: StructuredOptions, infer_session) -> ExploreSettings:
+    """How the generated-schema sweep runs: the options, and the example database in the report dir."""
+    return ExploreSettings(
+        examples=structured_options.examples,
+        seed=structured_options.seed,
+        keywords=structured_options.keywords,
+        shrink_seconds=structured_options.shrink_seconds,
+        database_dir=infer_session.options.report_dir / HYPOTHESIS_DIR,
+    )
+
+
+@pytest.fixture(scope="session")
+def structured_store(infer_session) -> ReproducerStore:
+    """Failures found so far (``structured-reproducers.json`` in the report dir), replayed first."""
+    return ReproducerStore.in_dir(infer_session.options.report_dir)
+
+
+@pytest.fixture
+def structured_runner(live_server, infer_session, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
+    """Sends schemas to the server under test and classifies the answers (seeded sampling)."""
+    with InferClient(live_server.base_url, model=live_server.model, api_key=infer_session.options.api_key, timeout=structured_options.timeout) as client:
+        yield StructuredRunner(
+            client,
+            sampling=Sampling(seed=1234 + structured_options.seed),
+            timeout=structured_options.timeout,
+            alive=live_server.alive,
+        )
+
+
+@pytest.fixture
+def structured_record(infer_session, infer_target):
+    """``structured_record(attempt)``: count an attempt in the keyword x outcome matrix of this target."""
+
+    def record(attempt) -> None:
+        for row, column in matrix_cells(keywords_of(attempt.schema), attempt.verdict.outcome):
+            infer_session.results.count("structured", infer_target.id, row, column)
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    session = config.stash.get(session_key, None)
+    if session is None or not session.results.structured:
+        return
+    terminalreporter.write_sep("-", "structured output: JSON-Schema keyword x outcome (requests)")
+    for target, rows in session.results.structured.items():
+        record = session.results.targets.get(target)
+        title = f"{target} ({record.framework} {record.version or 'unknown'})" if record else target
+        terminalreporter.write_line(title)
+        for line in render_matrix(rows):
+            terminalreporter.write_line("  " + line)
+
+
+def render_matrix(rows: dict[str, dict[str, int]]) -> list[str]:
+    """A keyword x outcome-class table of counts, the "all" row first."""
+    columns = list(MATRIX_CLASSES) + sorted({c for cells in rows.values() for c in cells} - set(MATRIX_CLASSES))
+    order = sorted(rows, key=lambda r: (r != "all", r))
+    width = max(len("keyword"), *(len(r) for r in rows)) + 2
+    lines = ["keyword".ljust(width) + "".join(c.rjust(11) for c in columns)]
+    for row in order:
+        lines.append(row.ljust(width) + "".join(str(rows[row].get(c, 0) or "-").rjust(11) for c in columns))
+    return lines

@@ -1,0 +1,255 @@
+"""Send one schema to a server along one request path and classify what comes back.
+
+A request path is how a framework takes a schema: the OpenAI ``response_format``
+(streamed or not) or the framework's own extra field. Every attempt keeps its
+evidence (request body, raw output, validator message, ``curl`` line), so a
+failure can be reported and replayed exactly.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..client.http import InferClient
+from ..client.sse import read_sse
+from .outcome import Outcome, Verdict, classify_output, classify_status
+
+CHAT = "/v1/chat/completions"
+PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPath:
+    """One way of sending a schema: ``field`` names the body field, ``stream`` whether to stream."""
+
+    name: str
+    field: str = "response_format"
+    stream: bool = False
+
+    def schema_fields(self, schema: dict) -> dict[str, Any]:
+        if self.field == "response_format":
+            return {"response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}}
+        if self.field == "structured_outputs":  # vLLM's own field (guided_json before 0.12)
+            return {"structured_outputs": {"json": schema}}
+        if self.field == "grammar":  # TGI
+            return {"grammar": {"type": "json", "value": schema}}
+        raise ValueError(f"unknown schema field {self.field!r}")
+
+
+RESPONSE_FORMAT = RequestPath("response_format")
+RESPONSE_FORMAT_STREAM = RequestPath("response_format-stream", stream=True)
+NATIVE_PATHS = {
+    "vllm": RequestPath("vllm-structured_outputs", field="structured_outputs"),
+    "tgi": RequestPath("tgi-grammar", field="grammar"),
+}
+
+
+def paths_for(framework: str) -> list[RequestPath]:
+    """Every path a framework takes a schema on: response_format, streamed, and its own field if it has one."""
+    paths = [RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM]
+    if framework in NATIVE_PATHS:
+        paths.append(NATIVE_PATHS[framework])
+    return paths
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """Seeded sampling: constrained decoding terminates and is deterministic per seed."""
+
+    temperature: float = 0.8
+    seed: int = 1234
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One request and its verdict, with everything a reproducer needs."""
+
+    schema: Any
+    path: str
+    body: dict
+    verdict: Verdict
+    curl: str
+    status: int | None = None
+    output: str | None = None
+    finish_reason: str | None = None
+    seconds: float = 0.0
+
+    def reproducer(self) -> dict[str, Any]:
+        return {
+            "signature": self.verdict.signature,
+            "outcome": self.verdict.outcome.value,
+            "message": self.verdict.message,
+            "path": self.path,
+            "schema": self.schema,
+            "request": self.body,
+            "status": self.status,
+            "output": self.output,
+            "finish_reason": self.finish_reason,
+            "temperature": self.body.get("temperature"),
+            "seed": self.body.get("seed"),
+            "max_tokens": self.body.get("max_tokens"),
+            "curl": self.curl,
+        }
+
+    def describe(self) -> str:
+        """The failure as a reader needs it: schema, request, output, message, curl."""
+        output = self.output if self.output is None or len(self.output) < 2000 else self.output[:2000] + "...(cut)"
+        return "\n".join(
+            [
+                f"{self.verdict.signature} via {self.path}: {self.verdict.message}",
+                f"  schema:   {json.dumps(self.schema, ensure_ascii=False)}",
+                f"  output:   {output!r} (HTTP {self.status}, finish_reason {self.finish_reason})",
+                f"  sampling: temperature {self.body.get('temperature')}, seed {self.body.get('seed')}, max_tokens {self.body.get('max_tokens')}",
+                f"  request:  {json.dumps(self.body, ensure_ascii=False)}",
+                f"  reproduce: {self.curl}",
+            ]
+        )
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def prompt_for(schema: Any) -> str:
+    text = json.dumps(schema, ensure_ascii=False)
+    if len(text) <= PROMPT_SCHEMA_LIMIT:
+        return f"Reply with only a JSON value that matches this JSON Schema: {text}"
+    return "Reply with only a JSON value that matches the given JSON Schema."
+
+
+class StructuredRunner:
+    """Runs schemas against one server. ``alive`` says whether the server process still exists
+    (for launched servers); reachability is always checked over HTTP as well."""
+
+    def __init__(
+        self,
+        client: InferClient,
+        *,
+        sampling: Sampling = Sampling(),
+        timeout: float = 60.0,
+        alive: Callable[[], bool] | None = None,
+    ) -> None:
+        self.client = client
+        self.sampling = sampling
+        self.timeout = timeout
+        self._process_alive = alive or (lambda: True)
+        self._cache: dict[tuple[str, str, int, Sampling], Attempt] = {}
+
+    def body(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> dict[str, Any]:
+        sampling = sampling or self.sampling
+        body: dict[str, Any] = {
+            "model": self.client.model,
+            "messages": [{"role": "user", "content": prompt_for(schema)}],
+            "max_tokens": max_tokens,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
+            **path.schema_fields(schema),
+        }
+        if path.stream:
+            body["stream"] = True
+        return body
+
+    def cached(self, schema: Any, path: RequestPath, max_tokens: int) -> Attempt | None:
+        return self._cache.get((path.name, canonical(schema), max_tokens, self.sampling))
+
+    def run(self, schema: Any, path: RequestPath, max_tokens: int, *, sampling: Sampling | None = None, fresh: bool = False) -> Attempt:
+        """One request; answers from the cache unless ``fresh`` (the server is taken as deterministic per seed)."""
+        sampling = sampling or self.sampling
+        key = (path.name, canonical(schema), max_tokens, sampling)
+        if not fresh and key in self._cache:
+            return self._cache[key]
+        attempt = self._send(schema, path, max_tokens, sampling)
+        self._cache[key] = attempt
+        return attempt
+
+    def _send(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling) -> Attempt:
+        body = self.body(schema, path, max_tokens, sampling)
+        attempt = Attempt(schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream))
+        started = time.monotonic()
+        try:
+            if path.stream:
+                self._streamed(attempt, body)
+            else:
+                self._plain(attempt, body)
+        except httpx.TimeoutException as exc:
+            attempt.verdict = self._lost(f"no answer within {self.timeout:g} s ({type(exc).__name__})", Outcome.TIMEOUT)
+        except httpx.TransportError as exc:
+            attempt.verdict = self._lost(f"the connection failed: {type(exc).__name__}: {exc}", Outcome.SERVER_ERROR)
+        attempt.seconds = round(time.monotonic() - started, 3)
+        return attempt
+
+    def _lost(self, message: str, outcome: Outcome) -> Verdict:
+        if not self.reachable():
+            return Verdict(Outcome.DIED, f"{message}; afterwards the server no longer answers")
+        return Verdict(outcome, message)
+
+    def _plain(self, attempt: Attempt, body: dict) -> None:
+        resp = self.client.post(CHAT, json=body, timeout=self.timeout)
+        attempt.status = resp.status_code
+        if (verdict := classify_status(resp.status_code, resp.text)) is not None:
+            attempt.verdict = verdict
+            return
+        try:
+            choice = resp.json()["choices"][0]
+            attempt.output, attempt.finish_reason = choice["message"].get("content"), choice.get("finish_reason")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            attempt.verdict = Verdict(Outcome.SERVER_ERROR, f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}")
+            return
+        attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
+
+    def _streamed(self, attempt: Attempt, body: dict) -> None:
+        with self.client.stream("POST", CHAT, json=body, timeout=self.timeout) as resp:
+            stream = read_sse(resp)
+        attempt.status = stream.status
+        if (verdict := classify_status(stream.status, stream.raw)) is not None:
+            attempt.verdict = verdict
+            return
+        errors = [c["error"] for c in stream.chunks if isinstance(c.get("error"), dict)]
+        if errors:  # refused inside the stream, after HTTP 200 (vLLM does this for a bad schema)
+            code = errors[0].get("code")
+            status = code if isinstance(code, int) else 500
+            verdict = classify_status(status, json.dumps(errors[0])) or Verdict(Outcome.SERVER_ERROR, json.dumps(errors[0]))
+            attempt.verdict = Verdict(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
+            return
+        broken = [p for p in stream.problems if "broke off" in p or "[DONE]" in p]
+        parts: list[str] = []
+        for chunk in stream.chunks:
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                if isinstance(delta.get("content"), str):
+                    parts.append(delta["content"])
+                attempt.finish_reason = choice.get("finish_reason") or attempt.finish_reason
+        attempt.output = "".join(parts)
+        if broken:
+            attempt.verdict = self._lost(f"the stream did not end properly: {'; '.join(broken)}", Outcome.SERVER_ERROR)
+            return
+        attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
+
+    def reachable(self) -> bool:
+        """Does the server still answer at all (process alive and ``GET /v1/models`` succeeds)?"""
+        if not self._process_alive():
+            return False
+        try:
+            return self.client.get("/v1/models", timeout=10).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def healthy(self) -> tuple[bool, str]:
+        """Does an ordinary chat completion still succeed? (What a survival check asks after a bad schema.)"""
+        if not self._process_alive():
+            return False, "the server process has died"
+        try:
+            body = {"model": self.client.model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "temperature": 0}
+            resp = self.client.post(CHAT, json=body, timeout=self.timeout)
+        except httpx.HTTPError as exc:
+            return False, f"a normal request then failed: {type(exc).__name__}: {exc}"
+        if resp.status_code != 200:
+            return False, f"a normal request then got HTTP {resp.status_code}: {resp.text[:300]}"
+        return True, "a normal request still succeeds"

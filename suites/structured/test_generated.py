@@ -1,0 +1,55 @@
+"""Generated schemas (Hypothesis): stored reproducers first, then a seeded sweep, each failure shrunk.
+
+Invalid output, server errors and hangs fail; a clean 4xx counts as an
+unsupported keyword, truncation at the token budget is counted, not failed.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from pytest_infer.conformance.failures import Unsupported
+from pytest_infer.structured import Outcome
+from pytest_infer.structured.explore import explore, replay
+
+pytestmark = pytest.mark.structured
+
+
+def test_generated_schemas(
+    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, record_property
+):
+    stored = structured_store.for_path(request_path.name)
+    still_failing = []
+    for entry, attempt in replay(structured_runner, request_path, stored):
+        structured_record(attempt)
+        structured_store.record_replay(entry["id"], target=infer_target.id, version=live_server.version, signature=attempt.verdict.signature)
+        if attempt.verdict.outcome.failed:
+            still_failing.append(attempt)
+
+    report = explore(structured_runner, request_path, structured_explore_settings, on_attempt=structured_record)
+    for finding in report.findings:
+        structured_store.record(
+            finding.shown.reproducer(),
+            target=infer_target.id,
+            version=live_server.version,
+            minimal=finding.minimal is not None and not finding.flaky,
+            flaky=finding.flaky,
+            note=finding.note,
+        )
+    counts = Counter(a.verdict.outcome.value for a in report.attempts)
+    summary = f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): " + ", ".join(
+        f"{k} {v}" for k, v in counts.most_common()
+    )
+    record_property("infer_structured_summary", summary)
+    shown = [f.shown for f in report.findings] + still_failing
+    if shown:
+        record_property("infer_reproducer", shown[0].curl)
+    problems = [f.describe() for f in report.findings]
+    problems += [f"stored reproducer still fails: {a.describe()}" for a in still_failing]
+    if report.stopped:
+        problems.insert(0, f"sweep stopped early: {report.stopped}")
+    if problems:
+        pytest.fail(f"{summary}\n\n" + "\n\n".join(problems), pytrace=False)
+    if report.attempts and all(a.verdict.outcome is Outcome.REJECTED for a in report.attempts):
+        raise Unsupported(f"json_schema via {request_path.name}", f"every schema was refused: {report.attempts[0].verdict.message}")
