@@ -23,6 +23,8 @@ MARKERS = {
     "needs_capable_model(reason)": "needs a real model; skipped on the built-in tiny model.",
 }
 NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoint=URL"
+# Suite plugins with their own options and fixtures, registered along with this one.
+pytest_plugins = ["pytest_infer.structured.plugin"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
