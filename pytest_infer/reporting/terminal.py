@@ -64,6 +64,10 @@ def render_summary(results: SessionResults) -> list[str]:
                 slo_rows.setdefault(f"{point.key} {metric}", ["-"] * len(ids))[ids.index(point.target)] = f"{value:.4g}"
             slo_rows.setdefault(f"{point.key} verdict", ["-"] * len(ids))[ids.index(point.target)] = point.verdict or "?"
         lines += _table("load point", labels, slo_rows)
+    if results.robustness:  # counts per target: bad inputs tried, 4xx, 5xx, hangs, deaths, ...
+        lines.append("")
+        counters = list(dict.fromkeys(k for t in ids for k in results.robustness.get(t, {})))
+        lines += _table("robustness", labels, {c: [str(results.robustness[t].get(c, 0)) if t in results.robustness else "-" for t in ids] for c in counters})
     return lines
 
 

@@ -84,8 +84,18 @@ def _prompt_text(body: dict) -> str:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
             raise BadRequest("each message needs a valid role", param="messages")
         content = m.get("content") or ""
+        if not isinstance(content, (str, list)):
+            raise BadRequest("message content must be a string or an array of parts", param="messages")
         parts.append(content if isinstance(content, str) else json.dumps(content))
-    return "\n".join(parts)
+    return _encodable("\n".join(parts))
+
+
+def _encodable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("text is not valid Unicode (lone surrogate)", param="messages") from None
+    return text
 
 
 def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
@@ -183,10 +193,12 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:
+            if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+                raise ValueError("Content-Type must be application/json")
             body = json.loads(raw)
             if not isinstance(body, dict):
                 raise ValueError("body must be a JSON object")
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             self.state.requests.append(("POST", self.path, raw))
             return self._send_json(400, error_body(f"malformed JSON body: {exc}"))
         self.state.requests.append(("POST", self.path, body))
@@ -202,6 +214,8 @@ class Handler(BaseHTTPRequestHandler):
             events_or_response = routes[self.path](body)
         except BadRequest as exc:
             return self._send_json(exc.status, error_body(str(exc), param=exc.param, code=exc.code))
+        except Exception as exc:  # what a real server does with a bug: 500 with the envelope, never a dropped connection
+            return self._send_json(500, error_body(f"internal error: {type(exc).__name__}", "internal_server_error"))
         if isinstance(events_or_response, list):
             events = dev.events(self.path, body, events_or_response) if dev.events else events_or_response
             return self._send_events(events)
@@ -224,6 +238,11 @@ class Handler(BaseHTTPRequestHandler):
         seed = body.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63):
             raise BadRequest("seed must be a 64-bit integer", param="seed")
+        if not isinstance(body.get("stream", False), bool):
+            raise BadRequest("stream must be a boolean", param="stream")
+        stop = body.get("stop")
+        if stop is not None and not isinstance(stop, str) and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
+            raise BadRequest("stop must be a string or a list of strings", param="stop")
         if body.get("stream_options") is not None and not body.get("stream"):
             raise BadRequest("stream_options is only allowed when stream is true", param="stream_options")
         limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
@@ -332,6 +351,8 @@ class Handler(BaseHTTPRequestHandler):
         prompts = [prompt] if isinstance(prompt, str) else prompt
         if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
             raise BadRequest("prompt must be a string or a list of strings", param="prompt")
+        if any(len(_encodable(p)) > CONTEXT_LENGTH for p in prompts):
+            raise BadRequest(f"prompt exceeds the context length {CONTEXT_LENGTH}", param="prompt")
         logprobs = body.get("logprobs")
         if logprobs is not None and (isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5):
             raise BadRequest("logprobs must be an integer between 0 and 5", param="logprobs")

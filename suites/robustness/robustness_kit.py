@@ -1,0 +1,172 @@
+"""The robustness suite's machinery: send one bad request safely, classify the answer, count it.
+
+Every request here is bounded (a deadline per request, a cap on the bytes read),
+so a server that hangs or streams forever costs one timeout, not the session.
+After a server dies or wedges, the remaining tests of that target fail fast
+instead of each waiting out its own timeout.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+# What the summary shows per target, in this order.
+COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "wedged", "aborted")
+REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
+MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
+DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length
+TINY_CONTEXT = 2048  # the built-in tiny model's max_position_embeddings
+
+
+@dataclass(slots=True)
+class Case:
+    """One bad request. ``body`` is a dict (sent as JSON) or bytes (sent as they are)."""
+
+    id: str
+    body: Any
+    path: str = "/v1/chat/completions"
+    headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
+    stream: bool = False  # read as a stream: an accepted request is aborted after its first bytes
+
+    def content(self) -> bytes:
+        if isinstance(self.body, bytes):
+            return self.body
+        return json.dumps(self.body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+@dataclass(slots=True)
+class Answer:
+    """What came back for one request: ``kind`` is 4xx, 5xx, accepted, hang, dropped or death."""
+
+    kind: str
+    status: int | None = None
+    text: str = ""
+    seconds: float = 0.0
+    error: str = ""
+
+
+def envelope_problem(text: str) -> str | None:
+    """Why ``text`` is not the OpenAI error envelope ``{"error": {"message": str, "type": ...}}``, or None."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "the body is not JSON"
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return f"no 'error' object (top-level keys: {sorted(data) if isinstance(data, dict) else type(data).__name__})"
+    if not isinstance(error.get("message"), str) or not error["message"]:
+        return "error.message is not a non-empty string"
+    if "type" not in error:
+        return "error.type is missing"
+    return None
+
+
+@dataclass
+class Guard:
+    """One target's robustness state: its tally in the session results and whether it is still up."""
+
+    target: str
+    server: Any  # ServerInfo
+    tally: dict[str, int]
+    timeout: float
+    down: str | None = None
+
+    def count(self, key: str, by: int = 1) -> None:
+        self.tally[key] = self.tally.get(key, 0) + by
+
+    def send(self, client: httpx.Client, case: Case) -> Answer:
+        """Send ``case`` with a hard deadline; read at most MAX_BODY bytes of the answer."""
+        started = time.monotonic()
+        deadline = started + self.timeout
+        try:
+            with client.stream("POST", case.path, content=case.content(), headers=case.headers, timeout=self.timeout) as resp:
+                chunks, size = [], 0
+                for chunk in resp.iter_raw():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    accepted_stream = case.stream and resp.status_code < 300
+                    if size >= MAX_BODY or accepted_stream or time.monotonic() > deadline:
+                        break
+                text = b"".join(chunks)[:MAX_BODY].decode("utf-8", "replace")
+                if time.monotonic() > deadline and not (case.stream and resp.status_code < 300):
+                    return Answer("hang", resp.status_code, text, time.monotonic() - started, f"answer still arriving after {self.timeout:.0f}s")
+        except httpx.TimeoutException as exc:
+            return Answer("hang", None, "", time.monotonic() - started, f"{type(exc).__name__} after {self.timeout:.0f}s")
+        except httpx.TransportError as exc:
+            kind = "death" if not self.reachable() else "dropped"
+            return Answer(kind, None, "", time.monotonic() - started, f"{type(exc).__name__}: {exc}")
+        seconds = time.monotonic() - started
+        status = resp.status_code
+        kind = "4xx" if 400 <= status < 500 else "5xx" if status >= 500 else "accepted"
+        return Answer(kind, status, text, seconds)
+
+    def reachable(self) -> bool:
+        """The process is alive (launched servers) and the port answers at all."""
+        if not self.server.alive():
+            return False
+        try:
+            httpx.get(f"{self.server.base_url}/v1/models", timeout=5.0)
+        except httpx.TransportError:
+            return False
+        return True
+
+    def health(self, client: httpx.Client, timeout: float | None = None) -> str | None:
+        """None if a normal small chat request succeeds now, else why not (and count a death or wedge)."""
+        body = {"model": self.server.model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
+        try:
+            resp = client.post("/v1/chat/completions", json=body, timeout=timeout or self.timeout)
+        except httpx.TimeoutException:
+            return self._mark("wedged", f"a normal request got no answer within {timeout or self.timeout:.0f}s")
+        except httpx.TransportError as exc:
+            if self.reachable():
+                return self._mark("wedged", f"a normal request failed: {type(exc).__name__}: {exc}")
+            return self._mark("deaths", f"the server is gone ({type(exc).__name__}: {exc})")
+        if resp.status_code != 200:
+            return self._mark("wedged", f"a normal request got HTTP {resp.status_code}: {resp.text[:300]}")
+        self.down = None
+        return None
+
+    def _mark(self, counter: str, reason: str) -> str:
+        if self.down is None:  # count each loss once, not once per test that meets it
+            self.count(counter)
+        self.down = reason
+        return reason
+
+    def require_up(self, client: httpx.Client) -> None:
+        """Fail fast when an earlier test left the server dead or wedged (one short re-check)."""
+        if self.down is not None and self.health(client, timeout=min(5.0, self.timeout)) is not None:
+            pytest.fail(f"{self.target}: server unusable since an earlier test: {self.down}", pytrace=False)
+
+    def expect_rejected(self, client: Any, case: Case) -> Answer:
+        """Assert ``case`` gets a 4xx with the error envelope and the server still serves afterwards."""
+        self.require_up(client)
+        self.count("tried")
+        answer = self.send(client, case)
+        self.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
+        if answer.kind == "death":
+            self.down = f"died on bad request {case.id}"
+        curl = client.curl("POST", case.path, case.body, stream=case.stream)
+        problems = []
+        if answer.kind == "4xx":
+            if (why := envelope_problem(answer.text)) is not None:
+                problems.append(f"HTTP {answer.status} without the error envelope: {why}; body: {answer.text[:300]!r}")
+        elif answer.kind == "accepted":
+            problems.append(f"accepted with HTTP {answer.status} instead of a 4xx; body starts: {answer.text[:200]!r}")
+        elif answer.kind == "5xx":
+            problems.append(f"HTTP {answer.status} (a server error for bad input: clients retry 5xx); body: {answer.text[:300]!r}")
+        elif answer.kind == "hang":
+            problems.append(f"no answer: {answer.error}")
+        else:
+            problems.append(f"connection {'lost, server dead' if answer.kind == 'death' else 'dropped without an answer'}: {answer.error}")
+        if (after := self.health(client)) is not None:
+            problems.append(f"and afterwards the server is unusable: {after}")
+        if problems:
+            shown = curl if len(curl) < 2000 else curl[:600] + f"... ({len(curl)} characters)"
+            pytest.fail(f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {shown}", pytrace=False)
+        return answer
+

@@ -1,0 +1,150 @@
+"""Abuse: clients that vanish mid-stream, many at once, or read slowly must not cost later clients.
+
+A server that keeps generating for a client that is gone spends its capacity on
+nobody; the symptom a user sees is that the next request is slow. So each test
+measures a normal request before the abuse and after it, and fails when the
+later one is much slower.
+"""
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.robustness
+
+PROBE_TOKENS = 16
+SLOWDOWN_FACTOR, SLOWDOWN_SLACK = 3.0, 2.0  # "slowed" = after > max(3 x before, before + 2 s)
+DROPPED_STREAMS = 4
+CONCURRENT_ABORTS = 32
+
+
+def _headers(client: httpx.Client) -> dict[str, str]:
+    return {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
+
+
+def _long_stream_body(model: str, context: int) -> dict:
+    """A stream that would run for a long time if nobody stopped it (the tiny model never says EOS at temperature 0)."""
+    return {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": max(16, min(context - 64, 4096)), "temperature": 0, "stream": True}
+
+
+def _probe_seconds(client: httpx.Client, model: str, timeout: float) -> float:
+    """Seconds for one normal small request; the best of two, so one hiccup of a shared machine does not count."""
+    best = float("inf")
+    for _ in range(2):
+        started = time.monotonic()
+        resp = client.post("/v1/chat/completions", json={"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": PROBE_TOKENS, "temperature": 0}, timeout=timeout)
+        assert resp.status_code == 200, f"a normal request failed: HTTP {resp.status_code}: {resp.text[:300]}"
+        best = min(best, time.monotonic() - started)
+    return best
+
+
+def _drop_after(base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float) -> str:
+    """Open a stream and close the connection: after its first data line (``seconds`` None) or after ``seconds``."""
+    deadline = time.monotonic() + (seconds if seconds is not None else timeout)
+    try:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout)) as client:
+            with client.stream("POST", "/v1/chat/completions", json=body) as resp:
+                if resp.status_code != 200:
+                    return f"HTTP {resp.status_code}"
+                for line in resp.iter_lines():
+                    if (seconds is None and line.startswith("data:")) or time.monotonic() > deadline:
+                        break
+    except httpx.TimeoutException:
+        return "dropped before the answer"  # the abort we wanted, only earlier
+    except httpx.TransportError as exc:
+        return f"{type(exc).__name__}"
+    return "dropped"
+
+
+def _assert_not_slowed(guard, before: float, after: float, what: str) -> None:
+    limit = max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
+    assert after <= limit, (
+        f"{guard.target}: after {what}, a {PROBE_TOKENS}-token request took {after:.2f}s against {before:.2f}s before "
+        f"(limit {limit:.2f}s): the server seems to keep working for clients that are gone"
+    )
+
+
+def _check_health(guard, client) -> None:
+    if (why := guard.health(client)) is not None:
+        pytest.fail(f"{guard.target}: {why}", pytrace=False)
+
+
+def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, context_length):
+    robustness_guard.require_up(infer_client)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(infer_client, infer_server.model, timeout)
+    body = _long_stream_body(infer_server.model, context_length)
+    outcomes = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
+    robustness_guard.count("aborted", len(outcomes))
+    assert all(o.startswith("dropped") for o in outcomes), f"{robustness_guard.target}: streams did not start: {outcomes}"
+    time.sleep(1.0)  # time to notice the disconnects
+    _check_health(robustness_guard, infer_client)
+    after = _probe_seconds(infer_client, infer_server.model, timeout)
+    _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
+
+
+def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, context_length):
+    robustness_guard.require_up(infer_client)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(infer_client, infer_server.model, timeout)
+    body = _long_stream_body(infer_server.model, context_length)
+    rng = random.Random(7)  # the same abort times every run
+    delays = [rng.uniform(0.0, 1.5) for _ in range(CONCURRENT_ABORTS)]
+    with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
+        outcomes = list(pool.map(lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays))
+    robustness_guard.count("aborted", len(outcomes))
+    refused = [o for o in outcomes if o.startswith("HTTP 5")]
+    assert not refused, f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams got a server error: {refused[:3]}"
+    time.sleep(1.0)
+    _check_health(robustness_guard, infer_client)
+    after = _probe_seconds(infer_client, infer_server.model, timeout)
+    _assert_not_slowed(robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times")
+
+
+def test_slow_reading_client_does_not_block_others(infer_client, infer_server, robustness_guard, context_length):
+    """A client that reads a stream a few hundred bytes at a time (full TCP window) must not stall the server."""
+    robustness_guard.require_up(infer_client)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(infer_client, infer_server.model, timeout)
+    url = urlparse(infer_server.base_url)
+    body = httpx.Request("POST", f"{infer_server.base_url}/v1/chat/completions", json=_long_stream_body(infer_server.model, min(context_length, 1024))).content
+    head = [f"POST /v1/chat/completions HTTP/1.1", f"Host: {url.netloc}", "Content-Type: application/json", f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in _headers(infer_client).items()]
+    sock = socket.socket(socket.AF_INET6 if ":" in (url.hostname or "") else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, so the server's writes block
+    stop = threading.Event()
+    received = [0]
+
+    def slow_read() -> None:
+        try:
+            while not stop.is_set():
+                chunk = sock.recv(256)
+                if not chunk:
+                    return
+                received[0] += len(chunk)
+                time.sleep(0.2)
+        except OSError:
+            return
+
+    try:
+        sock.settimeout(timeout)
+        sock.connect((url.hostname, url.port or 80))
+        sock.sendall("\r\n".join(head).encode() + b"\r\n\r\n" + body)
+        reader = threading.Thread(target=slow_read, daemon=True)
+        reader.start()
+        time.sleep(1.0)
+        after = _probe_seconds(infer_client, infer_server.model, timeout)
+    finally:
+        stop.set()
+        sock.close()
+        robustness_guard.count("aborted")
+    assert received[0] > 0, f"{robustness_guard.target}: the slow client received nothing"
+    _check_health(robustness_guard, infer_client)
+    _assert_not_slowed(robustness_guard, before, after, "a slow-reading stream was open")
