@@ -18,7 +18,7 @@ def _figure(width: float = 6.4, height: float = 3.6):
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:  # a dependency; say which if an environment lacks it
-        raise RuntimeError("the HTML report's plots need matplotlib: pip install matplotlib") from exc
+        raise RuntimeError(f"the HTML report's plots need matplotlib ({exc}): pip install matplotlib") from exc
     return Figure(figsize=(width, height), layout="constrained")
 
 

