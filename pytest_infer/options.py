@@ -196,7 +196,8 @@ def parse(config: pytest.Config) -> InferOptions:
     server_args = _value(config, SERVER_ARG) or []
     model = _value(config, MODEL) or DEFAULT_MODEL
     baseline_text, fail_on_text = _value(config, BASELINE), _value(config, FAIL_ON)
-    if fail_on_text and not baseline_text:
+    fail_on = parse_fail_on(fail_on_text) if fail_on_text else ()
+    if fail_on and not baseline_text:
         raise pytest.UsageError(f"{FAIL_ON} needs {BASELINE}=FILE: the figures are compared with a baseline run")
     if not model.strip():
         raise pytest.UsageError(f"{MODEL}: empty model name")
@@ -213,5 +214,5 @@ def parse(config: pytest.Config) -> InferOptions:
         host=_value(config, HOST) or DEFAULT_HOST,
         api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
-        fail_on=parse_fail_on(fail_on_text) if fail_on_text else (),
+        fail_on=fail_on,
     )
