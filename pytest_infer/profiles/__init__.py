@@ -1,7 +1,17 @@
-"""SLO profiles: named YAML files in the top-level ``slo/`` folder."""
+"""SLO profiles: named YAML files in the top-level ``slo/`` folder.
+
+A profile names its hardware and, per model, the load points to run and the
+thresholds each must meet, with per-framework overrides. It is validated
+against ``SCHEMA`` when loaded; every error names the file and the key path.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
 
 from ..paths import bundled
 
@@ -12,3 +22,248 @@ def profiles_dir() -> Path:
 
 def available_profiles() -> dict[str, Path]:
     return {path.stem: path for path in sorted(profiles_dir().glob("*.yaml"))}
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the key."""
+
+
+_POINT_FIELDS: dict[str, Any] = {
+    "mode": {"enum": ["closed", "poisson"]},
+    "concurrency": {"type": "integer", "minimum": 1},
+    "rate": {"type": "number", "exclusiveMinimum": 0},
+    "burstiness": {"type": "number", "exclusiveMinimum": 0},
+    "requests": {"type": "integer", "minimum": 1},
+    "duration_s": {"type": "number", "exclusiveMinimum": 0},
+    "warmup_requests": {"type": "integer", "minimum": 0},
+    "api": {"enum": ["chat", "completions"]},
+    "input_tokens": {"type": "integer", "minimum": 1},
+    "output_tokens": {"type": "integer", "minimum": 1},
+    "shared_prefix_tokens": {"type": "integer", "minimum": 0},
+    "ignore_eos": {"type": "boolean"},
+    "repeat": {"type": "integer", "minimum": 1},
+    "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+}
+_THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
+_ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "hardware", "models"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "hardware": {
+            "type": "object",
+            "required": ["accelerator"],
+            "additionalProperties": False,
+            "properties": {
+                "accelerator": {"enum": ["gpu", "cpu"]},
+                "gpu": {"type": "string", "description": "substring of the NVML device name, e.g. A100"},
+                "count": {"type": "integer", "minimum": 1},
+                "memory_gb": {"type": "number", "exclusiveMinimum": 0},
+                "notes": {"type": "string"},
+            },
+            "if": {"properties": {"accelerator": {"const": "gpu"}}},
+            "then": {"required": ["gpu", "count", "memory_gb"]},
+        },
+        "validity": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_client_busy": {"type": "number", "exclusiveMinimum": 0, "maximum": 2},
+                "max_loop_lag_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+                "max_schedule_lag_p99_ms": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+        "defaults": {"type": "object", "additionalProperties": False, "properties": _POINT_FIELDS},
+        "models": {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": {
+                "type": "object",
+                "required": ["load_points"],
+                "additionalProperties": False,
+                "properties": {
+                    "description": {"type": "string"},
+                    "load_points": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["id", "thresholds"],
+                            "additionalProperties": False,
+                            "properties": {"id": _ID, "thresholds": _THRESHOLDS, **_POINT_FIELDS},
+                        },
+                    },
+                    "frameworks": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "object",
+                            "additionalProperties": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {"thresholds": _THRESHOLDS, **_POINT_FIELDS},
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def _key_path(parts) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPoint:
+    """One load point of one model, with this framework's overrides applied."""
+
+    id: str
+    settings: dict[str, Any]  # the _POINT_FIELDS that apply (defaults, point, override)
+    thresholds: dict[str, float]
+
+    def load_spec(self):
+        from ..load import LoadSpec
+
+        s = self.settings
+        return LoadSpec(
+            mode=s.get("mode", "closed"),
+            concurrency=s.get("concurrency", 1),
+            rate=s.get("rate"),
+            burstiness=s.get("burstiness", 1.0),
+            requests=s.get("requests", None if s.get("duration_s") else 100),
+            duration_s=s.get("duration_s"),
+            warmup_requests=s.get("warmup_requests", 8),
+        )
+
+    def workload(self, *, ignore_eos_supported: bool = True):
+        from ..load import Workload
+
+        s = self.settings
+        return Workload(
+            api=s.get("api", "chat"),
+            input_tokens=s.get("input_tokens", 64),
+            output_tokens=s.get("output_tokens", 32),
+            shared_prefix_tokens=s.get("shared_prefix_tokens", 0),
+            ignore_eos=s.get("ignore_eos", True) and ignore_eos_supported,
+        )
+
+    @property
+    def repeat(self) -> int:
+        return self.settings.get("repeat", 1)
+
+    @property
+    def timeout_s(self) -> float | None:
+        return self.settings.get("timeout_s")
+
+
+@dataclass(slots=True)
+class Profile:
+    name: str
+    path: Path
+    hardware: dict[str, Any]
+    description: str = ""
+    validity: dict[str, Any] = field(default_factory=dict)
+    defaults: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)
+
+    def load_points(self, model: str, framework: str) -> list[LoadPoint]:
+        entry = self.models.get(model)
+        if entry is None:
+            raise ProfileError(f"{self.path}: profile {self.name!r} has no load points for model {model!r}; it has: {', '.join(self.models)}")
+        overrides = (entry.get("frameworks") or {}).get(framework, {})
+        points = []
+        for point in entry["load_points"]:
+            override = overrides.get(point["id"], {})
+            settings = {**self.defaults, **{k: v for k, v in point.items() if k not in ("id", "thresholds")}}
+            settings.update({k: v for k, v in override.items() if k != "thresholds"})
+            thresholds = {**point["thresholds"], **override.get("thresholds", {})}
+            points.append(LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items()}))
+        return points
+
+    def hardware_mismatch(self, hardware) -> str | None:
+        """Why this host is not the profile's hardware, or None when it is."""
+        want = self.hardware
+        if want["accelerator"] == "cpu":
+            return None if hardware.accelerator == "cpu" else f"profile {self.name!r} is for CPU-only hosts; this host has {hardware.gpu_name} GPUs"
+        if hardware.accelerator != "gpu":
+            return f"profile {self.name!r} is for {want['count']}x {want['gpu']} {want['memory_gb']} GB; this host has no GPU visible to NVML ({hardware.nvml})"
+        names = [g["name"] for g in hardware.gpus]
+        problems = []
+        if not all(want["gpu"].lower() in n.lower() for n in names):
+            problems.append(f"GPU {', '.join(sorted(set(names)))} is not {want['gpu']}")
+        if len(names) != want["count"]:
+            problems.append(f"{len(names)} GPUs, not {want['count']}")
+        memory = [g["memory_gb"] for g in hardware.gpus]
+        if memory and abs(min(memory) - want["memory_gb"]) > 0.1 * want["memory_gb"]:
+            problems.append(f"{min(memory):g} GB per GPU, not {want['memory_gb']:g}")
+        return f"profile {self.name!r} does not match this host: {'; '.join(problems)}" if problems else None
+
+
+def _semantic_errors(data: dict[str, Any]) -> list[str]:
+    """Checks the schema cannot express: threshold names, unique ids, overrides that name real points."""
+    from ..adapters import registry
+    from ..metrics.judge import check_threshold_key
+
+    errors = []
+    for model, entry in data["models"].items():
+        ids = [p["id"] for p in entry["load_points"]]
+        for i, point in enumerate(entry["load_points"]):
+            where = f"models.{model}.load_points[{i}]"
+            if ids.count(point["id"]) > 1:
+                errors.append(f"{where}.id: duplicate load point id {point['id']!r}")
+            for key in point["thresholds"]:
+                if (problem := check_threshold_key(key)) is not None:
+                    errors.append(f"{where}.thresholds.{key}: {problem}")
+            merged = {**data.get("defaults", {}), **point}
+            if merged.get("mode") == "poisson" and "rate" not in merged:
+                errors.append(f"{where}: an open-loop (poisson) load point needs a rate")
+        for framework, points in (entry.get("frameworks") or {}).items():
+            if framework not in registry.ADAPTERS:
+                errors.append(f"models.{model}.frameworks.{framework}: unknown framework; valid: {', '.join(registry.names())}")
+            for point_id, override in points.items():
+                where = f"models.{model}.frameworks.{framework}.{point_id}"
+                if point_id not in ids:
+                    errors.append(f"{where}: no load point {point_id!r} to override; ids: {', '.join(ids)}")
+                for key in override.get("thresholds", {}):
+                    if (problem := check_threshold_key(key)) is not None:
+                        errors.append(f"{where}.thresholds.{key}: {problem}")
+    return errors
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """A profile by name (``slo/NAME.yaml``) or path, validated; raises ProfileError."""
+    text = str(name_or_path)
+    path = Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else available_profiles().get(text)
+    if path is None:
+        raise ProfileError(f"unknown SLO profile {text!r}; available: {', '.join(available_profiles())}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ProfileError(f"{path}: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = [f"{_key_path(e.absolute_path)}: {e.message}" for e in errors[:10]]
+        raise ProfileError(f"{path}: invalid SLO profile:\n  " + "\n  ".join(lines))
+    if problems := _semantic_errors(data):
+        raise ProfileError(f"{path}: invalid SLO profile:\n  " + "\n  ".join(problems))
+    return Profile(
+        name=data["name"],
+        path=path,
+        hardware=data["hardware"],
+        description=data.get("description", ""),
+        validity=data.get("validity", {}),
+        defaults=data.get("defaults", {}),
+        models=data["models"],
+    )

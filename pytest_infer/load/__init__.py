@@ -1,0 +1,7 @@
+"""The one place that measures: a streaming load client and the load patterns that drive it."""
+from __future__ import annotations
+
+from .patterns import LoadRun, LoadSpec, Workload, run_load, run_load_async
+from .trace import RequestTrace
+
+__all__ = ["LoadRun", "LoadSpec", "RequestTrace", "Workload", "run_load", "run_load_async"]

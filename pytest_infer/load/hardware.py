@@ -1,0 +1,69 @@
+"""What this host is: GPUs (name, count, memory, driver) through NVML, else the CPU.
+
+NVML is optional (``pip install pytest-infer[gpu]``): without it, or without a
+driver, the host reads as CPU-only, which the SLO suite states in its results.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .monitor import _nvml
+
+
+@dataclass(slots=True)
+class Hardware:
+    accelerator: str  # "gpu" or "cpu"
+    gpus: list[dict[str, Any]] = field(default_factory=list)  # name, memory_gb
+    driver: str | None = None
+    cpu: str = ""
+    cpu_count: int = 0
+    nvml: str = "not installed"
+
+    @property
+    def gpu_name(self) -> str | None:
+        return self.gpus[0]["name"] if self.gpus else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def detect_hardware() -> Hardware:
+    hw = Hardware(accelerator="cpu", cpu=_cpu_name(), cpu_count=os.cpu_count() or 0)
+    nv = _nvml()
+    if nv is None:
+        try:
+            import pynvml  # noqa: F401
+        except ImportError:
+            return hw
+        hw.nvml = "no driver or no GPU"
+        return hw
+    hw.nvml = "ok"
+    try:
+        hw.driver = _text(nv.nvmlSystemGetDriverVersion())
+        for i in range(nv.nvmlDeviceGetCount()):
+            handle = nv.nvmlDeviceGetHandleByIndex(i)
+            memory = nv.nvmlDeviceGetMemoryInfo(handle).total
+            hw.gpus.append({"name": _text(nv.nvmlDeviceGetName(handle)), "memory_gb": round(memory / 2**30, 1)})
+    except Exception as exc:  # a broken NVML is reported, not fatal
+        hw.nvml = f"error: {exc}"
+    if hw.gpus:
+        hw.accelerator = "gpu"
+    return hw
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,260 @@
+"""Load patterns: closed-loop concurrency and open-loop (Poisson or gamma-bursty) arrivals.
+
+Both run warm-up, measured and cool-down requests in one stream of work, so the
+measured requests see the full offered load from the first to the last:
+- tickets ``0..W-1`` are warm-up; the next ones are measured (a count, or all
+  sent within a duration after the first measured one);
+- after that, cool-down requests keep the load steady until the last measured
+  request ends; then they are cancelled, and excluded like the warm-up.
+
+The measurement window runs from the first measured send to the last measured
+end. The client's own load (event-loop lag, CPU and run-queue wait of its
+thread, open-loop schedule lag) and the server's resource peaks are recorded
+over the same window.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from .client import CHAT_PATH, COMPLETIONS_PATH, async_client, stream_request
+from .rawhttp import RawClient
+from .monitor import ClientUsage, LoopLagMonitor, ResourcePeak, ResourceSampler, ThreadTimes
+from .prompts import FALLBACK, Calibration, PromptFactory, calibrate, request_body
+from .trace import RequestTrace
+
+MODES = ("closed", "poisson")
+TRANSPORTS = ("auto", "raw", "httpx")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSpec:
+    """How much load, for how long. ``requests`` or ``duration_s`` bounds the measured part."""
+
+    mode: str = "closed"
+    concurrency: int = 1
+    rate: float | None = None  # requests/s, open loop
+    burstiness: float = 1.0  # gamma shape of inter-arrival gaps; 1.0 is Poisson
+    requests: int | None = 100
+    duration_s: float | None = None
+    warmup_requests: int = 8
+    max_in_flight: int = 256  # open loop: connection limit
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"load mode {self.mode!r}: use one of {', '.join(MODES)}")
+        if self.mode == "poisson" and not (self.rate and self.rate > 0):
+            raise ValueError("an open-loop (poisson) load needs a rate > 0 requests/s")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if not self.requests and not self.duration_s:
+            raise ValueError("bound the measured part with requests or duration_s")
+
+    @property
+    def label(self) -> str:
+        return f"c{self.concurrency}" if self.mode == "closed" else f"poisson{self.rate:g}/s"
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What each request asks for."""
+
+    api: str = "chat"  # or "completions"
+    input_tokens: int = 64
+    output_tokens: int = 32
+    shared_prefix_tokens: int = 0
+    ignore_eos: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return CHAT_PATH if self.api == "chat" else COMPLETIONS_PATH
+
+
+@dataclass(slots=True)
+class LoadRun:
+    spec: LoadSpec
+    workload: Workload
+    traces: list[RequestTrace]
+    window_start_ns: int
+    window_end_ns: int
+    loop_lag_ms: list[float]
+    client: ClientUsage
+    resources: ResourcePeak
+    calibration: Calibration
+
+    @property
+    def measured(self) -> list[RequestTrace]:
+        return [t for t in self.traces if t.phase == "measured"]
+
+    @property
+    def window_s(self) -> float:
+        return (self.window_end_ns - self.window_start_ns) / 1e9
+
+    def describe(self) -> dict[str, Any]:
+        return {"load": asdict(self.spec), "workload": asdict(self.workload), "calibration": asdict(self.calibration)}
+
+
+class _Runner:
+    def __init__(self, client: httpx.AsyncClient | RawClient, spec: LoadSpec, workload: Workload, body_for: Callable[[int], dict[str, Any]]) -> None:
+        self.client, self.spec, self.workload, self.body_for = client, spec, workload, body_for
+        self.traces: list[RequestTrace] = []
+        self.window_start_ns: int | None = None
+        self.window_end_ns = 0
+        self.issuing_measured = True
+        self.measured_in_flight = 0
+        self.done = asyncio.Event()
+        self.lag = LoopLagMonitor()
+        self.times_start: ThreadTimes | None = None
+        self.times_end: ThreadTimes | None = None
+
+    def phase(self, i: int) -> str:
+        spec = self.spec
+        if i < spec.warmup_requests:
+            return "warmup"
+        if not self.issuing_measured:
+            return "cooldown"
+        now = time.perf_counter_ns()
+        if self.window_start_ns is None:
+            self.window_start_ns = now
+            self.times_start = ThreadTimes.now()
+        if spec.duration_s and now - self.window_start_ns > spec.duration_s * 1e9:
+            self.issuing_measured = False
+            if self.measured_in_flight == 0:
+                self._finish()
+            return "cooldown"
+        if spec.requests and i >= spec.warmup_requests + spec.requests - 1:
+            self.issuing_measured = False  # this is the last measured request
+        return "measured"
+
+    def _finish(self) -> None:
+        self.times_end = ThreadTimes.now()
+        self.done.set()
+
+    async def send(self, trace: RequestTrace) -> None:
+        self.traces.append(trace)
+        measured = trace.phase == "measured"
+        if measured:
+            self.measured_in_flight += 1
+        body = self.body_for(trace.index)
+        if isinstance(self.client, RawClient):
+            await self.client.stream(self.workload.path, body, trace)
+        else:
+            await stream_request(self.client, self.workload.path, body, trace)
+        if measured:
+            self.measured_in_flight -= 1
+            self.window_end_ns = max(self.window_end_ns, trace.end_ns or time.perf_counter_ns())
+            if not self.issuing_measured and self.measured_in_flight == 0 and not self.done.is_set():
+                self._finish()
+
+    async def closed(self) -> None:
+        counter = iter(range(10**9))
+
+        async def worker() -> None:
+            while not self.done.is_set():
+                i = next(counter)
+                await self.send(RequestTrace(i, self.phase(i)))
+
+        await self._until_done([asyncio.create_task(worker()) for _ in range(self.spec.concurrency)])
+
+    async def poisson(self) -> None:
+        spec = self.spec
+        rng = random.Random(spec.seed)
+        shape = spec.burstiness
+        scale_ns = 1e9 / (spec.rate * shape)  # mean gap = shape * scale = 1/rate
+        tasks: list[asyncio.Task] = []
+
+        async def dispatch() -> None:
+            intended = time.perf_counter_ns()
+            i = 0
+            while not self.done.is_set():
+                intended += int(rng.gammavariate(shape, scale_ns))
+                delay = (intended - time.perf_counter_ns()) / 1e9
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if self.done.is_set():
+                    return
+                tasks.append(asyncio.create_task(self.send(RequestTrace(i, self.phase(i), intended_ns=intended))))
+                i += 1
+
+        await self._until_done([asyncio.create_task(dispatch())], tasks)
+
+    async def _until_done(self, workers: list[asyncio.Task], spawned: list[asyncio.Task] | None = None) -> None:
+        self.lag.start()
+        try:
+            done_wait = asyncio.create_task(self.done.wait())
+            await asyncio.wait([done_wait, *workers], return_when=asyncio.FIRST_COMPLETED)
+            for task in workers:
+                if task.done() and task.exception():
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in [*workers, *(spawned or [])]:
+                task.cancel()
+            await asyncio.gather(*workers, *(spawned or []), return_exceptions=True)
+            await self.lag.stop()
+
+
+async def run_load_async(
+    base_url: str,
+    model: str,
+    spec: LoadSpec,
+    workload: Workload,
+    *,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    server_pid: int | None = None,
+    calibration: Calibration | None = None,
+    seed: int = 0,
+    transport: str = "auto",
+) -> LoadRun:
+    """Run one load point against a server and return every trace and the client's own figures.
+
+    ``transport``: ``raw`` (the asyncio-protocol client, plain http only), ``httpx``, or
+    ``auto`` (raw for http://, httpx for https://).
+    """
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
+    if calibration is None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        with httpx.Client(base_url=base_url, headers=headers, timeout=timeout) as sync:
+            calibration = await asyncio.to_thread(calibrate, sync, workload.api, model)
+    prompts = PromptFactory(calibration, workload.input_tokens, workload.shared_prefix_tokens, seed=seed)
+
+    def body_for(i: int) -> dict[str, Any]:
+        return request_body(
+            workload.api, model, prompts.prompt(i), workload.output_tokens, stream=True, ignore_eos=workload.ignore_eos, extra=workload.extra_body
+        )
+
+    connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight
+    raw = transport == "raw" or (transport == "auto" and base_url.startswith("http://"))
+    client = RawClient(base_url, api_key=api_key, timeout=timeout) if raw else async_client(base_url, concurrency=connections, api_key=api_key, timeout=timeout)
+    async with client:
+        runner = _Runner(client, spec, workload, body_for)
+        with ResourceSampler(server_pid) as sampler:
+            await (runner.closed() if spec.mode == "closed" else runner.poisson())
+    start = runner.window_start_ns or 0
+    end = runner.window_end_ns or start
+    usage = ClientUsage.between(runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9)
+    return LoadRun(
+        spec=spec,
+        workload=workload,
+        traces=sorted(runner.traces, key=lambda t: t.index),
+        window_start_ns=start,
+        window_end_ns=end,
+        loop_lag_ms=runner.lag.between(start, end),
+        client=usage,
+        resources=sampler.peak,
+        calibration=calibration or FALLBACK,
+    )
+
+
+def run_load(base_url: str, model: str, spec: LoadSpec, workload: Workload, **kwargs: Any) -> LoadRun:
+    """Blocking form of :func:`run_load_async` (its own event loop)."""
+    return asyncio.run(run_load_async(base_url, model, spec, workload, **kwargs))

@@ -1,0 +1,61 @@
+"""Percentiles with a stated method, refused when the sample cannot support them,
+and confidence intervals over repeated runs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+PERCENTILE_METHOD = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
+
+
+class InsufficientSamples(ValueError):
+    """A percentile the sample is too small to estimate."""
+
+
+def min_samples(q: float) -> int:
+    """Smallest sample for the q-th percentile: at least one observation beyond it on average.
+
+    p50 needs 2, p90 10, p99 100, p99.9 1,000: ``ceil(100 / (100 - q))``.
+    """
+    if not 0 <= q < 100:
+        raise ValueError(f"percentile {q} is not in [0, 100)")
+    return math.ceil(round(100 / (100 - q), 9))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile by linear interpolation; raises InsufficientSamples when too few."""
+    need = min_samples(q)
+    if len(values) < need:
+        raise InsufficientSamples(f"p{q:g} needs at least {need} samples, got {len(values)}")
+    return float(np.percentile(np.asarray(values, dtype=float), q, method=PERCENTILE_METHOD))
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The mean of repeated runs' figures with a two-sided Student-t confidence interval."""
+
+    mean: float
+    low: float
+    high: float
+    runs: int
+    confidence: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ({self.confidence:.0%} CI, {self.runs} runs)"
+
+
+def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Estimate:
+    """Mean ± t(1-(1-c)/2, n-1) · s/√n over n ≥ 2 repeated runs."""
+    n = len(values)
+    if n < 2:
+        raise InsufficientSamples(f"a confidence interval needs at least 2 runs, got {n}")
+    from scipy.stats import t  # only needed when runs are repeated
+
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean())
+    half = float(t.ppf(1 - (1 - confidence) / 2, n - 1) * arr.std(ddof=1) / math.sqrt(n))
+    return Estimate(mean, mean - half, mean + half, n, confidence)

@@ -1,0 +1,143 @@
+"""Run one load point of a profile against a server, and judge it: measure -> validity -> verdict.
+
+This is what each SLO test does; it lives here (not in the suite) so that the
+benchmarks and the plugin's own tests drive exactly the same path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from ..load import LoadRun, run_load
+from ..load.monitor import listening_pid
+from ..load.prompts import IGNORE_EOS_FRAMEWORKS, Calibration
+from ..metrics import InsufficientSamples, Summary, ValidityRules, Verdict, confidence_interval, judge, percentile, request_limits, summarize, validity
+from . import LoadPoint
+
+CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
+SAMPLED = ("ttft", "tpot", "e2e")  # per-request samples kept in the results, for the gate's significance tests
+
+
+@dataclass(slots=True)
+class PointResult:
+    point: LoadPoint
+    runs: list[LoadRun]
+    summary: Summary
+    verdict: Verdict
+    client: dict[str, Any] = field(default_factory=dict)
+    resources: dict[str, Any] = field(default_factory=dict)
+    confidence: dict[str, str] = field(default_factory=dict)
+    per_run: list[dict[str, Any]] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        return {**self.summary.figures(), **self.resources}
+
+    def record(self, **context: Any) -> dict[str, Any]:
+        """The JSON entry for ``SessionResults.slo`` (the shape ``results.views.slo_points`` reads)."""
+        spec = self.point.load_spec()
+        entry = {
+            **context,
+            "load_point": self.point.id,
+            "concurrency": spec.concurrency if spec.mode == "closed" else None,
+            "rate": spec.rate,
+            "verdict": self.verdict.status,
+            "failures": [*(f"measurement invalid: {r}" for r in self.verdict.invalid), *(str(c) for c in self.verdict.failures)],
+            "checks": self.verdict.to_dict()["checks"],
+            "thresholds": self.point.thresholds,
+            "metrics": {k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
+            "figures": self.figures(),
+            "samples": {f"{m}_ms": [round(x, 3) for x in self.summary.samples.get(m, [])] for m in SAMPLED},
+            "client": self.client,
+            "confidence": self.confidence,
+            **self.runs[0].describe(),
+            "repeat": len(self.runs),
+        }
+        if len(self.runs) > 1:
+            entry["runs"] = self.per_run
+        return entry
+
+    def table(self) -> str:
+        """The figures and checks as text, for the test report."""
+        lines = [f"load point {self.point.id}: {self.verdict.status.upper()}"]
+        lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
+        lines += [f"  {c}" for c in self.verdict.checks]
+        f = self.figures()
+        keys = ("requests", "failed", "window_s", "output_tokens_per_s", "requests_per_s", "goodput_rps", "attainment",
+                "ttft_p50_ms", "ttft_p99_ms", "ttfb_p50_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "prompt_tokens_mean",
+                "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb")
+        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in keys if k in f))
+        lines.append("  client: " + ", ".join(f"{k}={v}" for k, v in self.client.items()))
+        lines += [f"  {k}: {v}" for k, v in self.confidence.items()]
+        return "\n".join(lines)
+
+
+def server_pid(base_url: str, pid: int | None) -> int | None:
+    """The launched server's pid, or the local listener of a loopback endpoint."""
+    if pid is not None:
+        return pid
+    url = urlparse(base_url)
+    if url.hostname in ("127.0.0.1", "localhost", "::1") and url.port:
+        return listening_pid(url.port)
+    return None
+
+
+def evaluate_point(
+    point: LoadPoint,
+    *,
+    base_url: str,
+    model: str,
+    framework: str,
+    rules: ValidityRules = ValidityRules(),
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    pid: int | None = None,
+    calibration: Calibration | None = None,
+) -> PointResult:
+    spec = point.load_spec()
+    workload = point.workload(ignore_eos_supported=framework in IGNORE_EOS_FRAMEWORKS)
+    limits = request_limits(point.thresholds)
+    pid = server_pid(base_url, pid)
+    runs = []
+    for i in range(point.repeat):
+        run = run_load(base_url, model, spec, workload, api_key=api_key, timeout=point.timeout_s or timeout, server_pid=pid, calibration=calibration, seed=i)
+        calibration = run.calibration
+        runs.append(run)
+    # pooled over repeats: samples concatenated, the windows added up
+    traces = [t for run in runs for t in run.traces]
+    total_ns = sum(run.window_end_ns - run.window_start_ns for run in runs)
+    summary = summarize(traces, 0, total_ns, limits)
+    lag = [x for run in runs for x in run.loop_lag_ms]
+    busy = max(run.client.busy_share for run in runs)
+    worst = max(runs, key=lambda r: r.client.busy_share).client
+    client = {
+        "busy_share": round(busy, 3),
+        "cpu_share": round(worst.cpu_share, 3),
+        "wait_share": None if worst.wait_share is None else round(worst.wait_share, 3),
+        "loop_lag_samples": len(lag),
+    }
+    for q in (50, 99):
+        try:
+            client[f"loop_lag_p{q}_ms"] = round(percentile(lag, q), 2)
+        except InsufficientSamples:
+            client[f"loop_lag_p{q}_ms"] = "insufficient samples"
+    rss = [r.resources.rss_bytes for r in runs if r.resources.rss_bytes is not None]
+    gpus = [r.resources.gpu_memory_bytes for r in runs if r.resources.gpu_memory_bytes]
+    resources = {
+        "server_pid": pid,
+        "peak_rss_gb": round(max(rss) / 2**30, 3) if rss else None,
+        "peak_gpu_memory_gb": [round(max(col) / 2**30, 3) for col in zip(*gpus)] if gpus else None,
+    }
+    invalid = validity(summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules)
+    verdict = judge(summary, point.thresholds, resources, invalid)
+    confidence: dict[str, str] = {}
+    per_run: list[dict[str, Any]] = []
+    if len(runs) > 1:
+        for run in runs:
+            figures = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits).figures()
+            per_run.append({k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        for key in CI_FIGURES:
+            values = [f[key] for f in per_run if key in f]
+            if len(values) == len(runs):
+                confidence[key] = str(confidence_interval(values))
+    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run)

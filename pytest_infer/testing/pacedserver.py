@@ -1,0 +1,166 @@
+"""A synthetic streaming server that paces tokens on a known schedule and timestamps what it sends.
+
+It is the ground truth for measuring the load client itself: TTFT and ITL are
+set (``--ttft-ms``, ``--itl-ms``), every write is timestamped with
+``time.perf_counter_ns()`` (CLOCK_MONOTONIC, comparable with the client's clock
+on the same host), and the server's own lag (actual write time minus scheduled
+time) is reported, so it is known whether the server kept its schedule.
+
+Plain asyncio, HTTP/1.1 keep-alive with chunked bodies (as vLLM's uvicorn sends).
+``GET /stats`` returns the per-request records; ``POST /reset`` clears them.
+
+    python -m pytest_infer.testing.pacedserver --port 8123 --ttft-ms 50 --itl-ms 10
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MODEL = "paced-model"
+
+
+@dataclass(slots=True)
+class ServedRequest:
+    recv_ns: int  # the request's body was fully read
+    first_content_ns: int = 0  # just before the first output event was written
+    write_ns: list[int] = field(default_factory=list)  # every output event
+    lag_ns: list[int] = field(default_factory=list)  # actual minus scheduled write time
+    end_ns: int = 0
+
+    @property
+    def ttft_ms(self) -> float:
+        return (self.first_content_ns - self.recv_ns) / 1e6
+
+
+@dataclass(slots=True)
+class Pacing:
+    ttft_ms: float = 50.0
+    itl_ms: float = 10.0
+    tokens: int | None = None  # default: the request's max_tokens
+    role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} at once, as vLLM does
+
+
+class PacedServer:
+    def __init__(self, pacing: Pacing, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.pacing, self.host, self.port = pacing, host, port
+        self.records: list[ServedRequest] = []
+        self.server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._connection, self.host, self.port, backlog=1024)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stats(self) -> dict[str, Any]:
+        return {"pacing": asdict(self.pacing), "requests": [asdict(r) for r in self.records]}
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                recv_ns = time.perf_counter_ns()
+                await self._handle(method, path, body, recv_ns, writer)
+                if headers.get("connection", "").lower() == "close":
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    def _json(self, writer: asyncio.StreamWriter, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        writer.write(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+
+    async def _handle(self, method: str, path: str, raw: bytes, recv_ns: int, writer: asyncio.StreamWriter) -> None:
+        if method == "GET" and path == "/stats":
+            return self._json(writer, 200, self.stats())
+        if method == "POST" and path == "/reset":
+            self.records.clear()
+            return self._json(writer, 200, {})
+        if method == "GET" and path in ("/health", "/v1/models"):
+            return self._json(writer, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]})
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            return self._json(writer, 404, {"error": {"message": f"no route {path}"}})
+        body = json.loads(raw or b"{}")
+        chat = path.endswith("chat/completions")
+        tokens = self.pacing.tokens or int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens}
+        if not body.get("stream"):
+            text = "x" * tokens
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+            return self._json(writer, 200, {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage})
+        record = ServedRequest(recv_ns)
+        self.records.append(record)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(choice: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> bytes:
+            payload = json.dumps({"id": "paced", "object": obj, "model": MODEL, "choices": [choice] if choice else [], **(extra or {})})
+            data = f"data: {payload}\n\n".encode()
+            return b"%x\r\n%s\r\n" % (len(data), data)
+
+        if chat and self.pacing.role_chunk:
+            writer.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
+            await writer.drain()
+        first = recv_ns + int(self.pacing.ttft_ms * 1e6)
+        gap = int(self.pacing.itl_ms * 1e6)
+        for i in range(tokens):
+            due = first + i * gap
+            delay = (due - time.perf_counter_ns()) / 1e9
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if writer.is_closing():  # the client went away (a cancelled cool-down request)
+                return
+            last = i == tokens - 1
+            choice = {"index": 0, "delta": {"content": "x"}} if chat else {"index": 0, "text": "x"}
+            choice["finish_reason"] = "length" if last else None
+            now = time.perf_counter_ns()
+            writer.write(event(choice))
+            record.write_ns.append(now)
+            record.lag_ns.append(now - due)
+            if i == 0:
+                record.first_content_ns = now
+        writer.write(event(None, {"usage": usage}))
+        data = b"data: [DONE]\n\n"
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+        record.end_ns = time.perf_counter_ns()
+        await writer.drain()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="pacedserver", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ttft-ms", type=float, default=50.0)
+    parser.add_argument("--itl-ms", type=float, default=10.0)
+    parser.add_argument("--tokens", type=int, default=None, help="output tokens per request (default: max_tokens)")
+    parser.add_argument("--no-role-chunk", action="store_true")
+    args = parser.parse_args(argv)
+    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk)
+
+    async def serve() -> None:
+        server = PacedServer(pacing, args.host, args.port)
+        await server.start()
+        print(f"pacedserver ready on {server.base_url} (ttft {args.ttft_ms} ms, itl {args.itl_ms} ms)", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
