@@ -1,0 +1,338 @@
+"""Chat completions, non-streamed: fields, n, finish_reason, token limits, usage, stop, seed, ranges, logprobs, JSON."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import jsonschema
+
+from ..context import CheckContext, Exchange
+from ..registry import check
+
+SPEC = "openai-openapi CreateChatCompletionResponse"
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")
+LIMIT = 8
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 12}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+def greedy(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
+    """A temperature-0 answer: what a deterministic client request looks like."""
+    ex = ctx.chat(**{"max_tokens": LIMIT, "temperature": 0, **params})
+    return ex, ctx.expect_json_object(ex, "a chat completion")
+
+
+def content_of(data: dict[str, Any], index: int = 0) -> Any:
+    return ((data.get("choices") or [{}])[index].get("message") or {}).get("content")
+
+
+@check("chat.fields", "a chat completion has id, object, created, model, choices, usage", reference=SPEC)
+def fields(ctx: CheckContext) -> None:
+    """Clients log ``id``, key caches on it, and read ``usage`` for billing."""
+    ex, data = greedy(ctx)
+    problems = []
+    if not isinstance(data.get("id"), str) or not data.get("id"):
+        problems.append(f"id is {data.get('id')!r}, not a non-empty string")
+    if data.get("object") != "chat.completion":
+        problems.append(f"object is {data.get('object')!r}")
+    if not isinstance(data.get("created"), int) or isinstance(data.get("created"), bool):
+        problems.append(f"created is {data.get('created')!r}, not an integer")
+    if not isinstance(data.get("model"), str) or not data.get("model"):
+        problems.append(f"model is {data.get('model')!r}")
+    if not isinstance(data.get("choices"), list) or not data["choices"]:
+        problems.append("choices is not a non-empty list")
+    elif not isinstance((data["choices"][0].get("message") or {}).get("content"), str):
+        problems.append("choices[0].message.content is not a string")
+    elif (data["choices"][0].get("message") or {}).get("role") != "assistant":
+        problems.append("choices[0].message.role is not 'assistant'")
+    if not isinstance(data.get("usage"), dict):
+        problems.append("usage is missing")
+    ctx.expect(not problems, "id, object='chat.completion', integer created, model, choices[].message, usage", f"{'; '.join(problems)}: {ex.text}", ex)
+
+
+@check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))
+def n_choices(ctx: CheckContext) -> None:
+    """Best-of-n sampling in clients indexes ``choices`` by ``n``."""
+    ex = ctx.offered("n", ctx.chat(max_tokens=LIMIT, temperature=1.0, n=2, seed=7))
+    data = ctx.expect_json_object(ex, "n=2")
+    indices = [c.get("index") for c in data.get("choices") or []]
+    ctx.expect(indices == [0, 1], "2 choices with index [0, 1]", f"{len(indices)} choice(s) with index {indices}", ex)
+
+
+@check("chat.finish-reason", "finish_reason is one of the documented values", reference=f"{SPEC} (finish_reason); TGI PR #2344")
+def finish_reason(ctx: CheckContext) -> None:
+    """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
+    ex, data = greedy(ctx)
+    reasons = [c.get("finish_reason") for c in data.get("choices") or []]
+    ctx.expect(reasons and all(r in FINISH_REASONS for r in reasons), f"finish_reason in {FINISH_REASONS}", reasons, ex)
+
+
+def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
+    choice = (data.get("choices") or [{}])[0]
+    used = (data.get("usage") or {}).get("completion_tokens")
+    problems = []
+    if not isinstance(used, int):
+        return [f"usage.completion_tokens is {used!r}"]
+    if used > limit:
+        problems.append(f"completion_tokens {used} > the limit {limit}")
+    if used == limit and choice.get("finish_reason") != "length":
+        problems.append(f"the limit was reached but finish_reason is {choice.get('finish_reason')!r}")
+    if choice.get("finish_reason") == "length" and used < limit:
+        problems.append(f"finish_reason 'length' after {used} of {limit} tokens")
+    return problems
+
+
+@check("chat.max-tokens", "max_tokens caps the completion and hitting it gives finish_reason 'length'", reference=f"{SPEC} (max_tokens)")
+def max_tokens(ctx: CheckContext) -> None:
+    """A client that sees 'stop' for a cut answer shows a truncated answer as complete."""
+    ex, data = greedy(ctx, max_tokens=5)
+    problems = _limit_problems(data, 5)
+    ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length' when 5 are used", f"{'; '.join(problems)}: {ex.text}", ex)
+
+
+@check(
+    "chat.max-completion-tokens",
+    "max_completion_tokens behaves exactly as max_tokens",
+    reference="openai-openapi (max_completion_tokens replaces the deprecated max_tokens); vllm#19861; TGI#2925",
+)
+def max_completion_tokens(ctx: CheckContext) -> None:
+    """Current SDK examples and o-series clients send only ``max_completion_tokens``."""
+    old_ex, old = greedy(ctx, max_tokens=5)
+    body = ctx.chat_body(temperature=0, max_completion_tokens=5)
+    ex = ctx.post("/v1/chat/completions", body)
+    new = ctx.expect_json_object(ex, "max_completion_tokens=5")
+    problems = _limit_problems(new, 5)
+    ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex)
+    ctx.expect(
+        content_of(new) == content_of(old),
+        f"the same text as max_tokens=5 at temperature 0: {content_of(old)!r}",
+        content_of(new),
+        ex,
+    )
+
+
+@check("chat.usage", "usage.total_tokens == prompt_tokens + completion_tokens", reference="openai-openapi CompletionUsage")
+def usage(ctx: CheckContext) -> None:
+    """Billing and rate limiting add these numbers up."""
+    ex, data = greedy(ctx)
+    u = data.get("usage") or {}
+    values = [u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    ctx.expect(
+        all(isinstance(v, int) and v >= 0 for v in values) and values[0] > 0 and values[0] + values[1] == values[2],
+        "integer prompt_tokens > 0, completion_tokens, and total_tokens = their sum",
+        u,
+        ex,
+    )
+
+
+def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, list[str] | None]:
+    """The greedy text, and its tokens where the server gives logprobs (to place a stop across a boundary)."""
+    ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, "logprobs": True, **text_params})
+    if not ex.ok:
+        ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, **text_params})
+    data = ctx.expect_json_object(ex, "a greedy completion")
+    entries = (((data.get("choices") or [{}])[0].get("logprobs") or {}).get("content")) or None
+    tokens = [e.get("token", "") for e in entries] if entries else None
+    return content_of(data) or "", tokens
+
+
+def stop_across_tokens(text: str, tokens: list[str] | None) -> tuple[str, int] | None:
+    """A stop string that spans a token boundary in the middle of ``text``, and where it first occurs."""
+    if tokens and "".join(tokens) == text:
+        pos = 0
+        for i, tok in enumerate(tokens[:-1]):
+            pos += len(tok)
+            if pos >= 4 and tok and tokens[i + 1]:
+                stop = tok[-2:] + tokens[i + 1][:2]
+                if stop.strip() and len(stop) >= 2:
+                    return stop, text.find(stop)
+    if len(text) >= 12:
+        stop = text[6:10]
+        return (stop, text.find(stop)) if stop.strip() else None
+    return None
+
+
+def stop_case(ctx: CheckContext) -> tuple[str, str, str]:
+    """(greedy text, stop string, expected text) for the stop checks."""
+    text, tokens = token_texts(ctx, {})
+    found = stop_across_tokens(text, tokens)
+    if found is None:
+        from ..failures import Inconclusive
+
+        raise Inconclusive(f"the greedy answer {text!r} is too short to place a stop string in")
+    stop, at = found
+    return text, stop, text[:at]
+
+
+@check(
+    "chat.stop",
+    "a stop string spanning token boundaries ends the text before it, with finish_reason 'stop'",
+    reference=f"{SPEC} (stop); vllm#3574, vllm#3672, TGI#1724",
+)
+def stop(ctx: CheckContext) -> None:
+    """Agents use stop strings as delimiters; a leaked delimiter breaks their parser."""
+    text, stop_string, expected = stop_case(ctx)
+    ex = ctx.chat(max_tokens=24, temperature=0, stop=[stop_string])
+    data = ctx.expect_json_object(ex, f"stop={stop_string!r}")
+    got, reason = content_of(data), (data.get("choices") or [{}])[0].get("finish_reason")
+    ctx.expect(
+        got == expected and reason == "stop",
+        f"{expected!r} with finish_reason 'stop' (the greedy text {text!r} cut before {stop_string!r})",
+        {"content": got, "finish_reason": reason},
+        ex,
+    )
+
+
+@check("chat.seed", "the same seed at the same temperature gives the same output", reference=f"{SPEC} (seed)", needs=("seed",))
+def seed(ctx: CheckContext) -> None:
+    """Evaluation pipelines rely on seeds to reproduce a sample."""
+    first = ctx.offered("seed", ctx.chat(max_tokens=12, temperature=1.0, seed=4242))
+    second = ctx.chat(max_tokens=12, temperature=1.0, seed=4242)
+    a, b = content_of(ctx.expect_json_object(first, "seed=4242")), content_of(ctx.expect_json_object(second, "seed=4242"))
+    ctx.expect(a == b, f"the same text twice for seed 4242: {a!r}", b, second)
+
+
+RANGES: dict[str, dict[str, Any]] = {
+    "temperature=2.5": {"temperature": 2.5},
+    "temperature=-1": {"temperature": -1},
+    "top_p=1.5": {"top_p": 1.5},
+    "n=0": {"n": 0},
+    "top_logprobs=21": {"logprobs": True, "top_logprobs": 21},
+    "seed=2**64": {"seed": 2**64},
+}
+
+
+@check("chat.parameter-ranges", "out-of-range temperature, top_p, n, top_logprobs, seed get 400", reference=f"{SPEC} (parameter bounds)")
+def parameter_ranges(ctx: CheckContext) -> None:
+    """A silently clamped parameter is a client bug nobody notices."""
+    wrong = []
+    last = None
+    for name, params in RANGES.items():
+        ex = ctx.chat(max_tokens=2, **params)
+        if ex.status not in (400, 422):
+            wrong.append(f"{name} -> HTTP {ex.status}: {ex.text[:120]}")
+            last = last or ex
+    ctx.expect(not wrong, f"HTTP 400 (or 422) for each of {', '.join(RANGES)}", "; ".join(wrong), last)
+
+
+def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
+    if not isinstance(entries, list) or not entries:
+        return [f"logprobs.content is {entries!r}, not a list of token entries"]
+    problems = []
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or not isinstance(e.get("token"), str) or not isinstance(e.get("logprob"), (int, float)):
+            problems.append(f"entry {i} lacks token/logprob: {e!r}")
+            continue
+        if e["logprob"] > 0 or math.isnan(e["logprob"]):
+            problems.append(f"entry {i} logprob {e['logprob']} > 0")
+        if "bytes" not in e or not (e["bytes"] is None or isinstance(e["bytes"], list)):
+            problems.append(f"entry {i} bytes is {e.get('bytes', 'missing')!r}")
+        top = e.get("top_logprobs")
+        if not isinstance(top, list) or len(top) != k:
+            problems.append(f"entry {i} has {len(top) if isinstance(top, list) else top!r} top_logprobs, not {k}")
+        elif any(not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)) or t["logprob"] > 0 for t in top):
+            problems.append(f"entry {i} top_logprobs malformed: {top!r}")
+        if problems:
+            break
+    joined = "".join(e.get("token", "") for e in entries if isinstance(e, dict))
+    if not problems and joined != content:
+        problems.append(f"tokens join to {joined!r}, not the content {content!r}")
+    return problems
+
+
+@check(
+    "chat.logprobs",
+    "logprobs have the chat shape, each <= 0, k top_logprobs, tokens concatenate to the content",
+    reference="openai-openapi ChatCompletionTokenLogprob; vllm#3179, vllm#4795",
+    needs=("logprobs",),
+)
+def logprobs(ctx: CheckContext) -> None:
+    """Confidence scoring and classification clients read ``logprobs.content``."""
+    ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True, top_logprobs=3))
+    ex, data = greedy(ctx, logprobs=True, top_logprobs=3)
+    choice = (data.get("choices") or [{}])[0]
+    problems = logprob_problems((choice.get("logprobs") or {}).get("content"), content_of(data) or "", 3)
+    ctx.expect(not problems, "logprobs.content: [{token, logprob <= 0, bytes, top_logprobs (3)}] joining to the content", f"{'; '.join(problems)}", ex)
+
+
+@check(
+    "chat.logprobs-without-top",
+    "logprobs=true works without top_logprobs (then each top_logprobs is empty)",
+    reference="openai-openapi (top_logprobs is optional); vllm#4795",
+    needs=("logprobs",),
+)
+def logprobs_without_top(ctx: CheckContext) -> None:
+    """The SDK sends ``logprobs=True`` alone; requiring ``top_logprobs`` breaks it."""
+    ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True))
+    ex, data = greedy(ctx, logprobs=True)
+    choice = (data.get("choices") or [{}])[0]
+    problems = logprob_problems((choice.get("logprobs") or {}).get("content"), content_of(data) or "", 0)
+    ctx.expect(not problems, "logprobs.content with empty top_logprobs", "; ".join(problems), ex)
+
+
+@check("chat.logprobs-off", "logprobs=false gives logprobs: null", reference="openai-openapi (choices[].logprobs nullable)")
+def logprobs_off(ctx: CheckContext) -> None:
+    """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
+    ex, data = greedy(ctx, logprobs=False)
+    got = [c.get("logprobs") for c in data.get("choices") or []]
+    ctx.expect(all(v is None for v in got), "logprobs null (or absent) in every choice", got, ex)
+
+
+def not_json_start(data: dict[str, Any]) -> bool:
+    """Constrained output begins with '{'; anything else is unconstrained, however long it ran."""
+    return not str(content_of(data) or "").lstrip().startswith("{")
+
+
+@check(
+    "chat.json-object",
+    "response_format json_object gives parseable JSON",
+    reference="openai-openapi ResponseFormatJsonObject",
+    needs=("response_format",),
+)
+def json_object(ctx: CheckContext) -> None:
+    """JSON mode is a contract: the client calls ``json.loads`` on the content without a guard."""
+    messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
+    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format={"type": "json_object"})), "response_format", not_json_start)
+    data = ctx.expect_json_object(ex, "response_format json_object")
+    text = content_of(data) or ""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        ctx.fail("content that json.loads accepts", f"{exc}: {text!r}", ex)
+    ctx.expect(isinstance(value, dict), "a JSON object", text, ex)
+
+
+@check(
+    "chat.json-schema",
+    "response_format json_schema gives output that validates against the schema",
+    reference="openai-openapi ResponseFormatJsonSchema",
+    needs=("response_format",),
+)
+def json_schema(ctx: CheckContext) -> None:
+    """Structured outputs are parsed straight into typed objects (``client.beta.chat.completions.parse``)."""
+    rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}
+    messages = [{"role": "user", "content": "Give a person as JSON."}]
+    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=rf)), "response_format", not_json_start)
+    data = ctx.expect_json_object(ex, "response_format json_schema")
+    text = content_of(data) or ""
+    try:
+        jsonschema.validate(json.loads(text), SCHEMA)
+    except (ValueError, jsonschema.ValidationError) as exc:
+        ctx.fail(f"content valid against {json.dumps(SCHEMA)}", f"{str(exc).splitlines()[0]}: {text!r}", ex)
+
+
+@check(
+    "chat.json-schema-missing",
+    "response_format json_schema without a schema gets 400, not 500",
+    reference="openai-openapi ResponseFormatJsonSchema (json_schema.name required); LMDeploy#2771",
+    needs=("response_format",),
+)
+def json_schema_missing(ctx: CheckContext) -> None:
+    """A malformed request is the client's error and must say so."""
+    ex = ctx.chat(max_tokens=4, response_format={"type": "json_schema"})
+    ctx.expect_client_error(ex, "response_format json_schema without json_schema")

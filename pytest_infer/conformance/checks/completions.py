@@ -1,0 +1,88 @@
+"""Legacy completions: fields, prompt lists x n, echo, integer logprobs, streamed deltas."""
+from __future__ import annotations
+
+from ..context import CheckContext
+from ..registry import check
+
+SPEC = "openai-openapi CreateCompletionResponse"
+PROMPT = "Once upon a time"
+
+
+@check("completions.fields", "a completion has id, object 'text_completion', created, choices[].text, usage", reference=SPEC, needs=("completions",))
+def fields(ctx: CheckContext) -> None:
+    """Evaluation harnesses (lm-eval) still drive servers through /v1/completions."""
+    ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
+    data = ctx.expect_json_object(ex, "a completion")
+    problems = []
+    if not isinstance(data.get("id"), str) or not data.get("id"):
+        problems.append(f"id is {data.get('id')!r}")
+    if data.get("object") != "text_completion":
+        problems.append(f"object is {data.get('object')!r}")
+    if not isinstance(data.get("created"), int):
+        problems.append(f"created is {data.get('created')!r}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0].get("text"), str):
+        problems.append("choices[0].text is not a string")
+    u = data.get("usage") or {}
+    if not all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens")) or u["prompt_tokens"] + u["completion_tokens"] != u["total_tokens"]:
+        problems.append(f"usage {u} does not add up")
+    ctx.expect(not problems, "id, object='text_completion', integer created, choices[].text, usage that adds up", f"{'; '.join(problems)}: {ex.text}", ex)
+
+
+@check("completions.prompt-list-n", "a list of 2 prompts with n=2 gives 4 choices indexed 0..3", reference=f"{SPEC} (prompt: array; n)", needs=("completions", "prompt_list", "n"))
+def prompt_list_n(ctx: CheckContext) -> None:
+    """Batch scoring sends prompt lists and maps results back by ``index``."""
+    ctx.offered("completions", ctx.completion(max_tokens=2))
+    ctx.offered("prompt_list", ctx.completion(prompt=["The sky is", "The sea is"], max_tokens=2))
+    ex = ctx.offered("n", ctx.completion(prompt=["The sky is", "The sea is"], n=2, max_tokens=4, temperature=1.0, seed=3))
+    data = ctx.expect_json_object(ex, "prompt list x n")
+    indices = sorted(c.get("index") for c in data.get("choices") or [])
+    ctx.expect(indices == [0, 1, 2, 3], "choices with index 0, 1, 2, 3", indices, ex)
+
+
+@check("completions.echo", "echo=true returns the prompt followed by the completion", reference=f"{SPEC} (echo)", needs=("completions", "echo"))
+def echo(ctx: CheckContext) -> None:
+    """Perplexity scoring echoes the prompt to read its logprobs."""
+    ctx.offered("completions", ctx.completion(max_tokens=2))
+    ex = ctx.offered("echo", ctx.completion(echo=True, max_tokens=4, temperature=0))
+    data = ctx.expect_json_object(ex, "echo=true")
+    text = (data.get("choices") or [{}])[0].get("text")
+    ctx.expect(isinstance(text, str) and text.startswith(PROMPT) and len(text) > len(PROMPT), f"text starting with the prompt {PROMPT!r}, then more", text, ex)
+
+
+@check(
+    "completions.logprobs",
+    "integer logprobs gives {tokens, token_logprobs, top_logprobs, text_offset} of equal length",
+    reference="openai-openapi CreateCompletionResponse.choices[].logprobs",
+    needs=("completions", "logprobs"),
+)
+def logprobs(ctx: CheckContext) -> None:
+    """Scoring scripts zip these four lists; a length mismatch silently misaligns them."""
+    ctx.offered("completions", ctx.completion(max_tokens=2))
+    ex = ctx.offered("logprobs", ctx.completion(logprobs=2, max_tokens=6, temperature=0))
+    data = ctx.expect_json_object(ex, "logprobs=2")
+    choice = (data.get("choices") or [{}])[0]
+    lp = choice.get("logprobs") or {}
+    keys = ("tokens", "token_logprobs", "top_logprobs", "text_offset")
+    ctx.expect(all(isinstance(lp.get(k), list) for k in keys), f"logprobs with list fields {keys}", lp, ex)
+    lengths = {k: len(lp[k]) for k in keys}
+    ctx.expect(len(set(lengths.values())) == 1 and lengths["tokens"] > 0, "four lists of one (non-zero) length", lengths, ex)
+    bad = [v for v in lp["token_logprobs"] if v is not None and (not isinstance(v, (int, float)) or v > 0)]
+    ctx.expect(not bad, "token_logprobs <= 0", bad, ex)
+    too_many = [t for t in lp["top_logprobs"] if t is not None and (not isinstance(t, dict) or len(t) > 3)]
+    ctx.expect(not too_many, "top_logprobs: dicts of at most logprobs+1 = 3 entries", too_many[:3], ex)
+    ctx.expect(lp["text_offset"] == sorted(lp["text_offset"]), "non-decreasing text_offset", lp["text_offset"], ex)
+    ctx.expect("".join(lp["tokens"]) == choice.get("text"), f"tokens joining to the text {choice.get('text')!r}", lp["tokens"], ex)
+
+
+@check("completions.stream", "a streamed completion sends text deltas equal to the non-streamed text, then [DONE]", reference=f"{SPEC} (stream)", needs=("completions",))
+def stream(ctx: CheckContext) -> None:
+    """Streaming clients append each ``text``; a cumulative text repeats the answer."""
+    plain = ctx.expect_json_object(ctx.offered("completions", ctx.completion(max_tokens=12, temperature=0)), "a completion")
+    expected = (plain.get("choices") or [{}])[0].get("text")
+    ex = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
+    chunks = ctx.expect_clean_stream(ex, "a streamed completion")
+    objects = {c.get("object") for c in chunks}
+    ctx.expect(objects == {"text_completion"}, "object 'text_completion' in every chunk", sorted(map(str, objects)), ex)
+    text = "".join(ch.get("text") or "" for c in chunks for ch in c.get("choices") or [])
+    ctx.expect(text == expected, f"deltas joining to the non-streamed text {expected!r}", text, ex)

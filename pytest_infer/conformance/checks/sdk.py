@@ -1,0 +1,189 @@
+"""The official openai SDK, sync and async: what users run must consume every response and stream.
+
+Each check makes the request through the SDK and compares what the SDK hands
+the user with what the raw HTTP answer carried, so an exception or a silently
+dropped field both fail.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..context import USER, CheckContext
+from ..registry import check
+from .chat import LIMIT, content_of, greedy
+from .embeddings import plain
+from .tools import ASK, TIME, WEATHER
+
+SPEC = "the openai Python SDK (openai.OpenAI / openai.AsyncOpenAI)"
+
+
+def _sdk_error(ctx: CheckContext, exc: Exception, what: str, curl: str) -> None:
+    ctx.fail(f"the SDK to consume {what}", f"{type(exc).__name__}: {exc}", curl)
+
+
+def _greedy_text(ctx: CheckContext) -> tuple[str, dict[str, Any], str]:
+    ex, data = greedy(ctx)
+    return content_of(data) or "", data, ex.curl
+
+
+@check("sdk.chat", "the sync SDK returns the same message and usage as the raw response", reference=SPEC)
+def chat(ctx: CheckContext) -> None:
+    """``client.chat.completions.create`` is the one call every user makes."""
+    text, raw, curl = _greedy_text(ctx)
+    try:
+        resp = ctx.openai().chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0)
+        got = {"content": resp.choices[0].message.content, "total_tokens": resp.usage.total_tokens if resp.usage else None, "id": resp.id}
+    except Exception as exc:  # noqa: BLE001 - any SDK exception (or a field it cannot reach) is the finding
+        _sdk_error(ctx, exc, "a chat completion", curl)
+    want = {"content": text, "total_tokens": (raw.get("usage") or {}).get("total_tokens")}
+    ctx.expect(got["content"] == want["content"] and got["total_tokens"] == want["total_tokens"] and got["id"], f"SDK fields equal to the raw ones {want} and an id", got, curl)
+
+
+@check("sdk.chat-async", "the async SDK returns the same message as the raw response", reference=SPEC)
+async def chat_async(ctx: CheckContext) -> None:
+    """Async servers (FastAPI apps, agents) use ``AsyncOpenAI``."""
+    text, _, curl = _greedy_text(ctx)
+    try:
+        async with ctx.async_openai() as client:
+            resp = await client.chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0)
+            content = resp.choices[0].message.content
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a chat completion", curl)
+    ctx.expect(content == text, f"the raw content {text!r}", content, curl)
+
+
+def _stream_text(chunks: list[Any]) -> tuple[str, Any, list[str]]:
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    usage = next((c.usage for c in chunks if c.usage), None)
+    reasons = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    return text, usage, reasons
+
+
+@check("sdk.chat-stream", "the sync SDK stream yields the non-streamed text, one finish_reason, and usage", reference=SPEC)
+def chat_stream(ctx: CheckContext) -> None:
+    """``for chunk in client.chat.completions.create(stream=True)`` is how chat UIs render."""
+    text, _, curl = _greedy_text(ctx)
+    try:
+        stream = ctx.openai().chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0, stream=True, stream_options={"include_usage": True})
+        got, usage, reasons = _stream_text(list(stream))
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a chat stream", curl)
+    ctx.expect(got == text and len(reasons) == 1 and usage is not None, f"text {text!r}, one finish_reason, a usage chunk", {"text": got, "finish_reasons": reasons, "usage": str(usage)}, curl)
+
+
+@check("sdk.chat-stream-async", "the async SDK stream yields the non-streamed text", reference=SPEC)
+async def chat_stream_async(ctx: CheckContext) -> None:
+    """``async for chunk in await client.chat.completions.create(stream=True)``."""
+    text, _, curl = _greedy_text(ctx)
+    try:
+        async with ctx.async_openai() as client:
+            stream = await client.chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0, stream=True)
+            got, _, reasons = _stream_text([c async for c in stream])
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a chat stream", curl)
+    ctx.expect(got == text and len(reasons) == 1, f"text {text!r} and one finish_reason", {"text": got, "finish_reasons": reasons}, curl)
+
+
+@check("sdk.errors", "the SDK raises the status's exception class with the server's message", reference=f"{SPEC} (openai.BadRequestError, NotFoundError)")
+def errors(ctx: CheckContext) -> None:
+    """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
+    import openai
+
+    cases = [
+        ({"temperature": 5.0}, (openai.BadRequestError, openai.UnprocessableEntityError), "temperature=5.0"),
+        ({"model": "no-such-model-pytest-infer"}, (openai.NotFoundError,), "an unknown model"),
+    ]
+    for override, classes, what in cases:
+        params = {"model": ctx.model, "messages": USER, "max_tokens": 2, **override}
+        curl = ctx.curl("POST", "/v1/chat/completions", params)
+        try:
+            ctx.openai().chat.completions.create(**params)
+        except classes as exc:
+            ctx.expect(isinstance(exc.message, str) and exc.message and exc.body is not None, "an exception carrying the server's message and body", repr(exc), curl)
+            continue
+        except Exception as exc:  # noqa: BLE001
+            ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", f"{type(exc).__name__}: {exc}", curl)
+        ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", "no exception: the request succeeded", curl)
+
+
+@check("sdk.errors-stream-async", "the async SDK raises BadRequestError for a bad streamed request", reference=SPEC)
+async def errors_stream_async(ctx: CheckContext) -> None:
+    """An error must surface when the stream is opened, where users wrap it in try/except."""
+    import openai
+
+    params = {"model": ctx.model, "messages": USER, "max_tokens": 2, "temperature": 5.0, "stream": True}
+    curl = ctx.curl("POST", "/v1/chat/completions", params, stream=True)
+    try:
+        async with ctx.async_openai() as client:
+            stream = await client.chat.completions.create(**params)
+            chunks = [c async for c in stream]
+    except (openai.BadRequestError, openai.UnprocessableEntityError):
+        return
+    except Exception as exc:  # noqa: BLE001
+        ctx.fail("BadRequestError when the stream is opened", f"{type(exc).__name__}: {exc}", curl)
+    ctx.fail("BadRequestError when the stream is opened", f"a stream of {len(chunks)} chunks", curl)
+
+
+@check("sdk.completions", "the sync and async SDK consume completions and their streams", reference=SPEC, needs=("completions",))
+async def completions(ctx: CheckContext) -> None:
+    """``client.completions.create`` still backs evaluation harnesses."""
+    raw = ctx.expect_json_object(ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0)), "a completion")
+    text = raw["choices"][0].get("text")
+    curl = ctx.curl("POST", "/v1/completions", {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0})
+    try:
+        sync = ctx.openai().completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0)
+        async with ctx.async_openai() as client:
+            stream = await client.completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0, stream=True)
+            streamed = "".join([c.choices[0].text async for c in stream if c.choices])
+        got = {"sync": sync.choices[0].text, "async stream": streamed}
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "completions", curl)
+    ctx.expect(got["sync"] == text and got["async stream"] == text, f"the raw text {text!r} both ways", got, curl)
+
+
+@check("sdk.tool-stream", "the SDK assembles a streamed tool call into valid JSON arguments", reference=SPEC, needs=("tools",))
+def tool_stream(ctx: CheckContext) -> None:
+    """Agent frameworks accumulate ``delta.tool_calls`` by index exactly like this."""
+    from ..failures import Inconclusive
+
+    params = {"model": ctx.model, "messages": ASK, "tools": [WEATHER, TIME], "tool_choice": "required", "max_tokens": 64, "temperature": 0.8}
+    ctx.offered("tools", ctx.post("/v1/chat/completions", params | {"max_tokens": 2}))
+    for seed in (1234, 1235, 1236):
+        curl = ctx.curl("POST", "/v1/chat/completions", params | {"seed": seed, "stream": True}, stream=True)
+        calls: dict[int, dict[str, str]] = {}
+        reasons: list[str] = []
+        try:
+            for chunk in ctx.openai().chat.completions.create(**params, seed=seed, stream=True):
+                for choice in chunk.choices:
+                    if choice.finish_reason:
+                        reasons.append(choice.finish_reason)
+                    for frag in choice.delta.tool_calls or []:
+                        call = calls.setdefault(frag.index, {"id": "", "name": "", "arguments": ""})
+                        call["id"] = call["id"] or (frag.id or "")
+                        if frag.function:
+                            call["name"] = call["name"] or (frag.function.name or "")
+                            call["arguments"] += frag.function.arguments or ""
+        except Exception as exc:  # noqa: BLE001
+            _sdk_error(ctx, exc, "a streamed tool call", curl)
+        if reasons != ["length"]:
+            break
+    else:
+        raise Inconclusive(f"the model ran to max_tokens with 3 seeds: {curl}")
+    try:
+        parsed = [json.loads(c["arguments"]) for c in calls.values()]
+    except ValueError:
+        parsed = None
+    ctx.expect(calls and parsed is not None and all(c["id"] and c["name"] for c in calls.values()), "calls with id, name and JSON arguments", calls, curl)
+
+
+@check("sdk.embeddings", "the SDK's default (base64) embeddings decode to the float vector", reference=f"{SPEC}; vllm#5734", needs=("embeddings",))
+def embeddings(ctx: CheckContext) -> None:
+    """``client.embeddings.create`` asks for base64 unless told otherwise."""
+    floats = plain(ctx).data["data"][0]["embedding"]
+    curl = ctx.curl("POST", "/v1/embeddings", {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"})
+    try:
+        got = ctx.openai().embeddings.create(model=ctx.model, input=["hello world", "good night"]).data[0].embedding
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "embeddings", curl)
+    ctx.expect(len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)), f"{len(floats)} floats equal to encoding_format=float", got[:4], curl)

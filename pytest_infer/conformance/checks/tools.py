@@ -1,0 +1,169 @@
+"""Tools: required, named, none, streamed call fragments, tool results; free-text tool use needs a capable model."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..context import CheckContext, Exchange
+from ..failures import Inconclusive
+from ..registry import check
+
+SPEC = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionToolChoiceOption"
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]},
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current time in a timezone.",
+        "parameters": {"type": "object", "properties": {"tz": {"type": "string", "maxLength": 20}}, "required": ["tz"]},
+    },
+}
+ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
+
+
+def tool_request(ctx: CheckContext, tool_choice: Any, *, seed: int = 1234, **params: Any) -> dict[str, Any]:
+    """A weather question with two tools; seeded sampling, so a random model's constrained call ends."""
+    body = ctx.chat_body(**{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 64, "temperature": 0.8, "seed": seed, **params})
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice
+    return body
+
+
+def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
+    if not isinstance(calls, list) or not calls:
+        return [f"tool_calls is {calls!r}, not a non-empty list"]
+    problems = []
+    for i, call in enumerate(calls):
+        fn = call.get("function") or {} if isinstance(call, dict) else {}
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not call.get("id"):
+            problems.append(f"call {i} has no id")
+        if not isinstance(call, dict) or call.get("type") != "function":
+            problems.append(f"call {i} type is {call.get('type') if isinstance(call, dict) else call!r}")
+        if fn.get("name") not in names:
+            problems.append(f"call {i} names {fn.get('name')!r}, not one of {names}")
+        args = fn.get("arguments")
+        if not isinstance(args, str):
+            problems.append(f"call {i} arguments is {type(args).__name__}, not a JSON string")
+        else:
+            try:
+                json.loads(args)
+            except ValueError:
+                problems.append(f"call {i} arguments {args!r} is not valid JSON")
+    ids = [c.get("id") for c in calls if isinstance(c, dict)]
+    if len(set(ids)) != len(ids):
+        problems.append(f"duplicate call ids {ids}")
+    return problems
+
+
+def no_call(data: dict[str, Any]) -> bool:
+    """A forced call that produced no tool_calls at all is judged at once, not retried."""
+    return not ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls")
+
+
+def forced_call(ctx: CheckContext, tool_choice: Any) -> tuple[Exchange, dict[str, Any]]:
+    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s)), "tools", no_call)
+    return ex, ctx.expect_json_object(ex, f"tool_choice={json.dumps(tool_choice)}")
+
+
+@check("tools.required", "tool_choice 'required' yields at least one well-formed call", reference=f"{SPEC}; vllm#53255", needs=("tools",))
+def required(ctx: CheckContext) -> None:
+    """Agents use 'required' to force an action; no call (or a malformed one) stalls them."""
+    ex, data = forced_call(ctx, "required")
+    choice = (data.get("choices") or [{}])[0]
+    problems = call_problems((choice.get("message") or {}).get("tool_calls"), ("get_weather", "get_time"))
+    ctx.expect(not problems, "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]", f"{'; '.join(problems)}: {ex.text}", ex)
+    ctx.expect(choice.get("finish_reason") in ("tool_calls", "stop"), "finish_reason 'tool_calls' (or 'stop', as OpenAI sends for forced calls)", choice.get("finish_reason"), ex)
+
+
+@check("tools.named", "a named tool_choice calls that tool", reference=SPEC, needs=("tools",))
+def named(ctx: CheckContext) -> None:
+    """A named tool_choice is a routing decision the client has made; another tool is wrong."""
+    ex, data = forced_call(ctx, {"type": "function", "function": {"name": "get_time"}})
+    calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls")
+    problems = call_problems(calls, ("get_time",))
+    ctx.expect(not problems, "tool_calls calling get_time", f"{'; '.join(problems)}: {ex.text}", ex)
+
+
+@check("tools.none", "tool_choice 'none' yields no call and a text answer", reference=SPEC, needs=("tools",))
+def none(ctx: CheckContext) -> None:
+    """'none' lets a client keep tools in context while asking for prose."""
+    ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, "none") | {"max_tokens": 8}))
+    data = ctx.expect_json_object(ex, "tool_choice='none'")
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    ctx.expect(not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls", "no tool_calls", message, ex)
+    ctx.expect(isinstance(message.get("content"), str), "a string content", message, ex)
+
+
+@check(
+    "tools.stream-fragments",
+    "streamed tool calls keep a stable index, send id first, and arguments join into JSON",
+    reference="openai-openapi ChatCompletionMessageToolCallChunk; sglang#5661, sglang#6310",
+    needs=("tools",),
+)
+def stream_fragments(ctx: CheckContext) -> None:
+    """The SDK's stream accumulator keys fragments by ``index`` and needs the ``id`` up front."""
+    for attempt in range(3):
+        ex = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=1234 + attempt))
+        ctx.offered("tools", ex)
+        chunks = ctx.expect_clean_stream(ex, "a streamed tool call")
+        reasons = [ch.get("finish_reason") for c in chunks for ch in c.get("choices") or [] if ch.get("finish_reason")]
+        if reasons != ["length"]:
+            break
+    else:
+        raise Inconclusive(f"the model ran to max_tokens in 3 streamed tool calls: {ex.curl}")
+    calls: dict[int, dict[str, Any]] = {}
+    problems = []
+    for c in chunks:
+        for ch in c.get("choices") or []:
+            for frag in (ch.get("delta") or {}).get("tool_calls") or []:
+                idx = frag.get("index")
+                if not isinstance(idx, int):
+                    problems.append(f"fragment without integer index: {frag}")
+                    continue
+                if idx not in calls:
+                    if not frag.get("id"):
+                        problems.append(f"the first fragment of call {idx} has no id: {frag}")
+                    calls[idx] = {"id": frag.get("id"), "type": frag.get("type", "function"), "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""}}
+                elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
+                    problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
+                calls[idx]["function"]["arguments"] += (frag.get("function") or {}).get("arguments") or ""
+    ctx.expect(not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex)
+    problems = call_problems([calls[i] for i in sorted(calls)], ("get_weather", "get_time"))
+    ctx.expect(not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex)
+
+
+@check("tools.result-message", "a tool result (role 'tool') in the next turn is accepted", reference="openai-openapi ChatCompletionRequestToolMessage", needs=("tools",))
+def result_message(ctx: CheckContext) -> None:
+    """Every tool loop sends the result back; a 4xx there ends the conversation."""
+    messages = ASK + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature_c": 18}'},
+    ]
+    ex = ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0))
+    data = ctx.expect_json_object(ex, "a conversation with a tool result")
+    ctx.expect(isinstance(((data.get("choices") or [{}])[0].get("message") or {}).get("content"), str), "a text answer", ex.text, ex)
+
+
+@check(
+    "tools.auto",
+    "tool_choice auto (and tools without tool_choice) calls the tool for an explicit request",
+    reference=f"{SPEC}; TRT-LLM PR #17845 (defaulted to none)",
+    needs=("tools",),
+    capable_model=True,
+)
+def auto(ctx: CheckContext) -> None:
+    """The default mode of every agent framework; only a real model decides to call."""
+    for choice in ("auto", None):
+        ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, choice, temperature=0) | {"max_tokens": 256}))
+        data = ctx.expect_json_object(ex, f"tool_choice={choice}")
+        ch = (data.get("choices") or [{}])[0]
+        problems = call_problems((ch.get("message") or {}).get("tool_calls"), ("get_weather",))
+        ctx.expect(not problems and ch.get("finish_reason") == "tool_calls", "a get_weather call with finish_reason 'tool_calls'", f"{'; '.join(problems)}: {ex.text}", ex)

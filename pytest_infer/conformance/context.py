@@ -1,0 +1,254 @@
+"""What a check talks to: raw HTTP and SSE through httpx, and the official openai SDK (sync and async)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import httpx
+
+from ..client.curl import curl_command
+from ..client.sse import SSEStream, read_sse
+from .failures import CheckFailure, Inconclusive, Unsupported, trim
+
+USER = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
+CLIENT_ERRORS = (400, 404, 422)
+REFUSALS = (400, 404, 405, 422, 501)
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request and its response, with the curl line that repeats it."""
+
+    method: str
+    path: str
+    body: Any
+    status: int
+    text: str
+    curl: str
+    data: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+
+@dataclass(slots=True)
+class StreamExchange:
+    """A streamed request: the strict SSE reading of its response, and the curl line."""
+
+    body: Any
+    curl: str
+    sse: SSEStream
+
+    @property
+    def ok(self) -> bool:
+        return self.sse.status == 200
+
+
+@dataclass(slots=True)
+class CheckContext:
+    """The server under test, as the checks see it. ``unsupported`` maps feature -> reason."""
+
+    base_url: str
+    model: str
+    framework: str = "endpoint"
+    version: str | None = None
+    api_key: str | None = None
+    timeout: float = 120.0
+    tiny: bool = False
+    unsupported: dict[str, str] = field(default_factory=dict)
+    http: httpx.Client | None = None
+    _openai: Any = None
+    _models: Any = None
+
+    def __post_init__(self) -> None:
+        if self.http is None:
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=headers)
+
+    def close(self) -> None:
+        if self._openai is not None:
+            self._openai.close()
+        assert self.http is not None
+        self.http.close()
+
+    def __enter__(self) -> CheckContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- raw HTTP --------------------------------------------------------
+    def curl(self, method: str, path: str, body: Any = None, *, stream: bool = False) -> str:
+        return curl_command(method, f"{self.base_url}{path}", body, authenticated=bool(self.api_key), stream=stream)
+
+    def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None) -> Exchange:
+        """Send ``body`` as JSON (or ``raw`` bytes as they are) and keep the whole answer."""
+        assert self.http is not None
+        if raw is not None:
+            resp = self.http.request(method, path, content=raw, headers={"Content-Type": "application/json"})
+            shown: Any = raw.decode("utf-8", "replace")
+        else:
+            resp = self.http.request(method, path, json=body) if body is not None else self.http.request(method, path)
+            shown = body
+        try:
+            data = resp.json()
+        except ValueError:
+            data = None
+        return Exchange(method, path, shown, resp.status_code, resp.text, self.curl(method, path, shown), data, dict(resp.headers))
+
+    def get(self, path: str) -> Exchange:
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any) -> Exchange:
+        return self.request("POST", path, body)
+
+    def chat_body(self, **params: Any) -> dict[str, Any]:
+        return {"model": self.model, "messages": USER, **params}
+
+    def chat(self, **params: Any) -> Exchange:
+        return self.post("/v1/chat/completions", self.chat_body(**params))
+
+    def completion(self, **params: Any) -> Exchange:
+        return self.post("/v1/completions", {"model": self.model, "prompt": "Once upon a time", **params})
+
+    def stream(self, path: str, body: dict[str, Any]) -> StreamExchange:
+        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE."""
+        assert self.http is not None
+        body = {**body, "stream": True}
+        started = time.monotonic()
+        with self.http.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as resp:
+            sse = read_sse(resp, started)
+        return StreamExchange(body, self.curl("POST", path, body, stream=True), sse)
+
+    def chat_stream(self, **params: Any) -> StreamExchange:
+        return self.stream("/v1/chat/completions", self.chat_body(**params))
+
+    # --- what the server exposes ------------------------------------------
+    def models(self) -> Exchange:
+        if self._models is None:
+            self._models = self.get("/v1/models")
+        return self._models
+
+    def context_length(self) -> int | None:
+        """``max_model_len`` from ``/v1/models`` where the server exposes it (vLLM, SGLang)."""
+        data = self.models().data
+        for card in (data or {}).get("data", []) if isinstance(data, dict) else []:
+            if isinstance(card, dict) and card.get("id") == self.model and isinstance(card.get("max_model_len"), int):
+                return card["max_model_len"]
+        return None
+
+    # --- the official SDK -------------------------------------------------
+    def _sdk_kwargs(self) -> dict[str, Any]:
+        return {"base_url": f"{self.base_url}/v1", "api_key": self.api_key or "EMPTY", "max_retries": 0, "timeout": self.timeout}
+
+    def openai(self) -> Any:
+        """The sync ``openai.OpenAI`` client, retries off (a retry must never hide a failure)."""
+        if self._openai is None:
+            import openai
+
+            self._openai = openai.OpenAI(**self._sdk_kwargs())
+        return self._openai
+
+    def async_openai(self) -> Any:
+        """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
+        import openai
+
+        return openai.AsyncOpenAI(**self._sdk_kwargs())
+
+    # --- verdicts -----------------------------------------------------------
+    def fail(self, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> NoReturn:
+        curl = where if isinstance(where, str) else where.curl if where is not None else ""
+        raise CheckFailure(expected, got, curl)
+
+    def expect(self, condition: object, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> None:
+        if not condition:
+            self.fail(expected, got, where)
+
+    def expect_ok(self, ex: Exchange | StreamExchange, what: str) -> None:
+        """A request that must succeed; its failure says what the check was trying to do."""
+        if isinstance(ex, StreamExchange):
+            if ex.sse.status != 200:
+                self.fail(f"HTTP 200 for {what}", f"HTTP {ex.sse.status}: {ex.sse.raw}", ex)
+        elif ex.status != 200:
+            self.fail(f"HTTP 200 for {what}", f"HTTP {ex.status}: {ex.text}", ex)
+
+    def offered(self, feature: str, ex: Exchange | StreamExchange) -> Exchange | StreamExchange:
+        """An optional feature the server refuses outright (4xx/501) is "unsupported", in the server's own words.
+
+        A server that accepts the request and gets it wrong is broken, not
+        unsupported: only a refusal counts, and its message is the reason shown.
+        """
+        status = ex.sse.status if isinstance(ex, StreamExchange) else ex.status
+        text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
+        if status in REFUSALS:
+            raise Unsupported(feature, f"the server refuses it: HTTP {status}: {trim(text, 300)}")
+        return ex
+
+    def expect_json_object(self, ex: Exchange, what: str) -> dict[str, Any]:
+        self.expect_ok(ex, what)
+        self.expect(isinstance(ex.data, dict), f"a JSON object for {what}", ex.text, ex)
+        return ex.data
+
+    def expect_client_error(self, ex: Exchange | StreamExchange, what: str) -> None:
+        status = ex.sse.status if isinstance(ex, StreamExchange) else ex.status
+        text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
+        self.expect(status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex)
+
+    def expect_clean_stream(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
+        """A stream that must be well-framed SSE; returns its JSON chunks."""
+        self.expect_ok(ex, what)
+        self.expect(not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+        errors = [c for c in ex.sse.chunks if "error" in c]
+        self.expect(not errors, f"no error event in the stream for {what}", errors, ex)
+        return ex.sse.chunks
+
+    def seeded(self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234) -> Exchange:
+        """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason != length).
+
+        Constrained decoding on a random model may loop until ``max_tokens``;
+        that says nothing about the server, so it is inconclusive, not a
+        failure, unless ``judge_now(data)`` sees that the cut output already
+        deviates (unconstrained text where JSON should start): then it is
+        returned for the check to judge.
+        """
+        last: Exchange | None = None
+        for i in range(attempts):
+            last = send(seed + i)
+            self.offered(feature, last)
+            if not last.ok or not isinstance(last.data, dict):
+                return last
+            choices = last.data.get("choices") or [{}]
+            if choices[0].get("finish_reason") != "length" or (judge_now is not None and judge_now(last.data)):
+                return last
+        assert last is not None
+        raise Inconclusive(f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: {last.curl}")
+
+
+def envelope_problems(data: Any) -> list[str]:
+    """What is wrong with an error body, measured against ``{"error": {"message", "type", "param", "code"}}``."""
+    if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
+        return ["the body is not {\"error\": {...}}"]
+    err = data["error"]
+    problems = []
+    if not isinstance(err.get("message"), str) or not err.get("message"):
+        problems.append("error.message is not a non-empty string")
+    if not isinstance(err.get("type"), str):
+        problems.append("error.type is not a string")
+    return problems
+
+
+def envelope_type_problems(data: Any) -> list[str]:
+    """``param`` and ``code`` must be present and strings or null (the SDK types them so)."""
+    if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
+        return ["the body is not {\"error\": {...}}"]
+    problems = []
+    for key in ("param", "code"):
+        if key not in data["error"]:
+            problems.append(f"error.{key} is missing")
+        elif not (data["error"][key] is None or isinstance(data["error"][key], str)):
+            problems.append(f"error.{key} is {json.dumps(data['error'][key])}, not a string or null")
+    return problems

@@ -1,0 +1,58 @@
+"""What a check raises: a typed failure that reproduces itself, or "the framework does not offer this"."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+TRIM = 600
+
+
+def trim(value: Any, limit: int = TRIM) -> str:
+    """A value as short text: JSON where possible, cut in the middle so both ends stay visible."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
+    if len(text) <= limit:
+        return text
+    half = (limit - 20) // 2
+    return f"{text[:half]} ...[{len(text) - 2 * half} chars]... {text[-half:]}"
+
+
+class CheckFailure(AssertionError):
+    """A check found a deviation: what was expected, what came back, and a curl line to see it again.
+
+    An ``AssertionError`` so that code outside the registry (a user's own test)
+    still fails, not errors, when it lets one through.
+    """
+
+    def __init__(self, expected: str, got: Any, curl: str = "", *, check_id: str = "", title: str = "", severity: str = "error") -> None:
+        self.expected, self.got, self.curl = expected, trim(got), curl
+        self.check_id, self.title, self.severity = check_id, title, severity
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"[{self.check_id}] {self.title} ({self.severity})\n" if self.check_id else ""
+        lines = [f"{head}expected: {self.expected}", f"got:      {self.got}"]
+        if self.curl:
+            lines.append(f"reproduce: {self.curl}")
+        return "\n".join(lines)
+
+    def attach(self, check_id: str, title: str, severity: str) -> CheckFailure:
+        self.check_id, self.title, self.severity = check_id, title, severity
+        self.args = (self.render(),)
+        return self
+
+
+class Unsupported(pytest.skip.Exception):
+    """The framework does not offer a feature a check needs: reported as "unsupported", not "broken"."""
+
+    def __init__(self, feature: str, reason: str) -> None:
+        self.feature = feature
+        super().__init__(f"unsupported: {feature}: {reason}", allow_module_level=False)
+
+
+class Inconclusive(pytest.skip.Exception):
+    """The model, not the server, kept the check from deciding (e.g. a random model never ended its JSON)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"inconclusive: {reason}", allow_module_level=False)

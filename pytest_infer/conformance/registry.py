@@ -1,0 +1,118 @@
+"""The check registry: every check has a stable id, a title, the spec it enforces, a severity and needs.
+
+Checks are plain functions of a ``CheckContext`` (sync or ``async``) registered
+by the ``check`` decorator; a second registration of an id is refused, so a
+user's conftest cannot silently replace a bundled check.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .failures import CheckFailure, Unsupported
+
+if TYPE_CHECKING:
+    from .context import CheckContext
+
+SEVERITIES = ("error", "warning")
+# Features a framework may not offer; a check that needs one is "unsupported" there, not failed.
+FEATURES = ("completions", "prompt_list", "n", "echo", "logprobs", "tools", "response_format", "seed", "embeddings")
+
+
+class DuplicateCheckError(ValueError):
+    """A check id registered twice."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    id: str
+    title: str
+    reference: str
+    severity: str
+    func: Callable[..., Any]
+    needs: frozenset[str] = frozenset()
+    capable_model: bool = False
+    description: str = ""
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+
+@dataclass(slots=True)
+class CheckRegistry:
+    checks: dict[str, Check] = field(default_factory=dict)
+
+    def register(self, check: Check) -> Check:
+        if check.id in self.checks:
+            other = self.checks[check.id].func
+            raise DuplicateCheckError(f"check id {check.id!r} is already registered by {other.__module__}.{other.__qualname__}")
+        if check.severity not in SEVERITIES:
+            raise ValueError(f"check {check.id!r}: severity must be one of {SEVERITIES}, got {check.severity!r}")
+        unknown = check.needs - set(FEATURES)
+        if unknown:
+            raise ValueError(f"check {check.id!r}: unknown feature(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+        self.checks[check.id] = check
+        return check
+
+    def unregister(self, check_id: str) -> None:
+        self.checks.pop(check_id, None)
+
+    def __getitem__(self, check_id: str) -> Check:
+        try:
+            return self.checks[check_id]
+        except KeyError:
+            raise KeyError(f"no check {check_id!r}; registered: {', '.join(sorted(self.checks))}") from None
+
+    def __iter__(self) -> Iterator[Check]:
+        return iter(sorted(self.checks.values(), key=lambda c: c.id))
+
+    def __len__(self) -> int:
+        return len(self.checks)
+
+    def __contains__(self, check_id: object) -> bool:
+        return check_id in self.checks
+
+    def check(
+        self,
+        id: str,
+        title: str,
+        *,
+        reference: str,
+        severity: str = "error",
+        needs: tuple[str, ...] = (),
+        capable_model: bool = False,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register ``func(ctx)`` as check ``id``; the function is returned unchanged."""
+
+        def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+            doc = inspect.getdoc(func) or ""
+            self.register(Check(id, title, reference, severity, func, frozenset(needs), capable_model, doc))
+            return func
+
+        return decorate
+
+    def run(self, check_id: str, ctx: CheckContext) -> None:
+        """Run one check against ``ctx``; a failure comes back as a ``CheckFailure`` naming the check."""
+        check = self[check_id]
+        for feature in sorted(check.needs):
+            if feature in ctx.unsupported:
+                raise Unsupported(feature, ctx.unsupported[feature])
+        if check.capable_model and ctx.tiny:
+            import pytest
+
+            pytest.skip(f"needs a capable model: {check.title} cannot be judged on the random built-in 'tiny' model")
+        try:
+            if check.is_async:
+                asyncio.run(check.func(ctx))
+            else:
+                check.func(ctx)
+        except CheckFailure as failure:
+            raise failure.attach(check.id, check.title, check.severity) from None
+
+
+REGISTRY = CheckRegistry()
+check = REGISTRY.check

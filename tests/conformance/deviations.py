@@ -1,0 +1,431 @@
+"""The fake server made complete (embeddings, context length, a model that calls tools) and wrong on purpose.
+
+``BASE`` turns the spec-correct fake server into one that passes every check;
+``MUTATIONS`` maps each check id to the one deviation that check exists for.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, error_body
+
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+
+
+def _vector(text: str, dims: int) -> list[float]:
+    return [((hash((text, i)) % 1000) / 1000.0) - 0.5 for i in range(dims)]
+
+
+def embeddings(body: dict, *, float64: bool = False, ignore_dimensions: bool = False, no_index: bool = False) -> dict:
+    inputs = body["input"] if isinstance(body.get("input"), list) else [body.get("input", "")]
+    dims = 16 if ignore_dimensions or not body.get("dimensions") else body["dimensions"]
+    data = []
+    for i, text in enumerate(inputs):
+        vec: Any = _vector(str(text), dims)
+        if body.get("encoding_format", "float") == "base64":
+            vec = base64.b64encode(struct.pack(f"<{len(vec)}{'d' if float64 else 'f'}", *vec)).decode()
+        item = {"object": "embedding", "embedding": vec, "index": i}
+        if no_index:
+            del item["index"]
+        data.append(item)
+    return {"object": "list", "data": data, "model": MODEL, "usage": {"prompt_tokens": 4, "total_tokens": 4}}
+
+
+def base_request(path: str, body: dict):
+    if path == "/v1/models":
+        card = {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver", "max_model_len": CONTEXT_LENGTH}
+        return 200, {"object": "list", "data": [card]}
+    if path == "/v1/embeddings":
+        return 200, embeddings(body)
+    return None
+
+
+def base_response(path: str, body: dict, response: dict) -> dict:
+    """A 'capable model': with tools and tool_choice auto (or none given), it calls the first tool."""
+    if path == CHAT and body.get("tools") and body.get("tool_choice", "auto") == "auto":
+        name = body["tools"][0]["function"]["name"]
+        for choice in response["choices"]:
+            choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_auto", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}]}
+            choice["finish_reason"] = "tool_calls"
+    return response
+
+
+BASE = Deviation(request=base_request, response=base_response)
+
+
+def compose(mutation: Deviation) -> Deviation:
+    """The base, with ``mutation``'s hooks taking precedence (responses pass through both)."""
+
+    def request(path: str, body: dict):
+        if mutation.request is not None and (answer := mutation.request(path, body)) is not None:
+            return answer
+        return base_request(path, body)
+
+    def response(path: str, body: dict, resp: dict) -> dict:
+        resp = base_response(path, body, resp)
+        return mutation.response(path, body, resp) if mutation.response else resp
+
+    return Deviation(request=request, response=response, events=mutation.events, raw_stream=mutation.raw_stream)
+
+
+# --- small builders -----------------------------------------------------------
+def on_response(change: Callable[[str, dict, dict], None], path: str = CHAT) -> Deviation:
+    def response(p: str, body: dict, resp: dict) -> dict:
+        if p == path:
+            resp = copy.deepcopy(resp)
+            change(p, body, resp)
+        return resp
+
+    return Deviation(response=response)
+
+
+def on_events(change: Callable[[dict, list], list], path: str = CHAT) -> Deviation:
+    return Deviation(events=lambda p, body, events: change(body, list(events)) if p == path else events)
+
+
+def answer_when(predicate: Callable[[str, dict], bool], status: int, reply: Any) -> Deviation:
+    return Deviation(request=lambda p, body: (status, reply) if predicate(p, body) else None)
+
+
+def canned_chat(content: str = "ok") -> dict:
+    return {
+        "id": "chatcmpl-canned",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": None, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+
+def bad_temperature(p: str, body: dict) -> bool:
+    return p == CHAT and isinstance(body.get("temperature"), (int, float)) and body["temperature"] > 2
+
+
+def long_prompt(p: str, body: dict) -> bool:
+    return p == CHAT and sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict)) > CONTEXT_LENGTH
+
+
+def content_events(events: list) -> list[int]:
+    return [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("content")]
+
+
+# --- one deviation per check ---------------------------------------------------------
+def _set(resp: dict, **changes: Any) -> None:
+    resp.update(changes)
+
+
+def _choice(resp: dict) -> dict:
+    return resp["choices"][0]
+
+
+def _cumulative(body: dict, events: list) -> list:
+    """TRT-LLM#3280: each chunk carries the whole text so far."""
+    text = ""
+    for i in content_events(events):
+        text += events[i]["choices"][0]["delta"]["content"]
+        events[i] = copy.deepcopy(events[i])
+        events[i]["choices"][0]["delta"]["content"] = text
+    return events
+
+
+def _completion_cumulative(body: dict, events: list) -> list:
+    text = ""
+    for i, e in enumerate(events):
+        if isinstance(e, dict) and e.get("choices") and e["choices"][0].get("text"):
+            text += e["choices"][0]["text"]
+            events[i] = copy.deepcopy(e)
+            events[i]["choices"][0]["text"] = text
+    return events
+
+
+def _stop_leak(body: dict, events: list) -> list:
+    if not body.get("stop"):
+        return events
+    idx = content_events(events)
+    stop = body["stop"][0] if isinstance(body["stop"], list) else body["stop"]
+    leak = copy.deepcopy(events[idx[-1]] if idx else events[0])
+    leak["choices"][0]["delta"] = {"content": stop}
+    events.insert((idx[-1] + 1) if idx else 1, leak)
+    return events
+
+
+def _finish_twice(body: dict, events: list) -> list:
+    idx = content_events(events)
+    events[idx[0]] = copy.deepcopy(events[idx[0]])
+    events[idx[0]]["choices"][0]["finish_reason"] = "stop"
+    return events
+
+
+def _usage_always(body: dict, events: list) -> list:
+    if (body.get("stream_options") or {}).get("include_usage"):
+        return events
+    first = events[0]
+    usage = {**{k: v for k, v in first.items() if k != "choices"}, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    return events[:-1] + [usage, events[-1]]
+
+
+def _usage_everywhere(body: dict, events: list) -> list:
+    u = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    return [({**e, "usage": u} if isinstance(e, dict) else e) for e in events]
+
+
+def _tool_fragment_without_id(body: dict, events: list) -> list:
+    out = []
+    for e in events:
+        if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("tool_calls"):
+            e = copy.deepcopy(e)
+            for frag in e["choices"][0]["delta"]["tool_calls"]:
+                frag.pop("id", None)
+        out.append(e)
+    return out
+
+
+def _error_mid_stream(body: dict, events: list) -> list:
+    idx = content_events(events)
+    at = idx[1] if len(idx) > 1 else 1
+    return events[:at] + [{"error": "the engine crashed"}] + events[at:]
+
+
+def _sdk_breaking_error(body: dict, events: list) -> list:
+    idx = content_events(events)
+    return events[: idx[0] + 1] + [{"error": {"message": "engine overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"]
+
+
+def _prompt_list_first_only(p: str, body: dict, resp: dict) -> None:
+    if isinstance(body.get("prompt"), list):
+        resp["choices"] = resp["choices"][: body.get("n") or 1]
+
+
+def _echo_ignored(p: str, body: dict, resp: dict) -> None:
+    if body.get("echo"):
+        for c in resp["choices"]:
+            c["text"] = c["text"][len(body["prompt"]) :]
+
+
+def _drop_text_offset(p: str, body: dict, resp: dict) -> None:
+    for c in resp["choices"]:
+        if c.get("logprobs"):
+            del c["logprobs"]["text_offset"]
+
+
+def _positive_logprob(p: str, body: dict, resp: dict) -> None:
+    lp = _choice(resp).get("logprobs")
+    if lp and lp.get("content"):
+        lp["content"][0]["logprob"] = 0.5
+
+
+def _no_logprobs_without_top(p: str, body: dict, resp: dict) -> None:
+    if body.get("logprobs") and body.get("top_logprobs") is None:
+        _choice(resp)["logprobs"] = {"content": None}
+
+
+def _logprobs_when_off(p: str, body: dict, resp: dict) -> None:
+    if not body.get("logprobs"):
+        _choice(resp)["logprobs"] = {"content": []}
+
+
+def _json_broken(kind: str) -> Callable[[str, dict, dict], None]:
+    def change(p: str, body: dict, resp: dict) -> None:
+        if (body.get("response_format") or {}).get("type") == kind:
+            _choice(resp)["message"]["content"] = "{not json" if kind == "json_object" else '{"wrong": 1}'
+
+    return change
+
+
+def _ignore_max_completion_tokens(p: str, body: dict, resp: dict) -> None:
+    if body.get("max_completion_tokens") is not None:
+        _choice(resp)["message"]["content"] += "xyz"
+        resp["usage"]["completion_tokens"] += 3
+        resp["usage"]["total_tokens"] += 3
+
+
+def _stop_in_text(p: str, body: dict, resp: dict) -> None:
+    if body.get("stop"):
+        _choice(resp)["message"]["content"] += body["stop"][0]
+
+
+_calls = itertools.count()
+
+
+def _seed_ignored(p: str, body: dict, resp: dict) -> None:
+    """Each seeded answer differs, as if the seed were not passed to the sampler."""
+    if body.get("seed") is not None and body.get("temperature"):
+        _choice(resp)["message"]["content"] += f"#{next(_calls)}"
+
+
+def _limit_says_stop(p: str, body: dict, resp: dict) -> None:
+    for c in resp["choices"]:
+        if c["finish_reason"] == "length":
+            c["finish_reason"] = "stop"
+
+
+def _empty_required(p: str, body: dict, resp: dict) -> None:
+    if body.get("tool_choice") == "required":
+        _choice(resp)["message"]["tool_calls"] = []  # vllm#53255
+
+
+def _wrong_named(p: str, body: dict, resp: dict) -> None:
+    if isinstance(body.get("tool_choice"), dict):
+        _choice(resp)["message"]["tool_calls"][0]["function"]["name"] = "get_weather"
+
+
+def _call_despite_none(p: str, body: dict, resp: dict) -> None:
+    if body.get("tool_choice") == "none" and body.get("tools"):
+        _choice(resp)["message"]["tool_calls"] = [{"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+        _choice(resp)["finish_reason"] = "tool_calls"
+
+
+def _auto_never_calls(p: str, body: dict, resp: dict) -> None:
+    if body.get("tools") and body.get("tool_choice", "auto") == "auto":
+        _choice(resp)["message"] = {"role": "assistant", "content": "I cannot."}
+        _choice(resp)["finish_reason"] = "stop"
+
+
+def _rename_choices(p: str, body: dict, resp: dict) -> None:
+    resp["results"] = resp.pop("choices")
+
+
+def _embeddings(**kwargs: Any) -> Deviation:
+    return Deviation(request=lambda p, body: (200, embeddings(body, **kwargs)) if p == "/v1/embeddings" else None)
+
+
+def _models_without_owner(p: str, body: dict):
+    if p == "/v1/models":
+        return 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 1_700_000_000, "max_model_len": CONTEXT_LENGTH}]}
+    return None
+
+
+FLAT_ERROR = {"error": "temperature must be at most 2"}
+INT_CODE = {"error": {"message": "temperature must be at most 2", "type": "BadRequestError", "param": "temperature", "code": 400}}
+
+MUTATIONS: dict[str, Deviation] = {
+    "chat.fields": on_response(lambda p, b, r: _set(r, id="")),
+    "chat.n": on_response(lambda p, b, r: _set(r, choices=r["choices"][:1])),
+    "chat.finish-reason": on_response(lambda p, b, r: _choice(r).update(finish_reason="eos_token")),
+    "chat.max-tokens": on_response(_limit_says_stop),
+    "chat.max-completion-tokens": on_response(_ignore_max_completion_tokens),
+    "chat.usage": on_response(lambda p, b, r: r["usage"].update(total_tokens=r["usage"]["total_tokens"] + 1)),
+    "chat.stop": on_response(_stop_in_text),
+    "chat.seed": on_response(_seed_ignored),
+    "chat.parameter-ranges": answer_when(bad_temperature, 200, canned_chat()),
+    "chat.logprobs": on_response(_positive_logprob),
+    "chat.logprobs-without-top": on_response(_no_logprobs_without_top),
+    "chat.logprobs-off": on_response(_logprobs_when_off),
+    "chat.json-object": on_response(_json_broken("json_object")),
+    "chat.json-schema": on_response(_json_broken("json_schema")),
+    "chat.json-schema-missing": answer_when(lambda p, b: (b.get("response_format") or {}).get("type") == "json_schema", 500, {"detail": "Internal Server Error"}),
+    "completions.fields": on_response(lambda p, b, r: _set(r, object="completion"), COMPLETIONS),
+    "completions.prompt-list-n": on_response(_prompt_list_first_only, COMPLETIONS),
+    "completions.echo": on_response(_echo_ignored, COMPLETIONS),
+    "completions.logprobs": on_response(_drop_text_offset, COMPLETIONS),
+    "completions.stream": on_events(_completion_cumulative, COMPLETIONS),
+    "embeddings.fields": _embeddings(no_index=True),
+    "embeddings.base64": _embeddings(float64=True),
+    "embeddings.dimensions": _embeddings(ignore_dimensions=True),
+    "errors.bad-input-4xx": answer_when(lambda p, b: p == CHAT and not isinstance(b.get("messages"), list), 500, {"detail": "Internal Server Error"}),
+    "errors.bad-input-stream": answer_when(lambda p, b: bad_temperature(p, b) and b.get("stream"), 200, canned_chat()),
+    "errors.context-overflow": answer_when(long_prompt, 500, {"detail": "Internal Server Error"}),
+    "errors.context-overflow-stream": answer_when(lambda p, b: long_prompt(p, b) and b.get("stream"), 200, canned_chat()),
+    "errors.envelope": answer_when(bad_temperature, 400, FLAT_ERROR),
+    "errors.envelope-types": answer_when(bad_temperature, 400, INT_CODE),
+    "errors.unknown-model": answer_when(lambda p, b: p == CHAT and b.get("model") not in (MODEL, None), 400, error_body("unknown model")),
+    "models.list": Deviation(request=_models_without_owner),
+    "models.retrieve": answer_when(lambda p, b: p.startswith("/v1/models/"), 404, {"detail": "Not Found"}),
+    "sdk.chat": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
+    "sdk.chat-async": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
+    "sdk.chat-stream": on_events(_sdk_breaking_error),
+    "sdk.chat-stream-async": on_events(_sdk_breaking_error),
+    "sdk.completions": on_events(_sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"], COMPLETIONS),
+    "sdk.embeddings": _embeddings(float64=True),
+    "sdk.errors": answer_when(bad_temperature, 500, error_body("internal error", "server_error")),
+    "sdk.errors-stream-async": answer_when(lambda p, b: bad_temperature(p, b) and b.get("stream"), 200, canned_chat()),
+    "sdk.tool-stream": on_events(_tool_fragment_without_id),
+    "stream.sse-framing": on_events(lambda body, events: events[:-1]),
+    "stream.chunk-identity": on_events(lambda body, events: [events[0], {**events[1], "id": "chatcmpl-other"}, *events[2:]]),
+    "stream.first-delta-role": on_events(lambda body, events: [{**events[0], "choices": [{**events[0]["choices"][0], "delta": {"content": ""}}]}, *events[1:]]),
+    "stream.text-equals-nonstream": on_events(_cumulative),
+    "stream.one-finish-reason": on_events(_finish_twice),
+    "stream.stop": on_events(_stop_leak),
+    "stream.usage-off": on_events(_usage_always),
+    "stream.include-usage": on_events(_usage_everywhere),
+    "stream.options-without-stream": answer_when(lambda p, b: p == CHAT and b.get("stream_options") is not None and not b.get("stream"), 200, canned_chat()),
+    "stream.error-event": on_events(_error_mid_stream),
+    "tools.required": on_response(_empty_required),
+    "tools.named": on_response(_wrong_named),
+    "tools.none": on_response(_call_despite_none),
+    "tools.stream-fragments": on_events(_tool_fragment_without_id),
+    "tools.result-message": answer_when(lambda p, b: p == CHAT and any(isinstance(m, dict) and m.get("role") == "tool" for m in b.get("messages") or []), 400, error_body("role 'tool' is not supported", param="messages")),
+    "tools.auto": on_response(_auto_never_calls),
+}
+
+# What each mutation's failure message must mention, so a check that fails for the wrong reason is caught.
+EXPECTED_IN_MESSAGE: dict[str, str] = {
+    "chat.fields": "id is ''",
+    "chat.n": "1 choice(s)",
+    "chat.finish-reason": "eos_token",
+    "chat.max-tokens": "finish_reason is 'stop'",
+    "chat.max-completion-tokens": "completion_tokens",
+    "chat.usage": "total_tokens",
+    "chat.stop": "finish_reason 'stop'",
+    "chat.seed": "seed 4242",
+    "chat.parameter-ranges": "temperature=2.5 -> HTTP 200",
+    "chat.logprobs": "logprob 0.5 > 0",
+    "chat.logprobs-without-top": "logprobs.content is None",
+    "chat.logprobs-off": "logprobs null",
+    "chat.json-object": "json.loads",
+    "chat.json-schema": "'answer' is a required property",
+    "chat.json-schema-missing": "HTTP 500",
+    "completions.fields": "object is 'completion'",
+    "completions.prompt-list-n": "index 0, 1, 2, 3",
+    "completions.echo": "starting with the prompt",
+    "completions.logprobs": "list fields",
+    "completions.stream": "non-streamed text",
+    "embeddings.fields": "index 0 and 1",
+    "embeddings.base64": "values",
+    "embeddings.dimensions": "vectors of 8 values",
+    "errors.bad-input-4xx": "HTTP 500",
+    "errors.bad-input-stream": "HTTP 200",
+    "errors.context-overflow": "HTTP 500",
+    "errors.context-overflow-stream": "HTTP 200",
+    "errors.envelope": "the body is not",
+    "errors.envelope-types": "error.code is 400",
+    "errors.unknown-model": "HTTP 404",
+    "models.list": "owned_by",
+    "models.retrieve": "HTTP 404",
+    "sdk.chat": "the SDK to consume a chat completion",
+    "sdk.chat-async": "the SDK to consume a chat completion",
+    "sdk.chat-stream": "APIError",
+    "sdk.chat-stream-async": "APIError",
+    "sdk.completions": "APIError",
+    "sdk.embeddings": "floats equal",
+    "sdk.errors": "InternalServerError",
+    "sdk.errors-stream-async": "BadRequestError when the stream is opened",
+    "sdk.tool-stream": "calls with id",
+    "stream.sse-framing": "[DONE]",
+    "stream.chunk-identity": "one non-empty id",
+    "stream.first-delta-role": "role 'assistant'",
+    "stream.text-equals-nonstream": "non-streamed text",
+    "stream.one-finish-reason": "one non-null finish_reason",
+    "stream.stop": "finish_reason 'stop'",
+    "stream.usage-off": "no usage",
+    "stream.include-usage": "usage only in the last chunk",
+    "stream.options-without-stream": "HTTP 200",
+    "stream.error-event": "error event",
+    "tools.required": "tool_calls is []",
+    "tools.named": "not one of ('get_time',)",
+    "tools.none": "no tool_calls",
+    "tools.stream-fragments": "has no id",
+    "tools.result-message": "HTTP 200 for a conversation with a tool result",
+    "tools.auto": "get_weather call",
+}
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value)

@@ -1,0 +1,51 @@
+"""Every check passes on the (completed) fake server and fails, with a clear message, on its own deviation."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_infer import conformance
+from pytest_infer.testing.fakeserver import MODEL, FakeServer
+
+from .deviations import BASE, EXPECTED_IN_MESSAGE, MUTATIONS, compose
+
+CHECK_IDS = [c.id for c in conformance.REGISTRY if c.func.__module__.startswith("pytest_infer.conformance.checks")]
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeServer]:
+    with FakeServer(BASE) as server:
+        yield server
+
+
+@pytest.fixture
+def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
+    fake.set_deviation(BASE)
+    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, framework="fake", timeout=10) as context:
+        yield context
+    fake.set_deviation(BASE)
+
+
+def test_every_check_has_a_mutation() -> None:
+    assert sorted(MUTATIONS) == sorted(CHECK_IDS), f"missing: {sorted(set(CHECK_IDS) - set(MUTATIONS))}, stale: {sorted(set(MUTATIONS) - set(CHECK_IDS))}"
+    assert sorted(EXPECTED_IN_MESSAGE) == sorted(MUTATIONS)
+
+
+@pytest.mark.parametrize("check_id", CHECK_IDS)
+def test_passes_on_the_correct_server(check_id: str, ctx: conformance.CheckContext) -> None:
+    conformance.run(check_id, ctx)
+
+
+@pytest.mark.parametrize("check_id", CHECK_IDS)
+def test_fails_on_its_deviation(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    fake.set_deviation(compose(MUTATIONS[check_id]))
+    with pytest.raises(conformance.CheckFailure) as info:
+        conformance.run(check_id, ctx)
+    failure = info.value
+    text = str(failure)
+    assert failure.check_id == check_id and f"[{check_id}]" in text
+    assert "expected: " in text and "got: " in text
+    assert EXPECTED_IN_MESSAGE[check_id] in text, text
+    if failure.curl:
+        assert failure.curl.startswith("curl -sS") and fake.base_url in failure.curl
