@@ -1,0 +1,151 @@
+"""The load client against servers whose behaviour is known: the paced server (timing ground
+truth) and the programmable fake server (errors, framing faults)."""
+from __future__ import annotations
+
+import random
+import statistics
+import time
+
+import pytest
+
+from pytest_infer.load import LoadSpec, Workload, run_load
+from pytest_infer.load.prompts import Calibration
+from pytest_infer.metrics import judge, summarize
+from pytest_infer.testing.fakeserver import Deviation, FakeServer
+
+from .conftest import server_stats
+
+FIXED = Calibration(1.0, 0.0, "fixed for the test")
+
+
+def test_closed_loop_phases_and_counts(paced_server):
+    url = paced_server(5, 2)
+    run = run_load(url, "paced-model", LoadSpec(concurrency=4, requests=20, warmup_requests=4), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    phases = [t.phase for t in run.traces]
+    assert phases[:4] == ["warmup"] * 4 and phases[4:24] == ["measured"] * 20 and set(phases[24:]) <= {"cooldown"}
+    assert all(t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured)
+    assert all(t.cancelled for t in run.traces if t.phase == "cooldown" and t.end_ns is None)
+    first, last = min(t.sent_ns for t in run.measured), max(t.end_ns for t in run.measured)
+    assert run.window_start_ns <= first and run.window_end_ns == last
+
+
+def test_timings_match_the_paced_servers_schedule(paced_server):
+    """Role chunk at once, first token after 80 ms, then one every 20 ms: TTFT excludes the role chunk."""
+    url = paced_server(80, 20)
+    run = run_load(url, "paced-model", LoadSpec(concurrency=2, requests=10, warmup_requests=2), Workload(output_tokens=6, ignore_eos=False), calibration=FIXED)
+    s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
+    served = {round(r["recv_ns"] / 1e6): r for r in server_stats(url)}
+    assert s.ok == 10 and len(served) >= 10
+    ttft, ttfb, itl = statistics.median(s.samples["ttft"]), statistics.median(s.samples["ttfb"]), statistics.median(s.samples["itl"])
+    # never earlier than the server's schedule; later only by the client's (and the host's) delay
+    assert 80 <= ttft < 80 + 40, s.figures()
+    assert ttfb < ttft - 40, "the role-only chunk came at once; TTFB must not wait for the first token"
+    assert 20 - 5 < itl < 20 + 15
+    # client and server clocks are the same monotonic clock: every client event is after its write
+    server_first = sorted(r["first_content_ns"] for r in server_stats(url))
+    client_first = sorted(t.event_ns[0] for t in run.traces if t.event_ns)
+    assert all(c >= s for c, s in zip(client_first, server_first[: len(client_first)]))
+
+
+def test_poisson_arrivals_follow_the_seeded_schedule(paced_server):
+    url = paced_server(5, 2)
+    spec = LoadSpec(mode="poisson", rate=40, requests=30, warmup_requests=5, seed=7)
+    run = run_load(url, "paced-model", spec, Workload(output_tokens=3, ignore_eos=False), calibration=FIXED)
+    rng = random.Random(7)
+    gaps = [int(rng.gammavariate(1.0, 1e9 / 40)) for _ in range(35)]
+    intended = [t.intended_ns for t in run.traces[:35]]
+    assert [b - a for a, b in zip(intended, intended[1:])] == gaps[1:35]
+    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples["schedule_lag"]
+    assert len(lags) == 30 and all(lag >= 0 for lag in lags)
+
+
+def test_duration_bounds_the_measured_part(paced_server):
+    url = paced_server(5, 5)
+    run = run_load(url, "paced-model", LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    assert len(run.measured) >= 4
+    assert all(t.sent_ns - run.window_start_ns <= 0.45e9 for t in run.measured)
+    assert run.window_s >= 0.4
+
+
+@pytest.mark.parametrize("transport", ["raw", "httpx"])
+def test_server_errors_count_as_failed_requests(transport):
+    deviation = Deviation(request=lambda path, body: (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None)
+    with FakeServer(deviation) as srv:
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=2, requests=6, warmup_requests=0), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED, transport=transport)
+    s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
+    assert (s.requests, s.ok) == (6, 0)
+    assert s.errors and s.errors[0].startswith("HTTP 503:") and "overloaded" in s.errors[0]
+    verdict = judge(s, {"max_error_share": 0.0})
+    assert verdict.status == "fail" and verdict.failures[0].measured == 1.0
+
+
+@pytest.mark.parametrize("transport", ["raw", "httpx"])
+def test_both_transports_read_the_fake_server_alike(transport):
+    with FakeServer() as srv:
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=2, requests=5, warmup_requests=1), Workload(output_tokens=7, ignore_eos=False), calibration=FIXED, transport=transport)
+    assert all(t.ok and t.done and t.client_tokens == 7 == t.usage_completion_tokens for t in run.measured)
+
+
+def _raw_writer(parts: list[bytes], pause: float = 0.02):
+    def raw_stream(path, body, handler):
+        handler.close_connection = True
+        for part in parts:
+            handler.wfile.write(part)
+            handler.wfile.flush()
+            time.sleep(pause)
+
+    return Deviation(raw_stream=raw_stream)
+
+
+def _sse(*payloads: str) -> bytes:
+    return b"".join(f"data: {p}\n\n".encode() for p in payloads)
+
+
+CHUNKS = [
+    '{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}',
+    '{"choices":[{"index":0,"delta":{"content":"a"}}]}',
+    '{"choices":[{"index":0,"delta":{"content":"b"}}]}',
+    '{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}',
+]
+
+
+def test_raw_transport_decodes_chunked_bodies_split_anywhere():
+    body = _sse(*CHUNKS, "[DONE]")
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 37]), body[i : i + 37]) for i in range(0, len(body), 37)) + b"0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    wire = head + chunked
+    parts = [wire[i : i + 11] for i in range(0, len(wire), 11)]  # reads cut through size lines and CRLFs
+    with FakeServer(_raw_writer(parts, 0.001)) as srv:
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+    t = run.measured[0]
+    assert t.ok and t.done and t.event_tokens == [1, 1] and t.usage_completion_tokens == 2 and t.usage_prompt_tokens == 3
+
+
+def test_stream_without_done_ends_at_the_body_end_and_is_counted():
+    body = _sse(*CHUNKS)  # no [DONE], like transformers serve 5.24
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+    with FakeServer(_raw_writer([head, body])) as srv:
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=2, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+    s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
+    assert s.ok == 2 and s.no_done == 2 and s.figures()["streams_without_done"] == 2
+
+
+def test_close_delimited_body_and_a_cut_stream():
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    with FakeServer(_raw_writer([head, _sse(*CHUNKS, "[DONE]")])) as srv:
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+    assert run.measured[0].ok and run.measured[0].done
+    chunked_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    cut = _sse(*CHUNKS[:2])
+    with FakeServer(_raw_writer([chunked_head, b"%x\r\n%s\r\n" % (len(cut), cut)])) as srv:  # no closing 0-chunk
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+    t = run.measured[0]
+    assert not t.ok and "closed the connection mid-response" in t.error and t.event_tokens == [1]
+
+
+def test_prompt_length_is_calibrated_against_the_servers_usage():
+    with FakeServer() as srv:  # one token per character
+        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=6, warmup_requests=0), Workload(input_tokens=300, output_tokens=2, ignore_eos=False))
+    assert run.calibration.source == "server usage"
+    prompt = statistics.mean(t.usage_prompt_tokens for t in run.measured)
+    assert 300 * 0.85 < prompt < 300 * 1.15
