@@ -13,6 +13,8 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
+# Short names a rule may use for the figures the SLO suite records (pytest_infer.metrics).
+ALIASES = {"output_tps": "output_tokens_per_s", "tps": "output_tokens_per_s", "rps": "requests_per_s", "goodput": "goodput_rps"}
 HIGHER_IS_BETTER = ("tps", "throughput", "tokens_per_s", "goodput", "attainment", "rps", "requests_per_s", "qps")
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
 
@@ -34,10 +36,15 @@ class Rule:
     text: str = ""
 
     def matches(self, metric: str) -> bool:
-        if fnmatch.fnmatchcase(metric, self.metric):
-            return True
-        stem, _, suffix = metric.rpartition("_")
-        return bool(stem) and suffix.isalpha() and len(suffix) <= 3 and fnmatch.fnmatchcase(stem, self.metric)
+        for pattern in (self.metric, ALIASES.get(self.metric)):
+            if pattern is None:
+                continue
+            if fnmatch.fnmatchcase(metric, pattern):
+                return True
+            stem, _, suffix = metric.rpartition("_")
+            if stem and suffix.isalpha() and len(suffix) <= 3 and fnmatch.fnmatchcase(stem, pattern):
+                return True
+        return False
 
     def worsening(self, metric: str, before: float, after: float) -> float:
         """How much worse ``after`` is than ``before`` (positive: worse), in this rule's terms."""

