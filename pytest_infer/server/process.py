@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import httpx
 import psutil
@@ -27,6 +28,15 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Something already accepts connections there (another server, or a leftover of an earlier run)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def tail(path: Path, lines: int = 40) -> str:
@@ -79,6 +89,10 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def start(self) -> None:
+        url = urlparse(self.base_url)
+        if url.hostname and url.port and port_in_use(url.hostname, url.port):
+            # Its readiness probe would succeed against the other process, and the tests would run there.
+            raise ServerStartError(f"port {url.port} on {url.hostname} is already in use by another process; the server was not started")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             log.write(f"$ {redact(' '.join(self.spec.argv), self.secrets)}\n".encode())
