@@ -198,13 +198,21 @@ class CheckContext:
         text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
         self.expect(status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex)
 
-    def expect_clean_stream(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
-        """A stream that must be well-framed SSE; returns its JSON chunks."""
+    def expect_stream(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
+        """A stream that must answer 200 with JSON chunks and no error event; returns the chunks.
+
+        Framing faults (a missing ``[DONE]``, stray lines) are the business of
+        ``stream.sse-framing`` alone, so one fault is reported once, not by every
+        streaming check.
+        """
         self.expect_ok(ex, what)
-        self.expect(not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+        self.expect(ex.sse.chunks, f"JSON chunks in the stream for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
         errors = [c for c in ex.sse.chunks if "error" in c]
         self.expect(not errors, f"no error event in the stream for {what}", errors, ex)
         return ex.sse.chunks
+
+    def expect_framing(self, ex: StreamExchange, what: str) -> None:
+        self.expect(not ex.sse.problems, f"well-formed SSE ending with 'data: [DONE]' for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
 
     def seeded(self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234) -> Exchange:
         """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason != length).

@@ -20,7 +20,7 @@ def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expecta
     try:
         return conformance.load_expectations(extra, [c.id for c in conformance.REGISTRY])
     except conformance.ExpectationsError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        pytest.fail(f"conformance expectations: {exc}", pytrace=False)
 
 
 @pytest.fixture

@@ -34,8 +34,11 @@ def test_check(check_id: str, conformance_ctx: conformance.CheckContext, conform
         request.applymarker(pytest.mark.xfail(reason=f"known deviation: {known.describe()}", strict=False))
     check = conformance.REGISTRY[check_id]
     request.node.user_properties.append(("infer_severity", check.severity))
+    failure = None
     try:
         conformance.run(check_id, ctx)
-    except conformance.CheckFailure as failure:
+    except conformance.CheckFailure as exc:
+        failure = exc
+    if failure is not None:  # outside the except block, so the report shows the failure alone
         request.node.user_properties.append(("infer_reproducer", failure.curl))
         pytest.fail(str(failure), pytrace=False)

@@ -108,6 +108,14 @@ def bad_temperature(p: str, body: dict) -> bool:
     return p == CHAT and isinstance(body.get("temperature"), (int, float)) and body["temperature"] > 2
 
 
+def no_messages(p: str, body: dict) -> bool:
+    return p == CHAT and "messages" not in body
+
+
+def empty_messages(p: str, body: dict) -> bool:
+    return p == CHAT and body.get("messages") == []
+
+
 def long_prompt(p: str, body: dict) -> bool:
     return p == CHAT and sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict)) > CONTEXT_LENGTH
 
@@ -302,8 +310,8 @@ def _models_without_owner(p: str, body: dict):
     return None
 
 
-FLAT_ERROR = {"error": "temperature must be at most 2"}
-INT_CODE = {"error": {"message": "temperature must be at most 2", "type": "BadRequestError", "param": "temperature", "code": 400}}
+FLAT_ERROR = {"error": "messages is required"}
+INT_CODE = {"error": {"message": "messages is required", "type": "BadRequestError", "param": "messages", "code": 400}}
 
 MUTATIONS: dict[str, Deviation] = {
     "chat.fields": on_response(lambda p, b, r: _set(r, id="")),
@@ -333,8 +341,8 @@ MUTATIONS: dict[str, Deviation] = {
     "errors.bad-input-stream": answer_when(lambda p, b: bad_temperature(p, b) and b.get("stream"), 200, canned_chat()),
     "errors.context-overflow": answer_when(long_prompt, 500, {"detail": "Internal Server Error"}),
     "errors.context-overflow-stream": answer_when(lambda p, b: long_prompt(p, b) and b.get("stream"), 200, canned_chat()),
-    "errors.envelope": answer_when(bad_temperature, 400, FLAT_ERROR),
-    "errors.envelope-types": answer_when(bad_temperature, 400, INT_CODE),
+    "errors.envelope": answer_when(no_messages, 400, FLAT_ERROR),
+    "errors.envelope-types": answer_when(no_messages, 400, INT_CODE),
     "errors.unknown-model": answer_when(lambda p, b: p == CHAT and b.get("model") not in (MODEL, None), 400, error_body("unknown model")),
     "models.list": Deviation(request=_models_without_owner),
     "models.retrieve": answer_when(lambda p, b: p.startswith("/v1/models/"), 404, {"detail": "Not Found"}),
@@ -344,8 +352,8 @@ MUTATIONS: dict[str, Deviation] = {
     "sdk.chat-stream-async": on_events(_sdk_breaking_error),
     "sdk.completions": on_events(_sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"], COMPLETIONS),
     "sdk.embeddings": _embeddings(float64=True),
-    "sdk.errors": answer_when(bad_temperature, 500, error_body("internal error", "server_error")),
-    "sdk.errors-stream-async": answer_when(lambda p, b: bad_temperature(p, b) and b.get("stream"), 200, canned_chat()),
+    "sdk.errors": answer_when(empty_messages, 500, error_body("internal error", "server_error")),
+    "sdk.errors-stream-async": answer_when(lambda p, b: empty_messages(p, b) and b.get("stream"), 200, canned_chat()),
     "sdk.tool-stream": on_events(_tool_fragment_without_id),
     "stream.sse-framing": on_events(lambda body, events: events[:-1]),
     "stream.chunk-identity": on_events(lambda body, events: [events[0], {**events[1], "id": "chatcmpl-other"}, *events[2:]]),

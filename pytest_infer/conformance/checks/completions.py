@@ -81,8 +81,9 @@ def stream(ctx: CheckContext) -> None:
     plain = ctx.expect_json_object(ctx.offered("completions", ctx.completion(max_tokens=12, temperature=0)), "a completion")
     expected = (plain.get("choices") or [{}])[0].get("text")
     ex = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
-    chunks = ctx.expect_clean_stream(ex, "a streamed completion")
+    chunks = ctx.expect_stream(ex, "a streamed completion")
     objects = {c.get("object") for c in chunks}
     ctx.expect(objects == {"text_completion"}, "object 'text_completion' in every chunk", sorted(map(str, objects)), ex)
     text = "".join(ch.get("text") or "" for c in chunks for ch in c.get("choices") or [])
     ctx.expect(text == expected, f"deltas joining to the non-streamed text {expected!r}", text, ex)
+    ctx.expect_framing(ex, "a streamed completion")

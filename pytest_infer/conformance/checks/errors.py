@@ -5,6 +5,7 @@ from ..context import CheckContext, envelope_problems, envelope_type_problems
 from ..registry import check
 
 SPEC = "openai-openapi ErrorResponse; openai-conformance.md 'Transport and errors'"
+NO_MESSAGES = {"max_tokens": 4}  # a chat request every server must refuse, to read its error envelope
 # Requests no server may answer with 2xx or 5xx; each names what is wrong with it.
 BAD_INPUTS: dict[str, dict] = {
     "temperature out of range": {"temperature": 5.0},
@@ -17,8 +18,8 @@ BAD_INPUTS: dict[str, dict] = {
 @check("errors.envelope", "error responses use the {error: {message, type}} envelope", reference=SPEC)
 def envelope(ctx: CheckContext) -> None:
     """The SDK reads ``error.message``; a flat body leaves users with a bare status code."""
-    ex = ctx.chat(max_tokens=4, temperature=5.0)
-    ctx.expect_client_error(ex, "temperature=5.0")
+    ex = ctx.post("/v1/chat/completions", NO_MESSAGES | {"model": ctx.model})
+    ctx.expect_client_error(ex, "a chat request without messages")
     problems = envelope_problems(ex.data)
     ctx.expect(not problems, '{"error": {"message": str, "type": str, ...}}', f"{'; '.join(problems)}: {ex.text}", ex)
 
@@ -31,8 +32,8 @@ def envelope(ctx: CheckContext) -> None:
 )
 def envelope_types(ctx: CheckContext) -> None:
     """Typed clients (Go, TypeScript, pydantic) reject an integer ``code``."""
-    ex = ctx.chat(max_tokens=4, temperature=5.0)
-    ctx.expect_client_error(ex, "temperature=5.0")
+    ex = ctx.post("/v1/chat/completions", NO_MESSAGES | {"model": ctx.model})
+    ctx.expect_client_error(ex, "a chat request without messages")
     problems = envelope_type_problems(ex.data)
     ctx.expect(not problems, "error.param and error.code present, each a string or null", f"{'; '.join(problems)}: {ex.text}", ex)
 

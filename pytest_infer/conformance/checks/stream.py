@@ -12,7 +12,7 @@ SPEC = "openai-openapi CreateChatCompletionStreamResponse"
 
 def chat_stream(ctx: CheckContext, **params: Any) -> tuple[StreamExchange, list[dict[str, Any]]]:
     ex = ctx.chat_stream(**{"max_tokens": LIMIT, "temperature": 0, **params})
-    return ex, ctx.expect_clean_stream(ex, "a streamed chat completion")
+    return ex, ctx.expect_stream(ex, "a streamed chat completion")
 
 
 def content_chunks(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,4 +146,3 @@ def error_event(ctx: CheckContext) -> None:
             err = c["error"]
             ctx.expect(isinstance(err, dict) and isinstance(err.get("message"), str), "error event {\"error\": {\"message\": ...}}", c, ex)
             ctx.expect(i == len(ex.sse.chunks) - 1 and ex.sse.done, "the error event last, then [DONE]", ex.sse.raw, ex)
-    ctx.expect(ex.sse.done, "the stream to end with [DONE]", ex.sse.raw, ex)

@@ -1,0 +1,123 @@
+"""The suite through pytest: outcomes per check land in results.json and in the checks x targets table."""
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_infer import conformance
+from pytest_infer.reporting.terminal import render_summary
+from pytest_infer.results import model as results_model
+from pytest_infer.testing.fakeserver import FakeServer
+
+from .deviations import BASE
+
+SUITE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
+USER_CHECKS = '''
+from pytest_infer import conformance
+
+@conformance.check("myorg.greeting", "the model answers", reference="our contract")
+def greeting(ctx):
+    ex = ctx.chat(max_tokens=4)
+    ctx.expect(ex.status == 200, "HTTP 200", ex.text, ex)
+
+@conformance.check("myorg.broken", "a contract the server breaks", reference="our contract", severity="warning")
+def broken(ctx):
+    ex = ctx.chat(max_tokens=4)
+    ctx.expect(ex.data["object"] == "chat.completion.v2", "object 'chat.completion.v2'", ex.data["object"], ex)
+'''
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeServer]:
+    with FakeServer(BASE) as server:
+        yield server
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, fake: FakeServer) -> Iterator:
+    """Run a copy of the bundled suite in-process against the fake server; user checks are unregistered after."""
+    bundled = {c.id for c in conformance.REGISTRY}
+    shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def run(*args: str) -> tuple[pytest.RunResult, dict]:
+        result = pytester.runpytest(
+            "conformance", "-p", "no:cacheprovider", "-m", "conformance", f"--infer-endpoint={fake.base_url}",
+            "--infer-framework=vllm", f"--infer-report-dir={pytester.path / 'report'}", *args,
+        )  # fmt: skip
+        results_file = pytester.path / "report" / "results.json"
+        return result, json.loads(results_file.read_text()) if results_file.exists() else {}
+
+    yield run
+    for check_id in {c.id for c in conformance.REGISTRY} - bundled:
+        conformance.REGISTRY.unregister(check_id)
+
+
+def _outcomes(results: dict) -> dict[str, str]:
+    return {t["check"]: t["outcome"] for t in results["tests"]}
+
+
+def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pytester, suite) -> None:
+    pytester.makeconftest(USER_CHECKS)
+    result, results = suite("-k", "myorg or chat.fields")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]myorg.broken[]] a contract the server breaks (warning)",
+            "*expected: object 'chat.completion.v2'",
+            "*got:      chat.completion",
+            "*reproduce: curl -sS -X POST http://127.0.0.1:*/v1/chat/completions*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*chat.fields*pass*", "*myorg.broken*FAIL*", "*myorg.greeting*pass*"], consecutive=False)
+    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed"}
+    broken = next(t for t in results["tests"] if t["check"] == "myorg.broken")
+    assert broken["reproducer"].startswith("curl -sS") and broken["extra"] == {"severity": "warning"} and broken["suite"] == "conformance"
+
+
+def test_a_duplicate_check_id_in_a_conftest_is_refused(pytester: pytest.Pytester, suite) -> None:
+    pytester.makeconftest('from pytest_infer import conformance\n\n@conformance.check("chat.fields", "mine", reference="r")\ndef mine(ctx):\n    pass\n')
+    result, _ = suite()
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*DuplicateCheckError: check id *chat.fields* is already registered by pytest_infer.conformance.checks.chat.fields"])
+
+
+def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_unsupported(pytester: pytest.Pytester, suite) -> None:
+    pytester.makeconftest(USER_CHECKS)
+    (pytester.path / "known.yaml").write_text(
+        "framework: vllm\n"
+        "deviations:\n"
+        "  - {check: myorg.broken, reason: answers chat.completion, reference: 'https://example.org/1'}\n"
+        "  - {check: chat.usage, versions: '>=1.0', reason: usage was wrong, reference: 'https://example.org/2'}\n"
+        "unsupported:\n"
+        "  - {feature: n, reason: n>1 is refused, reference: 'https://example.org/3'}\n"
+    )
+    pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
+    result, results = suite("-k", "myorg.broken or chat.usage or chat.n or chat.fields")
+    result.assert_outcomes(passed=1, xfailed=1, xpassed=1, skipped=1)
+    assert _outcomes(results) == {"chat.fields": "passed", "chat.n": "unsupported", "chat.usage": "fixed", "myorg.broken": "xfail"}
+    result.stdout.fnmatch_lines(["*chat.n*unsup*", "*chat.usage*FIXED*", "*myorg.broken*xfail*"], consecutive=False)
+
+
+def test_a_broken_expectations_file_fails_with_its_name(pytester: pytest.Pytester, suite) -> None:
+    (pytester.path / "known.yaml").write_text("framework: vllm\ndeviations:\n  - {check: chat.nope, reason: r, reference: u}\n")
+    pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
+    result, _ = suite("-k", "chat.fields")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*conformance expectations: *known.yaml: deviations[[]0[]]: unknown check 'chat.nope'*"])
+
+
+def test_one_table_shows_every_outcome_for_several_targets() -> None:
+    results = results_model.SessionResults()
+    for tid in ("vllm", "transformers"):
+        results.targets[tid] = results_model.TargetRecord(id=tid, framework=tid, model="tiny", version="1.0")
+    cells = {"chat.n": ("passed", "unsupported"), "chat.stop": ("passed", "failed"), "errors.envelope-types": ("xfail", "fixed")}
+    for check, outcomes in cells.items():
+        for tid, outcome in zip(("vllm", "transformers"), outcomes):
+            results.add_test(results_model.TestRecord(nodeid=f"t.py::test_check[{check}-{tid}]", target=tid, outcome=outcome, suite="conformance", check=check))
+    lines = render_summary(results)
+    row = {line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in cells}
+    assert row == {"chat.n": ["pass", "unsup"], "chat.stop": ["pass", "FAIL"], "errors.envelope-types": ["xfail", "FIXED"]}
