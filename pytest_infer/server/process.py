@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import httpx
 import psutil
 
 from ..adapters.base import LaunchSpec
-from ..secrets import redact
+from ..secrets import MASK, redact
 
 
 class ServerStartError(RuntimeError):
@@ -37,6 +38,17 @@ def port_in_use(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _copy_redacted(pipe, log_path: Path, secrets: tuple[str, ...]) -> None:
+    """Copy a server's output to its log line by line, each secret replaced by the mask."""
+    patterns = [(s.encode(), MASK.encode()) for s in secrets if s]
+    with pipe, log_path.open("ab") as log:
+        for line in iter(pipe.readline, b""):
+            for secret, mask in patterns:
+                line = line.replace(secret, mask)
+            log.write(line)
+            log.flush()
 
 
 def tail(path: Path, lines: int = 40) -> str:
@@ -83,6 +95,7 @@ class ServerProcess:
         self.secrets = secrets
         self.proc: subprocess.Popen[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._copier: threading.Thread | None = None
 
     @property
     def pid(self) -> int | None:
@@ -102,12 +115,17 @@ class ServerProcess:
                     self.spec.argv,
                     env={**os.environ, **self.spec.env},
                     stdin=subprocess.DEVNULL,
-                    stdout=log,
+                    # With a secret, the output passes through a redacting copier: servers print their
+                    # config, and the key must never reach the log file (or any tail of it).
+                    stdout=subprocess.PIPE if self.secrets else log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # own process group: teardown reaches every child
                 )
             except OSError as exc:
                 raise ServerStartError(f"could not run {self.spec.argv[0]!r}: {exc}") from exc
+        if self.secrets and self.proc.stdout is not None:
+            self._copier = threading.Thread(target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True)
+            self._copier.start()
         # A watchdog outside pytest stops the group even if pytest itself is SIGKILLed.
         self._watchdog = subprocess.Popen(
             [sys.executable, "-m", "pytest_infer.server.watchdog", str(os.getpid()), str(self.proc.pid)],
@@ -131,6 +149,7 @@ class ServerProcess:
         while True:
             code = self.proc.poll()
             if code is not None:
+                self._drain()
                 raise ServerStartError(
                     f"server exited with code {code} during start-up; last lines of {self.log_path}:\n{self.log_tail()}"
                 )
@@ -153,6 +172,11 @@ class ServerProcess:
     def log_tail(self, lines: int = 40) -> str:
         return redact(tail(self.log_path, lines), self.secrets)
 
+    def _drain(self, timeout: float = 5.0) -> None:
+        """Let the redacting copier write the last lines of an exited server."""
+        if self._copier is not None:
+            self._copier.join(timeout)
+
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM the whole group (and any child that left it), wait, then SIGKILL."""
         if self.proc is None:
@@ -162,6 +186,7 @@ class ServerProcess:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self._drain()
         if self._watchdog is not None and self._watchdog.poll() is None:
             self._watchdog.kill()
             self._watchdog.wait()

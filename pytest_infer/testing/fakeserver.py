@@ -117,9 +117,10 @@ def _logprob_entry(token: str, k: int) -> dict:
 class FakeState:
     """What the server does and what it saw; shared by all handler threads."""
 
-    def __init__(self, deviation: Deviation | None = None, fault: str | None = None) -> None:
+    def __init__(self, deviation: Deviation | None = None, fault: str | None = None, api_key: str | None = None) -> None:
         self.deviation = deviation or Deviation()
         self.fault = fault
+        self.api_key = api_key  # when set, /v1/* answers 401 without "Authorization: Bearer <api_key>"
         self.requests: list[tuple[str, str, Any]] = []
         self.lock = threading.Lock()
         self.counter = 0
@@ -168,8 +169,18 @@ class Handler(BaseHTTPRequestHandler):
             if delay:
                 time.sleep(delay)
 
+    def _unauthorized(self) -> bool:
+        """Answer 401 (as vLLM does with VLLM_API_KEY) when a key is required and missing or wrong."""
+        if not self.state.api_key or not self.path.startswith("/v1") or self.headers.get("Authorization") == f"Bearer {self.state.api_key}":
+            return False
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._send_json(401, error_body("Unauthorized", "authentication_error"))
+        return True
+
     def do_GET(self) -> None:
         self.state.requests.append(("GET", self.path, None))
+        if self._unauthorized():
+            return
         dev = self.state.deviation
         if dev.request and (answer := dev.request(self.path, {})) is not None:
             return self._send_json(*answer)
@@ -190,6 +201,8 @@ class Handler(BaseHTTPRequestHandler):
         return {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver"}
 
     def do_POST(self) -> None:
+        if self._unauthorized():
+            return
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         try:
@@ -394,8 +407,8 @@ class Handler(BaseHTTPRequestHandler):
 class FakeServer:
     """The fake server on a free loopback port, in a background thread."""
 
-    def __init__(self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.state = FakeState(deviation)
+    def __init__(self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None) -> None:
+        self.state = FakeState(deviation, api_key=api_key)
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
@@ -449,7 +462,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault", choices=sorted(FAULTS), default="none")
     parser.add_argument("--startup-delay", type=float, default=0.0)
     parser.add_argument("--exit-at-start", type=int, default=None, help="print log lines, then exit with this code")
+    parser.add_argument("--print-env", action="append", default=[], help="log this variable's value at start (servers that dump their config)")
     args = parser.parse_args(argv)
+    for name in args.print_env:
+        print(f"config: {name}={os.environ.get(name, '')}", flush=True)
     print(f"fakeserver starting on {args.host}:{args.port} (fault {args.fault})", flush=True)
     if args.exit_at_start is not None:
         for i in range(5):
@@ -457,7 +473,7 @@ def main(argv: list[str] | None = None) -> None:
         print("RuntimeError: simulated start-up crash", flush=True)
         raise SystemExit(args.exit_at_start)
     time.sleep(args.startup_delay)
-    server = FakeServer(FAULTS[args.fault](), args.host, args.port)
+    server = FakeServer(FAULTS[args.fault](), args.host, args.port, api_key=os.environ.get("VLLM_API_KEY") or None)
     print("fakeserver ready", flush=True)
     server.httpd.serve_forever()
 
