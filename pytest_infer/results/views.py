@@ -112,6 +112,7 @@ class SloPoint:
     runs: dict[str, list[float]] = field(default_factory=dict)
     samples: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
 
     @property
     def key(self) -> str:
@@ -151,6 +152,7 @@ def slo_points(results: SessionResults) -> list[SloPoint]:
             point = points[key] = SloPoint(entry["target"], str(name), entry.get("profile"), concurrency, rate, _verdict(entry))
         elif _verdict(entry) not in (None, "pass"):
             point.verdict = _verdict(entry)
+        point.aggregate.update(metrics)
         for run in entry.get("runs") or [metrics]:
             for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
                 point.runs.setdefault(metric, []).append(value)
@@ -161,7 +163,7 @@ def slo_points(results: SessionResults) -> list[SloPoint]:
         if isinstance(failures, list):
             point.failures += [str(f) for f in failures]
     for point in points.values():
-        point.metrics = {m: statistics.median(vs) for m, vs in point.runs.items()}
+        point.metrics = {**point.aggregate, **{m: statistics.median(vs) for m, vs in point.runs.items()}}
     return list(points.values())
 
 

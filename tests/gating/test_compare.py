@@ -131,3 +131,22 @@ def test_checks_run_only_on_one_side_are_changes():
     candidate.tests = [t for t in candidate.tests if t.check != "chat.basic"]
     gate = compare(baseline, candidate)
     assert kinds(gate) == [("change", "check", "chat.basic")] and gate.findings[0].after == "not run"
+
+
+def test_an_invalid_measurement_is_never_compared():
+    baseline, candidate = session("0.31.0"), session("0.32.0", ttft_ms=400)
+    for entry in candidate.slo:
+        if entry["load_point"] == "c=16":
+            entry["verdict"] = "invalid"
+    gate = compare(baseline, candidate, RULES)
+    assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
+    (skipped,) = [f for f in gate.findings if f.kind == "change"]
+    assert (skipped.subject, skipped.after, skipped.detail) == ("cpu/c=16", "invalid", "measurement invalid: figures not compared")
+
+
+def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
+    results = session(runs=0)
+    results.slo.append({"target": "vllm", "load_point": "c1", "metrics": {"ttft_p50_ms": 99.0, "peak_rss_gb": 2.5},
+                        "runs": [{"ttft_p50_ms": 10.0}, {"ttft_p50_ms": 12.0}, {"ttft_p50_ms": 30.0}]})
+    (point,) = slo_points(results)
+    assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {"ttft_p50_ms": [10.0, 12.0, 30.0]}

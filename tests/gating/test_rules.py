@@ -42,6 +42,7 @@ def test_a_rule_matches_the_metric_with_a_unit_suffix_or_a_pattern():
     rules = parse_rules("ttft_p99:10%,ttft_*:30%")
     assert rule_for(rules, "ttft_p99_ms").threshold == 10 and rule_for(rules, "ttft_p50_ms").threshold == 30
     assert rule_for(rules, "output_tps") is None
+    assert parse_rule("output_tps:5%").matches("output_tokens_per_s")  # the SLO suite's name for it
 
 
 def test_direction_follows_the_name():
