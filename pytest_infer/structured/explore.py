@@ -69,7 +69,7 @@ class ExploreReport:
     attempts: list[Attempt] = field(default_factory=list)  # the sweep, distinct schemas in order
     findings: list[Finding] = field(default_factory=list)
     stopped: str = ""  # why the sweep stopped early (the server died), if it did
-    examples: int = 0  # Hypothesis examples drawn (may repeat a schema)
+    examples: int = 0  # Hypothesis examples used (several may give one schema)
 
 
 class _Reproduced(Exception):
@@ -92,13 +92,14 @@ def explore(
     strategy = schemas_with_instances(keywords=options.keywords, max_depth=options.max_depth)
     seen: set[str] = set()
 
+    # Different draws can give one schema; draw a quarter more and stop at ``examples`` distinct ones.
     @seed(options.seed)
-    @_quiet_settings(max_examples=options.examples, phases=(Phase.generate,), database=None)
+    @_quiet_settings(max_examples=options.examples + options.examples // 4 + 10, phases=(Phase.generate,), database=None)
     @given(strategy)
     def sweep(pair: tuple[dict, Any]) -> None:
-        report.examples += 1
-        if report.stopped:
+        if report.stopped or len(report.attempts) >= options.examples:
             return
+        report.examples += 1
         schema, witness = pair
         attempt = runner.run(schema, path, token_budget(witness))
         if canonical(schema) in seen:
@@ -146,8 +147,9 @@ def _shrink(
     database = DirectoryBasedExampleDatabase(str(database_dir(options.database_dir, path, signature))) if options.database_dir else None
     out_of_time = [False]
 
-    @seed(options.seed)
+    # @seed under @settings: applied on top, @seed would switch the example database off.
     @_quiet_settings(max_examples=options.examples, phases=(Phase.reuse, Phase.generate, Phase.shrink), database=database, report_multiple_bugs=False)
+    @seed(options.seed)
     @given(strategy)
     def shrink(pair: tuple[dict, Any]) -> None:
         schema, witness = pair

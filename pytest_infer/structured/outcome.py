@@ -111,8 +111,9 @@ def is_json_prefix(text: str) -> bool:
         if any(word.startswith(rest) for word in ("true", "false", "null")):
             return True
         number = _NUMBER_TAIL.search(text)
-        if number and number.group() and number.end() == len(text) and number.start() <= exc.pos:
-            return is_json_prefix(text[: number.start()] + "0")  # a number cut short: is the rest sound?
+        if number and number.group() and number.start() <= exc.pos and not text[: number.start()].endswith(tuple("0123456789.eE+-")):
+            candidate = text[: number.start()] + "0"  # a number cut short: is what comes before it sound?
+            return candidate != text and is_json_prefix(candidate)
         return False
     except ValueError:
         return False  # NaN / Infinity

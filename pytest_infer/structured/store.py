@@ -19,7 +19,16 @@ from typing import Any
 from filelock import FileLock
 
 FILE_NAME = "structured-reproducers.json"
+SWEEP_DIR = "structured-sweeps"
 VERSION = 1
+
+
+def write_sweep(report_dir: Path, target: str, path_name: str, rows: list[dict[str, Any]]) -> Path:
+    """One JSON line per distinct schema of a sweep, in order: what two runs with one seed must agree on."""
+    out = Path(report_dir) / SWEEP_DIR / f"{target}-{path_name}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows))
+    return out
 
 
 def entry_id(path: str, signature: str, schema: Any) -> str:

@@ -12,12 +12,13 @@ import pytest
 from pytest_infer.conformance.failures import Unsupported
 from pytest_infer.structured import Outcome
 from pytest_infer.structured.explore import explore, replay
+from pytest_infer.structured.store import write_sweep
 
 pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, record_property
+    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, infer_session, record_property
 ):
     stored = structured_store.for_path(request_path.name)
     still_failing = []
@@ -37,6 +38,8 @@ def test_generated_schemas(
             flaky=finding.flaky,
             note=finding.note,
         )
+    rows = [{"schema": a.schema, "verdict": a.verdict.signature, "max_tokens": a.body["max_tokens"]} for a in report.attempts]
+    write_sweep(infer_session.options.report_dir, infer_target.id, request_path.name, rows)
     counts = Counter(a.verdict.outcome.value for a in report.attempts)
     summary = f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): " + ", ".join(
         f"{k} {v}" for k, v in counts.most_common()

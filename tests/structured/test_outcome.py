@@ -1,0 +1,71 @@
+"""Outcome classification: strict RFC 8259 parsing, schema validation, truncation, HTTP status."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_infer.structured import Outcome, classify_output, is_json_prefix
+from pytest_infer.structured.outcome import classify_status
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]}
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "finish", "outcome", "keyword"),
+    [
+        ('{"a": "xy"}', "stop", Outcome.VALID, None),
+        ('  {"a": "xy"}\n', "stop", Outcome.VALID, None),
+        ('{"a": "x\ty"}', "stop", Outcome.INVALID_JSON, "json"),  # a raw control character inside a string
+        ('{"a": NaN}', "stop", Outcome.INVALID_JSON, "json"),
+        ('{"a": 1e999}', "stop", Outcome.INVALID_JSON, "number-range"),
+        ("{'a': 'xy'}", "stop", Outcome.INVALID_JSON, "json"),
+        ('{"a": "toolong"}', "stop", Outcome.VIOLATION, "maxLength"),
+        ("{}", "stop", Outcome.VIOLATION, "required"),
+        ('{"a": "xy"', "length", Outcome.TRUNCATED, None),
+        ('{"a": "x', "length", Outcome.TRUNCATED, None),
+        ('{"a": "xy"', "stop", Outcome.INVALID_JSON, "json"),  # stopped, yet unclosed
+        ('{"a": "xy"} trailing', "length", Outcome.INVALID_JSON, "json"),  # not a prefix of any document
+        ("8ajBTX5c[/oFTX5c", "length", Outcome.INVALID_JSON, "json"),  # unconstrained text cut at the limit
+        ('{"a": "xy"}', "length", Outcome.TRUNCATED, None),  # whole but cut: the model had not finished
+        ('{"a": "toolong"}', "length", Outcome.VIOLATION, "maxLength"),
+    ],
+)
+def test_classify_output(text, finish, outcome, keyword):
+    verdict = classify_output(SCHEMA, text, finish)
+    assert (verdict.outcome, verdict.keyword) == (outcome, keyword), verdict.message
+
+
+def test_format_is_checked():
+    verdict = classify_output({"type": "string", "format": "ipv4"}, '"078.079.66.071"', "stop")
+    assert verdict.signature == "violation:format"
+
+
+def test_missing_content_is_a_server_error():
+    assert classify_output(SCHEMA, None, "stop").outcome is Outcome.SERVER_ERROR
+
+
+@pytest.mark.parametrize(("status", "outcome"), [(200, None), (400, Outcome.REJECTED), (422, Outcome.REJECTED), (500, Outcome.SERVER_ERROR), (503, Outcome.SERVER_ERROR)])
+def test_classify_status(status, outcome):
+    verdict = classify_status(status, "{}")
+    assert (verdict.outcome if verdict else None) is outcome
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON_VALUES, st.data())
+def test_every_prefix_of_a_document_is_a_prefix(value, data):
+    text = json.dumps(value, indent=data.draw(st.sampled_from([None, 1])), ensure_ascii=data.draw(st.booleans()))
+    cut = data.draw(st.integers(0, len(text)))
+    assert is_json_prefix(text[:cut]), repr(text[:cut])
+
+
+@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', '[1, NaN', '"\\q', '{"a" 1', "[1.2.3"])
+def test_non_prefixes_are_detected(text):
+    assert not is_json_prefix(text)
