@@ -4,9 +4,10 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import httpx
+from typing_extensions import Self
 
 from ..client.curl import curl_command
 from ..client.sse import SSEStream, read_sse
@@ -15,6 +16,7 @@ from .failures import CheckFailure, Inconclusive, Unsupported, trim
 USER = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
 CLIENT_ERRORS = (400, 404, 422)
 REFUSALS = (400, 404, 405, 422, 501)
+AnyExchange = TypeVar("AnyExchange", "Exchange", "StreamExchange")
 
 
 @dataclass(slots=True)
@@ -75,7 +77,7 @@ class CheckContext:
         assert self.http is not None
         self.http.close()
 
-    def __enter__(self) -> CheckContext:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -176,7 +178,7 @@ class CheckContext:
         elif ex.status != 200:
             self.fail(f"HTTP 200 for {what}", f"HTTP {ex.status}: {ex.text}", ex)
 
-    def offered(self, feature: str, ex: Exchange | StreamExchange) -> Exchange | StreamExchange:
+    def offered(self, feature: str, ex: AnyExchange) -> AnyExchange:
         """An optional feature the server refuses outright (4xx/501) is "unsupported", in the server's own words.
 
         A server that accepts the request and gets it wrong is broken, not

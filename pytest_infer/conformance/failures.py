@@ -43,7 +43,7 @@ class CheckFailure(AssertionError):
         return self
 
 
-class Unsupported(pytest.skip.Exception):
+class Unsupported(pytest.skip.Exception):  # type: ignore[name-defined]  # pytest's public alias of Skipped
     """The framework does not offer a feature a check needs: reported as "unsupported", not "broken"."""
 
     def __init__(self, feature: str, reason: str) -> None:
@@ -51,7 +51,7 @@ class Unsupported(pytest.skip.Exception):
         super().__init__(f"unsupported: {feature}: {reason}", allow_module_level=False)
 
 
-class Inconclusive(pytest.skip.Exception):
+class Inconclusive(pytest.skip.Exception):  # type: ignore[name-defined]
     """The model, not the server, kept the check from deciding (e.g. a random model never ended its JSON)."""
 
     def __init__(self, reason: str) -> None:

@@ -57,9 +57,8 @@ def fake() -> Iterator[FakeServer]:
 
 def test_a_declared_missing_feature_is_unsupported_without_a_request(fake: FakeServer) -> None:
     before = len(fake.requests)
-    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, unsupported={"n": "declared"}) as ctx:
-        with pytest.raises(conformance.Unsupported, match="unsupported: n: declared"):
-            conformance.run("chat.n", ctx)
+    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, unsupported={"n": "declared"}) as ctx, pytest.raises(conformance.Unsupported, match="unsupported: n: declared"):
+        conformance.run("chat.n", ctx)
     assert len(fake.requests) == before
 
 

@@ -90,7 +90,7 @@ def errors(ctx: CheckContext) -> None:
     """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
     import openai
 
-    cases = [
+    cases: list[tuple[dict[str, Any], tuple[type[openai.APIStatusError], ...], str]] = [
         ({"messages": []}, (openai.BadRequestError, openai.UnprocessableEntityError), "an empty messages list"),
         ({"model": "no-such-model-pytest-infer"}, (openai.NotFoundError,), "an unknown model"),
     ]
