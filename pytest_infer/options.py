@@ -152,15 +152,19 @@ def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[
 
 
 def parse_slo(text: str) -> str:
-    from .profiles import available_profiles
+    from .profiles import ProfileError, available_profiles, load_profile
 
     if text.endswith((".yaml", ".yml")) or os.sep in text:
         if not Path(text).is_file():
             raise pytest.UsageError(f"{SLO}: profile file {text} does not exist")
-        return text
-    valid = available_profiles()
-    if text not in valid:
-        raise pytest.UsageError(f"{SLO}: unknown profile {text!r}; valid: {', '.join(sorted(valid))}")
+    else:
+        valid = available_profiles()
+        if text not in valid:
+            raise pytest.UsageError(f"{SLO}: unknown profile {text!r}; valid: {', '.join(sorted(valid))}")
+    try:  # validated now, so a bad profile stops the run before any server starts
+        load_profile(text)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"{SLO}: {exc}") from None
     return text
 
 

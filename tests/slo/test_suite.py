@@ -1,0 +1,134 @@
+"""suites/slo as users run it (pytester, in a subprocess), against the paced server.
+
+Pass, fail and "measurement invalid" each come from a load point built to produce
+it; starving the client of CPU turns a verdict into the invalid ERROR.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+
+import pytest
+
+import pytest_infer.profiles.evaluate  # noqa: F401  imported before pytester's sys.modules snapshot: numpy cannot load twice
+from pytest_infer.paths import bundled
+
+PROFILE = """
+name: test
+hardware: {{accelerator: cpu}}
+validity: {{max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p99_ms: 10000}}
+defaults: {{api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: 20}}
+models:
+  tiny:
+    load_points:
+      - {{id: meets, concurrency: 2, thresholds: {{ttft_p50_ms: 5000, tpot_p90_ms: 5000, min_output_tokens_per_s: 1, min_goodput_share: 0.9, max_error_share: 0}}}}
+      - {{id: misses, concurrency: 2, thresholds: {{ttft_p50_ms: {fast}}}}}
+      - {{id: too-few, concurrency: 2, thresholds: {{ttft_p99_ms: 5000}}}}
+"""
+
+
+def copy_suite(pytester) -> None:
+    shutil.copytree(bundled("suites") / "slo", pytester.path / "slo")
+
+
+def run_suite(pytester, url: str, *args: str, subprocess: bool = False):
+    args = ("slo", "-m", "slo", f"--infer-endpoint={url}", "--infer-framework=vllm", "--infer-report-dir=report", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess(*args, timeout=300) if subprocess else pytester.runpytest(*args)
+
+
+def test_pass_fail_and_invalid_load_points(pytester, paced_server):
+    url = paced_server(30, 5)
+    copy_suite(pytester)
+    (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
+    result = run_suite(pytester, url, "--slo=test.yaml", "--junitxml=junit.xml", "-rA")
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    for line in (
+        "*misses its SLO at load point misses: FAIL ttft_p50_ms: * <= 1*",
+        "*measurement invalid: insufficient samples: ttft_p99_ms needs at least 100, the load point measured 20*",
+        "*load point meets: PASS*",
+        "*ok   ttft_p50_ms: * <= 5000*",
+    ):
+        result.stdout.fnmatch_lines([line])
+    results = json.loads((pytester.path / "report" / "results.json").read_text())
+    entries = {e["load_point"]: e for e in results["slo"]}
+    assert {k: e["verdict"] for k, e in entries.items()} == {"meets": "pass", "misses": "fail", "too-few": "invalid"}
+    meets = entries["meets"]
+    assert meets["metrics"]["requests"] == 20 and meets["metrics"]["ttft_p50_ms"] >= 30  # the paced server's TTFT
+    assert meets["metrics"]["ttfb_p50_ms"] < meets["metrics"]["ttft_p50_ms"]  # role chunk first
+    assert len(meets["samples"]["ttft_ms"]) == 20 and meets["concurrency"] == 2
+    assert meets["hardware"]["accelerator"] in ("cpu", "gpu") and meets["client"]["busy_share"] >= 0
+    outcomes = {t["nodeid"].split("[")[1].split("-")[0]: t["outcome"] for t in results["tests"]}
+    assert outcomes == {"meets": "passed", "misses": "failed", "too": "error"}
+    junit = (pytester.path / "junit.xml").read_text()
+    assert 'name="slo_verdict" value="pass"' in junit and 'name="slo_ttft_p50_ms"' in junit
+
+
+def test_without_a_profile_the_suite_skips(pytester, paced_server):
+    copy_suite(pytester)
+    result = run_suite(pytester, paced_server(5, 1), "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*no SLO profile: pass --slo=NAME*"])
+
+
+def test_a_bad_profile_is_a_usage_error_naming_file_and_key(pytester, paced_server):
+    copy_suite(pytester)
+    (pytester.path / "bad.yaml").write_text(PROFILE.format(fast=1).replace("ttft_p50_ms: 1}", "ttft_p50: 1}"))
+    result = run_suite(pytester, paced_server(5, 1), "--slo=bad.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --slo: bad.yaml: invalid SLO profile:*", "*models.tiny.load_points[[]1].thresholds.ttft_p50: unknown threshold 'ttft_p50'*"])
+
+
+def test_profile_for_other_hardware_warns_loudly(pytester, paced_server):
+    copy_suite(pytester)
+    gpu = PROFILE.format(fast=1).replace("hardware: {accelerator: cpu}", "hardware: {accelerator: gpu, gpu: H200, count: 1, memory_gb: 141}")
+    (pytester.path / "gpu.yaml").write_text(gpu)
+    result = run_suite(pytester, paced_server(5, 1), "--slo=gpu.yaml", "-k", "meets", "-W", "default")
+    result.stdout.fnmatch_lines(["*!!! SLO PROFILE MISMATCH: profile 'test' is for 1x H200 141 GB; this host has no GPU visible to NVML*", "*SLOHardwareMismatch*"])
+
+
+STARVE = """
+import os, subprocess, sys
+
+SPINNER = []
+
+def pytest_runtest_setup(item):
+    # for the measurement only: the client shares core 0 with a busy loop, at a low priority
+    SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0})))
+    os.sched_setaffinity(0, {0})
+    os.nice(10)
+
+def pytest_runtest_teardown(item):
+    for proc in SPINNER:
+        proc.kill()
+        proc.wait()
+    os.sched_setaffinity(0, range(os.cpu_count()))
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, 0)  # back to normal where allowed (root), so the reports are quick
+    except PermissionError:
+        pass
+"""
+HEAVY = """
+name: starve
+hardware: {accelerator: cpu}
+models:
+  tiny:
+    load_points:
+      - {id: fast-stream, concurrency: 8, output_tokens: 16, input_tokens: 16, warmup_requests: 8, requests: 40, thresholds: {ttft_p50_ms: 5000}}
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores")
+def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, paced_server):
+    """8 streams of one token per ms need a good share of a core; the client gets ~10% of one."""
+    url = paced_server(20, 1)
+    copy_suite(pytester)
+    (pytester.path / "conftest.py").write_text(STARVE)
+    (pytester.path / "starve.yaml").write_text(HEAVY)
+    result = run_suite(pytester, url, "--slo=starve.yaml", subprocess=True)  # nice and affinity stay in that process
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*measurement invalid: client*"])
+    entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
+    assert entry["verdict"] == "invalid"
+    assert entry["client"]["busy_share"] > 0.8 or entry["client"]["loop_lag_p99_ms"] > 20
