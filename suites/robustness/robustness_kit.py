@@ -83,8 +83,11 @@ class Guard:
         """Send ``case`` with a hard deadline; read at most MAX_BODY bytes of the answer."""
         started = time.monotonic()
         deadline = started + self.timeout
-        try:
-            with client.stream("POST", case.path, content=case.content(), headers=case.headers, timeout=self.timeout) as resp:
+        auth = {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
+        try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
+            with httpx.Client(base_url=client.base_url, headers=auth, timeout=self.timeout) as fresh, fresh.stream(
+                "POST", case.path, content=case.content(), headers=case.headers
+            ) as resp:
                 chunks, size = [], 0
                 for chunk in resp.iter_raw():
                     chunks.append(chunk)
@@ -118,8 +121,10 @@ class Guard:
     def health(self, client: httpx.Client, timeout: float | None = None) -> str | None:
         """None if a normal small chat request succeeds now, else why not (and count a death or wedge)."""
         body = {"model": self.server.model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
-        try:
-            resp = client.post("/v1/chat/completions", json=body, timeout=timeout or self.timeout)
+        auth = {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
+        try:  # a fresh connection: a server that closes a kept-alive one after an error is not thereby down
+            with httpx.Client(base_url=client.base_url, headers=auth, timeout=timeout or self.timeout) as fresh:
+                resp = fresh.post("/v1/chat/completions", json=body)
         except httpx.TimeoutException:
             return self._mark("wedged", f"a normal request got no answer within {timeout or self.timeout:.0f}s")
         except httpx.TransportError as exc:
