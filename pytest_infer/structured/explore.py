@@ -6,7 +6,8 @@ examples without shrinking and records every verdict. Then, for each distinct
 failure signature (``violation:maxLength``, ``server-error``, ...), a second
 Hypothesis run with the same seed replays the sweep from the cache until it
 meets that signature and shrinks it against the live server, under a time
-budget. The minimal case is re-sent fresh: if it does not fail the same way
+budget. Shrinking is Hypothesis's: the case is small, not proven the smallest.
+The shrunk case is re-sent fresh: if it does not fail the same way
 every time, the finding is reported as flaky with the sweep's original case,
 never with an invented minimum. Shrunk examples go to a Hypothesis example
 database in the report directory, which the next run replays first.
@@ -58,7 +59,7 @@ class Finding:
         if self.flaky:
             head = f"FLAKY {self.signature}: {self.note} (the case below is the sweep's, not a minimum)"
         elif self.minimal is not None:
-            head = f"{self.signature}: minimal case{' (' + self.note + ')' if self.note else ''}"
+            head = f"{self.signature}: shrunk case{' (' + self.note + ')' if self.note else ''}"
         else:
             head = f"{self.signature}: not shrunk ({self.note})"
         return head + "\n" + self.shown.describe()

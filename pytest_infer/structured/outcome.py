@@ -132,6 +132,33 @@ def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
     return str(error.validator), f"{error.message} (at /{where}, schema path /{'/'.join(map(str, error.absolute_schema_path))})"
 
 
+_STARTS = {"{": ("object",), "[": ("array",), '"': ("string",), "t": ("boolean",), "f": ("boolean",), "n": ("null",)}
+
+
+def _allowed_types(schema: Any) -> set[str] | None:
+    """The JSON types the top level may have, from ``type`` here and in ``allOf`` branches (None: any)."""
+    allowed: set[str] | None = None
+    for part in [schema, *(schema.get("allOf") or [] if isinstance(schema, dict) else [])]:
+        declared = part.get("type") if isinstance(part, dict) else None
+        if isinstance(declared, (str, list)):
+            types = {declared} if isinstance(declared, str) else set(declared)
+            types |= {"integer"} if "number" in types else set()
+            allowed = types if allowed is None else allowed & types
+    return allowed
+
+
+def cut_type_violation(schema: Any, text: str) -> Verdict | None:
+    """A cut-off answer whose top-level type the schema already forbids is a violation, not a truncation."""
+    allowed = _allowed_types(schema)
+    stripped = text.lstrip()
+    if allowed is None or not stripped:
+        return None
+    started = _STARTS.get(stripped[0], ("integer", "number") if stripped[0] in "-0123456789" else None)
+    if started is None or allowed & set(started):
+        return None
+    return Verdict(Outcome.VIOLATION, f"the answer is a {started[-1]} (cut at the token limit), the schema allows only {sorted(allowed)}", "type")
+
+
 def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Verdict:
     """Classify a 200 answer's text against the schema it was constrained to."""
     if not isinstance(text, str):
@@ -140,11 +167,11 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
         instance = strict_loads(text)
     except NumberRangeError as exc:
         if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
-            return Verdict(Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}")
+            return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}")
         return Verdict(Outcome.INVALID_JSON, f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)", "number-range")
     except ValueError as exc:
         if finish_reason == "length" and is_json_prefix(text):
-            return Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
+            return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
         return Verdict(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
     problem = validate(schema, instance)
     if problem is not None:

@@ -43,6 +43,22 @@ def test_classify_output(text, finish, outcome, keyword):
     assert (verdict.outcome, verdict.keyword) == (outcome, keyword), verdict.message
 
 
+@pytest.mark.parametrize(
+    ("schema", "text", "outcome"),
+    [
+        ({"type": "string"}, "845e3855419557194546", Outcome.VIOLATION),  # a number growing where a string belongs
+        ({"allOf": [{"type": "string"}, {"maxLength": 3}]}, "845e3855419557194546", Outcome.VIOLATION),
+        ({"type": "object"}, '["a", "b', Outcome.VIOLATION),
+        ({"type": ["string", "null"]}, '"abc', Outcome.TRUNCATED),
+        ({"type": "number"}, "845e3855419557194546", Outcome.TRUNCATED),
+        ({"type": "integer"}, "12", Outcome.TRUNCATED),
+        ({}, "845e3855419557194546", Outcome.TRUNCATED),
+    ],
+)
+def test_a_cut_answer_of_a_forbidden_type_is_a_violation(schema, text, outcome):
+    assert classify_output(schema, text, "length").outcome is outcome
+
+
 def test_format_is_checked():
     verdict = classify_output({"type": "string", "format": "ipv4"}, '"078.079.66.071"', "stop")
     assert verdict.signature == "violation:format"

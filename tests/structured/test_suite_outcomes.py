@@ -75,7 +75,7 @@ def test_non_strict_json_fails(suite, content, why):
     with FakeServer(deviations.constant(content)) as server:
         result = run(suite, server.base_url, *NON_STREAMED)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*invalid-json:json: minimal case*", f"*{why}*"])
+    result.stdout.fnmatch_lines(["*invalid-json:json: shrunk case*", f"*{why}*"])
 
 
 def test_a_violation_fails_with_a_minimal_reproducer(suite):
@@ -84,7 +84,7 @@ def test_a_violation_fails_with_a_minimal_reproducer(suite):
     result.assert_outcomes(failed=2, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            "*violation:enum: minimal case*",
+            "*violation:enum: shrunk case*",
             "*'zzz' is not one of *'a'*",
             '*schema:   {"enum": [[]"a"]}*',
             "*sampling: temperature 0.8, seed 1234, max_tokens 48*",
@@ -118,7 +118,7 @@ def test_a_server_error_fails(suite):
     with FakeServer(deviations.status(500)) as server:
         result = run(suite, server.base_url, *NON_STREAMED)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*server-error: minimal case*", "*HTTP 500*simulated HTTP 500*"])
+    result.stdout.fnmatch_lines(["*server-error: shrunk case*", "*HTTP 500*simulated HTTP 500*"])
 
 
 def test_a_hang_is_a_timeout(suite):
