@@ -51,22 +51,26 @@ def _probe_seconds(guard, client: httpx.Client, model: str, when: str) -> float:
     return best
 
 
-def _drop_after(base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float) -> str:
-    """Open a stream and close the connection: after its first data line (``seconds`` None) or after ``seconds``."""
-    deadline = time.monotonic() + (seconds if seconds is not None else timeout)
+def _drop_after(base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float) -> tuple[str, float]:
+    """Open a stream and close the connection: after its first data line (``seconds`` None) or after ``seconds``.
+
+    Returns what happened and the seconds until the first data line (or until the drop).
+    """
+    started = time.monotonic()
+    deadline = started + (seconds if seconds is not None else timeout)
     try:
         with httpx.Client(base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout)) as client:
             with client.stream("POST", "/v1/chat/completions", json=body) as resp:
                 if resp.status_code != 200:
-                    return f"HTTP {resp.status_code}"
+                    return f"HTTP {resp.status_code}", time.monotonic() - started
                 for line in resp.iter_lines():
                     if (seconds is None and line.startswith("data:")) or time.monotonic() > deadline:
                         break
     except httpx.TimeoutException:
-        return "dropped before the answer"  # the abort we wanted, only earlier
+        return "dropped before the answer", time.monotonic() - started  # the abort we wanted, only earlier
     except httpx.TransportError as exc:
-        return f"{type(exc).__name__}"
-    return "dropped"
+        return f"{type(exc).__name__}", time.monotonic() - started
+    return "dropped", time.monotonic() - started
 
 
 def _assert_not_slowed(guard, before: float, after: float, what: str) -> None:
@@ -87,9 +91,17 @@ def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, rob
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     body = _long_stream_body(infer_server.model, context_length)
-    outcomes = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
-    robustness_guard.count("aborted", len(outcomes))
-    assert all(o.startswith("dropped") for o in outcomes), f"{robustness_guard.target}: streams did not start: {outcomes}"
+    drops = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
+    robustness_guard.count("aborted", len(drops))
+    assert all(o.startswith("dropped") for o, _ in drops), f"{robustness_guard.target}: streams did not start: {drops}"
+    # Each stream starts after the previous one was dropped: waiting long for its first event means
+    # the dropped one is still being generated (on a server that serves one request at a time).
+    limit = max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
+    waits = [round(t, 2) for _, t in drops[1:]]
+    assert max(waits, default=0.0) <= limit, (
+        f"{robustness_guard.target}: streams opened after a dropped one waited {waits}s for their first event "
+        f"(a normal request takes {before:.2f}s; limit {limit:.2f}s): the server seems to keep working for clients that are gone"
+    )
     time.sleep(1.0)  # time to notice the disconnects
     _check_health(robustness_guard, infer_client)
     after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after dropped streams")
@@ -104,7 +116,7 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, co
     rng = random.Random(7)  # the same abort times every run
     delays = [rng.uniform(0.0, 1.5) for _ in range(CONCURRENT_ABORTS)]
     with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
-        outcomes = list(pool.map(lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays))
+        outcomes = [o for o, _ in pool.map(lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays)]
     robustness_guard.count("aborted", len(outcomes))
     refused = [o for o in outcomes if o.startswith("HTTP 5")]
     assert not refused, f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams got a server error: {refused[:3]}"
