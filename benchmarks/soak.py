@@ -1,0 +1,153 @@
+"""Soak: run the SLO load client against one server for a long time and account for every request.
+
+On demand, not in CI::
+
+    python benchmarks/soak.py --url http://127.0.0.1:18000 --duration 600 --concurrency 4 --out soak-report
+
+Every request the client started is in the traces (indices 0..N-1, none missing),
+and each ended one way: completed (HTTP 200 ending in ``data: [DONE]``), an
+error (status, transport error, error event), a stream that ended without
+``[DONE]``, or cancelled (cool-down requests stopped once the measured ones
+ended). The run fails (exit 1) unless sent = completed + errors + incomplete +
+cancelled and no index is missing. Where the server exports Prometheus metrics
+(vLLM's ``/metrics``), its own count of finished requests is compared as well;
+on a server shared with other clients it can only be at least ours.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from pytest_infer.load import LoadSpec, Workload, run_load
+from pytest_infer.load.trace import RequestTrace
+
+SERVER_COUNTERS = (r"^vllm:request_success_total\{[^}]*\}\s+([0-9.e+]+)",)
+
+
+@dataclass(slots=True)
+class Accounting:
+    sent: int
+    completed: int
+    errors: int
+    incomplete: int
+    cancelled: int
+    missing_indices: list[int]
+    measured: int
+    error_kinds: dict[str, int]
+    server_finished_delta: float | None = None
+
+    @property
+    def balanced(self) -> bool:
+        return not self.missing_indices and self.sent == self.completed + self.errors + self.incomplete + self.cancelled
+
+
+def account(traces: list[RequestTrace]) -> Accounting:
+    """Classify every trace exactly once; list indices that never made it into the traces."""
+    indices = {t.index for t in traces}
+    missing = sorted(set(range(max(indices, default=-1) + 1)) - indices)
+    completed = errors = incomplete = cancelled = 0
+    kinds: dict[str, int] = {}
+    for t in traces:
+        if t.cancelled:
+            cancelled += 1
+        elif t.error is not None or t.status != 200:
+            errors += 1
+            kind = (t.error or f"HTTP {t.status}").split(":")[0][:60]
+            kinds[kind] = kinds.get(kind, 0) + 1
+        elif t.done:
+            completed += 1
+        else:
+            incomplete += 1
+    return Accounting(len(traces), completed, errors, incomplete, cancelled, missing, sum(t.phase == "measured" for t in traces), kinds)
+
+
+def server_finished(base_url: str, headers: dict[str, str]) -> float | None:
+    """The server's own count of finished requests, if it exports one."""
+    try:
+        text = httpx.get(f"{base_url}/metrics", headers=headers, timeout=10).text
+    except httpx.HTTPError:
+        return None
+    total = None
+    for pattern in SERVER_COUNTERS:
+        for match in re.finditer(pattern, text, re.MULTILINE):
+            total = (total or 0.0) + float(match.group(1))
+    return total
+
+
+def served_model(base_url: str, headers: dict[str, str]) -> str:
+    data = httpx.get(f"{base_url}/v1/models", headers=headers, timeout=10).json()["data"]
+    return data[0]["id"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--model", help="default: the first id of /v1/models")
+    parser.add_argument("--api-key", default=None, help="better: $PYTEST_INFER_API_KEY")
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of measured load (default 600)")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=None, help="open loop: requests/s (Poisson) instead of closed loop")
+    parser.add_argument("--input-tokens", type=int, default=64)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--out", type=Path, default=Path("soak-report"))
+    args = parser.parse_args(argv)
+    import os
+
+    api_key = args.api_key or os.environ.get("PYTEST_INFER_API_KEY") or None
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = args.url.rstrip("/").removesuffix("/v1")
+    model = args.model or served_model(url, headers)
+    spec = LoadSpec(
+        mode="poisson" if args.rate else "closed",
+        concurrency=args.concurrency,
+        rate=args.rate,
+        requests=None,
+        duration_s=args.duration,
+        warmup_requests=4,
+    )
+    workload = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens)
+    before = server_finished(url, headers)
+    started = time.monotonic()
+    run = run_load(url, model, spec, workload, api_key=api_key, timeout=args.timeout)
+    wall = time.monotonic() - started
+    time.sleep(1.0)  # let the server count its last requests
+    after = server_finished(url, headers)
+    acc = account(run.traces)
+    if before is not None and after is not None:
+        acc.server_finished_delta = after - before
+    args.out.mkdir(parents=True, exist_ok=True)
+    with (args.out / "traces.jsonl").open("w") as fh:
+        for t in run.traces:
+            fh.write(json.dumps(t.to_dict()) + "\n")
+    summary = {
+        "url": url,
+        "model": model,
+        "load": spec.label,
+        "duration_s": args.duration,
+        "wall_s": round(wall, 1),
+        "window_s": round(run.window_s, 1),
+        **asdict(acc),
+        "balanced": acc.balanced,
+        "completed_per_s": round(acc.completed / wall, 2) if wall else None,
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+    if not acc.balanced:
+        print(f"LOSS: sent {acc.sent} != completed + errors + incomplete + cancelled, or indices missing: {acc.missing_indices[:20]}", file=sys.stderr)
+        return 1
+    if acc.server_finished_delta is not None and acc.server_finished_delta < acc.completed:
+        print(f"LOSS: the server finished {acc.server_finished_delta:.0f} requests, fewer than the {acc.completed} completed here", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
