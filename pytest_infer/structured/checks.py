@@ -54,7 +54,7 @@ def run_case(runner: StructuredRunner, path: RequestPath, schema: Any, instance:
 
 @dataclass(frozen=True, slots=True)
 class Support:
-    """What a server does with a schema it is given: honoured, ignored, rejected, partly, or inconclusive."""
+    """What a server does with a schema it is given: honoured, ignored, rejected, partly, error, or inconclusive."""
 
     word: str
     detail: str
@@ -68,6 +68,8 @@ def judge_support(attempts: list[Attempt]) -> Support:
     counted = ", ".join(f"{o.value} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
     if outcomes and all(o is Outcome.REJECTED for o in outcomes):
         return Support("rejected", f"every request was refused ({counted})", tuple(attempts))
+    if any(o in (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.DIED) for o in outcomes):
+        return Support("error", f"the server failed before it could be judged ({counted})", tuple(attempts))
     answered = [a for a in attempts if a.verdict.outcome not in (Outcome.REJECTED, Outcome.TRUNCATED)]
     if not answered:
         return Support("inconclusive", f"no answer finished within its token budget ({counted})", tuple(attempts))

@@ -1,8 +1,8 @@
 """Explore a server with generated schemas: a seeded sweep, then one shrink per distinct failure.
 
 Hypothesis stops generating soon after its first failure, which would cut the
-keyword matrix short. So the sweep runs the strategy for exactly ``examples``
-examples without shrinking and records every verdict. Then, for each distinct
+keyword matrix short. So the sweep draws until it has ``examples`` distinct
+schemas, without shrinking, and records every verdict. Then, for each distinct
 failure signature (``violation:maxLength``, ``server-error``, ...), a second
 Hypothesis run with the same seed replays the sweep from the cache until it
 meets that signature and shrinks it against the live server, under a time

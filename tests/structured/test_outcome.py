@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import Outcome, classify_output, is_json_prefix
+from pytest_infer.structured import Attempt, Outcome, Verdict, classify_output, is_json_prefix
+from pytest_infer.structured.checks import judge_support
 from pytest_infer.structured.outcome import classify_status
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]}
@@ -85,3 +86,23 @@ def test_every_prefix_of_a_document_is_a_prefix(value, data):
 @pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', '[1, NaN', '"\\q', '{"a" 1', "[1.2.3"])
 def test_non_prefixes_are_detected(text):
     assert not is_json_prefix(text)
+
+
+def _attempt(outcome: Outcome, status: int = 200) -> Attempt:
+    return Attempt({"type": "boolean"}, "response_format", {"max_tokens": 8}, Verdict(outcome), "curl", status=status)
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "word"),
+    [
+        ([Outcome.VALID, Outcome.VALID, Outcome.TRUNCATED], "honoured"),
+        ([Outcome.INVALID_JSON, Outcome.INVALID_JSON, Outcome.TRUNCATED], "ignored"),
+        ([Outcome.REJECTED, Outcome.REJECTED], "rejected"),
+        ([Outcome.VALID, Outcome.VIOLATION], "partly"),
+        ([Outcome.INVALID_JSON, Outcome.VIOLATION], "partly"),
+        ([Outcome.TRUNCATED, Outcome.TRUNCATED], "inconclusive"),
+        ([Outcome.VALID, Outcome.TIMEOUT], "error"),
+    ],
+)
+def test_judge_support(outcomes, word):
+    assert judge_support([_attempt(o) for o in outcomes]).word == word
