@@ -25,6 +25,9 @@ WORDS = (
 ).split()
 # frameworks whose OpenAI server accepts ``ignore_eos`` (transformers serve rejects unknown fields)
 IGNORE_EOS_FRAMEWORKS = frozenset({"vllm", "sglang", "lmdeploy", "trtllm"})
+# request fields that make a framework's per-chunk token counts exact (vLLM: token ids in every chunk;
+# without them a chunk that carries two tokens, e.g. after held-back partial UTF-8, counts as one)
+FRAMEWORK_EXTRA_BODY: dict[str, dict[str, object]] = {"vllm": {"return_token_ids": True}}
 PROBE_WORDS = (16, 80)  # small: the tiny model has a 1,024-token context of byte tokens
 
 

@@ -144,8 +144,10 @@ class LoadPoint:
             warmup_requests=s.get("warmup_requests", 8),
         )
 
-    def workload(self, *, ignore_eos_supported: bool = True):
+    def workload(self, framework: str | None = None):
+        """What each request asks for; ``framework`` decides ignore_eos and exact token-count fields."""
         from ..load import Workload
+        from ..load.prompts import FRAMEWORK_EXTRA_BODY, IGNORE_EOS_FRAMEWORKS
 
         s = self.settings
         return Workload(
@@ -153,7 +155,8 @@ class LoadPoint:
             input_tokens=s.get("input_tokens", 64),
             output_tokens=s.get("output_tokens", 32),
             shared_prefix_tokens=s.get("shared_prefix_tokens", 0),
-            ignore_eos=s.get("ignore_eos", True) and ignore_eos_supported,
+            ignore_eos=s.get("ignore_eos", True) and (framework is None or framework in IGNORE_EOS_FRAMEWORKS),
+            extra_body=dict(FRAMEWORK_EXTRA_BODY.get(framework or "", {})),
         )
 
     @property

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 from ..load import LoadRun, run_load
 from ..load.monitor import listening_pid
-from ..load.prompts import IGNORE_EOS_FRAMEWORKS, Calibration
+from ..load.prompts import Calibration
 from ..metrics import InsufficientSamples, Summary, ValidityRules, Verdict, confidence_interval, judge, percentile, request_limits, summarize, validity
 from . import LoadPoint
 
@@ -95,7 +95,7 @@ def evaluate_point(
     calibration: Calibration | None = None,
 ) -> PointResult:
     spec = point.load_spec()
-    workload = point.workload(ignore_eos_supported=framework in IGNORE_EOS_FRAMEWORKS)
+    workload = point.workload(framework)
     limits = request_limits(point.thresholds)
     pid = server_pid(base_url, pid)
     runs = []

@@ -12,7 +12,6 @@ import textwrap
 
 import pytest
 
-import pytest_infer.profiles.evaluate  # noqa: F401  imported before pytester's sys.modules snapshot: numpy cannot load twice
 from pytest_infer.paths import bundled
 
 PROFILE = """
