@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -86,3 +87,22 @@ def test_the_console_script_is_installed(jobs: Path, tmp_path: Path):
     run = subprocess.run([tool, "merge", str(jobs), "-o", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads((tmp_path / "m.json").read_text())["schema_version"] == 1
+
+
+@pytest.mark.parametrize(("regressed", "code"), [(True, 1), (False, 0)])
+def test_the_gate_script_merges_renders_and_gives_the_verdict(tmp_path: Path, regressed: bool, code: int):
+    """``scripts/upgrade-gate.sh gate DIR`` on what the three engine legs leave behind."""
+    if shutil.which("pytest-infer") is None:
+        pytest.skip("pytest-infer is not installed as a command (pip install -e .)")
+    out = tmp_path / "gate"
+    session("0.31.0").write(out / "vllm-0.31.0" / "results.json")
+    session("0.32.0", outcomes={"chat.stop_strings": "failed"} if regressed else {}, seed=1).write(out / "vllm-0.32.0" / "results.json")
+    session("5.24.0", target="transformers", framework="transformers").write(out / "transformers" / "results.json")
+    script = Path(__file__).parents[2] / "scripts" / "upgrade-gate.sh"
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    run = subprocess.run(["bash", str(script), "gate", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == code, run.stdout + run.stderr
+    assert "=== verdict" in run.stdout
+    assert ("upgrade gate: FAIL: 1 regression" if regressed else "upgrade gate: PASS: no regressions") in run.stdout
+    assert {p.name for p in (out / "merged").iterdir()} >= {"results.json", "report.html", "summary.md", "gate.md"}
+    assert "transformers 5.24.0" in (out / "merged" / "summary.md").read_text()
