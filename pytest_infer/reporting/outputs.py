@@ -54,8 +54,8 @@ def write_renderings(results: SessionResults, out: Path, *, title: str = "pytest
     try:
         atomic_write_text(out / HTML_FILE, render_html(results, gate, f"{title} report"))
         paths["html"] = out / HTML_FILE
-    except RuntimeError as exc:  # matplotlib missing: say so, keep the rest
-        plot_error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: say so, keep results.json and the rest
+        plot_error = f"{type(exc).__name__}: {exc}"
     if results.slo:
         paths["benchmark json"] = write_benchmark_json(results, out / BENCHMARK_FILE)
     return Written(paths, gate, plot_error)
