@@ -37,6 +37,14 @@ def headline(metrics: dict[str, float]) -> dict[str, float]:
     return shown
 
 
+def _symbol(cell) -> str:
+    """A cell failed only by checks of severity 'warning' (deviations clients tolerate) reads FAIL(w)."""
+    failed = [t for t in cell.tests if t.outcome == "failed"]
+    if cell.outcome == "failed" and failed and all(t.extra.get("severity") == "warning" for t in failed):
+        return "FAIL(w)"
+    return SYMBOLS.get(cell.outcome, cell.outcome)
+
+
 def render_summary(results: SessionResults) -> list[str]:
     lines = []
     for target in results.targets.values():
@@ -47,7 +55,7 @@ def render_summary(results: SessionResults) -> list[str]:
     if len(set(labels)) < len(labels):
         labels = ids
     matrix = check_matrix(results)
-    rows = {row: [SYMBOLS.get(cells[t].outcome, cells[t].outcome) if t in cells else "-" for t in ids] for row, cells in matrix.items()}
+    rows = {row: [_symbol(cells[t]) if t in cells else "-" for t in ids] for row, cells in matrix.items()}
     lines += _table("check", labels, rows)
     keywords = keyword_matrix(results)
     if keywords:
