@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpcore  # noqa: F401  kept loaded across in-process runs (see test_faults.py)
 import pytest
 
 from core.fakeenv import make_fake_env
@@ -51,7 +52,7 @@ def test_api_key_is_sent_and_appears_nowhere(pytester, tmp_path, monkeypatch, ho
         monkeypatch.setenv("PYTEST_INFER_API_KEY", KEY)
     else:
         args.append(f"--infer-api-key={KEY}")
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest(*args)
     result.assert_outcomes(passed=3, failed=1)
     # The key was required, so the passing tests prove it was sent; the reproducer names the variable.
     result.stdout.fnmatch_lines(['*-H "Authorization: Bearer $PYTEST_INFER_API_KEY"*'])

@@ -37,7 +37,7 @@ def release() -> Iterator[threading.Event]:
 
 def test_a_correct_server_passes_the_catalogue_and_is_counted(pytester):
     with FakeServer() as srv:
-        result, results = run_suite(pytester, srv, "-k", "test_bad_request_is_refused")
+        result, results = run_suite(pytester, srv, "-k", "test_bad_request_is_refused", timeout=20)
     cases = result.parseoutcomes()["passed"]
     result.assert_outcomes(passed=cases)
     assert cases >= 30 and len(results["tests"]) == cases
