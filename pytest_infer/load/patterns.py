@@ -5,7 +5,8 @@ measured requests see the full offered load from the first to the last:
 - tickets ``0..W-1`` are warm-up; the next ones are measured (a count, or all
   sent within a duration after the first measured one);
 - after that, cool-down requests keep the load steady until the last measured
-  request ends; then they are cancelled, and excluded like the warm-up.
+  request ends; then no more are sent, those in flight are drained (or cancelled),
+  and they are excluded like the warm-up.
 
 The measurement window runs from the first measured send to the last measured
 end. The client's own load (event-loop lag, CPU and run-queue wait of its
@@ -46,6 +47,11 @@ class LoadSpec:
     warmup_requests: int = 8
     max_in_flight: int = 256  # open loop: connection limit
     seed: int = 0
+    # after the last measured request: "drain" lets cool-down requests finish (a server that
+    # does not abort on disconnect would otherwise keep generating into the next load point);
+    # "cancel" closes them at once
+    cooldown: str = "drain"
+    drain_timeout_s: float = 300.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -56,6 +62,8 @@ class LoadSpec:
             raise ValueError("concurrency must be at least 1")
         if not self.requests and not self.duration_s:
             raise ValueError("bound the measured part with requests or duration_s")
+        if self.cooldown not in ("drain", "cancel"):
+            raise ValueError(f"cooldown {self.cooldown!r}: use drain or cancel")
 
     @property
     def label(self) -> str:
@@ -194,6 +202,10 @@ class _Runner:
             for task in workers:
                 if task.done() and task.exception():
                     raise task.exception()  # type: ignore[misc]
+            if self.spec.cooldown == "drain":  # let cool-down requests end, so none runs on into the next load point
+                pending = [t for t in [*workers, *(spawned or [])] if not t.done()]
+                if pending:
+                    await asyncio.wait(pending, timeout=self.spec.drain_timeout_s)
         finally:
             for task in [*workers, *(spawned or [])]:
                 task.cancel()

@@ -43,8 +43,10 @@ _POINT_FIELDS: dict[str, Any] = {
     "ignore_eos": {"type": "boolean"},
     "repeat": {"type": "integer", "minimum": 1},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+    "cooldown": {"enum": ["drain", "cancel"]},
 }
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
+_OVERRIDE_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}  # null: drop it
 _ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
 
 SCHEMA: dict[str, Any] = {
@@ -104,7 +106,7 @@ SCHEMA: dict[str, Any] = {
                             "additionalProperties": {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "properties": {"thresholds": _THRESHOLDS, **_POINT_FIELDS},
+                                "properties": {"thresholds": _OVERRIDE_THRESHOLDS, **_POINT_FIELDS},
                             },
                         },
                     },
@@ -142,6 +144,7 @@ class LoadPoint:
             requests=s.get("requests", None if s.get("duration_s") else 100),
             duration_s=s.get("duration_s"),
             warmup_requests=s.get("warmup_requests", 8),
+            cooldown=s.get("cooldown", "drain"),
         )
 
     def workload(self, framework: str | None = None):
@@ -189,7 +192,7 @@ class Profile:
             settings = {**self.defaults, **{k: v for k, v in point.items() if k not in ("id", "thresholds")}}
             settings.update({k: v for k, v in override.items() if k != "thresholds"})
             thresholds = {**point["thresholds"], **override.get("thresholds", {})}
-            points.append(LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items()}))
+            points.append(LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None}))
         return points
 
     def hardware_mismatch(self, hardware) -> str | None:

@@ -24,7 +24,8 @@ def test_closed_loop_phases_and_counts(paced_server):
     phases = [t.phase for t in run.traces]
     assert phases[:4] == ["warmup"] * 4 and phases[4:24] == ["measured"] * 20 and set(phases[24:]) <= {"cooldown"}
     assert all(t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured)
-    assert all(t.cancelled for t in run.traces if t.phase == "cooldown" and t.end_ns is None)
+    cooldown = [t for t in run.traces if t.phase == "cooldown"]
+    assert 1 <= len(cooldown) <= 4 and all(t.ok for t in cooldown)  # drained: each finished, none runs on
     first, last = min(t.sent_ns for t in run.measured), max(t.end_ns for t in run.measured)
     assert run.window_start_ns <= first and run.window_end_ns == last
 

@@ -19,7 +19,7 @@ models:
       - {id: c4, concurrency: 4, requests: 120, thresholds: {ttft_p99_ms: 200}}
     frameworks:
       transformers:
-        c4: {concurrency: 2, thresholds: {ttft_p99_ms: 900}}
+        c4: {concurrency: 2, thresholds: {ttft_p99_ms: null, ttft_p50_ms: 900}}
 """
 
 
@@ -52,7 +52,7 @@ def test_defaults_points_and_framework_overrides_merge(tmp_path):
     assert vllm["c1"].load_spec().requests == 100 and vllm["c4"].load_spec().requests == 120
     assert vllm["c4"].load_spec().concurrency == 4 and vllm["c4"].thresholds == {"ttft_p99_ms": 200}
     hf = {p.id: p for p in profile.load_points("tiny", "transformers")}
-    assert hf["c4"].load_spec().concurrency == 2 and hf["c4"].thresholds == {"ttft_p99_ms": 900}
+    assert hf["c4"].load_spec().concurrency == 2 and hf["c4"].thresholds == {"ttft_p50_ms": 900}  # null drops a threshold
     assert hf["c1"].workload("transformers").ignore_eos is False and hf["c1"].workload("transformers").extra_body == {}
     assert vllm["c1"].workload("vllm").ignore_eos is True and vllm["c1"].workload("vllm").extra_body == {"return_token_ids": True}
     with pytest.raises(ProfileError, match="has no load points for model 'llama'; it has: tiny"):
