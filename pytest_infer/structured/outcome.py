@@ -173,6 +173,10 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
         if finish_reason == "length" and is_json_prefix(text):
             return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
         return Verdict(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
+    if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
+        # a bare number cut at the limit may still grow digits, a fraction or an exponent:
+        # only its type can be judged, not multipleOf or bounds
+        return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, "a number still growing at the token limit")
     problem = validate(schema, instance)
     if problem is not None:
         return Verdict(Outcome.VIOLATION, problem[1], problem[0])

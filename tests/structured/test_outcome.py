@@ -53,6 +53,9 @@ def test_classify_output(text, finish, outcome, keyword):
         ({"type": ["string", "null"]}, '"abc', Outcome.TRUNCATED),
         ({"type": "number"}, "845e3855419557194546", Outcome.TRUNCATED),
         ({"type": "integer"}, "12", Outcome.TRUNCATED),
+        ({"anyOf": [{"type": "string"}, {"type": "integer", "multipleOf": 2}]}, "1438943870245579455", Outcome.TRUNCATED),  # parity unknown yet
+        ({"type": "integer", "maximum": 5}, "1438", Outcome.TRUNCATED),  # could still become 1438e-9
+        ({"type": "array", "maxItems": 1}, "[1, 2]", Outcome.VIOLATION),  # closed: judged in full
         ({}, "845e3855419557194546", Outcome.TRUNCATED),
     ],
 )
