@@ -10,8 +10,6 @@ import json
 import random
 import time
 
-import pytest
-
 from pytest_infer.load.client import StreamSink
 from pytest_infer.load.rawhttp import _Connection
 from pytest_infer.load.sse import SSEParser, chunk_output, parse_payload

@@ -31,7 +31,7 @@ def async_client(base_url: str, *, concurrency: int, api_key: str | None = None,
 class StreamSink:
     """Turns body bytes, each with its arrival time, into a RequestTrace: shared by both transports."""
 
-    __slots__ = ("trace", "parser")
+    __slots__ = ("parser", "trace")
 
     def __init__(self, trace: RequestTrace) -> None:
         self.trace = trace

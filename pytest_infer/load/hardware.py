@@ -58,7 +58,7 @@ def detect_hardware() -> Hardware:
             handle = nv.nvmlDeviceGetHandleByIndex(i)
             memory = nv.nvmlDeviceGetMemoryInfo(handle).total
             hw.gpus.append({"name": _text(nv.nvmlDeviceGetName(handle)), "memory_gb": round(memory / 2**30, 1)})
-    except Exception as exc:  # a broken NVML is reported, not fatal
+    except Exception as exc:  # noqa: BLE001  a broken NVML is reported, not fatal
         hw.nvml = f"error: {exc}"
     if hw.gpus:
         hw.accelerator = "gpu"

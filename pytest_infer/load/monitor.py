@@ -119,7 +119,7 @@ def _nvml():
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:  # no driver, no GPU
+    except Exception:  # noqa: BLE001  no driver, no GPU: read as CPU-only
         return None
     return pynvml
 

@@ -25,9 +25,15 @@ from typing import Any
 import httpx
 
 from .client import CHAT_PATH, COMPLETIONS_PATH, async_client, stream_request
-from .rawhttp import RawClient
-from .monitor import ClientUsage, LoopLagMonitor, ResourcePeak, ResourceSampler, ThreadTimes
+from .monitor import (
+    ClientUsage,
+    LoopLagMonitor,
+    ResourcePeak,
+    ResourceSampler,
+    ThreadTimes,
+)
 from .prompts import FALLBACK, Calibration, PromptFactory, calibrate, request_body
+from .rawhttp import RawClient
 from .trace import RequestTrace
 
 MODES = ("closed", "poisson")

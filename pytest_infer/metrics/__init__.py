@@ -3,7 +3,14 @@ from __future__ import annotations
 
 from .definitions import RequestMetrics, request_metrics
 from .judge import Check, ValidityRules, Verdict, judge, request_limits, validity
-from .stats import PERCENTILE_METHOD, Estimate, InsufficientSamples, confidence_interval, min_samples, percentile
+from .stats import (
+    PERCENTILE_METHOD,
+    Estimate,
+    InsufficientSamples,
+    confidence_interval,
+    min_samples,
+    percentile,
+)
 from .summary import Summary, summarize
 
 __all__ = [

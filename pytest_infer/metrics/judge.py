@@ -96,9 +96,10 @@ def validity(
     client_cpu: float | None = None,
     client_wait: float | None = None,
     loop_lag_ms: Sequence[float] = (),
-    rules: ValidityRules = ValidityRules(),
+    rules: ValidityRules | None = None,
 ) -> list[str]:
     """Reasons the measurement cannot be trusted; empty when it can."""
+    rules = rules or ValidityRules()
     reasons: list[str] = []
     if client_busy is not None and client_busy > rules.max_client_busy:
         parts = f"cpu {client_cpu:.0%}" if client_cpu is not None else ""

@@ -12,7 +12,18 @@ from urllib.parse import urlparse
 from ..load import LoadRun, run_load
 from ..load.monitor import listening_pid
 from ..load.prompts import Calibration
-from ..metrics import InsufficientSamples, Summary, ValidityRules, Verdict, confidence_interval, judge, percentile, request_limits, summarize, validity
+from ..metrics import (
+    InsufficientSamples,
+    Summary,
+    ValidityRules,
+    Verdict,
+    confidence_interval,
+    judge,
+    percentile,
+    request_limits,
+    summarize,
+    validity,
+)
 from . import LoadPoint
 
 CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
@@ -88,7 +99,7 @@ def evaluate_point(
     base_url: str,
     model: str,
     framework: str,
-    rules: ValidityRules = ValidityRules(),
+    rules: ValidityRules | None = None,
     api_key: str | None = None,
     timeout: float = 120.0,
     pid: int | None = None,
@@ -128,7 +139,9 @@ def evaluate_point(
         "peak_rss_gb": round(max(rss) / 2**30, 3) if rss else None,
         "peak_gpu_memory_gb": [round(max(col) / 2**30, 3) for col in zip(*gpus)] if gpus else None,
     }
-    invalid = validity(summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules)
+    invalid = validity(
+        summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules or ValidityRules()
+    )
     verdict = judge(summary, point.thresholds, resources, invalid)
     confidence: dict[str, str] = {}
     per_run: list[dict[str, Any]] = []
