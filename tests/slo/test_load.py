@@ -150,3 +150,17 @@ def test_prompt_length_is_calibrated_against_the_servers_usage():
     assert run.calibration.source == "server usage"
     prompt = statistics.mean(t.usage_prompt_tokens for t in run.measured)
     assert 300 * 0.85 < prompt < 300 * 1.15
+
+
+def test_repeated_runs_give_confidence_intervals(paced_server):
+    from pytest_infer.profiles import LoadPoint
+    from pytest_infer.profiles.evaluate import evaluate_point
+
+    url = paced_server(20, 5)
+    point = LoadPoint("r", {"concurrency": 2, "requests": 6, "warmup_requests": 1, "output_tokens": 4, "repeat": 3}, {"ttft_p50_ms": 5000})
+    result = evaluate_point(point, base_url=url, model="paced-model", framework="vllm")
+    assert len(result.runs) == 3 and result.summary.requests == 18  # pooled
+    assert set(result.confidence) == {"output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"}
+    assert "95% CI, 3 runs" in result.confidence["ttft_p50_ms"]
+    record = result.record(target="t")
+    assert record["repeat"] == 3 and len(record["runs"]) == 3 and record["runs"][0]["requests"] == 6
