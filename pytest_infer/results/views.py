@@ -19,7 +19,6 @@ from .model import SessionResults, TargetRecord, TestRecord
 OUTCOME_SEVERITY = ("error", "failed", "fixed", "unsupported", "xfail", "skipped", "passed")
 # Structured-output outcome classes (docs: structured-output), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
-BROKEN_KEYWORD = frozenset({"invalid", "error", "rejected"})
 SLO_RESERVED = frozenset({"target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
                           "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra"})
 

@@ -42,6 +42,17 @@ def test_a_keyword_that_was_valid_and_is_now_invalid_is_a_regression():
     assert gate.regressions[0].detail == "{'valid': 4} -> {'valid': 3, 'invalid': 1}"
 
 
+def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_improves():
+    cases = {  # baseline class -> candidate class: kind
+        ("valid", "invalid"): "regression", ("truncated", "invalid"): "regression", ("rejected", "error"): "regression",
+        ("valid", "rejected"): "regression", ("invalid", "rejected"): "improvement", ("error", "valid"): "improvement",
+        ("rejected", "valid"): "improvement", ("valid", "truncated"): "change", ("invalid", "error"): "change",
+    }
+    for (old, new), kind in cases.items():
+        gate = compare(session("0.31.0", keywords={"enum": {old: 4}}), session("0.32.0", keywords={"enum": {new: 4}}))
+        assert [(f.kind, f.before, f.after) for f in gate.findings] == [(kind, old, new)]
+
+
 def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
     baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 4}}, ttft_ms=60)
     candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
