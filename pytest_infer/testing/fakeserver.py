@@ -285,6 +285,8 @@ class Handler(BaseHTTPRequestHandler):
         if len(prompt) > CONTEXT_LENGTH:
             raise BadRequest(f"prompt of {len(prompt)} tokens exceeds the context length {CONTEXT_LENGTH}", param="messages")
         rf = body.get("response_format") or {}
+        if body.get("response_format") is not None and (not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema")):
+            raise BadRequest("response_format must be an object with type text, json_object or json_schema", param="response_format")
         if rf.get("type") == "json_schema" and not isinstance((rf.get("json_schema") or {}).get("schema"), dict):
             raise BadRequest("response_format.json_schema.schema is required", param="response_format")
         texts = self._choice_texts(prompt, params, body.get("stop"))

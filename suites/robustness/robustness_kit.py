@@ -8,6 +8,7 @@ instead of each waiting out its own timeout.
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,23 @@ class Answer:
     text: str = ""
     seconds: float = 0.0
     error: str = ""
+
+
+REPRODUCER_BODY = 4096  # bytes of body a reproducer spells out; larger ones are described
+
+
+def reproducer(client: Any, case: Case) -> str:
+    """A shell line that sends exactly ``case``: its headers, and its bytes even when they are not UTF-8."""
+    line = client.curl("POST", case.path, None, stream=case.stream)  # the URL and the key's variable, no body
+    line += "".join(f" -H {shlex.quote(f'{k}: {v}')}" for k, v in case.headers.items())
+    body = case.content()
+    if len(body) > REPRODUCER_BODY:
+        return f"{line} --data-binary @body.json  # body: {len(body)} bytes, starting {body[:120]!r}"
+    try:
+        return f"{line} -d {shlex.quote(body.decode('utf-8'))}"
+    except UnicodeDecodeError:
+        escaped = "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02x}" for b in body)
+        return f"printf '%b' {shlex.quote(escaped)} | {line} --data-binary @-"
 
 
 def envelope_problem(text: str) -> str | None:
@@ -155,7 +173,7 @@ class Guard:
         self.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
         if answer.kind == "death":
             self.down = f"died on bad request {case.id}"
-        curl = client.curl("POST", case.path, case.body, stream=case.stream)
+        curl = reproducer(client, case)
         problems = []
         if answer.kind == "4xx":
             if (why := envelope_problem(answer.text)) is not None:
@@ -171,7 +189,6 @@ class Guard:
         if (after := self.health(client)) is not None:
             problems.append(f"and afterwards the server is unusable: {after}")
         if problems:
-            shown = curl if len(curl) < 2000 else curl[:600] + f"... ({len(curl)} characters)"
-            pytest.fail(f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {shown}", pytrace=False)
+            pytest.fail(f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {curl}", pytrace=False)
         return answer
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from robustness_kit import Case, envelope_problem
+from robustness_kit import Case, envelope_problem, reproducer
 
 pytestmark = pytest.mark.robustness
 
@@ -185,7 +185,7 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
         robustness_guard.count("tried")
         answer = robustness_guard.send(infer_client, case)
         robustness_guard.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
-        reproduce = infer_client.curl("POST", case.path, body, stream=stream)
+        reproduce = reproducer(infer_client, case)
         if answer.kind in ("5xx", "hang", "dropped", "death"):
             if answer.kind == "death":
                 robustness_guard.down = f"died on generated bad request ({', '.join(fields)})"

@@ -36,7 +36,9 @@ def test_suite_against_a_real_engine(pytester, real_engine, engine):
     for case, message in failures(results).items():
         if " -> 5xx" not in message and "HTTP 5" not in message.split("\n")[0]:
             continue
-        curl = re.search(r"reproduce: (curl .*)", message).group(1)
+        curl = re.search(r"reproduce: (.*)", message).group(1)
+        if "@body.json" in curl:
+            continue  # a body too large to spell out in one line
         status = subprocess.run(["bash", "-c", f"{curl} -o /dev/null -w '%{{http_code}}' -m 30"], capture_output=True, text=True, timeout=60).stdout
         assert status.startswith("5"), f"{case}: reported a 5xx, its reproducer got {status!r}: {curl}"
     # The suite leaves the server serving.
