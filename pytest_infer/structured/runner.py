@@ -216,7 +216,9 @@ class StructuredRunner:
             verdict = classify_status(status, json.dumps(errors[0])) or Verdict(Outcome.SERVER_ERROR, json.dumps(errors[0]))
             attempt.verdict = Verdict(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
             return
-        broken = [p for p in stream.problems if "broke off" in p or "[DONE]" in p]
+        # a stream cut off is a server error; one that only lacks 'data: [DONE]' after its finish_reason is
+        # judged by its content here (the conformance suite reports the framing)
+        broken = [p for p in stream.problems if "broke off" in p or ("[DONE]" in p and not self._finished(stream))]
         parts: list[str] = []
         for chunk in stream.chunks:
             for choice in chunk.get("choices") or []:
@@ -231,6 +233,10 @@ class StructuredRunner:
             attempt.verdict = self._lost(f"the stream did not end properly: {'; '.join(broken)}", Outcome.SERVER_ERROR)
             return
         attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
+
+    @staticmethod
+    def _finished(stream) -> bool:
+        return any(isinstance(c, dict) and c.get("finish_reason") for chunk in stream.chunks for c in chunk.get("choices") or [])
 
     def reachable(self) -> bool:
         """Does the server still answer at all (process alive and ``GET /v1/models`` succeeds)?"""

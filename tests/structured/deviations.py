@@ -15,6 +15,8 @@ from typing import Any
 
 from pytest_infer.testing.fakeserver import Deviation, error_body
 
+__all__ = ["Deviation", "alternating", "answering", "constant", "correct", "hang", "obey", "schema_of", "status"]
+
 
 def schema_of(body: dict) -> Any | None:
     """The schema a request carries (response_format), or None for an ordinary request."""

@@ -193,3 +193,13 @@ def test_bad_options_are_usage_errors(pytester, option, message):
     result = pytester.runpytest(option, "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_a_stream_without_done_is_judged_by_its_content(suite):
+    """transformers serve ends its streams with a finish_reason but no 'data: [DONE]': the framing is the
+    conformance suite's business; here the joined content decides."""
+    inner = deviations.correct().events
+    without_done = deviations.Deviation(events=lambda path, body, events: [e for e in inner(path, body, events) if e != "[DONE]"])
+    with FakeServer(without_done) as server:
+        result = run(suite, server.base_url, "-k", "stream")
+    result.assert_outcomes(passed=1)
