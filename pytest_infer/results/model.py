@@ -159,6 +159,9 @@ def _rekey(results: SessionResults, old: str, new: str) -> None:
     for test in results.tests:
         if test.target == old:
             test.target = new
+            path, bracket, params = test.nodeid.partition("[")
+            if bracket:  # the target is a parameter of the test id: rename it there too, so rows still line up
+                test.nodeid = f"{path}[{params.replace(old, new)}"
     for table in (results.structured, results.robustness):
         if old in table:
             table[new] = table.pop(old)

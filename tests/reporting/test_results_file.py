@@ -159,6 +159,11 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
     assert runs == {("vllm", "c=1"): 2, ("vllm", "c=8"): 2, ("vllm", "c=16"): 2,
                     ("vllm@0.32.0", "c=1"): 1, ("vllm@0.32.0", "c=8"): 1, ("vllm@0.32.0", "c=16"): 1}
     assert set(check_matrix(merged)["chat.basic"]) == {"vllm", "vllm@0.32.0"}
+    for results in (job_a, job_b):  # tests without a registered check line up by node id
+        for test in results.tests:
+            test.check = None
+    unchecked = combine([("a.json", job_a), ("b.json", job_b)])
+    assert set(check_matrix(unchecked)["test_chat_basic"]) == {"vllm", "vllm@0.32.0"}
     assert json.loads(json.dumps(merged.to_dict()))["targets"]["vllm@0.32.0"]["id"] == "vllm@0.32.0"
 
 
