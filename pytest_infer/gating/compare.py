@@ -46,6 +46,7 @@ class GateResult:
     unpaired: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -76,6 +77,7 @@ class GateResult:
             unpaired=list(data.get("unpaired", [])),
             rules=list(data.get("rules", [])),
             findings=[Finding(**f) for f in data.get("findings", [])],
+            warnings=list(data.get("warnings", [])),
         )
 
 
@@ -190,6 +192,18 @@ def _compare_slo(
     return found
 
 
+def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[str]:
+    """A difference between two runs is the server's only if both ran the same checks: say when they may not have."""
+    b, c = baseline.environment.get("git", {}), candidate.environment.get("git", {})
+    warnings = []
+    if b.get("commit") and c.get("commit") and b["commit"] != c["commit"]:
+        warnings.append(f"baseline and candidate ran different suite code ({b.get('describe') or b['commit'][:12]} v "
+                        f"{c.get('describe') or c['commit'][:12]}): a difference may come from the suites, not the server")
+    elif b.get("dirty") or c.get("dirty"):
+        warnings.append("a run came from a checkout with uncommitted changes: the suites may have differed between runs")
+    return warnings
+
+
 def compare(
     baseline: SessionResults,
     candidate: SessionResults,
@@ -199,7 +213,7 @@ def compare(
     alpha: float = ALPHA,
 ) -> GateResult:
     paired, unpaired = pair_targets(baseline, candidate, pairs)
-    result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules])
+    result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
     for b, c in paired:
         pair = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
         result.pair_labels.append(pair)

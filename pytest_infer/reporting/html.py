@@ -90,7 +90,7 @@ def _gate(gate) -> str:
             for f in gate.findings]
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
     return (f'<h2>Upgrade gate</h2><p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Compared: {_e(pairs or "nothing")}; '
-            f'rules: {_e(", ".join(gate.rules) or "none")}</p>' + (_table(["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "findings") if rows else ""))
+            f'rules: {_e(", ".join(gate.rules) or "none")}</p>' + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings) + (_table(["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "findings") if rows else ""))
 
 
 def _plots(results: SessionResults) -> str:

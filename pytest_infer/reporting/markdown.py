@@ -28,6 +28,7 @@ def render_markdown(results: SessionResults, gate=None, title: str = "pytest-inf
     lines = [f"## {title}", ""]
     if gate is not None:
         lines += [f"**Upgrade gate: {gate.verdict}**", ""]
+        lines += [f"> ⚠️ {w}\n" for w in gate.warnings]
     env = results.environment
     if env.get("git", {}).get("commit"):
         lines.append(f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; "

@@ -161,3 +161,11 @@ def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
                         "runs": [{"ttft_p50_ms": 10.0}, {"ttft_p50_ms": 12.0}, {"ttft_p50_ms": 30.0}]})
     (point,) = slo_points(results)
     assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {"ttft_p50_ms": [10.0, 12.0, 30.0]}
+
+
+def test_runs_of_different_suite_code_are_flagged():
+    baseline, candidate = session("0.31.0"), session("0.32.0")
+    assert compare(baseline, candidate).warnings == []
+    candidate.environment["git"] = {"commit": "def456" * 6, "describe": "def456-dirty", "dirty": True}
+    (warning,) = compare(baseline, candidate).warnings
+    assert warning.startswith("baseline and candidate ran different suite code (abc123 v def456-dirty)")
