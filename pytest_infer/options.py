@@ -49,7 +49,7 @@ def add_options(parser: pytest.Parser) -> None:
     frameworks = ", ".join(registry.names())
 
     def add(option: str, help: str, ini_type: str | None = "string", **kwargs) -> None:
-        group.addoption(option, dest=ini_name(option), help=help, **kwargs)
+        group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)  # argparse %-formats help
         parser.addini(ini_name(option), help=help, type=ini_type, default=kwargs.get("default"))
 
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")

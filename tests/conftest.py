@@ -9,6 +9,12 @@ already running: PYTEST_INFER_TEST_ENDPOINTS="vllm-0.32=http://127.0.0.1:18000,t
 from __future__ import annotations
 
 import os
+
+# In-process pytester runs drop the modules first imported during the run: httpx imports
+# httpcore lazily (its error map then misses the re-imported classes), and numpy cannot be
+# imported twice in one process. Importing them here, before any run, keeps one copy.
+import httpcore  # noqa: F401
+import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -5,16 +5,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
-import httpcore  # noqa: F401  see below
 import httpx
 import pytest
 
-import pytest_infer.profiles.evaluate  # noqa: F401  see below
 from pytest_infer.server.process import free_port
 
-# In-process pytester runs drop the modules first imported during the run. httpx imports
-# httpcore lazily, and numpy cannot be imported twice in one process: importing both here,
-# before any run, keeps one copy of each (else httpx later fails to map httpcore's errors).
 
 
 @pytest.fixture
