@@ -4,6 +4,7 @@
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
+- ``path suites|slo``: where the bundled suites and profiles are, for ``pytest "$(pytest-infer path suites)"``.
 
 Exit codes: 0 fine, 1 the gate found regressions, 2 bad input (a missing, cut-short
 or foreign file, a bad rule).
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .gating.compare import compare
+from .paths import bundled
 from .gating.rules import RuleError, parse_rules
 from .gating.stats import ALPHA
 from .reporting.terminal import render_gate, render_summary, render_written
@@ -124,6 +126,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_path(args: argparse.Namespace) -> int:
+    print(bundled(args.folder))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-infer", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
     p.add_argument("--title", default="pytest-infer history")
     p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("path", help="where the bundled suites or SLO profiles are: pytest \"$(pytest-infer path suites)\" ...")
+    p.add_argument("folder", choices=("suites", "slo"))
+    p.set_defaults(func=cmd_path)
     return parser
 
 
