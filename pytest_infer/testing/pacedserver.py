@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 MODEL = "paced-model"
+DONE = b"data: [DONE]\n\n"
 
 
 @dataclass(slots=True)
@@ -111,32 +112,46 @@ class PacedServer:
             data = f"data: {payload}\n\n".encode()
             return b"%x\r\n%s\r\n" % (len(data), data)
 
+        def token(finish: str | None) -> bytes:
+            choice = {"index": 0, "delta": {"content": "x"}} if chat else {"index": 0, "text": "x"}
+            return event(choice | {"finish_reason": finish})
+
         if chat and self.pacing.role_chunk:
             writer.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
             await writer.drain()
+        # Every output event is a timer callback writing pre-encoded bytes: a coroutine woken per
+        # token (asyncio.sleep) cost the server its schedule at 64+ streams on one core.
+        middle, final = token(None), token("length")
+        tail = event(None, {"usage": usage}) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(DONE), DONE)
+        loop = asyncio.get_running_loop()
+        to_loop_s = loop.time() - time.perf_counter_ns() / 1e9  # both CLOCK_MONOTONIC; offset once
         first = recv_ns + int(self.pacing.ttft_ms * 1e6)
         gap = int(self.pacing.itl_ms * 1e6)
-        for i in range(tokens):
-            due = first + i * gap
-            delay = (due - time.perf_counter_ns()) / 1e9
-            if delay > 0:
-                await asyncio.sleep(delay)
-            if writer.is_closing():  # the client went away (a cancelled cool-down request)
+        transport = writer.transport
+        finished = loop.create_future()
+
+        def write(i: int) -> None:
+            if transport.is_closing():  # the client went away (a cancelled cool-down request)
+                finished.set_result(None)
                 return
-            last = i == tokens - 1
-            choice = {"index": 0, "delta": {"content": "x"}} if chat else {"index": 0, "text": "x"}
-            choice["finish_reason"] = "length" if last else None
             now = time.perf_counter_ns()
-            writer.write(event(choice))
+            last = i == tokens - 1
+            transport.write(final if last else middle)
             record.write_ns.append(now)
-            record.lag_ns.append(now - due)
+            record.lag_ns.append(now - (first + i * gap))
             if i == 0:
                 record.first_content_ns = now
-        writer.write(event(None, {"usage": usage}))
-        data = b"data: [DONE]\n\n"
-        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
-        record.end_ns = time.perf_counter_ns()
-        await writer.drain()
+            if last:
+                transport.write(tail)
+                record.end_ns = time.perf_counter_ns()
+                finished.set_result(None)
+            else:
+                loop.call_at((first + (i + 1) * gap) / 1e9 + to_loop_s, write, i + 1)
+
+        loop.call_at(first / 1e9 + to_loop_s, write, 0)
+        await finished
+        if not transport.is_closing():
+            await writer.drain()
 
 
 def main(argv: list[str] | None = None) -> None:

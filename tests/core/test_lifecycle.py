@@ -81,21 +81,25 @@ def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_pa
     assert len(results["tests"]) == 6, "the controller merged both workers' results"
 
 
-@pytest.mark.parametrize("xdist", [False, True], ids=["plain", "xdist"])
-def test_sigint_leaves_no_server(pytester, fake_vllm, xdist):
-    pytester.makepyfile("import time\ndef test_slow(infer_client):\n    time.sleep(120)\n")
+@pytest.mark.parametrize(("xdist", "sig"), [(False, signal.SIGINT), (True, signal.SIGINT), (False, signal.SIGTERM)], ids=["plain", "xdist", "sigterm"])
+def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, xdist, sig):
+    pytester.makepyfile("import time\ndef test_fast(infer_client):\n    pass\ndef test_slow(infer_client):\n    time.sleep(120)\n")
     args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
     proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None)
     try:
         assert wait_for(lambda: launches(fake_vllm) and pid_alive(launches(fake_vllm)[0]), 30)
         time.sleep(1.5)  # let the test start
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     server = launches(fake_vllm)[0]
-    assert wait_for(lambda: not pid_alive(server), 5), "server outlived a Ctrl-C"
+    assert wait_for(lambda: not pid_alive(server), 5), f"server outlived {sig.name}"
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED
+    if not xdist:  # what ran before the interrupt is kept
+        results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+        assert [t["outcome"] for t in results["tests"] if "::test_fast" in t["nodeid"]] == ["passed"], results["tests"]
 
 
 def test_killed_xdist_worker_leaves_no_server_and_the_run_reports(pytester, fake_vllm):
