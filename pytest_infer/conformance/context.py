@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
 
@@ -199,6 +200,24 @@ class CheckContext:
         status = ex.sse.status if isinstance(ex, StreamExchange) else ex.status
         text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
         self.expect(status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex)
+
+    def expect_envelope(self, ex: Exchange | StreamExchange, problems_of: Callable[[Any], list[str]] | None = None, expected: str = "the error envelope") -> None:
+        """The error body is what the SDK turns into a message (``envelope_problems`` unless told otherwise)."""
+        if isinstance(ex, StreamExchange):  # an error answered to stream=true comes as a plain body
+            text = ex.sse.raw
+            try:
+                data = json.loads(text)
+            except ValueError:
+                data = None
+        else:
+            text, data = ex.text, ex.data
+        problems = (problems_of or envelope_problems)(data)
+        self.expect(not problems, expected, f"{'; '.join(problems)}: {text}", ex)
+
+    def expect_refused(self, ex: Exchange | StreamExchange, what: str) -> None:
+        """Bad input: a 4xx with the error envelope."""
+        self.expect_client_error(ex, what)
+        self.expect_envelope(ex)
 
     def expect_stream(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
         """A stream that must answer 200 with JSON chunks and no error event; returns the chunks.
