@@ -119,7 +119,12 @@ class ServerProcess:
                     # config, and the key must never reach the log file (or any tail of it).
                     stdout=subprocess.PIPE if self.secrets else log,
                     stderr=subprocess.STDOUT,
-                    start_new_session=True,  # own process group: teardown reaches every child
+                    # Own process group, so teardown reaches every child and a terminal's Ctrl-C
+                    # does not; but the same session. A new session is a new scheduler autogroup
+                    # on Linux, and against a server in its own autogroup the load client's
+                    # event loop stalled for 120-160 ms (p99) at one stream on 2 cores, which
+                    # made the SLO suite's measurements invalid (or its TTFTs wrong).
+                    process_group=0,
                 )
             except OSError as exc:
                 raise ServerStartError(f"could not run {self.spec.argv[0]!r}: {exc}") from exc

@@ -1,6 +1,7 @@
 """ServerProcess: readiness with liveness, fast failure with the log tail, whole-tree teardown."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -33,6 +34,17 @@ def test_ready_then_stopped(tmp_path):
         proc.stop()
     assert not proc.alive()
     assert "fakeserver ready" in proc.log_tail()
+
+
+def test_server_has_its_own_group_but_shares_the_session(tmp_path):
+    """Its own group: teardown by killpg, no terminal Ctrl-C. The same session: a new one is a new
+    scheduler autogroup on Linux, which stalled the load client's loop by 120+ ms on 2 cores."""
+    proc = started(tmp_path)
+    try:
+        assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+        assert os.getsid(proc.pid) == os.getsid(0)
+    finally:
+        proc.stop()
 
 
 def test_exit_during_start_fails_fast_with_log_tail(tmp_path):
