@@ -85,7 +85,10 @@ def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_pa
 def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, xdist, sig):
     pytester.makepyfile("import time\ndef test_fast(infer_client):\n    pass\ndef test_slow(infer_client):\n    time.sleep(120)\n")
     args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
-    proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None)
+    # A terminal's Ctrl-C reaches a process that handles SIGINT; a shell that starts a job in the
+    # background (nohup cmd &, as CI runners may) makes it ignore SIGINT, and Python keeps that.
+    restore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sig == signal.SIGINT else None
+    proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None, preexec_fn=restore_sigint)
     try:
         assert wait_for(lambda: launches(fake_vllm) and pid_alive(launches(fake_vllm)[0]), 30)
         time.sleep(1.5)  # let the test start
