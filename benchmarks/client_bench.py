@@ -45,6 +45,20 @@ VLLM_BENCH = (
 )
 
 
+def vllm_bench_argv(
+    python: str, *, backend: str, base_url: str, endpoint: str, model: str, tokenizer: str, input_tokens: int, output_tokens: int,
+    prompts: int, streams: int, result_dir: str, metrics: str, extra: list[str] | tuple[str, ...] = (),
+) -> list[str]:
+    """``vllm bench serve`` on random prompts, closed loop at ``streams``, its result in ``result_dir/out.json``."""
+    return [
+        python, "-c", VLLM_BENCH, "--backend", backend, "--base-url", base_url, "--endpoint", endpoint,
+        "--model", model, "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", str(input_tokens),
+        "--random-output-len", str(output_tokens), "--ignore-eos", "--num-prompts", str(prompts), "--max-concurrency", str(streams),
+        "--request-rate", "inf", "--num-warmups", str(streams), "--save-result", "--result-dir", result_dir,
+        "--result-filename", "out.json", "--disable-tqdm", "--percentile-metrics", metrics, "--metric-percentiles", "50,99", *extra,
+    ]  # fmt: skip
+
+
 def median(values) -> float | None:
     values = list(values)
     return statistics.median(values) if values else None
@@ -94,13 +108,10 @@ def run_ours(url: str, streams: int, tokens: int, rounds: int) -> dict:
 def run_vllm(url: str, streams: int, tokens: int, rounds: int, python: str, tokenizer: str) -> dict:
     httpx.post(f"{url}/reset", timeout=10)
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [
-            python, "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", url, "--endpoint", "/v1/completions",
-            "--model", "paced-model", "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "32",
-            "--random-output-len", str(tokens), "--ignore-eos", "--num-prompts", str(streams * rounds), "--max-concurrency", str(streams),
-            "--request-rate", "inf", "--num-warmups", str(streams), "--save-result", "--save-detailed", "--result-dir", tmp,
-            "--result-filename", "out.json", "--disable-tqdm", "--percentile-metrics", "ttft,itl,e2el", "--metric-percentiles", "50,99",
-        ]
+        argv = vllm_bench_argv(
+            python, backend="vllm", base_url=url, endpoint="/v1/completions", model="paced-model", tokenizer=tokenizer, input_tokens=32,
+            output_tokens=tokens, prompts=streams * rounds, streams=streams, result_dir=tmp, metrics="ttft,itl,e2el", extra=["--save-detailed"],
+        )
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"})
         out = Path(tmp) / "out.json"
         if proc.returncode != 0 or not out.exists():

@@ -206,7 +206,7 @@ class CheckContext:
         if isinstance(ex, StreamExchange):  # an error answered to stream=true comes as a plain body
             text = ex.sse.raw
             try:
-                data = json.loads(text)
+                data = ex.sse.json()
             except ValueError:
                 data = None
         else:

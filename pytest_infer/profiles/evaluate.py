@@ -140,7 +140,7 @@ def evaluate_point(
         "peak_gpu_memory_gb": [round(max(col) / 2**30, 3) for col in zip(*gpus)] if gpus else None,
     }
     invalid = validity(
-        summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules or ValidityRules()
+        summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules
     )
     verdict = judge(summary, point.thresholds, resources, invalid)
     confidence: dict[str, str] = {}
