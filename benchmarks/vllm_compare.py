@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from client_bench import VLLM_BENCH
+from client_bench import vllm_bench_argv
 
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, calibrate
@@ -59,17 +59,13 @@ def ours(args, calibration: Calibration, streams: int) -> dict:
 
 
 def vllm_argv(args, tokenizer: str, streams: int, result_dir: str) -> list[str]:
-    return [
-        args.vllm_python, "-c", VLLM_BENCH, "--backend", "openai-chat", "--base-url", args.base_url, "--endpoint", "/v1/chat/completions",
-        "--model", args.model, "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", str(args.input_tokens),
-        "--random-output-len", str(args.output_tokens), "--ignore-eos", "--num-prompts", str(args.requests),
-        "--max-concurrency", str(streams), "--request-rate", "inf", "--num-warmups", str(streams),
-        "--save-result", "--result-dir", result_dir, "--result-filename", "out.json", "--disable-tqdm",
-        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
-        # the same requests as ours: greedy (vllm bench serve no longer defaults to temperature 0,
-        # and sampling at 1.0 cost the tiny model's server 10% of its throughput) and the same extras
-        "--temperature", "0", *(["--extra-body", json.dumps({"return_token_ids": True})] if args.token_ids else []),
-    ]  # fmt: skip
+    # the same requests as ours: greedy (vllm bench serve no longer defaults to temperature 0) and the same extras
+    same_requests = ["--temperature", "0", *(["--extra-body", json.dumps({"return_token_ids": True})] if args.token_ids else [])]
+    return vllm_bench_argv(
+        args.vllm_python, backend="openai-chat", base_url=args.base_url, endpoint="/v1/chat/completions", model=args.model, tokenizer=tokenizer,
+        input_tokens=args.input_tokens, output_tokens=args.output_tokens, prompts=args.requests, streams=streams, result_dir=result_dir,
+        metrics="ttft,tpot,itl,e2el", extra=same_requests,
+    )
 
 
 def together(args, tokenizer: str, calibration: Calibration) -> tuple[dict, dict]:
@@ -109,9 +105,10 @@ def table(runs: dict[str, list[dict]]) -> str:
         return f"{statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f})" if vals else ""
 
     for key in KEYS:
-        pairs = [(v[key], o[key]) for v, o in zip(runs["vllm"], runs["ours"]) if isinstance(v.get(key), (int, float))]
+        pairs = [(v[key], o[key]) for v, o in zip(runs["vllm"], runs["ours"]) if all(isinstance(r.get(key), (int, float)) for r in (v, o))]
         diff = f"{statistics.median((o - v) / v for v, o in pairs):+.1%}" if pairs else ""
-        lines.append(f"| {key} | {cell([v for v, _ in pairs])} | {cell([r[key] for r in runs['ours']])} | {diff} |")
+        theirs, ours = ([r[key] for r in runs[name] if isinstance(r.get(key), (int, float))] for name in ("vllm", "ours"))  # a refused percentile is a string
+        lines.append(f"| {key} | {cell(theirs)} | {cell(ours)} | {diff} |")
     # vLLM's chat TTFT ends at the role-only chunk, which is our TTFB: the comparable pair
     pairs = [(v["ttft_p50_ms"], o["ttfb_p50_ms"]) for v, o in zip(runs["vllm"], runs["ours"])]
     lines.append(
