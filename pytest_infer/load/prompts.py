@@ -19,14 +19,18 @@ import httpx
 
 from .client import CHAT_PATH, COMPLETIONS_PATH
 
-WORDS = (
-    "time year people way day man thing woman life child world school state family student group country problem "
-    "hand part place case week company system program question work government number night point home water room "
-    "mother area money story fact month lot right study book eye job word business issue side kind head house service "
-    "friend father power hour game line end member law car city community name president team minute idea kid body "
-    "information back parent face others level office door health person art war history party result change morning "
-    "reason research girl guy moment air teacher force education river stone garden window music paper light market"
-).split()
+WORDS = [
+    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world", "school", "state",
+    "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week", "company",
+    "system", "program", "question", "work", "government", "number", "night", "point", "home", "water", "room",
+    "mother", "area", "money", "story", "fact", "month", "lot", "right", "study", "book", "eye", "job", "word",
+    "business", "issue", "side", "kind", "head", "house", "service", "friend", "father", "power", "hour", "game",
+    "line", "end", "member", "law", "car", "city", "community", "name", "president", "team", "minute", "idea",
+    "kid", "body", "information", "back", "parent", "face", "others", "level", "office", "door", "health", "person",
+    "art", "war", "history", "party", "result", "change", "morning", "reason", "research", "girl", "guy", "moment",
+    "air", "teacher", "force", "education", "river", "stone", "garden", "window", "music", "paper", "light",
+    "market",
+]
 # frameworks whose OpenAI server accepts ``ignore_eos`` (transformers serve rejects unknown fields)
 IGNORE_EOS_FRAMEWORKS = frozenset({"vllm", "sglang", "lmdeploy", "trtllm"})
 # request fields that make a framework's per-chunk token counts exact (vLLM: token ids in every chunk;
