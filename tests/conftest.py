@@ -9,6 +9,7 @@ already running: PYTEST_INFER_TEST_ENDPOINTS="vllm-0.32=http://127.0.0.1:18000,t
 from __future__ import annotations
 
 import os
+import sys
 
 # In-process pytester runs drop the modules first imported during the run: httpx imports
 # httpcore lazily (its error map then misses the re-imported classes), and numpy cannot be
@@ -26,6 +27,9 @@ from pytest_infer.paths import cache_dir, engines_dir
 from pytest_infer.server.pool import ServerInfo, ServerPool
 from pytest_infer.targets import Target
 
+# The tests run inside the environment set-up made: its console scripts (pytest-infer,
+# actionlint, shellcheck, pytest-benchmark) come first on PATH, as after `activate`.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
 # pytester moves HOME; pin the caches so inner runs find the engines and the built tiny model.
 os.environ.setdefault("PYTEST_INFER_CACHE", str(cache_dir()))
 os.environ.setdefault("PYTEST_INFER_ENGINES", str(engines_dir()))
