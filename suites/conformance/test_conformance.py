@@ -27,18 +27,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("check_id", params)
 
 
-def test_check(check_id: str, conformance_ctx: conformance.CheckContext, conformance_expectations: conformance.Expectations, request: pytest.FixtureRequest) -> None:
+def test_check(check_id: str, conformance_ctx: conformance.CheckContext, conformance_expectations: conformance.Expectations, request: pytest.FixtureRequest, infer_record) -> None:
     ctx = conformance_ctx
     known = conformance_expectations.deviation(check_id, ctx.framework, ctx.version)
     if known is not None:
         request.applymarker(pytest.mark.xfail(reason=f"known deviation: {known.describe()}", strict=False))
     check = conformance.REGISTRY[check_id]
-    request.node.user_properties.append(("infer_severity", check.severity))
+    infer_record("infer_severity", check.severity)
     failure = None
     try:
         conformance.run(check_id, ctx)
     except conformance.CheckFailure as exc:
         failure = exc
     if failure is not None:  # outside the except block, so the report shows the failure alone
-        request.node.user_properties.append(("infer_reproducer", failure.curl))
+        infer_record("infer_reproducer", failure.curl)
         pytest.fail(str(failure), pytrace=False)

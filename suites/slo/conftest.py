@@ -78,7 +78,7 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 
 
 @pytest.fixture
-def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, live_server, infer_session, infer_target) -> PointResult:
+def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, live_server, infer_session, infer_target, infer_record) -> PointResult:
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
     point = next(p for p in slo_profile.load_points(infer_target.model, live_server.framework) if p.id == slo_point_id)
     if infer_session.options.slo_repeat:
@@ -107,10 +107,10 @@ def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: P
         )
     )
     figures = result.figures()
-    request.node.user_properties.append(("slo_verdict", result.verdict.status))
+    infer_record("slo_verdict", result.verdict.status)
     for key in ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "attainment", "peak_rss_gb"):
         if key in figures:
-            request.node.user_properties.append((f"slo_{key}", figures[key]))
+            infer_record(f"slo_{key}", figures[key])
     request.node.add_report_section("setup", "slo figures", result.table())
     if result.verdict.status == "invalid":
         pytest.fail(f"measurement invalid: {'; '.join(result.verdict.invalid)}\n{result.table()}", pytrace=False)

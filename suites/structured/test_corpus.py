@@ -11,13 +11,13 @@ pytestmark = pytest.mark.structured
 
 
 @pytest.mark.parametrize("case_name", list(CORPUS))
-def test_known_bug_class(case_name, request_path, structured_runner, structured_record, record_property):
+def test_known_bug_class(case_name, request_path, structured_runner, structured_record, infer_record):
     case = CORPUS[case_name]
     result = run_case(structured_runner, request_path, case.schema, case.instance)
     for attempt in result.attempts:
         structured_record(attempt)
     if result.failures:
-        record_property("infer_reproducer", result.failures[0].curl)
+        infer_record("infer_reproducer", result.failures[0].curl)
         head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds broke the schema ({case.bug})"
         pytest.fail(head + "\n" + "\n\n".join(a.describe() for a in result.failures), pytrace=False)
     if result.all_rejected:
@@ -26,9 +26,9 @@ def test_known_bug_class(case_name, request_path, structured_runner, structured_
         raise Inconclusive(f"every seed ran into the token limit ({result.attempts[0].body['max_tokens']} tokens)")
 
 
-def test_invalid_schema_is_rejected(request_path, structured_runner, record_property):
+def test_invalid_schema_is_rejected(request_path, structured_runner, infer_record):
     """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200."""
     attempt = structured_runner.run(INVALID_SCHEMA, request_path, 64, fresh=True)
     if (problem := refusal_problem(attempt)) is not None:
-        record_property("infer_reproducer", attempt.curl)
+        infer_record("infer_reproducer", attempt.curl)
         pytest.fail(f"{problem}\n{attempt.describe()}", pytrace=False)

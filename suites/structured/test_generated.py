@@ -18,7 +18,7 @@ pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, infer_session, record_property
+    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, infer_session, infer_record
 ):
     stored = structured_store.for_path(request_path.name)
     still_failing = []
@@ -44,10 +44,10 @@ def test_generated_schemas(
     summary = f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): " + ", ".join(
         f"{k} {v}" for k, v in counts.most_common()
     )
-    record_property("infer_structured_summary", summary)
+    infer_record("infer_structured_summary", summary)
     shown = [f.shown for f in report.findings] + still_failing
     if shown:
-        record_property("infer_reproducer", shown[0].curl)
+        infer_record("infer_reproducer", shown[0].curl)
     problems = [f.describe() for f in report.findings]
     problems += [f"stored reproducer still fails: {a.describe()}" for a in still_failing]
     if report.stopped:

@@ -17,22 +17,22 @@ REFUSABLE = [name for name, (kind, _) in BAD_SCHEMAS.items() if kind in ("malfor
 
 
 @pytest.mark.parametrize("name", list(BAD_SCHEMAS))
-def test_server_survives(name, structured_runner, record_property):
+def test_server_survives(name, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
     survival = survive(structured_runner, RESPONSE_FORMAT, schema)
     if not survival.healthy:
-        record_property("infer_reproducer", survival.attempt.curl)
+        infer_record("infer_reproducer", survival.attempt.curl)
         pytest.fail(f"the server did not survive {kind} schema {name!r}: {survival.why}\n{survival.attempt.describe()}", pytrace=False)
     answer = survival.attempt.verdict
     if kind in ("huge", "deep") and answer.outcome.failed:
-        record_property("infer_reproducer", survival.attempt.curl)
+        infer_record("infer_reproducer", survival.attempt.curl)
         pytest.fail(f"{kind} schema {name!r} survived, but its answer is {answer.signature}\n{survival.attempt.describe()}", pytrace=False)
 
 
 @pytest.mark.parametrize("name", REFUSABLE)
-def test_bad_schema_is_refused(name, request_path, structured_runner, record_property):
+def test_bad_schema_is_refused(name, request_path, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
     attempt = structured_runner.run(schema, request_path, 64, fresh=True)
     if (problem := refusal_problem(attempt)) is not None:
-        record_property("infer_reproducer", attempt.curl)
+        infer_record("infer_reproducer", attempt.curl)
         pytest.fail(f"{kind} schema {name!r}: {problem}\n{attempt.describe()}", pytrace=False)
