@@ -9,8 +9,9 @@ from .base import Version
 
 # (path, JSON key, framework it betrays)
 _VERSION_ROUTES = (
-    ("/version", "version", None),  # vLLM, also SGLang
-    ("/get_server_info", "version", "sglang"),
+    ("/version", "version", None),  # vLLM (SGLang 0.5.23 has no /version)
+    ("/server_info", "version", "sglang"),  # SGLang (0.5.23 also answers the older name)
+    ("/get_server_info", "version", "sglang"),  # older SGLang
     ("/info", "version", "tgi"),
 )
 _OWNERS = {"vllm": "vllm", "sglang": "sglang", "lmdeploy": "lmdeploy", "tensorrt_llm": "trtllm", "huggingface": "transformers"}

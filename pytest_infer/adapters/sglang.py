@@ -1,7 +1,45 @@
-"""SGLang: ``python -m sglang.launch_server`` (GPU only)."""
+"""SGLang: ``python -m sglang.launch_server`` (GPU builds, and SGLang's CPU engine for ``tiny``).
+
+On a CPU-only machine (``tiny``) it runs SGLang's torch-native CPU path, set up as in
+``../shared/engines/sglang-cpu/README.md`` by ``scripts/install-engines.sh sglang``.
+"""
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of
+
+# The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
+# CPU, a KV pool sized for 2 cores and 24 GiB (the default asks for most of the memory),
+# and the float32 checkpoint kept in float32 (``--dtype auto`` runs it in float16).
+CPU_TINY_ARGS = ("--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "float32")
+CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+_key_files: dict[str, Path] = {}
+
+
+def api_key_config(api_key: str) -> Path:
+    """A private YAML file for SGLang's ``--config`` that holds the API key.
+
+    SGLang (0.5.23) reads its key only from ``--api-key`` or from a ``--config`` YAML file
+    (``api-key: KEY``, merged into its arguments in-process); no environment variable.
+    argv is logged and visible in ``ps``, so the key goes into a 0600 file in a 0700
+    folder, removed when this process exits. SGLang reads it once, at start.
+    """
+    if api_key not in _key_files:
+        folder = Path(tempfile.mkdtemp(prefix="pytest-infer-sglang-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = folder / "api-key.yaml"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f"api-key: {json.dumps(api_key)}\n")  # a JSON string is a YAML double-quoted scalar
+        _key_files[api_key] = path
+    return _key_files[api_key]
 
 
 class SGLangAdapter(PythonModuleAdapter):
@@ -18,7 +56,13 @@ class SGLangAdapter(PythonModuleAdapter):
             "--served-model-name", request.served_model_name,
             "--host", request.host,
             "--port", str(request.port),
+            "--enable-metrics",  # /metrics answers only with it
         ]  # fmt: skip
+        env: dict[str, str] = {}
+        if request.on_cpu_tiny:
+            argv += CPU_TINY_ARGS
+            env.update(CPU_TINY_ENV)
         if request.api_key:
-            argv += ["--api-key", request.api_key]
-        return LaunchSpec(argv=argv + list(request.extra_args), ready_paths=("/health", "/v1/models"))
+            # never on argv: argv is logged and visible in ps (SGLang has no key variable)
+            argv += ["--config", str(api_key_config(request.api_key))]
+        return LaunchSpec(argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"))

@@ -1,11 +1,13 @@
 """Each adapter's exact command line and environment, and version detection per adapter."""
 from __future__ import annotations
 
+import stat
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest, Version, probe_python_version
@@ -46,14 +48,37 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
     assert "sk-secret" not in " ".join(spec.argv)
 
 
-def test_sglang_argv():
-    spec = registry.get("sglang").launch(request(api_key="k"))
+def test_sglang_argv_gpu():
+    spec = registry.get("sglang").launch(request(extra_args=("--tp", "2")))
     assert spec.argv == [
         "/opt/env/bin/python", "-m", "sglang.launch_server",
         "--model-path", "org/model-7b", "--served-model-name", "org/model-7b",
-        "--host", "127.0.0.1", "--port", "8123", "--api-key", "k",
+        "--host", "127.0.0.1", "--port", "8123", "--enable-metrics", "--tp", "2",
     ]  # fmt: skip
+    assert spec.env == {}
     assert spec.ready_paths == ("/health", "/v1/models")
+
+
+def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32():
+    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
+    assert spec.argv[3:] == [
+        "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
+        "--enable-metrics", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
+        "--dtype", "float32",
+    ]  # fmt: skip
+    assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
+    key = 'sk-"secret": #1'
+    spec = registry.get("sglang").launch(request(api_key=key, on_cpu_tiny=True))
+    assert not any("secret" in arg for arg in spec.argv) and not any("secret" in v for v in spec.env.values())
+    config = Path(spec.argv[spec.argv.index("--config") + 1])
+    assert config.suffix == ".yaml"  # SGLang refuses other suffixes
+    assert yaml.safe_load(config.read_text()) == {"api-key": key}  # the flag's spelling: SGLang appends --KEY as written
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600 and stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+    again = registry.get("sglang").launch(request(api_key=key, port=9000))
+    assert again.argv[again.argv.index("--config") + 1] == str(config)  # one file per key
 
 
 def test_lmdeploy_argv(tmp_path):
@@ -103,7 +128,7 @@ def test_transformers_argv_cpu_tiny():
     [
         ("vllm", "vllm", "vllm-cpu", "0.32.0"),
         ("vllm", "vllm", "vllm", "0.11.2"),
-        ("sglang", "sglang", "sglang", "0.5.3"),
+        ("sglang", "sglang", "sglang", "0.5.23"),
         ("lmdeploy", "lmdeploy", "lmdeploy", "0.10.1"),
         ("trtllm", "tensorrt_llm", "tensorrt-llm", "1.2.0"),
         ("transformers", "transformers", "transformers", "5.24.0"),
@@ -159,3 +184,26 @@ def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
     assert framework == "sglang"
     assert version.source == "Server: fakeserver/1.0 Python/" + sys.version.split()[0]
     assert version.version == "1.0"
+
+
+@pytest.mark.parametrize(("route", "other"), [("/server_info", "/get_server_info"), ("/get_server_info", None)])
+def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_route(route, other):
+    """SGLang 0.5.23 has no /version; /server_info is asked first, /get_server_info for older servers."""
+    info = {"version": "0.5.23", "device": "cpu"}
+
+    def sglang(path, body):
+        if path == "/version":
+            return 404, {"detail": "Not Found"}
+        if path == route:
+            return 200, info
+        if path == other:
+            return 200, {"version": "0.0.0-wrong-route"}
+        return None
+
+    with FakeServer(Deviation(request=sglang)) as server, httpx.Client(base_url=server.base_url) as client:
+        framework, version, _ = detect_endpoint(client)
+        asked = [path for method, path, _ in server.requests if method == "GET"]
+    assert (framework, version.version, version.source) == ("sglang", "0.5.23", f"GET {route}")
+    assert asked.index(route) > asked.index("/version")
+    if route == "/get_server_info":
+        assert asked.index("/server_info") < asked.index("/get_server_info")
