@@ -88,7 +88,9 @@ def test_version_ranges_decide_what_applies() -> None:
     assert expectations.deviation("errors.envelope", "vllm", "0.32.0") is None
     assert expectations.deviation("errors.envelope", "vllm", "0.9.2") is not None
     assert expectations.deviation("errors.envelope", "vllm", None) is not None  # unknown version: the framework is known to deviate
-    assert expectations.deviation("errors.envelope-types", "sglang", "0.32.0") is None
+    assert expectations.deviation("errors.envelope-types", "lmdeploy", "0.32.0") is None  # another framework's entry
+    assert expectations.deviation("errors.envelope", "sglang", "0.5.23") is not None
+    assert expectations.deviation("errors.envelope", "sglang", "0.5.15") is None
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32():
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
         "--enable-metrics", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
-        "--dtype", "float32",
+        "--dtype", "float32", "--sleep-on-idle",
     ]  # fmt: skip
     assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
 
