@@ -102,9 +102,38 @@ def infer_session(pytestconfig: pytest.Config) -> InferSession:
 def infer_server(infer_target: Target, infer_session: InferSession) -> ServerInfo:
     """The running server for this target, started once per session."""
     info = infer_session.server(infer_target.id)
-    if info.error:
+    if info.error:  # pytest_runtest_setup has reported it; a session fixture's failure is cached
         pytest.fail(f"{infer_target.id}: {info.error}", pytrace=False)
     return info
+
+
+def _target_of(item: pytest.Item) -> Target | None:
+    target = getattr(item, "callspec", None) and item.callspec.params.get("infer_target")
+    return target if isinstance(target, Target) else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Start the item's server before its fixtures, so a start failure is met here, once per target."""
+    target = _target_of(item)
+    if target is not None:
+        session = item.config.stash[session_key]
+        info = session.server(target.id)
+        if info.error:
+            _target_failed(target.id, info.error, session)
+
+
+def _target_failed(target_id: str, error: str, session: InferSession) -> None:
+    """A target that could not start fails once, with the reason and the log lines; its other
+    tests are reported as not run for that reason, never as verdicts on the server."""
+    if target_id not in session.failed_targets:
+        session.failed_targets.add(target_id)
+        pytest.fail(f"{target_id}: {error}", pytrace=False)
+    raise NotRun(f"not run: {target_id} did not start ({error.splitlines()[0][:200]})")
+
+
+class NotRun(pytest.skip.Exception):
+    """A skip that the results record as ``not_run``: the test's target never became ready."""
 
 
 @pytest.fixture
@@ -170,8 +199,8 @@ async def async_openai_client(live_server: ServerInfo, infer_session: InferSessi
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
-    target: Target | None = getattr(item, "callspec", None) and item.callspec.params.get("infer_target")
-    if not isinstance(target, Target):
+    target = _target_of(item)
+    if target is None:
         return
     session = item.config.stash[session_key]
     info = session.pool.infos.get(target.id)
@@ -190,16 +219,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         state = "alive" if info.alive() else "DEAD"
         report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
     if call.when == "call" or (call.when == "setup" and not report.passed):
-        _record(session, item, report, target, unsupported=call.excinfo is not None and call.excinfo.errisinstance(Unsupported))
+        excinfo = call.excinfo
+        _record(
+            session, item, report, target,
+            unsupported=excinfo is not None and excinfo.errisinstance(Unsupported),
+            not_run=excinfo is not None and excinfo.errisinstance(NotRun),
+        )  # fmt: skip
 
 
-def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, unsupported: bool = False) -> None:
+def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, unsupported: bool = False, not_run: bool = False) -> None:
     check = item.get_closest_marker("infer_check")
     suite = next((m for m in ("conformance", "structured", "slo", "robustness") if item.get_closest_marker(m)), None)
     if hasattr(report, "wasxfail"):
         outcome = "xfail" if report.skipped else "fixed"
     elif unsupported:
         outcome = "unsupported"
+    elif not_run:
+        outcome = "not_run"
     elif report.skipped:
         outcome = "skipped"
     elif report.failed:

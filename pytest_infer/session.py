@@ -25,6 +25,7 @@ class InferSession:
     pool: ServerPool
     results: SessionResults = field(default_factory=SessionResults)
     is_worker: bool = False
+    failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
     written: Any = None  # reporting.outputs.Written, once the controller has written the reports
 
     @classmethod

@@ -17,7 +17,7 @@ from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_po
 from .rules import Rule, higher_is_better, rule_for
 from .stats import ALPHA, significance
 
-BAD_OUTCOMES = frozenset({"failed", "error"})
+BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 # Keyword classes that are wrong answers (docs: structured-output): worse than a clean refusal or a truncation.
 WRONG_KEYWORD = frozenset({"invalid", "error"})
 KINDS = ("regression", "improvement", "noise", "change")

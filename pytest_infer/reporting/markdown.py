@@ -8,7 +8,7 @@ from ..results.model import SessionResults
 from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
 from .terminal import SYMBOLS, headline
 
-ICONS = {"passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED", "skipped": "⏭ skip"}
+ICONS = {"passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED", "not_run": "⛔ not run", "skipped": "⏭ skip"}
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..results.model import SessionResults
 from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
 
-SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "skipped": "skip"}
+SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "skipped": "skip"}
 HEADLINE_METRICS = ("ttft_p50", "ttft_p99", "tpot_p99", "itl_p99", "e2e_p99", "output_tps", "output_tokens_per_s", "goodput")
 MAX_ROW = 60
 

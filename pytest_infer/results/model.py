@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
-OUTCOMES = ("passed", "failed", "unsupported", "xfail", "fixed", "error", "skipped")
+OUTCOMES = ("passed", "failed", "unsupported", "xfail", "fixed", "error", "not_run", "skipped")
 
 
 class ResultsFileError(ValueError):

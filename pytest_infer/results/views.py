@@ -16,7 +16,7 @@ from typing import Any
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
-OUTCOME_SEVERITY = ("error", "failed", "fixed", "unsupported", "xfail", "skipped", "passed")
+OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "skipped", "passed")
 # Structured-output outcome classes (docs: structured-output), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
 SLO_RESERVED = frozenset({"target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",

@@ -8,11 +8,11 @@ to connect to; workers never launch anything.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
-import psutil
 
 from ..adapters import registry
 from ..adapters.base import LaunchRequest, Version
@@ -20,7 +20,7 @@ from ..adapters.external import detect_endpoint
 from ..models.tiny import TINY, tiny_model_dir
 from ..options import InferOptions
 from ..targets import Target
-from .process import ServerProcess, ServerStartError, free_port, tail
+from .process import ServerProcess, ServerStartError, free_port, running, tail
 
 
 @dataclass(slots=True)
@@ -48,18 +48,33 @@ class ServerInfo:
     def version_text(self) -> str:
         return str(Version(self.version, commit=self.commit))
 
-    def alive(self) -> bool:
-        """For launched servers: is the process still there (works from any process on the host)?"""
+    def alive(self, settle: float = 5.0) -> bool:
+        """For launched servers: is the process still there and answering (from any process on the host)?
+
+        A dying server drops its connections before it is gone, and while it exits its port may
+        still accept connections that nobody will answer: a client can see the connection drop
+        while the process still looks alive. So a running process must also answer HTTP (any
+        status); one that does not is given up to ``settle`` seconds to finish exiting.
+        """
         if self.pid is None:
             return True
-        try:
-            proc = psutil.Process(self.pid)
-            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
+        deadline = time.monotonic() + settle
+        while running(self.pid):
+            if _answers(self.base_url) or time.monotonic() > deadline:
+                return True
+            time.sleep(0.05)
+        return False
 
     def log_tail(self, lines: int = 40) -> str:
         return tail(Path(self.log_path), lines) if self.log_path else ""
+
+
+def _answers(base_url: str) -> bool:
+    try:
+        httpx.get(f"{base_url}/v1/models", timeout=2.0)
+        return True
+    except httpx.HTTPError:
+        return False
 
 
 def _url(host: str, port: int) -> str:

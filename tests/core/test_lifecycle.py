@@ -3,6 +3,7 @@ stop on every kind of ending, fail fast and clearly when the server breaks."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from pathlib import Path
@@ -123,17 +124,37 @@ def test_killed_xdist_worker_leaves_no_server_and_the_run_reports(pytester, fake
 def test_server_exiting_at_start_fails_the_run_fast_with_its_log(pytester, tmp_path):
     env = make_fake_env(tmp_path / "broken-vllm", server_args="--exit-at-start 3")
     pytester.makepyfile("def test_a(infer_client):\n    pass\ndef test_b(infer_client):\n    pass\n")
-    t0 = time.monotonic()
     result = pytester.runpytest_subprocess(*infer_args(env))
-    assert time.monotonic() - t0 < 10
+    # The inner session's own time: a start failure is met fast, however long the interpreter took to start.
+    (seconds,) = re.findall(r" in ([0-9.]+)s", result.stdout.lines[-1])
+    assert float(seconds) < 10
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(errors=1, skipped=1)  # the start failure once; the other test not run
     result.stdout.fnmatch_lines(["*server exited with code 3 during start-up; last lines of *vllm.log:*", "*RuntimeError: simulated start-up crash*"])
     assert len(launches(env)) == 1, "a failed start is not retried for every test"
+    outcomes = [t["outcome"] for t in json.loads((pytester.path / "infer-report" / "results.json").read_text())["tests"]]
+    assert outcomes == ["error", "not_run"]
+
+
+def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_start(pytester, tmp_path):
+    """Ready means able to generate: /health and /v1/models answering is not enough."""
+    env = make_fake_env(tmp_path / "dead-core-vllm", server_args="--fault cannot-generate")
+    pytester.makepyfile("".join(f"def test_{i}(infer_client):\n    assert infer_client.chat('hi').status_code == 200\n" for i in range(4)))
+    result = pytester.runpytest_subprocess(*infer_args(env), "-rs")
+    result.assert_outcomes(errors=1, skipped=3)
+    result.stdout.fnmatch_lines([
+        "*vllm: the server answers its routes but cannot generate: POST /v1/chat/completions -> HTTP 500 *EngineCore encountered an issue*",
+        "*last lines of *vllm.log:*",
+        "*not run: vllm did not start (the server answers its routes but cannot generate*",
+    ])  # fmt: skip
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert [t["outcome"] for t in results["tests"]] == ["error", "not_run", "not_run", "not_run"]
+    assert "cannot generate" in results["targets"]["vllm"]["error"]
+    assert not pid_alive(launches(env)[0]), "the server that cannot generate is stopped at once"
 
 
 def test_server_dying_mid_session_fails_the_tests_that_meet_it(pytester, tmp_path):
-    env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-1")
+    env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-2")
     pytester.makepyfile(
         "import httpx, pytest\n"
         "def test_1_ok(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n"

@@ -117,10 +117,10 @@ def test_watchdog_stops_the_server_when_its_owner_is_killed(tmp_path):
         stdout=subprocess.PIPE,
         text=True,
     )
-    server_pid = int(owner.stdout.readline())
-    assert pid_alive(server_pid)
-    owner.kill()
-    owner.wait()
+    with owner:
+        server_pid = int(owner.stdout.readline())
+        assert pid_alive(server_pid)
+        owner.kill()
     deadline = time.monotonic() + 15
     while pid_alive(server_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
