@@ -1,12 +1,16 @@
 """The CI workflows and the gate script pass their linters (actionlint, shellcheck), which do catch mistakes."""
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from pytest_infer.testing.fakeserver import FakeServer
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -45,10 +49,44 @@ def test_shellcheck_passes_on_the_gate_script():
 
 def test_the_cpu_workflow_runs_the_gate_script_per_engine_then_gates():
     flow = yaml.safe_load((ROOT / ".github/workflows/cpu-gate.yml").read_text())
-    assert flow["jobs"]["suites"]["strategy"]["matrix"]["engine"] == ["vllm-0.31.0", "vllm-0.32.0", "transformers"]
+    assert flow["jobs"]["suites"]["strategy"]["matrix"]["engine"] == ["vllm-0.31.0", "vllm-0.32.0", "transformers", "sglang"]
     runs = [s.get("run", "") for job in flow["jobs"].values() for s in job["steps"]]
     assert any("scripts/upgrade-gate.sh run" in r for r in runs) and any("scripts/upgrade-gate.sh gate" in r for r in runs)
     assert flow["jobs"]["gate"]["needs"] == "suites"
+
+
+def test_the_cpu_workflow_installs_from_public_indexes_and_runs_the_readme_test_command():
+    """On a GitHub-hosted runner: no file that exists only on this machine, CPU torch from PyTorch's index."""
+    text = (ROOT / ".github/workflows/cpu-gate.yml").read_text()
+    flow = yaml.safe_load(text)
+    assert "/opt/" not in text and "shared/" not in text and "/work/" not in text
+    assert flow["env"]["PYTEST_INFER_TORCH_INDEX"] == "https://download.pytorch.org/whl/cpu"
+    readme = (ROOT / "README.md").read_text()
+    test_command = re.search(r"run the plugin's own tests.*?`([^`]+)`", readme).group(1)
+    steps = [s.get("run", "") for s in flow["jobs"]["tests"]["steps"]]
+    assert "scripts/setup.sh" in steps and any(r.startswith(test_command) for r in steps), steps
+
+
+def test_the_gpu_template_installs_nvml_for_gpu_memory_limits():
+    runs = [s.get("run", "") for s in yaml.safe_load((ROOT / ".github/workflows/gpu-gate.yml").read_text())["jobs"]["suites"]["steps"]]
+    assert any('pip install -e ".[gpu]"' in r for r in runs)
+
+
+@pytest.mark.parametrize(("suite", "pytest_args", "code", "said"), [
+    ("test_fails.py", "", 0, "pytest exited 1 (failures are listed in the matrix)"),
+    ("test_fails.py", "--no-such-option", 1, "BROKEN: pytest exited 4"),
+    ("no_such_folder", "", 1, "BROKEN"),
+])  # fmt: skip
+def test_a_gate_leg_that_breaks_fails_and_failing_checks_do_not(tmp_path: Path, suite: str, pytest_args: str, code: int, said: str):
+    (tmp_path / "test_fails.py").write_text("def test_a(infer_client):\n    assert False\n")
+    env = {**os.environ, "TRANSFORMERS_ENDPOINT": "", "GATE_SUITES": str(tmp_path / suite), "GATE_PYTEST_ARGS": pytest_args,
+           "GATE_TRANSFORMERS_ARGS": "-q", "PYTEST_ADDOPTS": "-o asyncio_default_fixture_loop_scope=function"}
+    with FakeServer() as srv:
+        env["TRANSFORMERS_ENDPOINT"] = srv.base_url
+        run = subprocess.run(["bash", "scripts/upgrade-gate.sh", "run", "transformers", str(tmp_path / "out")], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == code, run.stdout + run.stderr
+    assert said in run.stdout + run.stderr
 
 
 def test_the_gpu_template_spans_frameworks_versions_and_runner_labels():
