@@ -284,6 +284,9 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.write_sep("=", "pytest-infer")
     for line in render_summary(infer.results):
         terminalreporter.write_line(line)
+    for info in infer.pool.infos.values():
+        for note in info.notes:
+            terminalreporter.write_line(f"note: {info.target}: {note}", yellow=True)
     written = getattr(infer, "written", None)
     if written is not None:
         from .reporting.terminal import render_written

@@ -85,6 +85,7 @@ class LaunchSpec:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
+    notes: tuple[str, ...] = ()  # what the user must know about this launch (printed with the summary)
 
 
 class Adapter(Protocol):

@@ -1,7 +1,17 @@
 """LMDeploy: ``lmdeploy serve api_server`` (GPU only)."""
 from __future__ import annotations
 
-from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter
+from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of
+
+KEY_VARIABLE = "PYTEST_INFER_SERVER_API_KEY"
+# LMDeploy reads its keys only from ``--api-keys``: no variable, no file. The key is added to
+# sys.argv inside the interpreter, taken from a variable, so the OS argv (ps, the logged
+# command line) never holds it.
+WITH_KEY = (
+    "import os, sys; sys.argv[0] = 'lmdeploy'; "
+    f"sys.argv += ['--api-keys', os.environ.pop({KEY_VARIABLE!r})]; "
+    "from lmdeploy.cli import run; run()"
+)
 
 
 class LMDeployAdapter(PythonModuleAdapter):
@@ -18,7 +28,10 @@ class LMDeployAdapter(PythonModuleAdapter):
             "--server-name", request.host,
             "--server-port", str(request.port),
         ]  # fmt: skip
+        argv += list(request.extra_args)
+        env = {}
         if request.api_key:
-            argv += ["--api-keys", request.api_key]
+            argv = [python_of(request.environment), "-c", WITH_KEY, *argv[1:]]
+            env[KEY_VARIABLE] = request.api_key
         # LMDeploy has no /health before 0.7; /v1/models answers once the engine is up.
-        return LaunchSpec(argv=argv + list(request.extra_args), ready_paths=("/v1/models",))
+        return LaunchSpec(argv=argv, env=env, ready_paths=("/v1/models",))

@@ -40,6 +40,7 @@ class ServerInfo:
     launched: bool = True
     start_seconds: float | None = None
     error: str | None = None
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -155,6 +156,7 @@ class ServerPool:
                 version=version,
             )
         )
+        base.notes = spec.notes
         headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
         process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets)
         self.processes[target.id] = process

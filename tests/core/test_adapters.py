@@ -1,7 +1,10 @@
 """Each adapter's exact command line and environment, and version detection per adapter."""
 from __future__ import annotations
 
+import json
+import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -93,10 +96,31 @@ def test_lmdeploy_argv(tmp_path):
     assert spec.ready_paths == ("/v1/models",)
 
 
+def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_path):
+    """LMDeploy reads keys only from --api-keys: they are added inside the interpreter, from a variable."""
+    fake = tmp_path / "site" / "lmdeploy" / "cli"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("import json, os, sys\ndef run():\n    print(json.dumps({'argv': sys.argv, 'cmdline': open(f'/proc/{os.getpid()}/cmdline').read().split(chr(0))}))\n")
+    env = Environment(label="lm", python=sys.executable, bin_dir=tmp_path / "bin")
+    spec = registry.get("lmdeploy").launch(request(environment=env, api_key="sk-lm-secret", extra_args=("--tp", "2")))
+    assert "sk-lm-secret" not in " ".join(spec.argv) and spec.argv[:2] == [sys.executable, "-c"]
+    run = subprocess.run(spec.argv, env={**os.environ, **spec.env, "PYTHONPATH": str(tmp_path / "site")}, capture_output=True, text=True, timeout=60)
+    seen = json.loads(run.stdout)
+    assert seen["argv"] == [
+        "lmdeploy", "serve", "api_server", "org/model-7b", "--model-name", "org/model-7b",
+        "--server-name", "127.0.0.1", "--server-port", "8123", "--tp", "2", "--api-keys", "sk-lm-secret",
+    ]  # fmt: skip
+    assert not any("sk-lm-secret" in arg for arg in seen["cmdline"])
+
+
 def test_trtllm_argv():
     spec = registry.get("trtllm").launch(request())
     assert spec.argv[1:] == ["org/model-7b", "--host", "127.0.0.1", "--port", "8123"]
     assert spec.argv[0].endswith("trtllm-serve")
+    assert spec.notes == ()
+    keyed = registry.get("trtllm").launch(request(api_key="sk-t"))
+    assert "sk-t" not in " ".join(keyed.argv) and keyed.notes == ("trtllm-serve reads no API key: the key is sent, but this server does not check it",)
 
 
 def test_tgi_launcher_argv():
