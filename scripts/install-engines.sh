@@ -13,7 +13,10 @@ ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
 PY=${PYTEST_INFER_ENGINE_PYTHON:-python3.11}
 TRANSFORMERS_VERSION=${PYTEST_INFER_TRANSFORMERS_VERSION:-5.24.0}
 SGLANG_VERSION=0.5.23
-# SGLang's CPU route (requirements, prebuilt CPU kernel wheel): ../shared/engines/sglang-cpu/README.md
+# SGLang's CPU route: its runtime requirements minus the CUDA-only ones (kept here), and a CPU
+# build of its kernel, a wheel in SGLANG_CPU_DIR (this workplace's shared folder, or where a
+# workflow built it from SGLang's source).
+SGLANG_REQUIREMENTS=$ROOT/scripts/sglang-cpu-requirements.txt
 SGLANG_CPU_DIR=${PYTEST_INFER_SGLANG_CPU_DIR:-$(dirname "$ROOT")/shared/engines/sglang-cpu}
 TORCH_INDEX=()
 if [ -n "${PYTEST_INFER_TORCH_INDEX:-}" ]; then TORCH_INDEX=(--extra-index-url "$PYTEST_INFER_TORCH_INDEX"); fi
@@ -63,21 +66,17 @@ install_sglang() {
     echo "sglang $SGLANG_VERSION: skipped: this CPU lacks AVX-512 (avx512f), which SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs"
     return 0
   fi
-  if [ ! -f "$SGLANG_CPU_DIR/requirements-cpu.txt" ]; then
-    echo "sglang $SGLANG_VERSION: skipped: $SGLANG_CPU_DIR/requirements-cpu.txt is missing (set PYTEST_INFER_SGLANG_CPU_DIR to the sglang-cpu folder)"
-    return 0
-  fi
-  if has_version "$dir" sglang "$SGLANG_VERSION" && has_version "$dir" sglang-kernel-cpu 0.4.5; then
+  if has_version "$dir" sglang "$SGLANG_VERSION" && "$dir/bin/python" -c "import sgl_kernel" 2>/dev/null; then
     echo "sglang $SGLANG_VERSION: present in $dir"; return
   fi
-  kernel=$(find "$SGLANG_CPU_DIR" -maxdepth 1 -name 'sglang_kernel_cpu-0.4.5-*.whl' | sort | tail -n 1)
+  kernel=$(find "$SGLANG_CPU_DIR" -maxdepth 1 -name 'sglang_kernel_cpu-*.whl' 2>/dev/null | sort | tail -n 1)
   if [ -z "$kernel" ]; then
-    echo "sglang $SGLANG_VERSION: skipped: no sglang_kernel_cpu wheel in $SGLANG_CPU_DIR"
+    echo "sglang $SGLANG_VERSION: skipped: no sglang_kernel_cpu wheel in $SGLANG_CPU_DIR (set PYTEST_INFER_SGLANG_CPU_DIR to a folder with one)"
     return 0
   fi
   echo "sglang $SGLANG_VERSION: installing into $dir"
   make_venv "$dir"
-  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" -r "$SGLANG_CPU_DIR/requirements-cpu.txt"
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" -r "$SGLANG_REQUIREMENTS"
   "$dir/bin/pip" install -q --no-deps "sglang==$SGLANG_VERSION"
   "$dir/bin/pip" install -q --no-deps "$kernel"
   SGLANG_USE_CPU_ENGINE=1 "$dir/bin/python" -c "import sglang, sgl_kernel, torchvision; print('sglang', sglang.__version__, 'ok')"
