@@ -7,6 +7,7 @@ SGLang's CPU kernel is built for AVX-512; on a CPU without it these tests skip w
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,9 @@ def sglang_environment() -> Path:
         pytest.skip("SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs AVX-512 (avx512f), which this CPU lacks")
     folder = engines_dir() / f"sglang-{VERSION}"
     if not (folder / "bin" / "python").exists():
+        kernels = Path(os.environ.get("PYTEST_INFER_SGLANG_CPU_DIR", Path(__file__).resolve().parents[3] / "shared" / "engines" / "sglang-cpu"))
+        if not list(kernels.glob("sglang_kernel_cpu-*.whl")):
+            pytest.skip(f"no CPU build of SGLang's kernel in {kernels} (PYTEST_INFER_SGLANG_CPU_DIR), so set-up could not install SGLang")
         pytest.fail(f"engine sglang is not installed in {folder}: run scripts/install-engines.sh sglang", pytrace=False)
     return folder
 
