@@ -145,7 +145,7 @@ def infer_record(request: pytest.FixtureRequest) -> Callable[[str, object], None
 
 
 @pytest.fixture
-def live_server(infer_server: ServerInfo) -> ServerInfo:
+def infer_live_server(infer_server: ServerInfo) -> ServerInfo:
     """The server, checked alive before the test: a dead server fails the test with its log."""
     if not infer_server.alive():
         pytest.fail(
@@ -157,11 +157,11 @@ def live_server(infer_server: ServerInfo) -> ServerInfo:
 
 
 @pytest.fixture
-def infer_client(live_server: ServerInfo, infer_session: InferSession) -> Iterator[InferClient]:
+def infer_client(infer_live_server: ServerInfo, infer_session: InferSession) -> Iterator[InferClient]:
     """An httpx client for the server under test, retries off."""
     with InferClient(
-        live_server.base_url,
-        model=live_server.model,
+        infer_live_server.base_url,
+        model=infer_live_server.model,
         api_key=infer_session.options.api_key,
         timeout=infer_session.options.request_timeout,
     ) as client:
@@ -178,20 +178,20 @@ def _openai_kwargs(server: ServerInfo, session: InferSession) -> dict:
 
 
 @pytest.fixture
-def openai_client(live_server: ServerInfo, infer_session: InferSession):
+def openai_client(infer_live_server: ServerInfo, infer_session: InferSession):
     """The official ``openai`` SDK client (sync), pointed at the server under test."""
     import openai
 
-    with openai.OpenAI(**_openai_kwargs(live_server, infer_session)) as client:
+    with openai.OpenAI(**_openai_kwargs(infer_live_server, infer_session)) as client:
         yield client
 
 
 @pytest.fixture
-async def async_openai_client(live_server: ServerInfo, infer_session: InferSession):
+async def async_openai_client(infer_live_server: ServerInfo, infer_session: InferSession):
     """The official ``openai`` SDK client (async)."""
     import openai
 
-    async with openai.AsyncOpenAI(**_openai_kwargs(live_server, infer_session)) as client:
+    async with openai.AsyncOpenAI(**_openai_kwargs(infer_live_server, infer_session)) as client:
         yield client
 
 

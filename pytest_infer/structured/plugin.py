@@ -121,14 +121,14 @@ def structured_store(infer_session) -> ReproducerStore:
 
 
 @pytest.fixture
-def structured_runner(live_server, infer_session, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
+def structured_runner(infer_live_server, infer_session, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
     """Sends schemas to the server under test and classifies the answers (seeded sampling)."""
-    with InferClient(live_server.base_url, model=live_server.model, api_key=infer_session.options.api_key, timeout=structured_options.timeout) as client:
+    with InferClient(infer_live_server.base_url, model=infer_live_server.model, api_key=infer_session.options.api_key, timeout=structured_options.timeout) as client:
         yield StructuredRunner(
             client,
             sampling=Sampling(seed=1234 + structured_options.seed),
             timeout=structured_options.timeout,
-            alive=live_server.alive,
+            alive=infer_live_server.alive,
         )
 
 

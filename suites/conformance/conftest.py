@@ -24,16 +24,16 @@ def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expecta
 
 
 @pytest.fixture
-def conformance_ctx(live_server, infer_session, infer_target, conformance_expectations) -> Iterator[conformance.CheckContext]:
+def conformance_ctx(infer_live_server, infer_session, infer_target, conformance_expectations) -> Iterator[conformance.CheckContext]:
     """A ``CheckContext`` for the server under test, with the features its framework does not offer."""
     with conformance.CheckContext(
-        base_url=live_server.base_url,
-        model=live_server.model,
-        framework=live_server.framework,
-        version=live_server.version,
+        base_url=infer_live_server.base_url,
+        model=infer_live_server.model,
+        framework=infer_live_server.framework,
+        version=infer_live_server.version,
         api_key=infer_session.options.api_key,
         timeout=infer_session.options.request_timeout,
         tiny=infer_target.model == "tiny",
-        unsupported=conformance_expectations.unsupported_features(live_server.framework, live_server.version),
+        unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
     ) as ctx:
         yield ctx

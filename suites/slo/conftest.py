@@ -78,29 +78,29 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 
 
 @pytest.fixture
-def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, live_server, infer_session, infer_target, infer_record) -> PointResult:
+def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, infer_live_server, infer_session, infer_target, infer_record) -> PointResult:
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
-    point = next(p for p in slo_profile.load_points(infer_target.model, live_server.framework) if p.id == slo_point_id)
+    point = next(p for p in slo_profile.load_points(infer_target.model, infer_live_server.framework) if p.id == slo_point_id)
     if infer_session.options.slo_repeat:
         point = point.repeated(infer_session.options.slo_repeat)
     result = evaluate_point(
         point,
-        base_url=live_server.base_url,
-        model=live_server.model,
-        framework=live_server.framework,
+        base_url=infer_live_server.base_url,
+        model=infer_live_server.model,
+        framework=infer_live_server.framework,
         rules=ValidityRules.from_dict(slo_profile.validity),
         api_key=infer_session.options.api_key,
         timeout=infer_session.options.request_timeout,
-        pid=live_server.pid,
+        pid=infer_live_server.pid,
     )
     mismatch = slo_profile.hardware_mismatch(slo_hardware)
     infer_session.results.slo.append(
         result.record(
             nodeid=request.node.nodeid,
             target=infer_target.id,
-            framework=live_server.framework,
-            version=live_server.version,
-            model=live_server.model,
+            framework=infer_live_server.framework,
+            version=infer_live_server.version,
+            model=infer_live_server.model,
             profile=slo_profile.name,
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,

@@ -10,11 +10,11 @@ PATHS = ("response_format", "response_format-stream", "native")
 
 
 @pytest.fixture(params=PATHS)
-def request_path(request: pytest.FixtureRequest, live_server) -> RequestPath:
+def request_path(request: pytest.FixtureRequest, infer_live_server) -> RequestPath:
     """Every way the framework takes a schema: response_format, streamed, and its own extra field."""
     if request.param == "native":
-        native = NATIVE_PATHS.get(live_server.framework)
+        native = NATIVE_PATHS.get(infer_live_server.framework)
         if native is None:
-            pytest.skip(f"{live_server.framework} has no schema field of its own besides response_format")
+            pytest.skip(f"{infer_live_server.framework} has no schema field of its own besides response_format")
         return native
     return RESPONSE_FORMAT if request.param == "response_format" else RESPONSE_FORMAT_STREAM

@@ -18,13 +18,13 @@ pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, live_server, infer_target, infer_session, infer_record
+    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, infer_live_server, infer_target, infer_session, infer_record
 ):
     stored = structured_store.for_path(request_path.name)
     still_failing = []
     for entry, attempt in replay(structured_runner, request_path, stored):
         structured_record(attempt)
-        structured_store.record_replay(entry["id"], target=infer_target.id, version=live_server.version, signature=attempt.verdict.signature)
+        structured_store.record_replay(entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature)
         if attempt.verdict.outcome.failed:
             still_failing.append(attempt)
 
@@ -33,7 +33,7 @@ def test_generated_schemas(
         structured_store.record(
             finding.shown.reproducer(),
             target=infer_target.id,
-            version=live_server.version,
+            version=infer_live_server.version,
             minimal=finding.minimal is not None and not finding.flaky,
             flaky=finding.flaky,
             note=finding.note,
