@@ -22,11 +22,12 @@ from .gating.rules import RuleError, parse_rules
 from .gating.stats import ALPHA
 from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import ResultsFileError, SessionResults, atomic_write_text, combine
+from .outcomes import InferError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
 
-class CliError(Exception):
+class CliError(InferError):
     pass
 
 

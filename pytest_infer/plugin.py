@@ -11,7 +11,7 @@ import pytest
 
 from . import options as opts
 from .client.http import InferClient
-from .conformance.failures import Unsupported
+from .outcomes import NotRun, Unsupported
 from .results.model import TestRecord
 from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
@@ -131,9 +131,6 @@ def _target_failed(target_id: str, error: str, session: InferSession) -> None:
         pytest.fail(f"{target_id}: {error}", pytrace=False)
     raise NotRun(f"not run: {target_id} did not start ({error.splitlines()[0][:200]})")
 
-
-class NotRun(pytest.skip.Exception):
-    """A skip that the results record as ``not_run``: the test's target never became ready."""
 
 
 @pytest.fixture

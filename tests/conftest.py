@@ -16,6 +16,7 @@ import sys
 # imported twice in one process. Importing them here, before any run, keeps one copy.
 import httpcore  # noqa: F401
 import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
+import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -27,11 +27,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .registry import FEATURES
+from ..outcomes import InferError
 
 BUNDLED = Path(__file__).with_name("expectations")
 
 
-class ExpectationsError(ValueError):
+class ExpectationsError(InferError, ValueError):
     """An expectations file that cannot be used; names the file and the entry."""
 
 

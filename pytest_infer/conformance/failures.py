@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
+from ..outcomes import Inconclusive, Unsupported
+
+__all__ = ["CheckFailure", "Inconclusive", "Unsupported", "trim"]
 
 TRIM = 600
 
@@ -41,18 +43,3 @@ class CheckFailure(AssertionError):
         self.check_id, self.title, self.severity = check_id, title, severity
         self.args = (self.render(),)
         return self
-
-
-class Unsupported(pytest.skip.Exception):  # type: ignore[name-defined]  # pytest's public alias of Skipped
-    """The framework does not offer a feature a check needs: reported as "unsupported", not "broken"."""
-
-    def __init__(self, feature: str, reason: str) -> None:
-        self.feature = feature
-        super().__init__(f"unsupported: {feature}: {reason}", allow_module_level=False)
-
-
-class Inconclusive(pytest.skip.Exception):  # type: ignore[name-defined]
-    """The model, not the server, kept the check from deciding (e.g. a random model never ended its JSON)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"inconclusive: {reason}", allow_module_level=False)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .failures import CheckFailure, Unsupported
+from ..outcomes import InferError
 
 if TYPE_CHECKING:
     from .context import CheckContext
@@ -22,7 +23,7 @@ SEVERITIES = ("error", "warning")
 FEATURES = ("completions", "prompt_list", "n", "echo", "logprobs", "tools", "response_format", "seed", "embeddings")
 
 
-class DuplicateCheckError(ValueError):
+class DuplicateCheckError(InferError, ValueError):
     """A check id registered twice."""
 
 

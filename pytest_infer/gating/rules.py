@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
+from ..outcomes import InferError
 
 # Short names a rule may use for the figures the SLO suite records (pytest_infer.metrics).
 ALIASES = {"output_tps": "output_tokens_per_s", "tps": "output_tokens_per_s", "rps": "requests_per_s", "goodput": "goodput_rps"}
@@ -19,7 +20,7 @@ HIGHER_IS_BETTER = ("tps", "throughput", "tokens_per_s", "goodput", "attainment"
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
 
 
-class RuleError(ValueError):
+class RuleError(InferError, ValueError):
     """A ``--infer-fail-on`` entry that does not parse."""
 
 

@@ -20,11 +20,12 @@ from urllib.parse import urlparse
 
 from .client import StreamSink
 from .trace import RequestTrace
+from ..outcomes import InferError
 
 MAX_ERROR_BODY = 2000
 
 
-class ProtocolError(Exception):
+class ProtocolError(InferError):
     """The server's response does not parse as HTTP/1.1."""
 
 

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from ..outcomes import InferError
 
 PERCENTILE_METHOD = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
 
 
-class InsufficientSamples(ValueError):
+class InsufficientSamples(InferError, ValueError):
     """A percentile the sample is too small to estimate."""
 
 

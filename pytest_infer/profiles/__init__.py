@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 
 from ..paths import bundled
+from ..outcomes import InferError
 
 
 def profiles_dir() -> Path:
@@ -24,7 +25,7 @@ def available_profiles() -> dict[str, Path]:
     return {path.stem: path for path in sorted(profiles_dir().glob("*.yaml"))}
 
 
-class ProfileError(ValueError):
+class ProfileError(InferError, ValueError):
     """A profile that cannot be used; the message names the file and the key."""
 
 

@@ -11,12 +11,13 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from ..outcomes import InferError
 
 SCHEMA_VERSION = 1
 OUTCOMES = ("passed", "failed", "unsupported", "xfail", "fixed", "error", "not_run", "skipped")
 
 
-class ResultsFileError(ValueError):
+class ResultsFileError(InferError, ValueError):
     """A results file that is not a whole, valid results document."""
 
 

@@ -19,9 +19,10 @@ import psutil
 
 from ..adapters.base import LaunchSpec
 from ..secrets import MASK, redact
+from ..outcomes import InferError
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(InferError, RuntimeError):
     """The server exited or never became ready; the message carries its log tail."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
+from ..outcomes import InferError
 
 
 class Outcome(str, enum.Enum):
@@ -74,7 +75,7 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
 
 
-class NumberRangeError(ValueError):
+class NumberRangeError(InferError, ValueError):
     """A number no IEEE 754 double holds (``1e999``): RFC 8259 section 6 calls it not interoperable."""
 
 

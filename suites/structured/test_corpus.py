@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.conformance.failures import Inconclusive, Unsupported
+from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.structured.checks import refusal_problem, run_case
 from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
 

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from pytest_infer.conformance.failures import Unsupported
+from pytest_infer.outcomes import Unsupported
 from pytest_infer.structured import Outcome
 from pytest_infer.structured.explore import explore, replay
 from pytest_infer.structured.store import write_sweep
