@@ -60,7 +60,7 @@ def tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
-class NotServing(Exception):
+class NotServing(InferError):
     """The server answers its routes but cannot generate: a start failure, not something to wait out."""
 
 
