@@ -16,6 +16,7 @@ import pytest
 from .adapters import registry
 from .adapters.base import Environment
 from .secrets import API_KEY_ENV
+from .server.process import MEMORY_LIMIT_OPTION as MEMORY_LIMIT
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
@@ -37,6 +38,7 @@ DEFAULT_STARTUP_TIMEOUT = 600.0
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_REPORT_DIR = "infer-report"
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MEMORY_SHARE = 0.5  # of the machine's memory, per launched server
 
 
 def ini_name(option: str) -> str:
@@ -74,6 +76,9 @@ def add_options(parser: pytest.Parser) -> None:
     add(HOST, f"address the launched server binds to (default {DEFAULT_HOST}).", metavar="ADDR")
     add(API_KEY, f"API key for the server (better: set ${API_KEY_ENV}); never written to any log or report.", metavar="KEY")
     add(BASELINE, "results.json of an earlier run: fail the run when a check, keyword or SLO figure regressed against it.", metavar="FILE")
+    add(MEMORY_LIMIT, "GB of memory a launched server (its whole process tree) may hold; past it the server is stopped, "
+        "so one that grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine. "
+        f"Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.", metavar="GB")
     add(FAIL_ON, "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g. ttft_p99:10%,output_tps:5%).", metavar="RULES")
 
 
@@ -95,6 +100,7 @@ class InferOptions:
     api_key: str | None = None
     baseline: Path | None = None
     fail_on: tuple = ()  # gating.rules.Rule
+    memory_limit_gb: float | None = None  # None: DEFAULT_MEMORY_SHARE of the machine
 
     @property
     def active(self) -> bool:
@@ -134,6 +140,16 @@ def parse_seconds(option: str, text) -> float:
         raise pytest.UsageError(f"{option}: {text!r} is not a number of seconds") from None
     if not value > 0:
         raise pytest.UsageError(f"{option}: must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def parse_gigabytes(option: str, text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{option}: {text!r} is not a number of GB") from None
+    if not value > 0:
+        raise pytest.UsageError(f"{option}: must be more than 0 GB, got {text!r}")
     return value
 
 
@@ -234,4 +250,5 @@ def parse(config: pytest.Config) -> InferOptions:
         api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
         fail_on=fail_on,
+        memory_limit_gb=parse_gigabytes(MEMORY_LIMIT, limit_text) if (limit_text := _value(config, MEMORY_LIMIT)) else None,
     )

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psutil
 
+from ..server.process import process_tree_rss
+
 LOOP_LAG_INTERVAL_S = 0.005
 
 
@@ -83,22 +85,6 @@ class ClientUsage:
         window = max(window_s, 1e-9)
         wait = None if start.wait_ns is None or end.wait_ns is None else (end.wait_ns - start.wait_ns) / 1e9 / window
         return cls(window_s, (end.cpu_ns - start.cpu_ns) / 1e9 / window, wait)
-
-
-def process_tree_rss(pid: int) -> int:
-    """Resident memory of a process and all its descendants, in bytes."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
 
 
 def listening_pid(port: int) -> int | None:

@@ -13,12 +13,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
+import psutil
 
 from ..adapters import registry
 from ..adapters.base import LaunchRequest, Version
 from ..adapters.external import detect_endpoint
 from ..models.tiny import TINY, tiny_model_dir
-from ..options import InferOptions
+from ..options import DEFAULT_MEMORY_SHARE, InferOptions
 from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
 
@@ -158,7 +159,7 @@ class ServerPool:
         )
         base.notes = spec.notes
         headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
-        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets)
+        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets, memory_limit=self._memory_limit())
         self.processes[target.id] = process
         try:
             process.start()
@@ -170,6 +171,11 @@ class ServerPool:
             return base
         base.model = self._served_model(base, headers) or target.model
         return base
+
+    def _memory_limit(self) -> int:
+        if self.options.memory_limit_gb is not None:
+            return int(self.options.memory_limit_gb * 2**30)
+        return int(psutil.virtual_memory().total * DEFAULT_MEMORY_SHARE)
 
     def _served_model(self, info: ServerInfo, headers: dict[str, str]) -> str | None:
         """The id the server answers to (``transformers serve`` names models by path)."""

@@ -22,6 +22,9 @@ from ..secrets import MASK, redact
 from ..outcomes import InferError
 
 
+MEMORY_LIMIT_OPTION = "--infer-server-memory-limit"
+
+
 class ServerStartError(InferError, RuntimeError):
     """The server exited or never became ready; the message carries its log tail."""
 
@@ -112,6 +115,53 @@ class ReadinessProbe:
         raise NotServing("the server answers its routes but cannot generate: " + "; ".join(refusals))
 
 
+def process_tree_rss(pid: int) -> int:
+    """Resident memory of a process and all its descendants, in bytes."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+class MemoryGuard(threading.Thread):
+    """Stops a server whose process tree holds more than ``limit`` bytes, and says so in its log.
+
+    A server that grows without bound (SGLang 0.5.23 building ``n=1_000_000`` choices) would
+    otherwise take the machine, and every later test with it; stopped, it fails the tests
+    that meet it with this line in their log tail, and the run goes on.
+    """
+
+    def __init__(self, process: ServerProcess, limit: int, interval: float = 1.0) -> None:
+        super().__init__(name="pytest-infer-memory-guard", daemon=True)
+        self.process, self.limit, self.interval = process, limit, interval
+        self.tripped: str | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(self.interval):
+            pid = self.process.pid
+            if pid is None or not running(pid):
+                return
+            rss = process_tree_rss(pid)
+            if rss > self.limit:
+                self.tripped = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB ({MEMORY_LIMIT_OPTION})"
+                with self.process.log_path.open("a") as log:
+                    log.write(f"\n{self.tripped}\n")
+                terminate_tree(pid, grace=5)
+                return
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
 class ServerProcess:
     """Starts a launch spec, waits until it is ready or dead, and stops its whole process tree."""
 
@@ -123,6 +173,7 @@ class ServerProcess:
         startup_timeout: float,
         headers: dict[str, str] | None = None,
         secrets: tuple[str, ...] = (),
+        memory_limit: int | None = None,
     ) -> None:
         self.spec = spec
         self.base_url = base_url
@@ -133,6 +184,8 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._copier: threading.Thread | None = None
+        self.memory_limit = memory_limit
+        self._guard: MemoryGuard | None = None
 
     @property
     def pid(self) -> int | None:
@@ -168,6 +221,9 @@ class ServerProcess:
         if self.secrets and self.proc.stdout is not None:
             self._copier = threading.Thread(target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True)
             self._copier.start()
+        if self.memory_limit:
+            self._guard = MemoryGuard(self, self.memory_limit)
+            self._guard.start()
         # A watchdog outside pytest stops the group even if pytest itself is SIGKILLed.
         self._watchdog = subprocess.Popen(
             [sys.executable, "-m", "pytest_infer.server.watchdog", str(os.getpid()), str(self.proc.pid)],
@@ -227,6 +283,8 @@ class ServerProcess:
         """SIGTERM the whole group (and any child that left it), wait, then SIGKILL."""
         if self.proc is None:
             return
+        if self._guard is not None:
+            self._guard.stop()
         terminate_tree(self.proc.pid, grace)
         try:
             self.proc.wait(timeout=5)

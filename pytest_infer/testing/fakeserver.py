@@ -456,11 +456,29 @@ def _cannot_generate() -> Deviation:
     return Deviation(request=lambda path, body: (500, error_body("EngineCore encountered an issue", "InternalServerError")) if path.startswith("/v1/") and path != "/v1/models" else None)
 
 
+def _grow_memory() -> Deviation:
+    """Like SGLang 0.5.23 on n=1_000_000: a request with a huge ``n`` makes the server grow without bound."""
+    hoard: list[bytearray] = []
+
+    def grow() -> None:
+        while True:
+            hoard.append(bytearray(b"x" * (64 * 2**20)))  # written, so resident
+            time.sleep(0.05)
+
+    def request(path: str, body: dict):
+        if (body.get("n") or 1) > 1000:
+            threading.Thread(target=grow, daemon=True).start()
+        return None
+
+    return Deviation(request=request)
+
+
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-1": lambda: _die_after(1),
     "die-after-2": lambda: _die_after(2),  # launched: the readiness probe's generation, then one test's
     "cannot-generate": _cannot_generate,
+    "grow-memory": _grow_memory,
 }
 
 

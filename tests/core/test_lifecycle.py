@@ -171,3 +171,31 @@ def test_server_dying_mid_session_fails_the_tests_that_meet_it(pytester, tmp_pat
         "test_2_kills": "passed",
         "test_3_meets_dead_server": "error",
     }
+
+
+def test_a_server_growing_past_its_memory_limit_is_stopped_and_the_run_goes_on(pytester, tmp_path):
+    """One request makes the server grow without bound (as SGLang 0.5.23 does on n=1,000,000): the
+    guard stops it at the limit; the tests that meet it fail with the reason in its log tail."""
+    env = make_fake_env(tmp_path / "growing-vllm", server_args="--fault grow-memory")
+    pytester.makepyfile(
+        "import time\n"
+        "def test_1_huge_n(infer_client):\n    infer_client.post('/v1/chat/completions', json={'model': infer_client.model, 'n': 10**6, 'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+        "def test_2_waits_for_the_guard(infer_server):\n"
+        "    deadline = time.monotonic() + 120\n"
+        "    while 'stopped the server' not in open(infer_server.log_path).read() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.2)\n"
+        "def test_3_meets_the_stopped_server(infer_client):\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess(*infer_args(env, "--infer-server-memory-limit=0.4"))
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "*vllm: the server process * has died; last lines of its log:*",
+        "*pytest-infer stopped the server: its memory (0.* GB) passed the limit of 0.4 GB (--infer-server-memory-limit)*",
+    ])  # fmt: skip
+    assert not pid_alive(launches(env)[0])
+
+
+def test_the_memory_limit_is_validated(pytester):
+    result = pytester.runpytest("--infer-framework=vllm", "--infer-server-memory-limit=lots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--infer-server-memory-limit: 'lots' is not a number of GB*"])
