@@ -199,3 +199,12 @@ def test_the_memory_limit_is_validated(pytester):
     result = pytester.runpytest("--infer-framework=vllm", "--infer-server-memory-limit=lots")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--infer-server-memory-limit: 'lots' is not a number of GB*"])
+
+
+def test_robustness_runs_last_so_a_server_it_breaks_takes_no_other_verdicts(pytester):
+    pytester.makepyfile(
+        test_a_robustness="import pytest\npytestmark = pytest.mark.robustness\ndef test_abuse():\n    pass\n",
+        test_b_other="def test_after():\n    pass\n",
+    )
+    result = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*test_b_other.py::test_after PASSED*", "*test_a_robustness.py::test_abuse PASSED*"])
