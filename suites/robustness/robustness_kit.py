@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,8 +166,10 @@ class Guard:
         if self.down is not None and self.health(client, timeout=min(5.0, self.timeout)) is not None:
             pytest.fail(f"{self.target}: server unusable since an earlier test: {self.down}", pytrace=False)
 
-    def expect_rejected(self, client: Any, case: Case) -> Answer:
-        """Assert ``case`` gets a 4xx with the error envelope and the server still serves afterwards."""
+    def expect_rejected(self, client: Any, case: Case, record: Callable[[str, object], None] | None = None) -> Answer:
+        """Assert ``case`` gets a 4xx with the error envelope and the server still serves afterwards.
+
+        ``record`` (the ``infer_record`` fixture) gets the reproducer of a failure for the results and JUnit XML."""
         self.require_up(client)
         self.count("tried")
         answer = self.send(client, case)
@@ -189,6 +192,8 @@ class Guard:
         if (after := self.health(client)) is not None:
             problems.append(f"and afterwards the server is unusable: {after}")
         if problems:
+            if record is not None:
+                record("infer_reproducer", curl)
             pytest.fail(f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {curl}", pytrace=False)
         return answer
 

@@ -81,8 +81,8 @@ CATALOGUE: dict[str, Builder] = {
 
 
 @pytest.mark.parametrize("case_id", list(CATALOGUE))
-def test_bad_request_is_refused(case_id, infer_client, infer_server, robustness_guard, context_length):
-    robustness_guard.expect_rejected(infer_client, CATALOGUE[case_id](infer_server.model, context_length))
+def test_bad_request_is_refused(case_id, infer_client, infer_server, robustness_guard, context_length, infer_record):
+    robustness_guard.expect_rejected(infer_client, CATALOGUE[case_id](infer_server.model, context_length), infer_record)
 
 
 # --- generated variants -----------------------------------------------------------------------

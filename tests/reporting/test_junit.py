@@ -37,6 +37,13 @@ def empty_chat_ids(path: str, body: dict, response: dict) -> dict:
     return {**response, "id": ""} if path == "/v1/chat/completions" else response
 
 
+def accept_unknown_roles(path: str, body: dict):
+    """A deviation the robustness suite must catch: a message with role "wizard" gets HTTP 200."""
+    if any(isinstance(m, dict) and m.get("role") == "wizard" for m in body.get("messages") or []):
+        return 200, {"id": "x", "object": "chat.completion", "choices": []}
+    return None
+
+
 def junit_cases(path: Path) -> list[ET.Element]:
     return list(ET.parse(path).getroot().iter("testcase"))
 
@@ -49,7 +56,7 @@ def properties(case: ET.Element) -> dict[str, str]:
 def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(suite: str, tmp_path: Path):
     (tmp_path / "junit.yaml").write_text(PROFILE)
     xml = tmp_path / "report.xml"
-    with FakeServer(Deviation(response=empty_chat_ids)) as srv:
+    with FakeServer(Deviation(request=accept_unknown_roles, response=empty_chat_ids)) as srv:
         run = subprocess.run(
             [
                 sys.executable, "-m", "pytest", f"suites/{suite}", "-m", suite,
@@ -69,12 +76,13 @@ def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(sui
     for case in cases:
         props = properties(case)
         assert props["infer_framework"] == "vllm" and "infer_version" in props and props["infer_target"], props
-    if suite == "conformance":
+    if suite in ("conformance", "robustness"):
         failed = [c for c in cases if c.find("failure") is not None]
-        assert failed, "an empty chat id fails chat.fields"
+        assert failed, "an empty chat id fails chat.fields; an accepted unknown role fails its robustness case"
         for case in failed:
             props = properties(case)
-            assert props["infer_reproducer"].startswith("curl ") and props["infer_severity"] in ("error", "warning"), props
+            assert props["infer_reproducer"].startswith(("curl ", "printf ")), props
+            assert suite == "robustness" or props["infer_severity"] in ("error", "warning"), props
     if suite == "slo":
         (case,) = cases
         props = properties(case)
