@@ -133,24 +133,18 @@ def parse_endpoint(text: str) -> str:
     return text.rstrip("/").removesuffix("/v1")
 
 
+def parse_positive(option: str, text, unit: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{option}: {text!r} is not a number of {unit}") from None
+    if not value > 0:
+        raise pytest.UsageError(f"{option}: must be more than 0 {unit}, got {text!r}")
+    return value
+
+
 def parse_seconds(option: str, text) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{option}: {text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise pytest.UsageError(f"{option}: must be more than 0 seconds, got {text!r}")
-    return value
-
-
-def parse_gigabytes(option: str, text) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{option}: {text!r} is not a number of GB") from None
-    if not value > 0:
-        raise pytest.UsageError(f"{option}: must be more than 0 GB, got {text!r}")
-    return value
+    return parse_positive(option, text, "seconds")
 
 
 def parse_count(option: str, text) -> int:
@@ -250,5 +244,5 @@ def parse(config: pytest.Config) -> InferOptions:
         api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
         fail_on=fail_on,
-        memory_limit_gb=parse_gigabytes(MEMORY_LIMIT, limit_text) if (limit_text := _value(config, MEMORY_LIMIT)) else None,
+        memory_limit_gb=parse_positive(MEMORY_LIMIT, limit_text, "GB") if (limit_text := _value(config, MEMORY_LIMIT)) else None,
     )
