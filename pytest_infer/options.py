@@ -16,7 +16,6 @@ import pytest
 from .adapters import registry
 from .adapters.base import Environment
 from .secrets import API_KEY_ENV
-from .server.process import MEMORY_LIMIT_OPTION as MEMORY_LIMIT
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
@@ -32,6 +31,7 @@ HOST = "--infer-host"
 API_KEY = "--infer-api-key"
 BASELINE = "--infer-baseline"
 FAIL_ON = "--infer-fail-on"
+MEMORY_LIMIT = "--infer-server-memory-limit"
 
 DEFAULT_MODEL = "tiny"
 DEFAULT_STARTUP_TIMEOUT = 600.0

@@ -19,7 +19,7 @@ from ..adapters import registry
 from ..adapters.base import LaunchRequest, Version
 from ..adapters.external import detect_endpoint
 from ..models.tiny import TINY, tiny_model_dir
-from ..options import DEFAULT_MEMORY_SHARE, InferOptions
+from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
 
@@ -159,7 +159,7 @@ class ServerPool:
         )
         base.notes = spec.notes
         headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
-        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets, memory_limit=self._memory_limit())
+        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets, memory_limit=self._memory_limit(), memory_setting=MEMORY_LIMIT)
         self.processes[target.id] = process
         try:
             process.start()

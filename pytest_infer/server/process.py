@@ -22,9 +22,6 @@ from ..secrets import MASK, redact
 from ..outcomes import InferError
 
 
-MEMORY_LIMIT_OPTION = "--infer-server-memory-limit"
-
-
 class ServerStartError(InferError, RuntimeError):
     """The server exited or never became ready; the message carries its log tail."""
 
@@ -139,9 +136,9 @@ class MemoryGuard(threading.Thread):
     that meet it with this line in their log tail, and the run goes on.
     """
 
-    def __init__(self, process: ServerProcess, limit: int, interval: float = 1.0) -> None:
+    def __init__(self, process: ServerProcess, limit: int, interval: float = 1.0, setting: str = "") -> None:
         super().__init__(name="pytest-infer-memory-guard", daemon=True)
-        self.process, self.limit, self.interval = process, limit, interval
+        self.process, self.limit, self.interval, self.setting = process, limit, interval, setting
         self.tripped: str | None = None
         self._halt = threading.Event()
 
@@ -152,7 +149,7 @@ class MemoryGuard(threading.Thread):
                 return
             rss = process_tree_rss(pid)
             if rss > self.limit:
-                self.tripped = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB ({MEMORY_LIMIT_OPTION})"
+                self.tripped = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
                 with self.process.log_path.open("a") as log:
                     log.write(f"\n{self.tripped}\n")
                 terminate_tree(pid, grace=5)
@@ -174,6 +171,7 @@ class ServerProcess:
         headers: dict[str, str] | None = None,
         secrets: tuple[str, ...] = (),
         memory_limit: int | None = None,
+        memory_setting: str = "",
     ) -> None:
         self.spec = spec
         self.base_url = base_url
@@ -184,7 +182,7 @@ class ServerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._copier: threading.Thread | None = None
-        self.memory_limit = memory_limit
+        self.memory_limit, self.memory_setting = memory_limit, memory_setting
         self._guard: MemoryGuard | None = None
 
     @property
@@ -222,7 +220,7 @@ class ServerProcess:
             self._copier = threading.Thread(target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True)
             self._copier.start()
         if self.memory_limit:
-            self._guard = MemoryGuard(self, self.memory_limit)
+            self._guard = MemoryGuard(self, self.memory_limit, setting=self.memory_setting)
             self._guard.start()
         # A watchdog outside pytest stops the group even if pytest itself is SIGKILLed.
         self._watchdog = subprocess.Popen(
