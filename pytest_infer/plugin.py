@@ -139,7 +139,6 @@ def _target_failed(target_id: str, error: str, session: InferSession) -> None:
     raise NotRun(f"not run: {target_id} did not start ({error.splitlines()[0][:200]})")
 
 
-
 @pytest.fixture
 def infer_record(request: pytest.FixtureRequest) -> Callable[[str, object], None]:
     """``infer_record(name, value)``: a fact of this test (reproducer, severity, SLO figure) for the

@@ -87,14 +87,14 @@ class ReadinessProbe:
     def __call__(self) -> bool:
         try:
             with httpx.Client(base_url=self.base_url, timeout=2.0, headers=self.headers) as client:
-                if not all(client.get(path).status_code == 200 for path in self.paths):
+                answers = {path: client.get(path) for path in self.paths}
+                if any(resp.status_code != 200 for resp in answers.values()):
                     return False
-                return self._generates(client)
+                return self._generates(client, answers.get("/v1/models") or client.get("/v1/models"))
         except httpx.HTTPError:
             return False
 
-    def _generates(self, client: httpx.Client) -> bool:
-        models = client.get("/v1/models")
+    def _generates(self, client: httpx.Client, models: httpx.Response) -> bool:
         try:
             model = models.json()["data"][0]["id"]
         except (ValueError, LookupError, TypeError):
@@ -139,7 +139,6 @@ class MemoryGuard(threading.Thread):
     def __init__(self, process: ServerProcess, limit: int, interval: float = 1.0, setting: str = "") -> None:
         super().__init__(name="pytest-infer-memory-guard", daemon=True)
         self.process, self.limit, self.interval, self.setting = process, limit, interval, setting
-        self.tripped: str | None = None
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -149,9 +148,9 @@ class MemoryGuard(threading.Thread):
                 return
             rss = process_tree_rss(pid)
             if rss > self.limit:
-                self.tripped = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
+                why = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
                 with self.process.log_path.open("a") as log:
-                    log.write(f"\n{self.tripped}\n")
+                    log.write(f"\n{why}\n")
                 terminate_tree(pid, grace=5)
                 return
 
