@@ -6,9 +6,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol
+
+# The bundled known-deviation files live with the conformance suite that reads them; an adapter names its own.
+BUNDLED_EXPECTATIONS = Path(__file__).resolve().parent.parent / "conformance" / "expectations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +93,72 @@ class LaunchSpec:
     notes: tuple[str, ...] = ()  # what the user must know about this launch (printed with the summary)
 
 
-class Adapter(Protocol):
-    """What pytest-infer needs to know about one framework."""
+@dataclass(frozen=True, slots=True)
+class VersionRoute:
+    """A GET route whose JSON answer holds the version under ``key``; ``identifies``: only this framework has it."""
 
-    name: ClassVar[str]
+    path: str
+    key: str = "version"
+    identifies: bool = True
+
+
+class Adapter(Protocol):
+    """Everything pytest-infer knows about one framework; nothing framework-specific lives outside it.
+
+    ``BaseAdapter`` gives every attribute below a default, except ``name``, ``title`` and ``launch``.
+    """
+
+    name: ClassVar[str]  # what users type after --infer-framework
     title: ClassVar[str]
-    module: ClassVar[str | None]
+    module: ClassVar[str | None]  # the importable module whose presence and version locate an environment
     distributions: ClassVar[tuple[str, ...]]
-    engine_dirs: ClassVar[tuple[str, ...]]
+    engine_dirs: ClassVar[tuple[str, ...]]  # globs of engine venv folders (scripts/install-engines.sh)
+    accepts_ignore_eos: ClassVar[bool]  # the load generator may send ``ignore_eos`` for exact output lengths
+    load_extra_body: ClassVar[Mapping[str, object]]  # request fields that make per-chunk token counts exact
+    structured_output_field: ClassVar[str | None]  # the framework's own schema field besides response_format
+    owned_by: ClassVar[tuple[str, ...]]  # ``owned_by`` values in GET /v1/models that identify it behind an endpoint
+    version_routes: ClassVar[tuple[VersionRoute, ...]]  # where a running server reports its version
+    expectations: ClassVar[Path | None]  # bundled known-deviations YAML (conformance)
 
     def launch(self, request: LaunchRequest) -> LaunchSpec: ...
 
     def detect_version(self, environment: Environment) -> Version: ...
+
+    def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """The request fields that carry ``schema`` on ``structured_output_field``."""
+        ...
+
+
+def missing_members(adapter: object) -> list[str]:
+    """The ``Adapter`` attributes and methods that ``adapter`` lacks."""
+    members = [*Adapter.__annotations__, *(k for k, v in vars(Adapter).items() if callable(v) and not k.startswith("_"))]
+    return [m for m in members if not hasattr(adapter, m)]
+
+
+class BaseAdapter:
+    """Defaults for a framework that adds nothing to the OpenAI API; subclass and override what yours adds.
+
+    ``accepts_ignore_eos`` is off by default because a server may refuse unknown fields
+    (``transformers serve`` does).
+    """
+
+    module: ClassVar[str | None] = None
+    distributions: ClassVar[tuple[str, ...]] = ()
+    engine_dirs: ClassVar[tuple[str, ...]] = ()
+    accepts_ignore_eos: ClassVar[bool] = False
+    load_extra_body: ClassVar[Mapping[str, object]] = MappingProxyType({})
+    structured_output_field: ClassVar[str | None] = None
+    owned_by: ClassVar[tuple[str, ...]] = ()
+    version_routes: ClassVar[tuple[VersionRoute, ...]] = ()
+    expectations: ClassVar[Path | None] = None
+
+    def detect_version(self, environment: Environment) -> Version:
+        return Version(None, error=f"{type(self).__name__} does not detect versions")
+
+    def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.structured_output_field is None:
+            raise ValueError(f"{type(self).__name__} has no structured-output field of its own")
+        return {self.structured_output_field: schema}
 
 
 _PROBE = r"""
@@ -169,11 +228,8 @@ def probe_python_version(
     )
 
 
-class PythonModuleAdapter:
+class PythonModuleAdapter(BaseAdapter):
     """Shared behaviour of adapters whose version is read from an importable module."""
-
-    module: ClassVar[str | None] = None
-    distributions: ClassVar[tuple[str, ...]] = ()
 
     def detect_version(self, environment: Environment) -> Version:
         return probe_python_version(environment, self.module, self.distributions)

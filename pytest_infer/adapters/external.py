@@ -5,24 +5,24 @@ import re
 
 import httpx
 
-from .base import Version
-
-# (path, JSON key, framework it betrays)
-_VERSION_ROUTES = (
-    ("/version", "version", None),  # vLLM (SGLang 0.5.23 has no /version)
-    ("/server_info", "version", "sglang"),  # SGLang (0.5.23 also answers the older name)
-    ("/get_server_info", "version", "sglang"),  # older SGLang
-    ("/info", "version", "tgi"),
-)
-_OWNERS = {"vllm": "vllm", "sglang": "sglang", "lmdeploy": "lmdeploy", "tensorrt_llm": "trtllm", "huggingface": "transformers"}
+from . import registry
+from .base import Version, VersionRoute
 
 
 def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str]]:
     """Guess the framework and version behind an endpoint from what it exposes.
 
     Returns (framework or None, version, served model ids). Every probe is
-    optional: a server that answers none of them is still testable.
+    optional: a server that answers none of them is still testable. What betrays
+    a framework (``owned_by``, ``version_routes``) comes from the adapters, in
+    registry order.
     """
+    adapters = list(registry.ADAPTERS.values())
+    owners = {owner.lower(): adapter.name for adapter in adapters for owner in adapter.owned_by}
+    routes: dict[str, tuple[VersionRoute, str]] = {}
+    for adapter in adapters:
+        for route in adapter.version_routes:
+            routes.setdefault(route.path, (route, adapter.name))
     framework: str | None = None
     version: Version | None = None
     models: list[str] = []
@@ -33,16 +33,16 @@ def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str
         if resp.status_code == 200:
             data = resp.json().get("data") or []
             models = [m.get("id") for m in data if isinstance(m, dict) and m.get("id")]
-            owners = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
-            framework = next((_OWNERS[o] for o in owners if o in _OWNERS), None)
+            owned_by = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
+            framework = next((owners[o] for o in owned_by if o in owners), None)
     except (httpx.HTTPError, ValueError):
         pass
-    for path, key, betrays in _VERSION_ROUTES:
+    for path, (route, name) in routes.items():
         try:
             resp = client.get(path)
-            if resp.status_code == 200 and isinstance(resp.json(), dict) and resp.json().get(key):
-                version = Version(str(resp.json()[key]), source=f"GET {path}")
-                framework = framework or betrays
+            if resp.status_code == 200 and isinstance(resp.json(), dict) and resp.json().get(route.key):
+                version = Version(str(resp.json()[route.key]), source=f"GET {path}")
+                framework = framework or (name if route.identifies else None)
                 break
         except (httpx.HTTPError, ValueError):
             continue

@@ -20,6 +20,8 @@ class LMDeployAdapter(PythonModuleAdapter):
     module = "lmdeploy"
     distributions = ("lmdeploy",)
     engine_dirs = ("lmdeploy-*", "lmdeploy")
+    accepts_ignore_eos = True
+    owned_by = ("lmdeploy",)
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

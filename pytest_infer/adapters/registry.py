@@ -1,7 +1,21 @@
-"""The one table of framework adapters, by the name users type."""
+"""The framework adapters by the name users type: the built-ins, then those that installed
+packages declare in the ``pytest_infer.adapters`` entry-point group (``toy = pkg.mod:ToyAdapter``,
+an ``Adapter`` class or instance).
+
+Entry points are listed on first use and imported only when their framework is looked up,
+so a broken one costs nothing until it is asked for, and then says which one it is.
+"""
 from __future__ import annotations
 
-from .base import Adapter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
+from importlib.metadata import EntryPoint, entry_points
+from typing import TypeVar
+
+import pytest
+
+from ..outcomes import InferError
+from .base import Adapter, missing_members
 from .lmdeploy import LMDeployAdapter
 from .sglang import SGLangAdapter
 from .tgi import TGIAdapter
@@ -9,10 +23,81 @@ from .transformers import TransformersAdapter
 from .trtllm import TensorRTLLMAdapter
 from .vllm import VLLMAdapter
 
-ADAPTERS: dict[str, Adapter] = {
-    adapter.name: adapter
-    for adapter in (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter())
-}
+GROUP = "pytest_infer.adapters"
+T = TypeVar("T")
+
+
+class AdapterLoadError(InferError, pytest.UsageError):
+    """An installed adapter that cannot be used; names its entry point.
+
+    A usage error, so that pytest ends with the message instead of an internal-error traceback.
+    """
+
+
+def _origin(ep: EntryPoint) -> str:
+    dist = f" from {ep.dist.name} {ep.dist.version}" if ep.dist is not None else ""
+    return f"entry point '{ep.name} = {ep.value}' ({GROUP}{dist})"
+
+
+class Registry(Mapping[str, Adapter]):
+    """Adapters by name; ``entry_points`` defaults to the installed ones of ``GROUP``."""
+
+    def __init__(self, builtins: Iterable[Adapter], entry_points: Iterable[EntryPoint] | None = None) -> None:
+        self._builtins = {adapter.name: adapter for adapter in builtins}
+        self._given = None if entry_points is None else tuple(entry_points)
+        self._loaded: dict[str, Adapter] = {}
+
+    @cached_property
+    def _entry_points(self) -> dict[str, list[EntryPoint]]:
+        found: dict[str, list[EntryPoint]] = {}
+        for ep in entry_points(group=GROUP) if self._given is None else self._given:
+            found.setdefault(ep.name, []).append(ep)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._builtins
+        yield from (name for name in self._entry_points if name not in self._builtins)
+
+    def __len__(self) -> int:
+        return len(self._builtins.keys() | self._entry_points.keys())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builtins or name in self._entry_points
+
+    def __getitem__(self, name: str) -> Adapter:
+        if name in self._loaded:
+            return self._loaded[name]
+        declared = self._entry_points.get(name, [])
+        if name in self._builtins and not declared:
+            return self._builtins[name]
+        if not declared:
+            raise KeyError(f"unknown framework {name!r}; valid: {', '.join(self)}")
+        if len(declared) > 1 or name in self._builtins:
+            claims = ["the built-in adapter"] if name in self._builtins else []
+            raise AdapterLoadError(f"framework {name!r} is claimed twice: {', '.join(claims + [_origin(ep) for ep in declared])}")
+        self._loaded[name] = _load(declared[0])
+        return self._loaded[name]
+
+
+def _load(ep: EntryPoint) -> Adapter:
+    try:
+        obj = ep.load()
+        adapter = obj() if isinstance(obj, type) else obj
+    except Exception as exc:  # a third party's import or constructor: anything can go wrong
+        raise AdapterLoadError(f"{_origin(ep)} failed to load: {type(exc).__name__}: {exc}") from exc
+    if missing := missing_members(adapter):
+        raise AdapterLoadError(
+            f"{_origin(ep)} is no Adapter: it lacks {', '.join(missing)} "
+            "(subclass pytest_infer.adapters.base.BaseAdapter for the defaults)"
+        )
+    if adapter.name != ep.name:
+        raise AdapterLoadError(f"{_origin(ep)} loads an adapter named {adapter.name!r}; the two names must match")
+    return adapter
+
+
+ADAPTERS = Registry(
+    (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter())
+)
 
 
 def names() -> list[str]:
@@ -20,7 +105,27 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Adapter:
-    try:
-        return ADAPTERS[name]
-    except KeyError:
-        raise KeyError(f"unknown framework {name!r}; valid: {', '.join(ADAPTERS)}") from None
+    return ADAPTERS[name]
+
+
+class FrameworkTable(Mapping[str, T]):
+    """``{framework: value}`` read from each adapter when looked up, for code that is keyed by name.
+
+    A framework whose value is None is absent, as is an unknown name (``.get`` gives the default).
+    """
+
+    def __init__(self, value: Callable[[Adapter], T | None], registry: Registry = ADAPTERS) -> None:
+        self._value = value
+        self._registry = registry
+
+    def __getitem__(self, name: str) -> T:
+        value = self._value(self._registry[name])
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in self._registry if name in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, VersionRoute, python_of
 
 # The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
 # CPU, a KV pool sized for 2 cores and 24 GiB (the default asks for most of the memory),
@@ -53,6 +53,11 @@ class SGLangAdapter(PythonModuleAdapter):
     module = "sglang"
     distributions = ("sglang",)
     engine_dirs = ("sglang-*", "sglang")
+    accepts_ignore_eos = True
+    owned_by = ("sglang",)
+    # 0.5.23 has no /version; it still answers the older /get_server_info, asked second
+    version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
+    expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import re
 import subprocess
+from typing import Any
 
-from .base import Environment, LaunchRequest, LaunchSpec, Version
+from .base import BaseAdapter, Environment, LaunchRequest, LaunchSpec, Version, VersionRoute
 
 
-class TGIAdapter:
+class TGIAdapter(BaseAdapter):
     name = "tgi"
     title = "TGI"
-    module = None
-    distributions = ()
-    engine_dirs = ()
+    structured_output_field = "grammar"
+    version_routes = (VersionRoute("/info"),)
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         env = request.environment
@@ -41,3 +41,6 @@ class TGIAdapter:
             return Version(None, error=f"{launcher}: {exc}")
         match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
         return Version(match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:])
+
+    def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {"grammar": {"type": "json", "value": schema}}

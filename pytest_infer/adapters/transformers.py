@@ -1,7 +1,7 @@
 """Hugging Face ``transformers serve`` (transformers >= 5): CPU or GPU."""
 from __future__ import annotations
 
-from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter
 
 
 class TransformersAdapter(PythonModuleAdapter):
@@ -10,6 +10,8 @@ class TransformersAdapter(PythonModuleAdapter):
     module = "transformers"
     distributions = ("transformers",)
     engine_dirs = ("transformers-*", "transformers")
+    owned_by = ("huggingface",)
+    expectations = BUNDLED_EXPECTATIONS / "transformers.yaml"
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         # FORCE_MODEL preloads the model, so readiness means "can answer", not "will load".

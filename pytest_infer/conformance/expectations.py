@@ -3,7 +3,8 @@
 A file names one framework; each entry names a check (``deviations``) or a
 feature (``unsupported``), a version range (PEP 440 specifier; absent = all
 versions), a reason and a public reference. A declared deviation makes its check
-an expected failure, so the day it passes it shows as "fixed".
+an expected failure, so the day it passes it shows as "fixed". The bundled files
+are the ones the adapters name (``Adapter.expectations``).
 
     framework: vllm
     deviations:
@@ -27,9 +28,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .registry import FEATURES
+from ..adapters import registry as adapters
 from ..outcomes import InferError
-
-BUNDLED = Path(__file__).with_name("expectations")
 
 
 class ExpectationsError(InferError, ValueError):
@@ -103,8 +103,11 @@ def _entries(path: Path, framework: str, items: object, key: str, known: Iterabl
     return out
 
 
-def load_file(path: Path, check_ids: Iterable[str] | None = None) -> Expectations:
-    """Parse one file; ``check_ids`` (the registry's) makes an unknown check id an error, not a silent no-op."""
+def load_file(path: Path, check_ids: Iterable[str] | None = None, framework: str | None = None) -> Expectations:
+    """Parse one file; ``check_ids`` (the registry's) makes an unknown check id an error, not a silent no-op.
+
+    ``framework`` is the adapter that bundles the file: a file that names another framework is an error.
+    """
     try:
         data = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -114,6 +117,8 @@ def load_file(path: Path, check_ids: Iterable[str] | None = None) -> Expectation
     stray = set(data) - {"framework", "deviations", "unsupported"}
     if stray:
         raise ExpectationsError(f"{path}: unknown key(s) {sorted(stray)}")
+    if framework is not None and data["framework"] != framework:
+        raise ExpectationsError(f"{path}: names framework {data['framework']!r}, but the {framework} adapter bundles it")
     framework = data["framework"]
     ids = set(check_ids) if check_ids is not None else None
     return Expectations(
@@ -122,13 +127,21 @@ def load_file(path: Path, check_ids: Iterable[str] | None = None) -> Expectation
     )
 
 
+def bundled_files() -> list[tuple[Path, str]]:
+    """Each adapter's expectations file, with the framework it must name."""
+    try:
+        return [(a.expectations, a.name) for a in adapters.ADAPTERS.values() if a.expectations is not None]
+    except adapters.AdapterLoadError as exc:
+        raise ExpectationsError(f"bundled expectations: {exc}") from exc
+
+
 def load(paths: Iterable[Path] = (), check_ids: Iterable[str] | None = None, *, bundled: bool = True) -> Expectations:
-    """The bundled files, then each of ``paths`` (a file or a folder of ``*.yaml``)."""
+    """The adapters' bundled files, then each of ``paths`` (a file or a folder of ``*.yaml``)."""
     ids = list(check_ids) if check_ids is not None else None
-    files: list[Path] = sorted(BUNDLED.glob("*.yaml")) if bundled else []
+    files: list[tuple[Path, str | None]] = list(bundled_files()) if bundled else []
     for p in map(Path, paths):
-        files += sorted(p.glob("*.yaml")) if p.is_dir() else [p]
+        files += [(f, None) for f in (sorted(p.glob("*.yaml")) if p.is_dir() else [p])]
     result = Expectations()
-    for f in files:
-        result.merge(load_file(f, ids))
+    for f, framework in files:
+        result.merge(load_file(f, ids, framework))
     return result

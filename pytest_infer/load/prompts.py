@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from ..adapters.registry import FrameworkTable
 from .client import CHAT_PATH, COMPLETIONS_PATH
 
 WORDS = [
@@ -31,11 +32,10 @@ WORDS = [
     "air", "teacher", "force", "education", "river", "stone", "garden", "window", "music", "paper", "light",
     "market",
 ]
-# frameworks whose OpenAI server accepts ``ignore_eos`` (transformers serve rejects unknown fields)
-IGNORE_EOS_FRAMEWORKS = frozenset({"vllm", "sglang", "lmdeploy", "trtllm"})
-# request fields that make a framework's per-chunk token counts exact (vLLM: token ids in every chunk;
-# without them a chunk that carries two tokens, e.g. after held-back partial UTF-8, counts as one)
-FRAMEWORK_EXTRA_BODY: dict[str, dict[str, object]] = {"vllm": {"return_token_ids": True}}
+# the frameworks whose adapter says they accept ``ignore_eos`` (``framework in IGNORE_EOS_FRAMEWORKS``)
+IGNORE_EOS_FRAMEWORKS = FrameworkTable(lambda adapter: adapter.accepts_ignore_eos or None)
+# each framework's request fields that make per-chunk token counts exact (``Adapter.load_extra_body``)
+FRAMEWORK_EXTRA_BODY = FrameworkTable(lambda adapter: dict(adapter.load_extra_body) or None)
 
 
 @dataclass(frozen=True, slots=True)

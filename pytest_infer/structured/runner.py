@@ -1,7 +1,8 @@
 """Send one schema to a server along one request path and classify what comes back.
 
 A request path is how a framework takes a schema: the OpenAI ``response_format``
-(streamed or not) or the framework's own extra field. Every attempt keeps its
+(streamed or not) or the framework's own extra field, shaped by its adapter
+(``structured_output_field``, ``structured_output_body``). Every attempt keeps its
 evidence (request body, raw output, validator message, ``curl`` line), so a
 failure can be reported and replayed exactly.
 """
@@ -15,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from ..adapters.base import Adapter
+from ..adapters.registry import FrameworkTable
 from ..client.http import InferClient
 from ..client.sse import read_sse
 from .outcome import Outcome, Verdict, classify_output, classify_status
@@ -25,36 +28,41 @@ PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny 
 
 @dataclass(frozen=True, slots=True)
 class RequestPath:
-    """One way of sending a schema: ``field`` names the body field, ``stream`` whether to stream."""
+    """One way of sending a schema: ``field`` names the body field, ``stream`` whether to stream;
+    ``fields`` shapes a framework's own field (its adapter's ``structured_output_body``)."""
 
     name: str
     field: str = "response_format"
     stream: bool = False
+    fields: Callable[[dict], dict[str, Any]] | None = None
 
     def schema_fields(self, schema: dict) -> dict[str, Any]:
+        if self.fields is not None:
+            return self.fields(schema)
         if self.field == "response_format":
             return {"response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}}
-        if self.field == "structured_outputs":  # vLLM's own field (guided_json before 0.12)
-            return {"structured_outputs": {"json": schema}}
-        if self.field == "grammar":  # TGI
-            return {"grammar": {"type": "json", "value": schema}}
-        raise ValueError(f"unknown schema field {self.field!r}")
+        raise ValueError(f"no way to send a schema on field {self.field!r}")
 
 
 RESPONSE_FORMAT = RequestPath("response_format")
 RESPONSE_FORMAT_STREAM = RequestPath("response_format-stream", stream=True)
-NATIVE_PATHS = {
-    "vllm": RequestPath("vllm-structured_outputs", field="structured_outputs"),
-    "tgi": RequestPath("tgi-grammar", field="grammar"),
-}
+
+
+def native_path(adapter: Adapter) -> RequestPath | None:
+    """The framework's own schema field as a request path, if its adapter names one."""
+    field = adapter.structured_output_field
+    if field is None:
+        return None
+    return RequestPath(f"{adapter.name}-{field}", field=field, fields=adapter.structured_output_body)
+
+
+NATIVE_PATHS = FrameworkTable(native_path)
 
 
 def paths_for(framework: str) -> list[RequestPath]:
     """Every path a framework takes a schema on: response_format, streamed, and its own field if it has one."""
-    paths = [RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM]
-    if framework in NATIVE_PATHS:
-        paths.append(NATIVE_PATHS[framework])
-    return paths
+    native = NATIVE_PATHS.get(framework)
+    return [RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM, *([native] if native else [])]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,17 @@ import pytest
 import yaml
 
 from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import Environment, LaunchRequest, Version, probe_python_version
+from pytest_infer.adapters.base import BUNDLED_EXPECTATIONS, Environment, LaunchRequest, Version, VersionRoute, probe_python_version
 from pytest_infer.adapters.external import detect_endpoint
+from pytest_infer.adapters.lmdeploy import LMDeployAdapter
+from pytest_infer.adapters.sglang import SGLangAdapter
+from pytest_infer.adapters.transformers import TransformersAdapter
+from pytest_infer.adapters.vllm import VLLMAdapter
+from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
+from pytest_infer.conformance.expectations import load as load_expectations
+from pytest_infer.load.prompts import FRAMEWORK_EXTRA_BODY, IGNORE_EOS_FRAMEWORKS
+from pytest_infer.profiles import LoadPoint
+from pytest_infer.structured.runner import paths_for
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 from .fakeenv import make_fake_env
@@ -231,3 +240,43 @@ def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_r
     assert asked.index(route) > asked.index("/version")
     if route == "/get_server_info":
         assert asked.index("/server_info") < asked.index("/get_server_info")
+
+
+def test_the_load_generator_takes_ignore_eos_and_extra_fields_from_the_adapter(monkeypatch):
+    assert sorted(IGNORE_EOS_FRAMEWORKS) == ["lmdeploy", "sglang", "trtllm", "vllm"]
+    assert dict(FRAMEWORK_EXTRA_BODY) == {"vllm": {"return_token_ids": True}}
+    point = LoadPoint("p", {}, {})
+    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (False, {})
+    monkeypatch.setattr(TransformersAdapter, "accepts_ignore_eos", True)
+    monkeypatch.setattr(TransformersAdapter, "load_extra_body", {"return_tokens": True})
+    assert "transformers" in IGNORE_EOS_FRAMEWORKS
+    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (True, {"return_tokens": True})
+
+
+def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
+    schema = {"type": "integer"}
+    native = {framework: paths_for(framework)[2:] for framework in [*registry.names(), "endpoint"]}
+    assert {f: [(p.name, p.schema_fields(schema)) for p in paths] for f, paths in native.items() if paths} == {
+        "vllm": [("vllm-structured_outputs", {"structured_outputs": {"json": schema}})],
+        "tgi": [("tgi-grammar", {"grammar": {"type": "json", "value": schema}})],
+    }
+    monkeypatch.setattr(SGLangAdapter, "structured_output_field", "json_schema")
+    (path,) = paths_for("sglang")[2:]
+    assert (path.name, path.schema_fields(schema)) == ("sglang-json_schema", {"json_schema": schema})  # the default shape
+
+
+def test_endpoint_detection_asks_the_adapters(monkeypatch):
+    monkeypatch.setattr(VLLMAdapter, "version_routes", (VersionRoute("/version", identifies=True),))
+    with FakeServer() as server, httpx.Client(base_url=server.base_url) as client:
+        assert detect_endpoint(client)[0] == "vllm"
+        monkeypatch.setattr(LMDeployAdapter, "owned_by", ("FakeServer",))
+        assert detect_endpoint(client)[0] == "lmdeploy"  # owned_by wins over a version route
+
+
+def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
+    assert {name: path.name for path, name in bundled_files()} == {
+        "vllm": "vllm.yaml", "sglang": "sglang.yaml", "transformers": "transformers.yaml",
+    }
+    monkeypatch.setattr(TransformersAdapter, "expectations", BUNDLED_EXPECTATIONS / "vllm.yaml")
+    with pytest.raises(ExpectationsError, match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it"):
+        load_expectations()
