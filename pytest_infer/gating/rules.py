@@ -1,32 +1,29 @@
 """``--infer-fail-on=ttft_p99:10%,output_tps:5%`` parsed into rule objects at parse time.
 
-A rule names a metric (an exact SLO figure name, its name without a unit
-suffix such as ``_ms``, or an fnmatch pattern such as ``ttft_*``) and the
-change it tolerates in the bad direction: relative (``10%``) or absolute in the
-metric's own unit (``25`` or ``25ms`` for a ``*_ms`` figure). Which direction
-is bad follows from the name: throughput-like figures must not fall, all
-others (latencies, memory) must not rise.
+A rule names a figure (any spelling the metric catalogue resolves: ``ttft_p99``,
+``ttft_p99_ms``, ``output_tps`` for ``output_tokens_per_s``; or an fnmatch
+pattern such as ``ttft_*``) and the change it tolerates in the bad direction:
+relative (``10%``) or absolute in the figure's own unit (``25`` or ``25ms`` for
+a ``*_ms`` figure). The catalogue says which direction is bad: throughput-like
+figures must not fall, all others (latencies, memory) must not rise.
 """
 from __future__ import annotations
 
 import fnmatch
 import re
 from dataclasses import dataclass
+
+from ..metrics.catalogue import higher_is_better, resolve, split_unit
 from ..outcomes import InferError
 
-# Short names a rule may use for the figures the SLO suite records (pytest_infer.metrics).
-ALIASES = {"output_tps": "output_tokens_per_s", "tps": "output_tokens_per_s", "rps": "requests_per_s", "goodput": "goodput_rps"}
-HIGHER_IS_BETTER = ("tps", "throughput", "tokens_per_s", "goodput", "attainment", "rps", "requests_per_s", "qps")
+__all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for"]
+
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
+_PATTERN = re.compile(r"[*?\[]")
 
 
 class RuleError(InferError, ValueError):
     """A ``--infer-fail-on`` entry that does not parse."""
-
-
-def higher_is_better(metric: str) -> bool:
-    name = metric.lower()
-    return any(part in name for part in HIGHER_IS_BETTER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,15 +34,23 @@ class Rule:
     text: str = ""
 
     def matches(self, metric: str) -> bool:
-        for pattern in (self.metric, ALIASES.get(self.metric)):
-            if pattern is None:
-                continue
-            if fnmatch.fnmatchcase(metric, pattern):
-                return True
-            stem, _, suffix = metric.rpartition("_")
-            if stem and suffix.isalpha() and len(suffix) <= 3 and fnmatch.fnmatchcase(stem, pattern):
-                return True
-        return False
+        """Does this rule gate the figure stored as ``metric``?
+
+        A name matches every spelling of the same figure (an absolute rule only in the same unit); a
+        pattern matches the stored name, the catalogue's name, or either without its unit, but
+        never a figure with no direction (a request count, the window, a pid). A name the catalogue
+        does not know matches itself, with or without a unit suffix.
+        """
+        seen = resolve(metric)
+        if _PATTERN.search(self.metric):
+            if seen is not None and seen.better is None:
+                return False
+            names = {metric, split_unit(metric)[0], *((seen.name, split_unit(seen.name)[0]) if seen else ())}
+            return any(fnmatch.fnmatchcase(name, self.metric) for name in names)
+        named = resolve(self.metric)
+        if named is not None and seen is not None:
+            return named.same(seen) and (self.relative or named.unit == seen.unit)
+        return self.metric in (metric, split_unit(metric)[0])
 
     def worsening(self, metric: str, before: float, after: float) -> float:
         """How much worse ``after`` is than ``before`` (positive: worse), in this rule's terms."""

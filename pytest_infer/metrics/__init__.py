@@ -1,6 +1,7 @@
-"""Metric definitions (docs/performance-slos.md), statistics and SLO judging, computed from load traces only."""
+"""Metric definitions (docs/performance-slos.md) and their catalogue, statistics and SLO judging, computed from load traces only."""
 from __future__ import annotations
 
+from .catalogue import CATALOGUE, Metric, UnknownMetric, headline, higher_is_better, resolve, threshold
 from .definitions import RequestMetrics, request_metrics
 from .judge import Check, ValidityRules, Verdict, judge, request_limits, validity
 from .stats import (
@@ -14,20 +15,27 @@ from .stats import (
 from .summary import Summary, summarize
 
 __all__ = [
+    "CATALOGUE",
     "PERCENTILE_METHOD",
     "Check",
     "Estimate",
     "InsufficientSamples",
+    "Metric",
     "RequestMetrics",
     "Summary",
+    "UnknownMetric",
     "ValidityRules",
     "Verdict",
     "confidence_interval",
+    "headline",
+    "higher_is_better",
     "judge",
     "min_samples",
     "percentile",
     "request_limits",
     "request_metrics",
+    "resolve",
     "summarize",
+    "threshold",
     "validity",
 ]

@@ -7,46 +7,23 @@ first: a figure that cannot be trusted is never compared with a threshold.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .catalogue import threshold
 from .stats import InsufficientSamples, min_samples, percentile
-from .summary import METRICS, Summary
-
-PERCENTILE_KEY = re.compile(r"^(?P<metric>[a-z0-9_]+?)_p(?P<q>\d+(?:\.\d+)?)_ms$")
-SCALAR_KEYS = {
-    "min_output_tokens_per_s": ("output_tokens_per_s", ">="),
-    "min_requests_per_s": ("requests_per_s", ">="),
-    "min_goodput_share": ("attainment", ">="),
-    "max_error_share": ("error_share", "<="),
-    "max_rss_gb": ("peak_rss_gb", "<="),
-    "max_gpu_memory_gb": ("peak_gpu_memory_gb", "<="),
-}
-# the p99 thresholds double as the per-request limits that goodput counts against
-GOODPUT_LIMITS = {"ttft_p99_ms": "ttft_ms", "tpot_p99_ms": "tpot_ms", "e2e_p99_ms": "e2e_ms"}
-
-
-def threshold_keys() -> list[str]:
-    """Every key a profile's ``thresholds`` may use (for the schema's error messages)."""
-    return [f"{m}_p<q>_ms" for m in METRICS if m != "schedule_lag"] + list(SCALAR_KEYS)
-
-
-def check_threshold_key(key: str) -> str | None:
-    """None if ``key`` is a valid threshold name, else why not."""
-    if key in SCALAR_KEYS:
-        return None
-    match = PERCENTILE_KEY.match(key)
-    if not match or match["metric"] not in METRICS or match["metric"] == "schedule_lag":
-        return f"unknown threshold {key!r}; valid: {', '.join(threshold_keys())}"
-    if not 0 < float(match["q"]) < 100:
-        return f"threshold {key!r}: the percentile must be between 0 and 100"
-    return None
+from .summary import Summary
 
 
 def request_limits(thresholds: Mapping[str, float]) -> dict[str, float]:
-    return {GOODPUT_LIMITS[k]: float(v) for k, v in thresholds.items() if k in GOODPUT_LIMITS}
+    """The per-request limits goodput counts against: the p99 thresholds of the goodput metrics, by sample name (``ttft_ms``)."""
+    limits = {}
+    for key, value in thresholds.items():
+        figure = threshold(key).figure
+        if figure.metric.goodput and figure.stat == "p99":
+            limits[figure.metric.figure()] = float(value)
+    return limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +96,13 @@ def validity(
         if lag > rules.max_schedule_lag_p99_ms:
             reasons.append(f"client fell behind its arrival schedule: p99 lag {lag:.1f} ms > {rules.max_schedule_lag_p99_ms:g} ms")
     for key in thresholds:
-        match = PERCENTILE_KEY.match(key)
-        if not match:
+        figure = threshold(key).figure
+        if figure.percentile is None:
             continue
-        need = min_samples(float(match["q"]))
+        need = min_samples(figure.percentile)
         # the plan must supply enough requests; a shortfall from failed requests is the server's fail
-        planned = summary.requests if match["metric"] in ("ttft", "ttfb", "e2e", "tpot") else len(summary.samples.get(match["metric"], []))
+        metric = figure.metric
+        planned = summary.requests if metric.samples == "request" else len(summary.samples.get(metric.name, []))
         if planned < need:
             reasons.append(f"insufficient samples: {key} needs at least {need}, the load point measured {planned}")
     return reasons
@@ -134,30 +112,24 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
     """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright."""
     if invalid:
         return Verdict("invalid", invalid=list(invalid))
-    figures: dict[str, Any] = {
-        "output_tokens_per_s": summary.output_tokens_per_s,
-        "requests_per_s": summary.requests_per_s,
-        "attainment": summary.attainment,
-        "error_share": summary.failed / summary.requests if summary.requests else 1.0,
-        **(resources or {}),
-    }
+    measured = dict(resources or {})
     checks: list[Check] = []
     for key, limit in thresholds.items():
-        match = PERCENTILE_KEY.match(key)
-        if match:
+        bound = threshold(key)
+        figure = bound.figure
+        if figure.percentile is not None:
             try:
-                value: float | None = summary.value(match["metric"], float(match["q"]))
-                checks.append(Check(key, value, float(limit), "<=", value <= limit))
+                value: float | None = summary.value(figure.metric.name, figure.percentile)
+                checks.append(Check(key, value, float(limit), bound.op, bound.holds(value, limit)))
             except InsufficientSamples as exc:
-                checks.append(Check(key, None, float(limit), "<=", False, f"{summary.failed} of {summary.requests} requests failed: {exc}"))
+                checks.append(Check(key, None, float(limit), bound.op, False, f"{summary.failed} of {summary.requests} requests failed: {exc}"))
             continue
-        figure, op = SCALAR_KEYS[key]
-        value = figures.get(figure)
+        # resources (memory peaks) come from the load run; the rest are Summary properties of the same name
+        value = measured[figure.name] if figure.name in measured else getattr(summary, figure.name, None)
         if isinstance(value, list):  # per-GPU memory: the largest one
             value = max(value) if value else None
         if value is None:
-            checks.append(Check(key, None, float(limit), op, True, "not measured here"))
+            checks.append(Check(key, None, float(limit), bound.op, True, "not measured here"))
             continue
-        ok = value >= limit if op == ">=" else value <= limit
-        checks.append(Check(key, float(value), float(limit), op, ok))
+        checks.append(Check(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
     return Verdict("pass" if all(c.ok for c in checks) else "fail", checks)

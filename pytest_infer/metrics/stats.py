@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from ..outcomes import InferError
 
 PERCENTILE_METHOD = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
@@ -32,6 +31,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     need = min_samples(q)
     if len(values) < need:
         raise InsufficientSamples(f"p{q:g} needs at least {need} samples, got {len(values)}")
+    import numpy as np  # here, not at module level: the catalogue (imported by reports and the gate) shares this package
+
     return float(np.percentile(np.asarray(values, dtype=float), q, method=PERCENTILE_METHOD))
 
 
@@ -54,6 +55,7 @@ def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Es
     n = len(values)
     if n < 2:
         raise InsufficientSamples(f"a confidence interval needs at least 2 runs, got {n}")
+    import numpy as np
     from scipy.stats import t  # only needed when runs are repeated
 
     arr = np.asarray(values, dtype=float)

@@ -13,21 +13,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..load.trace import RequestTrace
+from .catalogue import PER_REQUEST
 from .definitions import RequestMetrics, request_metrics
 from .stats import PERCENTILE_METHOD, InsufficientSamples, percentile
 
-METRICS = ("ttft", "ttfb", "itl", "itl_token", "tpot", "e2e", "schedule_lag")
+# the per-request metrics measured from the traces (the loop lag comes from the load run)
+METRICS = tuple(m for m in PER_REQUEST if m.samples in ("request", "event"))
 REPORTED_PERCENTILES = (50, 90, 99)
-# per-request limit name -> RequestMetrics attribute
-REQUEST_LIMITS = {"ttft_ms": "ttft_ms", "tpot_ms": "tpot_ms", "e2e_ms": "e2e_ms"}
 
 
 def meets(m: RequestMetrics, limits: Mapping[str, float]) -> bool:
-    """A request met its SLO: it succeeded and every limit it has a value for holds."""
+    """A request met its SLO: it succeeded and every limit it has a value for holds.
+
+    ``limits`` are keyed by per-request sample name (``ttft_ms``), which is also the RequestMetrics attribute.
+    """
     if not m.ok:
         return False
     for name, limit in limits.items():
-        value = getattr(m, REQUEST_LIMITS[name])
+        value = getattr(m, name)
         if value is not None and value > limit:
             return False
     return True
@@ -69,12 +72,16 @@ class Summary:
     def attainment(self) -> float:
         return self.met / self.requests if self.requests else 0.0
 
+    @property
+    def error_share(self) -> float:
+        return self.failed / self.requests if self.requests else 1.0
+
     def value(self, metric: str, q: float) -> float:
         """The q-th percentile of a metric in ms; raises InsufficientSamples."""
         return percentile(self.samples.get(metric, []), q)
 
     def figures(self) -> dict[str, Any]:
-        """Flat, JSON-ready figures for the results and the report."""
+        """Flat, JSON-ready figures for the results and the report, named as the catalogue names them."""
         out: dict[str, Any] = {
             "requests": self.requests,
             "ok": self.ok,
@@ -85,6 +92,7 @@ class Summary:
             "requests_per_s": round(self.requests_per_s, 3),
             "goodput_rps": round(self.goodput_rps, 3),
             "attainment": round(self.attainment, 4),
+            "error_share": round(self.error_share, 4),
             "one_token_outputs": self.one_token_outputs,
             "token_mismatches": self.token_mismatches,
             "streams_without_done": self.no_done,
@@ -93,16 +101,16 @@ class Summary:
             "percentile_method": PERCENTILE_METHOD,
         }
         for metric in METRICS:
-            values = self.samples.get(metric, [])
+            values = self.samples.get(metric.name, [])
             if not values:
                 continue
-            out[f"{metric}_n"] = len(values)
-            out[f"{metric}_mean_ms"] = round(sum(values) / len(values), 3)
+            out[metric.figure("n")] = len(values)
+            out[metric.figure("mean")] = round(sum(values) / len(values), 3)
             for q in REPORTED_PERCENTILES:
                 try:
-                    out[f"{metric}_p{q}_ms"] = round(percentile(values, q), 3)
+                    out[metric.figure(f"p{q}")] = round(percentile(values, q), 3)
                 except InsufficientSamples:
-                    out[f"{metric}_p{q}_ms"] = "insufficient samples"
+                    out[metric.figure(f"p{q}")] = "insufficient samples"
         if self.errors:
             out["errors"] = self.errors
         return out
@@ -120,7 +128,7 @@ def summarize(traces: Sequence[RequestTrace], window_start_ns: int, window_end_n
         output_tokens=sum(m.output_tokens for m in ok),
         limits=limits,
     )
-    samples: dict[str, list[float]] = {name: [] for name in METRICS}
+    samples: dict[str, list[float]] = {m.name: [] for m in METRICS}
     for m in metrics:
         if m.schedule_lag_ms is not None:
             samples["schedule_lag"].append(m.schedule_lag_ms)

@@ -221,7 +221,7 @@ class Profile:
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
     """Checks the schema cannot express: threshold names, unique ids, overrides that name real points."""
     from ..adapters import registry
-    from ..metrics.judge import check_threshold_key
+    from ..metrics.catalogue import check_threshold_key
 
     errors = []
     for model, entry in data["models"].items():

@@ -24,10 +24,16 @@ from ..metrics import (
     summarize,
     validity,
 )
+from ..metrics.catalogue import PER_REQUEST, metric
 from . import LoadPoint
 
 CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
-SAMPLED = ("ttft", "tpot", "e2e")  # per-request samples kept in the results, for the gate's significance tests
+# the server's one-per-request samples, kept in the results for the gate's significance tests
+SAMPLED = tuple(m for m in PER_REQUEST if m.samples == "request" and not m.client)
+TABLE_FIGURES = ("requests", "failed", "window_s", "output_tokens_per_s", "requests_per_s", "goodput_rps", "attainment",
+                 "ttft_p50_ms", "ttft_p99_ms", "ttfb_p50_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "prompt_tokens_mean",
+                 "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb")
+LOOP_LAG = metric("loop_lag")
 
 
 @dataclass(slots=True)
@@ -58,7 +64,7 @@ class PointResult:
             "thresholds": self.point.thresholds,
             "metrics": {k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
             "figures": self.figures(),
-            "samples": {f"{m}_ms": [round(x, 3) for x in self.summary.samples.get(m, [])] for m in SAMPLED},
+            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m.name, [])] for m in SAMPLED},
             "client": self.client,
             "confidence": self.confidence,
             **self.runs[0].describe(),
@@ -74,10 +80,7 @@ class PointResult:
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
         f = self.figures()
-        keys = ("requests", "failed", "window_s", "output_tokens_per_s", "requests_per_s", "goodput_rps", "attainment",
-                "ttft_p50_ms", "ttft_p99_ms", "ttfb_p50_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "prompt_tokens_mean",
-                "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb")
-        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in keys if k in f))
+        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in TABLE_FIGURES if k in f))
         lines.append("  client: " + ", ".join(f"{k}={v}" for k, v in self.client.items()))
         lines += [f"  {k}: {v}" for k, v in self.confidence.items()]
         return "\n".join(lines)
@@ -129,9 +132,9 @@ def evaluate_point(
     }
     for q in (50, 99):
         try:
-            client[f"loop_lag_p{q}_ms"] = round(percentile(lag, q), 2)
+            client[LOOP_LAG.figure(f"p{q}")] = round(percentile(lag, q), 2)
         except InsufficientSamples:
-            client[f"loop_lag_p{q}_ms"] = "insufficient samples"
+            client[LOOP_LAG.figure(f"p{q}")] = "insufficient samples"
     rss = [r.resources.rss_bytes for r in runs if r.resources.rss_bytes is not None]
     gpus = [r.resources.gpu_memory_bytes for r in runs if r.resources.gpu_memory_bytes]
     resources = {
