@@ -27,7 +27,7 @@ def cumulative_us(module: str) -> tuple[int, int]:
     """(cumulative µs of ``module``, cumulative µs of the top-level ``pytest`` import) in a fresh interpreter."""
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, check=True).stderr
     times = {}
-    for cumulative, indent, name in LINE.findall(out):
+    for cumulative, _indent, name in LINE.findall(out):
         if name in (module, "pytest") and name not in times:
             times[name] = int(cumulative)
     return times[module], times.get("pytest", 0)
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     base = rows["pytest-xdist"]["median_without_pytest_ms"] or 1.0
     print("| plugin module | median import (ms) | without pytest (ms) | ratio to pytest-xdist (without pytest) |")
     print("|---|---|---|---|")
-    for name, row in rows.items():
+    for row in rows.values():
         print(f"| `{row['module']}` | {row['median_ms']} | {row['median_without_pytest_ms']} | {row['median_without_pytest_ms'] / base:.1f}x |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .gating.compare import compare
-from .paths import bundled
 from .gating.rules import RuleError, parse_rules
 from .gating.stats import ALPHA
+from .outcomes import InferError
+from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import ResultsFileError, SessionResults, atomic_write_text, combine
-from .outcomes import InferError
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
@@ -104,11 +104,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .reporting.outputs import write_renderings
+    from .reporting.outputs import gate_of, write_renderings
 
     results = _read_all(args.inputs) if len(args.inputs) > 1 or Path(args.inputs[0]).is_dir() else SessionResults.read(args.inputs[0])
     out = args.output or Path(args.inputs[0]).parent
-    written = write_renderings(results, out, title=args.title, step_summary=not args.no_step_summary)
+    written = write_renderings(results, out, gate=gate_of(results), title=args.title, step_summary=not args.no_step_summary)
     _print(render_summary(results))
     if written.gate is not None:
         _print(render_gate(written.gate))

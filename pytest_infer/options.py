@@ -9,6 +9,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 import pytest
@@ -20,8 +21,6 @@ from .secrets import API_KEY_ENV
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
 ENDPOINT = "--infer-endpoint"
-SLO = "--slo"
-SLO_REPEAT = "--slo-repeat"
 SERVER_ARG = "--infer-server-arg"
 ENV = "--infer-env"
 STARTUP_TIMEOUT = "--infer-startup-timeout"
@@ -41,6 +40,24 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MEMORY_SHARE = 0.5  # of the machine's memory, per launched server
 
 
+IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool"]
+
+
+def add_option(parser: pytest.Parser, option: str, help: str, ini_type: IniType | None = "string", **kwargs: Any) -> None:
+    """A command-line option in the ``infer`` group with its ini twin (``--infer-model`` and ``infer_model``)."""
+    group = parser.getgroup("infer", "pytest-infer: test LLM inference servers")
+    group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)  # argparse %-formats help
+    parser.addini(ini_name(option), help=help, type=ini_type, default=kwargs.get("default"))
+
+
+def option_value(config: pytest.Config, option: str):
+    """The option's value from the command line, else from the ini file; ``None`` when unset."""
+    value = config.getoption(ini_name(option))
+    if value in (None, [], ""):
+        value = config.getini(ini_name(option))
+    return value if value not in ([], "") else None
+
+
 def ini_name(option: str) -> str:
     """``--infer-model`` -> ``infer_model``; ``--slo`` -> ``infer_slo``."""
     name = option.lstrip("-").replace("-", "_")
@@ -48,19 +65,14 @@ def ini_name(option: str) -> str:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    group = parser.getgroup("infer", "pytest-infer: test LLM inference servers")
     frameworks = ", ".join(registry.names())
 
-    def add(option: str, help: str, ini_type: str | None = "string", **kwargs) -> None:
-        group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)  # argparse %-formats help
-        parser.addini(ini_name(option), help=help, type=ini_type, default=kwargs.get("default"))
+    def add(option: str, help: str, ini_type: IniType | None = "string", **kwargs: Any) -> None:
+        add_option(parser, option, help, ini_type, **kwargs)
 
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
     add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
     add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one.", metavar="URL")
-    add(SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
-    add(SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
-        "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
     add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
     add(
         ENV,
@@ -89,8 +101,6 @@ class InferOptions:
     frameworks: tuple[str, ...] = ()
     model: str = DEFAULT_MODEL
     endpoint: str | None = None
-    slo: str | None = None
-    slo_repeat: int | None = None
     server_args: tuple[str, ...] = ()
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -99,20 +109,13 @@ class InferOptions:
     host: str = DEFAULT_HOST
     api_key: str | None = None
     baseline: Path | None = None
-    fail_on: tuple = ()  # gating.rules.Rule
+    fail_on: str | None = None  # the gate's rules as typed; the plugin parses them (gating.rules)
     memory_limit_gb: float | None = None  # None: DEFAULT_MEMORY_SHARE of the machine
 
     @property
     def active(self) -> bool:
         """Whether this session tests a server at all."""
         return bool(self.frameworks or self.endpoint)
-
-
-def _value(config: pytest.Config, option: str):
-    value = config.getoption(ini_name(option))
-    if value in (None, [], ""):
-        value = config.getini(ini_name(option))
-    return value if value not in ([], "") else None
 
 
 def parse_frameworks(text: str) -> tuple[str, ...]:
@@ -175,23 +178,6 @@ def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[
     return {name: tuple(envs) for name, envs in found.items()}
 
 
-def parse_slo(text: str) -> str:
-    from .profiles import ProfileError, available_profiles, load_profile
-
-    if text.endswith((".yaml", ".yml")) or os.sep in text:
-        if not Path(text).is_file():
-            raise pytest.UsageError(f"{SLO}: profile file {text} does not exist")
-    else:
-        valid = available_profiles()
-        if text not in valid:
-            raise pytest.UsageError(f"{SLO}: unknown profile {text!r}; valid: {', '.join(sorted(valid))}")
-    try:  # validated now, so a bad profile stops the run before any server starts
-        load_profile(text)
-    except ProfileError as exc:
-        raise pytest.UsageError(f"{SLO}: {exc}") from None
-    return text
-
-
 def parse_baseline(text: str) -> Path:
     """The baseline is read now, so a missing or cut-short file stops the run before any server starts."""
     from .results.model import ResultsFileError, SessionResults
@@ -204,45 +190,30 @@ def parse_baseline(text: str) -> Path:
     return path
 
 
-def parse_fail_on(text: str) -> tuple:
-    from .gating.rules import RuleError, parse_rules
-
-    try:
-        return parse_rules(text)
-    except RuleError as exc:
-        raise pytest.UsageError(f"{FAIL_ON}: {exc}") from None
-
-
 def parse(config: pytest.Config) -> InferOptions:
-    frameworks_text = _value(config, FRAMEWORK)
+    frameworks_text = option_value(config, FRAMEWORK)
     frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
-    endpoint_text = _value(config, ENDPOINT)
+    endpoint_text = option_value(config, ENDPOINT)
     endpoint = parse_endpoint(endpoint_text) if endpoint_text else None
     if endpoint and len(frameworks) > 1:
         raise pytest.UsageError(f"{ENDPOINT} tests one server; name at most one framework with it (the one it runs)")
-    slo_text, repeat_text = _value(config, SLO), _value(config, SLO_REPEAT)
-    server_args = _value(config, SERVER_ARG) or []
-    model = _value(config, MODEL) or DEFAULT_MODEL
-    baseline_text, fail_on_text = _value(config, BASELINE), _value(config, FAIL_ON)
-    fail_on = parse_fail_on(fail_on_text) if fail_on_text else ()
-    if fail_on and not baseline_text:
-        raise pytest.UsageError(f"{FAIL_ON} needs {BASELINE}=FILE: the figures are compared with a baseline run")
+    server_args = option_value(config, SERVER_ARG) or []
+    model = option_value(config, MODEL) or DEFAULT_MODEL
+    baseline_text, fail_on_text = option_value(config, BASELINE), option_value(config, FAIL_ON)
     if not model.strip():
         raise pytest.UsageError(f"{MODEL}: empty model name")
     return InferOptions(
         frameworks=frameworks,
         model=model,
         endpoint=endpoint,
-        slo=parse_slo(slo_text) if slo_text else None,
-        slo_repeat=parse_count(SLO_REPEAT, repeat_text) if repeat_text else None,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
-        environments=parse_environments(_value(config, ENV) or [], frameworks),
-        startup_timeout=parse_seconds(STARTUP_TIMEOUT, _value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),
-        request_timeout=parse_seconds(REQUEST_TIMEOUT, _value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT),
-        report_dir=Path(_value(config, REPORT_DIR) or DEFAULT_REPORT_DIR),
-        host=_value(config, HOST) or DEFAULT_HOST,
-        api_key=_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
+        environments=parse_environments(option_value(config, ENV) or [], frameworks),
+        startup_timeout=parse_seconds(STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),
+        request_timeout=parse_seconds(REQUEST_TIMEOUT, option_value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT),
+        report_dir=Path(option_value(config, REPORT_DIR) or DEFAULT_REPORT_DIR),
+        host=option_value(config, HOST) or DEFAULT_HOST,
+        api_key=option_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
-        fail_on=fail_on,
-        memory_limit_gb=parse_positive(MEMORY_LIMIT, limit_text, "GB") if (limit_text := _value(config, MEMORY_LIMIT)) else None,
+        fail_on=fail_on_text,
+        memory_limit_gb=parse_positive(MEMORY_LIMIT, limit_text, "GB") if (limit_text := option_value(config, MEMORY_LIMIT)) else None,
     )

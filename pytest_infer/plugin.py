@@ -5,43 +5,81 @@ import json
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import options as opts
-from .client.http import InferClient
+from .client.endpoint import Endpoint
 from .outcomes import NotRun, Unsupported
 from .results.model import TestRecord
 from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
+from .suite import Suite, SuiteError, by_name, installed
 from .targets import Target, resolve_targets
 
+if TYPE_CHECKING:
+    from .client.http import InferClient
+
 MARKERS = {
-    "conformance": "OpenAI-API conformance checks (suites/conformance).",
-    "structured": "structured-output checks under constrained decoding (suites/structured).",
-    "slo": "latency and throughput SLO checks (suites/slo).",
-    "robustness": "bad input and abuse checks (suites/robustness).",
     "infer_check(id)": "the registered check a test runs; recorded in the results.",
     "needs_capable_model(reason)": "needs a real model; skipped on the built-in tiny model.",
 }
 sigterm_key = pytest.StashKey[Any]()
 NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoint=URL"
-# Suite plugins with their own options and fixtures, registered along with this one.
-pytest_plugins = ["pytest_infer.structured.plugin"]
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hooks
+
+    pluginmanager.add_hookspecs(hooks)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The core's options, then each installed suite's plugin (its options and fixtures)."""
     opts.add_options(parser)
-    parser.addini("infer_expectations", type="paths", default=[], help="known-deviation YAML files or folders, added to the bundled ones (conformance).")
+    try:
+        suites = installed()
+    except SuiteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for suite in suites:
+        if suite.plugin:
+            pluginmanager.import_plugin(suite.plugin)
 
 
+def _suites(config: pytest.Config) -> dict[str, Suite]:
+    """The installed suites and those a conftest registers (``pytest_infer_suites``), in run order."""
+    extra = [suite for found in config.hook.pytest_infer_suites() for suite in found or ()]
+    try:
+        suites = by_name([*installed(), *extra])
+    except SuiteError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return dict(sorted(suites.items(), key=lambda item: item[1].runs_last))
+
+
+def _gate_rules(options: opts.InferOptions) -> tuple:
+    if not options.fail_on:
+        return ()
+    from .gating.rules import RuleError, parse_rules
+
+    try:
+        rules = parse_rules(options.fail_on)
+    except RuleError as exc:
+        raise pytest.UsageError(f"{opts.FAIL_ON}: {exc}") from None
+    if options.baseline is None:
+        raise pytest.UsageError(f"{opts.FAIL_ON} needs {opts.BASELINE}=FILE: the figures are compared with a baseline run")
+    return rules
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    for marker, text in MARKERS.items():
+    """First, so that the suites' own ``pytest_configure`` find the session in the stash."""
+    suites = _suites(config)
+    for marker, text in {**{s.name: s.description for s in suites.values()}, **MARKERS}.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
     options = opts.parse(config)
     targets = resolve_targets(options) if options.active else []
-    config.stash[session_key] = InferSession.create(config, options, targets)
+    config.stash[session_key] = InferSession.create(config, options, targets, suites, _gate_rules(options))
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
     if targets and not hasattr(config, "workerinput"):
@@ -80,10 +118,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Robustness abuses the server: it runs last, so a server it breaks (SGLang 0.5.23 on
-    n=1000000) takes no other suite's verdicts with it. The sort is stable."""
-    items.sort(key=lambda item: item.get_closest_marker("robustness") is not None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A suite that abuses the server runs last (``Suite.runs_last``), so a server it breaks takes no
+    other suite's verdicts with it. The sort is stable."""
+    last = [s.name for s in config.stash[session_key].suites.values() if s.runs_last]
+    items.sort(key=lambda item: any(item.get_closest_marker(name) for name in last))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -115,7 +154,8 @@ def infer_server(infer_target: Target, infer_session: InferSession) -> ServerInf
 
 
 def _target_of(item: pytest.Item) -> Target | None:
-    target = getattr(item, "callspec", None) and item.callspec.params.get("infer_target")
+    callspec = getattr(item, "callspec", None)
+    target = callspec.params.get("infer_target") if callspec is not None else None
     return target if isinstance(target, Target) else None
 
 
@@ -159,42 +199,36 @@ def infer_live_server(infer_server: ServerInfo) -> ServerInfo:
     return infer_server
 
 
+@pytest.fixture(scope="session")
+def infer_endpoint(infer_server: ServerInfo, infer_session: InferSession) -> Endpoint:
+    """How to reach the server under test (URL, model, key, timeout): what every client takes."""
+    return infer_session.endpoint(infer_server)
+
+
 @pytest.fixture
-def infer_client(infer_live_server: ServerInfo, infer_session: InferSession) -> Iterator[InferClient]:
+def infer_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint) -> Iterator[InferClient]:
     """An httpx client for the server under test, retries off."""
-    with InferClient(
-        infer_live_server.base_url,
-        model=infer_live_server.model,
-        api_key=infer_session.options.api_key,
-        timeout=infer_session.options.request_timeout,
-    ) as client:
+    from .client.http import InferClient
+
+    with InferClient(infer_endpoint) as client:
         yield client
 
 
-def _openai_kwargs(server: ServerInfo, session: InferSession) -> dict:
-    return {
-        "base_url": f"{server.base_url}/v1",
-        "api_key": session.options.api_key or "EMPTY",
-        "max_retries": 0,  # a retry must never hide a failure
-        "timeout": session.options.request_timeout,
-    }
-
-
 @pytest.fixture
-def openai_client(infer_live_server: ServerInfo, infer_session: InferSession):
+def infer_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (sync), pointed at the server under test."""
     import openai
 
-    with openai.OpenAI(**_openai_kwargs(infer_live_server, infer_session)) as client:
+    with openai.OpenAI(**infer_endpoint.openai_kwargs()) as client:
         yield client
 
 
 @pytest.fixture
-async def async_openai_client(infer_live_server: ServerInfo, infer_session: InferSession):
+async def infer_async_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (async)."""
     import openai
 
-    async with openai.AsyncOpenAI(**_openai_kwargs(infer_live_server, infer_session)) as client:
+    async with openai.AsyncOpenAI(**infer_endpoint.openai_kwargs()) as client:
         yield client
 
 
@@ -214,7 +248,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             ("infer_framework", info.framework),
             ("infer_version", info.version_text),
             ("infer_model", info.model),
-            ("infer_profile", session.options.slo or ""),
+            ("infer_profile", session.profile or ""),
             ("infer_target", target.id),
         ]
         report.user_properties = list(item.user_properties)
@@ -232,7 +266,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, unsupported: bool = False, not_run: bool = False) -> None:
     check = item.get_closest_marker("infer_check")
-    suite = next((m for m in ("conformance", "structured", "slo", "robustness") if item.get_closest_marker(m)), None)
+    suite = next((name for name in session.suites if item.get_closest_marker(name)), None)
     if hasattr(report, "wasxfail"):
         outcome = "xfail" if report.skipped else "fixed"
     elif unsupported:
@@ -245,9 +279,7 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
         outcome = "failed" if report.when == "call" else "error"
     else:
         outcome = "passed"
-    message = ""
-    if report.longrepr is not None and not report.passed:
-        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message or str(report.longrepr)[-2000:]
+    message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
     session.results.add_test(
         TestRecord(
@@ -264,15 +296,24 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
     )
 
 
+def _message(report: pytest.TestReport) -> str:
+    """What went wrong, in one line where pytest has one: a skip's reason, a failure's crash message."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple):
+        return longrepr[2]
+    crash = getattr(longrepr, "reprcrash", None)
+    return crash.message if crash is not None else str(longrepr)[-2000:]
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     infer = session.config.stash[session_key]
     if infer.is_worker:
-        session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())
+        session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())  # type: ignore[attr-defined]  # set by xdist
         return
     if infer.targets:
         from .reporting.outputs import finish_session
 
-        infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.options.fail_on)
+        infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.rules)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
     infer.pool.stop_all()
@@ -320,4 +361,5 @@ class XdistController:
 
         data = getattr(node, "workeroutput", {}).get(WORKER_RESULTS_KEY)
         if data:
-            node.config.stash[session_key].results.merge(SessionResults.from_dict(json.loads(data)))
+            session = node.config.stash[session_key]
+            session.results.merge(SessionResults.from_dict(json.loads(data), session.suites))

@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from . import __version__
+from .client.endpoint import Endpoint
 from .options import InferOptions
 from .results.environment import capture_environment
 from .results.model import SessionResults, TargetRecord
 from .server.pool import ServerInfo, ServerPool
+from .suite import Suite
 from .targets import Target
 
 WORKER_SERVERS_KEY = "pytest_infer_servers"
@@ -23,15 +25,21 @@ class InferSession:
     options: InferOptions
     targets: list[Target]
     pool: ServerPool
+    suites: dict[str, Suite] = field(default_factory=dict)
     results: SessionResults = field(default_factory=SessionResults)
     is_worker: bool = False
     failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
+    profile: str | None = None  # the SLO profile's name, set by the suite that reads it
+    rules: tuple = ()  # gating.rules.Rule of --infer-fail-on, parsed once by the plugin
     written: Any = None  # reporting.outputs.Written, once the controller has written the reports
 
     @classmethod
-    def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target]) -> InferSession:
+    def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target], suites: dict[str, Suite], rules: tuple = ()) -> InferSession:
         workerinput = getattr(config, "workerinput", None)
-        session = cls(options, targets, ServerPool(options, targets, owner=workerinput is None), is_worker=workerinput is not None)
+        session = cls(
+            options, targets, ServerPool(options, targets, owner=workerinput is None), suites,
+            SessionResults(suites=suites), is_worker=workerinput is not None, rules=rules,
+        )  # fmt: skip
         session.results.plugin_version = __version__
         if workerinput is None:  # the controller writes the results; workers' environment would be discarded
             session.results.environment = capture_environment(config.rootpath, __version__)
@@ -52,12 +60,15 @@ class InferSession:
                 commit=info.commit,
                 version_source=info.version_source,
                 launched=info.launched,
-                profile=self.options.slo,
+                profile=self.profile,
                 start_seconds=info.start_seconds,
                 error=info.error,
             ),
         )
         return info
+
+    def endpoint(self, info: ServerInfo) -> Endpoint:
+        return self.pool.endpoint(info)
 
 
 session_key = pytest.StashKey[InferSession]()

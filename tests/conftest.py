@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 # In-process pytester runs drop the modules first imported during the run: httpx imports
 # httpcore lazily (its error map then misses the re-imported classes), and numpy cannot be
 # imported twice in one process. Importing them here, before any run, keeps one copy.
 import httpcore  # noqa: F401
-import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
-import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
+import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 
+import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
 from pytest_infer.adapters.base import Environment
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import cache_dir, engines_dir

@@ -40,9 +40,9 @@ def session(
         ))
     for keyword in KEYWORDS:
         for klass, n in ((keywords or {}).get(keyword) or {"valid": 4}).items():
-            results.count("structured", target, keyword, klass, n)
+            results.table("structured").count(target, keyword, klass, n)
     for concurrency in (1, 8, 16):
-        for run in range(runs):
+        for _ in range(runs):
             jitter = lambda: 1 + rng.uniform(-noise, noise)  # noqa: E731
             ttft = ttft_ms * (1 + concurrency / 16) * jitter()
             entry = {
@@ -51,5 +51,5 @@ def session(
             }
             if samples:
                 entry["samples"] = {"ttft_ms": [ttft * rng.lognormvariate(0, 0.2) for _ in range(samples)]}
-            results.slo.append(entry)
+            results.table("slo").add(entry)
     return results

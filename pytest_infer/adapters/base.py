@@ -142,6 +142,8 @@ class BaseAdapter:
     (``transformers serve`` does).
     """
 
+    name: ClassVar[str]
+    title: ClassVar[str]
     module: ClassVar[str | None] = None
     distributions: ClassVar[tuple[str, ...]] = ()
     engine_dirs: ClassVar[tuple[str, ...]] = ()

@@ -32,7 +32,7 @@ def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str
         server_header = resp.headers.get("server")
         if resp.status_code == 200:
             data = resp.json().get("data") or []
-            models = [m.get("id") for m in data if isinstance(m, dict) and m.get("id")]
+            models = [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
             owned_by = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
             framework = next((owners[o] for o in owned_by if o in owners), None)
     except (httpx.HTTPError, ValueError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from importlib.metadata import EntryPoint, entry_points
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pytest
 
@@ -27,7 +27,7 @@ GROUP = "pytest_infer.adapters"
 T = TypeVar("T")
 
 
-class AdapterLoadError(InferError, pytest.UsageError):
+class AdapterLoadError(InferError, pytest.UsageError):  # type: ignore[misc]  # final in the stubs only
     """An installed adapter that cannot be used; names its entry point.
 
     A usage error, so that pytest ends with the message instead of an internal-error traceback.
@@ -95,8 +95,10 @@ def _load(ep: EntryPoint) -> Adapter:
     return adapter
 
 
+# mypy holds protocol class variables invariant (tuple[str, ...] v a subclass's tuple[str, str]);
+# missing_members checks the protocol at run time for every adapter, entry points included.
 ADAPTERS = Registry(
-    (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter())
+    cast("tuple[Adapter, ...]", (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter()))
 )
 
 

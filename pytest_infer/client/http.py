@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from .curl import curl_command
+from .endpoint import Endpoint
 
 MAX_RESPONSE_BYTES = 64 << 20  # an answer larger than this is a fault, not something to hold in memory
 
@@ -49,13 +50,12 @@ class InferClient(httpx.Client):
     flaky server is seen, never papered over.
     """
 
-    def __init__(
-        self, base_url: str, *, model: str, api_key: str | None = None, timeout: float = 120.0, max_response_bytes: int = MAX_RESPONSE_BYTES
-    ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        super().__init__(base_url=base_url, timeout=timeout, headers=headers, event_hooks={"response": [self._bound]})
-        self.model = model
-        self.authenticated = bool(api_key)
+    def __init__(self, endpoint: Endpoint, *, timeout: float | None = None, max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+        timeout = timeout or endpoint.timeout
+        super().__init__(base_url=endpoint.base_url, timeout=timeout, headers=endpoint.headers, event_hooks={"response": [self._bound]})
+        self.endpoint = endpoint
+        self.model = endpoint.model
+        self.authenticated = bool(endpoint.api_key)
         self.max_response_bytes = max_response_bytes
         self.total_timeout = timeout
 

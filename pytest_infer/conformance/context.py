@@ -5,10 +5,9 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Self, TypeVar
 
 import httpx
-from typing_extensions import Self
 
 from ..client.curl import curl_command
 from ..client.sse import SSEStream, read_sse

@@ -27,9 +27,9 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from .registry import FEATURES
 from ..adapters import registry as adapters
 from ..outcomes import InferError
+from .registry import FEATURES
 
 
 class ExpectationsError(InferError, ValueError):

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .failures import CheckFailure, Unsupported
 from ..outcomes import InferError
+from .failures import CheckFailure, Unsupported
 
 if TYPE_CHECKING:
     from .context import CheckContext

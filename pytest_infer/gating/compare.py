@@ -2,10 +2,10 @@
 
 Targets are paired by id, else by framework when each side has exactly one
 target of it (``vllm 0.31.0`` baseline v ``vllm 0.32.0`` candidate), or
-explicitly. For each pair the gate looks at three things of the one results
-model: check outcomes, the structured-output keyword status, and the SLO
-figures named by the rules. Only regressions fail the gate; improvements,
-fixed deviations, noise and other changes are listed so a reviewer sees them.
+explicitly. For each pair the gate compares the check outcomes, then hands the
+pair to every suite's table (``Table.compare``: keyword status, SLO figures
+under the rules, ...). Only regressions fail the gate; improvements, fixed
+deviations, noise and other changes are listed so a reviewer sees them.
 """
 from __future__ import annotations
 
@@ -13,30 +13,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.model import SessionResults
-from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
-from .rules import Rule, higher_is_better, rule_for
-from .stats import ALPHA, significance
+from ..results.views import CheckCell, check_matrix, target_label
+from ..suite import Finding, Pairing, Table
+from .rules import Rule
+from .stats import ALPHA
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
-# Keyword classes that are wrong answers (docs: structured-output): worse than a clean refusal or a truncation.
-WRONG_KEYWORD = frozenset({"invalid", "error"})
 KINDS = ("regression", "improvement", "noise", "change")
-
-
-@dataclass(slots=True)
-class Finding:
-    kind: str  # one of KINDS
-    area: str  # "check", "keyword", "slo"
-    pair: str  # "vllm 0.31.0 -> vllm 0.32.0"
-    subject: str  # the check, keyword or "load point: metric"
-    before: Any
-    after: Any
-    detail: str = ""
-    reproducer: str = ""
-
-    def line(self) -> str:
-        text = f"[{self.area}] {self.subject}: {self.before} -> {self.after} ({self.pair})"
-        return f"{text}; {self.detail}" if self.detail else text
+__all__ = ["Finding", "GateResult", "compare", "pair_targets"]
 
 
 @dataclass(slots=True)
@@ -104,11 +88,11 @@ def pair_targets(
     return pairs, unpaired
 
 
-def _compare_checks(baseline: SessionResults, candidate: SessionResults, b: str, c: str, pair: str) -> list[Finding]:
-    before, after = check_matrix(baseline), check_matrix(candidate)
+def _compare_checks(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], pairing: Pairing) -> list[Finding]:
     found = []
+    pair = pairing.label
     for row in dict.fromkeys([*before, *after]):
-        old, new = before.get(row, {}).get(b), after.get(row, {}).get(c)
+        old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
         if old is None or new is None:
             if old is not None and old.outcome != "skipped":
                 found.append(Finding("change", "check", pair, row, old.outcome, "not run"))
@@ -134,64 +118,6 @@ def _compare_checks(baseline: SessionResults, candidate: SessionResults, b: str,
     return found
 
 
-def _compare_keywords(baseline: SessionResults, candidate: SessionResults, b: str, c: str, pair: str) -> list[Finding]:
-    before, after = keyword_matrix(baseline), keyword_matrix(candidate)
-    found = []
-    for keyword in sorted(set(before) | set(after)):
-        old_counts, new_counts = before.get(keyword, {}).get(b), after.get(keyword, {}).get(c)
-        if old_counts is None or new_counts is None:
-            continue
-        o, n = keyword_status(old_counts), keyword_status(new_counts)
-        if o == n:
-            continue
-        detail = f"{old_counts} -> {new_counts}"
-        if (n in WRONG_KEYWORD and o not in WRONG_KEYWORD) or (o == "valid" and n == "rejected"):
-            kind = "regression"  # new silent wrong answers or errors, or support dropped
-        elif o in WRONG_KEYWORD and n not in WRONG_KEYWORD or (o == "rejected" and n == "valid"):
-            kind = "improvement"
-        else:
-            kind = "change"
-        found.append(Finding(kind, "keyword", pair, keyword, o, n, detail))
-    return found
-
-
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def _compare_slo(
-    baseline: SessionResults, candidate: SessionResults, b: str, c: str, pair: str, rules: tuple[Rule, ...], alpha: float
-) -> list[Finding]:
-    before = {p.key: p for p in slo_points(baseline) if p.target == b}
-    after = {p.key: p for p in slo_points(candidate) if p.target == c}
-    found = []
-    for key in [k for k in before if k in after]:
-        old, new = before[key], after[key]
-        if "invalid" in (old.verdict, new.verdict):  # a saturated client measured itself: nothing to compare
-            found.append(Finding("change", "slo", pair, key, old.verdict, new.verdict, "measurement invalid: figures not compared"))
-            continue
-        for metric in [m for m in old.metrics if m in new.metrics]:
-            rule = rule_for(rules, metric)
-            if rule is None:
-                continue
-            x, y = old.metrics[metric], new.metrics[metric]
-            worse = rule.worsening(metric, x, y)
-            unit = "%" if rule.relative else ""
-            subject = f"{key}: {metric}"
-            if worse > rule.threshold:
-                sig = significance(metric, old.runs.get(metric, []), new.runs.get(metric, []), old.samples, new.samples,
-                                   higher_is_better=higher_is_better(metric))
-                p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
-                detail = f"{worse:+.1f}{unit} worse, limit {rule.describe()}; {sig.basis}{p}"
-                kind = "regression" if sig.significant(alpha) else "noise"
-                if kind == "noise":
-                    detail += f" >= {alpha}: not significant"
-                found.append(Finding(kind, "slo", pair, subject, _fmt(x), _fmt(y), detail))
-            elif -worse > rule.threshold:
-                found.append(Finding("improvement", "slo", pair, subject, _fmt(x), _fmt(y), f"{-worse:.1f}{unit} better"))
-    return found
-
-
 def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[str]:
     """A difference between two runs is the server's only if both ran the same checks: say when they may not have."""
     b, c = baseline.environment.get("git", {}), candidate.environment.get("git", {})
@@ -214,12 +140,13 @@ def compare(
 ) -> GateResult:
     paired, unpaired = pair_targets(baseline, candidate, pairs)
     result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
+    before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:
-        pair = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
-        result.pair_labels.append(pair)
-        result.findings += _compare_checks(baseline, candidate, b, c, pair)
-        result.findings += _compare_keywords(baseline, candidate, b, c, pair)
-        result.findings += _compare_slo(baseline, candidate, b, c, pair, rules, alpha)
+        pairing = Pairing(b, c, f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}", rules, alpha)
+        result.pair_labels.append(pairing.label)
+        result.findings += _compare_checks(before, after, pairing)
+        for name, table in candidate.tables.items():
+            result.findings += table.compare(baseline.tables.get(name, Table()), pairing)
     order = {k: i for i, k in enumerate(KINDS)}
     result.findings.sort(key=lambda f: order[f.kind])
     return result

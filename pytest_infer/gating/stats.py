@@ -8,13 +8,11 @@ Mann-Whitney makes no normality assumption, which latency tails violate.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 ALPHA = 0.05
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
 MIN_SAMPLES = 20
-_STAT_SUFFIX = re.compile(r"_(p\d+(?:\.\d+)?|mean|median|avg|max|min)(?=_|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +26,9 @@ class Significance:
 
 def sample_keys(metric: str) -> list[str]:
     """Per-request sample names a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``, ``ttft``."""
-    stem = _STAT_SUFFIX.sub("", metric)
-    if stem == metric:
-        return []
-    return list(dict.fromkeys([stem, stem.rsplit("_", 1)[0] if "_" in stem else stem]))
+    from ..metrics.catalogue import samples_of
+
+    return samples_of(metric)
 
 
 def mann_whitney_greater(x: list[float], y: list[float]) -> float:

@@ -180,6 +180,7 @@ class _Runner:
 
     async def poisson(self) -> None:
         spec = self.spec
+        assert spec.rate is not None  # LoadSpec refuses an open-loop load without one
         rng = random.Random(spec.seed)
         shape = spec.burstiness
         scale_ns = 1e9 / (spec.rate * shape)  # mean gap = shape * scale = 1/rate

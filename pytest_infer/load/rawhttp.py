@@ -18,9 +18,9 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
+from ..outcomes import InferError
 from .client import StreamSink
 from .trace import RequestTrace
-from ..outcomes import InferError
 
 MAX_ERROR_BODY = 2000
 
@@ -215,7 +215,7 @@ class RawClient:
             if conn is not None and conn.transport is not None:
                 conn.transport.close()
             raise
-        except (OSError, ProtocolError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, ProtocolError) as exc:
             trace.end_ns = time.perf_counter_ns()
             trace.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if conn is not None and conn.transport is not None:

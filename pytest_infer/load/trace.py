@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-PHASES = ("warmup", "measured", "cooldown")
-
 
 @dataclass(slots=True)
 class RequestTrace:

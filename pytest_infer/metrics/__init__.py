@@ -1,41 +1,18 @@
 """Metric definitions (docs/performance-slos.md) and their catalogue, statistics and SLO judging, computed from load traces only."""
 from __future__ import annotations
 
-from .catalogue import CATALOGUE, Metric, UnknownMetric, headline, higher_is_better, resolve, threshold
-from .definitions import RequestMetrics, request_metrics
-from .judge import Check, ValidityRules, Verdict, judge, request_limits, validity
-from .stats import (
-    PERCENTILE_METHOD,
-    Estimate,
-    InsufficientSamples,
-    confidence_interval,
-    min_samples,
-    percentile,
-)
-from .summary import Summary, summarize
+from .._lazy import exports
 
-__all__ = [
-    "CATALOGUE",
-    "PERCENTILE_METHOD",
-    "Check",
-    "Estimate",
-    "InsufficientSamples",
-    "Metric",
-    "RequestMetrics",
-    "Summary",
-    "UnknownMetric",
-    "ValidityRules",
-    "Verdict",
-    "confidence_interval",
-    "headline",
-    "higher_is_better",
-    "judge",
-    "min_samples",
-    "percentile",
-    "request_limits",
-    "request_metrics",
-    "resolve",
-    "summarize",
-    "threshold",
-    "validity",
-]
+_NAMES = {
+    "CATALOGUE": "catalogue", "Metric": "catalogue", "UnknownMetric": "catalogue", "headline": "catalogue",
+    "higher_is_better": "catalogue", "resolve": "catalogue", "threshold": "catalogue",
+    "RequestMetrics": "definitions", "request_metrics": "definitions",
+    "Check": "judge", "ValidityRules": "judge", "Verdict": "judge", "request_limits": "judge", "validity": "judge",
+    "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats",
+    "min_samples": "stats", "percentile": "stats",
+    "Summary": "summary", "summarize": "summary",
+}  # fmt: skip
+# ``judge`` the function is imported from ``metrics.judge``: once that module is loaded, the
+# package attribute ``judge`` is the module, so the package cannot export the function lazily.
+__getattr__, __dir__ = exports(__name__, _NAMES)
+__all__ = list(_NAMES)

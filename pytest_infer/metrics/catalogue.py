@@ -253,8 +253,8 @@ def threshold(key: str) -> Bound:
     Keys are spelled exactly as ``threshold_keys`` lists them; raises UnknownMetric, saying why, otherwise.
     """
     if key in _BY_THRESHOLD:
-        m = _BY_THRESHOLD[key]
-        return Bound(key, Figure(m, PLAIN, m.unit), "max" if m.better == LOWER else "min")
+        found = _BY_THRESHOLD[key]
+        return Bound(key, Figure(found, PLAIN, found.unit), "max" if found.better == LOWER else "min")
     match = _PERCENTILE_THRESHOLD.match(key)
     m = _BY_NAME.get(match["name"]) if match else None
     if match is None or m is None or m.name != match["name"] or m.threshold is None or not m.samples or match["unit"] != m.unit:

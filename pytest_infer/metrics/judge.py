@@ -119,8 +119,8 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
         figure = bound.figure
         if figure.percentile is not None:
             try:
-                value: float | None = summary.value(figure.metric.name, figure.percentile)
-                checks.append(Check(key, value, float(limit), bound.op, bound.holds(value, limit)))
+                measured_q = summary.value(figure.metric.name, figure.percentile)
+                checks.append(Check(key, measured_q, float(limit), bound.op, bound.holds(measured_q, limit)))
             except InsufficientSamples as exc:
                 checks.append(Check(key, None, float(limit), bound.op, False, f"{summary.failed} of {summary.requests} requests failed: {exc}"))
             continue

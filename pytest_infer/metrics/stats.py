@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from ..outcomes import InferError
 
-PERCENTILE_METHOD = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
+PERCENTILE_METHOD: Final = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
 
 
 class InsufficientSamples(InferError, ValueError):

@@ -6,8 +6,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from filelock import FileLock
-
 from ..paths import cache_dir
 
 TINY = "tiny"
@@ -25,6 +23,8 @@ def tiny_model_dir(python: str) -> Path:
     marker = target / "pytest_infer_tiny.json"
     if marker.exists():
         return target
+    from filelock import FileLock
+
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if marker.exists():

@@ -13,8 +13,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ..paths import bundled
 from ..outcomes import InferError
+from ..paths import bundled
 
 
 def profiles_dir() -> Path:

@@ -18,13 +18,13 @@ from ..metrics import (
     ValidityRules,
     Verdict,
     confidence_interval,
-    judge,
     percentile,
     request_limits,
     summarize,
     validity,
 )
 from ..metrics.catalogue import PER_REQUEST, metric
+from ..metrics.judge import judge
 from . import LoadPoint
 
 CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
@@ -124,7 +124,7 @@ def evaluate_point(
     lag = [x for run in runs for x in run.loop_lag_ms]
     busy = max(run.client.busy_share for run in runs)
     worst = max(runs, key=lambda r: r.client.busy_share).client
-    client = {
+    client: dict[str, Any] = {
         "busy_share": round(busy, 3),
         "cpu_share": round(worst.cpu_share, 3),
         "wait_share": None if worst.wait_share is None else round(worst.wait_share, 3),

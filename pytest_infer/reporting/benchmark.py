@@ -11,24 +11,21 @@ keeps the figure as measured, with its unit.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..gating.rules import higher_is_better
+from ..metrics.catalogue import higher_is_better, to_seconds
 from ..results.model import SessionResults, atomic_write_text
-from ..results.views import slo_points, target_label
-
-UNIT_SECONDS = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
+from ..results.views import Views, build_views
 
 
 def as_seconds(metric: str, value: float) -> float | None:
     """A figure as a pytest-benchmark time (lower is better); ``None`` when it cannot be one."""
     if higher_is_better(metric):
         return 1.0 / value if value > 0 else None
-    unit = metric.rsplit("_", 1)[-1]
-    return value * UNIT_SECONDS[unit] if unit in UNIT_SECONDS else None
+    return to_seconds(metric, value)
 
 
 def _stats(data: list[float]) -> dict[str, Any]:
@@ -43,24 +40,24 @@ def _stats(data: list[float]) -> dict[str, Any]:
     return out
 
 
-def to_benchmark_json(results: SessionResults) -> dict[str, Any]:
+def to_benchmark_json(results: SessionResults, views: Views | None = None) -> dict[str, Any]:
+    views = views or build_views(results)
     env = results.environment
     git = env.get("git", {})
     benchmarks = []
-    for point in slo_points(results):
-        target = results.targets.get(point.target)
-        label = target_label(target) if target else point.target
-        for metric, runs in point.runs.items():
+    for name, table in results.tables.items():
+        for series in table.benchmarks():
+            metric, runs, label = series["metric"], series["runs"], views.label(series["target"])
             data = [s for s in (as_seconds(metric, v) for v in runs) if s is not None]
             if not data:
                 continue
             benchmarks.append({
-                "group": f"{point.key} {metric}",
+                "group": series["group"],
                 "name": f"{metric}[{label}]",
-                "fullname": f"slo/{point.key}::{metric}[{label}]",
-                "params": {"target": label, "load_point": point.key},
+                "fullname": f"{name}/{series['key']}::{metric}[{label}]",
+                "params": {"target": label, "load_point": series["key"]},
                 "param": label,
-                "extra_info": {"metric": metric, "value": point.metrics[metric], "runs": runs, "verdict": point.verdict,
+                "extra_info": {"metric": metric, "value": series["value"], "runs": runs, "verdict": series["verdict"],
                                "stored_as": "reciprocal seconds (ops = the figure)" if higher_is_better(metric) else "seconds"},
                 "options": {"disable_gc": False, "timer": "pytest-infer", "min_rounds": 1, "max_time": 0, "min_time": 0, "warmup": False},
                 "stats": _stats(data),
@@ -81,7 +78,7 @@ def to_benchmark_json(results: SessionResults) -> dict[str, Any]:
         },
         "commit_info": {"id": git.get("commit"), "dirty": git.get("dirty"), "branch": git.get("branch"), "describe": git.get("describe")},
         "benchmarks": benchmarks,
-        "datetime": datetime.now(timezone.utc).isoformat(),
+        "datetime": datetime.now(UTC).isoformat(),
         "version": _benchmark_version(),
     }
 
@@ -92,6 +89,6 @@ def _benchmark_version() -> str:
     return version("pytest-benchmark")
 
 
-def write_benchmark_json(results: SessionResults, path: Path) -> Path:
-    atomic_write_text(path, json.dumps(to_benchmark_json(results), indent=1) + "\n")
+def write_benchmark_json(results: SessionResults, path: Path, views: Views | None = None) -> Path:
+    atomic_write_text(path, json.dumps(to_benchmark_json(results, views), indent=1) + "\n")
     return path

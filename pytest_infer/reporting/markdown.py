@@ -5,11 +5,12 @@ import os
 from pathlib import Path
 
 from ..results.model import SessionResults
-from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
-from .terminal import SYMBOLS, headline
+from ..results.views import Views, build_views
+from ..suite import Cell, Section
 
 ICONS = {"passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED", "not_run": "⛔ not run", "skipped": "⏭ skip"}
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+MAX_DETAIL = 200
 
 
 def _cell(text: str) -> str:
@@ -22,9 +23,19 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer") -> str:
-    ids = list(results.targets)
-    labels = [target_label(results.targets[t]) for t in ids]
+def _text(cell: Cell, checks: bool) -> str:
+    if checks:
+        return ICONS.get(cell.css, cell.text) if cell.text != "FAIL(w)" else "❌ FAIL(w)"
+    return f"{cell.text} ({cell.detail[:MAX_DETAIL]})" if cell.detail else cell.text
+
+
+def section_lines(section: Section, views: Views, checks: bool = False) -> list[str]:
+    rows = [[row, *(_text(cells[t], checks) if t in cells else "-" for t in views.ids)] for row, cells in section.rows.items()]
+    return ["", f"### {section.title}", "", *_table([section.heading, *views.labels], rows)]
+
+
+def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None) -> str:
+    views = views or build_views(results)
     lines = [f"## {title}", ""]
     if gate is not None:
         lines += [f"**Upgrade gate: {gate.verdict}**", ""]
@@ -39,25 +50,9 @@ def render_markdown(results: SessionResults, gate=None, title: str = "pytest-inf
         [t.id, t.framework, t.version or "unknown", t.model, t.profile or "-", f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok"]
         for t in results.targets.values()
     ])
-    matrix = check_matrix(results)
-    if matrix:
-        lines += ["", "### Checks", ""]
-        lines += _table(["check", *labels], [[row, *(ICONS.get(c[t].outcome, SYMBOLS.get(c[t].outcome, c[t].outcome)) if t in c else "-" for t in ids)] for row, c in matrix.items()])
-    keywords = keyword_matrix(results)
-    if keywords:
-        lines += ["", "### Structured output: keyword x outcome", ""]
-        lines += _table(["keyword", *labels], [
-            [k, *(f"{keyword_status(c[t])} ({', '.join(f'{n} {o}' for o, n in c[t].items() if n)})" if t in c else "-" for t in ids)]
-            for k, c in keywords.items()
-        ])
-    points = slo_points(results)
-    if points:
-        lines += ["", "### SLO load points", ""]
-        lines += _table(["target", "load point", "verdict", "figures"], [
-            [target_label(results.targets[p.target]) if p.target in results.targets else p.target, p.key, p.verdict or "?",
-             ", ".join(f"{m}={v:.4g}" for m, v in (headline(p.metrics) or p.metrics).items())]
-            for p in points
-        ])
+    for i, section in enumerate(views.sections):
+        if section.rows:
+            lines += section_lines(section, views, checks=i == 0)
     if gate is not None and gate.findings:
         lines += ["", "### Differences from the baseline", ""]
         lines += _table(["kind", "area", "subject", "before", "after", "targets", "detail"], [

@@ -27,44 +27,47 @@ class Written:
 
 
 def gate_of(results: SessionResults) -> GateResult | None:
+    """The verdict a saved results file holds, if its run compared with a baseline."""
     return GateResult.from_dict(results.gate) if results.gate else None
 
 
 def run_gate(results: SessionResults, baseline: Path, rules: tuple[Rule, ...]) -> GateResult:
     """Compare with the baseline file and keep the verdict in the results themselves."""
-    gate = compare(SessionResults.read(baseline), results, rules)
+    gate = compare(SessionResults.read(baseline, results.suites), results, rules)
     results.gate = {"baseline": str(baseline), **gate.to_dict()}
     return gate
 
 
-def write_renderings(results: SessionResults, out: Path, *, title: str = "pytest-infer", step_summary: bool = True) -> Written:
-    """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``."""
+def write_renderings(
+    results: SessionResults, out: Path, *, gate: GateResult | None = None, title: str = "pytest-infer", step_summary: bool = True
+) -> Written:
+    """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``, from one set of views."""
+    from ..results.views import build_views
     from .benchmark import write_benchmark_json
     from .html import render_html
     from .markdown import render_markdown, write_step_summary
 
-    gate = gate_of(results)
+    views = build_views(results)
     paths: dict[str, Path] = {}
-    markdown = render_markdown(results, gate, title)
+    markdown = render_markdown(results, gate, title, views)
     atomic_write_text(out / MARKDOWN_FILE, markdown)
     paths["markdown"] = out / MARKDOWN_FILE
     if step_summary and (summary := write_step_summary(markdown)):
         paths["step summary"] = summary
     plot_error = None
     try:
-        atomic_write_text(out / HTML_FILE, render_html(results, gate, f"{title} report"))
+        atomic_write_text(out / HTML_FILE, render_html(results, gate, f"{title} report", views))
         paths["html"] = out / HTML_FILE
     except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: say so, keep results.json and the rest
         plot_error = f"{type(exc).__name__}: {exc}"
-    if results.slo:
-        paths["benchmark json"] = write_benchmark_json(results, out / BENCHMARK_FILE)
+    if any(table.benchmarks() for table in results.tables.values()):
+        paths["benchmark json"] = write_benchmark_json(results, out / BENCHMARK_FILE, views)
     return Written(paths, gate, plot_error)
 
 
 def finish_session(results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...]) -> Written:
-    if baseline is not None:
-        run_gate(results, baseline, rules)
+    gate = run_gate(results, baseline, rules) if baseline is not None else None
     results.write(report_dir / RESULTS_FILE)
-    written = write_renderings(results, report_dir)
+    written = write_renderings(results, report_dir, gate=gate)
     written.paths = {"results": report_dir / RESULTS_FILE, **written.paths}
     return written

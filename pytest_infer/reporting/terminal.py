@@ -1,4 +1,4 @@
-"""The terminal summary: targets, then one row per check, keyword and load point, one column per framework version.
+"""The terminal summary: targets, then every section (checks, then each suite's), one column per framework version.
 
 The single renderer of the terminal table; the gate's list of regressions is
 printed after it (``render_gate``), as pytest-benchmark prints its regressions
@@ -7,10 +7,9 @@ after its table.
 from __future__ import annotations
 
 from ..results.model import SessionResults
-from ..results.views import check_matrix, keyword_matrix, keyword_status, slo_points, target_label
+from ..results.views import Views, build_views
+from ..suite import Section
 
-SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "skipped": "skip"}
-HEADLINE_METRICS = ("ttft_p50", "ttft_p99", "tpot_p99", "itl_p99", "e2e_p99", "output_tps", "output_tokens_per_s", "goodput")
 MAX_ROW = 60
 
 
@@ -26,56 +25,22 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
     return lines
 
 
-def headline(metrics: dict[str, float]) -> dict[str, float]:
-    """The figures a summary shows: the headline ones present (by name or name + unit suffix)."""
-    shown = {}
-    for want in HEADLINE_METRICS:
-        for name, value in metrics.items():
-            if name == want or name.startswith(f"{want}_"):
-                shown[name] = value
-                break
-    return shown
+def target_state(target) -> str:
+    if target.error:
+        return f"FAILED TO START: {target.error.splitlines()[0]}"
+    return f"ready in {target.start_seconds}s" if target.start_seconds else "endpoint"
 
 
-def _symbol(cell) -> str:
-    """A cell failed only by checks of severity 'warning' (deviations clients tolerate) reads FAIL(w)."""
-    failed = [t for t in cell.tests if t.outcome == "failed"]
-    if cell.outcome == "failed" and failed and all(t.extra.get("severity") == "warning" for t in failed):
-        return "FAIL(w)"
-    return SYMBOLS.get(cell.outcome, cell.outcome)
+def section_lines(section: Section, views: Views) -> list[str]:
+    rows = {row: [cells[t].text if t in cells else "-" for t in views.ids] for row, cells in section.rows.items()}
+    return _table(section.heading, views.labels, rows)
 
 
-def render_summary(results: SessionResults) -> list[str]:
-    lines = []
-    for target in results.targets.values():
-        state = f"FAILED TO START: {target.error.splitlines()[0]}" if target.error else f"ready in {target.start_seconds}s" if target.start_seconds else "endpoint"
-        lines.append(f"{target.id}: {target.framework} {target.version or 'unknown'} model={target.model} ({state})")
-    ids = list(results.targets)
-    labels = [target_label(results.targets[t]) for t in ids]
-    if len(set(labels)) < len(labels):
-        labels = ids
-    matrix = check_matrix(results)
-    rows = {row: [_symbol(cells[t]) if t in cells else "-" for t in ids] for row, cells in matrix.items()}
-    lines += _table("check", labels, rows)
-    keywords = keyword_matrix(results)
-    if keywords:
-        lines.append("")
-        lines += _table("structured keyword", labels, {
-            k: [keyword_status(cells[t]) if t in cells else "-" for t in ids] for k, cells in keywords.items()
-        })
-    points = slo_points(results)
-    if points:
-        lines.append("")
-        slo_rows: dict[str, list[str]] = {}
-        for point in points:
-            for metric, value in headline(point.metrics).items():
-                slo_rows.setdefault(f"{point.key} {metric}", ["-"] * len(ids))[ids.index(point.target)] = f"{value:.4g}"
-            slo_rows.setdefault(f"{point.key} verdict", ["-"] * len(ids))[ids.index(point.target)] = point.verdict or "?"
-        lines += _table("load point", labels, slo_rows)
-    if results.robustness:  # counts per target: bad inputs tried, 4xx, 5xx, hangs, deaths, ...
-        lines.append("")
-        counters = list(dict.fromkeys(k for t in ids for k in results.robustness.get(t, {})))
-        lines += _table("robustness", labels, {c: [str(results.robustness[t].get(c, 0)) if t in results.robustness else "-" for t in ids] for c in counters})
+def render_summary(results: SessionResults, views: Views | None = None) -> list[str]:
+    views = views or build_views(results)
+    lines = [f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})" for t in results.targets.values()]
+    for i, section in enumerate(s for s in views.sections if s.rows):
+        lines += ([""] if i else []) + section_lines(section, views)
     return lines
 
 

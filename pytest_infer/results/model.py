@@ -11,10 +11,11 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
 from ..outcomes import InferError
+from ..suite import RawTable, Suite, Table, installed
 
 SCHEMA_VERSION = 1
-OUTCOMES = ("passed", "failed", "unsupported", "xfail", "fixed", "error", "not_run", "skipped")
 
 
 class ResultsFileError(InferError, ValueError):
@@ -69,6 +70,10 @@ class TestRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _installed_suites() -> dict[str, Suite]:
+    return {suite.name: suite for suite in installed()}
+
+
 @dataclass(slots=True)
 class SessionResults:
     schema_version: int = SCHEMA_VERSION
@@ -76,57 +81,71 @@ class SessionResults:
     environment: dict[str, Any] = field(default_factory=dict)
     targets: dict[str, TargetRecord] = field(default_factory=dict)
     tests: list[TestRecord] = field(default_factory=list)
-    # suite-specific tables, keyed by target id
-    structured: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-    slo: list[dict[str, Any]] = field(default_factory=list)
-    robustness: dict[str, dict[str, int]] = field(default_factory=dict)
+    # each suite's own table, stored under the suite's name
+    tables: dict[str, Table] = field(default_factory=dict)
     # the upgrade gate's verdict and findings when the run compared with a baseline (gating.compare.GateResult)
     gate: dict[str, Any] | None = None
+    # the suites this process knows: how to build and read their tables (not stored)
+    suites: dict[str, Suite] = field(default_factory=_installed_suites, repr=False, compare=False)
 
     def add_test(self, record: TestRecord) -> None:
         self.tests.append(record)
 
-    def count(self, table: str, target: str, row: str, column: str, by: int = 1) -> None:
-        """Add to a count table (``structured``: keyword x outcome)."""
-        cells = getattr(self, table).setdefault(target, {}).setdefault(row, {})
-        cells[column] = cells.get(column, 0) + by
+    def table(self, suite: str) -> Table:
+        """The table of a registered suite, made empty on first use."""
+        if suite not in self.tables:
+            known = self.suites.get(suite)
+            if known is None:
+                raise KeyError(f"no suite {suite!r} is registered; registered: {', '.join(self.suites) or 'none'}")
+            self.tables[suite] = known.table()
+        return self.tables[suite]
 
     def merge(self, other: SessionResults) -> None:
         """Fold another part of the same session (an xdist worker's) into this one."""
         for tid, target in other.targets.items():
             self.targets.setdefault(tid, target)
         self.tests.extend(other.tests)
-        for target, rows in other.structured.items():
-            for row, cells in rows.items():
-                for column, n in cells.items():
-                    self.count("structured", target, row, column, n)
-        self.slo.extend(other.slo)
-        for target, counters in other.robustness.items():
-            mine = self.robustness.setdefault(target, {})
-            for key, n in counters.items():
-                mine[key] = mine.get(key, 0) + n
+        for name, table in other.tables.items():
+            if name in self.tables:
+                self.tables[name].merge(table)
+            else:
+                self.tables[name] = table
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "schema_version": self.schema_version,
+            "plugin_version": self.plugin_version,
+            "environment": self.environment,
+            "targets": {tid: asdict(t) for tid, t in self.targets.items()},
+            "tests": [asdict(t) for t in self.tests],
+            **{name: table.to_json() for name, table in self.tables.items() if table},
+            "gate": self.gate,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionResults:
+    def from_dict(cls, data: dict[str, Any], suites: dict[str, Suite] | None = None) -> SessionResults:
+        """Read a results document; a table of a suite not known here is kept as it is (``RawTable``)."""
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
             raise ResultsFileError(f"not a pytest-infer results document of schema {SCHEMA_VERSION} (found {found!r})")
+        suites = suites if suites is not None else _installed_suites()
         try:
+            tables = {
+                name: suites[name].table.from_json(value) if name in suites else RawTable.from_json(value)
+                for name, value in data.items()
+                if name not in Suite.RESERVED
+            }
             return cls(
                 schema_version=data["schema_version"],
                 plugin_version=data.get("plugin_version", ""),
                 environment=data.get("environment", {}),
                 targets={k: TargetRecord(**v) for k, v in data.get("targets", {}).items()},
                 tests=[TestRecord(**t) for t in data.get("tests", [])],
-                structured=data.get("structured", {}),
-                slo=data.get("slo", []),
-                robustness=data.get("robustness", {}),
+                tables=tables,
                 gate=data.get("gate"),
+                suites=suites,
             )
-        except (TypeError, KeyError, AttributeError) as exc:
+        except (TypeError, KeyError, AttributeError, ValueError) as exc:
             raise ResultsFileError(f"malformed results document: {exc}") from exc
 
     def write(self, path: Path) -> None:
@@ -134,7 +153,7 @@ class SessionResults:
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1, sort_keys=False) + "\n")
 
     @classmethod
-    def read(cls, path: Path) -> SessionResults:
+    def read(cls, path: Path, suites: dict[str, Suite] | None = None) -> SessionResults:
         try:
             text = Path(path).read_text()
         except OSError as exc:
@@ -147,7 +166,7 @@ class SessionResults:
                 "so it is rejected rather than read as data"
             ) from exc
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(data, suites)
         except ResultsFileError as exc:
             raise ResultsFileError(f"{path}: {exc}") from exc
 
@@ -163,12 +182,8 @@ def _rekey(results: SessionResults, old: str, new: str) -> None:
             path, bracket, params = test.nodeid.partition("[")
             if bracket:  # the target is a parameter of the test id: rename it there too, so rows still line up
                 test.nodeid = f"{path}[{params.replace(old, new)}"
-    for table in (results.structured, results.robustness):
-        if old in table:
-            table[new] = table.pop(old)
-    for entry in results.slo:
-        if isinstance(entry, dict) and entry.get("target") == old:
-            entry["target"] = new
+    for table in results.tables.values():
+        table.rekey(old, new)
 
 
 def _identity(target: TargetRecord) -> tuple:
@@ -183,7 +198,7 @@ def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
     load point; different servers that share an id (``vllm`` in two jobs) are
     renamed ``framework@version`` so that no column hides another.
     """
-    merged = SessionResults(environment={"parts": []})
+    merged = SessionResults(environment={"parts": []}, suites=parts[0][1].suites if parts else _installed_suites())
     for source, part in parts:
         if part.plugin_version and not merged.plugin_version:
             merged.plugin_version = part.plugin_version

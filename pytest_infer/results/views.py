@@ -1,26 +1,20 @@
-"""Read-only views of a ``SessionResults`` that every renderer and the gate share.
+"""The views of a ``SessionResults`` that every renderer and the gate share, built once per rendering.
 
-The suites fill ``tests``, ``structured`` and ``slo`` independently; these
-views give them one shape (a check matrix, a keyword status per target, SLO
-load points) and tolerate missing or partial sections, so that a report never
-fails because one suite did not run.
+The check matrix is the core's own (every test, one row per registered check);
+each suite's table adds its sections. Missing or partial parts are tolerated, so
+a report never fails because one suite did not run.
 """
 from __future__ import annotations
 
-import math
 import re
-import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..suite import Cell, Section
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
 OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "skipped", "passed")
-# Structured-output outcome classes (docs: structured-output), worst first.
-KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
-SLO_RESERVED = frozenset({"target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                          "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra"})
+SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "skipped": "skip"}
 
 
 def target_label(target: TargetRecord) -> str:
@@ -49,7 +43,7 @@ def worst(outcomes: list[str]) -> str:
 
 
 @dataclass(slots=True)
-class Cell:
+class CheckCell:
     outcome: str
     tests: list[TestRecord]
 
@@ -61,109 +55,62 @@ class Cell:
     def reproducer(self) -> str:
         return next((t.reproducer for t in self.tests if t.reproducer), "")
 
+    @property
+    def symbol(self) -> str:
+        """A cell failed only by checks of severity 'warning' (deviations clients tolerate) reads FAIL(w)."""
+        failed = [t for t in self.tests if t.outcome == "failed"]
+        if self.outcome == "failed" and failed and all(t.extra.get("severity") == "warning" for t in failed):
+            return "FAIL(w)"
+        return SYMBOLS.get(self.outcome, self.outcome)
 
-def check_matrix(results: SessionResults) -> dict[str, dict[str, Cell]]:
-    """``{row: {target_id: Cell}}`` in first-seen order; a cell holds the worst outcome of its tests."""
+
+def check_matrix(results: SessionResults) -> dict[str, dict[str, CheckCell]]:
+    """``{row: {target_id: CheckCell}}`` in first-seen order; a cell holds the worst outcome of its tests."""
     grouped: dict[str, dict[str, list[TestRecord]]] = {}
     for test in results.tests:
         grouped.setdefault(row_key(test), {}).setdefault(test.target, []).append(test)
     return {
-        row: {tid: Cell(worst([t.outcome for t in tests]), tests) for tid, tests in cells.items()}
+        row: {tid: CheckCell(worst([t.outcome for t in tests]), tests) for tid, tests in cells.items()}
         for row, cells in grouped.items()
     }
 
 
-def keyword_status(counts: dict[str, int]) -> str:
-    """One word per keyword: the worst outcome class with a non-zero count (``none`` if nothing ran)."""
-    for klass in KEYWORD_CLASSES:
-        if counts.get(klass, 0) > 0:
-            return klass
-    other = [k for k, n in counts.items() if n > 0]
-    return sorted(other)[0] if other else "none"
-
-
-def keyword_matrix(results: SessionResults) -> dict[str, dict[str, dict[str, int]]]:
-    """``{keyword: {target_id: {class: count}}}`` (the stored table is keyed by target first)."""
-    out: dict[str, dict[str, dict[str, int]]] = {}
-    for tid, rows in results.structured.items():
-        for keyword, counts in rows.items():
-            out.setdefault(keyword, {})[tid] = dict(counts)
-    return dict(sorted(out.items()))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
+def checks_section(matrix: dict[str, dict[str, CheckCell]]) -> Section:
+    rows = {row: {t: Cell(c.symbol, c.outcome, c.message) for t, c in cells.items()} for row, cells in matrix.items()}
+    return Section("Checks", "check", rows)
 
 
 @dataclass(slots=True)
-class SloPoint:
-    """One load point of one target: its figures, verdict and, where recorded, repeated runs and samples."""
+class Views:
+    """What every renderer draws: the columns, the check matrix, and every section, checks first."""
 
-    target: str
-    name: str
-    profile: str | None = None
-    concurrency: float | None = None
-    rate: float | None = None
-    verdict: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    runs: dict[str, list[float]] = field(default_factory=dict)
-    samples: dict[str, list[float]] = field(default_factory=dict)
-    failures: list[str] = field(default_factory=list)
-    aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
+    results: SessionResults
+    ids: list[str]
+    labels: list[str]
+    checks: dict[str, dict[str, CheckCell]]
+    sections: list[Section] = field(default_factory=list)
+
+    def label(self, target: str) -> str:
+        return self.labels[self.ids.index(target)] if target in self.ids else target
 
     @property
-    def key(self) -> str:
-        return f"{self.profile or '-'}/{self.name}"
+    def suite_sections(self) -> list[Section]:
+        return self.sections[1:]
 
 
-def _verdict(entry: dict[str, Any]) -> str | None:
-    verdict = entry.get("verdict")
-    if isinstance(verdict, str):
-        return verdict
-    if isinstance(entry.get("passed"), bool):
-        return "pass" if entry["passed"] else "fail"
-    return None
-
-
-def _metrics_of(entry: dict[str, Any]) -> dict[str, float]:
-    source = entry.get("metrics") if isinstance(entry.get("metrics"), dict) else {
-        k: v for k, v in entry.items() if k not in SLO_RESERVED
-    }
-    return {k: n for k, v in source.items() if (n := _number(v)) is not None}
-
-
-def slo_points(results: SessionResults) -> list[SloPoint]:
-    """The SLO entries, one point per (target, profile, load point). Entries that repeat a point are runs of it."""
-    points: dict[tuple[str, str | None, str], SloPoint] = {}
-    for entry in results.slo:
-        if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
-            continue
-        concurrency, rate = _number(entry.get("concurrency")), _number(entry.get("rate"))
-        name = entry.get("load_point") or entry.get("name") or entry.get("point")
-        if not name:
-            name = f"c={concurrency:g}" if concurrency is not None else f"rate={rate:g}" if rate is not None else "default"
-        key = (entry["target"], entry.get("profile"), str(name))
-        point = points.get(key)
-        metrics = _metrics_of(entry)
-        if point is None:
-            point = points[key] = SloPoint(entry["target"], str(name), entry.get("profile"), concurrency, rate, _verdict(entry))
-        elif _verdict(entry) not in (None, "pass"):
-            point.verdict = _verdict(entry)
-        point.aggregate.update(metrics)
-        for run in entry.get("runs") or [metrics]:
-            for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
-                point.runs.setdefault(metric, []).append(value)
-        for metric, values in (entry.get("samples") or {}).items():
-            if isinstance(values, list):
-                point.samples.setdefault(metric, []).extend(v for v in map(_number, values) if v is not None)
-        failures = entry.get("failures")
-        if isinstance(failures, list):
-            point.failures += [str(f) for f in failures]
-    for point in points.values():
-        point.metrics = {**point.aggregate, **{m: statistics.median(vs) for m, vs in point.runs.items()}}
-    return list(points.values())
+def build_views(results: SessionResults) -> Views:
+    ids = list(results.targets)
+    labels = [target_label(results.targets[t]) for t in ids]
+    if len(set(labels)) < len(labels):
+        labels = ids
+    checks = check_matrix(results)
+    sections = [checks_section(checks)]
+    order = list(results.suites)  # registration order, whatever order the tables were filled in
+    for name, table in sorted(results.tables.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)):
+        for section in table.sections():
+            section.suite = name
+            sections.append(section)
+    return Views(results, ids, labels, checks, sections)
 
 
 _VERSION_PART = re.compile(r"(\d+)|([^\d.+-]+)")

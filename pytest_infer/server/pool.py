@@ -12,12 +12,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import httpx
-import psutil
-
 from ..adapters import registry
-from ..adapters.base import LaunchRequest, Version
-from ..adapters.external import detect_endpoint
+from ..adapters.base import LaunchRequest, Version, python_of
+from ..client.endpoint import Endpoint
 from ..models.tiny import TINY, tiny_model_dir
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..targets import Target
@@ -72,6 +69,8 @@ class ServerInfo:
 
 
 def _answers(base_url: str) -> bool:
+    import httpx
+
     try:
         httpx.get(f"{base_url}/v1/models", timeout=2.0)
         return True
@@ -108,15 +107,9 @@ class ServerPool:
                 self.infos[target_id] = self._start(self.targets[target_id])
             return self.infos[target_id]
 
-    def start_all(self) -> dict[str, ServerInfo]:
-        return {tid: self.get(tid) for tid in self.targets}
-
     def stop_all(self) -> None:
         for process in self.processes.values():
             process.stop()
-
-    def process_of(self, target_id: str) -> ServerProcess | None:
-        return self.processes.get(target_id)
 
     def _start(self, target: Target) -> ServerInfo:
         if not target.launched:
@@ -138,7 +131,7 @@ class ServerPool:
             log_path=str(log_path),
         )
         try:
-            model_path = tiny_model_dir(environment.python) if target.model == TINY else target.model
+            model_path = tiny_model_dir(python_of(environment)) if target.model == TINY else target.model
         except Exception as exc:  # a failed build fails this target's tests, not the session
             base.error = str(exc)
             return base
@@ -158,8 +151,8 @@ class ServerPool:
             )
         )
         base.notes = spec.notes
-        headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
-        process = ServerProcess(spec, base.base_url, log_path, self.options.startup_timeout, headers, self.secrets, memory_limit=self._memory_limit(), memory_setting=MEMORY_LIMIT)
+        endpoint = self.endpoint(base)
+        process = ServerProcess(spec, endpoint, log_path, self.options.startup_timeout, self.secrets, memory_limit=self._memory_limit(), memory_setting=MEMORY_LIMIT)
         self.processes[target.id] = process
         try:
             process.start()
@@ -169,28 +162,39 @@ class ServerPool:
             process.stop()
             base.error = str(exc)
             return base
-        base.model = self._served_model(base, headers) or target.model
+        base.model = self._served_model(endpoint) or target.model
         return base
 
     def _memory_limit(self) -> int:
         if self.options.memory_limit_gb is not None:
             return int(self.options.memory_limit_gb * 2**30)
+        import psutil
+
         return int(psutil.virtual_memory().total * DEFAULT_MEMORY_SHARE)
 
-    def _served_model(self, info: ServerInfo, headers: dict[str, str]) -> str | None:
+    def endpoint(self, info: ServerInfo) -> Endpoint:
+        """How clients reach this server: its URL and model, with the session's key and request timeout."""
+        return Endpoint(info.base_url, info.model, self.options.api_key, self.options.request_timeout)
+
+    @staticmethod
+    def _served_model(endpoint: Endpoint) -> str | None:
         """The id the server answers to (``transformers serve`` names models by path)."""
+        import httpx
+
         try:
-            with httpx.Client(base_url=info.base_url, headers=headers, timeout=10) as client:
-                ids = [m["id"] for m in client.get("/v1/models").json().get("data", [])]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            ids = [m.get("id") for m in endpoint.models(timeout=10)]
+        except httpx.HTTPError:
             return None
-        return info.model if info.model in ids or not ids else ids[0]
+        return endpoint.model if endpoint.model in ids or not ids else ids[0]
 
     def _connect(self, target: Target) -> ServerInfo:
-        headers = {"Authorization": f"Bearer {self.options.api_key}"} if self.options.api_key else {}
+        import httpx
+
+        from ..adapters.external import detect_endpoint
+
         info = ServerInfo(target=target.id, framework=target.framework, model=target.model, base_url=target.endpoint or "", launched=False)
         try:
-            with httpx.Client(base_url=info.base_url, headers=headers, timeout=10) as client:
+            with httpx.Client(base_url=info.base_url, headers=self.endpoint(info).headers, timeout=10) as client:
                 framework, version, models = detect_endpoint(client)
         except httpx.HTTPError as exc:
             info.error = f"endpoint {info.base_url} unreachable: {exc}"

@@ -12,14 +12,18 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import httpx
 import psutil
 
 from ..adapters.base import LaunchSpec
-from ..secrets import MASK, redact
+from ..client.endpoint import Endpoint
 from ..outcomes import InferError
+from ..secrets import MASK, redact
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class ServerStartError(InferError, RuntimeError):
@@ -79,14 +83,15 @@ class ReadinessProbe:
     Each attempt is short, so a dead process is seen fast.
     """
 
-    base_url: str
+    endpoint: Endpoint
     paths: tuple[str, ...]
-    headers: dict[str, str]
     generation_timeout: float = 60.0
 
     def __call__(self) -> bool:
+        import httpx
+
         try:
-            with httpx.Client(base_url=self.base_url, timeout=2.0, headers=self.headers) as client:
+            with httpx.Client(base_url=self.endpoint.base_url, timeout=2.0, headers=self.endpoint.headers) as client:
                 answers = {path: client.get(path) for path in self.paths}
                 if any(resp.status_code != 200 for resp in answers.values()):
                     return False
@@ -164,19 +169,18 @@ class ServerProcess:
     def __init__(
         self,
         spec: LaunchSpec,
-        base_url: str,
+        endpoint: Endpoint,
         log_path: Path,
         startup_timeout: float,
-        headers: dict[str, str] | None = None,
         secrets: tuple[str, ...] = (),
         memory_limit: int | None = None,
         memory_setting: str = "",
     ) -> None:
         self.spec = spec
-        self.base_url = base_url
+        self.endpoint = endpoint
+        self.base_url = endpoint.base_url
         self.log_path = log_path
         self.startup_timeout = startup_timeout
-        self.headers = headers or {}
         self.secrets = secrets
         self.proc: subprocess.Popen[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
@@ -239,7 +243,7 @@ class ServerProcess:
     ) -> float:
         """Block until ready; return seconds taken. Fails fast when the process exits."""
         assert self.proc is not None, "start() first"
-        probe = probe or ReadinessProbe(self.base_url, self.spec.ready_paths, self.headers)
+        probe = probe or ReadinessProbe(self.endpoint, self.spec.ready_paths)
         started = clock()
         while True:
             code = self.proc.poll()
@@ -264,9 +268,6 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
-
-    def exit_code(self) -> int | None:
-        return None if self.proc is None else self.proc.poll()
 
     def log_tail(self, lines: int = 40) -> str:
         return redact(tail(self.log_path, lines), self.secrets)

@@ -6,12 +6,28 @@ satisfiable JSON Schemas), ``classify_output`` and ``Outcome``, and
 """
 from __future__ import annotations
 
-from .outcome import FAILURES, MATRIX_CLASSES, Outcome, Verdict, classify_output, is_json_prefix, strict_loads, validate
-from .runner import Attempt, RequestPath, Sampling, StructuredRunner, paths_for
-from .strategies import KEYWORDS, keywords_of, schemas, schemas_with_instances, token_budget
+from .._lazy import exports
 
-__all__ = [
-    "FAILURES", "KEYWORDS", "MATRIX_CLASSES", "Attempt", "Outcome", "RequestPath", "Sampling", "StructuredRunner", "Verdict",
-    "classify_output", "is_json_prefix", "keywords_of", "paths_for", "schemas", "schemas_with_instances", "strict_loads",
-    "token_budget", "validate",
-]  # fmt: skip
+_NAMES = {
+    "FAILURES": "outcome",
+    "MATRIX_CLASSES": "outcome",
+    "Outcome": "outcome",
+    "Verdict": "outcome",
+    "classify_output": "outcome",
+    "is_json_prefix": "outcome",
+    "strict_loads": "outcome",
+    "validate": "outcome",
+    "Attempt": "runner",
+    "RequestPath": "runner",
+    "Sampling": "runner",
+    "StructuredRunner": "runner",
+    "paths_for": "runner",
+    "KEYWORDS": "strategies",
+    "keywords_of": "strategies",
+    "schemas": "strategies",
+    "schemas_with_instances": "strategies",
+    "token_budget": "strategies",
+}
+__getattr__, __dir__ = exports(__name__, _NAMES)
+
+__all__ = list(_NAMES)

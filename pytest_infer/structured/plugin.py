@@ -3,16 +3,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..client.http import InferClient
 from ..session import session_key
-from .explore import ExploreSettings
-from .outcome import MATRIX_CLASSES, matrix_cells
-from .runner import Sampling, StructuredRunner
-from .strategies import KEYWORDS, keywords_of
-from .store import ReproducerStore
+from .table import StructuredTable
+
+if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
+    from .explore import ExploreSettings
+    from .runner import RequestPath, StructuredRunner
+    from .store import ReproducerStore
 
 EXAMPLES = "--structured-examples"
 SEED = "--structured-seed"
@@ -24,6 +25,7 @@ DEFAULT_SEED = 0
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_SHRINK_SECONDS = 90.0
 HYPOTHESIS_DIR = "hypothesis-structured"
+REQUEST_PATHS = ("response_format", "response_format-stream", "native")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ def _seconds(option: str, text: str) -> float:
 
 
 def parse_keywords(text: str) -> frozenset[str]:
+    from .strategies import KEYWORDS
+
     names = frozenset(k.strip() for k in text.split(",") if k.strip())
     if unknown := names - KEYWORDS:
         raise pytest.UsageError(f"{KEYWORDS_OPTION}: unknown keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}")
@@ -105,6 +109,8 @@ def structured_options(pytestconfig: pytest.Config) -> StructuredOptions:
 @pytest.fixture(scope="session")
 def structured_explore_settings(structured_options: StructuredOptions, infer_session) -> ExploreSettings:
     """How the generated-schema sweep runs: the options, and the example database in the report dir."""
+    from .explore import ExploreSettings
+
     return ExploreSettings(
         examples=structured_options.examples,
         seed=structured_options.seed,
@@ -117,13 +123,18 @@ def structured_explore_settings(structured_options: StructuredOptions, infer_ses
 @pytest.fixture(scope="session")
 def structured_store(infer_session) -> ReproducerStore:
     """Failures found so far (``structured-reproducers.json`` in the report dir), replayed first."""
+    from .store import ReproducerStore
+
     return ReproducerStore.in_dir(infer_session.options.report_dir)
 
 
 @pytest.fixture
-def structured_runner(infer_live_server, infer_session, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
+def structured_runner(infer_live_server, infer_endpoint, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
     """Sends schemas to the server under test and classifies the answers (seeded sampling)."""
-    with InferClient(infer_live_server.base_url, model=infer_live_server.model, api_key=infer_session.options.api_key, timeout=structured_options.timeout) as client:
+    from ..client.http import InferClient
+    from .runner import Sampling, StructuredRunner
+
+    with InferClient(infer_endpoint, timeout=structured_options.timeout) as client:
         yield StructuredRunner(
             client,
             sampling=Sampling(seed=1234 + structured_options.seed),
@@ -132,24 +143,44 @@ def structured_runner(infer_live_server, infer_session, structured_options: Stru
         )
 
 
+@pytest.fixture(params=REQUEST_PATHS)
+def structured_request_path(request: pytest.FixtureRequest, infer_live_server) -> RequestPath:
+    """Every way the framework takes a schema: response_format, streamed, and its own extra field."""
+    from .runner import NATIVE_PATHS, RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM
+
+    if request.param == "native":
+        native = NATIVE_PATHS.get(infer_live_server.framework)
+        if native is None:
+            pytest.skip(f"{infer_live_server.framework} has no schema field of its own besides response_format")
+        return native
+    return RESPONSE_FORMAT if request.param == "response_format" else RESPONSE_FORMAT_STREAM
+
+
 @pytest.fixture
 def structured_record(infer_session, infer_target):
     """``structured_record(attempt)``: count an attempt in the keyword x outcome matrix of this target."""
 
+    from .outcome import matrix_cells
+    from .strategies import keywords_of
+
+    table = infer_session.results.table("structured")
+
     def record(attempt) -> None:
         for row, column in matrix_cells(keywords_of(attempt.schema), attempt.verdict.outcome):
-            infer_session.results.count("structured", infer_target.id, row, column)
+            table.count(infer_target.id, row, column)
 
     return record
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
-    if session is None or not session.results.structured:
+    table = session.results.tables.get("structured") if session is not None else None
+    if not isinstance(table, StructuredTable) or not table:
         return
     terminalreporter.write_sep("-", "structured output: JSON-Schema keyword x outcome (requests)")
-    for target, rows in session.results.structured.items():
-        record = session.results.targets.get(target)
+    table_targets = config.stash[session_key].results.targets
+    for target, rows in table.counts.items():
+        record = table_targets.get(target)
         title = f"{target} ({record.framework} {record.version or 'unknown'})" if record else target
         terminalreporter.write_line(title)
         for line in render_matrix(rows):
@@ -158,6 +189,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 def render_matrix(rows: dict[str, dict[str, int]]) -> list[str]:
     """A keyword x outcome-class table of counts, the "all" row first."""
+    from .outcome import MATRIX_CLASSES
+
     columns = list(MATRIX_CLASSES) + sorted({c for cells in rows.values() for c in cells} - set(MATRIX_CLASSES))
     order = sorted(rows, key=lambda r: (r != "all", r))
     width = max(len("keyword"), *(len(r) for r in rows)) + 2

@@ -241,7 +241,8 @@ def _recursive(c: _Context, depth: int) -> tuple[dict, Any]:
     ref = {"$ref": f"#/$defs/{name}"}
     c.defs[name] = {}  # reserve the name before drawing the value schema, which may add defs
     value, value_witness = _node(c, depth - 1)
-    shape = c.draw(st.sampled_from(["linked-list", "tree", "nested"]))
+    arrays = {"items", "maxItems"} <= c.allowed  # a tree or nested list needs them; a linked list does not
+    shape = c.draw(st.sampled_from(["linked-list", "tree", "nested"] if arrays else ["linked-list"]))
     if shape == "linked-list":
         c.defs[name] = {
             "type": "object",

@@ -86,11 +86,11 @@ def _check_health(guard, client) -> None:
         pytest.fail(f"{guard.target}: {why}", pytrace=False)
 
 
-def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, context_length):
+def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, robustness_context_length):
     robustness_guard.require_up(infer_client)
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
-    body = _long_stream_body(infer_server.model, context_length)
+    body = _long_stream_body(infer_server.model, robustness_context_length)
     drops = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
     robustness_guard.count("aborted", len(drops))
     assert all(o.startswith("dropped") for o, _ in drops), f"{robustness_guard.target}: streams did not start: {drops}"
@@ -108,11 +108,11 @@ def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, rob
     _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
 
 
-def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, context_length):
+def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length):
     robustness_guard.require_up(infer_client)
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
-    body = _long_stream_body(infer_server.model, context_length)
+    body = _long_stream_body(infer_server.model, robustness_context_length)
     rng = random.Random(7)  # the same abort times every run
     delays = [rng.uniform(0.0, 1.5) for _ in range(CONCURRENT_ABORTS)]
     with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
@@ -135,7 +135,7 @@ def _read_fast_seconds(client: httpx.Client, body: dict, timeout: float) -> floa
     return time.monotonic() - started
 
 
-def test_slow_reading_client_does_not_block_others(infer_client, infer_server, robustness_guard, context_length):
+def test_slow_reading_client_does_not_block_others(infer_client, infer_server, robustness_guard, robustness_context_length):
     """A client reading a stream a few hundred bytes at a time must cost others no more than a fast reader does.
 
     Servers that serve one request at a time make the next request wait for the
@@ -145,7 +145,7 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
     robustness_guard.require_up(infer_client)
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
-    stream_body = _long_stream_body(infer_server.model, min(context_length, SLOW_STREAM_TOKENS + 64))
+    stream_body = _long_stream_body(infer_server.model, min(robustness_context_length, SLOW_STREAM_TOKENS + 64))
     fast = _read_fast_seconds(infer_client, stream_body, timeout)
     url = urlparse(infer_server.base_url)
     body = httpx.Request("POST", f"{infer_server.base_url}/v1/chat/completions", json=stream_body).content

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from robustness_kit import Case, envelope_problem, reproducer
+from pytest_infer.robustness import Case, envelope_problem, reproducer
 
 pytestmark = pytest.mark.robustness
 
@@ -81,8 +81,8 @@ CATALOGUE: dict[str, Builder] = {
 
 
 @pytest.mark.parametrize("case_id", list(CATALOGUE))
-def test_bad_request_is_refused(case_id, infer_client, infer_server, robustness_guard, context_length, infer_record):
-    robustness_guard.expect_rejected(infer_client, CATALOGUE[case_id](infer_server.model, context_length), infer_record)
+def test_bad_request_is_refused(case_id, infer_client, infer_server, robustness_guard, robustness_context_length, infer_record):
+    robustness_guard.expect_rejected(infer_client, CATALOGUE[case_id](infer_server.model, robustness_context_length), infer_record)
 
 
 # --- generated variants -----------------------------------------------------------------------
@@ -129,7 +129,11 @@ INVALID: dict[str, st.SearchStrategy] = {
     "messages": st.one_of(
         _wrong_type(list),
         st.lists(_wrong_type(dict), min_size=1, max_size=2),
-        st.lists(st.fixed_dictionaries({"role": st.text(max_size=10).filter(lambda r: r not in ("system", "user", "assistant", "developer", "tool")), "content": st.just("Hello")}), min_size=1, max_size=2),
+        st.lists(
+            st.fixed_dictionaries({"role": st.text(max_size=10).filter(lambda r: r not in ("system", "user", "assistant", "developer", "tool")), "content": st.just("Hello")}),
+            min_size=1,
+            max_size=2,
+        ),
         st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": _wrong_type(str, list)}), min_size=1, max_size=2),
     ),
     "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),  # without stream: true

@@ -11,9 +11,9 @@ pytestmark = pytest.mark.structured
 
 
 @pytest.mark.parametrize("case_name", list(CORPUS))
-def test_known_bug_class(case_name, request_path, structured_runner, structured_record, infer_record):
+def test_known_bug_class(case_name, structured_request_path, structured_runner, structured_record, infer_record):
     case = CORPUS[case_name]
-    result = run_case(structured_runner, request_path, case.schema, case.instance)
+    result = run_case(structured_runner, structured_request_path, case.schema, case.instance)
     for attempt in result.attempts:
         structured_record(attempt)
     if result.failures:
@@ -26,9 +26,9 @@ def test_known_bug_class(case_name, request_path, structured_runner, structured_
         raise Inconclusive(f"every seed ran into the token limit ({result.attempts[0].body['max_tokens']} tokens)")
 
 
-def test_invalid_schema_is_rejected(request_path, structured_runner, infer_record):
+def test_invalid_schema_is_rejected(structured_request_path, structured_runner, infer_record):
     """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200."""
-    attempt = structured_runner.run(INVALID_SCHEMA, request_path, 64, fresh=True)
+    attempt = structured_runner.run(INVALID_SCHEMA, structured_request_path, 64, fresh=True)
     if (problem := refusal_problem(attempt)) is not None:
         infer_record("infer_reproducer", attempt.curl)
         pytest.fail(f"{problem}\n{attempt.describe()}", pytrace=False)

@@ -18,17 +18,17 @@ pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    request_path, structured_runner, structured_explore_settings, structured_store, structured_record, infer_live_server, infer_target, infer_session, infer_record
+    structured_request_path, structured_runner, structured_explore_settings, structured_store, structured_record, infer_live_server, infer_target, infer_session, infer_record
 ):
-    stored = structured_store.for_path(request_path.name)
+    stored = structured_store.for_path(structured_request_path.name)
     still_failing = []
-    for entry, attempt in replay(structured_runner, request_path, stored):
+    for entry, attempt in replay(structured_runner, structured_request_path, stored):
         structured_record(attempt)
         structured_store.record_replay(entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature)
         if attempt.verdict.outcome.failed:
             still_failing.append(attempt)
 
-    report = explore(structured_runner, request_path, structured_explore_settings, on_attempt=structured_record)
+    report = explore(structured_runner, structured_request_path, structured_explore_settings, on_attempt=structured_record)
     for finding in report.findings:
         structured_store.record(
             finding.shown.reproducer(),
@@ -39,7 +39,7 @@ def test_generated_schemas(
             note=finding.note,
         )
     rows = [{"schema": a.schema, "verdict": a.verdict.signature, "max_tokens": a.body["max_tokens"]} for a in report.attempts]
-    write_sweep(infer_session.options.report_dir, infer_target.id, request_path.name, rows)
+    write_sweep(infer_session.options.report_dir, infer_target.id, structured_request_path.name, rows)
     counts = Counter(a.verdict.outcome.value for a in report.attempts)
     summary = f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): " + ", ".join(
         f"{k} {v}" for k, v in counts.most_common()
@@ -55,4 +55,4 @@ def test_generated_schemas(
     if problems:
         pytest.fail(f"{summary}\n\n" + "\n\n".join(problems), pytrace=False)
     if report.attempts and all(a.verdict.outcome is Outcome.REJECTED for a in report.attempts):
-        raise Unsupported(f"json_schema via {request_path.name}", f"every schema was refused: {report.attempts[0].verdict.message}")
+        raise Unsupported(f"json_schema via {structured_request_path.name}", f"every schema was refused: {report.attempts[0].verdict.message}")

@@ -9,16 +9,16 @@ from pytest_infer.structured.checks import probe_support
 pytestmark = pytest.mark.structured
 
 
-def test_schema_is_honoured(request_path, structured_runner, structured_record, infer_record):
-    support = probe_support(structured_runner, request_path)
+def test_schema_is_honoured(structured_request_path, structured_runner, structured_record, infer_record):
+    support = probe_support(structured_runner, structured_request_path)
     for attempt in support.attempts:
         structured_record(attempt)
-    infer_record("infer_structured_support", f"{request_path.name}: {support.word}")
+    infer_record("infer_structured_support", f"{structured_request_path.name}: {support.word}")
     if support.word == "rejected":
-        raise Unsupported(f"json_schema via {request_path.name}", support.detail)
+        raise Unsupported(f"json_schema via {structured_request_path.name}", support.detail)
     if support.word == "inconclusive":
         raise Inconclusive(support.detail)
     if support.word != "honoured":
         bad = next(a for a in support.attempts if a.verdict.outcome.failed)
         infer_record("infer_reproducer", bad.curl)
-        pytest.fail(f"{request_path.name} is {support.word.upper()}: {support.detail}\n{bad.describe()}", pytrace=False)
+        pytest.fail(f"{structured_request_path.name} is {support.word.upper()}: {support.detail}\n{bad.describe()}", pytrace=False)

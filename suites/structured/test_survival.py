@@ -30,9 +30,9 @@ def test_server_survives(name, structured_runner, infer_record):
 
 
 @pytest.mark.parametrize("name", REFUSABLE)
-def test_bad_schema_is_refused(name, request_path, structured_runner, infer_record):
+def test_bad_schema_is_refused(name, structured_request_path, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
-    attempt = structured_runner.run(schema, request_path, 64, fresh=True)
+    attempt = structured_runner.run(schema, structured_request_path, 64, fresh=True)
     if (problem := refusal_problem(attempt)) is not None:
         infer_record("infer_reproducer", attempt.curl)
         pytest.fail(f"{kind} schema {name!r}: {problem}\n{attempt.describe()}", pytrace=False)

@@ -350,7 +350,10 @@ MUTATIONS: dict[str, Deviation] = {
     "sdk.chat-async": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
     "sdk.chat-stream": on_events(_sdk_breaking_error),
     "sdk.chat-stream-async": on_events(_sdk_breaking_error),
-    "sdk.completions": on_events(_sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"], COMPLETIONS),
+    "sdk.completions": on_events(
+        _sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"],
+        COMPLETIONS,
+    ),
     "sdk.embeddings": _embeddings(float64=True),
     "sdk.errors": answer_when(empty_messages, 500, error_body("internal error", "server_error")),
     "sdk.errors-stream-async": answer_when(lambda p, b: empty_messages(p, b) and b.get("stream"), 200, canned_chat()),
@@ -369,7 +372,11 @@ MUTATIONS: dict[str, Deviation] = {
     "tools.named": on_response(_wrong_named),
     "tools.none": on_response(_call_despite_none),
     "tools.stream-fragments": on_events(_tool_fragment_without_id),
-    "tools.result-message": answer_when(lambda p, b: p == CHAT and any(isinstance(m, dict) and m.get("role") == "tool" for m in b.get("messages") or []), 400, error_body("role 'tool' is not supported", param="messages")),
+    "tools.result-message": answer_when(
+        lambda p, b: p == CHAT and any(isinstance(m, dict) and m.get("role") == "tool" for m in b.get("messages") or []),
+        400,
+        error_body("role 'tool' is not supported", param="messages"),
+    ),
     "tools.auto": on_response(_auto_never_calls),
 }
 

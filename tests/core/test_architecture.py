@@ -21,7 +21,7 @@ def lint_imports() -> str:
 def test_the_import_contracts_hold():
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Contracts: 2 kept, 0 broken." in run.stdout
+    assert "Contracts: 3 kept, 0 broken." in run.stdout
 
 
 def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
@@ -33,3 +33,32 @@ def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pytest_infer.results.model -> pytest_infer.reporting.terminal" in run.stdout
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (the test extra has it)")
+    return found
+
+
+def test_the_linter_passes_on_the_package_its_suites_and_tests():
+    run = subprocess.run([tool("ruff"), "check", "--no-cache", "pytest_infer", "suites", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_type_checker_passes_on_the_package():
+    run = subprocess.run([tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "Success: no issues found" in run.stdout
+
+
+def test_the_type_checker_catches_a_wrong_type(tmp_path: Path):
+    """The same configuration on a copy of the package where a results field gets the wrong type."""
+    shutil.copytree(ROOT / "pytest_infer", tmp_path / "pytest_infer", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    views = tmp_path / "pytest_infer" / "results" / "views.py"
+    views.write_text(views.read_text() + "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n")
+    run = subprocess.run([tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")' in run.stdout

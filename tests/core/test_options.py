@@ -5,6 +5,7 @@ import pytest
 
 from pytest_infer import options as o
 from pytest_infer.session import session_key
+from pytest_infer.slo import plugin as slo_plugin
 
 from .fakeenv import make_fake_env
 
@@ -13,7 +14,7 @@ from pytest_infer.session import session_key
 
 def test_probe(pytestconfig):
     s = pytestconfig.stash[session_key]
-    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoint, s.options.slo, s.options.server_args,
+    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoint, s.profile, s.options.server_args,
           s.options.startup_timeout, s.options.request_timeout, s.options.report_dir, s.options.host)
     print("TARGETS", [(t.id, t.framework, t.environment.label if t.environment else None, t.endpoint) for t in s.targets])
 """
@@ -35,7 +36,7 @@ def test_all_options_parse(pytester, fake_vllm):
         f"{o.FRAMEWORK}=vllm",
         f"{o.ENV}=vllm={fake_vllm}",
         f"{o.MODEL}=org/m",
-        f"{o.SLO}=cpu",
+        f"{slo_plugin.SLO}=cpu",
         f"{o.SERVER_ARG}=--max-num-seqs 8",
         f"{o.SERVER_ARG}=--enforce-eager",
         f"{o.STARTUP_TIMEOUT}=12.5",
@@ -92,8 +93,8 @@ def test_endpoint_option(pytester):
     [
         ([f"{o.FRAMEWORK}=vlm"], "*--infer-framework: unknown framework 'vlm'; valid: vllm, sglang, lmdeploy, trtllm, tgi, transformers*"),
         ([f"{o.FRAMEWORK}=,"], "*--infer-framework: unknown framework*valid: vllm*"),
-        ([f"{o.SLO}=a1000"], "*--slo: unknown profile 'a1000'; valid: *a100*cpu*"),
-        ([f"{o.SLO}=missing/profile.yaml"], "*--slo: profile file missing/profile.yaml does not exist*"),
+        ([f"{slo_plugin.SLO}=a1000"], "*--slo: unknown profile 'a1000'; valid: *a100*cpu*"),
+        ([f"{slo_plugin.SLO}=missing/profile.yaml"], "*--slo: profile file missing/profile.yaml does not exist*"),
         ([f"{o.ENDPOINT}=localhost:8000"], "*--infer-endpoint: 'localhost:8000' is not an http(s) URL*"),
         ([f"{o.STARTUP_TIMEOUT}=soon"], "*--infer-startup-timeout: 'soon' is not a number of seconds*"),
         ([f"{o.REQUEST_TIMEOUT}=-1"], "*--infer-request-timeout: must be more than 0 seconds*"),
@@ -102,8 +103,8 @@ def test_endpoint_option(pytester):
         ([f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm=/no/such/dir"], "*--infer-env: /no/such/dir: no such Python environment*"),
         ([f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"], "*--infer-endpoint tests one server*"),
         ([f"{o.MODEL}= "], "*--infer-model: empty model name*"),
-        ([f"{o.SLO_REPEAT}=0"], "*--slo-repeat: must be at least 1, got '0'*"),
-        ([f"{o.SLO_REPEAT}=many"], "*--slo-repeat: 'many' is not a whole number*"),
+        ([f"{slo_plugin.SLO_REPEAT}=0"], "*--slo-repeat: must be at least 1, got '0'*"),
+        ([f"{slo_plugin.SLO_REPEAT}=many"], "*--slo-repeat: 'many' is not a whole number*"),
     ],
 )
 def test_usage_errors(pytester, args, message):

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpcore  # noqa: F401  kept loaded across in-process runs (see test_faults.py)
 import psutil
 import pytest
-
 from core.fakeenv import launches, make_fake_env, pid_alive
+
 from pytest_infer.testing.fakeserver import FakeServer
 
 SESSION = """

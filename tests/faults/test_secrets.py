@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpcore  # noqa: F401  kept loaded across in-process runs (see test_faults.py)
 import pytest
-
 from core.fakeenv import make_fake_env
 
 KEY = "sk-fake-0123456789abcdef-SECRET"
@@ -28,8 +27,8 @@ def test_key_is_sent(infer_client):
 def test_without_the_key_the_server_refuses(infer_server, infer_client):
     assert httpx.post(infer_server.base_url + "/v1/chat/completions", json=chat_body(infer_client)).status_code == 401
 
-def test_openai_sdk_sends_it_too(openai_client, infer_client):
-    assert openai_client.chat.completions.create(**chat_body(infer_client)).choices
+def test_openai_sdk_sends_it_too(infer_openai_client, infer_client):
+    assert infer_openai_client.chat.completions.create(**chat_body(infer_client)).choices
 
 def test_fails_with_a_reproducer(infer_client):
     resp = infer_client.post("/v1/chat/completions", json=chat_body(infer_client))

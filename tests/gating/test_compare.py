@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import random
 
+from results_factory import session
+
 from pytest_infer.gating.compare import compare, pair_targets
 from pytest_infer.gating.rules import parse_rules
 from pytest_infer.gating.stats import sample_keys, significance
-from pytest_infer.results.views import slo_points
-from results_factory import session
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 
@@ -85,8 +85,8 @@ def test_a_noisy_timing_within_the_threshold_does_not_fail():
     candidate = session("0.32.0", ttft_ms=41.2, noise=0.05, seed=12)
     gate = compare(baseline, candidate, RULES)
     assert not gate.failed and not gate.findings, [f.line() for f in gate.findings]
-    before = {p.key: p.metrics["ttft_p99_ms"] for p in slo_points(baseline)}
-    moved = [abs(p.metrics["ttft_p99_ms"] / before[p.key] - 1) for p in slo_points(candidate)]
+    before = {p.key: p.metrics["ttft_p99_ms"] for p in baseline.table("slo").points()}
+    moved = [abs(p.metrics["ttft_p99_ms"] / before[p.key] - 1) for p in candidate.table("slo").points()]
     assert max(moved) > 0.02  # the noise is there; the gate looked past it
 
 
@@ -95,7 +95,7 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     baseline, candidate = session("0.31.0", runs=0), session("0.32.0", runs=0)
     for values, results in (([100, 150, 90, 140, 95], baseline), ([112, 92, 145, 98, 151], candidate)):
         for v in values:
-            results.slo.append({"target": "vllm", "profile": "cpu", "load_point": "c=4", "concurrency": 4, "metrics": {"ttft_p99_ms": v}})
+            results.table("slo").add({"target": "vllm", "profile": "cpu", "load_point": "c=4", "concurrency": 4, "metrics": {"ttft_p99_ms": v}})
     gate = compare(baseline, candidate, RULES)
     (finding,) = gate.findings
     assert finding.kind == "noise" and not gate.failed
@@ -146,7 +146,7 @@ def test_checks_run_only_on_one_side_are_changes():
 
 def test_an_invalid_measurement_is_never_compared():
     baseline, candidate = session("0.31.0"), session("0.32.0", ttft_ms=400)
-    for entry in candidate.slo:
+    for entry in candidate.table("slo").entries:
         if entry["load_point"] == "c=16":
             entry["verdict"] = "invalid"
     gate = compare(baseline, candidate, RULES)
@@ -157,9 +157,9 @@ def test_an_invalid_measurement_is_never_compared():
 
 def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
     results = session(runs=0)
-    results.slo.append({"target": "vllm", "load_point": "c1", "metrics": {"ttft_p50_ms": 99.0, "peak_rss_gb": 2.5},
+    results.table("slo").add({"target": "vllm", "load_point": "c1", "metrics": {"ttft_p50_ms": 99.0, "peak_rss_gb": 2.5},
                         "runs": [{"ttft_p50_ms": 10.0}, {"ttft_p50_ms": 12.0}, {"ttft_p50_ms": 30.0}]})
-    (point,) = slo_points(results)
+    (point,) = results.table("slo").points()
     assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {"ttft_p50_ms": [10.0, 12.0, 30.0]}
 
 

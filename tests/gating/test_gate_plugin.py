@@ -38,7 +38,7 @@ def test_ttft(infer_client, infer_session, infer_target):
                 if '"content": "' in line and '"content": ""' not in line:
                     break
         samples.append((time.perf_counter() - t0) * 1000)
-    infer_session.results.slo.append({"target": infer_target.id, "load_point": "c=1", "concurrency": 1, "verdict": "pass",
+    infer_session.results.table("slo").add({"target": infer_target.id, "load_point": "c=1", "concurrency": 1, "verdict": "pass",
         "metrics": {"ttft_p50_ms": statistics.median(samples)}, "samples": {"ttft_ms": samples}})
 '''
 

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from results_factory import session
 
 from pytest_infer.cli import main
 from pytest_infer.results.model import SessionResults
-from results_factory import session
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ import pytest
 
 pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
 
+from results_factory import session  # noqa: E402
+
 from pytest_infer.gating.compare import compare  # noqa: E402
 from pytest_infer.gating.rules import parse_rules  # noqa: E402
 from pytest_infer.options import ENDPOINT, REPORT_DIR  # noqa: E402
@@ -22,7 +24,6 @@ from pytest_infer.reporting.outputs import write_renderings  # noqa: E402
 from pytest_infer.reporting.terminal import render_gate, render_summary  # noqa: E402
 from pytest_infer.results.model import combine  # noqa: E402
 from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
-from results_factory import session  # noqa: E402
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 
@@ -146,7 +147,7 @@ def test_html_report_in_a_headless_browser_shows_the_matrix_and_the_plots(matrix
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count("<svg") == 4 and 'id="matrix"' in dom.stdout and 'id="keywords"' in dom.stdout
+    assert dom.stdout.count("<svg") == 4 and 'id="matrix"' in dom.stdout and 'id="structured"' in dom.stdout and 'id="slo"' in dom.stdout
     shot = report_dir / "report.png"
     run = subprocess.run([browser, *flags, "--window-size=1400,2600", f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]

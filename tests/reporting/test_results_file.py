@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from results_factory import session
 
 from pytest_infer.results.environment import capture_environment, git_info, gpu_info
 from pytest_infer.results.model import ResultsFileError, SessionResults, combine
-from pytest_infer.results.views import check_matrix, slo_points, row_key
-from results_factory import session
+from pytest_infer.results.views import check_matrix, row_key
 
 
 def test_a_file_cut_short_anywhere_is_rejected_with_a_clear_message(tmp_path: Path):
@@ -155,7 +155,7 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
     merged = combine([("a.json", job_a), ("b.json", job_b), ("c.json", job_c)])
     assert {t: r.version for t, r in merged.targets.items()} == {"vllm": "0.31.0", "vllm@0.32.0": "0.32.0"}
     assert [p["source"] for p in merged.environment["parts"]] == ["a.json", "b.json", "c.json"]
-    runs = {(p.target, p.name): len(p.runs["ttft_p99_ms"]) for p in slo_points(merged)}
+    runs = {(p.target, p.name): len(p.runs["ttft_p99_ms"]) for p in merged.table("slo").points()}
     assert runs == {("vllm", "c=1"): 2, ("vllm", "c=8"): 2, ("vllm", "c=16"): 2,
                     ("vllm@0.32.0", "c=1"): 1, ("vllm@0.32.0", "c=8"): 1, ("vllm@0.32.0", "c=16"): 1}
     assert set(check_matrix(merged)["chat.basic"]) == {"vllm", "vllm@0.32.0"}
@@ -178,8 +178,8 @@ def test_rows_name_the_check_or_the_test_without_its_target():
 
 def test_slo_entries_of_unknown_shape_are_tolerated():
     results = session(runs=0)
-    results.slo += ["junk", {"no": "target"}, {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"}]
-    (point,) = slo_points(results)
+    results.table("slo").entries += ["junk", {"no": "target"}, {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"}]
+    (point,) = results.table("slo").points()
     assert (point.name, point.verdict, point.metrics) == ("c=2", "fail", {"ttft_p50_ms": 10.0})
 
 

@@ -11,7 +11,6 @@ import pytest
 from pytest_infer.server.process import free_port
 
 
-
 @pytest.fixture
 def paced_server() -> Iterator[Callable[..., str]]:
     """``paced_server(ttft_ms=, itl_ms=)`` -> base URL of a pacedserver process (stopped after the test)."""

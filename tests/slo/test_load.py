@@ -10,7 +10,8 @@ import pytest
 
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration
-from pytest_infer.metrics import judge, summarize
+from pytest_infer.metrics import summarize
+from pytest_infer.metrics.judge import judge
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 from .conftest import server_stats

@@ -10,7 +10,6 @@ from pytest_infer.metrics import (
     InsufficientSamples,
     ValidityRules,
     confidence_interval,
-    judge,
     min_samples,
     percentile,
     request_limits,
@@ -18,6 +17,7 @@ from pytest_infer.metrics import (
     summarize,
     validity,
 )
+from pytest_infer.metrics.judge import judge
 
 MS = 1_000_000
 

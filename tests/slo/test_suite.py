@@ -57,7 +57,8 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
     assert meets["metrics"]["ttfb_p50_ms"] < meets["metrics"]["ttft_p50_ms"]  # role chunk first
     assert len(meets["samples"]["ttft_ms"]) == 20 and meets["concurrency"] == 2
     assert meets["hardware"]["accelerator"] in ("cpu", "gpu") and meets["client"]["busy_share"] >= 0
-    outcomes = {t["nodeid"].split("[")[1].split("-")[0]: t["outcome"] for t in results["tests"]}
+    params = [t["nodeid"].split("[")[1].rstrip("]") for t in results["tests"]]
+    outcomes = {p.removeprefix("vllm-").removesuffix("-vllm").split("-")[0]: t["outcome"] for p, t in zip(params, results["tests"])}
     assert outcomes == {"meets": "passed", "misses": "failed", "too": "error"}
     junit = (pytester.path / "junit.xml").read_text()
     assert 'name="slo_verdict" value="pass"' in junit and 'name="slo_ttft_p50_ms"' in junit

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.structured import Outcome, StructuredRunner
 from pytest_infer.structured.checks import probe_support
@@ -28,7 +29,7 @@ SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
 @pytest.fixture
 def vllm_runner(real_engine):
     info = real_engine("vllm-0.32")
-    with InferClient(info.base_url, model=info.model, timeout=60) as client:
+    with InferClient(Endpoint(info.base_url, info.model, timeout=60)) as client:
         yield StructuredRunner(client, timeout=60, alive=info.alive)
 
 
@@ -57,7 +58,7 @@ def test_vllm_refuses_an_invalid_schema_with_400_and_in_the_stream(vllm_runner):
 def test_transformers_serve_ignores_response_format(real_engine):
     """transformers serve 5.x accepts response_format and answers unconstrained text: the suite must say "ignored"."""
     info = real_engine("transformers")
-    with InferClient(info.base_url, model=info.model, timeout=120) as client:
+    with InferClient(Endpoint(info.base_url, info.model, timeout=120)) as client:
         support = probe_support(StructuredRunner(client, timeout=120), RESPONSE_FORMAT, seeds=1)
     assert support.word == "ignored", f"{support.word}: {support.detail}"
     assert all(a.status == 200 for a in support.attempts)

@@ -79,3 +79,17 @@ def test_keywords_of_names_formats_type_lists_and_recursion():
     assert keywords_of(recursive) == {"$defs", "$ref", "type", "properties", "anyOf", "recursive-$ref"}
     assert keywords_of({"type": ["string", "null"], "format": "email", "enum": [{"maxLength": 1}]}) == {"type", "type-list", "format:email", "enum"}
     assert "recursive-$ref" not in keywords_of({"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"})
+
+
+def test_recursive_schemas_without_array_keywords_are_linked_lists():
+    """The recursive kind needs no array keywords: allowed none, it draws only the linked-list shape."""
+    allowed = frozenset({"$ref", "properties", "required", "anyOf", "type"})
+    found = set()
+
+    @FAST
+    @given(schemas(keywords=allowed))
+    def collect(schema):
+        found.update(keywords_of(schema))
+
+    collect()
+    assert "recursive-$ref" in found and not found & {"items", "maxItems"}

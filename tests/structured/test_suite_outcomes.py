@@ -24,11 +24,11 @@ import pytest
 pytest.importorskip("matplotlib.figure")
 httpx.HTTPTransport()
 
-from pytest_infer.server.process import free_port
-from pytest_infer.structured.store import FILE_NAME, SWEEP_DIR
-from pytest_infer.testing.fakeserver import FakeServer
+from pytest_infer.server.process import free_port  # noqa: E402
+from pytest_infer.structured.store import FILE_NAME, SWEEP_DIR  # noqa: E402
+from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
 
-from . import deviations
+from . import deviations  # noqa: E402
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
 NON_STREAMED = ("-k", "response_format and not stream")

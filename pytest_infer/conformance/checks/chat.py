@@ -298,7 +298,12 @@ def not_json_start(data: dict[str, Any]) -> bool:
 def json_object(ctx: CheckContext) -> None:
     """JSON mode is a contract: the client calls ``json.loads`` on the content without a guard."""
     messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
-    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format={"type": "json_object"})), "response_format", not_json_start)
+    json_object = {"type": "json_object"}
+    ex = ctx.seeded(
+        lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=json_object)),
+        "response_format",
+        not_json_start,
+    )
     data = ctx.expect_json_object(ex, "response_format json_object")
     text = content_of(data) or ""
     try:

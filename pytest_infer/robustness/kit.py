@@ -17,8 +17,6 @@ from typing import Any
 import httpx
 import pytest
 
-# What the summary shows per target, in this order.
-COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "wedged", "aborted")
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
 DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length

@@ -1,4 +1,4 @@
-"""Fixtures of the SLO suite: the chosen profile, this host's hardware, and one measured load point per test.
+"""pytest glue of the SLO suite: its options, the chosen profile, this host's hardware, and one measured load point per test.
 
 The measurement runs in a fixture, so a measurement that cannot be trusted (the
 client was the bottleneck, too few samples) ends the test in an ERROR at setup,
@@ -6,17 +6,66 @@ never in a pass or a fail.
 """
 from __future__ import annotations
 
+import os
 import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_infer.load.hardware import Hardware, detect_hardware
-from pytest_infer.metrics import ValidityRules
-from pytest_infer.profiles import Profile, ProfileError, load_profile
-from pytest_infer.profiles.evaluate import PointResult, evaluate_point
-from pytest_infer.session import session_key
+from ..options import add_option, option_value, parse_count
+from ..session import session_key
 
+if TYPE_CHECKING:
+    from ..load.hardware import Hardware
+    from ..profiles import Profile
+    from ..profiles.evaluate import PointResult
+
+SLO = "--slo"
+SLO_REPEAT = "--slo-repeat"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class SloOptions:
+    profile: Profile | None = None
+    repeat: int | None = None
+
+
+slo_key = pytest.StashKey[SloOptions]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_option(parser, SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
+    add_option(parser, SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
+               "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
+
+
+def parse_profile(text: str) -> Profile:
+    """The profile, loaded and validated once, so a bad one stops the run before any server starts."""
+    from ..profiles import ProfileError, available_profiles, load_profile
+
+    if text.endswith((".yaml", ".yml")) or os.sep in text:
+        if not Path(text).is_file():
+            raise pytest.UsageError(f"{SLO}: profile file {text} does not exist")
+    else:
+        valid = available_profiles()
+        if text not in valid:
+            raise pytest.UsageError(f"{SLO}: unknown profile {text!r}; valid: {', '.join(sorted(valid))}")
+    try:
+        return load_profile(text)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"{SLO}: {exc}") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    text, repeat = option_value(config, SLO), option_value(config, SLO_REPEAT)
+    options = SloOptions(parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None)
+    config.stash[slo_key] = options
+    session = config.stash.get(session_key, None)
+    if session is not None and options.profile is not None:
+        session.profile = options.profile.name
 
 
 class SLOHardwareMismatch(pytest.PytestWarning):
@@ -24,13 +73,8 @@ class SLOHardwareMismatch(pytest.PytestWarning):
 
 
 def _profile(config: pytest.Config) -> Profile | None:
-    session = config.stash[session_key]
-    if not session.options.slo:
-        return None
-    try:
-        return load_profile(session.options.slo)
-    except ProfileError as exc:
-        raise pytest.UsageError(f"--slo: {exc}") from None
+    options = config.stash.get(slo_key, None)
+    return options.profile if options is not None else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -49,12 +93,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    try:
-        profile = _profile(config)
-    except pytest.UsageError:
-        return []
+    profile = _profile(config)
     if profile is None:
         return []
+    from ..load.hardware import detect_hardware
+
     problem = profile.hardware_mismatch(detect_hardware())
     lines = [f"pytest-infer SLO profile: {profile.name} ({profile.path})"]
     if problem:
@@ -64,6 +107,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 @pytest.fixture(scope="session")
 def slo_hardware() -> Hardware:
+    from ..load.hardware import detect_hardware
+
     return detect_hardware()
 
 
@@ -80,9 +125,13 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 @pytest.fixture
 def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, infer_live_server, infer_session, infer_target, infer_record) -> PointResult:
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
+    from ..metrics import ValidityRules, headline
+    from ..profiles.evaluate import evaluate_point
+
     point = next(p for p in slo_profile.load_points(infer_target.model, infer_live_server.framework) if p.id == slo_point_id)
-    if infer_session.options.slo_repeat:
-        point = point.repeated(infer_session.options.slo_repeat)
+    repeat = request.config.stash[slo_key].repeat
+    if repeat:
+        point = point.repeated(repeat)
     result = evaluate_point(
         point,
         base_url=infer_live_server.base_url,
@@ -94,7 +143,7 @@ def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: P
         pid=infer_live_server.pid,
     )
     mismatch = slo_profile.hardware_mismatch(slo_hardware)
-    infer_session.results.slo.append(
+    infer_session.results.table("slo").add(
         result.record(
             nodeid=request.node.nodeid,
             target=infer_target.id,
@@ -108,9 +157,8 @@ def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: P
     )
     figures = result.figures()
     infer_record("slo_verdict", result.verdict.status)
-    for key in ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "attainment", "peak_rss_gb"):
-        if key in figures:
-            infer_record(f"slo_{key}", figures[key])
+    for key, value in headline(figures).items():
+        infer_record(f"slo_{key}", value)
     request.node.add_report_section("setup", "slo figures", result.table())
     if result.verdict.status == "invalid":
         pytest.fail(f"measurement invalid: {'; '.join(result.verdict.invalid)}\n{result.table()}", pytrace=False)

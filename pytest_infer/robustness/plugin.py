@@ -1,0 +1,27 @@
+"""pytest glue of the robustness suite: a Guard per target, counting into the suite's table."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .kit import Guard
+
+
+@pytest.fixture(scope="session")
+def robustness_guard(infer_target, infer_server, infer_session) -> Guard:
+    """This target's Guard; its tally is the target's row of the robustness table."""
+    from .kit import REJECT_TIMEOUT, Guard
+
+    timeout = min(REJECT_TIMEOUT, infer_session.options.request_timeout)
+    return Guard(infer_target.id, infer_server, infer_session.results.table("robustness").tally(infer_target.id), timeout)
+
+
+@pytest.fixture(scope="session")
+def robustness_context_length(infer_target, infer_endpoint) -> int:
+    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a known or large default."""
+    from .kit import DEFAULT_CONTEXT, TINY_CONTEXT
+
+    advertised = infer_endpoint.context_length()
+    return advertised or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)

@@ -1,0 +1,120 @@
+"""The structured suite's results: per target, JSON-Schema keyword x outcome class, counted in requests."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..suite import Cell, Finding, Pairing, Section, Table
+
+# Outcome classes of the matrix (docs/structured-output.md), worst first.
+KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
+# Wrong answers: worse than a clean refusal or a truncation.
+WRONG_KEYWORD = frozenset({"invalid", "error"})
+
+
+def keyword_status(counts: dict[str, int]) -> str:
+    """One word per keyword: the worst outcome class with a non-zero count (``none`` if nothing ran)."""
+    for klass in KEYWORD_CLASSES:
+        if counts.get(klass, 0) > 0:
+            return klass
+    other = [k for k, n in counts.items() if n > 0]
+    return sorted(other)[0] if other else "none"
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {klass}" for klass, n in counts.items() if n)
+
+
+class StructuredTable(Table):
+    """``{target: {keyword: {class: count}}}``; the ``all`` row counts every request once."""
+
+    def __init__(self, counts: dict[str, dict[str, dict[str, int]]] | None = None) -> None:
+        self.counts = counts if counts is not None else {}
+
+    def count(self, target: str, keyword: str, klass: str, by: int = 1) -> None:
+        cells = self.counts.setdefault(target, {}).setdefault(keyword, {})
+        cells[klass] = cells.get(klass, 0) + by
+
+    def to_json(self) -> Any:
+        return self.counts
+
+    @classmethod
+    def from_json(cls, data: Any) -> StructuredTable:
+        if not isinstance(data, dict):
+            raise ValueError(f"the structured table is a {type(data).__name__}, not an object")
+        return cls({t: {k: dict(c) for k, c in rows.items()} for t, rows in data.items()})
+
+    def merge(self, other: Table) -> None:
+        for target, rows in other.to_json().items():
+            for keyword, cells in rows.items():
+                for klass, n in cells.items():
+                    self.count(target, keyword, klass, n)
+
+    def rekey(self, old: str, new: str) -> None:
+        if old in self.counts:
+            self.counts[new] = self.counts.pop(old)
+
+    def by_keyword(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{keyword: {target: {class: count}}}``, keywords sorted."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for target, rows in self.counts.items():
+            for keyword, counts in rows.items():
+                out.setdefault(keyword, {})[target] = dict(counts)
+        return dict(sorted(out.items()))
+
+    def sections(self) -> list[Section]:
+        rows = {
+            keyword: {t: Cell(keyword_status(c), keyword_status(c), _counts_text(c)) for t, c in cells.items()}
+            for keyword, cells in self.by_keyword().items()
+        }
+        return [Section("Structured output: keyword x outcome", "structured keyword", rows)] if rows else []
+
+    def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        before = baseline.by_keyword() if isinstance(baseline, StructuredTable) else {}
+        after = self.by_keyword()
+        found = []
+        for keyword in sorted(set(before) | set(after)):
+            old_counts, new_counts = before.get(keyword, {}).get(pairing.baseline), after.get(keyword, {}).get(pairing.candidate)
+            if old_counts is None or new_counts is None:
+                continue
+            o, n = keyword_status(old_counts), keyword_status(new_counts)
+            if o == n:
+                continue
+            if (n in WRONG_KEYWORD and o not in WRONG_KEYWORD) or (o == "valid" and n == "rejected"):
+                kind = "regression"  # new silent wrong answers or errors, or support dropped
+            elif o in WRONG_KEYWORD and n not in WRONG_KEYWORD or (o == "rejected" and n == "valid"):
+                kind = "improvement"
+            else:
+                kind = "change"
+            found.append(Finding(kind, "keyword", pairing.label, keyword, o, n, f"{old_counts} -> {new_counts}"))
+        return found
+
+    def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
+        return [("Keyword matrix", keyword_heatmap(self.by_keyword(), label) if self.counts else None)]
+
+
+KEYWORD_COLOURS = {"valid": "#2e7d32", "truncated": "#f9a825", "rejected": "#90a4ae", "error": "#ef6c00", "invalid": "#c62828", "none": "#eeeeee"}
+
+
+def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callable[[str], str]) -> str:
+    """Keyword x target, coloured by the worst outcome class, annotated with the counts."""
+    from matplotlib.colors import ListedColormap
+
+    from ..reporting.plots import figure, svg
+
+    ids = list(dict.fromkeys(t for cells in matrix.values() for t in cells))
+    keywords = list(matrix)
+    classes = [*KEYWORD_CLASSES, "none"]
+    grid = [[classes.index(s) if (s := keyword_status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids] for k in keywords]
+    fig = figure(1.8 + 1.9 * len(ids), 1.0 + 0.32 * len(keywords))
+    ax = fig.add_subplot()
+    ax.imshow(grid, cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]), vmin=0, vmax=len(classes) - 1, aspect="auto")
+    ax.set_xticks(range(len(ids)), [label(t) for t in ids], fontsize="small")
+    ax.set_yticks(range(len(keywords)), keywords, fontsize="small")
+    for y, k in enumerate(keywords):
+        for x, t in enumerate(ids):
+            counts = matrix[k].get(t, {})
+            text = " ".join(f"{o[0]}{n}" for o, n in counts.items() if n)
+            ax.text(x, y, text or "-", ha="center", va="center", fontsize="x-small", color="white" if counts else "black")
+    ax.set_title("structured output: keyword x outcome (v=valid, i=invalid, r=rejected, t=truncated, e=error)", fontsize="small")
+    return svg(fig)

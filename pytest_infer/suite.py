@@ -1,0 +1,180 @@
+"""The ``Suite`` interface: what the core (plugin, results, reports, gate) knows of a suite.
+
+A suite is one package (``pytest_infer/conformance``, ``structured``, ``slo``,
+``robustness``) and one registration: an entry point of the group
+``pytest_infer.suites`` naming its ``Suite``, or a ``pytest_infer_suites`` hook
+in a ``conftest.py``. The core loops over the registered suites and never names
+one: a suite brings its marker, its pytest plugin (options, fixtures), its typed
+results table, the table's rows in every report, and its findings for the gate.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from .outcomes import InferError
+
+ENTRY_POINT_GROUP = "pytest_infer.suites"
+
+
+class SuiteError(InferError, ValueError):
+    """A suite that cannot be registered: a broken entry point, a name taken twice."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One target's entry in a report row. ``css`` is an outcome class (``passed``, ``failed``,
+    ``invalid`` ...) that colours it; ``value`` a figure that history can plot across versions."""
+
+    text: str
+    css: str = ""
+    detail: str = ""
+    value: float | None = None
+
+
+@dataclass(slots=True)
+class Section:
+    """A suite's rows in the matrix: ``{row: {target_id: Cell}}``. Every renderer draws these."""
+
+    title: str
+    heading: str
+    rows: dict[str, dict[str, Cell]] = field(default_factory=dict)
+    suite: str = ""  # the suite whose table gave it (set by the core)
+    # rows whose figures history plots across versions: row -> (figure, line in it)
+    trends: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Finding:
+    """One difference the gate found between a baseline and a candidate target."""
+
+    kind: str  # regression, improvement, noise or change
+    area: str  # the suite's area: "check", "keyword", "slo", ...
+    pair: str  # "vllm 0.31.0 -> vllm 0.32.0"
+    subject: str  # the check, keyword or "load point: metric"
+    before: Any
+    after: Any
+    detail: str = ""
+    reproducer: str = ""
+
+    def line(self) -> str:
+        text = f"[{self.area}] {self.subject}: {self.before} -> {self.after} ({self.pair})"
+        return f"{text}; {self.detail}" if self.detail else text
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """One baseline target against one candidate target, with the gate's settings."""
+
+    baseline: str
+    candidate: str
+    label: str
+    rules: tuple = ()  # gating.rules.Rule: the figures that gate and the change they tolerate
+    alpha: float = 0.05
+
+
+class Table:
+    """A suite's typed results, keyed by target id; stored in the results file under the suite's name.
+
+    The base is the empty table of a suite that records nothing beyond its tests' outcomes.
+    """
+
+    def to_json(self) -> Any:
+        return {}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Table:
+        return cls()
+
+    def merge(self, other: Table) -> None:
+        """Fold in another part of the same session (an xdist worker's, another CI job's)."""
+
+    def rekey(self, old: str, new: str) -> None:
+        """Rename a target."""
+
+    def __bool__(self) -> bool:
+        return bool(self.to_json())
+
+    def sections(self) -> list[Section]:
+        return []
+
+    def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        return []
+
+    def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
+        """``[(title, svg or None)]`` for the HTML report; ``None`` when there is nothing to plot."""
+        return []
+
+    def benchmarks(self) -> list[dict[str, Any]]:
+        """Series for pytest-benchmark's JSON: ``{group, metric, label, key, value, runs, verdict}``."""
+        return []
+
+
+class RawTable(Table):
+    """The table of a suite this process does not know (not installed here): kept as read, never lost."""
+
+    def __init__(self, data: Any = None) -> None:
+        self.data = data if data is not None else {}
+
+    def to_json(self) -> Any:
+        return self.data
+
+    @classmethod
+    def from_json(cls, data: Any) -> RawTable:
+        return cls(data)
+
+    def merge(self, other: Table) -> None:
+        theirs = other.to_json()
+        if isinstance(self.data, list) and isinstance(theirs, list):
+            self.data.extend(theirs)
+        elif isinstance(self.data, dict) and isinstance(theirs, dict):
+            self.data.update(theirs)
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """A suite as the core sees it. ``plugin`` is the module holding its options and fixtures,
+    registered with pytest-infer's own; ``runs_last`` orders its tests after every other suite's."""
+
+    name: str
+    description: str
+    table: type[Table] = Table
+    plugin: str | None = None
+    runs_last: bool = False
+    RESERVED: ClassVar[frozenset[str]] = frozenset({"schema_version", "plugin_version", "environment", "targets", "tests", "gate"})
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or self.name in self.RESERVED:
+            raise SuiteError(f"suite name {self.name!r}: must be an identifier and not one of {', '.join(sorted(self.RESERVED))}")
+
+
+def _load(spec: str, source: str) -> Suite:
+    module, _, attr = spec.partition(":")
+    try:
+        suite = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise SuiteError(f"{source}: cannot load suite {spec!r}: {exc}") from exc
+    if not isinstance(suite, Suite):
+        raise SuiteError(f"{source}: {spec!r} is a {type(suite).__name__}, not a pytest_infer.Suite")
+    return suite
+
+
+@functools.cache
+def installed() -> tuple[Suite, ...]:
+    """The suites of every installed package's ``pytest_infer.suites`` entry points, this one's included."""
+    found = [_load(ep.value, f"entry point {ep.name!r} of {ENTRY_POINT_GROUP}") for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return tuple(sorted(found, key=lambda s: (s.runs_last, s.name)))
+
+
+def by_name(suites: Iterable[Suite]) -> dict[str, Suite]:
+    """Name -> suite, refusing one name claimed by two different suites."""
+    out: dict[str, Suite] = {}
+    for suite in suites:
+        if suite.name in out and out[suite.name] != suite:
+            raise SuiteError(f"two suites are named {suite.name!r}: {out[suite.name].description!r} and {suite.description!r}")
+        out[suite.name] = suite
+    return out

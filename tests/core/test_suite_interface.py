@@ -1,0 +1,152 @@
+"""A suite is one folder and one registration: a toy suite from a test directory reaches the matrix,
+the results file, every report and the gate without a line of the core naming it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("matplotlib.figure")  # loaded once here: in-process pytester runs cannot re-import numpy
+
+from pytest_infer import SessionResults, Suite, Table
+from pytest_infer.cli import main as cli
+from pytest_infer.options import BASELINE, ENDPOINT, REPORT_DIR
+from pytest_infer.suite import RawTable, SuiteError, by_name, installed
+from pytest_infer.testing.fakeserver import Deviation, FakeServer
+
+# The toy suite counts the words of the answer: a drop in words is its regression.
+TOY_CONFTEST = '''
+import pytest
+from pytest_infer import Cell, Finding, Section, Suite, Table
+
+
+class WordTable(Table):
+    def __init__(self, words=None):
+        self.words = words if words is not None else {}
+
+    def to_json(self):
+        return self.words
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(dict(data))
+
+    def merge(self, other):
+        for target, n in other.to_json().items():
+            self.words[target] = self.words.get(target, 0) + n
+
+    def rekey(self, old, new):
+        if old in self.words:
+            self.words[new] = self.words.pop(old)
+
+    def sections(self):
+        return [Section("Toy: words answered", "toy probe", {"toy.words": {t: Cell(str(n), "passed" if n else "failed") for t, n in self.words.items()}})]
+
+    def compare(self, baseline, pairing):
+        before, after = baseline.to_json().get(pairing.baseline), self.words.get(pairing.candidate)
+        if before is None or after is None or after >= before:
+            return []
+        return [Finding("regression", "toy", pairing.label, "toy.words", before, after, "fewer words")]
+
+
+TOY = Suite("toy", "the toy suite (counts words)", table=WordTable)
+
+
+def pytest_infer_suites():
+    return [TOY]
+
+
+@pytest.fixture
+def toy_table(infer_session):
+    return infer_session.results.table("toy")
+'''
+
+TOY_TEST = '''
+import pytest
+
+pytestmark = pytest.mark.toy
+
+
+def test_words(infer_client, infer_target, toy_table):
+    answer = infer_client.chat("hi", max_tokens=8, temperature=0).json()["choices"][0]["message"]["content"]
+    toy_table.words[infer_target.id] = toy_table.words.get(infer_target.id, 0) + len(answer.split())
+'''
+
+
+def fewer_words() -> Deviation:
+    def response(path, body, response):
+        for choice in response.get("choices", []):
+            choice["message"]["content"] = "one"
+        return response
+
+    return Deviation(response=response)
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(TOY_CONFTEST)
+    pytester.makepyfile(test_toy=TOY_TEST)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, server: FakeServer, name: str, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", "--strict-markers", *args)
+
+
+def test_a_toy_suite_reaches_the_matrix_the_results_every_report_and_the_gate(toy: pytest.Pytester):
+    with FakeServer() as server:
+        base = run(toy, server, "base")
+        base.assert_outcomes(passed=1)
+        server.set_deviation(fewer_words())
+        cand = run(toy, server, "cand", f"{BASELINE}=base/results.json")
+    saved = json.loads((toy.path / "base" / "results.json").read_text())
+    (words,) = saved["toy"].values()
+    assert words > 1, saved["toy"]
+    assert [t["suite"] for t in saved["tests"]] == ["toy"]  # the test is recorded under the suite its marker names
+    base.stdout.fnmatch_lines(["*= pytest-infer =*", "toy probe*", f"toy.words*{words}"])
+    markdown = (toy.path / "base" / "summary.md").read_text()
+    assert "### Toy: words answered" in markdown and f"| toy.words | {words} |" in markdown
+    html = (toy.path / "base" / "report.html").read_text()
+    assert 'id="toy"' in html and "toy.words" in html and f'<td class="passed" title="">{words}</td>' in html
+    assert cand.ret == pytest.ExitCode.TESTS_FAILED  # only the toy suite's gate finding fails this run
+    cand.assert_outcomes(passed=1)
+    cand.stdout.fnmatch_lines(["upgrade gate: FAIL: 1 regression", f"  [[]toy] toy.words: {words} -> 1 (*); fewer words"])
+    gate = json.loads((toy.path / "cand" / "results.json").read_text())["gate"]
+    assert [f["area"] for f in gate["findings"] if f["kind"] == "regression"] == ["toy"]
+
+
+def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pytester, tmp_path):
+    """``pytest-infer report`` and ``merge`` where the toy suite is not registered: its table survives, unrendered."""
+    with FakeServer() as server:
+        run(toy, server, "base").assert_outcomes(passed=1)
+    source = toy.path / "base" / "results.json"
+    results = SessionResults.read(source)
+    assert isinstance(results.tables["toy"], RawTable)
+    assert cli(["merge", str(source), str(source), "-o", str(tmp_path / "merged.json")]) == 0
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert merged["toy"] == json.loads(source.read_text())["toy"]  # same server twice: one column, the table kept
+    assert cli(["report", str(tmp_path / "merged.json"), "-o", str(tmp_path / "out"), "--no-step-summary"]) == 0
+    assert "toy" in json.loads((tmp_path / "merged.json").read_text())
+
+
+def test_the_bundled_suites_are_registered_as_entry_points():
+    assert [s.name for s in installed()] == ["conformance", "slo", "structured", "robustness"]
+    assert installed()[-1].runs_last
+
+
+def test_two_suites_of_one_name_are_refused():
+    with pytest.raises(SuiteError, match="two suites are named 'toy'"):
+        by_name([Suite("toy", "one"), Suite("toy", "another")])
+
+
+def test_a_suite_may_not_take_a_reserved_name():
+    with pytest.raises(SuiteError, match="'tests': must be an identifier and not one of"):
+        Suite("tests", "would overwrite the test records", table=Table)
+
+
+def test_a_suite_named_twice_by_conftests_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makeconftest("from pytest_infer import Suite\ndef pytest_infer_suites():\n    return [Suite('slo', 'a second slo')]\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: two suites are named 'slo'*"])
