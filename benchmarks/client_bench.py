@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.paths import engines_dir
@@ -91,7 +92,7 @@ def server_side(url: str, records_filter) -> dict:
 def run_ours(url: str, streams: int, tokens: int, rounds: int) -> dict:
     httpx.post(f"{url}/reset", timeout=10)
     spec = LoadSpec(concurrency=streams, requests=streams * rounds, warmup_requests=streams)
-    run = run_load(url, "paced-model", spec, Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), calibration=Calibration(1.0, 0.0, "fixed"))
+    run = run_load(Endpoint(url, "paced-model"), spec, Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), calibration=Calibration(1.0, 0.0, "fixed"))
     measured = [t for t in run.measured if t.ok]
     lo, hi = min(t.sent_ns for t in run.measured), max(t.sent_ns for t in run.measured)
     server = server_side(url, lambda rs: [r for r in rs if lo <= r["recv_ns"] <= hi + 5_000_000])

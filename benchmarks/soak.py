@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.trace import RequestTrace
 
@@ -68,10 +69,10 @@ def account(traces: list[RequestTrace]) -> Accounting:
     return Accounting(len(traces), completed, errors, incomplete, cancelled, missing, sum(t.phase == "measured" for t in traces), kinds)
 
 
-def server_finished(base_url: str, headers: dict[str, str]) -> float | None:
+def server_finished(endpoint: Endpoint) -> float | None:
     """The server's own count of finished requests, if it exports one."""
     try:
-        text = httpx.get(f"{base_url}/metrics", headers=headers, timeout=10).text
+        text = httpx.get(f"{endpoint.base_url}/metrics", headers=endpoint.headers, timeout=10).text
     except httpx.HTTPError:
         return None
     total = None
@@ -79,11 +80,6 @@ def server_finished(base_url: str, headers: dict[str, str]) -> float | None:
         for match in re.finditer(pattern, text, re.MULTILINE):
             total = (total or 0.0) + float(match.group(1))
     return total
-
-
-def served_model(base_url: str, headers: dict[str, str]) -> str:
-    data = httpx.get(f"{base_url}/v1/models", headers=headers, timeout=10).json()["data"]
-    return data[0]["id"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     api_key = args.api_key or os.environ.get("PYTEST_INFER_API_KEY") or None
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    url = args.url.rstrip("/").removesuffix("/v1")
-    model = args.model or served_model(url, headers)
+    endpoint = Endpoint(args.url.rstrip("/").removesuffix("/v1"), args.model or "", api_key, args.timeout)
+    if not endpoint.model:
+        endpoint = endpoint.with_model(endpoint.models(timeout=10)[0]["id"])
     spec = LoadSpec(
         mode="poisson" if args.rate else "closed",
         concurrency=args.concurrency,
@@ -114,12 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         warmup_requests=4,
     )
     workload = Workload(input_tokens=args.input_tokens, output_tokens=args.output_tokens)
-    before = server_finished(url, headers)
+    before = server_finished(endpoint)
     started = time.monotonic()
-    run = run_load(url, model, spec, workload, api_key=api_key, timeout=args.timeout)
+    run = run_load(endpoint, spec, workload)
     wall = time.monotonic() - started
     time.sleep(1.0)  # let the server count its last requests
-    after = server_finished(url, headers)
+    after = server_finished(endpoint)
     acc = account(run.traces)
     if before is not None and after is not None:
         acc.server_finished_delta = after - before
@@ -128,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         for t in run.traces:
             fh.write(json.dumps(t.to_dict()) + "\n")
     summary = {
-        "url": url,
-        "model": model,
+        "url": endpoint.base_url,
+        "model": endpoint.model,
         "load": spec.label,
         "duration_s": args.duration,
         "wall_s": round(wall, 1),

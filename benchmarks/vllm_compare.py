@@ -32,6 +32,7 @@ from pathlib import Path
 import httpx
 from client_bench import vllm_bench_argv
 
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, calibrate
 from pytest_infer.metrics import summarize
@@ -53,7 +54,7 @@ def ours(args, calibration: Calibration, streams: int) -> dict:
     # vLLM's random dataset makes prompts of exactly input-len tokens, then the chat template adds its own
     input_tokens = args.input_tokens + args.template_tokens
     workload = Workload(api="chat", input_tokens=input_tokens, output_tokens=args.output_tokens, ignore_eos=True, extra_body=extra)
-    run = run_load(args.base_url, args.model, spec, workload, calibration=calibration)
+    run = run_load(Endpoint(args.base_url, args.model), spec, workload, calibration=calibration)
     f = summarize(run.traces, run.window_start_ns, run.window_end_ns).figures()
     return {key: f[key] for key in KEYS} | {"client_busy": round(run.client.busy_share, 3)}
 

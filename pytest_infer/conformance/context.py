@@ -10,6 +10,7 @@ from typing import Any, NoReturn, Self, TypeVar
 import httpx
 
 from ..client.curl import curl_command
+from ..client.endpoint import Endpoint
 from ..client.sse import SSEStream, read_sse
 from .failures import CheckFailure, Inconclusive, Unsupported, trim
 
@@ -54,12 +55,9 @@ class StreamExchange:
 class CheckContext:
     """The server under test, as the checks see it. ``unsupported`` maps feature -> reason."""
 
-    base_url: str
-    model: str
+    endpoint: Endpoint
     framework: str = "endpoint"
     version: str | None = None
-    api_key: str | None = None
-    timeout: float = 120.0
     tiny: bool = False
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
@@ -68,8 +66,19 @@ class CheckContext:
 
     def __post_init__(self) -> None:
         if self.http is None:
-            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=headers)
+            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers)
+
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.base_url
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    @property
+    def timeout(self) -> float:
+        return self.endpoint.timeout
 
     def close(self) -> None:
         if self._openai is not None:
@@ -85,7 +94,7 @@ class CheckContext:
 
     # --- raw HTTP --------------------------------------------------------
     def curl(self, method: str, path: str, body: Any = None, *, stream: bool = False) -> str:
-        return curl_command(method, f"{self.base_url}{path}", body, authenticated=bool(self.api_key), stream=stream)
+        return curl_command(method, f"{self.base_url}{path}", body, authenticated=bool(self.endpoint.api_key), stream=stream)
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None) -> Exchange:
         """Send ``body`` as JSON (or ``raw`` bytes as they are) and keep the whole answer."""
@@ -136,30 +145,23 @@ class CheckContext:
         return self._models
 
     def context_length(self) -> int | None:
-        """``max_model_len`` from ``/v1/models`` where the server exposes it (vLLM, SGLang)."""
-        data = self.models().data
-        for card in (data or {}).get("data", []) if isinstance(data, dict) else []:
-            if isinstance(card, dict) and card.get("id") == self.model and isinstance(card.get("max_model_len"), int):
-                return card["max_model_len"]
-        return None
+        """The model's context where ``/v1/models`` advertises it (vLLM's ``max_model_len``, SGLang)."""
+        return self.endpoint.context_length(self.http)
 
     # --- the official SDK -------------------------------------------------
-    def _sdk_kwargs(self) -> dict[str, Any]:
-        return {"base_url": f"{self.base_url}/v1", "api_key": self.api_key or "EMPTY", "max_retries": 0, "timeout": self.timeout}
-
     def openai(self) -> Any:
         """The sync ``openai.OpenAI`` client, retries off (a retry must never hide a failure)."""
         if self._openai is None:
             import openai
 
-            self._openai = openai.OpenAI(**self._sdk_kwargs())
+            self._openai = openai.OpenAI(**self.endpoint.openai_kwargs())
         return self._openai
 
     def async_openai(self) -> Any:
         """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
         import openai
 
-        return openai.AsyncOpenAI(**self._sdk_kwargs())
+        return openai.AsyncOpenAI(**self.endpoint.openai_kwargs())
 
     # --- verdicts -----------------------------------------------------------
     def fail(self, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> NoReturn:

@@ -27,12 +27,9 @@ def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expecta
 def conformance_ctx(infer_live_server, infer_endpoint, infer_target, conformance_expectations) -> Iterator[conformance.CheckContext]:
     """A ``CheckContext`` for the server under test, with the features its framework does not offer."""
     with conformance.CheckContext(
-        base_url=infer_live_server.base_url,
-        model=infer_live_server.model,
+        infer_endpoint,
         framework=infer_live_server.framework,
         version=infer_live_server.version,
-        api_key=infer_endpoint.api_key,
-        timeout=infer_endpoint.timeout,
         tiny=infer_target.model == "tiny",
         unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
     ) as ctx:

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from ..client.endpoint import Endpoint
 from .sse import SSEParser, chunk_output, parse_payload
 from .trace import RequestTrace
 
@@ -21,11 +22,10 @@ CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 
 
-def async_client(base_url: str, *, concurrency: int, api_key: str | None = None, timeout: float = 120.0) -> httpx.AsyncClient:
+def async_client(endpoint: Endpoint, *, concurrency: int) -> httpx.AsyncClient:
     """One connection per concurrent stream, kept alive, so no request waits on the pool."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout, limits=limits)
+    return httpx.AsyncClient(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits)
 
 
 class StreamSink:

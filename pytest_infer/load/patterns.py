@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from ..client.endpoint import Endpoint
 from .client import CHAT_PATH, COMPLETIONS_PATH, async_client, stream_request
 from .monitor import (
     ClientUsage,
@@ -221,13 +222,10 @@ class _Runner:
 
 
 async def run_load_async(
-    base_url: str,
-    model: str,
+    endpoint: Endpoint,
     spec: LoadSpec,
     workload: Workload,
     *,
-    api_key: str | None = None,
-    timeout: float = 120.0,
     server_pid: int | None = None,
     calibration: Calibration | None = None,
     seed: int = 0,
@@ -235,14 +233,16 @@ async def run_load_async(
 ) -> LoadRun:
     """Run one load point against a server and return every trace and the client's own figures.
 
+    Every request is bounded by ``endpoint.timeout``.
+
     ``transport``: ``raw`` (the asyncio-protocol client, plain http only), ``httpx``, or
     ``auto`` (raw for http://, httpx for https://).
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
+    model = endpoint.model
     if calibration is None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        with httpx.Client(base_url=base_url, headers=headers, timeout=timeout) as sync:
+        with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
             calibration = await asyncio.to_thread(calibrate, sync, workload.api, model)
     prompts = PromptFactory(calibration, workload.input_tokens, workload.shared_prefix_tokens, seed=seed)
 
@@ -252,8 +252,8 @@ async def run_load_async(
         )
 
     connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight
-    raw = transport == "raw" or (transport == "auto" and base_url.startswith("http://"))
-    client = RawClient(base_url, api_key=api_key, timeout=timeout) if raw else async_client(base_url, concurrency=connections, api_key=api_key, timeout=timeout)
+    raw = transport == "raw" or (transport == "auto" and endpoint.base_url.startswith("http://"))
+    client = RawClient(endpoint) if raw else async_client(endpoint, concurrency=connections)
     async with client:
         runner = _Runner(client, spec, workload, body_for)
         with ResourceSampler(server_pid) as sampler:
@@ -274,6 +274,6 @@ async def run_load_async(
     )
 
 
-def run_load(base_url: str, model: str, spec: LoadSpec, workload: Workload, **kwargs: Any) -> LoadRun:
+def run_load(endpoint: Endpoint, spec: LoadSpec, workload: Workload, **kwargs: Any) -> LoadRun:
     """Blocking form of :func:`run_load_async` (its own event loop)."""
-    return asyncio.run(run_load_async(base_url, model, spec, workload, **kwargs))
+    return asyncio.run(run_load_async(endpoint, spec, workload, **kwargs))

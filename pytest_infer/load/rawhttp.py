@@ -18,6 +18,7 @@ import time
 from typing import Any
 from urllib.parse import urlparse
 
+from ..client.endpoint import Endpoint
 from ..outcomes import InferError
 from .client import StreamSink
 from .trace import RequestTrace
@@ -180,15 +181,15 @@ class _Connection(asyncio.Protocol):
 class RawClient:
     """Streamed POSTs to one ``http://host:port`` over a pool of keep-alive connections."""
 
-    def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 120.0) -> None:
-        url = urlparse(base_url)
+    def __init__(self, endpoint: Endpoint) -> None:
+        url = urlparse(endpoint.base_url)
         if url.scheme != "http" or not url.hostname:
-            raise ValueError(f"RawClient speaks plain http only, not {base_url!r}")
+            raise ValueError(f"RawClient speaks plain http only, not {endpoint.base_url!r}")
         self.host, self.port = url.hostname, url.port or 80
         self.prefix = url.path.rstrip("/")
-        self.timeout = timeout
+        self.timeout = endpoint.timeout
         netloc = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-        auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        auth = "".join(f"{name}: {value}\r\n" for name, value in endpoint.headers.items())
         self._header = f"Host: {netloc}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n{auth}"
         self._idle: list[_Connection] = []
 

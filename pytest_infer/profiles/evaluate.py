@@ -5,10 +5,11 @@ benchmarks and the plugin's own tests drive exactly the same path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
+from ..client.endpoint import Endpoint
 from ..load import LoadRun, run_load
 from ..load.monitor import listening_pid
 from ..load.prompts import Calibration
@@ -98,23 +99,22 @@ def server_pid(base_url: str, pid: int | None) -> int | None:
 
 def evaluate_point(
     point: LoadPoint,
+    endpoint: Endpoint,
     *,
-    base_url: str,
-    model: str,
     framework: str,
     rules: ValidityRules | None = None,
-    api_key: str | None = None,
-    timeout: float = 120.0,
     pid: int | None = None,
     calibration: Calibration | None = None,
 ) -> PointResult:
     spec = point.load_spec()
     workload = point.workload(framework)
     limits = request_limits(point.thresholds)
-    pid = server_pid(base_url, pid)
+    pid = server_pid(endpoint.base_url, pid)
+    if point.timeout_s:
+        endpoint = replace(endpoint, timeout=point.timeout_s)
     runs = []
     for i in range(point.repeat):
-        run = run_load(base_url, model, spec, workload, api_key=api_key, timeout=point.timeout_s or timeout, server_pid=pid, calibration=calibration, seed=i)
+        run = run_load(endpoint, spec, workload, server_pid=pid, calibration=calibration, seed=i)
         calibration = run.calibration
         runs.append(run)
     # pooled over repeats: samples concatenated, the windows added up

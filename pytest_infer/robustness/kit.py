@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from ..client.endpoint import Endpoint
+
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
 DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length
@@ -88,21 +90,24 @@ class Guard:
     """One target's robustness state: its tally in the session results and whether it is still up."""
 
     target: str
-    server: Any  # ServerInfo
+    server: Any  # ServerInfo: whether a launched process still runs
+    endpoint: Endpoint  # its timeout is the deadline of one bad request
     tally: dict[str, int]
-    timeout: float
     down: str | None = None
+
+    @property
+    def timeout(self) -> float:
+        return self.endpoint.timeout
 
     def count(self, key: str, by: int = 1) -> None:
         self.tally[key] = self.tally.get(key, 0) + by
 
-    def send(self, client: httpx.Client, case: Case) -> Answer:
+    def send(self, case: Case) -> Answer:
         """Send ``case`` with a hard deadline; read at most MAX_BODY bytes of the answer."""
         started = time.monotonic()
         deadline = started + self.timeout
-        auth = {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
         try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
-            with httpx.Client(base_url=client.base_url, headers=auth, timeout=self.timeout) as fresh, fresh.stream(
+            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout) as fresh, fresh.stream(
                 "POST", case.path, content=case.content(), headers=case.headers
             ) as resp:
                 chunks, size = [], 0
@@ -130,17 +135,16 @@ class Guard:
         if not self.server.alive():
             return False
         try:
-            httpx.get(f"{self.server.base_url}/v1/models", timeout=5.0)
+            self.endpoint.models(timeout=5.0)
         except httpx.TransportError:
             return False
         return True
 
-    def health(self, client: httpx.Client, timeout: float | None = None) -> str | None:
+    def health(self, timeout: float | None = None) -> str | None:
         """None if a normal small chat request succeeds now, else why not (and count a death or wedge)."""
         body = {"model": self.server.model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
-        auth = {k: v for k, v in client.headers.items() if k.lower() == "authorization"}
         try:  # a fresh connection: a server that closes a kept-alive one after an error is not thereby down
-            with httpx.Client(base_url=client.base_url, headers=auth, timeout=timeout or self.timeout) as fresh:
+            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=timeout or self.timeout) as fresh:
                 resp = fresh.post("/v1/chat/completions", json=body)
         except httpx.TimeoutException:
             return self._mark("wedged", f"a normal request got no answer within {timeout or self.timeout:.0f}s")
@@ -159,18 +163,18 @@ class Guard:
         self.down = reason
         return reason
 
-    def require_up(self, client: httpx.Client) -> None:
+    def require_up(self) -> None:
         """Fail fast when an earlier test left the server dead or wedged (one short re-check)."""
-        if self.down is not None and self.health(client, timeout=min(5.0, self.timeout)) is not None:
+        if self.down is not None and self.health(timeout=min(5.0, self.timeout)) is not None:
             pytest.fail(f"{self.target}: server unusable since an earlier test: {self.down}", pytrace=False)
 
     def expect_rejected(self, client: Any, case: Case, record: Callable[[str, object], None] | None = None) -> Answer:
         """Assert ``case`` gets a 4xx with the error envelope and the server still serves afterwards.
 
         ``record`` (the ``infer_record`` fixture) gets the reproducer of a failure for the results and JUnit XML."""
-        self.require_up(client)
+        self.require_up()
         self.count("tried")
-        answer = self.send(client, case)
+        answer = self.send(case)
         self.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
         if answer.kind == "death":
             self.down = f"died on bad request {case.id}"
@@ -187,7 +191,7 @@ class Guard:
             problems.append(f"no answer: {answer.error}")
         else:
             problems.append(f"connection {'lost, server dead' if answer.kind == 'death' else 'dropped without an answer'}: {answer.error}")
-        if (after := self.health(client)) is not None:
+        if (after := self.health()) is not None:
             problems.append(f"and afterwards the server is unusable: {after}")
         if problems:
             if record is not None:

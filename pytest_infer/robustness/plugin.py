@@ -10,12 +10,14 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def robustness_guard(infer_target, infer_server, infer_session) -> Guard:
+def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) -> Guard:
     """This target's Guard; its tally is the target's row of the robustness table."""
+    from dataclasses import replace
+
     from .kit import REJECT_TIMEOUT, Guard
 
-    timeout = min(REJECT_TIMEOUT, infer_session.options.request_timeout)
-    return Guard(infer_target.id, infer_server, infer_session.results.table("robustness").tally(infer_target.id), timeout)
+    endpoint = replace(infer_endpoint, timeout=min(REJECT_TIMEOUT, infer_endpoint.timeout))
+    return Guard(infer_target.id, infer_server, endpoint, infer_session.results.table("robustness").tally(infer_target.id))
 
 
 @pytest.fixture(scope="session")

@@ -123,7 +123,10 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 
 
 @pytest.fixture
-def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware, infer_live_server, infer_session, infer_target, infer_record) -> PointResult:
+def slo_result(
+    request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware,
+    infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
+) -> PointResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
     from ..metrics import ValidityRules, headline
     from ..profiles.evaluate import evaluate_point
@@ -134,12 +137,9 @@ def slo_result(request: pytest.FixtureRequest, slo_point_id: str, slo_profile: P
         point = point.repeated(repeat)
     result = evaluate_point(
         point,
-        base_url=infer_live_server.base_url,
-        model=infer_live_server.model,
+        infer_endpoint,
         framework=infer_live_server.framework,
         rules=ValidityRules.from_dict(slo_profile.validity),
-        api_key=infer_session.options.api_key,
-        timeout=infer_session.options.request_timeout,
         pid=infer_live_server.pid,
     )
     mismatch = slo_profile.hardware_mismatch(slo_hardware)

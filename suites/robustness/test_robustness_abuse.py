@@ -81,13 +81,13 @@ def _assert_not_slowed(guard, before: float, after: float, what: str) -> None:
     )
 
 
-def _check_health(guard, client) -> None:
-    if (why := guard.health(client)) is not None:
+def _check_health(guard) -> None:
+    if (why := guard.health()) is not None:
         pytest.fail(f"{guard.target}: {why}", pytrace=False)
 
 
 def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, robustness_context_length):
-    robustness_guard.require_up(infer_client)
+    robustness_guard.require_up()
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     body = _long_stream_body(infer_server.model, robustness_context_length)
@@ -103,13 +103,13 @@ def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, rob
         f"(a normal request takes {before:.2f}s; limit {limit:.2f}s): the server seems to keep working for clients that are gone"
     )
     time.sleep(1.0)  # time to notice the disconnects
-    _check_health(robustness_guard, infer_client)
+    _check_health(robustness_guard)
     after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after dropped streams")
     _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
 
 
 def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length):
-    robustness_guard.require_up(infer_client)
+    robustness_guard.require_up()
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     body = _long_stream_body(infer_server.model, robustness_context_length)
@@ -121,7 +121,7 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     refused = [o for o in outcomes if o.startswith("HTTP 5")]
     assert not refused, f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams got a server error: {refused[:3]}"
     time.sleep(1.0)
-    _check_health(robustness_guard, infer_client)
+    _check_health(robustness_guard)
     after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after concurrent aborts")
     _assert_not_slowed(robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times")
 
@@ -142,7 +142,7 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
     stream ahead of it; that wait (measured with a fast reader) is allowed. A
     wait beyond it means the slow reader's socket stalls the server.
     """
-    robustness_guard.require_up(infer_client)
+    robustness_guard.require_up()
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     stream_body = _long_stream_body(infer_server.model, min(robustness_context_length, SLOW_STREAM_TOKENS + 64))
@@ -180,7 +180,7 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
         sock.close()
         robustness_guard.count("aborted")
     assert received[0] > 0, f"{robustness_guard.target}: the slow client received nothing"
-    _check_health(robustness_guard, infer_client)
+    _check_health(robustness_guard)
     limit = fast + max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
     assert during <= limit, (
         f"{robustness_guard.target}: while a slow reader held a {SLOW_STREAM_TOKENS}-token stream, a {PROBE_TOKENS}-token request "

@@ -178,16 +178,16 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
     A 4xx must carry the envelope; a 2xx is counted as ``accepted`` (servers may be lenient
     where the schema is strict), not failed: the catalogue above asserts refusal.
     """
-    robustness_guard.require_up(infer_client)
+    robustness_guard.require_up()
 
     @GENERATED
     @given(bad_chat_requests(infer_server.model))
     def check(drawn: tuple[dict, bool, list[str]]) -> None:
         body, stream, fields = drawn
-        robustness_guard.require_up(infer_client)
+        robustness_guard.require_up()
         case = Case("generated:" + "+".join(fields), body, stream=stream)
         robustness_guard.count("tried")
-        answer = robustness_guard.send(infer_client, case)
+        answer = robustness_guard.send(case)
         robustness_guard.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
         reproduce = reproducer(infer_client, case)
         if answer.kind in ("5xx", "hang", "dropped", "death"):
@@ -202,5 +202,5 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
             pytest.fail(f"{robustness_guard.target}: invalid {', '.join(fields)} -> HTTP {answer.status} without the error envelope: {why}\nreproduce: {reproduce}", pytrace=False)
 
     check()
-    if (after := robustness_guard.health(infer_client)) is not None:
+    if (after := robustness_guard.health()) is not None:
         pytest.fail(f"{robustness_guard.target}: after the generated bad requests the server is unusable: {after}", pytrace=False)

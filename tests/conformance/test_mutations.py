@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_infer import conformance
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 
 from .deviations import BASE, EXPECTED_IN_MESSAGE, MUTATIONS, compose
@@ -22,7 +23,7 @@ def fake() -> Iterator[FakeServer]:
 @pytest.fixture
 def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
     fake.set_deviation(BASE)
-    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, framework="fake", timeout=10) as context:
+    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
         yield context
     fake.set_deviation(BASE)
 

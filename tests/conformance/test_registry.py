@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_infer import conformance
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.conformance.expectations import load_file
 from pytest_infer.conformance.failures import trim
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
@@ -57,7 +58,7 @@ def fake() -> Iterator[FakeServer]:
 
 def test_a_declared_missing_feature_is_unsupported_without_a_request(fake: FakeServer) -> None:
     before = len(fake.requests)
-    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, unsupported={"n": "declared"}) as ctx, pytest.raises(conformance.Unsupported, match="unsupported: n: declared"):
+    with conformance.CheckContext(Endpoint(fake.base_url, MODEL), unsupported={"n": "declared"}) as ctx, pytest.raises(conformance.Unsupported, match="unsupported: n: declared"):
         conformance.run("chat.n", ctx)
     assert len(fake.requests) == before
 
@@ -65,14 +66,14 @@ def test_a_declared_missing_feature_is_unsupported_without_a_request(fake: FakeS
 def test_a_refused_feature_is_unsupported_in_the_servers_words(fake: FakeServer) -> None:
     fake.set_deviation(compose(answer_when(lambda p, b: b.get("n", 1) > 1, 400, {"error": {"message": "n>1 is not supported", "type": "invalid_request_error"}})))
     try:
-        with conformance.CheckContext(base_url=fake.base_url, model=MODEL) as ctx, pytest.raises(conformance.Unsupported, match="n>1 is not supported"):
+        with conformance.CheckContext(Endpoint(fake.base_url, MODEL)) as ctx, pytest.raises(conformance.Unsupported, match="n>1 is not supported"):
             conformance.run("chat.n", ctx)
     finally:
         fake.set_deviation(BASE)
 
 
 def test_a_capable_model_check_is_skipped_on_tiny(fake: FakeServer) -> None:
-    with conformance.CheckContext(base_url=fake.base_url, model=MODEL, tiny=True) as ctx, pytest.raises(pytest.skip.Exception, match="needs a capable model"):
+    with conformance.CheckContext(Endpoint(fake.base_url, MODEL), tiny=True) as ctx, pytest.raises(pytest.skip.Exception, match="needs a capable model"):
         conformance.run("tools.auto", ctx)
 
 

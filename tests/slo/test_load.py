@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.metrics import summarize
@@ -21,7 +22,7 @@ FIXED = Calibration(1.0, 0.0, "fixed for the test")
 
 def test_closed_loop_phases_and_counts(paced_server):
     url = paced_server(5, 2)
-    run = run_load(url, "paced-model", LoadSpec(concurrency=4, requests=20, warmup_requests=4), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=4, requests=20, warmup_requests=4), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
     phases = [t.phase for t in run.traces]
     assert phases[:4] == ["warmup"] * 4 and phases[4:24] == ["measured"] * 20 and set(phases[24:]) <= {"cooldown"}
     assert all(t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured)
@@ -34,7 +35,7 @@ def test_closed_loop_phases_and_counts(paced_server):
 def test_timings_match_the_paced_servers_schedule(paced_server):
     """Role chunk at once, first token after 80 ms, then one every 20 ms: TTFT excludes the role chunk."""
     url = paced_server(80, 20)
-    run = run_load(url, "paced-model", LoadSpec(concurrency=2, requests=10, warmup_requests=2), Workload(output_tokens=6, ignore_eos=False), calibration=FIXED)
+    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=10, warmup_requests=2), Workload(output_tokens=6, ignore_eos=False), calibration=FIXED)
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     served = server_stats(url)  # every request the server saw, warm-up included
     assert s.ok == 10 and len(served) >= 10
@@ -52,7 +53,7 @@ def test_timings_match_the_paced_servers_schedule(paced_server):
 def test_poisson_arrivals_follow_the_seeded_schedule(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=40, requests=30, warmup_requests=5, seed=7)
-    run = run_load(url, "paced-model", spec, Workload(output_tokens=3, ignore_eos=False), calibration=FIXED)
+    run = run_load(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), calibration=FIXED)
     rng = random.Random(7)
     gaps = [int(rng.gammavariate(1.0, 1e9 / 40)) for _ in range(35)]
     intended = [t.intended_ns for t in run.traces[:35]]
@@ -63,7 +64,7 @@ def test_poisson_arrivals_follow_the_seeded_schedule(paced_server):
 
 def test_duration_bounds_the_measured_part(paced_server):
     url = paced_server(5, 5)
-    run = run_load(url, "paced-model", LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
     assert len(run.measured) >= 4
     assert all(t.sent_ns - run.window_start_ns <= 0.45e9 for t in run.measured)
     assert run.window_s >= 0.4
@@ -73,7 +74,8 @@ def test_duration_bounds_the_measured_part(paced_server):
 def test_server_errors_count_as_failed_requests(transport):
     deviation = Deviation(request=lambda path, body: (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None)
     with FakeServer(deviation) as srv:
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=2, requests=6, warmup_requests=0), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED, transport=transport)
+        spec = LoadSpec(concurrency=2, requests=6, warmup_requests=0)
+        run = run_load(Endpoint(srv.base_url, "fake-model"), spec, Workload(output_tokens=4, ignore_eos=False), calibration=FIXED, transport=transport)
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     assert (s.requests, s.ok) == (6, 0)
     assert s.errors and s.errors[0].startswith("HTTP 503:") and "overloaded" in s.errors[0]
@@ -84,7 +86,8 @@ def test_server_errors_count_as_failed_requests(transport):
 @pytest.mark.parametrize("transport", ["raw", "httpx"])
 def test_both_transports_read_the_fake_server_alike(transport):
     with FakeServer() as srv:
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=2, requests=5, warmup_requests=1), Workload(output_tokens=7, ignore_eos=False), calibration=FIXED, transport=transport)
+        spec = LoadSpec(concurrency=2, requests=5, warmup_requests=1)
+        run = run_load(Endpoint(srv.base_url, "fake-model"), spec, Workload(output_tokens=7, ignore_eos=False), calibration=FIXED, transport=transport)
     assert all(t.ok and t.done and t.client_tokens == 7 == t.usage_completion_tokens for t in run.measured)
 
 
@@ -118,7 +121,7 @@ def test_raw_transport_decodes_chunked_bodies_split_anywhere():
     wire = head + chunked
     parts = [wire[i : i + 11] for i in range(0, len(wire), 11)]  # reads cut through size lines and CRLFs
     with FakeServer(_raw_writer(parts, 0.001)) as srv:
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
     t = run.measured[0]
     assert t.ok and t.done and t.event_tokens == [1, 1] and t.usage_completion_tokens == 2 and t.usage_prompt_tokens == 3
 
@@ -127,7 +130,7 @@ def test_stream_without_done_ends_at_the_body_end_and_is_counted():
     body = _sse(*CHUNKS)  # no [DONE], like transformers serve 5.24
     head = f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
     with FakeServer(_raw_writer([head, body])) as srv:
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=2, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=2, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     assert s.ok == 2 and s.no_done == 2 and s.figures()["streams_without_done"] == 2
 
@@ -135,19 +138,19 @@ def test_stream_without_done_ends_at_the_body_end_and_is_counted():
 def test_close_delimited_body_and_a_cut_stream():
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
     with FakeServer(_raw_writer([head, _sse(*CHUNKS, "[DONE]")])) as srv:
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
     assert run.measured[0].ok and run.measured[0].done
     chunked_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     cut = _sse(*CHUNKS[:2])
     with FakeServer(_raw_writer([chunked_head, b"%x\r\n%s\r\n" % (len(cut), cut)])) as srv:  # no closing 0-chunk
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
     t = run.measured[0]
     assert not t.ok and "closed the connection mid-response" in t.error and t.event_tokens == [1]
 
 
 def test_prompt_length_is_calibrated_against_the_servers_usage():
     with FakeServer() as srv:  # one token per character
-        run = run_load(srv.base_url, "fake-model", LoadSpec(concurrency=1, requests=6, warmup_requests=0), Workload(input_tokens=300, output_tokens=2, ignore_eos=False))
+        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=6, warmup_requests=0), Workload(input_tokens=300, output_tokens=2, ignore_eos=False))
     assert run.calibration.source == "server usage"
     prompt = statistics.mean(t.usage_prompt_tokens for t in run.measured)
     assert 300 * 0.95 < prompt < 300 * 1.05
@@ -159,7 +162,7 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
 
     url = paced_server(20, 5)
     point = LoadPoint("r", {"concurrency": 2, "requests": 6, "warmup_requests": 1, "output_tokens": 4, "repeat": 3}, {"ttft_p50_ms": 5000})
-    result = evaluate_point(point, base_url=url, model="paced-model", framework="vllm")
+    result = evaluate_point(point, Endpoint(url, "paced-model"), framework="vllm")
     assert len(result.runs) == 3 and result.summary.requests == 18  # pooled
     assert set(result.confidence) == {"output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"}
     assert "95% CI, 3 runs" in result.confidence["ttft_p50_ms"]
