@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import psutil
-
 from ..adapters.base import LaunchSpec
 from ..client.endpoint import Endpoint
 from ..outcomes import InferError
@@ -24,6 +22,7 @@ from ..secrets import MASK, redact
 
 if TYPE_CHECKING:
     import httpx
+    import psutil
 
 
 class ServerStartError(InferError, RuntimeError):
@@ -119,6 +118,8 @@ class ReadinessProbe:
 
 def process_tree_rss(pid: int) -> int:
     """Resident memory of a process and all its descendants, in bytes."""
+    import psutil  # here: loading the plugin should not load it
+
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
@@ -296,6 +297,8 @@ class ServerProcess:
 
 def terminate_tree(pid: int, grace: float) -> None:
     """Stop a process group led by ``pid`` plus descendants that changed group."""
+    import psutil
+
     try:
         descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -323,6 +326,8 @@ def terminate_tree(pid: int, grace: float) -> None:
 
 def running(process: psutil.Process | int) -> bool:
     """The process exists and is not a zombie (an exited child nobody has reaped yet)."""
+    import psutil
+
     try:
         proc = psutil.Process(process) if isinstance(process, int) else process
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
