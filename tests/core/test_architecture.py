@@ -24,12 +24,18 @@ def test_the_import_contracts_hold():
     assert "Contracts: 3 kept, 0 broken." in run.stdout
 
 
-def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
-    """The same contracts on a copy of the package where the results model imports the reporting layer."""
+def copy_with(tmp_path: Path, module: str, appended: str) -> Path:
+    """A copy of the package and its configuration with ``appended`` at the end of one module."""
     shutil.copytree(ROOT / "pytest_infer", tmp_path / "pytest_infer", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    model = tmp_path / "pytest_infer" / "results" / "model.py"
-    model.write_text(model.read_text() + "\nfrom ..reporting import terminal  # noqa: E402\n")
+    path = tmp_path / "pytest_infer" / module
+    path.write_text(path.read_text() + appended)
+    return tmp_path
+
+
+def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
+    """The same contracts on a copy of the package where the results model imports the reporting layer."""
+    copy_with(tmp_path, "results/model.py", "\nfrom ..reporting import terminal  # noqa: E402\n")
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pytest_infer.results.model -> pytest_infer.reporting.terminal" in run.stdout
@@ -55,10 +61,7 @@ def test_the_type_checker_passes_on_the_package():
 
 def test_the_type_checker_catches_a_wrong_type(tmp_path: Path):
     """The same configuration on a copy of the package where a results field gets the wrong type."""
-    shutil.copytree(ROOT / "pytest_infer", tmp_path / "pytest_infer", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    views = tmp_path / "pytest_infer" / "results" / "views.py"
-    views.write_text(views.read_text() + "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n")
+    copy_with(tmp_path, "results/views.py", "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n")
     run = subprocess.run([tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")' in run.stdout
