@@ -2,14 +2,15 @@
 
 Strict RFC 8259 parsing: Python's ``json`` already rejects raw control
 characters inside strings; ``NaN``/``Infinity`` are refused here too. Schema
-validation is Draft 2020-12 with format checking.
+validation is Draft 2020-12 with format checking. An answer cut at the token
+limit is ``truncated`` only while what was written can still become valid; a prefix
+that already breaks the schema is a ``violation`` (``prefix.py`` decides, soundly).
 """
 from __future__ import annotations
 
 import enum
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
 from ..outcomes import InferError
+from .prefix import parse_prefix, prefix_violation
 
 
 class Outcome(str, enum.Enum):
@@ -88,37 +90,32 @@ def _parse_float(text: str) -> float:
 
 
 def strict_loads(text: str) -> Any:
-    """Parse as strict RFC 8259 JSON; raises ``ValueError``."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
-
-
-_STRING_TAIL = re.compile(r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*(?:\\(?:u[0-9a-fA-F]{0,3})?)?')
-_NUMBER_TAIL = re.compile(r"-?(?:(?:0|[1-9]\d*)(?:\.\d*)?(?:[eE][+-]?\d*)?)?$")
+    """Parse as strict RFC 8259 JSON; raises ``ValueError``, also for nesting deeper than the parser goes
+    (RFC 8259 section 9 lets a parser limit the depth; a model looping on ``[`` reaches it)."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
+    except RecursionError as exc:
+        raise ValueError(f"nested too deeply to parse ({exc})") from None
 
 
 def is_json_prefix(text: str) -> bool:
-    """Could ``text`` be the start of a strict JSON document, cut short? (A whole document counts too.)"""
+    """Could ``text`` be the start of a strict JSON document, cut short? (A whole document counts too.)
+
+    The prefix parser (``prefix.parse_prefix``) decides, so that what is called a prefix here is what
+    the prefix judgement reads; a number outside the double range is never strict JSON.
+    """
     try:
         strict_loads(text)
         return True
-    except json.JSONDecodeError as exc:
-        rest = text[exc.pos :]
-        if not rest.strip():
-            return True  # the parser wanted more input: an unclosed array, object or key
-        if exc.msg.startswith("Unterminated string"):
-            # the document ends inside this string: fine if what there is of it is well-formed
-            return _STRING_TAIL.fullmatch(text, exc.pos + 1) is not None
-        if exc.msg.startswith("Invalid \\uXXXX escape") and re.search(r"\\u[0-9a-fA-F]{0,4}$", text):
-            return is_json_prefix(text[: text.rindex("\\u")])  # cut inside a \uXXXX escape
-        if any(word.startswith(rest) for word in ("true", "false", "null")):
-            return True
-        number = _NUMBER_TAIL.search(text)
-        if number and number.group() and number.start() <= exc.pos and not text[: number.start()].endswith(tuple("0123456789.eE+-")):
-            candidate = text[: number.start()] + "0"  # a number cut short: is what comes before it sound?
-            return candidate != text and is_json_prefix(candidate)
+    except NumberRangeError:
         return False
     except ValueError:
-        return False  # NaN / Infinity
+        pass  # not a whole document (or NaN / Infinity): is it the start of one?
+    try:
+        parse_prefix(text)
+    except ValueError:
+        return False
+    return True
 
 
 def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
@@ -134,31 +131,15 @@ def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
     return str(error.validator), f"{error.message} (at /{where}, schema path /{'/'.join(map(str, error.absolute_schema_path))})"
 
 
-_STARTS = {"{": ("object",), "[": ("array",), '"': ("string",), "t": ("boolean",), "f": ("boolean",), "n": ("null",)}
+def prefix_verdict(schema: Any, text: str) -> Verdict | None:
+    """A cut-off answer that already breaks the schema, whatever would follow, is a violation, not a truncation.
 
-
-def _allowed_types(schema: Any) -> set[str] | None:
-    """The JSON types the top level may have, from ``type`` here and in ``allOf`` branches (None: any)."""
-    allowed: set[str] | None = None
-    for part in [schema, *(schema.get("allOf") or [] if isinstance(schema, dict) else [])]:
-        declared = part.get("type") if isinstance(part, dict) else None
-        if isinstance(declared, (str, list)):
-            types = {declared} if isinstance(declared, str) else set(declared)
-            types |= {"integer"} if "number" in types else set()
-            allowed = types if allowed is None else allowed & types
-    return allowed
-
-
-def cut_type_violation(schema: Any, text: str) -> Verdict | None:
-    """A cut-off answer whose top-level type the schema already forbids is a violation, not a truncation."""
-    allowed = _allowed_types(schema)
-    stripped = text.lstrip()
-    if allowed is None or not stripped:
-        return None
-    started = _STARTS.get(stripped[0], ("integer", "number") if stripped[0] in "-0123456789" else None)
-    if started is None or allowed & set(started):
-        return None
-    return Verdict(Outcome.VIOLATION, f"the answer is a {started[-1]} (cut at the token limit), the schema allows only {sorted(allowed)}", "type")
+    ``prefix.prefix_violation`` reads the JSON prefix and judges what is already decided (a string
+    past ``maxLength``, a key ``additionalProperties: false`` forbids, a value of a forbidden type,
+    ...); whatever might still become valid stays truncated.
+    """
+    found = prefix_violation(schema, text)
+    return Verdict(Outcome.VIOLATION, found.message, found.keyword) if found is not None else None
 
 
 def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Verdict:
@@ -169,16 +150,16 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
         instance = strict_loads(text)
     except NumberRangeError as exc:
         if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
-            return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}")
+            return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}")
         return Verdict(Outcome.INVALID_JSON, f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)", "number-range")
     except ValueError as exc:
         if finish_reason == "length" and is_json_prefix(text):
-            return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
+            return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
         return Verdict(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
     if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
         # a bare number cut at the limit may still grow digits, a fraction or an exponent:
-        # only its type can be judged, not multipleOf or bounds
-        return cut_type_violation(schema, text) or Verdict(Outcome.TRUNCATED, "a number still growing at the token limit")
+        # its type is judged, and bounds only where no continuation can meet them
+        return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, "a number still growing at the token limit")
     problem = validate(schema, instance)
     if problem is not None:
         return Verdict(Outcome.VIOLATION, problem[1], problem[0])

@@ -37,6 +37,10 @@ JSON_VALUES = st.recursive(
         ("8ajBTX5c[/oFTX5c", "length", Outcome.INVALID_JSON, "json"),  # unconstrained text cut at the limit
         ('{"a": "xy"}', "length", Outcome.TRUNCATED, None),  # whole but cut: the model had not finished
         ('{"a": "toolong"}', "length", Outcome.VIOLATION, "maxLength"),
+        ('{"a": "toolo', "length", Outcome.VIOLATION, "maxLength"),  # cut, but already past maxLength (test_prefix.py)
+        ('{"a', "length", Outcome.TRUNCATED, None),
+        ("{t", "length", Outcome.INVALID_JSON, "json"),  # no document starts so
+        ("[" * 3000 + "]" * 3000, "stop", Outcome.INVALID_JSON, "json"),  # deeper than the parser goes: refused, not a crash
     ],
 )
 def test_classify_output(text, finish, outcome, keyword):
@@ -86,7 +90,7 @@ def test_every_prefix_of_a_document_is_a_prefix(value, data):
     assert is_json_prefix(text[:cut]), repr(text[:cut])
 
 
-@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', '[1, NaN', '"\\q', '{"a" 1', "[1.2.3"])
+@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', '[1, NaN', '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "0nu", "[1e999"])
 def test_non_prefixes_are_detected(text):
     assert not is_json_prefix(text)
 
