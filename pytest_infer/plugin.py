@@ -281,6 +281,9 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
         outcome = "passed"
     message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
+    extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
+    if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
+        extra["server_log"] = str(props["infer_server_log"])[-8000:]
     session.results.add_test(
         TestRecord(
             nodeid=item.nodeid,
@@ -291,7 +294,7 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
             message=str(message)[:4000],
             reproducer=str(props.get("infer_reproducer", "")),
             duration=round(report.duration, 4),
-            extra={"severity": props["infer_severity"]} if "infer_severity" in props else {},
+            extra=extra,
         )
     )
 

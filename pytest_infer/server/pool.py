@@ -7,6 +7,7 @@ to connect to; workers never launch anything.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -19,6 +20,8 @@ from ..models.tiny import TINY, tiny_model_dir
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
+
+LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's end
 
 
 @dataclass(slots=True)
@@ -66,6 +69,42 @@ class ServerInfo:
 
     def log_tail(self, lines: int = 40) -> str:
         return tail(Path(self.log_path), lines) if self.log_path else ""
+
+    def log_mark(self) -> int:
+        """Where the server's log ends now (its size in bytes; 0 without a log): pass it to ``log_since``."""
+        if not self.log_path:
+            return 0
+        try:
+            return os.stat(self.log_path).st_size
+        except OSError:
+            return 0
+
+    def log_since(self, mark: int, max_lines: int = 40) -> list[str]:
+        """The complete lines the server logged after ``mark`` (a ``log_mark``), the last ``max_lines`` of them.
+
+        A line still being written (no newline yet) is left for a later call; the rest of a line
+        begun before ``mark`` is not returned (it belongs to the time before). The log is already redacted when written (the process's
+        masking copier); this reads nothing else. Lines are decoded as UTF-8, bad bytes replaced.
+        Another request running at the same time logs into the same window: it is the server's log
+        for that stretch of time, not for one request alone.
+        """
+        if not self.log_path or max_lines <= 0:
+            return []
+        try:
+            with open(self.log_path, "rb") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                if end < mark:  # the log was started afresh (a new server on this path): all of it is new
+                    mark = 0
+                start = max(mark, end - LOG_WINDOW_BYTES)
+                fh.seek(start - 1 if start > 0 else 0)
+                data = fh.read(end - fh.tell())
+        except OSError:
+            return []
+        if start > 0:
+            cut = data.find(b"\n")  # data begins with the byte before ``start``
+            data = data[cut + 1 :] if cut >= 0 else b""  # drop the rest of a line begun before the window
+        lines = data.split(b"\n")[:-1]  # the last piece is a line still being written, or empty
+        return [line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines[-max_lines:]]
 
 
 def _answers(base_url: str) -> bool:

@@ -6,7 +6,8 @@ tests can check the judgement without a server.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .outcome import Outcome
@@ -95,9 +96,16 @@ class Survival:
 
 
 def survive(runner: StructuredRunner, path: RequestPath, schema: Any, max_tokens: int = 64) -> Survival:
-    """Send a bad schema fresh, then check an ordinary request still succeeds."""
+    """Send a bad schema fresh, then check an ordinary request still succeeds.
+
+    When the server did not survive, the attempt's server log runs on through the ordinary request:
+    a crash is often logged after the bad request's answer.
+    """
+    mark = runner.mark_log()
     attempt = runner.run(schema, path, max_tokens, fresh=True)
     healthy, why = runner.healthy()
+    if not healthy:
+        attempt = replace(attempt, server_log=runner.logged_since(mark))
     return Survival(attempt, healthy, why)
 
 
@@ -109,3 +117,11 @@ def refusal_problem(attempt: Attempt) -> str | None:
     if verdict.outcome in (Outcome.VALID, Outcome.TRUNCATED, Outcome.INVALID_JSON, Outcome.VIOLATION):
         return f"accepted with HTTP 200 (failed open): {verdict.outcome.value}, output {attempt.output!r}"
     return f"{verdict.outcome.value} instead of a 4xx: {verdict.message}"
+
+
+def record_evidence(record: Callable[[str, object], None], attempt: Attempt) -> None:
+    """Record a failing attempt on its test (``infer_record``): the ``curl`` reproducer and, when the
+    server logged anything while the request ran, those lines (``infer_server_log``)."""
+    record("infer_reproducer", attempt.curl)
+    if attempt.server_log:
+        record("infer_server_log", "\n".join(attempt.server_log))

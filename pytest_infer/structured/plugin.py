@@ -130,7 +130,8 @@ def structured_store(infer_session) -> ReproducerStore:
 
 @pytest.fixture
 def structured_runner(infer_live_server, infer_endpoint, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
-    """Sends schemas to the server under test and classifies the answers (seeded sampling)."""
+    """Sends schemas to the server under test and classifies the answers (seeded sampling); a failing
+    answer of a launched server keeps the lines the server logged while it ran."""
     from ..client.http import InferClient
     from .runner import Sampling, StructuredRunner
 
@@ -140,6 +141,7 @@ def structured_runner(infer_live_server, infer_endpoint, structured_options: Str
             sampling=Sampling(seed=1234 + structured_options.seed),
             timeout=structured_options.timeout,
             alive=infer_live_server.alive,
+            server_log=infer_live_server if infer_live_server.log_path else None,
         )
 
 

@@ -4,7 +4,10 @@ A request path is how a framework takes a schema: the OpenAI ``response_format``
 (streamed or not) or the framework's own extra field, shaped by its adapter
 (``structured_output_field``, ``structured_output_body``). Every attempt keeps its
 evidence (request body, raw output, validator message, ``curl`` line), so a
-failure can be reported and replayed exactly.
+failure can be reported and replayed exactly. A failing attempt also keeps what
+the server wrote to its log while the request ran (``Attempt.server_log``):
+often the root cause in the server's own words, such as a grammar compiler's
+warning that it ignores a keyword.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -24,6 +27,17 @@ from .outcome import Outcome, Verdict, classify_output, classify_status
 
 CHAT = "/v1/chat/completions"
 PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens
+LOG_LINES = 40  # server log lines kept per failing attempt (the last ones)
+LOG_WAIT = 0.2  # seconds a failing attempt waits for log lines flushed after its response
+LOG_POLL = 0.02
+
+
+class ServerLog(Protocol):
+    """Where a server's log can be read by window (``ServerInfo``): a mark now, the complete lines after it."""
+
+    def log_mark(self) -> int: ...
+
+    def log_since(self, mark: int, max_lines: int = 40) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +100,7 @@ class Attempt:
     output: str | None = None
     finish_reason: str | None = None
     seconds: float = 0.0
+    server_log: tuple[str, ...] = ()  # for a failing attempt: the server's log lines while it ran
 
     def reproducer(self) -> dict[str, Any]:
         return {
@@ -102,10 +117,11 @@ class Attempt:
             "seed": self.body.get("seed"),
             "max_tokens": self.body.get("max_tokens"),
             "curl": self.curl,
+            "server_log": list(self.server_log),
         }
 
     def describe(self) -> str:
-        """The failure as a reader needs it: schema, request, output, message, curl."""
+        """The failure as a reader needs it: schema, output, message, the server's log lines, request, curl."""
         output = self.output if self.output is None or len(self.output) < 2000 else self.output[:2000] + "...(cut)"
         return "\n".join(
             [
@@ -113,10 +129,19 @@ class Attempt:
                 f"  schema:   {json.dumps(self.schema, ensure_ascii=False)}",
                 f"  output:   {output!r} (HTTP {self.status}, finish_reason {self.finish_reason})",
                 f"  sampling: temperature {self.body.get('temperature')}, seed {self.body.get('seed')}, max_tokens {self.body.get('max_tokens')}",
+                *log_section(self.server_log),
                 f"  request:  {json.dumps(self.body, ensure_ascii=False)}",
                 f"  reproduce: {self.curl}",
             ]
         )
+
+
+LOG_SECTION = "server log while this request ran:"
+
+
+def log_section(lines: tuple[str, ...] | list[str]) -> list[str]:
+    """The failure message's section of server log lines (none without lines)."""
+    return [f"  {LOG_SECTION}", *(f"    | {line}" for line in lines)] if lines else []
 
 
 def canonical(value: Any) -> str:
@@ -132,7 +157,9 @@ def prompt_for(schema: Any) -> str:
 
 class StructuredRunner:
     """Runs schemas against one server. ``alive`` says whether the server process still exists
-    (for launched servers); reachability is always checked over HTTP as well."""
+    (for launched servers); reachability is always checked over HTTP as well. ``server_log``
+    (the ``ServerInfo`` of a launched server) lets a failing attempt keep the log lines the server
+    wrote while it ran."""
 
     def __init__(
         self,
@@ -141,8 +168,10 @@ class StructuredRunner:
         sampling: Sampling = Sampling(),
         timeout: float = 60.0,
         alive: Callable[[], bool] | None = None,
+        server_log: ServerLog | None = None,
     ) -> None:
         self.client = client
+        self.server_log = server_log
         self.sampling = sampling
         self.timeout = timeout
         self._process_alive = alive or (lambda: True)
@@ -165,19 +194,54 @@ class StructuredRunner:
     def cached(self, schema: Any, path: RequestPath, max_tokens: int) -> Attempt | None:
         return self._cache.get((path.name, canonical(schema), max_tokens, self.sampling))
 
-    def run(self, schema: Any, path: RequestPath, max_tokens: int, *, sampling: Sampling | None = None, fresh: bool = False) -> Attempt:
-        """One request; answers from the cache unless ``fresh`` (the server is taken as deterministic per seed)."""
+    def run(
+        self, schema: Any, path: RequestPath, max_tokens: int, *, sampling: Sampling | None = None, fresh: bool = False, refuse: bool = False
+    ) -> Attempt:
+        """One request; answers from the cache unless ``fresh`` (the server is taken as deterministic per seed).
+
+        A failing attempt keeps the server's log lines written while it ran; with ``refuse`` (the schema
+        must get a clean 4xx) every answer but a rejection counts as failing for that.
+        """
         sampling = sampling or self.sampling
         key = (path.name, canonical(schema), max_tokens, sampling)
         if not fresh and key in self._cache:
             return self._cache[key]
-        attempt = self._send(schema, path, max_tokens, sampling)
+        attempt = self._send(schema, path, max_tokens, sampling, refuse)
         self._cache[key] = attempt
         return attempt
 
-    def _send(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling) -> Attempt:
+    def mark_log(self) -> int | None:
+        """Where the server's log ends now, for ``logged_since``; None without a server log."""
+        return self.server_log.log_mark() if self.server_log is not None else None
+
+    def logged_since(self, mark: int | None) -> tuple[str, ...]:
+        """The server's complete log lines after ``mark`` (the last ``LOG_LINES``).
+
+        A server may flush a line a little after its answer (a log handler's buffer, the masking
+        copier's thread): this polls for up to ``LOG_WAIT`` seconds, and stops as soon as there are
+        lines and the log has stopped growing. Only failures call it, so passing requests never wait.
+        """
+        log = self.server_log
+        if log is None or mark is None:
+            return ()
+        deadline = time.monotonic() + LOG_WAIT
+        lines: list[str] = []
+        seen = -1
+        while True:
+            size = log.log_mark()
+            if size == seen and lines:
+                break  # there are lines, and nothing more came since the last look
+            if size != seen:
+                lines, seen = log.log_since(mark, LOG_LINES), size
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(LOG_POLL)
+        return tuple(lines)
+
+    def _send(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling, refuse: bool = False) -> Attempt:
         body = self.body(schema, path, max_tokens, sampling)
         attempt = Attempt(schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream))
+        mark = self.mark_log()
         started = time.monotonic()
         try:
             if path.stream:
@@ -189,6 +253,9 @@ class StructuredRunner:
         except httpx.TransportError as exc:
             attempt.verdict = self._lost(f"the connection failed: {type(exc).__name__}: {exc}", Outcome.SERVER_ERROR)
         attempt.seconds = round(time.monotonic() - started, 3)
+        outcome = attempt.verdict.outcome
+        if outcome.failed or (refuse and outcome is not Outcome.REJECTED):
+            attempt.server_log = self.logged_since(mark)
         return attempt
 
     def _lost(self, message: str, outcome: Outcome) -> Verdict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import refusal_problem, run_case
+from pytest_infer.structured.checks import record_evidence, refusal_problem, run_case
 from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
 
 pytestmark = pytest.mark.structured
@@ -17,7 +17,7 @@ def test_known_bug_class(case_name, structured_request_path, structured_runner, 
     for attempt in result.attempts:
         structured_record(attempt)
     if result.failures:
-        infer_record("infer_reproducer", result.failures[0].curl)
+        record_evidence(infer_record, result.failures[0])
         head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds broke the schema ({case.bug})"
         pytest.fail(head + "\n" + "\n\n".join(a.describe() for a in result.failures), pytrace=False)
     if result.all_rejected:
@@ -28,7 +28,7 @@ def test_known_bug_class(case_name, structured_request_path, structured_runner, 
 
 def test_invalid_schema_is_rejected(structured_request_path, structured_runner, infer_record):
     """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200."""
-    attempt = structured_runner.run(INVALID_SCHEMA, structured_request_path, 64, fresh=True)
+    attempt = structured_runner.run(INVALID_SCHEMA, structured_request_path, 64, fresh=True, refuse=True)
     if (problem := refusal_problem(attempt)) is not None:
-        infer_record("infer_reproducer", attempt.curl)
+        record_evidence(infer_record, attempt)
         pytest.fail(f"{problem}\n{attempt.describe()}", pytrace=False)

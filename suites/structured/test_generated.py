@@ -11,6 +11,7 @@ import pytest
 
 from pytest_infer.outcomes import Unsupported
 from pytest_infer.structured import Outcome
+from pytest_infer.structured.checks import record_evidence
 from pytest_infer.structured.explore import explore, replay
 from pytest_infer.structured.store import write_sweep
 
@@ -47,7 +48,7 @@ def test_generated_schemas(
     infer_record("infer_structured_summary", summary)
     shown = [f.shown for f in report.findings] + still_failing
     if shown:
-        infer_record("infer_reproducer", shown[0].curl)
+        record_evidence(infer_record, shown[0])
     problems = [f.describe() for f in report.findings]
     problems += [f"stored reproducer still fails: {a.describe()}" for a in still_failing]
     if report.stopped:

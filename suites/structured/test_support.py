@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import probe_support
+from pytest_infer.structured.checks import probe_support, record_evidence
 
 pytestmark = pytest.mark.structured
 
@@ -20,5 +20,5 @@ def test_schema_is_honoured(structured_request_path, structured_runner, structur
         raise Inconclusive(support.detail)
     if support.word != "honoured":
         bad = next(a for a in support.attempts if a.verdict.outcome.failed)
-        infer_record("infer_reproducer", bad.curl)
+        record_evidence(infer_record, bad)
         pytest.fail(f"{structured_request_path.name} is {support.word.upper()}: {support.detail}\n{bad.describe()}", pytrace=False)

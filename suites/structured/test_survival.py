@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.structured.checks import refusal_problem, survive
+from pytest_infer.structured.checks import record_evidence, refusal_problem, survive
 from pytest_infer.structured.corpus import BAD_SCHEMAS
 from pytest_infer.structured.runner import RESPONSE_FORMAT
 
@@ -21,18 +21,18 @@ def test_server_survives(name, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
     survival = survive(structured_runner, RESPONSE_FORMAT, schema)
     if not survival.healthy:
-        infer_record("infer_reproducer", survival.attempt.curl)
+        record_evidence(infer_record, survival.attempt)
         pytest.fail(f"the server did not survive {kind} schema {name!r}: {survival.why}\n{survival.attempt.describe()}", pytrace=False)
     answer = survival.attempt.verdict
     if kind in ("huge", "deep") and answer.outcome.failed:
-        infer_record("infer_reproducer", survival.attempt.curl)
+        record_evidence(infer_record, survival.attempt)
         pytest.fail(f"{kind} schema {name!r} survived, but its answer is {answer.signature}\n{survival.attempt.describe()}", pytrace=False)
 
 
 @pytest.mark.parametrize("name", REFUSABLE)
 def test_bad_schema_is_refused(name, structured_request_path, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
-    attempt = structured_runner.run(schema, structured_request_path, 64, fresh=True)
+    attempt = structured_runner.run(schema, structured_request_path, 64, fresh=True, refuse=True)
     if (problem := refusal_problem(attempt)) is not None:
-        infer_record("infer_reproducer", attempt.curl)
+        record_evidence(infer_record, attempt)
         pytest.fail(f"{kind} schema {name!r}: {problem}\n{attempt.describe()}", pytrace=False)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_infer.testing.fakeserver import Deviation, error_body
 
-__all__ = ["Deviation", "alternating", "answering", "constant", "correct", "hang", "obey", "schema_of", "status"]
+__all__ = ["Deviation", "alternating", "answering", "constant", "correct", "hang", "logging_on", "obey", "schema_of", "status"]
 
 
 def schema_of(body: dict) -> Any | None:
@@ -87,3 +87,36 @@ def alternating() -> Deviation:
     """Right and wrong by turns, whatever the seed: a non-deterministic server."""
     turn = itertools.count()
     return answering(lambda schema: (obey(schema) if next(turn) % 2 else '"zzz"', "stop"))
+
+
+def uses_keyword(schema: Any, keyword: str) -> bool:
+    """Does ``keyword`` appear as a key anywhere in the schema?"""
+    if isinstance(schema, dict):
+        return keyword in schema or any(uses_keyword(v, keyword) for v in schema.values())
+    if isinstance(schema, list):
+        return any(uses_keyword(v, keyword) for v in schema)
+    return False
+
+
+def logging_on(keyword: str, warning: str, bad: str, good: str, log: Callable[[str], None] | None = None) -> Deviation:
+    """Like vLLM's xgrammar converter: a schema using ``keyword`` makes the server log ``warning`` and
+    answer ``bad`` (breaking the constraint it ignores); any other schema logs an INFO line naming it
+    and gets ``good``; a plain chat request logs an INFO line of its own.
+
+    Logging is a flushed print to stdout (a launched server's log) unless ``log`` is given.
+    """
+    write = log or (lambda line: print(line, flush=True))
+
+    def request(path: str, body: dict):
+        if path == "/v1/chat/completions":
+            schema = schema_of(body)
+            if schema is None:
+                write("INFO plain chat request")
+            elif uses_keyword(schema, keyword):
+                write(warning)
+            else:
+                write(f"INFO compiled a grammar for {json.dumps(schema)}")
+        return None
+
+    answers = answering(lambda schema: (bad if uses_keyword(schema, keyword) else good, "stop"))
+    return Deviation(request=request, response=answers.response, events=answers.events)
