@@ -239,7 +239,10 @@ class StructuredRunner:
         return tuple(lines)
 
     def _send(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling, refuse: bool = False) -> Attempt:
-        body = self.body(schema, path, max_tokens, sampling)
+        return self.send(schema, self.body(schema, path, max_tokens, sampling), path=path, refuse=refuse)
+
+    def send(self, schema: Any, body: dict[str, Any], *, path: RequestPath = RESPONSE_FORMAT, refuse: bool = False) -> Attempt:
+        """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against ``schema``."""
         attempt = Attempt(schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream))
         mark = self.mark_log()
         started = time.monotonic()

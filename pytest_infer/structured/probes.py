@@ -1,0 +1,105 @@
+"""Model-independent probes of constrained decoding: push the model towards what the grammar must mask.
+
+A grammar has to hold whatever the model wants. Each probe pairs a schema with the
+text a correct grammar forbids at one kind of position (a character past
+``maxLength``, a digit past ``maximum``, a key outside ``properties``, a raw control
+character inside a string, ...) and sends it with that text's tokens at the
+highest ``logit_bias`` the API allows, under greedy decoding. A correct grammar
+masks them and the model writes something else; a grammar that lets one through
+writes it, and the answer breaks the schema: the same finding on a random tiny
+model and on a 70B model, and the same on every run.
+
+The token ids come from the server's own tokenizer (``POST /tokenize``). A control
+request without a schema first shows the server applies ``logit_bias`` at all; a
+server that ignores it makes every probe inconclusive, never a pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..outcomes import Inconclusive, Unsupported
+
+BIAS = 100  # the largest logit_bias the OpenAI API accepts
+TOKENIZE = "/tokenize"
+CONTROL_PUSH = "a"
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """``push`` is what the grammar must mask at the position ``where`` describes."""
+
+    id: str
+    schema: dict[str, Any]
+    push: str
+    where: str
+    max_tokens: int = 16
+
+
+PROBES = (
+    Probe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
+    Probe("maxLength+pattern", {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4}, "a", "a patterned string's fifth character"),
+    Probe("maxLength+format", {"type": "string", "format": "email", "maxLength": 6}, "a", "an email string's seventh character"),
+    Probe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
+    Probe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
+    Probe("exclusiveMaximum", {"type": "integer", "exclusiveMaximum": 6, "minimum": 0}, "6789", "a digit at or above the exclusive maximum"),
+    Probe("minimum", {"type": "integer", "minimum": 3}, "-", "a minus sign below a positive minimum"),
+    Probe("integer", {"type": "integer"}, ".", "a fraction in an integer"),
+    Probe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
+    Probe("const", {"const": "ok"}, "x", "a value other than the const"),
+    Probe("additionalProperties", {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}, "z", "a key outside properties"),
+    Probe("required", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "}", "closing an object before its required key"),
+    Probe("minItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 3}, "]", "closing an array before its third item"),
+    Probe("maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"),
+    Probe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
+    Probe("string-control-characters", {"type": "string", "maxLength": 8}, "\n\t\x01", "a raw control character inside a string (RFC 8259 section 7)"),
+)
+BY_ID = {probe.id: probe for probe in PROBES}
+
+
+def token_ids(client: httpx.Client, model: str, text: str) -> list[int]:
+    """The server's own token ids for ``text``; ``Unsupported`` when it has no tokenize route."""
+    try:
+        resp = client.post(TOKENIZE, json={"model": model, "prompt": text, "add_special_tokens": False})
+    except httpx.HTTPError as exc:
+        raise Inconclusive(f"POST {TOKENIZE} failed: {type(exc).__name__}: {exc}") from None
+    if resp.status_code in (404, 405):
+        raise Unsupported(f"{TOKENIZE} route", f"HTTP {resp.status_code}: the probes need the server's token ids")
+    try:
+        tokens = resp.json()["tokens"]
+    except (ValueError, KeyError, TypeError):
+        raise Inconclusive(f"POST {TOKENIZE} answered HTTP {resp.status_code} without token ids: {resp.text[:200]}") from None
+    if not tokens or not all(isinstance(t, int) for t in tokens):
+        raise Inconclusive(f"POST {TOKENIZE} gave no token ids for {text!r}: {tokens!r}")
+    return tokens
+
+
+def biased(ids: list[int]) -> dict[str, int]:
+    return {str(i): BIAS for i in dict.fromkeys(ids)}
+
+
+def body(probe: Probe, model: str, ids: list[int]) -> dict[str, Any]:
+    """The probe's request: greedy, the pushed tokens at the highest bias, the schema as strict response_format."""
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "Reply with one JSON value."}],
+        "max_tokens": probe.max_tokens,
+        "temperature": 0,
+        "logit_bias": biased(ids),
+        "response_format": {"type": "json_schema", "json_schema": {"name": "probe", "schema": probe.schema, "strict": True}},
+    }
+
+
+def require_bias(client: httpx.Client, model: str) -> None:
+    """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy output is all ``a``."""
+    ids = token_ids(client, model, CONTROL_PUSH)
+    body = {"model": model, "messages": [{"role": "user", "content": "Say something."}], "max_tokens": 4, "temperature": 0, "logit_bias": biased(ids)}
+    resp = client.post("/v1/chat/completions", json=body)
+    try:
+        text = resp.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise Inconclusive(f"the logit_bias control request failed: HTTP {resp.status_code} {resp.text[:200]}") from None
+    if not isinstance(text, str) or not text or set(text) != {CONTROL_PUSH}:
+        raise Inconclusive(f"the server does not apply logit_bias (pushed to {CONTROL_PUSH!r}, it wrote {text!r}): the probes cannot push the model")

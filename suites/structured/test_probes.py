@@ -1,0 +1,32 @@
+"""Grammar probes: per keyword, the model is pushed (logit_bias, greedy) towards exactly what the
+grammar must mask; a masked token that gets through breaks the schema, whatever the model."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_infer import InferClient, Unsupported
+from pytest_infer.structured import Outcome
+from pytest_infer.structured.checks import record_evidence
+from pytest_infer.structured.probes import BY_ID, body, require_bias, token_ids
+
+pytestmark = pytest.mark.structured
+
+
+@pytest.fixture(scope="session")
+def probe_bias_applies(infer_endpoint) -> None:
+    """Once per target: the server applies logit_bias, or every probe is inconclusive."""
+    with InferClient(infer_endpoint) as client:
+        require_bias(client, infer_endpoint.model)
+
+
+@pytest.mark.parametrize("probe_id", list(BY_ID))
+def test_grammar_masks(probe_id, probe_bias_applies, infer_client, structured_runner, infer_record):
+    probe = BY_ID[probe_id]
+    request = body(probe, infer_client.model, token_ids(infer_client, infer_client.model, probe.push))
+    attempt = structured_runner.send(probe.schema, request)
+    verdict = attempt.verdict
+    if verdict.outcome is Outcome.REJECTED:
+        raise Unsupported(f"json_schema with {probe.id}", f"the schema is refused, so there is nothing to mask: {verdict.message}")
+    if verdict.outcome.failed:
+        record_evidence(infer_record, attempt)
+        pytest.fail(f"{probe.id}: the grammar let through {probe.push!r} at {probe.where}\n{attempt.describe()}", pytrace=False)

@@ -1,0 +1,122 @@
+"""The grammar probes can fail on what they name: a fake server whose "grammar" lets one pushed token
+through fails exactly that probe, with its reproducer; one that masks everything passes them all; a
+server that ignores logit_bias or has no tokenize route makes them inconclusive or unsupported, never a pass."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+
+from pytest_infer.structured.probes import BIAS, BY_ID, CONTROL_PUSH, PROBES, body  # noqa: E402
+from pytest_infer.testing.fakeserver import Deviation, FakeServer  # noqa: E402
+
+SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
+# What a correct grammar lets the pushed model write, per probe (the push masked, something else chosen).
+MASKED = {
+    "maxLength": '"aaa"', "maxLength+pattern": '"aaaa"', "maxLength+format": '"a@b.c"', "minLength": '"abcde"',
+    "maximum": "5", "exclusiveMaximum": "5", "minimum": "3", "integer": "7", "enum": '"red"', "const": '"ok"',
+    "additionalProperties": '{"a": 1}', "required": '{"a": 1}', "minItems": "[1, 2, 3]", "maxItems": "[1, 2]",
+    "boolean": "true", "string-control-characters": '"\\n\\t"',
+}  # fmt: skip
+
+
+def tokenize(path: str, request: dict):
+    """Byte-level token ids, like the built-in tiny model's tokenizer."""
+    if path == "/tokenize":
+        return 200, {"tokens": list(request["prompt"].encode()), "count": len(request["prompt"].encode())}
+    return None
+
+
+def probe_of(request: dict) -> str | None:
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema")
+    return next((p.id for p in PROBES if p.schema == schema), None)
+
+
+def grammar(leaks: dict[str, tuple[str, str]] | None = None, *, applies_bias: bool = True, tokenizes: bool = True) -> Deviation:
+    """A server whose grammar masks every pushed token except those of ``leaks`` (probe -> output, finish_reason)."""
+
+    def request(path: str, request: dict):
+        if path == "/tokenize":
+            return tokenize(path, request) if tokenizes else (404, {"detail": "Not Found"})
+        if path != "/v1/chat/completions" or "logit_bias" not in request:
+            return None
+        probe = probe_of(request)
+        if probe is None:  # the control request: pushed to one token, greedy
+            text, reason = (CONTROL_PUSH * request["max_tokens"] if applies_bias else "hello"), "length"
+        else:
+            text, reason = (leaks or {}).get(probe, (MASKED[probe], "stop"))
+        return 200, {"id": "chatcmpl-probe", "object": "chat.completion", "created": 0, "model": request["model"],
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
+                     "usage": {"prompt_tokens": 4, "completion_tokens": 4, "total_tokens": 8}}  # fmt: skip
+
+    return Deviation(request=request)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    return pytester
+
+
+def run(pytester: pytest.Pytester, server: FakeServer) -> pytest.RunResult:
+    return pytester.runpytest("structured/test_probes.py", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "-p", "no:cacheprovider", "-rs")
+
+
+def outcomes(pytester: pytest.Pytester) -> dict[str, str]:
+    """Probe id -> outcome (the longest id that the test's parameters name: maxLength+pattern before maxLength)."""
+    tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
+    ids = sorted(BY_ID, key=len, reverse=True)
+    return {next(i for i in ids if i in t["nodeid"].split("[", 1)[1]): t["outcome"] for t in tests}
+
+
+def test_a_grammar_that_masks_every_push_passes_every_probe(suite):
+    with FakeServer(grammar()) as server:
+        result = run(suite, server)
+        requests = [b for m, p, b in server.state.requests if p == "/v1/chat/completions"]
+    result.assert_outcomes(passed=len(PROBES))
+    sent = {probe_of(r): r for r in requests if probe_of(r)}
+    assert sent["maxLength"]["logit_bias"] == {"97": BIAS} and sent["maxLength"]["temperature"] == 0
+    assert sent["string-control-characters"]["logit_bias"] == {"10": BIAS, "9": BIAS, "1": BIAS}
+
+
+@pytest.mark.parametrize(
+    ("probe", "leak", "why"),
+    [
+        ("maxLength", ('"aaaaaa"', "stop"), "is too long"),
+        ("maximum", ("9", "stop"), "9 is greater than the maximum of 5"),
+        ("enum", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
+        ("additionalProperties", ('{"a": 1, "z": 2}', "stop"), "Additional properties are not allowed ('z' was unexpected)"),
+        ("minItems", ("[1]", "stop"), "is too short"),
+        ("string-control-characters", ('"\t\t"', "stop"), "Invalid control character"),
+    ],
+)
+def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, probe, leak, why):
+    with FakeServer(grammar({probe: leak})) as server:
+        result = run(suite, server)
+    result.assert_outcomes(passed=len(PROBES) - 1, failed=1)
+    result.stdout.fnmatch_lines([f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*", "*reproduce: curl *logit_bias*"])
+    assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe}
+
+
+def test_a_server_that_ignores_logit_bias_makes_every_probe_inconclusive(suite):
+    with FakeServer(grammar(applies_bias=False)) as server:
+        result = run(suite, server)
+    result.assert_outcomes(skipped=len(PROBES))
+    result.stdout.fnmatch_lines(["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote 'hello')*"])
+
+
+def test_a_server_without_a_tokenize_route_is_unsupported(suite):
+    with FakeServer(grammar(tokenizes=False)) as server:
+        result = run(suite, server)
+    result.assert_outcomes(skipped=len(PROBES))
+    assert set(outcomes(suite).values()) == {"unsupported"}
+
+
+def test_the_probe_request_is_greedy_with_the_highest_bias():
+    request = body(BY_ID["enum"], "m", [98, 98])
+    assert request["temperature"] == 0 and request["logit_bias"] == {"98": 100}
+    assert request["response_format"]["json_schema"]["schema"] == {"enum": ["red", "green"]}
