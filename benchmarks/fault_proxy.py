@@ -1,0 +1,280 @@
+"""A reverse proxy in front of a real server that changes its answers in one realistic way: the
+regressions the upgrade gate must catch, injected on demand (benchmarks/gate_accuracy.py).
+
+Every fault is one named change a new server version could bring: an API deviation (a stream
+without its terminator, parameters no longer validated, ``n`` ignored, ...), a structured-output
+one (a keyword no longer enforced, a refusal turned into a 5xx, raw control characters in
+strings) or a timing one (every stream's first event, or every event, later by a set delay).
+
+    python benchmarks/fault_proxy.py --upstream http://127.0.0.1:18000 --fault stream-no-done --port 18100
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+Json = dict[str, Any]
+
+
+def _schema_of(request: Json) -> Json | None:
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+@dataclass
+class Fault:
+    """What the proxy changes. Each hook may return None to leave its part alone."""
+
+    name: str
+    area: str  # the part of the gate that must catch it: check, keyword, slo
+    expect: tuple[str, ...]  # what the gate's regressions must name (a check id, a keyword, a metric)
+    request: Callable[[str, Json], Json | None] | None = None  # rewrite the request body before forwarding
+    response: Callable[[str, Json, int, Any], tuple[int, Any] | None] | None = None  # rewrite a whole answer
+    event: Callable[[str, Json, str], list[str] | None] | None = None  # rewrite one SSE data payload
+    first_event_delay_s: float = 0.0
+    event_delay_s: float = 0.0
+    notes: str = ""
+
+
+def _drop_n(path: str, request: Json) -> Json | None:
+    return {k: v for k, v in request.items() if k != "n"} if request.get("n", 1) != 1 else None
+
+
+def _clamp_ranges(path: str, request: Json) -> Json | None:
+    """Out-of-range sampling parameters no longer refused: clamped before the server sees them."""
+    bounds = {"temperature": (0, 2), "top_p": (0, 1), "presence_penalty": (-2, 2), "frequency_penalty": (-2, 2)}
+    fixed = dict(request)
+    for name, (low, high) in bounds.items():
+        value = request.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
+            fixed[name] = min(max(value, low), high)
+    return fixed if fixed != request else None
+
+
+def _no_logprobs(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    if status != 200 or not isinstance(answer, dict) or not request.get("logprobs"):
+        return None
+    for choice in answer.get("choices") or []:
+        choice["logprobs"] = None
+    return status, answer
+
+
+def _flat_errors(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    if 400 <= status < 500 and isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+        return status, {"detail": answer["error"].get("message", "")}
+    return None
+
+
+def _errors_as_500(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    return (500, answer) if 400 <= status < 500 else None
+
+
+def _structured_refusal_as_500(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    return (500, answer) if 400 <= status < 500 and _schema_of(request) is not None else None
+
+
+def _first_string_of(answer: Any) -> tuple[dict, str] | None:
+    for choice in (answer.get("choices") or []) if isinstance(answer, dict) else []:
+        message = choice.get("message") or {}
+        if isinstance(message.get("content"), str):
+            return message, message["content"]
+    return None
+
+
+def _loosen_max_length(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    """maxLength no longer enforced: a bounded string schema is answered with a string past its bound."""
+    schema = _schema_of(request)
+    found = _first_string_of(answer) if status == 200 else None
+    if schema is None or found is None or schema.get("type") != "string" or not isinstance(schema.get("maxLength"), int):
+        return None
+    found[0]["content"] = json.dumps("a" * (schema["maxLength"] + 3))
+    return status, answer
+
+
+def _raw_tab(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+    """Raw control characters let into JSON strings: the first string of a structured answer gets a TAB."""
+    found = _first_string_of(answer) if status == 200 and _schema_of(request) is not None else None
+    if found is None or '"' not in found[1]:
+        return None
+    text = found[1]
+    at = text.index('"') + 1
+    found[0]["content"] = text[:at] + "\t" + text[at:]
+    return status, answer
+
+
+def _drop_done(path: str, request: Json, data: str) -> list[str] | None:
+    return [] if data == "[DONE]" else None
+
+
+def _drop_usage_chunk(path: str, request: Json, data: str) -> list[str] | None:
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return None
+    return [] if isinstance(chunk, dict) and chunk.get("usage") and not chunk.get("choices") else None
+
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault("stream-no-done", "check", ("stream.sse-framing",), event=_drop_done, notes="streams end without data: [DONE]"),
+        Fault("stream-no-usage", "check", ("stream.include-usage",), event=_drop_usage_chunk, notes="stream_options.include_usage ignored"),
+        Fault("ranges-not-validated", "check", ("chat.parameter-ranges",), request=_clamp_ranges, notes="out-of-range sampling parameters accepted"),
+        Fault("n-ignored", "check", ("chat.n",), request=_drop_n, notes="n > 1 answered with one choice"),
+        Fault("logprobs-dropped", "check", ("chat.logprobs",), response=_no_logprobs, notes="logprobs requested, null returned"),
+        Fault("error-envelope-flat", "check", ("errors.envelope",), response=_flat_errors, notes="4xx bodies without the OpenAI error envelope"),
+        Fault("errors-as-500", "check", ("errors.bad-input-4xx",), response=_errors_as_500, notes="bad input answered 500 instead of 4xx"),
+        Fault("maxlength-loosened", "keyword", ("maxLength",), response=_loosen_max_length, notes="maxLength not enforced on string schemas"),
+        Fault("structured-refusal-500", "check", ("test_bad_schema_is_refused",), response=_structured_refusal_as_500, notes="a refused schema answered 500"),
+        Fault("raw-tab-in-strings", "keyword", ("all",), response=_raw_tab, notes="raw TAB inside JSON strings (invalid JSON)"),
+    )
+}
+
+
+def timing_fault(kind: str, delay_ms: float) -> Fault:
+    """``ttft`` (every stream's first event later) or ``itl`` (every event later), by ``delay_ms``."""
+    if kind == "ttft":
+        return Fault(f"ttft+{delay_ms:g}ms", "slo", ("ttft",), first_event_delay_s=delay_ms / 1000, notes=f"first streamed event {delay_ms:g} ms later")
+    if kind == "itl":
+        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot"), event_delay_s=delay_ms / 1000, notes=f"every streamed event {delay_ms:g} ms later")
+    raise ValueError(f"timing fault {kind!r}: ttft or itl")
+
+
+def fault_named(name: str) -> Fault:
+    """A fault by name: one of FAULTS, ``ttft+25ms``, ``itl+3ms``, or ``none``."""
+    if name == "none":
+        return Fault("none", "none", ())
+    if name in FAULTS:
+        return FAULTS[name]
+    kind, plus, amount = name.partition("+")
+    if plus and amount.endswith("ms"):
+        return timing_fault(kind, float(amount.removesuffix("ms")))
+    raise ValueError(f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms")
+
+
+def _sse_payloads(lines: Iterator[str]) -> Iterator[str]:
+    for line in lines:
+        if line.startswith("data:"):
+            yield line[5:].strip()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    proxy: FaultProxy
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._forward("GET", None)
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._forward("POST", raw)
+
+    def _forward(self, method: str, raw: bytes | None) -> None:
+        fault = self.proxy.fault
+        request: Json = {}
+        if raw:
+            try:
+                parsed = json.loads(raw)
+                request = parsed if isinstance(parsed, dict) else {}
+            except ValueError:
+                parsed = None
+            if request and fault.request and (changed := fault.request(self.path, request)) is not None:
+                request, raw = changed, json.dumps(changed).encode()
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type", "accept")}
+        client = self.proxy.client
+        with client.stream(method, self.path, content=raw, headers=headers) as upstream:
+            if upstream.headers.get("content-type", "").startswith("text/event-stream"):
+                self._stream(upstream, request, fault)
+            else:
+                self._whole(upstream, request, fault)
+
+    def _whole(self, upstream: httpx.Response, request: Json, fault: Fault) -> None:
+        body = upstream.read()
+        status = upstream.status_code
+        if fault.response:
+            try:
+                answer = json.loads(body)
+            except ValueError:
+                answer = None
+            if answer is not None and (changed := fault.response(self.path, request, status, answer)) is not None:
+                status, answer = changed
+                body = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", upstream.headers.get("content-type", "application/json"))
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, upstream: httpx.Response, request: Json, fault: Fault) -> None:
+        self.send_response(upstream.status_code)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        first = True
+        for data in _sse_payloads(upstream.iter_lines()):
+            payloads = fault.event(self.path, request, data) if fault.event else None
+            for payload in [data] if payloads is None else payloads:
+                delay = fault.first_event_delay_s if first else 0.0
+                time.sleep(delay + (fault.event_delay_s if payload != "[DONE]" else 0.0))
+                first = False
+                self._chunk(f"data: {payload}\n\n".encode())
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+@dataclass
+class FaultProxy:
+    """``with FaultProxy(upstream, fault) as proxy:`` serves on ``proxy.base_url`` until the block ends."""
+
+    upstream: str
+    fault: Fault = field(default_factory=lambda: fault_named("none"))
+    host: str = "127.0.0.1"
+    port: int = 0
+
+    def __enter__(self) -> FaultProxy:
+        self.client = httpx.Client(base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        handler = type("Handler", (_Handler,), {"proxy": self})
+        self.server = ThreadingHTTPServer((self.host, self.port), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, name="fault-proxy", daemon=True)
+        self.thread.start()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.server.server_address[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--upstream", required=True)
+    parser.add_argument("--fault", default="none")
+    parser.add_argument("--port", type=int, default=18100)
+    args = parser.parse_args(argv)
+    with FaultProxy(args.upstream, fault_named(args.fault), port=args.port) as proxy:
+        print(f"{proxy.fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)
+        threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

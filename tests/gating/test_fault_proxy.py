@@ -1,0 +1,100 @@
+"""The gate-accuracy benchmark's fault proxy changes exactly what each fault names, and nothing when it has none."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from fault_proxy import FAULTS, FaultProxy, fault_named  # noqa: E402
+
+from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
+
+CHAT = "/v1/chat/completions"
+
+
+def chat(client: httpx.Client, **params) -> httpx.Response:
+    return client.post(CHAT, json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, **params})
+
+
+def stream(client: httpx.Client, **params) -> list[str]:
+    body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": True, **params}
+    with client.stream("POST", CHAT, json=body) as resp:
+        return [line[5:].strip() for line in resp.iter_lines() if line.startswith("data:")]
+
+
+@pytest.fixture
+def upstream():
+    with FakeServer() as server:
+        yield server
+
+
+def proxied(upstream: FakeServer, fault: str):
+    return FaultProxy(upstream.base_url, fault_named(fault))
+
+
+def test_no_fault_passes_answers_and_streams_through_unchanged(upstream):
+    with proxied(upstream, "none") as proxy, httpx.Client(base_url=proxy.base_url) as client, httpx.Client(base_url=upstream.base_url) as direct:
+        assert chat(client, temperature=0).json()["choices"] == chat(direct, temperature=0).json()["choices"]
+        assert stream(client, temperature=0)[-1] == "[DONE]"
+        assert chat(client, temperature=5).status_code == 400
+
+
+def test_stream_faults_drop_the_terminator_or_the_usage_chunk(upstream):
+    with proxied(upstream, "stream-no-done") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        events = stream(client)
+        assert events and "[DONE]" not in events
+    with proxied(upstream, "stream-no-usage") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        events = [json.loads(e) for e in stream(client, stream_options={"include_usage": True}) if e != "[DONE]"]
+        assert events and not any(e.get("usage") and not e.get("choices") for e in events)
+
+
+def test_request_faults_accept_bad_ranges_and_ignore_n(upstream):
+    with proxied(upstream, "ranges-not-validated") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert chat(client, temperature=5).status_code == 200
+    with proxied(upstream, "n-ignored") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert len(chat(client, n=3).json()["choices"]) == 1
+
+
+def test_answer_faults_change_errors_logprobs_and_structured_strings(upstream):
+    with proxied(upstream, "error-envelope-flat") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        resp = chat(client, temperature=5)
+        assert resp.status_code == 400 and "error" not in resp.json() and resp.json()["detail"]
+    with proxied(upstream, "errors-as-500") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert chat(client, temperature=5).status_code == 500
+    with proxied(upstream, "logprobs-dropped") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert chat(client, logprobs=True).json()["choices"][0]["logprobs"] is None
+    schema = {"type": "string", "maxLength": 3}
+    rf = {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}
+    with proxied(upstream, "maxlength-loosened") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert json.loads(chat(client, response_format=rf).json()["choices"][0]["message"]["content"]) == "aaaaaa"
+    with proxied(upstream, "raw-tab-in-strings") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert "\t" in chat(client, response_format=rf).json()["choices"][0]["message"]["content"]
+
+
+def test_timing_faults_delay_the_first_or_every_event(upstream):
+    def first_event_seconds(client: httpx.Client) -> float:
+        started = time.perf_counter()
+        with client.stream("POST", CHAT, json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}) as resp:
+            next(resp.iter_lines())
+            return time.perf_counter() - started
+
+    with proxied(upstream, "none") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        plain = min(first_event_seconds(client) for _ in range(3))
+    with proxied(upstream, "ttft+200ms") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        assert min(first_event_seconds(client) for _ in range(3)) >= plain + 0.19
+    with proxied(upstream, "itl+50ms") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        started = time.perf_counter()
+        events = stream(client)
+        assert time.perf_counter() - started >= 0.05 * (len(events) - 1)
+
+
+def test_every_fault_names_what_the_gate_must_report():
+    assert len(FAULTS) >= 10 and all(f.expect and f.area in ("check", "keyword") for f in FAULTS.values())
+    with pytest.raises(ValueError, match="unknown fault 'nosuch'; valid: none, stream-no-done"):
+        fault_named("nosuch")
