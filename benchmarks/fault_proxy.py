@@ -134,7 +134,7 @@ FAULTS: dict[str, Fault] = {
         Fault("errors-as-500", "check", ("errors.bad-input-4xx",), response=_errors_as_500, notes="bad input answered 500 instead of 4xx"),
         Fault("maxlength-loosened", "keyword", ("maxLength",), response=_loosen_max_length, notes="maxLength not enforced on string schemas"),
         Fault("structured-refusal-500", "check", ("test_bad_schema_is_refused",), response=_structured_refusal_as_500, notes="a refused schema answered 500"),
-        Fault("raw-tab-in-strings", "keyword", ("all",), response=_raw_tab, notes="raw TAB inside JSON strings (invalid JSON)"),
+        Fault("raw-tab-in-strings", "keyword", ("keyword:",), response=_raw_tab, notes="raw TAB inside JSON strings (invalid JSON)"),
     )
 }
 
@@ -148,16 +148,34 @@ def timing_fault(kind: str, delay_ms: float) -> Fault:
     raise ValueError(f"timing fault {kind!r}: ttft or itl")
 
 
+def loosened_on_share(share: float) -> Fault:
+    """maxLength loosened on ``share`` of the requests it can act on (evenly spread, deterministic)."""
+    seen = [0]
+
+    def response(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+        schema = _schema_of(request)
+        if schema is None or schema.get("type") != "string" or not isinstance(schema.get("maxLength"), int):
+            return None
+        seen[0] += 1
+        if int(seen[0] * share) == int((seen[0] - 1) * share):
+            return None
+        return _loosen_max_length(path, request, status, answer)
+
+    return Fault(f"maxlength-loosened@{share:.0%}", "keyword", ("maxLength",), response=response, notes=f"maxLength not enforced on {share:.0%} of requests")
+
+
 def fault_named(name: str) -> Fault:
-    """A fault by name: one of FAULTS, ``ttft+25ms``, ``itl+3ms``, or ``none``."""
+    """A fault by name: one of FAULTS, ``ttft+25ms``, ``itl+3ms``, ``maxlength-loosened@30%``, or ``none``."""
     if name == "none":
         return Fault("none", "none", ())
     if name in FAULTS:
         return FAULTS[name]
+    if name.startswith("maxlength-loosened@") and name.endswith("%"):
+        return loosened_on_share(float(name.removeprefix("maxlength-loosened@").removesuffix("%")) / 100)
     kind, plus, amount = name.partition("+")
     if plus and amount.endswith("ms"):
         return timing_fault(kind, float(amount.removesuffix("ms")))
-    raise ValueError(f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms")
+    raise ValueError(f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, maxlength-loosened@N%")
 
 
 def _sse_payloads(lines: Iterator[str]) -> Iterator[str]:
@@ -168,6 +186,7 @@ def _sse_payloads(lines: Iterator[str]) -> Iterator[str]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else small SSE writes wait for delayed ACKs (~40 ms) and arrive in bursts
     proxy: FaultProxy
 
     def log_message(self, format: str, *args: Any) -> None:

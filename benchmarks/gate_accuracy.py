@@ -33,11 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILE = Path(__file__).with_name("gate_accuracy_slo.yaml")
 SUITES = {
     "check": ["suites/conformance", "suites/structured/test_survival.py"],
-    "keyword": ["suites/structured/test_generated.py", "-k", "test_generated and response_format and not stream"],
+    # string keywords only: the loosened-maxLength fault acts on top-level string schemas
+    "keyword": ["suites/structured/test_generated.py", "-k", "test_generated and response_format and not stream", "--structured-keywords=type,maxLength,minLength,enum"],
     "slo": ["suites/slo"],
 }
 STRUCTURED = ["--structured-examples=20", "--structured-shrink-seconds=5"]
-DEFAULT_TIMING = "ttft+5ms,ttft+10ms,ttft+25ms,itl+1ms,itl+2ms,itl+3ms"
+DEFAULT_TIMING = "ttft+2ms,ttft+5ms,ttft+10ms,itl+0.5ms,itl+1ms,itl+2ms"
+DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%"
 
 
 def run_suites(url: str, out: Path, areas: list[str], repeat: int) -> SessionResults:
@@ -89,13 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--aa", type=int, default=3, help="A/A runs: the unchanged server as candidate")
     parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, or all)")
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
+    parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
     parser.add_argument("--repeat", type=int, default=4, help="runs of each SLO load point (the gate's significance test needs >= 4)")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     rules = parse_rules(args.fail_on)
-    faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(t) for t in args.timing.split(",") if t]
+    named = [*args.timing.split(","), *args.shares.split(",")]
+    faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(n) for n in named if n]
     url, pool = upstream_server(args, args.out)
     rows = []
     try:

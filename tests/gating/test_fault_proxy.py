@@ -86,12 +86,20 @@ def test_timing_faults_delay_the_first_or_every_event(upstream):
 
     with proxied(upstream, "none") as proxy, httpx.Client(base_url=proxy.base_url) as client:
         plain = min(first_event_seconds(client) for _ in range(3))
+    assert plain < 0.03  # the proxy itself adds no delayed-ACK wait (TCP_NODELAY)
     with proxied(upstream, "ttft+200ms") as proxy, httpx.Client(base_url=proxy.base_url) as client:
         assert min(first_event_seconds(client) for _ in range(3)) >= plain + 0.19
     with proxied(upstream, "itl+50ms") as proxy, httpx.Client(base_url=proxy.base_url) as client:
         started = time.perf_counter()
         events = stream(client)
         assert time.perf_counter() - started >= 0.05 * (len(events) - 1)
+
+
+def test_a_keyword_loosened_on_a_share_of_requests(upstream):
+    rf = {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "maxLength": 3}}}
+    with proxied(upstream, "maxlength-loosened@30%") as proxy, httpx.Client(base_url=proxy.base_url) as client:
+        loosened = [len(json.loads(chat(client, response_format=rf).json()["choices"][0]["message"]["content"])) > 3 for _ in range(10)]
+    assert sum(loosened) == 3
 
 
 def test_every_fault_names_what_the_gate_must_report():
