@@ -42,6 +42,7 @@ class Fault:
     first_event_delay_s: float = 0.0
     event_delay_s: float = 0.0
     notes: str = ""
+    acted: int = 0  # how many requests, answers or events it changed (delays count every stream)
 
 
 def _drop_n(path: str, request: Json) -> Json | None:
@@ -144,7 +145,8 @@ def timing_fault(kind: str, delay_ms: float) -> Fault:
     if kind == "ttft":
         return Fault(f"ttft+{delay_ms:g}ms", "slo", ("ttft",), first_event_delay_s=delay_ms / 1000, notes=f"first streamed event {delay_ms:g} ms later")
     if kind == "itl":
-        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot"), event_delay_s=delay_ms / 1000, notes=f"every streamed event {delay_ms:g} ms later")
+        # every event includes the first content event, so TTFT grows as well as the time per token
+        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot", "ttft"), event_delay_s=delay_ms / 1000, notes=f"every streamed event {delay_ms:g} ms later")
     raise ValueError(f"timing fault {kind!r}: ttft or itl")
 
 
@@ -210,6 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
                 parsed = None
             if request and fault.request and (changed := fault.request(self.path, request)) is not None:
                 request, raw = changed, json.dumps(changed).encode()
+                fault.acted += 1
         headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type", "accept")}
         client = self.proxy.client
         with client.stream(method, self.path, content=raw, headers=headers) as upstream:
@@ -229,6 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
             if answer is not None and (changed := fault.response(self.path, request, status, answer)) is not None:
                 status, answer = changed
                 body = json.dumps(answer).encode()
+                fault.acted += 1
         self.send_response(status)
         self.send_header("Content-Type", upstream.headers.get("content-type", "application/json"))
         self.send_header("Content-Length", str(len(body)))
@@ -241,8 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         first = True
+        fault.acted += bool(fault.first_event_delay_s or fault.event_delay_s)
         for data in _sse_payloads(upstream.iter_lines()):
             payloads = fault.event(self.path, request, data) if fault.event else None
+            fault.acted += payloads is not None
             for payload in [data] if payloads is None else payloads:
                 delay = fault.first_event_delay_s if first else 0.0
                 time.sleep(delay + (fault.event_delay_s if payload != "[DONE]" else 0.0))
@@ -253,6 +259,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-answer (an aborted stream) is not the proxy's error: say nothing."""
 
 
 @dataclass
@@ -267,8 +280,7 @@ class FaultProxy:
     def __enter__(self) -> FaultProxy:
         self.client = httpx.Client(base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
         handler = type("Handler", (_Handler,), {"proxy": self})
-        self.server = ThreadingHTTPServer((self.host, self.port), handler)
-        self.server.daemon_threads = True
+        self.server = _Server((self.host, self.port), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, name="fault-proxy", daemon=True)
         self.thread.start()
         return self

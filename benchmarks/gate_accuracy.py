@@ -37,15 +37,15 @@ SUITES = {
     "keyword": ["suites/structured/test_generated.py", "-k", "test_generated and response_format and not stream", "--structured-keywords=type,maxLength,minLength,enum"],
     "slo": ["suites/slo"],
 }
-STRUCTURED = ["--structured-examples=20", "--structured-shrink-seconds=5"]
-DEFAULT_TIMING = "ttft+2ms,ttft+5ms,ttft+10ms,itl+0.5ms,itl+1ms,itl+2ms"
+STRUCTURED = ["--structured-shrink-seconds=5"]
+DEFAULT_TIMING = "ttft+2ms,ttft+3ms,ttft+5ms,ttft+10ms,itl+0.5ms,itl+1ms,itl+2ms"
 DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%"
 
 
-def run_suites(url: str, out: Path, areas: list[str], repeat: int) -> SessionResults:
+def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int) -> SessionResults:
     """One pytest session against ``url`` over the suites of ``areas``; its results."""
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint={url}", "--infer-framework=vllm",
-            "--infer-model=tiny", f"--infer-report-dir={out}", *STRUCTURED]  # fmt: skip
+            "--infer-model=tiny", f"--infer-report-dir={out}", f"--structured-examples={examples}", *STRUCTURED]  # fmt: skip
     if "slo" in areas:
         args += [f"--slo={PROFILE}", f"--slo-repeat={repeat}"]
     for area in areas:  # one session per area keeps each -k to its own files
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, or all)")
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
+    parser.add_argument("--examples", type=int, default=20, help="generated schemas per request path in the keyword leg")
     parser.add_argument("--repeat", type=int, default=4, help="runs of each SLO load point (the gate's significance test needs >= 4)")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
@@ -105,16 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         started = time.monotonic()
         with FaultProxy(url) as proxy:
-            baseline = run_suites(proxy.base_url, args.out / "baseline", list(SUITES), args.repeat)
+            baseline = run_suites(proxy.base_url, args.out / "baseline", list(SUITES), args.repeat, args.examples)
             for i in range(args.aa):
-                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", list(SUITES), args.repeat)
+                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", list(SUITES), args.repeat, args.examples)
                 rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **gate(baseline, candidate, rules)})
                 print(rows[-1], flush=True)
             for fault in faults:
                 proxy.fault = fault
-                candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat)
+                candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
                 found = gate(baseline, candidate, rules)
-                rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "caught": caught(fault, found["regressions"]), **found})
+                rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted, "caught": caught(fault, found["regressions"]), **found})
                 print(rows[-1], flush=True)
                 proxy.fault = fault_named("none")
         minutes = (time.monotonic() - started) / 60
@@ -122,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         if pool is not None:
             pool.stop_all()
     print(f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}\n")
-    print("| candidate | must name | verdict | named by the gate |\n|---|---|---|---|")
+    print("| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|")
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
-        print(f"| {row['fault']} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |")
+        print(f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |")
     if args.json:
         args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")
     return 0
