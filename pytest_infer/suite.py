@@ -9,6 +9,7 @@ results table, the table's rows in every report, and its findings for the gate.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 from collections.abc import Callable, Iterable
@@ -112,6 +113,28 @@ class Table:
     def benchmarks(self) -> list[dict[str, Any]]:
         """Series for pytest-benchmark's JSON: ``{group, metric, label, key, value, runs, verdict}``."""
         return []
+
+
+class TargetTable(Table):
+    """A table that is one JSON object keyed by target id (``counts``): loading, dumping and renaming are shared."""
+
+    kind = "table"  # how its errors name it
+
+    def __init__(self, counts: dict[str, Any] | None = None) -> None:
+        self.counts: dict[str, Any] = counts if counts is not None else {}
+
+    def to_json(self) -> Any:
+        return self.counts
+
+    @classmethod
+    def from_json(cls, data: Any) -> TargetTable:
+        if not isinstance(data, dict):
+            raise ValueError(f"the {cls.kind} is a {type(data).__name__}, not an object")
+        return cls(copy.deepcopy(data))
+
+    def rekey(self, old: str, new: str) -> None:
+        if old in self.counts:
+            self.counts[new] = self.counts.pop(old)
 
 
 class RawTable(Table):

@@ -1,9 +1,7 @@
 """The robustness suite's results: per target, how the bad requests and abuses were answered, counted."""
 from __future__ import annotations
 
-from typing import Any
-
-from ..suite import Cell, Finding, Pairing, Section, Table
+from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
 
 # What the reports show per target, in this order.
 COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "wedged", "aborted")
@@ -11,11 +9,10 @@ COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "we
 BAD_COUNTERS = frozenset({"5xx", "accepted", "dropped", "hangs", "deaths", "wedged"})
 
 
-class RobustnessTable(Table):
+class RobustnessTable(TargetTable):
     """``{target: {counter: n}}``."""
 
-    def __init__(self, counts: dict[str, dict[str, int]] | None = None) -> None:
-        self.counts = counts if counts is not None else {}
+    kind = "robustness table"
 
     def tally(self, target: str) -> dict[str, int]:
         """The target's live counters (every counter present), for the suite's ``Guard`` to count into."""
@@ -24,24 +21,11 @@ class RobustnessTable(Table):
             mine.setdefault(key, 0)
         return mine
 
-    def to_json(self) -> Any:
-        return self.counts
-
-    @classmethod
-    def from_json(cls, data: Any) -> RobustnessTable:
-        if not isinstance(data, dict):
-            raise ValueError(f"the robustness table is a {type(data).__name__}, not an object")
-        return cls({t: dict(c) for t, c in data.items()})
-
     def merge(self, other: Table) -> None:
         for target, counters in other.to_json().items():
             mine = self.counts.setdefault(target, {})
             for key, n in counters.items():
                 mine[key] = mine.get(key, 0) + n
-
-    def rekey(self, old: str, new: str) -> None:
-        if old in self.counts:
-            self.counts[new] = self.counts.pop(old)
 
     def sections(self) -> list[Section]:
         counters = list(dict.fromkeys([*COUNTERS, *(k for c in self.counts.values() for k in c)]))

@@ -176,13 +176,14 @@ def structured_record(infer_session, infer_target):
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
-    table = session.results.tables.get("structured") if session is not None else None
+    if session is None:
+        return
+    table = session.results.tables.get("structured")
     if not isinstance(table, StructuredTable) or not table:
         return
     terminalreporter.write_sep("-", "structured output: JSON-Schema keyword x outcome (requests)")
-    table_targets = config.stash[session_key].results.targets
     for target, rows in table.counts.items():
-        record = table_targets.get(target)
+        record = session.results.targets.get(target)
         title = f"{target} ({record.framework} {record.version or 'unknown'})" if record else target
         terminalreporter.write_line(title)
         for line in render_matrix(rows):

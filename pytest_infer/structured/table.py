@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from ..suite import Cell, Finding, Pairing, Section, Table
+from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
 
 # Outcome classes of the matrix (docs/structured-output.md), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
@@ -25,34 +24,20 @@ def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {klass}" for klass, n in counts.items() if n)
 
 
-class StructuredTable(Table):
+class StructuredTable(TargetTable):
     """``{target: {keyword: {class: count}}}``; the ``all`` row counts every request once."""
 
-    def __init__(self, counts: dict[str, dict[str, dict[str, int]]] | None = None) -> None:
-        self.counts = counts if counts is not None else {}
+    kind = "structured table"
 
     def count(self, target: str, keyword: str, klass: str, by: int = 1) -> None:
         cells = self.counts.setdefault(target, {}).setdefault(keyword, {})
         cells[klass] = cells.get(klass, 0) + by
-
-    def to_json(self) -> Any:
-        return self.counts
-
-    @classmethod
-    def from_json(cls, data: Any) -> StructuredTable:
-        if not isinstance(data, dict):
-            raise ValueError(f"the structured table is a {type(data).__name__}, not an object")
-        return cls({t: {k: dict(c) for k, c in rows.items()} for t, rows in data.items()})
 
     def merge(self, other: Table) -> None:
         for target, rows in other.to_json().items():
             for keyword, cells in rows.items():
                 for klass, n in cells.items():
                     self.count(target, keyword, klass, n)
-
-    def rekey(self, old: str, new: str) -> None:
-        if old in self.counts:
-            self.counts[new] = self.counts.pop(old)
 
     def by_keyword(self) -> dict[str, dict[str, dict[str, int]]]:
         """``{keyword: {target: {class: count}}}``, keywords sorted."""
