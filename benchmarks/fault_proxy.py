@@ -207,9 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
         if raw:
             try:
                 parsed = json.loads(raw)
-                request = parsed if isinstance(parsed, dict) else {}
             except ValueError:
                 parsed = None
+            request = parsed if isinstance(parsed, dict) else {}
             if request and fault.request and (changed := fault.request(self.path, request)) is not None:
                 request, raw = changed, json.dumps(changed).encode()
                 fault.acted += 1

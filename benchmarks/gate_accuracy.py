@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -50,8 +51,7 @@ def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int
         args += [f"--slo={PROFILE}", f"--slo-repeat={repeat}"]
     for area in areas:  # one session per area keeps each -k to its own files
         subprocess.run([*args, *SUITES[area]], cwd=ROOT, capture_output=True, text=True, timeout=1800)
-        part = SessionResults.read(out / "results.json")
-        (out / f"results-{area}.json").write_text(json.dumps(part.to_dict()))
+        shutil.copy(out / "results.json", out / f"results-{area}.json")
     parts = [SessionResults.read(out / f"results-{area}.json") for area in areas]
     merged = parts[0]
     for part in parts[1:]:
@@ -66,6 +66,20 @@ def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple) -> d
         "regressions": [f"{f.area}:{f.subject}" for f in result.regressions],
         "noise": [f"{f.area}:{f.subject}" for f in result.of("noise")],
     }
+
+
+EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
+
+
+def effects(baseline: SessionResults, candidate: SessionResults) -> dict[str, float]:
+    """What a timing fault did to the figures, in % against the baseline (medians of the runs of each load point)."""
+    before = {p.key: p.metrics for p in baseline.table("slo").points()}
+    out = {}
+    for point in candidate.table("slo").points():
+        for metric in EFFECT_METRICS:
+            if metric in point.metrics and before.get(point.key, {}).get(metric):
+                out[f"{point.key} {metric}"] = round(100 * (point.metrics[metric] / before[point.key][metric] - 1), 1)
+    return out
 
 
 def caught(fault: Fault, regressions: list[str]) -> bool:
@@ -109,13 +123,15 @@ def main(argv: list[str] | None = None) -> int:
             baseline = run_suites(proxy.base_url, args.out / "baseline", list(SUITES), args.repeat, args.examples)
             for i in range(args.aa):
                 candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", list(SUITES), args.repeat, args.examples)
-                rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **gate(baseline, candidate, rules)})
+                rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **gate(baseline, candidate, rules), "effect_percent": effects(baseline, candidate)})
                 print(rows[-1], flush=True)
             for fault in faults:
                 proxy.fault = fault
                 candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
                 found = gate(baseline, candidate, rules)
                 rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted, "caught": caught(fault, found["regressions"]), **found})
+                if fault.area == "slo":
+                    rows[-1]["effect_percent"] = effects(baseline, candidate)
                 print(rows[-1], flush=True)
                 proxy.fault = fault_named("none")
         minutes = (time.monotonic() - started) / 60
