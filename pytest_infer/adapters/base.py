@@ -91,6 +91,9 @@ class LaunchSpec:
     env: dict[str, str] = field(default_factory=dict)
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
     notes: tuple[str, ...] = ()  # what the user must know about this launch (printed with the summary)
+    # (path, body without "model") POSTed once the server is ready, before any test: state a server fixes on
+    # the first request of a kind (vLLM's grammar backend) must not depend on which test happens to come first
+    first_requests: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,11 @@ from typing import Any
 
 from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, VersionRoute, python_of
 
+GRAMMAR_BACKEND_NOTE = (
+    "vLLM keeps the grammar backend of the first structured request it serves; pytest-infer sent a plain schema first, "
+    "so this server compiles every schema with xgrammar, as one whose first client sends an ordinary schema would"
+)
+
 
 class VLLMAdapter(PythonModuleAdapter):
     name = "vllm"
@@ -39,7 +44,13 @@ class VLLMAdapter(PythonModuleAdapter):
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         if request.api_key:
             env["VLLM_API_KEY"] = request.api_key  # never on argv: argv is logged and visible in ps
-        return LaunchSpec(argv=argv + list(request.extra_args), env=env)
+        return LaunchSpec(argv=argv + list(request.extra_args), env=env, first_requests=(self.settle_grammar_backend(),), notes=(GRAMMAR_BACKEND_NOTE,))
+
+    def settle_grammar_backend(self) -> tuple[str, dict[str, Any]]:
+        """A plain schema, which ``auto`` gives to xgrammar: vLLM builds one grammar backend, for the first structured
+        request it meets, and compiles every later schema with it, even those ``auto`` meant for guidance."""
+        plain = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+        return "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0, **self.structured_output_body(plain)}
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {"structured_outputs": {"json": schema}}

@@ -202,7 +202,23 @@ class ServerPool:
             base.error = str(exc)
             return base
         base.model = self._served_model(endpoint) or target.model
+        base.notes += self._send_first_requests(endpoint.with_model(base.model), spec.first_requests)
         return base
+
+    @staticmethod
+    def _send_first_requests(endpoint: Endpoint, requests: tuple[tuple[str, dict], ...]) -> tuple[str, ...]:
+        """Send the launch spec's first requests; what went wrong becomes a note, since the server itself is up."""
+        import httpx
+
+        notes = []
+        for path, body in requests:
+            try:
+                resp = httpx.post(endpoint.base_url + path, json={"model": endpoint.model, **body}, headers=endpoint.headers, timeout=endpoint.timeout)
+                if resp.status_code != 200:
+                    notes.append(f"the first request to {path} answered HTTP {resp.status_code}: {resp.text[:200]}")
+            except httpx.HTTPError as exc:
+                notes.append(f"the first request to {path} failed: {type(exc).__name__}: {exc}")
+        return tuple(notes)
 
     def _memory_limit(self) -> int:
         if self.options.memory_limit_gb is not None:

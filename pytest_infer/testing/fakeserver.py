@@ -476,7 +476,7 @@ def _grow_memory() -> Deviation:
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-1": lambda: _die_after(1),
-    "die-after-2": lambda: _die_after(2),  # launched: the readiness probe's generation, then one test's
+    "die-after-3": lambda: _die_after(3),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
     "grow-memory": _grow_memory,
 }

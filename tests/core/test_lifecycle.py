@@ -154,7 +154,7 @@ def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_star
 
 
 def test_server_dying_mid_session_fails_the_tests_that_meet_it(pytester, tmp_path):
-    env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-2")
+    env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-3")
     pytester.makepyfile(
         "import httpx, pytest\n"
         "def test_1_ok(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n"

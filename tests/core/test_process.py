@@ -127,3 +127,36 @@ def test_watchdog_stops_the_server_when_its_owner_is_killed(tmp_path):
     while pid_alive(server_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not pid_alive(server_pid)
+
+
+def test_first_requests_reach_the_server_before_any_test_and_a_refused_one_becomes_a_note():
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from pytest_infer.adapters.vllm import VLLMAdapter
+    from pytest_infer.server.pool import ServerPool
+
+    received = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = Endpoint(f"http://127.0.0.1:{server.server_address[1]}", "m", timeout=5)
+        settle = VLLMAdapter().settle_grammar_backend()
+        notes = ServerPool._send_first_requests(endpoint, (settle, ("/v1/nothing", {"x": 1})))
+    finally:
+        server.shutdown()
+    assert [path for path, _ in received] == ["/v1/chat/completions", "/v1/nothing"]
+    assert received[0][1]["model"] == "m" and received[0][1]["structured_outputs"]["json"]["required"] == ["ok"]
+    assert notes == ("the first request to /v1/nothing answered HTTP 404: ",)

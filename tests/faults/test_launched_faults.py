@@ -66,7 +66,7 @@ def wait_gone(env: Path, timeout: float = 10.0) -> list[psutil.Process]:
 
 
 def test_server_dying_mid_session(pytester, tmp_path):
-    env = make_fake_env(tmp_path / "vllm-dies", server_args="--fault die-after-2")
+    env = make_fake_env(tmp_path / "vllm-dies", server_args="--fault die-after-3")
     pytester.makepyfile(test_session=SESSION)
     result = pytester.runpytest_subprocess(*args(env))
     result.assert_outcomes(passed=2, failed=1, errors=1)
