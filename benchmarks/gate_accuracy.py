@@ -40,7 +40,7 @@ SUITES = {
 }
 STRUCTURED = ["--structured-shrink-seconds=5"]
 DEFAULT_TIMING = "ttft+2ms,ttft+3ms,ttft+5ms,ttft+10ms,itl+0.5ms,itl+1ms,itl+2ms"
-DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%"
+DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%,maxlength-loosened@100%"
 
 
 def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int) -> SessionResults:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, or all)")
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
-    parser.add_argument("--examples", type=int, default=20, help="generated schemas per request path in the keyword leg")
+    parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path in the keyword leg")
     parser.add_argument("--repeat", type=int, default=4, help="runs of each SLO load point (the gate's significance test needs >= 4)")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))

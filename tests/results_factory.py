@@ -39,7 +39,7 @@ def session(
             suite="conformance", check=check, message=message, reproducer=f"curl -sS http://127.0.0.1:8000/v1/{check}" if message else "",
         ))
     for keyword in KEYWORDS:
-        for klass, n in ((keywords or {}).get(keyword) or {"valid": 4}).items():
+        for klass, n in ((keywords or {}).get(keyword) or {"valid": 40}).items():
             results.table("structured").count(target, keyword, klass, n)
     for concurrency in (1, 8, 16):
         for _ in range(runs):

@@ -37,6 +37,7 @@ class ServerInfo:
     commit: str | None = None
     version_source: str | None = None
     log_path: str | None = None
+    model_path: str | None = None  # what a launched server loaded: a local folder, or a hub id
     pid: int | None = None
     launched: bool = True
     start_seconds: float | None = None
@@ -176,6 +177,7 @@ class ServerPool:
             return base
         port = free_port(self.options.host)
         base.base_url = _url(self.options.host, port)
+        base.model_path = str(model_path)
         spec = adapter.launch(
             LaunchRequest(
                 model=str(model_path),

