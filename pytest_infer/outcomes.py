@@ -27,5 +27,12 @@ class Inconclusive(pytest.skip.Exception):  # type: ignore[name-defined]
         super().__init__(f"inconclusive: {reason}", allow_module_level=False)
 
 
+class NotExercised(pytest.skip.Exception):  # type: ignore[name-defined]
+    """The check met nothing to judge on this server (no error event in the stream): "not exercised", never a pass."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"not exercised: {reason}", allow_module_level=False)
+
+
 class NotRun(pytest.skip.Exception):  # type: ignore[name-defined]
     """A skip that the results record as ``not_run``: the test's target never became ready."""

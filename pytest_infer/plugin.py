@@ -11,7 +11,7 @@ import pytest
 
 from . import options as opts
 from .client.endpoint import Endpoint
-from .outcomes import NotRun, Unsupported
+from .outcomes import NotExercised, NotRun, Unsupported
 from .results.model import TestRecord
 from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
@@ -257,22 +257,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
     if call.when == "call" or (call.when == "setup" and not report.passed):
         excinfo = call.excinfo
-        _record(
-            session, item, report, target,
-            unsupported=excinfo is not None and excinfo.errisinstance(Unsupported),
-            not_run=excinfo is not None and excinfo.errisinstance(NotRun),
-        )  # fmt: skip
+        skip = next((name for kind, name in SKIP_OUTCOMES.items() if excinfo is not None and excinfo.errisinstance(kind)), None)
+        _record(session, item, report, target, skip)
 
 
-def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, unsupported: bool = False, not_run: bool = False) -> None:
+# skips that the results record as outcomes of their own, not as "skipped"
+SKIP_OUTCOMES: dict[type[BaseException], str] = {Unsupported: "unsupported", NotRun: "not_run", NotExercised: "not_exercised"}
+
+
+def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, skip: str | None = None) -> None:
     check = item.get_closest_marker("infer_check")
     suite = next((name for name in session.suites if item.get_closest_marker(name)), None)
     if hasattr(report, "wasxfail"):
         outcome = "xfail" if report.skipped else "fixed"
-    elif unsupported:
-        outcome = "unsupported"
-    elif not_run:
-        outcome = "not_run"
+    elif skip is not None:
+        outcome = skip
     elif report.skipped:
         outcome = "skipped"
     elif report.failed:

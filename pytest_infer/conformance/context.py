@@ -13,6 +13,7 @@ from ..client.curl import curl_command
 from ..client.endpoint import Endpoint
 from ..client.sse import SSEStream, read_sse
 from .failures import CheckFailure, Inconclusive, Unsupported, trim
+from .table import DONE
 
 USER = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
 CLIENT_ERRORS = (400, 404, 422)
@@ -61,6 +62,7 @@ class CheckContext:
     tiny: bool = False
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
+    shapes: Callable[[str, Any], None] | None = None  # (endpoint, answer) of every 200 answer and streamed chunk: API drift
     _openai: Any = None
     _models: Any = None
 
@@ -109,6 +111,8 @@ class CheckContext:
             data = resp.json()
         except ValueError:
             data = None
+        if self.shapes is not None and resp.status_code == 200 and isinstance(data, dict):
+            self.shapes(f"{method} {path}", data)
         return Exchange(method, path, shown, resp.status_code, resp.text, self.curl(method, path, shown), data, dict(resp.headers))
 
     def get(self, path: str) -> Exchange:
@@ -133,6 +137,11 @@ class CheckContext:
         started = time.monotonic()
         with self.http.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as resp:
             sse = read_sse(resp, started)
+        if self.shapes is not None and sse.status == 200:
+            for chunk in sse.chunks:
+                self.shapes(f"POST {path} stream", chunk)
+            if sse.done:
+                self.shapes(f"POST {path} stream", {DONE: True})  # the terminator is part of the shape a client reads
         return StreamExchange(body, self.curl("POST", path, body, stream=True), sse)
 
     def chat_stream(self, **params: Any) -> StreamExchange:

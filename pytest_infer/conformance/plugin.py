@@ -24,13 +24,16 @@ def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expecta
 
 
 @pytest.fixture
-def conformance_ctx(infer_live_server, infer_endpoint, infer_target, conformance_expectations) -> Iterator[conformance.CheckContext]:
-    """A ``CheckContext`` for the server under test, with the features its framework does not offer."""
+def conformance_ctx(infer_live_server, infer_endpoint, infer_target, infer_session, conformance_expectations) -> Iterator[conformance.CheckContext]:
+    """A ``CheckContext`` for the server under test, with the features its framework does not offer; the shape of
+    every answer it gets goes into the suite's table."""
+    table = infer_session.results.table("conformance")
     with conformance.CheckContext(
         infer_endpoint,
         framework=infer_live_server.framework,
         version=infer_live_server.version,
         tiny=infer_target.model == "tiny",
         unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
+        shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
     ) as ctx:
         yield ctx

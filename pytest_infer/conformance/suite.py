@@ -1,5 +1,6 @@
-"""The conformance suite's registration (entry point ``pytest_infer.suites``). Its results are its
-tests' outcomes, one row per registered check, so it keeps no table of its own."""
+"""The conformance suite's registration (entry point ``pytest_infer.suites``). Its verdicts are its tests'
+outcomes, one row per registered check; its table keeps the shape of every answer, for API drift."""
 from ..suite import Suite
+from .table import ShapeTable
 
-SUITE = Suite("conformance", "OpenAI-API conformance checks (suites/conformance).", plugin="pytest_infer.conformance.plugin")
+SUITE = Suite("conformance", "OpenAI-API conformance checks (suites/conformance).", table=ShapeTable, plugin="pytest_infer.conformance.plugin")

@@ -46,6 +46,7 @@ class Metric:
     threshold: str | None = None  # the profile threshold key that bounds it ("ttft_p<q>_ms": a percentile of it)
     goodput: bool = False  # its p99 threshold is also the per-request limit goodput counts against
     client: bool = False  # measures the load client, not the server: validity judges it, thresholds do not
+    needs: str = ""  # what measuring it takes beyond the load run, named when a threshold's figure was not measured
 
     def figure(self, stat: str = PLAIN) -> str:
         """The name the suite stores a figure of this metric under: ``figure("p99")`` -> ``ttft_p99_ms``."""
@@ -78,9 +79,10 @@ CATALOGUE: tuple[Metric, ...] = (
     Metric("attainment", "share", HIGHER, "share of the measured requests that met every per-request limit",
            aliases=("goodput_share",), threshold="min_goodput_share"),
     Metric("error_share", "share", LOWER, "share of the measured requests that failed", threshold="max_error_share"),
-    Metric("peak_rss", "gb", LOWER, "peak resident memory of the server's process tree (GiB)", aliases=("rss",), threshold="max_rss_gb"),
+    Metric("peak_rss", "gb", LOWER, "peak resident memory of the server's process tree (GiB)", aliases=("rss",), threshold="max_rss_gb",
+           needs="the server's process on this machine to watch (one the plugin launched, or one listening on the endpoint's port here)"),
     Metric("peak_gpu_memory", "gb", LOWER, "peak memory used per GPU (GiB, NVML); a threshold judges the fullest GPU",
-           aliases=("gpu_memory",), threshold="max_gpu_memory_gb"),
+           aliases=("gpu_memory",), threshold="max_gpu_memory_gb", needs="NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"),
     Metric("ok", "requests", HIGHER, "measured requests that succeeded"),
     Metric("failed", "requests", LOWER, "measured requests that failed"),
     Metric("token_mismatches", "requests", LOWER, "requests whose usage count differs from the client's count by more than 2%"),

@@ -45,10 +45,12 @@ class Check:
     op: str
     ok: bool
     note: str = ""
+    unmeasured: bool = False  # nothing measured the figure: neither pass nor fail
 
     def __str__(self) -> str:
         shown = "n/a" if self.measured is None else f"{self.measured:.4g}"
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.name}: {shown} {self.op} {self.limit:g}{' (' + self.note + ')' if self.note else ''}"
+        state = "NOT MEASURED" if self.unmeasured else "ok  " if self.ok else "FAIL"
+        return f"{state} {self.name}: {shown} {self.op} {self.limit:g}{' (' + self.note + ')' if self.note else ''}"
 
 
 @dataclass(slots=True)
@@ -59,7 +61,7 @@ class Verdict:
 
     @property
     def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
+        return [c for c in self.checks if not c.ok and not c.unmeasured]
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "checks": [asdict(c) for c in self.checks], "invalid": self.invalid}
@@ -109,11 +111,16 @@ def validity(
 
 
 def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[str, Any] | None = None, invalid: Sequence[str] = ()) -> Verdict:
-    """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright."""
+    """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright.
+
+    A threshold whose figure was not measured (no NVML for GPU memory, no server process to watch) makes the
+    point ``invalid`` too, naming what was missing: a limit the profile sets is never passed unseen.
+    """
     if invalid:
         return Verdict("invalid", invalid=list(invalid))
     measured = dict(resources or {})
     checks: list[Check] = []
+    unmeasured: list[str] = []
     for key, limit in thresholds.items():
         bound = threshold(key)
         figure = bound.figure
@@ -129,7 +136,11 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
         if isinstance(value, list):  # per-GPU memory: the largest one
             value = max(value) if value else None
         if value is None:
-            checks.append(Check(key, None, float(limit), bound.op, True, "not measured here"))
+            why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
+            checks.append(Check(key, None, float(limit), bound.op, False, why, unmeasured=True))
+            unmeasured.append(f"{key} {why}")
             continue
         checks.append(Check(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
+    if unmeasured:
+        return Verdict("invalid", checks, unmeasured)
     return Verdict("pass" if all(c.ok for c in checks) else "fail", checks)

@@ -8,7 +8,10 @@ from ..results.model import SessionResults
 from ..results.views import Views, build_views
 from ..suite import Cell, Section
 
-ICONS = {"passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED", "not_run": "⛔ not run", "skipped": "⏭ skip"}
+ICONS = {
+    "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED",
+    "not_run": "⛔ not run", "not_exercised": "◌ not exercised", "skipped": "⏭ skip",
+}  # fmt: skip
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_DETAIL = 200
 
@@ -46,8 +49,8 @@ def render_markdown(results: SessionResults, gate=None, title: str = "pytest-inf
                      f"Python {env.get('python')}, {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, "
                      f"GPUs: {env.get('gpu', {}).get('count', 0)}")
         lines.append("")
-    lines += _table(["target", "framework", "version", "model", "profile", "state"], [
-        [t.id, t.framework, t.version or "unknown", t.model, t.profile or "-", f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok"]
+    lines += _table(["target", "framework", "version", "model", "profile", "state", "tests"], [
+        [t.id, t.framework, t.version or "unknown", t.model, t.profile or "-", f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok", views.outcome_counts(t.id)]
         for t in results.targets.values()
     ])
     for i, section in enumerate(views.sections):

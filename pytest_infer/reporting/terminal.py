@@ -38,7 +38,10 @@ def section_lines(section: Section, views: Views) -> list[str]:
 
 def render_summary(results: SessionResults, views: Views | None = None) -> list[str]:
     views = views or build_views(results)
-    lines = [f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})" for t in results.targets.values()]
+    lines = []
+    for t in results.targets.values():
+        counts = views.outcome_counts(t.id)
+        lines.append(f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})" + (f": {counts}" if counts else ""))
     for i, section in enumerate(s for s in views.sections if s.rows):
         lines += ([""] if i else []) + section_lines(section, views)
     return lines

@@ -7,14 +7,15 @@ a report never fails because one suite did not run.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..suite import Cell, Section
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
-OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "skipped", "passed")
-SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "skipped": "skip"}
+OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "not_exercised", "skipped", "passed")
+SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "not_exercised": "n/ex", "skipped": "skip"}
 
 
 def target_label(target: TargetRecord) -> str:
@@ -92,6 +93,13 @@ class Views:
 
     def label(self, target: str) -> str:
         return self.labels[self.ids.index(target)] if target in self.ids else target
+
+    def outcome_counts(self, target: str) -> str:
+        """``171 passed, 36 failed, 1 not exercised``: every outcome a target's tests had, worst first, so what
+        judged nothing is counted beside what passed."""
+        counts = Counter(t.outcome for t in self.results.tests if t.target == target)
+        order = [*OUTCOME_SEVERITY, *sorted(set(counts) - set(OUTCOME_SEVERITY))]
+        return ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in order if counts[o])
 
     @property
     def suite_sections(self) -> list[Section]:

@@ -201,7 +201,7 @@ def _error_mid_stream(body: dict, events: list) -> list:
     return events[:at] + [{"error": "the engine crashed"}] + events[at:]
 
 
-def _sdk_breaking_error(body: dict, events: list) -> list:
+def sdk_breaking_error(body: dict, events: list) -> list:
     idx = content_events(events)
     return events[: idx[0] + 1] + [{"error": {"message": "engine overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"]
 
@@ -348,8 +348,8 @@ MUTATIONS: dict[str, Deviation] = {
     "models.retrieve": answer_when(lambda p, b: p.startswith("/v1/models/"), 404, {"detail": "Not Found"}),
     "sdk.chat": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
     "sdk.chat-async": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
-    "sdk.chat-stream": on_events(_sdk_breaking_error),
-    "sdk.chat-stream-async": on_events(_sdk_breaking_error),
+    "sdk.chat-stream": on_events(sdk_breaking_error),
+    "sdk.chat-stream-async": on_events(sdk_breaking_error),
     "sdk.completions": on_events(
         _sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"],
         COMPLETIONS,

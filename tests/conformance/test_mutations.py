@@ -7,9 +7,13 @@ import pytest
 
 from pytest_infer import conformance
 from pytest_infer.client.endpoint import Endpoint
+from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 
-from .deviations import BASE, EXPECTED_IN_MESSAGE, MUTATIONS, compose
+from .deviations import BASE, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, sdk_breaking_error
+
+# checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
+EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)}
 
 CHECK_IDS = [c.id for c in conformance.REGISTRY if c.func.__module__.startswith("pytest_infer.conformance.checks")]
 
@@ -34,7 +38,13 @@ def test_every_check_has_a_mutation() -> None:
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_passes_on_the_correct_server(check_id: str, ctx: conformance.CheckContext) -> None:
+def test_passes_on_the_correct_server(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    if check_id not in EXERCISED_ONLY_BY:
+        conformance.run(check_id, ctx)
+        return
+    with pytest.raises(NotExercised):  # nothing to judge is never a pass
+        conformance.run(check_id, ctx)
+    fake.set_deviation(compose(EXERCISED_ONLY_BY[check_id]))
     conformance.run(check_id, ctx)
 
 

@@ -55,7 +55,7 @@ def test_launch_version_in_report_and_results(pytester, fake_vllm, monkeypatch, 
     chat_tests(pytester, 1)
     result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "--junitxml=junit.xml", "-v"))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s)"])
+    result.stdout.fnmatch_lines(["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s): 1 passed"])
     junit = (pytester.path / "junit.xml").read_text()
     assert '<property name="infer_framework" value="vllm"' in junit
     assert '<property name="infer_version" value="0.99.0"' in junit

@@ -142,8 +142,17 @@ def test_memory_thresholds_use_the_sampled_peaks():
     s = _summary(10)
     assert judge(s, {"max_rss_gb": 1}, {"peak_rss_gb": 2.5}).status == "fail"
     assert judge(s, {"max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": [60.0, 71.0]}).status == "fail"  # the fullest GPU
-    unmeasured = judge(s, {"max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": None})
-    assert unmeasured.status == "pass" and unmeasured.checks[0].note == "not measured here"
+
+
+
+def test_a_threshold_whose_figure_was_not_measured_is_never_a_pass_and_names_what_was_missing():
+    s = _summary(10)
+    no_gpu = judge(s, {"ttft_p50_ms": 1000, "max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": None})
+    assert no_gpu.status == "invalid" and not no_gpu.checks[1].ok
+    assert no_gpu.invalid == ["max_gpu_memory_gb not measured: needs NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"]
+    assert str(no_gpu.checks[1]).startswith("NOT MEASURED max_gpu_memory_gb: n/a <= 70 (not measured: needs NVML")
+    no_process = judge(s, {"max_rss_gb": 16}, {"peak_rss_gb": None})
+    assert no_process.status == "invalid" and "max_rss_gb not measured: needs the server's process on this machine" in no_process.invalid[0]
 
 
 def test_failed_requests_fail_a_percentile_instead_of_invalidating_it():

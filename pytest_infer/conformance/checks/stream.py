@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...outcomes import NotExercised
 from ..context import CheckContext, StreamExchange
 from ..registry import check
 from .chat import LIMIT, content_of, greedy, stop_case
@@ -141,8 +142,11 @@ def error_event(ctx: CheckContext) -> None:
     """
     ex = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
     ctx.expect_ok(ex, "a streamed chat completion")
-    for i, c in enumerate(ex.sse.chunks):
-        if "error" in c:
-            err = c["error"]
-            ctx.expect(isinstance(err, dict) and isinstance(err.get("message"), str), "error event {\"error\": {\"message\": ...}}", c, ex)
-            ctx.expect(i == len(ex.sse.chunks) - 1 and ex.sse.done, "the error event last, then [DONE]", ex.sse.raw, ex)
+    errors = [i for i, c in enumerate(ex.sse.chunks) if "error" in c]
+    if not errors:
+        raise NotExercised("the stream carried no error event, so there was nothing to judge")
+    for i in errors:
+        c = ex.sse.chunks[i]
+        err = c["error"]
+        ctx.expect(isinstance(err, dict) and isinstance(err.get("message"), str), "error event {\"error\": {\"message\": ...}}", c, ex)
+        ctx.expect(i == len(ex.sse.chunks) - 1 and ex.sse.done, "the error event last, then [DONE]", ex.sse.raw, ex)

@@ -1,0 +1,150 @@
+"""The shape of every answer the conformance suite saw, and the API drift between two versions.
+
+A client breaks when a field it reads disappears, is renamed or changes type, whatever
+the checks say about the rest of the answer (vLLM's rename of ``reasoning_content`` broke
+several client libraries while every check still passed). So each 200 answer and each
+streamed chunk is recorded as its field paths (``choices[].message.content``) with the
+JSON types seen there, and a short digest of each value seen, per endpoint and mode
+(``POST /v1/chat/completions``, ``... stream``). Comparing two versions lists the fields
+added, removed, renamed (a removed field's value seen under a new name beside it) and
+retyped; a removed, renamed or retyped field the baseline served is a regression.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
+
+DONE = "[DONE]"  # the stream's terminator, recorded as a field of its own: {"[DONE]": true}
+EMPTY_ARRAY = "empty-array"  # an array seen only empty: its items' fields were not seen, so none can be missing
+MAX_VALUES = 8  # value digests kept per path: enough to recognise a renamed field, small in the results file
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array" if value else EMPTY_ARRAY
+    return "object"
+
+
+def digest(value: Any) -> str:
+    return hashlib.blake2b(json.dumps(value, sort_keys=True).encode(), digest_size=6).hexdigest()
+
+
+def flatten(value: Any, path: str = "") -> list[tuple[str, str, Any]]:
+    """``(path, JSON type, value)`` of every node below the root; list items share the path ``name[]``."""
+    out: list[tuple[str, str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            out.append((child, json_type(item), item))
+            out += flatten(item, child)
+    elif isinstance(value, list):
+        for item in value:
+            out.append((f"{path}[]", json_type(item), item))
+            out += flatten(item, f"{path}[]")
+    return out
+
+
+def parent(path: str) -> str:
+    return path.rsplit(".", 1)[0] if "." in path else ""
+
+
+class ShapeTable(TargetTable):
+    """``{target: {endpoint: {path: {"types": [...], "values": [...]}}}}``: what each server's answers looked like."""
+
+    kind = "shape table"
+
+    def record(self, target: str, endpoint: str, answer: Any) -> None:
+        paths = self.counts.setdefault(target, {}).setdefault(endpoint, {})
+        for path, kind, value in flatten(answer):
+            seen = paths.setdefault(path, {"types": [], "values": []})
+            if kind not in seen["types"]:
+                seen["types"].append(kind)
+            if kind not in ("object", "array", EMPTY_ARRAY) and len(seen["values"]) < MAX_VALUES and (d := digest(value)) not in seen["values"]:
+                seen["values"].append(d)
+
+    def merge(self, other: Table) -> None:
+        for target, endpoints in other.to_json().items():
+            for endpoint, paths in endpoints.items():
+                mine = self.counts.setdefault(target, {}).setdefault(endpoint, {})
+                for path, seen in paths.items():
+                    into = mine.setdefault(path, {"types": [], "values": []})
+                    into["types"] += [t for t in seen.get("types", []) if t not in into["types"]]
+                    into["values"] += [v for v in seen.get("values", []) if v not in into["values"]][: max(0, MAX_VALUES - len(into["values"]))]
+
+    def sections(self) -> list[Section]:
+        rows: dict[str, dict[str, Cell]] = {}
+        for target, endpoints in self.counts.items():
+            for endpoint, paths in endpoints.items():
+                rows.setdefault(endpoint, {})[target] = Cell(f"{len(paths)} fields", detail=", ".join(sorted(paths)))
+        return [Section("API shape: fields seen per endpoint", "endpoint", dict(sorted(rows.items())))] if rows else []
+
+    def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        before = baseline.to_json().get(pairing.baseline, {}) if isinstance(baseline, ShapeTable) else {}
+        after = self.counts.get(pairing.candidate, {})
+        found: list[Finding] = []
+        for endpoint in sorted(set(before) & set(after)):  # an endpoint one run never called says nothing
+            found += drift(endpoint, before[endpoint], after[endpoint], pairing.label)
+        return found
+
+
+def ancestors(path: str) -> list[str]:
+    """``choices[].message.content`` -> ``choices[].message``, ``choices[]``, ``choices``."""
+    out = []
+    while path:
+        path = path[:-2] if path.endswith("[]") else parent(path)
+        if path:
+            out.append(path)
+    return out
+
+
+def _unseen(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """``path`` of ``theirs`` is missing from ``mine`` as a field of its own, not as part of a bigger difference: no
+    ancestor is missing too (the ancestor is reported), and no ancestor array was only ever seen empty in ``mine``."""
+    return path not in mine and not any(a not in mine or mine[a].get("types") == [EMPTY_ARRAY] for a in ancestors(path))
+
+
+def _types(seen: dict[str, Any]) -> set[str]:
+    return {"array" if t == EMPTY_ARRAY else t for t in seen.get("types", [])}
+
+
+def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: str) -> list[Finding]:
+    """The fields of one endpoint that were added, removed, renamed or retyped from ``before`` to ``after``."""
+    removed = [p for p in before if _unseen(p, after, before)]
+    added = [p for p in after if _unseen(p, before, after)]
+    found: list[Finding] = []
+    renamed: set[str] = set()
+    for old in removed:
+        values = set(before[old].get("values", []))
+        new = next((p for p in added if p not in renamed and parent(p) == parent(old) and values & set(after[p].get("values", []))), None)
+        if new is not None:
+            renamed.add(new)
+            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", old, new, f"renamed: the same values now come as {new}"))
+        else:
+            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", "removed: the baseline served it"))
+    for new in added:
+        if new not in renamed:
+            found.append(Finding("change", "api", pair, f"{endpoint}: {new}", "absent", _shown(after[new]), "added"))
+    for path in sorted(set(before) & set(after)):
+        old_types, new_types = _types(before[path]), _types(after[path])
+        if old_types == new_types:
+            continue
+        kind, why = ("regression", "retyped") if old_types.isdisjoint(new_types) else ("change", "types seen changed")
+        found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", _shown(before[path]), _shown(after[path]), why))
+    return found
+
+
+def _shown(seen: dict[str, Any]) -> str:
+    return "|".join(sorted(_types(seen)))
