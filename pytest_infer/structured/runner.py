@@ -87,6 +87,11 @@ class Sampling:
     seed: int = 1234
 
 
+# Greedy decoding: the text depends on the model and the grammar's mask only, not on a version's random
+# stream, so the same schema gets the same answer from two versions unless their grammars differ.
+GREEDY = Sampling(0.0, 0)
+
+
 @dataclass(slots=True)
 class Attempt:
     """One request and its verdict, with everything a reproducer needs."""
@@ -191,8 +196,8 @@ class StructuredRunner:
             body["stream"] = True
         return body
 
-    def cached(self, schema: Any, path: RequestPath, max_tokens: int) -> Attempt | None:
-        return self._cache.get((path.name, canonical(schema), max_tokens, self.sampling))
+    def cached(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> Attempt | None:
+        return self._cache.get((path.name, canonical(schema), max_tokens, sampling or self.sampling))
 
     def run(
         self, schema: Any, path: RequestPath, max_tokens: int, *, sampling: Sampling | None = None, fresh: bool = False, refuse: bool = False

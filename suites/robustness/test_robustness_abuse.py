@@ -35,11 +35,12 @@ def _long_stream_body(model: str, context: int) -> dict:
     return {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": max(16, min(context - 64, 4096)), "temperature": 0, "stream": True}
 
 
-def _probe_seconds(guard, client: httpx.Client, model: str, when: str) -> float:
-    """Seconds for one normal small request; the best of two, so one hiccup of a shared machine does not count."""
+def _probe_seconds(guard, client: httpx.Client, model: str, when: str, tries: int = 2) -> float:
+    """Seconds for one normal small request; by default the best of two, so one hiccup of a shared machine does
+    not count. Right after abuse one try: the first request is the one that meets a backlog, the second would not."""
     best = float("inf")
     body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": PROBE_TOKENS, "temperature": 0}
-    for _ in range(2):
+    for _ in range(tries):
         started = time.monotonic()
         try:
             resp = client.post("/v1/chat/completions", json=body, timeout=guard.timeout)
@@ -118,11 +119,15 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
         outcomes = [o for o, _ in pool.map(lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays)]
     robustness_guard.count("aborted", len(outcomes))
-    refused = [o for o in outcomes if o.startswith("HTTP 5")]
-    assert not refused, f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams got a server error: {refused[:3]}"
+    refused = [o for o in outcomes if not o.startswith("dropped")]
+    assert not refused, (
+        f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams were not served until their client left: "
+        f"{sorted(set(refused))} (an abort test needs streams that run)"
+    )
     time.sleep(1.0)
+    # the probe before the health check: a health check would wait out the backlog and hide it
+    after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after concurrent aborts", tries=1)
     _check_health(robustness_guard)
-    after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after concurrent aborts")
     _assert_not_slowed(robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times")
 
 

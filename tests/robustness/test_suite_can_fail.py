@@ -3,6 +3,7 @@ fails, with its own message and count, when the server is wrong in exactly that 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -153,3 +154,29 @@ def test_the_disconnect_check_sees_a_server_that_keeps_generating(pytester, free
         result.assert_outcomes(failed=1)
         assert "the server seems to keep working for clients that are gone" in next(iter(failures(results).values()))
     assert results["robustness"]["endpoint"]["aborted"] == 4
+
+
+def refuse_streams(status: int) -> Deviation:
+    return Deviation(request=lambda path, body: (status, error_body("too many streams", "rate_limit_error")) if body.get("stream") and path.endswith("/chat/completions") else None)
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_the_concurrent_abort_check_fails_when_the_streams_are_refused(pytester, status):
+    """Refused streams abort nothing: a 4xx counts as much as a 5xx (it used to pass on anything but a 5xx)."""
+    with FakeServer(refuse_streams(status)) as srv:
+        result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=20)
+    result.assert_outcomes(failed=1)
+    message = next(iter(failures(results).values()))
+    assert re.search(rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]", message), message
+
+
+@pytest.mark.parametrize("frees_aborted", [True, False], ids=["frees", "keeps-generating"])
+def test_the_concurrent_abort_check_sees_a_server_that_keeps_generating(pytester, frees_aborted):
+    with FakeServer(Deviation(raw_stream=OneAtATime(frees_aborted, events=25, delay=0.02))) as srv:
+        result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=60)
+    if frees_aborted:
+        result.assert_outcomes(passed=1)
+    else:
+        result.assert_outcomes(failed=1)
+        assert "the server seems to keep working for clients that are gone" in next(iter(failures(results).values()))
+    assert results["robustness"]["endpoint"]["aborted"] == 32

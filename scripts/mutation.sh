@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Mutation testing of the modules that decide verdicts ([tool.mutmut] only_mutate in pyproject.toml):
+# mutmut changes one operator, constant or argument at a time and runs the tests that cover it; a
+# mutant no test notices is a verdict that could change unseen. On demand, and in
+# .github/workflows/mutation.yml; not in .ci/run's time budget.
+#
+#   scripts/mutation.sh            run, then print the score and the surviving mutants
+#   scripts/mutation.sh results    print them again from the last run (mutants/)
+#
+# Needs the project venv (scripts/setup.sh); installs the mutation extra into it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || { echo "no .venv: run scripts/setup.sh first" >&2; exit 2; }
+if [ "${1:-run}" = run ]; then
+  .venv/bin/python -m pip install -q -e ".[mutation]"
+  rm -rf mutants
+  .venv/bin/mutmut run
+fi
+.venv/bin/mutmut results --all true > mutants/results.txt
+# "name: status" per mutant; the score counts a timeout as caught, and a mutant no test runs as missed.
+awk -F': ' '
+  NF == 2 { status[$2]++; total++ }
+  $2 == "survived" || $2 == "no tests" { missed[++m] = $0 }
+  END {
+    caught = status["killed"] + status["timeout"]
+    printf "mutation score: %d of %d mutants caught (%.1f%%): ", caught, total, total ? 100 * caught / total : 0
+    first = 1
+    for (s in status) { printf "%s%s %d", first ? "" : ", ", s, status[s]; first = 0 }
+    print ""
+    for (i = 1; i <= m; i++) print "  missed " missed[i]
+  }' mutants/results.txt

@@ -1,0 +1,114 @@
+"""The corpus, survival and support tests of the bundled structured suite, each shown able to fail: against
+a fake server that honours every schema they pass, and against one wrong in exactly the way each names."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("matplotlib.figure")  # see test_suite_outcomes.py: loaded once for pytester's in-process runs
+httpx.HTTPTransport()
+
+from pytest_infer.structured.checks import SUPPORT_PROBES  # noqa: E402
+from pytest_infer.structured.corpus import BAD_SCHEMAS, CORPUS, INVALID_SCHEMA  # noqa: E402
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body  # noqa: E402
+
+from .deviations import answering, schema_of  # noqa: E402
+
+SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
+KNOWN = {json.dumps(s, sort_keys=True): i for s, i in [*((c.schema, c.instance) for c in CORPUS.values()), *SUPPORT_PROBES]}
+REFUSE = {json.dumps(s, sort_keys=True) for kind, s in BAD_SCHEMAS.values() if kind in ("malformed", "unsatisfiable")} | {json.dumps(INVALID_SCHEMA, sort_keys=True)}
+
+
+def key(schema) -> str:
+    return json.dumps(schema, sort_keys=True)
+
+
+def honest(wrong: dict[str, object] | None = None, accept: set[str] = frozenset(), crash_on: str | None = None) -> Deviation:
+    """Refuses every schema it cannot honour with a 400, answers each known schema with its instance; ``wrong``
+    answers those schemas with another value, ``accept`` takes those bad schemas with 200, ``crash_on`` 500s."""
+    def answer(schema) -> tuple[str, str]:
+        if key(schema) in (wrong or {}) or key(schema) in KNOWN:
+            return json.dumps((wrong or {}).get(key(schema), KNOWN.get(key(schema)))), "stop"
+        if isinstance(schema, dict) and "enum" in schema:
+            return json.dumps(schema["enum"][0]), "stop"
+        if isinstance(schema, dict) and "$ref" in schema:
+            schema = schema.get("$defs", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
+        opening = {"object": "{", "array": "["}.get(schema.get("type") if isinstance(schema, dict) else None)
+        return (opening, "length") if opening else ("0", "stop")  # a huge or deep schema: cut off at a clean start
+
+    answers = answering(answer)
+
+    def request(path: str, body: dict):
+        schema = schema_of(body)
+        if schema is None:
+            return None
+        if crash_on is not None and key(schema) == crash_on:
+            return 500, error_body("the grammar compiler crashed", "server_error")
+        if key(schema) in REFUSE and key(schema) not in accept:
+            return 400, error_body("invalid schema", "invalid_request_error")
+        return None
+
+    return Deviation(request=request, response=answers.response, events=answers.events)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    return pytester
+
+
+def run(pytester: pytest.Pytester, server: FakeServer, test_file: str, *args: str) -> dict[str, dict]:
+    pytester.runpytest(f"structured/{test_file}", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "-p", "no:cacheprovider", *args)
+    tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
+    return {t["nodeid"].split("[", 1)[1].rstrip("]").replace("endpoint-", "").replace("-endpoint", ""): t for t in tests}
+
+
+def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks(suite):
+    with FakeServer(honest()) as server:
+        good = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
+    assert {t["outcome"] for t in good.values()} == {"passed"} and len(good) == len(CORPUS) + 1
+    case = CORPUS["length-with-pattern"]
+    with FakeServer(honest(wrong={key(case.schema): "abcdefgh"})) as server:
+        bad = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
+    failed = {name: t for name, t in bad.items() if t["outcome"] == "failed"}
+    assert list(failed) == ["response_format-length-with-pattern"]
+    assert "3 of 3 seeds broke the schema (length bounds dropped next to pattern" in failed["response_format-length-with-pattern"]["message"]
+
+
+def test_the_invalid_schema_test_fails_when_the_server_takes_it(suite):
+    with FakeServer(honest(accept={key(INVALID_SCHEMA)})) as server:
+        results = run(suite, server, "test_corpus.py", "-k", "invalid_schema and response_format and not stream")
+    (only,) = results.values()
+    assert only["outcome"] == "failed" and "accepted with HTTP 200 (failed open)" in only["message"]
+
+
+def test_survival_fails_on_a_crash_and_refusal_fails_on_a_500_or_a_200(suite):
+    with FakeServer(honest()) as server:
+        good = run(suite, server, "test_survival.py", "-k", "not stream and not native")
+    assert {t["outcome"] for t in good.values()} == {"passed"}
+    name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
+    with FakeServer(honest(crash_on=key(schema))) as server:
+        crashed = run(suite, server, "test_survival.py", "-k", f"{name} and not stream and not native")
+    assert crashed[f"response_format-{name}"]["outcome"] == "failed" and "server-error instead of a 4xx" in crashed[f"response_format-{name}"]["message"]
+    with FakeServer(honest(accept={key(schema)})) as server:
+        accepted = run(suite, server, "test_survival.py", "-k", f"refused and {name} and not stream and not native")
+    assert accepted[f"response_format-{name}"]["outcome"] == "failed"
+    assert "accepted with HTTP 200 (failed open)" in accepted[f"response_format-{name}"]["message"]
+
+
+def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refused(suite):
+    with FakeServer(honest()) as server:
+        honoured = run(suite, server, "test_support.py", "-k", "response_format and not stream")
+    assert [t["outcome"] for t in honoured.values()] == ["passed"]
+    with FakeServer(answering(lambda schema: ("Sure! Here is some text.", "stop"))) as server:
+        ignored = run(suite, server, "test_support.py", "-k", "response_format and not stream")
+    (only,) = ignored.values()
+    assert only["outcome"] == "failed" and "response_format is IGNORED" in only["message"]
+    refusing = Deviation(request=lambda path, body: (400, error_body("json_schema is not supported")) if schema_of(body) is not None else None)
+    with FakeServer(refusing) as server:
+        refused = run(suite, server, "test_support.py", "-k", "response_format and not stream")
+    assert [t["outcome"] for t in refused.values()] == ["unsupported"]
