@@ -110,9 +110,9 @@ def ancestors(path: str) -> list[str]:
     return out
 
 
-def _unseen(path: str, mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """``path`` of ``theirs`` is missing from ``mine`` as a field of its own, not as part of a bigger difference: no
-    ancestor is missing too (the ancestor is reported), and no ancestor array was only ever seen empty in ``mine``."""
+def _unseen(path: str, mine: dict[str, Any]) -> bool:
+    """``path`` is missing from ``mine`` as a field of its own, not as part of a bigger difference: no ancestor is
+    missing too (the ancestor is reported), and no ancestor array was only ever seen empty in ``mine``."""
     return path not in mine and not any(a not in mine or mine[a].get("types") == [EMPTY_ARRAY] for a in ancestors(path))
 
 
@@ -122,8 +122,8 @@ def _types(seen: dict[str, Any]) -> set[str]:
 
 def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: str) -> list[Finding]:
     """The fields of one endpoint that were added, removed, renamed or retyped from ``before`` to ``after``."""
-    removed = [p for p in before if _unseen(p, after, before)]
-    added = [p for p in after if _unseen(p, before, after)]
+    removed = [p for p in before if _unseen(p, after)]
+    added = [p for p in after if _unseen(p, before)]
     found: list[Finding] = []
     renamed: set[str] = set()
     for old in removed:

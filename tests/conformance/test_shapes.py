@@ -9,7 +9,7 @@ import pytest
 from results_factory import session
 
 from pytest_infer.cli import main as cli
-from pytest_infer.conformance.table import ShapeTable, drift, flatten
+from pytest_infer.conformance.table import ShapeTable, digest, drift, flatten, json_type
 from pytest_infer.gating.compare import compare
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
@@ -40,28 +40,61 @@ def test_every_field_is_recorded_with_its_types_and_list_items_share_a_path():
     assert shapes(answer(content="hi"), answer(content=None))["choices[].message.content"]["types"] == ["string", "null"]
 
 
+def whole(findings) -> list[tuple]:
+    return sorted((f.kind, f.area, f.pair, f.subject, f.before, f.after, f.detail) for f in findings)
+
+
 def test_a_renamed_field_is_a_regression_naming_both_names():
     found = drift(CHAT, shapes(answer(content="a", reasoning_content="thought")), shapes(answer(content="a", reasoning="thought")), "v1 -> v2")
-    assert kinds(found) == [("regression", "choices[].message.reasoning_content", "renamed")]
-    assert (found[0].before, found[0].after) == ("choices[].message.reasoning_content", "choices[].message.reasoning")
+    old, new = "choices[].message.reasoning_content", "choices[].message.reasoning"
+    assert whole(found) == [("regression", "api", "v1 -> v2", f"{CHAT}: {old}", old, new, f"renamed: the same values now come as {new}")]
+
+
+def test_a_new_name_with_other_values_or_under_another_parent_is_no_rename():
+    other_values = drift(CHAT, shapes(answer(content="a", reasoning_content="one")), shapes(answer(content="a", reasoning="two")), "p")
+    assert kinds(other_values) == [("change", "choices[].message.reasoning", "added"), ("regression", "choices[].message.reasoning_content", "removed")]
+    moved = drift(CHAT, shapes(answer(content="a", reasoning_content="x")), shapes({**answer(content="a"), "reasoning": "x"}), "p")
+    assert kinds(moved) == [("change", "reasoning", "added"), ("regression", "choices[].message.reasoning_content", "removed")]
+    twice = drift(CHAT, shapes(answer(content="a", r1="x", r2="x")), shapes(answer(content="a", n1="x")), "p")
+    assert sorted(k[2] for k in kinds(twice)) == ["removed", "renamed"]  # one new name takes one old name
 
 
 def test_removed_retyped_added_and_widened_fields():
     before = shapes(answer(content="a", refusal=None), {**answer(content="b"), "created": 1700000000})
     after = shapes({**answer(content="a"), "created": "2024-01-01", "system_fingerprint": "fp"}, answer(content=None))
-    assert kinds(drift(CHAT, before, after, "p")) == [
-        ("change", "choices[].message.content", "types seen changed"),  # now also null: a client must cope, but it is not gone
-        ("change", "system_fingerprint", "added"),
-        ("regression", "choices[].message.refusal", "removed"),
-        ("regression", "created", "retyped"),
+    assert whole(drift(CHAT, before, after, "p")) == [
+        ("change", "api", "p", f"{CHAT}: choices[].message.content", "string", "null|string", "types seen changed"),  # now also null
+        ("change", "api", "p", f"{CHAT}: system_fingerprint", "absent", "string", "added"),
+        ("regression", "api", "p", f"{CHAT}: choices[].message.refusal", "null", "absent", "removed: the baseline served it"),
+        ("regression", "api", "p", f"{CHAT}: created", "integer", "string", "retyped"),
     ]
 
 
-def test_a_field_under_an_array_seen_only_empty_is_not_called_removed():
-    before = shapes({**answer(content="a"), "data": [{"embedding": [0.1]}]})
-    after = shapes({**answer(content="a"), "data": []})
-    assert drift(CHAT, before, after, "p") == []
-    assert kinds(drift(CHAT, before, shapes(answer(content="a")), "p")) == [("regression", "data", "removed")]  # the parent went: one finding
+def test_types_and_values_are_read_from_a_results_file_that_lacks_them():
+    before = {"a": {"types": ["string"]}, "b": {}}
+    after = {"c": {"types": ["string"], "values": ["x"]}}
+    assert kinds(drift(CHAT, before, after, "p")) == [("change", "c", "added"), ("regression", "a", "removed"), ("regression", "b", "removed")]
+
+
+def test_json_types_and_digests():
+    assert [json_type(v) for v in (None, True, 1, 1.5, "s", [1], [], {})] == ["null", "boolean", "integer", "number", "string", "array", "empty-array", "object"]
+    assert digest("x") == digest("x") != digest("y") and len(digest({"a": 1})) == 12 and digest({"a": 1, "b": 2}) == digest({"b": 2, "a": 1})
+
+
+def test_parts_of_one_session_merge_into_one_shape_and_keep_at_most_eight_values():
+    one, two = ShapeTable(), ShapeTable()
+    for i in range(6):
+        one.record("t", CHAT, {"id": f"a{i}", "n": 1})
+        two.record("t", CHAT, {"id": f"b{i}", "n": None})
+    two.record("u", CHAT, {"id": "u"})
+    one.merge(two)
+    data = one.to_json()
+    assert data["t"][CHAT]["n"]["types"] == ["integer", "null"] and len(data["t"][CHAT]["id"]["values"]) == 8
+    assert data["t"][CHAT]["id"]["values"][:6] == [digest(f"a{i}") for i in range(6)]
+    assert data["u"][CHAT]["id"] == {"types": ["string"], "values": [digest("u")]}
+    (section,) = one.sections()
+    assert section.rows[CHAT]["t"].text == "2 fields" and section.rows[CHAT]["t"].detail == "id, n"
+    assert ShapeTable().sections() == []
 
 
 def test_the_gate_fails_on_two_result_files_differing_only_in_a_renamed_field():

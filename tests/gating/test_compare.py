@@ -185,3 +185,23 @@ def test_runs_of_different_suite_code_are_flagged():
     candidate.environment["git"] = {"commit": "def456" * 6, "describe": "def456-dirty", "dirty": True}
     (warning,) = compare(baseline, candidate).warnings
     assert warning.startswith("baseline and candidate ran different suite code (abc123 v def456-dirty)")
+
+
+def test_keyword_findings_carry_the_pair_both_statuses_and_the_test_that_decided():
+    def finding(old, new, alpha=0.05):
+        (f,) = compare(session("0.31.0", keywords={"enum": old}), session("0.32.0", keywords={"enum": new}), alpha=alpha).findings
+        return (f.kind, f.area, f.pair, f.subject, f.before, f.after, f.detail)
+
+    pair = "vllm 0.31.0 -> vllm 0.32.0"
+    assert finding({"valid": 40}, {"valid": 30, "invalid": 10}) == (
+        "regression", "keyword", pair, "enum", "valid", "invalid", "error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 invalid")
+    assert finding({"valid": 30, "invalid": 10}, {"valid": 40}) == (
+        "improvement", "keyword", pair, "enum", "invalid", "valid", "error/invalid 10/40 -> 0/40 (one-sided Fisher p=0.000515); 30 valid, 10 invalid -> 40 valid")
+    assert finding({"valid": 40}, {"valid": 39, "invalid": 1}) == (
+        "noise", "keyword", pair, "enum", "valid", "invalid", "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
+    assert finding({"invalid": 40}, {"error": 40}) == ("change", "keyword", pair, "enum", "invalid", "error", "40 invalid -> 40 error")
+    assert finding({"valid": 40}, {"valid": 20, "rejected": 20})[:1] == ("regression",)  # support dropped
+    assert finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "change"  # cut off more often: the model's text, not wrong
+    # a share is compared only where both sides counted answers; the pair's alpha decides
+    assert compare(session("0.31.0", keywords={"enum": {"valid": 0}}), session("0.32.0", keywords={"enum": {"invalid": 3}})).findings[0].kind == "change"
+    assert finding({"valid": 40}, {"valid": 30, "invalid": 10}, alpha=0.0001)[0] == "noise"

@@ -183,3 +183,31 @@ def test_client_bottleneck_rules():
     assert validity(late, {}, client_busy=0.1, rules=ValidityRules(max_schedule_lag_p99_ms=20)) == [
         "client fell behind its arrival schedule: p99 lag 30.0 ms > 20 ms"
     ]
+
+
+def test_only_goodput_p99_thresholds_become_per_request_limits():
+    thresholds = {"ttft_p99_ms": 60, "ttft_p50_ms": 40, "tpot_p99_ms": 20, "itl_p99_ms": 30, "e2e_p99_ms": 9, "min_output_tokens_per_s": 5}
+    assert request_limits(thresholds) == {"ttft_ms": 60.0, "tpot_ms": 20.0, "e2e_ms": 9.0}  # itl is not a goodput metric
+    assert request_limits({"ttft_p50_ms": 40}) == {} and request_limits({}) == {}
+
+
+def test_a_check_line_says_its_state_figure_limit_and_note():
+    from pytest_infer.metrics.judge import Check
+
+    assert str(Check("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
+    assert str(Check("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"
+    assert str(Check("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed")) == "FAIL ttft_p99_ms: n/a <= 60 (3 of 9 requests failed)"
+
+
+def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
+    s = _summary(100)
+    rules = ValidityRules(max_client_busy=0.8, max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
+    assert validity(s, {}, client_busy=0.8, loop_lag_ms=[20.0] * 100, rules=rules) == []  # at the limit is within it
+    assert validity(s, {}, client_busy=0.9, rules=rules) == ["client saturated: its event-loop thread was busy 90% of the window (), over the 80% limit"]
+    assert validity(s, {}, client_busy=None, loop_lag_ms=[50.0] * 99, rules=rules) == []  # too few ticks to judge a p99
+    assert validity(s, {}, client_busy=0.1, loop_lag_ms=[50.0] * 100, rules=rules) == ["client event loop lagged: p99 50.0 ms > 20 ms"]
+    late = _summary(0)
+    late.samples["schedule_lag"] = [20.0] * 100
+    assert validity(late, {}, client_busy=0.1, rules=rules) == []
+    late.samples["schedule_lag"] = [30.0] * 99
+    assert validity(late, {}, client_busy=0.1, rules=rules) == []
