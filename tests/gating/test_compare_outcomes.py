@@ -6,6 +6,7 @@ import pytest
 from results_factory import session
 
 from pytest_infer.gating.compare import GateResult, code_warnings, compare
+from pytest_infer.gating.rules import parse_rules
 
 CHECK = "chat.stop_strings"
 TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
@@ -111,3 +112,19 @@ def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
     no_git = session()
     del no_git.environment["git"]
     assert code_warnings(no_git, git(long_b, dirty=True)) == uncommitted and code_warnings(git(long_a, dirty=True), no_git) == uncommitted
+
+
+def test_a_gate_result_with_rules_and_unpaired_targets_survives_its_round_trip():
+    candidate = session("0.32.0")
+    candidate.targets.update(session("5.0", target="transformers", framework="transformers").targets)
+    gate = compare(session("0.31.0"), candidate, parse_rules("ttft_p99:10%"))
+    assert gate.unpaired == ["candidate transformers"] and gate.rules
+    assert GateResult.from_dict(gate.to_dict()) == gate
+
+
+def test_a_check_only_one_side_ran_is_a_change_naming_the_side_unless_it_was_skipped():
+    baseline, candidate = session("0.31.0", outcomes={"chat.basic": "skipped"}), session("0.32.0")
+    candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", CHECK)]
+    (finding,) = compare(baseline, candidate).findings
+    assert (finding.kind, finding.area, finding.pair, finding.subject, finding.before, finding.after) == (
+        "change", "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, "passed", "not run")

@@ -211,3 +211,26 @@ def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
     late.samples["schedule_lag"] = [30.0] * 99
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
+
+
+def test_every_judgement_path_records_its_figure_limit_operator_and_reason():
+    s = _summary(10, failed=2)
+    verdict = judge(s, {"ttft_p50_ms": 40, "ttft_p99_ms": 60, "max_error_share": 0.5, "max_rss_gb": 16, "max_gpu_memory_gb": 70},
+                    {"peak_rss_gb": 2.5, "peak_gpu_memory_gb": [60.0, 71.0]})  # fmt: skip
+    assert verdict.to_dict() == {
+        "status": "fail",
+        "checks": [
+            {"name": "ttft_p50_ms", "measured": 50.0, "limit": 40.0, "op": "<=", "ok": False, "note": "", "unmeasured": False},
+            {"name": "ttft_p99_ms", "measured": None, "limit": 60.0, "op": "<=", "ok": False,
+             "note": "2 of 12 requests failed: p99 needs at least 100 samples, got 10", "unmeasured": False},
+            {"name": "max_error_share", "measured": pytest.approx(2 / 12), "limit": 0.5, "op": "<=", "ok": True, "note": "", "unmeasured": False},
+            {"name": "max_rss_gb", "measured": 2.5, "limit": 16.0, "op": "<=", "ok": True, "note": "", "unmeasured": False},
+            {"name": "max_gpu_memory_gb", "measured": 71.0, "limit": 70.0, "op": "<=", "ok": False, "note": "", "unmeasured": False},
+        ],
+        "invalid": [],
+    }  # fmt: skip
+    unmeasured = judge(s, {"max_gpu_memory_gb": 70, "max_error_share": 0.5}, {"peak_gpu_memory_gb": []})
+    assert [c["ok"] for c in unmeasured.to_dict()["checks"]] == [False, True]  # every threshold judged, the unmeasured one not ok
+    assert unmeasured.status == "invalid" and unmeasured.checks[0].unmeasured and unmeasured.failures == []
+    assert judge(s, {"ttft_p50_ms": 40}, invalid=("client saturated",)).to_dict() == {"status": "invalid", "checks": [], "invalid": ["client saturated"]}
+    assert ValidityRules.from_dict(None) == ValidityRules() and ValidityRules.from_dict({"max_client_busy": 0.5}).max_client_busy == 0.5
