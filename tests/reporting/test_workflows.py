@@ -23,8 +23,11 @@ def tool(name: str, install: str) -> str:
     return path
 
 
-def test_there_are_a_cpu_and_a_gpu_workflow():
-    assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml"]
+def test_there_are_a_cpu_a_gpu_and_a_mutation_workflow():
+    assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml", "mutation.yml"]
+    mutation = yaml.safe_load((ROOT / ".github/workflows/mutation.yml").read_text())
+    steps = [step.get("run", "") for step in mutation["jobs"]["mutation"]["steps"]]
+    assert "SETUP_ENGINES=none scripts/setup.sh" in steps and "scripts/mutation.sh" in steps
 
 
 def test_actionlint_passes_on_the_workflows():
