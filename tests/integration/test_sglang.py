@@ -87,7 +87,7 @@ def test_real_sglang_through_the_plugin(pytester, monkeypatch, tmp_path):
         "--infer-framework=sglang", "--infer-model=tiny", "-p", "no:cacheprovider", "-v", timeout=600
     )
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines([f"sglang: sglang {VERSION} model=tiny (ready in *s)"])
+    result.stdout.fnmatch_lines([f"sglang: sglang {VERSION} model=tiny (ready in *s): * passed*"])
     (seen,) = [json.loads(line) for line in record.read_text().splitlines()]
     log = Path(seen["log"]).read_text()
     assert "The server is fired up and ready to roll!" in log

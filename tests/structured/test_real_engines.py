@@ -49,7 +49,7 @@ def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_run
         errors = list(Draft202012Validator(a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(json.loads(a.output)))
         assert (a.verdict.outcome is Outcome.VALID) == (not errors), a.describe()
     for finding in report.findings:
-        assert finding.shown.curl.startswith("curl -sS -X POST ") and finding.shown.body["seed"] == vllm_runner.sampling.seed
+        assert finding.shown.curl.startswith("curl -sS -X POST ") and (finding.shown.body["temperature"], finding.shown.body["seed"]) == (0.0, 0)  # greedy
 
 
 def test_vllm_refuses_an_invalid_schema_with_400_and_in_the_stream(vllm_runner):
