@@ -90,6 +90,7 @@ class Views:
     labels: list[str]
     checks: dict[str, dict[str, CheckCell]]
     sections: list[Section] = field(default_factory=list)
+    outcomes: dict[str, Counter[str]] = field(default_factory=dict)  # target -> how many of its tests had each outcome
 
     def label(self, target: str) -> str:
         return self.labels[self.ids.index(target)] if target in self.ids else target
@@ -97,7 +98,7 @@ class Views:
     def outcome_counts(self, target: str) -> str:
         """``171 passed, 36 failed, 1 not exercised``: every outcome a target's tests had, worst first, so what
         judged nothing is counted beside what passed."""
-        counts = Counter(t.outcome for t in self.results.tests if t.target == target)
+        counts = self.outcomes.get(target, Counter())
         order = [*OUTCOME_SEVERITY, *sorted(set(counts) - set(OUTCOME_SEVERITY))]
         return ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in order if counts[o])
 
@@ -118,7 +119,10 @@ def build_views(results: SessionResults) -> Views:
         for section in table.sections():
             section.suite = name
             sections.append(section)
-    return Views(results, ids, labels, checks, sections)
+    outcomes: dict[str, Counter[str]] = {}
+    for test in results.tests:
+        outcomes.setdefault(test.target, Counter())[test.outcome] += 1
+    return Views(results, ids, labels, checks, sections, outcomes)
 
 
 _VERSION_PART = re.compile(r"(\d+)|([^\d.+-]+)")

@@ -107,8 +107,10 @@ def parse(config: pytest.Config) -> StructuredOptions:
 def _tokenizer(text: str | None) -> Path | None:
     if text is None:
         return None
+    from .probes import tokenizer_file
+
     path = Path(text).expanduser()
-    if not (path / "tokenizer.json" if path.is_dir() else path).is_file():
+    if not tokenizer_file(path).is_file():
         raise pytest.UsageError(f"{TOKENIZER}: {text!r} is neither a tokenizer.json file nor a folder holding one")
     return path
 
@@ -165,10 +167,12 @@ def structured_runner(infer_live_server, infer_endpoint, structured_options: Str
 def structured_tokenizer(infer_server, structured_options: StructuredOptions) -> Path | None:
     """Where the grammar probes read token ids when the server has no tokenize route: the option, else the
     model folder of a launched server where it holds a tokenizer.json; ``None`` when neither is there."""
+    from .probes import tokenizer_file
+
     if structured_options.tokenizer is not None:
         return structured_options.tokenizer
     folder = Path(infer_server.model_path) if infer_server.model_path else None
-    return folder if folder is not None and (folder / "tokenizer.json").is_file() else None
+    return folder if folder is not None and folder.is_dir() and tokenizer_file(folder).is_file() else None
 
 
 @pytest.fixture(params=REQUEST_PATHS)

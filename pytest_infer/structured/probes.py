@@ -82,6 +82,11 @@ def token_ids(client: httpx.Client, model: str, text: str, tokenizer: Path | Non
     return _checked(tokens, text, f"POST {TOKENIZE}")
 
 
+def tokenizer_file(path: Path) -> Path:
+    """The ``tokenizer.json`` that ``path`` names: the file itself, or the one in that folder."""
+    return path / "tokenizer.json" if path.is_dir() else path
+
+
 def local_token_ids(tokenizer: Path, text: str) -> list[int]:
     """Token ids from the model's own tokenizer files, as the server would count them (no special tokens)."""
     return _checked(_load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids, text, str(tokenizer))
@@ -93,7 +98,7 @@ def _load_tokenizer(path: Path) -> Any:
         from tokenizers import Tokenizer
     except ImportError:
         raise Unsupported("tokenizer files", "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'") from None
-    file = path / "tokenizer.json" if path.is_dir() else path
+    file = tokenizer_file(path)
     try:
         return Tokenizer.from_file(str(file))
     except Exception as exc:  # the library raises its own Exception for any unreadable file

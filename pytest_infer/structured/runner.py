@@ -211,7 +211,7 @@ class StructuredRunner:
         key = (path.name, canonical(schema), max_tokens, sampling)
         if not fresh and key in self._cache:
             return self._cache[key]
-        attempt = self._send(schema, path, max_tokens, sampling, refuse)
+        attempt = self.send(schema, self.body(schema, path, max_tokens, sampling), path=path, refuse=refuse)
         self._cache[key] = attempt
         return attempt
 
@@ -242,9 +242,6 @@ class StructuredRunner:
                 break
             time.sleep(LOG_POLL)
         return tuple(lines)
-
-    def _send(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling, refuse: bool = False) -> Attempt:
-        return self.send(schema, self.body(schema, path, max_tokens, sampling), path=path, refuse=refuse)
 
     def send(self, schema: Any, body: dict[str, Any], *, path: RequestPath = RESPONSE_FORMAT, refuse: bool = False) -> Attempt:
         """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against ``schema``."""

@@ -54,14 +54,19 @@ def append(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
+def marked(tmp_path: Path, written: bytes) -> tuple[Path, ServerInfo, int]:
+    """A server log that already holds ``written``, its ``ServerInfo``, and the mark taken now."""
+    log = tmp_path / "server.log"
+    append(log, written)
+    server = info(log)
+    return log, server, server.log_mark()
+
+
 # --- ServerInfo.log_mark / log_since -------------------------------------------------------
 
 
 def test_log_since_gives_the_lines_after_the_mark(tmp_path):
-    log = tmp_path / "server.log"
-    append(log, b"$ vllm serve\nbefore 1\nbefore 2\n")
-    server = info(log)
-    mark = server.log_mark()
+    log, server, mark = marked(tmp_path, b"$ vllm serve\nbefore 1\nbefore 2\n")
     assert mark == log.stat().st_size
     assert server.log_since(mark) == []
     append(log, b"after 1\nafter 2\n")
@@ -70,10 +75,7 @@ def test_log_since_gives_the_lines_after_the_mark(tmp_path):
 
 
 def test_a_partial_last_line_is_returned_only_when_complete(tmp_path):
-    log = tmp_path / "server.log"
-    append(log, b"start\n")
-    server = info(log)
-    mark = server.log_mark()
+    log, server, mark = marked(tmp_path, b"start\n")
     append(log, b"done\nWarning: format combined with min")
     assert server.log_since(mark) == ["done"]
     append(log, b"Length is not supported\n")
@@ -81,10 +83,7 @@ def test_a_partial_last_line_is_returned_only_when_complete(tmp_path):
 
 
 def test_the_rest_of_a_line_begun_before_the_mark_is_not_returned(tmp_path):
-    log = tmp_path / "server.log"
-    append(log, b"old line, half wri")
-    server = info(log)
-    mark = server.log_mark()
+    log, server, mark = marked(tmp_path, b"old line, half wri")
     append(log, b"tten\nnew\n")
     assert server.log_since(mark) == ["new"]
 
@@ -106,10 +105,7 @@ def test_bad_bytes_are_replaced_and_crlf_is_one_line_end(tmp_path):
 
 
 def test_a_log_started_afresh_is_read_from_its_start(tmp_path):
-    log = tmp_path / "server.log"
-    append(log, b"a long first life of the server\n")
-    server = info(log)
-    mark = server.log_mark()
+    log, server, mark = marked(tmp_path, b"a long first life of the server\n")
     log.write_bytes(b"second life\n")
     assert server.log_since(mark) == ["second life"]
 
