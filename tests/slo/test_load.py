@@ -67,7 +67,11 @@ def test_duration_bounds_the_measured_part(paced_server):
     run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
     assert len(run.measured) >= 4
     assert all(t.sent_ns - run.window_start_ns <= 0.45e9 for t in run.measured)
-    assert run.window_s >= 0.4
+    # The window ends at the last measured completion, which may fall just before the deadline
+    # (when every worker is between requests as it passes); issuing measured requests stops only after it.
+    assert run.window_end_ns == max(t.end_ns for t in run.measured)
+    cooldown = [t for t in run.traces if t.phase == "cooldown"]
+    assert cooldown and min(t.sent_ns for t in cooldown) - run.window_start_ns > 0.4e9
 
 
 @pytest.mark.parametrize("transport", ["raw", "httpx"])
@@ -168,3 +172,19 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
     assert "95% CI, 3 runs" in result.confidence["ttft_p50_ms"]
     record = result.record(target="t")
     assert record["repeat"] == 3 and len(record["runs"]) == 3 and record["runs"][0]["requests"] == 6
+
+
+def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(monkeypatch):
+    """The deadline bounds issuing; the window (throughput's denominator) ends when the last measured request did."""
+    from pytest_infer.load import patterns
+    from pytest_infer.load.trace import RequestTrace
+
+    clock = iter([0, 400_010_000])  # first measured request issued at 0; the next phase check just past 0.4 s
+    monkeypatch.setattr(patterns.time, "perf_counter_ns", lambda: next(clock))
+    runner = patterns._Runner(None, LoadSpec(concurrency=1, requests=None, duration_s=0.4, warmup_requests=0), Workload(), lambda i: {})
+    first = RequestTrace(0, runner.phase(0))
+    first.end_ns = 399_990_000
+    runner.traces.append(first)
+    runner.window_end_ns = first.end_ns
+    assert runner.phase(1) == "cooldown" and runner.done.is_set()
+    assert (runner.window_end_ns - runner.window_start_ns) / 1e9 < 0.4
