@@ -7,13 +7,19 @@ suites that can see its fault, through the proxy with that fault, and the gate
 (pytest_infer.gating.compare) compares it with the baseline under --fail-on.
 
     python benchmarks/gate_accuracy.py [--aa 3] [--faults all|NAME,...] [--timing ttft+10ms,itl+2ms,...]
-                                       [--json benchmarks/results/gate_accuracy.json]
+                                       [--trials 5] [--sequential] [--json benchmarks/results/gate_accuracy.json]
+
+Timing is measured as a user gates timing: baseline and candidate in one session (two proxies in
+front of the one server, one of them injecting the delay), --slo-interleave taking turns run by
+run, and the gate pairing the two targets of that one results file. --sequential measures the
+candidate in a session of its own after the baseline's instead, as separate CI legs would.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -39,7 +45,8 @@ SUITES = {
     "slo": ["suites/slo"],
 }
 STRUCTURED = ["--structured-shrink-seconds=5"]
-DEFAULT_TIMING = "ttft+2ms,ttft+3ms,ttft+5ms,ttft+10ms,itl+0.5ms,itl+1ms,itl+2ms"
+DEFAULT_TIMING = "ttft+0.25ms,ttft+0.5ms,ttft+1ms,ttft+2ms,itl+0.05ms,itl+0.1ms,itl+0.2ms,itl+0.5ms"
+PAIR = {"baseline": "candidate"}  # the two targets of an interleaved session
 DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%,maxlength-loosened@100%"
 
 
@@ -59,8 +66,17 @@ def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int
     return merged
 
 
-def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple) -> dict:
-    result = compare(baseline, candidate, rules)
+def run_interleaved(base_url: str, candidate_url: str, out: Path, repeat: int) -> SessionResults:
+    """The SLO suite on both proxies in one session, taking turns run by run."""
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint=baseline={base_url}",
+            f"--infer-endpoint=candidate={candidate_url}", "--infer-framework=vllm", "--infer-model=tiny", f"--infer-report-dir={out}",
+            f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave", *SUITES["slo"]]  # fmt: skip
+    subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    return SessionResults.read(out / "results.json")
+
+
+def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None) -> dict:
+    result = compare(baseline, candidate, rules, pairs=pairs)
     return {
         "verdict": result.verdict,
         "regressions": [f"{f.area}:{f.subject}" for f in result.regressions],
@@ -71,11 +87,12 @@ def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple) -> d
 EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
 
 
-def effects(baseline: SessionResults, candidate: SessionResults) -> dict[str, float]:
-    """What a timing fault did to the figures, in % against the baseline (medians of the runs of each load point)."""
-    before = {p.key: p.metrics for p in baseline.table("slo").points()}
+def effects(baseline: SessionResults, candidate: SessionResults, pairs: dict[str, str] | None = None) -> dict[str, float]:
+    """What a timing fault did to the figures, in % against the baseline (the pooled figures of each load point)."""
+    (b, c), = (pairs or {None: None}).items()
+    before = {p.key: p.metrics for p in baseline.table("slo").points() if b is None or p.target == b}
     out = {}
-    for point in candidate.table("slo").points():
+    for point in (p for p in candidate.table("slo").points() if c is None or p.target == c):
         for metric in EFFECT_METRICS:
             if metric in point.metrics and before.get(point.key, {}).get(metric):
                 out[f"{point.key} {metric}"] = round(100 * (point.metrics[metric] / before[point.key][metric] - 1), 1)
@@ -108,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
     parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path in the keyword leg")
     parser.add_argument("--repeat", type=int, default=4, help="runs of each SLO load point (the gate's significance test needs >= 4)")
+    parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)")
+    parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
@@ -116,35 +135,63 @@ def main(argv: list[str] | None = None) -> int:
     named = [*args.timing.split(","), *args.shares.split(",")]
     faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(n) for n in named if n]
     url, pool = upstream_server(args, args.out)
+    interleave = not args.sequential
+    areas = [a for a in SUITES if not (interleave and a == "slo")]
     rows = []
     try:
         started = time.monotonic()
-        with FaultProxy(url) as proxy:
-            baseline = run_suites(proxy.base_url, args.out / "baseline", list(SUITES), args.repeat, args.examples)
+        with FaultProxy(url) as proxy, FaultProxy(url) as twin:
+
+            def timing(out: Path) -> tuple[dict, dict[str, float]]:
+                pair = run_interleaved(proxy.base_url, twin.base_url, out, args.repeat)
+                return gate(pair, pair, rules, PAIR), effects(pair, pair, PAIR)
+
+            baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples)
             for i in range(args.aa):
-                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", list(SUITES), args.repeat, args.examples)
-                rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **gate(baseline, candidate, rules), "effect_percent": effects(baseline, candidate)})
+                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples)
+                found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
+                if interleave:
+                    slo, effect = timing(args.out / f"aa-{i + 1}-slo")
+                    found = {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
+                             "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"]}  # fmt: skip
+                rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect})
                 print(rows[-1], flush=True)
             for fault in faults:
-                proxy.fault = fault
-                candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
-                found = gate(baseline, candidate, rules)
-                rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted, "caught": caught(fault, found["regressions"]), **found})
-                if fault.area == "slo":
-                    rows[-1]["effect_percent"] = effects(baseline, candidate)
-                print(rows[-1], flush=True)
-                proxy.fault = fault_named("none")
+                for trial in range(args.trials if fault.area == "slo" else 1):
+                    acted = fault.acted
+                    if fault.area == "slo" and interleave:
+                        twin.fault = fault
+                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}")
+                    else:
+                        proxy.fault = fault
+                        candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
+                        found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
+                    proxy.fault = twin.fault = fault_named("none")
+                    rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted - acted,
+                                 "caught": caught(fault, found["regressions"]), **found})  # fmt: skip
+                    if fault.area == "slo":
+                        rows[-1]["effect_percent"] = effect
+                    print(rows[-1], flush=True)
         minutes = (time.monotonic() - started) / 60
     finally:
         if pool is not None:
             pool.stop_all()
-    print(f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}\n")
+    print(f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}, timing {'sequential' if args.sequential else 'interleaved'}\n")
     print("| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|")
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
         print(f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |")
+    print("\n| timing fault | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|")
+    for name in dict.fromkeys(r["fault"] for r in rows if r["area"] == "slo"):
+        trials = [r for r in rows if r["fault"] == name]
+        named = {m: sum(any(g.endswith(m) for g in r["regressions"]) for r in trials) for m in EFFECT_METRICS}
+        medians = {m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)] for m in EFFECT_METRICS}
+        shown = {m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()}
+        print(f"| {name} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
     if args.json:
-        args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")
+        timing_mode = "sequential" if args.sequential else "interleaved"
+        args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode, "trials": args.trials,
+                                         "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")  # fmt: skip
     return 0
 
 

@@ -72,7 +72,9 @@ def add_options(parser: pytest.Parser) -> None:
 
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
     add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
-    add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one.", metavar="URL")
+    add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one; "
+        "repeat as NAME=URL for several (e.g. baseline and candidate in one session, --slo-interleave).",
+        ini_type="linelist", action="append", metavar="[NAME=]URL")
     add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
     add(
         ENV,
@@ -100,7 +102,7 @@ class InferOptions:
 
     frameworks: tuple[str, ...] = ()
     model: str = DEFAULT_MODEL
-    endpoint: str | None = None
+    endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
     server_args: tuple[str, ...] = ()
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -115,7 +117,7 @@ class InferOptions:
     @property
     def active(self) -> bool:
         """Whether this session tests a server at all."""
-        return bool(self.frameworks or self.endpoint)
+        return bool(self.frameworks or self.endpoints)
 
 
 def parse_frameworks(text: str) -> tuple[str, ...]:
@@ -134,6 +136,20 @@ def parse_endpoint(text: str) -> str:
     if url.scheme not in ("http", "https") or not url.netloc:
         raise pytest.UsageError(f"{ENDPOINT}: {text!r} is not an http(s) URL such as http://127.0.0.1:8000")
     return text.rstrip("/").removesuffix("/v1")
+
+
+def parse_endpoints(entries: list[str]) -> tuple[tuple[str, str], ...]:
+    """``[NAME=]URL`` entries; several need a name each, and the names must differ."""
+    found = []
+    for entry in entries:
+        name, sep, url = entry.partition("=")
+        if not sep or "://" in name:
+            name, url = "", entry
+        found.append((name.strip(), parse_endpoint(url.strip())))
+    names = [n for n, _ in found]
+    if len(found) > 1 and (not all(names) or len(set(names)) != len(names)):
+        raise pytest.UsageError(f"{ENDPOINT}: several servers need a distinct NAME each (NAME=URL), got {', '.join(entries)}")
+    return tuple(found)
 
 
 def parse_positive(option: str, text, unit: str) -> float:
@@ -193,10 +209,9 @@ def parse_baseline(text: str) -> Path:
 def parse(config: pytest.Config) -> InferOptions:
     frameworks_text = option_value(config, FRAMEWORK)
     frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
-    endpoint_text = option_value(config, ENDPOINT)
-    endpoint = parse_endpoint(endpoint_text) if endpoint_text else None
-    if endpoint and len(frameworks) > 1:
-        raise pytest.UsageError(f"{ENDPOINT} tests one server; name at most one framework with it (the one it runs)")
+    endpoints = parse_endpoints(option_value(config, ENDPOINT) or [])
+    if endpoints and len(frameworks) > 1:
+        raise pytest.UsageError(f"{ENDPOINT}: name at most one framework with it (the one its servers run)")
     server_args = option_value(config, SERVER_ARG) or []
     model = option_value(config, MODEL) or DEFAULT_MODEL
     baseline_text, fail_on_text = option_value(config, BASELINE), option_value(config, FAIL_ON)
@@ -205,7 +220,7 @@ def parse(config: pytest.Config) -> InferOptions:
     return InferOptions(
         frameworks=frameworks,
         model=model,
-        endpoint=endpoint,
+        endpoints=endpoints,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
         environments=parse_environments(option_value(config, ENV) or [], frameworks),
         startup_timeout=parse_seconds(STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),

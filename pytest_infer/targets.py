@@ -48,9 +48,9 @@ def discover_environment(framework: str) -> Environment | None:
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
-    if options.endpoint:
+    if options.endpoints:
         framework = options.frameworks[0] if options.frameworks else "endpoint"
-        return [Target(id=framework, framework=framework, model=options.model, endpoint=options.endpoint)]
+        return [Target(id=name or framework, framework=framework, model=options.model, endpoint=url) for name, url in options.endpoints]
     targets: list[Target] = []
     for framework in options.frameworks:
         environments = options.environments.get(framework)

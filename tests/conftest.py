@@ -63,7 +63,7 @@ class EnginePool:
         if name not in self.infos:
             framework, _ = ENGINES[name]
             endpoint = _endpoints().get(name)
-            options = InferOptions(frameworks=(framework,), report_dir=self.report_dir, startup_timeout=400, endpoint=endpoint)
+            options = InferOptions(frameworks=(framework,), report_dir=self.report_dir, startup_timeout=400, endpoints=((name, endpoint),) if endpoint else ())
             if endpoint:
                 target = Target(id=name, framework=framework, model="tiny", endpoint=endpoint)
             else:

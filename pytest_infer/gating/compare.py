@@ -68,10 +68,15 @@ class GateResult:
 def pair_targets(
     baseline: SessionResults, candidate: SessionResults, explicit: dict[str, str] | None = None
 ) -> tuple[list[tuple[str, str]], list[str]]:
-    """``[(baseline_id, candidate_id)]`` and the ids left unpaired (with the side they are on)."""
+    """``[(baseline_id, candidate_id)]`` and the ids left unpaired (with the side they are on).
+
+    A target named in an explicit pair, on either side, is not paired again: baseline and candidate
+    may be one results file (an interleaved session), where ``base=cand`` must not also give
+    ``cand -> base``."""
     pairs = [(b, c) for b, c in (explicit or {}).items() if b in baseline.targets and c in candidate.targets]
-    left_b = [t for t in baseline.targets if t not in {b for b, _ in pairs}]
-    left_c = [t for t in candidate.targets if t not in {c for _, c in pairs}]
+    named = {t for pair in pairs for t in pair}
+    left_b = [t for t in baseline.targets if t not in named]
+    left_c = [t for t in candidate.targets if t not in named]
     for tid in list(left_b):
         if tid in left_c and baseline.targets[tid].framework == candidate.targets[tid].framework:
             pairs.append((tid, tid))

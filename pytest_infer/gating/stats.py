@@ -1,10 +1,14 @@
-"""Is a timing change real or noise? A one-sided Mann-Whitney U test over repeated measurements.
+"""Is a timing change real or noise? A one-sided test over repeated measurements.
 
 Timings on a shared CI machine wander from run to run. A figure that crossed
 its threshold only gates when the repeated runs (or the per-request samples)
 of the candidate are worse than the baseline's with ``p < alpha``; with too
 few measurements to test, the point estimate decides and the report says so.
-Mann-Whitney makes no normality assumption, which latency tails violate.
+Runs of two sessions are compared with Mann-Whitney, which makes no normality
+assumption. Runs measured in turns (``--slo-interleave``) come in pairs that
+shared the machine's state, so their log ratios are tested instead (a paired
+t-test): the drift both saw cancels, which no unpaired test can use, and a
+run's figure, an aggregate over its requests, is near normal on the log scale.
 """
 from __future__ import annotations
 
@@ -49,6 +53,21 @@ def worse_test(before: list[float], after: list[float], *, higher_is_better: boo
     return mann_whitney_greater(before, after) if higher_is_better else mann_whitney_greater(after, before)
 
 
+def paired_worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
+    """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (log ratios where all are positive)."""
+    import math
+
+    from scipy.stats import ttest_rel
+
+    if all(v > 0 for v in [*before, *after]):
+        before, after = [math.log(v) for v in before], [math.log(v) for v in after]
+    differences = {a - b for a, b in zip(after, before)}
+    if len(differences) == 1:  # no spread: a t-test has nothing to scale by
+        (d,) = differences
+        return 0.0 if (d < 0 if higher_is_better else d > 0) else 1.0
+    return float(ttest_rel(after, before, alternative="less" if higher_is_better else "greater").pvalue)
+
+
 def significance(
     metric: str,
     before_runs: list[float],
@@ -57,7 +76,11 @@ def significance(
     after_samples: dict[str, list[float]],
     *,
     higher_is_better: bool,
+    paired: bool = False,
 ) -> Significance:
+    if paired and len(before_runs) == len(after_runs) >= MIN_RUNS:
+        p = paired_worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
+        return Significance(p, f"paired runs (n={len(before_runs)}, interleaved)")
     if len(before_runs) >= MIN_RUNS and len(after_runs) >= MIN_RUNS:
         p = worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
         return Significance(p, f"runs (n={len(before_runs)} v {len(after_runs)})")

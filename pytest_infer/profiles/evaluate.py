@@ -97,6 +97,16 @@ def server_pid(base_url: str, pid: int | None) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """One server a load point is measured on (one target of the session)."""
+
+    point: LoadPoint
+    endpoint: Endpoint
+    framework: str
+    pid: int | None = None
+
+
 def evaluate_point(
     point: LoadPoint,
     endpoint: Endpoint,
@@ -106,17 +116,32 @@ def evaluate_point(
     pid: int | None = None,
     calibration: Calibration | None = None,
 ) -> PointResult:
-    spec = point.load_spec()
-    workload = point.workload(framework)
+    return evaluate_interleaved([Subject(point, endpoint, framework, pid)], rules=rules, calibration=calibration)[0]
+
+
+def evaluate_interleaved(subjects: list[Subject], *, rules: ValidityRules | None = None, calibration: Calibration | None = None) -> list[PointResult]:
+    """Measure each subject's load point ``repeat`` times, the subjects taking turns run by run.
+
+    Alternating baseline and candidate (in A B B A order, so neither always runs later) spreads
+    the machine's drift over both, which sequential sessions turn into a false difference.
+    """
+    subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
+    runs: list[list[LoadRun]] = [[] for _ in subjects]
+    calibrations = [calibration] * len(subjects)
+    for i in range(max(s.point.repeat for s in subjects)):
+        order = list(enumerate(subjects))
+        for k, subject in order if i % 2 == 0 else reversed(order):
+            if i < subject.point.repeat:
+                endpoint = replace(subject.endpoint, timeout=subject.point.timeout_s) if subject.point.timeout_s else subject.endpoint
+                spec, workload = subject.point.load_spec(), subject.point.workload(subject.framework)
+                run = run_load(endpoint, spec, workload, server_pid=subject.pid, calibration=calibrations[k], seed=i)
+                calibrations[k] = run.calibration
+                runs[k].append(run)
+    return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
+
+
+def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None) -> PointResult:
     limits = request_limits(point.thresholds)
-    pid = server_pid(endpoint.base_url, pid)
-    if point.timeout_s:
-        endpoint = replace(endpoint, timeout=point.timeout_s)
-    runs = []
-    for i in range(point.repeat):
-        run = run_load(endpoint, spec, workload, server_pid=pid, calibration=calibration, seed=i)
-        calibration = run.calibration
-        runs.append(run)
     # pooled over repeats: samples concatenated, the windows added up
     traces = [t for run in runs for t in run.traces]
     total_ns = sum(run.window_end_ns - run.window_start_ns for run in runs)

@@ -7,6 +7,7 @@ never in a pass or a fail.
 from __future__ import annotations
 
 import os
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
+SLO_INTERLEAVE = "--slo-interleave"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
 
 
@@ -31,15 +33,33 @@ NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profil
 class SloOptions:
     profile: Profile | None = None
     repeat: int | None = None
+    interleave: bool = False
 
 
 slo_key = pytest.StashKey[SloOptions]()
+
+
+@dataclass(frozen=True, slots=True)
+class Interleaved:
+    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
+
+    id: str
+    results: dict[str, PointResult]
+
+    def __getitem__(self, target_id: str) -> PointResult:
+        return self.results[target_id]
+
+
+interleaved_key = pytest.StashKey[dict[str, Interleaved]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
     add_option(parser, SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
                "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
+    add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns, run by run (A B B A ...), "
+               "so drift of a shared machine falls on baseline and candidate alike; compare them with "
+               "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.", ini_type="bool", action="store_true", default=None)
 
 
 def parse_profile(text: str) -> Profile:
@@ -61,7 +81,10 @@ def parse_profile(text: str) -> Profile:
 
 def pytest_configure(config: pytest.Config) -> None:
     text, repeat = option_value(config, SLO), option_value(config, SLO_REPEAT)
-    options = SloOptions(parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None)
+    interleave = bool(option_value(config, SLO_INTERLEAVE))
+    if interleave and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(f"{SLO_INTERLEAVE} measures the targets in turns from one process; run it without -n")
+    options = SloOptions(parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None, interleave)
     config.stash[slo_key] = options
     session = config.stash.get(session_key, None)
     if session is not None and options.profile is not None:
@@ -128,20 +151,15 @@ def slo_result(
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
 ) -> PointResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
-    from ..metrics import ValidityRules, headline
-    from ..profiles.evaluate import evaluate_point
+    from ..metrics import headline
 
-    point = next(p for p in slo_profile.load_points(infer_target.model, infer_live_server.framework) if p.id == slo_point_id)
-    repeat = request.config.stash[slo_key].repeat
-    if repeat:
-        point = point.repeated(repeat)
-    result = evaluate_point(
-        point,
-        infer_endpoint,
-        framework=infer_live_server.framework,
-        rules=ValidityRules.from_dict(slo_profile.validity),
-        pid=infer_live_server.pid,
-    )
+    options = request.config.stash[slo_key]
+    context = {}
+    if options.interleave:
+        measured = _interleaved(request.config, slo_point_id, slo_profile, infer_session)
+        result, context = measured[infer_target.id], {"interleaved": {"id": measured.id, "targets": sorted(measured.results)}}
+    else:
+        result = _measure(slo_point_id, slo_profile, options, [(infer_target.model, infer_live_server, infer_endpoint)])[0]
     mismatch = slo_profile.hardware_mismatch(slo_hardware)
     infer_session.results.table("slo").add(
         result.record(
@@ -153,6 +171,7 @@ def slo_result(
             profile=slo_profile.name,
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,
+            **context,
         )
     )
     figures = result.figures()
@@ -163,3 +182,27 @@ def slo_result(
     if result.verdict.status == "invalid":
         pytest.fail(f"measurement invalid: {'; '.join(result.verdict.invalid)}\n{result.table()}", pytrace=False)
     return result
+
+
+def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list) -> list[PointResult]:
+    """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
+    from ..metrics import ValidityRules
+    from ..profiles.evaluate import Subject, evaluate_interleaved
+
+    subjects = []
+    for model, info, endpoint in servers:
+        point = next(p for p in profile.load_points(model, info.framework) if p.id == point_id)
+        subjects.append(Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid))
+    return evaluate_interleaved(subjects, rules=ValidityRules.from_dict(profile.validity))
+
+
+def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:
+    """This load point on every target that is up, measured once for all of them (at the first target's test)."""
+    done = config.stash.setdefault(interleaved_key, {})
+    if point_id not in done:
+        up = [(t, session.server(t.id)) for t in session.targets]
+        up = [(t, info) for t, info in up if not info.error and info.alive()]
+        results = _measure(point_id, profile, config.stash[slo_key], [(t.model, info, session.endpoint(info)) for t, info in up])
+        done[point_id] = Interleaved(uuid.uuid4().hex, {t.id: r for (t, _), r in zip(up, results)})
+    return done[point_id]
+

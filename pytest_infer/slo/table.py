@@ -15,7 +15,7 @@ from typing import Any
 from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Pairing, Section, Table
 
-RESERVED = frozenset({"target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
+RESERVED = frozenset({"interleaved", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
                       "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra"})
 
 
@@ -40,6 +40,7 @@ class SloPoint:
     samples: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
+    interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
 
     @property
     def key(self) -> str:
@@ -79,6 +80,8 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         elif _verdict(entry) not in (None, "pass"):
             point.verdict = _verdict(entry)
         point.aggregate.update(metrics)
+        if isinstance(entry.get("interleaved"), dict):
+            point.interleaved = str(entry["interleaved"].get("id", ""))
         for run in entry.get("runs") or [metrics]:
             for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
                 point.runs.setdefault(metric, []).append(value)
@@ -189,8 +192,9 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
     unit = "%" if rule.relative else ""
     subject = f"{old.key}: {metric}"
     if worse > rule.threshold:
+        paired = bool(old.interleaved) and old.interleaved == new.interleaved
         sig = significance(metric, old.runs.get(metric, []), new.runs.get(metric, []), old.samples, new.samples,
-                           higher_is_better=higher_is_better(metric))
+                           higher_is_better=higher_is_better(metric), paired=paired)
         p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
         detail = f"{worse:+.1f}{unit} worse, limit {rule.describe()}; {sig.basis}{p}"
         kind = "regression" if sig.significant(pairing.alpha) else "noise"

