@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -141,12 +142,13 @@ FAULTS: dict[str, Fault] = {
 
 
 def timing_fault(kind: str, delay_ms: float) -> Fault:
-    """``ttft`` (every stream's first event later) or ``itl`` (every event later), by ``delay_ms``."""
+    """``ttft`` (every stream's first event later by ``delay_ms``) or ``itl`` (every event ``delay_ms`` later
+    than the one before it: the ``k``-th ``k * delay_ms`` later than it came, a decode step that slowed down)."""
     if kind == "ttft":
         return Fault(f"ttft+{delay_ms:g}ms", "slo", ("ttft",), first_event_delay_s=delay_ms / 1000, notes=f"first streamed event {delay_ms:g} ms later")
     if kind == "itl":
         # every event includes the first content event, so TTFT grows as well as the time per token
-        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot", "ttft"), event_delay_s=delay_ms / 1000, notes=f"every streamed event {delay_ms:g} ms later")
+        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot", "ttft"), event_delay_s=delay_ms / 1000, notes=f"each streamed event {delay_ms:g} ms later than the last")
     raise ValueError(f"timing fault {kind!r}: ttft or itl")
 
 
@@ -184,6 +186,23 @@ def _sse_payloads(lines: Iterator[str]) -> Iterator[str]:
     for line in lines:
         if line.startswith("data:"):
             yield line[5:].strip()
+
+
+def _timed(events: Iterator[str]) -> Iterator[tuple[float, str]]:
+    """``(arrival time, event)``, read by a thread of its own, so a delayed event never postpones the reading
+    (and so the arrival time) of the ones behind it."""
+    arrivals: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        try:
+            for event in events:
+                arrivals.put((time.perf_counter(), event))
+        finally:
+            arrivals.put(None)
+
+    threading.Thread(target=read, name="fault-proxy-reader", daemon=True).start()
+    while (item := arrivals.get()) is not None:
+        yield item
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -245,13 +264,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         first = True
+        lag = 0.0  # an event delay accumulates: each token later than the one before, as a slower decode step makes it
         fault.acted += bool(fault.first_event_delay_s or fault.event_delay_s)
-        for data in _sse_payloads(upstream.iter_lines()):
+        for arrived, data in _timed(_sse_payloads(upstream.iter_lines())):
             payloads = fault.event(self.path, request, data) if fault.event else None
             fault.acted += payloads is not None
             for payload in [data] if payloads is None else payloads:
-                delay = fault.first_event_delay_s if first else 0.0
-                time.sleep(delay + (fault.event_delay_s if payload != "[DONE]" else 0.0))
+                lag += fault.event_delay_s if payload != "[DONE]" else 0.0
+                wait = arrived + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
                 first = False
                 self._chunk(f"data: {payload}\n\n".encode())
         self._chunk(b"")

@@ -45,7 +45,7 @@ SUITES = {
     "slo": ["suites/slo"],
 }
 STRUCTURED = ["--structured-shrink-seconds=5"]
-DEFAULT_TIMING = "ttft+0.25ms,ttft+0.5ms,ttft+1ms,ttft+2ms,itl+0.05ms,itl+0.1ms,itl+0.2ms,itl+0.5ms"
+DEFAULT_TIMING = "ttft+0.5ms,ttft+0.75ms,ttft+1ms,itl+0.05ms,itl+0.1ms,itl+0.15ms,itl+0.2ms"
 PAIR = {"baseline": "candidate"}  # the two targets of an interleaved session
 DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%,maxlength-loosened@100%"
 
@@ -140,10 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         started = time.monotonic()
-        with FaultProxy(url) as proxy, FaultProxy(url) as twin:
+        with FaultProxy(url) as proxy:
 
-            def timing(out: Path) -> tuple[dict, dict[str, float]]:
-                pair = run_interleaved(proxy.base_url, twin.base_url, out, args.repeat)
+            def timing(out: Path, fault: Fault) -> tuple[dict, dict[str, float]]:
+                """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier legs."""
+                with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
+                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat)
                 return gate(pair, pair, rules, PAIR), effects(pair, pair, PAIR)
 
             baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples)
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples)
                 found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
                 if interleave:
-                    slo, effect = timing(args.out / f"aa-{i + 1}-slo")
+                    slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"))
                     found = {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
                              "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"]}  # fmt: skip
                 rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect})
@@ -160,13 +162,12 @@ def main(argv: list[str] | None = None) -> int:
                 for trial in range(args.trials if fault.area == "slo" else 1):
                     acted = fault.acted
                     if fault.area == "slo" and interleave:
-                        twin.fault = fault
-                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}")
+                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}", fault)
                     else:
                         proxy.fault = fault
                         candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
                         found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
-                    proxy.fault = twin.fault = fault_named("none")
+                    proxy.fault = fault_named("none")
                     rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted - acted,
                                  "caught": caught(fault, found["regressions"]), **found})  # fmt: skip
                     if fault.area == "slo":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -93,6 +94,34 @@ def test_timing_faults_delay_the_first_or_every_event(upstream):
         started = time.perf_counter()
         events = stream(client)
         assert time.perf_counter() - started >= 0.05 * (len(events) - 1)
+
+
+def test_an_event_delay_accumulates_like_a_slower_decode_step():
+    """Against a server that paces its tokens 20 ms apart, +10 ms per event must make them 30 ms apart:
+    a delay that merely shifted every event would hide inside the server's own gaps."""
+    import subprocess
+
+    from pytest_infer.server.process import free_port
+
+    port = free_port("127.0.0.1")
+    paced = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", "5", "--itl-ms", "20"],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert "ready" in (paced.stdout.readline() if paced.stdout else "")
+        body = {"model": "paced-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": True, "ignore_eos": True}
+
+        def gaps(fault: str) -> list[float]:
+            with FaultProxy(f"http://127.0.0.1:{port}", fault_named(fault)) as proxy, httpx.Client(base_url=proxy.base_url) as client:
+                with client.stream("POST", CHAT, json=body) as resp:
+                    times = [time.perf_counter() for line in resp.iter_lines() if line.startswith("data:") and '"content"' in line]
+            return [b - a for a, b in zip(times, times[1:])]
+
+        plain, slowed = gaps("none"), gaps("itl+10ms")
+        assert len(plain) >= 5 and len(slowed) >= 5
+        assert 0.017 < statistics.median(plain) < 0.025 and 0.027 < statistics.median(slowed) < 0.035
+    finally:
+        paced.terminate()
+        paced.wait(10)
 
 
 def test_a_keyword_loosened_on_a_share_of_requests(upstream):
