@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
     parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path in the keyword leg")
-    parser.add_argument("--repeat", type=int, default=4, help="runs of each SLO load point (the gate's significance test needs >= 4)")
+    parser.add_argument("--repeat", type=int, default=8, help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)")
+    parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}")
     parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)")
     parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
@@ -136,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(n) for n in named if n]
     url, pool = upstream_server(args, args.out)
     interleave = not args.sequential
-    areas = [a for a in SUITES if not (interleave and a == "slo")]
+    areas = [a for a in args.areas.split(",") if a in SUITES and not (interleave and a == "slo")]
+    timed = "slo" in args.areas.split(",")
     rows = []
     try:
         started = time.monotonic()
@@ -148,14 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                     pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat)
                 return gate(pair, pair, rules, PAIR), effects(pair, pair, PAIR)
 
-            baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples)
+            baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples) if areas else SessionResults()
             for i in range(args.aa):
-                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples)
+                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples) if areas else SessionResults()
                 found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
-                if interleave:
+                if interleave and timed:
                     slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"))
-                    found = {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
-                             "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"]}  # fmt: skip
+                    found = slo if not areas else {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
+                                                   "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"]}  # fmt: skip
                 rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect})
                 print(rows[-1], flush=True)
             for fault in faults:

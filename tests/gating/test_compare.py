@@ -130,21 +130,23 @@ def _interleaved_pair(before: list[float], after: list[float], ids: tuple[str, s
 def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
     """The machine slowed down by a third during the measurement; the candidate is 10% slower than the
     baseline in every pair. Unpaired, the drift hides it (Mann-Whitney); paired, it is a regression."""
-    drift = [600, 540, 470, 400]
-    before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0))]
+    drift = [600, 540, 470, 400, 380, 350]
+    before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))]
     rules = parse_rules("output_tps:5%")
     gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), rules, pairs={"base": "cand"})
     (finding,) = gate.findings
-    assert finding.kind == "regression" and "paired runs (n=4, interleaved)" in finding.detail
+    assert finding.kind == "regression" and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
     unpaired = compare(*_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"})
     (finding,) = unpaired.findings
-    assert finding.kind == "noise" and "runs (n=4 v 4)" in finding.detail
+    assert finding.kind == "noise" and "runs (n=6 v 6)" in finding.detail
 
 
 def test_paired_runs_that_move_both_ways_are_not_significant():
-    before, after = [500, 520, 480, 510], [450, 540, 470, 500]  # 3 of 4 pairs slower, one much faster
+    """Five of six pairs 10% slower and one 35% faster: the median moved 10%, the pairs do not agree."""
+    before, after = [500, 520, 480, 510, 490, 300], [450, 468, 430, 459, 441, 405]
     gate = compare(*_interleaved_pair(before, after, ("m", "m")), parse_rules("output_tps:1%"), pairs={"base": "cand"})
     (finding,) = gate.findings
+    assert "paired runs (n=6, interleaved), p=0.203" in finding.detail
     assert finding.kind == "noise" and "paired runs" in finding.detail and "not significant" in finding.detail
 
 

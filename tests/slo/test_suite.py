@@ -155,13 +155,13 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     args = ("slo", "-m", "slo", f"--infer-endpoint=base={base}", f"--infer-endpoint=cand={cand}", "--infer-framework=vllm",
-            "--infer-report-dir=report", "-p", "no:cacheprovider", "--slo=test.yaml", "--slo-repeat=4", "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
+            "--infer-report-dir=report", "-p", "no:cacheprovider", "--slo=test.yaml", "--slo-repeat=5", "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
     pytester.runpytest(*args).assert_outcomes(passed=2)
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
-    assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 4 for e in entries)
+    assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 5 for e in entries)
     assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == ["base", "cand"]
     results = str(pytester.path / "report" / "results.json")
     assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
     out = capsys.readouterr().out
-    assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired runs (n=4, interleaved)" in out
+    assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired runs (n=5, interleaved), p=0.0312" in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
