@@ -20,8 +20,8 @@
 #   GATE_SUITES    suites to run (default: suites/smoke suites/conformance suites/structured suites/slo suites/robustness)
 #   GATE_FAIL_ON   SLO figures that gate (default: ttft_p99:25%,output_tps:10% — the CPU box is noisy)
 #   GATE_SLO       SLO profile (default: cpu)
-#   GATE_SLO_REPEAT  runs of each SLO load point per version in the timing leg (default 4: the
-#                  fewest pairs whose paired test can reach p < 0.05 on this box's run-to-run noise)
+#   GATE_SLO_REPEAT  runs of each SLO load point per version in the timing leg (default 8; at least 5,
+#                  the fewest pairs whose signed-rank test can reach p < 0.05)
 #   GATE_PYTEST_ARGS  extra pytest arguments for every leg (e.g. "-k 'not c32'")
 #   GATE_TRANSFORMERS_ARGS  extra pytest arguments for the transformers leg (default: 10 generated
 #                  schemas per path and 20 s of shrinking: transformers serve decodes one request at
@@ -41,7 +41,7 @@ SUITES=${GATE_SUITES:-suites/smoke suites/conformance suites/structured suites/s
 FAIL_ON=${GATE_FAIL_ON:-ttft_p99:25%,output_tps:10%}
 SLO=${GATE_SLO:-cpu}
 LEG_TIMEOUT=${GATE_LEG_TIMEOUT:-1500}
-SLO_REPEAT=${GATE_SLO_REPEAT:-4}
+SLO_REPEAT=${GATE_SLO_REPEAT:-8}
 TRANSFORMERS_ARGS=${GATE_TRANSFORMERS_ARGS:---structured-examples=10 --structured-shrink-seconds=20}
 SGLANG_ARGS=${GATE_SGLANG_ARGS:---structured-examples=50 --structured-shrink-seconds=60}
 
