@@ -444,3 +444,81 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
 
 def dumps(value: Any) -> str:
     return json.dumps(value)
+
+
+# --- one deviation per further failure branch -----------------------------------
+# MUTATIONS holds each check to one of its conditions; these reach the others. Each entry:
+# (branch, deviation, text the failure must quote from what the server sent).
+def _accept_chat(predicate: Callable[[dict], bool]) -> Deviation:
+    return answer_when(lambda p, b: p == CHAT and predicate(b), 200, canned_chat())
+
+
+def _bad_input_500(predicate: Callable[[dict], bool]) -> Deviation:
+    return answer_when(lambda p, b: p == CHAT and predicate(b), 500, {"detail": "boom"})
+
+
+def _no_finish(body: dict, events: list) -> list:
+    out = copy.deepcopy(events)
+    for e in out:
+        for choice in (e.get("choices") or []) if isinstance(e, dict) else []:
+            choice["finish_reason"] = None
+    return out
+
+
+def _in_usage_chunk(change: Callable[[dict], None]) -> Callable[[dict, list], list]:
+    def events_(body: dict, events: list) -> list:
+        out = copy.deepcopy(events)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            change(next(e for e in reversed(out) if isinstance(e, dict)))
+        return out
+
+    return events_
+
+
+_usage_chunk_with_choices = _in_usage_chunk(lambda c: c.update(choices=[{"index": 0, "delta": {}, "finish_reason": None}]))
+_usage_that_does_not_add_up = _in_usage_chunk(lambda c: c.update(usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 9}))
+
+
+def _message(change: Callable[[dict], None]) -> Deviation:
+    return on_response(lambda p, b, r: change(_choice(r)["message"]))
+
+
+BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
+    "chat.fields": [
+        ("object", on_response(lambda p, b, r: _set(r, object="chat.completions")), "object is 'chat.completions'"),
+        ("created", on_response(lambda p, b, r: _set(r, created="1700000000")), "created is '1700000000'"),
+        ("model", on_response(lambda p, b, r: _set(r, model="")), "model is ''"),
+        ("choices", on_response(lambda p, b, r: _set(r, choices=[])), "choices is not a non-empty list"),
+        ("content", _message(lambda m: m.update(content=7)), "content is not a string"),
+        ("role", _message(lambda m: m.update(role="user")), "role is not 'assistant'"),
+        ("usage", on_response(lambda p, b, r: r.pop("usage")), "usage is missing"),
+    ],
+    "chat.stop": [
+        ("finish_reason", on_response(lambda p, b, r: _choice(r).update(finish_reason="length") if b.get("stop") else None), '"finish_reason": "length"'),
+    ],
+    "chat.parameter-ranges": [
+        (name, _accept_chat(predicate), f"{name} -> HTTP 200")
+        for name, predicate in {
+            "temperature=-1": lambda b: b.get("temperature") == -1,
+            "top_p=1.5": lambda b: b.get("top_p") == 1.5,
+            "n=0": lambda b: b.get("n") == 0,
+            "top_logprobs=21": lambda b: b.get("top_logprobs") == 21,
+            "seed=2**64": lambda b: b.get("seed") == 2**64,
+        }.items()
+    ],
+    "errors.bad-input-4xx": [
+        (name, _bad_input_500(predicate), "HTTP 500: {\"detail\": \"boom\"}")
+        for name, predicate in {
+            "temperature out of range": lambda b: b.get("temperature") == 5.0,
+            "message without role": lambda b: any(isinstance(m, dict) and "role" not in m for m in b.get("messages") or []),
+            "max_tokens negative": lambda b: b.get("max_tokens") == -1,
+        }.items()
+    ],
+    "stream.one-finish-reason": [
+        ("none", on_events(_no_finish), '{"0": 0}'),
+    ],
+    "stream.include-usage": [
+        ("choices", on_events(_usage_chunk_with_choices), '"choices": [{"index": 0, "delta": {}, "finish_reason": null}]'),
+        ("sum", on_events(_usage_that_does_not_add_up), '"total_tokens": 9'),
+    ],
+}

@@ -10,7 +10,7 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 
-from .deviations import BASE, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, sdk_breaking_error
+from .deviations import BASE, BRANCHES, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, sdk_breaking_error
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
 EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)}
@@ -60,3 +60,15 @@ def test_fails_on_its_deviation(check_id: str, ctx: conformance.CheckContext, fa
     assert EXPECTED_IN_MESSAGE[check_id] in text, text
     if failure.curl:
         assert failure.curl.startswith("curl -sS") and fake.base_url in failure.curl
+
+
+BRANCH_CASES = [pytest.param(check_id, deviation, quoted, id=f"{check_id}:{branch}") for check_id, cases in BRANCHES.items() for branch, deviation, quoted in cases]
+
+
+@pytest.mark.parametrize(("check_id", "deviation", "quoted"), BRANCH_CASES)
+def test_fails_on_each_further_branch(check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    """A check with several conditions fails on each alone, quoting what the server sent."""
+    fake.set_deviation(compose(deviation))
+    with pytest.raises(conformance.CheckFailure) as info:
+        conformance.run(check_id, ctx)
+    assert info.value.check_id == check_id and quoted in str(info.value), str(info.value)
