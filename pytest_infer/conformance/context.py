@@ -63,6 +63,7 @@ class CheckContext:
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
     shapes: Callable[[str, Any], None] | None = None  # (endpoint, answer) of every 200 answer and streamed chunk: API drift
+    request_fields: Callable[[str, dict[str, str]], None] | None = None  # (endpoint, {field: honoured|ignored|refused|error})
     _openai: Any = None
     _models: Any = None
 

@@ -35,5 +35,6 @@ def conformance_ctx(infer_live_server, infer_endpoint, infer_target, infer_sessi
         tiny=infer_target.model == "tiny",
         unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
         shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
+        request_fields=lambda endpoint, statuses: table.record_fields(infer_target.id, endpoint, statuses),
     ) as ctx:
         yield ctx

@@ -20,6 +20,8 @@ from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
 DONE = "[DONE]"  # the stream's terminator, recorded as a field of its own: {"[DONE]": true}
 EMPTY_ARRAY = "empty-array"  # an array seen only empty: its items' fields were not seen, so none can be missing
 MAX_VALUES = 8  # value digests kept per path: enough to recognise a renamed field, small in the results file
+REQUEST = "request "  # endpoint key prefix of what a server did with each request field: {field: {"status": ...}}
+APPLIED = "honoured"
 
 
 def json_type(value: Any) -> str:
@@ -75,9 +77,16 @@ class ShapeTable(TargetTable):
             if kind not in ("object", "array", EMPTY_ARRAY) and len(seen["values"]) < MAX_VALUES and (d := digest(value)) not in seen["values"]:
                 seen["values"].append(d)
 
+    def record_fields(self, target: str, endpoint: str, statuses: dict[str, str]) -> None:
+        """What the server did with each request field: honoured, ignored (200 and no effect), refused (4xx) or error."""
+        self.counts.setdefault(target, {})[REQUEST + endpoint] = {name: {"status": status} for name, status in statuses.items()}
+
     def merge(self, other: Table) -> None:
         for target, endpoints in other.to_json().items():
             for endpoint, paths in endpoints.items():
+                if endpoint.startswith(REQUEST):
+                    self.counts.setdefault(target, {})[endpoint] = paths
+                    continue
                 mine = self.counts.setdefault(target, {}).setdefault(endpoint, {})
                 for path, seen in paths.items():
                     into = mine.setdefault(path, {"types": [], "values": []})
@@ -88,6 +97,11 @@ class ShapeTable(TargetTable):
         rows: dict[str, dict[str, Cell]] = {}
         for target, endpoints in self.counts.items():
             for endpoint, paths in endpoints.items():
+                if endpoint.startswith(REQUEST):
+                    left = sorted(f for f, seen in paths.items() if seen.get("status") != APPLIED)
+                    text = f"{len(paths) - len(left)} of {len(paths)} applied" + (f"; not: {', '.join(left)}" if left else "")
+                    rows.setdefault(endpoint, {})[target] = Cell(text, detail=", ".join(f"{f}: {seen.get('status')}" for f, seen in sorted(paths.items())))
+                    continue
                 rows.setdefault(endpoint, {})[target] = Cell(f"{len(paths)} fields", detail=", ".join(sorted(paths)))
         return [Section("API shape: fields seen per endpoint", "endpoint", dict(sorted(rows.items())))] if rows else []
 
@@ -96,8 +110,21 @@ class ShapeTable(TargetTable):
         after = self.counts.get(pairing.candidate, {})
         found: list[Finding] = []
         for endpoint in sorted(set(before) & set(after)):  # an endpoint one run never called says nothing
-            found += drift(endpoint, before[endpoint], after[endpoint], pairing.label)
+            compared = field_drift if endpoint.startswith(REQUEST) else drift
+            found += compared(endpoint, before[endpoint], after[endpoint], pairing.label)
         return found
+
+
+def field_drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: str) -> list[Finding]:
+    """A request field the baseline applied and the candidate does not is a regression; the reverse an improvement."""
+    found = []
+    for name in sorted(set(before) & set(after)):
+        old, new = before[name].get("status"), after[name].get("status")
+        if old == new:
+            continue
+        kind = "regression" if old == APPLIED else "improvement" if new == APPLIED else "change"
+        found.append(Finding(kind, "api", pair, f"{endpoint}: {name}", str(old), str(new), f"request field {name}: {old} -> {new}"))
+    return found
 
 
 def ancestors(path: str) -> list[str]:

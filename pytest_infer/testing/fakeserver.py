@@ -259,18 +259,17 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("stream_options") is not None and not body.get("stream"):
             raise BadRequest("stream_options is only allowed when stream is true", param="stream_options")
         limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
-        return {
-            "n": body.get("n") or 1,
-            "limit": limit,
-            "temperature": 1.0 if body.get("temperature") is None else body["temperature"],
-            "seed": seed,
-        }
+        temperature = 1.0 if body.get("temperature") is None else body["temperature"]
+        if body.get("top_p") is not None and body["top_p"] <= 1e-6:
+            temperature = 0  # only the most likely token is left to sample
+        penalties = "".join(f"|{k}={body[k]}" for k in ("frequency_penalty", "presence_penalty") if body.get(k))
+        return {"n": body.get("n") or 1, "limit": limit, "temperature": temperature, "seed": seed, "penalties": penalties}
 
     def _choice_texts(self, prompt: str, params: dict, stop: Any) -> list[tuple[str, str]]:
         out = []
         for i in range(params["n"]):
             seed = None if params["seed"] is None else params["seed"] + i
-            text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else ""), seed, params["temperature"], params["limit"] + 8)
+            text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else "") + params.get("penalties", ""), seed, params["temperature"], params["limit"] + 8)
             text, stopped = _apply_stop(text, stop)
             if stopped and len(text) <= params["limit"]:
                 out.append((text, "stop"))

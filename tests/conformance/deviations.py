@@ -313,6 +313,11 @@ def _models_without_owner(p: str, body: dict):
 FLAT_ERROR = {"error": "messages is required"}
 INT_CODE = {"error": {"message": "messages is required", "type": "BadRequestError", "param": "messages", "code": 400}}
 
+def ignoring(name: str) -> Deviation:
+    """Takes the request with ``name`` and drops it before answering: accepted with 200, never applied."""
+    return Deviation(request=lambda p, body: None if p != CHAT else body.pop(name, None) and None)
+
+
 MUTATIONS: dict[str, Deviation] = {
     "chat.fields": on_response(lambda p, b, r: _set(r, id="")),
     "chat.n": on_response(lambda p, b, r: _set(r, choices=r["choices"][:1])),
@@ -378,6 +383,7 @@ MUTATIONS: dict[str, Deviation] = {
         error_body("role 'tool' is not supported", param="messages"),
     ),
     "tools.auto": on_response(_auto_never_calls),
+    "chat.request-fields": ignoring("frequency_penalty"),
 }
 
 # What each mutation's failure message must mention, so a check that fails for the wrong reason is caught.
@@ -439,6 +445,7 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
     "tools.stream-fragments": "has no id",
     "tools.result-message": "HTTP 200 for a conversation with a tool result",
     "tools.auto": "get_weather call",
+    "chat.request-fields": '{"frequency_penalty": 2.0} -> HTTP 200, ignored',
 }
 
 
@@ -522,3 +529,12 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("sum", on_events(_usage_that_does_not_add_up), '"total_tokens": 9'),
     ],
 }
+
+
+
+BRANCHES["chat.request-fields"] = [
+    (name, ignoring(name), "-> HTTP 200, ignored")
+    for name in ("max_completion_tokens", "n", "logprobs", "response_format", "top_p", "presence_penalty")
+] + [
+    ("error", answer_when(lambda p, b: p == CHAT and b.get("presence_penalty") == 2.0, 500, {"detail": "boom"}), '{"presence_penalty": 2.0} -> HTTP 500, error'),
+]

@@ -106,6 +106,23 @@ def test_the_gate_fails_on_two_result_files_differing_only_in_a_renamed_field():
     assert "renamed: the same values now come as choices[].message.reasoning" in gate.regressions[0].line()
 
 
+def test_a_request_field_the_candidate_stops_applying_is_a_regression_and_the_reverse_an_improvement():
+    baseline, candidate = session("0.31.0"), session("0.32.0")
+    baseline.table("conformance").record_fields("vllm", "POST /v1/chat/completions", {"top_p": "honoured", "n": "ignored", "logprobs": "refused"})
+    candidate.table("conformance").record_fields("vllm", "POST /v1/chat/completions", {"top_p": "ignored", "n": "honoured", "logprobs": "error"})
+    gate = compare(baseline, candidate)
+    found = sorted((f.kind, f.subject, f.before, f.after) for f in gate.findings if f.area == "api")
+    assert found == [
+        ("change", "request POST /v1/chat/completions: logprobs", "refused", "error"),
+        ("improvement", "request POST /v1/chat/completions: n", "ignored", "honoured"),
+        ("regression", "request POST /v1/chat/completions: top_p", "honoured", "ignored"),
+    ]
+    merged = ShapeTable()
+    merged.merge(candidate.table("conformance"))
+    (section,) = merged.sections()
+    assert section.rows["request POST /v1/chat/completions"]["vllm"].text == "1 of 3 applied; not: logprobs, top_p"
+
+
 def with_message_field(name: str) -> Deviation:
     def response(path: str, body: dict, resp: dict) -> dict:
         if path == "/v1/chat/completions":

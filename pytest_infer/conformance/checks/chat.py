@@ -342,3 +342,52 @@ def json_schema_missing(ctx: CheckContext) -> None:
     """A malformed request is the client's error and must say so."""
     ex = ctx.chat(max_tokens=4, response_format={"type": "json_schema"})
     ctx.expect_client_error(ex, "response_format json_schema without json_schema")
+
+
+def _json_object(text: Any) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
+
+
+# field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
+REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
+    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: (d.get("usage") or {}).get("completion_tokens", 99) <= 2),
+    "n": ({"n": 2}, lambda d, c: len(d.get("choices") or []) == 2),
+    "logprobs": ({"logprobs": True}, lambda d, c: ((d.get("choices") or [{}])[0].get("logprobs") or None) is not None),
+    "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(content_of(d))),
+    "temperature": ({"temperature": 2.0}, lambda d, c: content_of(d) != content_of(c)),
+    "top_p": ({"temperature": 2.0, "top_p": 1e-9}, lambda d, c: content_of(d) == content_of(c)),
+    "frequency_penalty": ({"frequency_penalty": 2.0}, lambda d, c: content_of(d) != content_of(c)),
+    "presence_penalty": ({"presence_penalty": 2.0}, lambda d, c: content_of(d) != content_of(c)),
+}
+FIELD_TOKENS = 24  # long enough for the greedy text to repeat a token, which the penalties then change
+
+
+@check(
+    "chat.request-fields",
+    "each documented request field is applied or refused, never accepted and ignored",
+    reference=f"{SPEC} (request body); openai-conformance.md (silently ignored parameters)",
+    severity="warning",
+)
+def request_fields(ctx: CheckContext) -> None:
+    """A field a server takes with 200 and does not apply is a setting the client believes in and never got;
+    a new version that stops applying one breaks clients with no error anywhere."""
+    _, control = greedy(ctx, max_tokens=FIELD_TOKENS)
+    statuses: dict[str, str] = {}
+    ignored = []
+    last = None
+    for name, (params, applied) in REQUEST_FIELDS.items():
+        ex = ctx.chat(**{"max_tokens": FIELD_TOKENS, "temperature": 0, **params})
+        if 400 <= ex.status < 500:
+            statuses[name] = "refused"
+            continue
+        data = ex.data if ex.status == 200 else None
+        statuses[name] = "error" if not isinstance(data, dict) else "honoured" if applied(data, control) else "ignored"
+        if statuses[name] != "honoured":
+            ignored.append(f"{json.dumps(params)} -> HTTP {ex.status}, {statuses[name]}: {ex.text[:160]}")
+            last = last or ex
+    if ctx.request_fields is not None:
+        ctx.request_fields("POST /v1/chat/completions", statuses)
+    ctx.expect(not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last)
