@@ -197,6 +197,8 @@ def _timed(events: Iterator[str]) -> Iterator[tuple[float, str]]:
         try:
             for event in events:
                 arrivals.put((time.perf_counter(), event))
+        except (httpx.HTTPError, OSError, ValueError):
+            pass  # the client hung up and the upstream answer was closed under us: nothing left to forward
         finally:
             arrivals.put(None)
 

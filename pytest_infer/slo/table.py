@@ -191,19 +191,18 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
     worse = rule.worsening(metric, x, y)
     unit = "%" if rule.relative else ""
     subject = f"{old.key}: {metric}"
-    if worse > rule.threshold:
-        paired = bool(old.interleaved) and old.interleaved == new.interleaved
-        sig = significance(metric, old.runs.get(metric, []), new.runs.get(metric, []), old.samples, new.samples,
-                           higher_is_better=higher_is_better(metric), paired=paired)
-        p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
-        detail = f"{worse:+.1f}{unit} worse, limit {rule.describe()}; {sig.basis}{p}"
-        kind = "regression" if sig.significant(pairing.alpha) else "noise"
-        if kind == "noise":
-            detail += f" >= {pairing.alpha}: not significant"
-        return Finding(kind, "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
-    if -worse > rule.threshold:
-        return Finding("improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{-worse:.1f}{unit} better")
-    return None
+    if abs(worse) <= rule.threshold:
+        return None
+    paired = bool(old.interleaved) and old.interleaved == new.interleaved
+    better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
+    sig = significance(metric, better.runs.get(metric, []), worse_side.runs.get(metric, []), better.samples, worse_side.samples,
+                       higher_is_better=higher_is_better(metric), paired=paired)
+    p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
+    moved = f"{worse:+.1f}{unit} worse" if worse > 0 else f"{-worse:.1f}{unit} better"
+    detail = f"{moved}, limit {rule.describe()}; {sig.basis}{p}"
+    if not sig.significant(pairing.alpha):
+        return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{detail} >= {pairing.alpha}: not significant")
+    return Finding("regression" if worse > 0 else "improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
 
 
 def _against_concurrency(points: list[SloPoint], label: Callable[[str], str], names: tuple[str, ...], title: str) -> str | None:

@@ -114,7 +114,7 @@ def test_an_improvement_passes_and_is_listed(suite: pytest.Pytester):
         "upgrade gate: PASS: no regressions",
         "improvements (2):",
         "  [[]check] chat.answers: failed -> passed *fixed",
-        "  [[]slo] -/c=1: ttft_p50_ms: * better",
+        "  [[]slo] -/c=1: ttft_p50_ms: * better, limit *",
     ])
 
 

@@ -52,7 +52,7 @@ def test_shellcheck_passes_on_the_gate_script():
 
 def test_the_cpu_workflow_runs_the_gate_script_per_engine_then_gates():
     flow = yaml.safe_load((ROOT / ".github/workflows/cpu-gate.yml").read_text())
-    assert flow["jobs"]["suites"]["strategy"]["matrix"]["engine"] == ["vllm-0.31.0", "vllm-0.32.0", "transformers", "sglang"]
+    assert flow["jobs"]["suites"]["strategy"]["matrix"]["engine"] == ["vllm-0.31.0", "vllm-0.32.0", "timing", "transformers", "sglang"]
     runs = [s.get("run", "") for job in flow["jobs"].values() for s in job["steps"]]
     assert any("scripts/upgrade-gate.sh run" in r for r in runs) and any("scripts/upgrade-gate.sh gate" in r for r in runs)
     assert flow["jobs"]["gate"]["needs"] == "suites"

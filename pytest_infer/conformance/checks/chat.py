@@ -344,19 +344,23 @@ def json_schema_missing(ctx: CheckContext) -> None:
     ctx.expect_client_error(ex, "response_format json_schema without json_schema")
 
 
-def _json_object(text: Any) -> bool:
+def _json_object(data: dict[str, Any]) -> bool:
+    """A JSON object, or the start of one cut off at max_tokens."""
+    text = content_of(data)
+    if not isinstance(text, str) or not text.lstrip().startswith("{"):
+        return False
     try:
         return isinstance(json.loads(text), dict)
-    except (TypeError, ValueError):
-        return False
+    except ValueError:
+        return (data.get("choices") or [{}])[0].get("finish_reason") == "length"
 
 
 # field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
 REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
     "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: (d.get("usage") or {}).get("completion_tokens", 99) <= 2),
-    "n": ({"n": 2}, lambda d, c: len(d.get("choices") or []) == 2),
+    "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),  # n > 1 needs sampling
     "logprobs": ({"logprobs": True}, lambda d, c: ((d.get("choices") or [{}])[0].get("logprobs") or None) is not None),
-    "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(content_of(d))),
+    "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(d)),
     "temperature": ({"temperature": 2.0}, lambda d, c: content_of(d) != content_of(c)),
     "top_p": ({"temperature": 2.0, "top_p": 1e-9}, lambda d, c: content_of(d) == content_of(c)),
     "frequency_penalty": ({"frequency_penalty": 2.0}, lambda d, c: content_of(d) != content_of(c)),
