@@ -197,6 +197,20 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(404, error_body(f"model {name} not found", "invalid_request_error", "model", "model_not_found"))
         self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
 
+    def _tokenize(self, body: dict) -> dict:
+        """One token per character, its code point, as the prompt_tokens of a chat count them."""
+        text = _prompt_text(body) if "messages" in body else body.get("prompt")
+        if not isinstance(text, str):
+            raise BadRequest("prompt must be a string, or messages given", param="prompt")
+        tokens = [ord(ch) for ch in text]
+        return {"count": len(tokens), "max_model_len": CONTEXT_LENGTH, "tokens": tokens}
+
+    def _detokenize(self, body: dict) -> dict:
+        tokens = body.get("tokens")
+        if not isinstance(tokens, list) or not all(isinstance(t, int) and 0 <= t < 0x110000 for t in tokens):
+            raise BadRequest("tokens must be a list of token ids", param="tokens")
+        return {"prompt": "".join(map(chr, tokens))}
+
     def _model_card(self) -> dict:
         return {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver"}
 
@@ -220,7 +234,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(*answer)
         if dev.raw_stream is not None:
             return dev.raw_stream(self.path, body, self)
-        routes = {"/v1/chat/completions": self._chat, "/v1/completions": self._completions}
+        routes = {"/v1/chat/completions": self._chat, "/v1/completions": self._completions, "/tokenize": self._tokenize, "/detokenize": self._detokenize}
         if self.path not in routes:
             return self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
         try:

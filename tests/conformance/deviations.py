@@ -384,6 +384,8 @@ MUTATIONS: dict[str, Deviation] = {
     ),
     "tools.auto": on_response(_auto_never_calls),
     "chat.request-fields": ignoring("frequency_penalty"),
+    "tokenize.round-trip": on_response(lambda p, b, r: r.update(prompt="<s>" + r["prompt"]), path="/detokenize"),
+    "tokenize.chat-count": on_response(lambda p, b, r: r.update(count=r["count"] - 5) if "messages" in b else None, path="/tokenize"),
 }
 
 # What each mutation's failure message must mention, so a check that fails for the wrong reason is caught.
@@ -446,6 +448,8 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
     "tools.result-message": "HTTP 200 for a conversation with a tool result",
     "tools.auto": "get_weather call",
     "chat.request-fields": '{"frequency_penalty": 2.0} -> HTTP 200, ignored',
+    "tokenize.round-trip": "<s>Hello, world!",
+    "tokenize.chat-count": "got:      25",
 }
 
 
@@ -537,4 +541,9 @@ BRANCHES["chat.request-fields"] = [
     for name in ("max_completion_tokens", "n", "logprobs", "response_format", "top_p", "presence_penalty")
 ] + [
     ("error", answer_when(lambda p, b: p == CHAT and b.get("presence_penalty") == 2.0, 500, {"detail": "boom"}), '{"presence_penalty": 2.0} -> HTTP 500, error'),
+]
+
+BRANCHES["tokenize.round-trip"] = [
+    ("count", on_response(lambda p, b, r: r.update(count=r["count"] + 1), path="/tokenize"), "got:      29"),
+    ("ids", on_response(lambda p, b, r: r.update(tokens=[str(t) for t in r["tokens"]]), path="/tokenize"), '["72", "101"'),
 ]
