@@ -113,3 +113,54 @@ def _attempt(outcome: Outcome, status: int = 200) -> Attempt:
 )
 def test_judge_support(outcomes, word):
     assert judge_support([_attempt(o) for o in outcomes]).word == word
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "finish", "outcome", "keyword", "detail"),
+    [
+        (SCHEMA, None, "stop", Outcome.SERVER_ERROR, None, "the answer has no text content (got NoneType)"),
+        ({"type": "number"}, "1e999", "length", Outcome.TRUNCATED, None, "cut at the token limit inside a number: the number 1e999 is outside the IEEE 754 double range"),
+        ({"type": "number"}, "1e999", "stop", Outcome.INVALID_JSON, "number-range",
+         "the number 1e999 is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict parsers reject it)"),
+        (SCHEMA, '{"a": "x', "length", Outcome.TRUNCATED, None, "cut at the token limit after 8 characters"),
+        (SCHEMA, '{"a": NaN}', "stop", Outcome.INVALID_JSON, "json", "not strict JSON: NaN is not JSON (RFC 8259 has no NaN or Infinity)"),
+        ({"type": "integer"}, "12", "length", Outcome.TRUNCATED, None, "a number still growing at the token limit"),
+        ({"type": "string"}, "12", "length", Outcome.VIOLATION, "type", None),  # a number where a string must be, cut or not
+        ({"type": "integer", "maximum": 5}, "12", "stop", Outcome.VIOLATION, "maximum", "12 is greater than the maximum of 5 (at /, schema path /maximum)"),
+        (SCHEMA, '{"a": "xy"}', "length", Outcome.TRUNCATED, None, "the token limit was hit: the value parses but the model had not finished"),
+        ({"type": "object", "properties": {"a": {"type": "array", "items": {"maxLength": 1}}}}, '{"a": ["x", "yy"]}', "stop", Outcome.VIOLATION, "maxLength",
+         "'yy' is too long (at /a/1, schema path /properties/a/items/maxLength)"),
+    ],
+)
+def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finish, outcome, keyword, detail):
+    verdict = classify_output(schema, text, finish)
+    assert (verdict.outcome, verdict.keyword) == (outcome, keyword)
+    if detail is not None:
+        assert verdict.message == detail
+    else:
+        assert verdict.message
+
+
+def test_a_refused_or_failed_request_quotes_the_status_and_the_first_300_characters():
+    body = "e" * 299 + "XY"
+    assert classify_status(422, body) == Verdict(Outcome.REJECTED, f"HTTP 422: {'e' * 299}X")
+    assert classify_status(503, body) == Verdict(Outcome.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
+    assert classify_status(200, body) is None
+
+
+def test_a_prefix_that_already_breaks_the_schema_says_how():
+    verdict = classify_output({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length")
+    assert verdict == Verdict(Outcome.VIOLATION, "truncated output already violates the schema at /a: string of 7+ characters exceeds maxLength 3", "maxLength")
+
+
+def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
+    from pytest_infer.structured.outcome import validate
+
+    keyword, detail = validate({"type": "string", "pattern": "(?<=a"}, "x")  # a pattern jsonschema cannot compile
+    assert keyword == "validator-error" and detail.startswith("jsonschema could not check the value: ")
+
+
+def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
+    from pytest_infer.structured.outcome import matrix_cells
+
+    assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [("all", "invalid"), ("maxLength", "invalid"), ("pattern", "invalid")]
