@@ -118,7 +118,9 @@ def test_judge_support(outcomes, word):
 @pytest.mark.parametrize(
     ("schema", "text", "finish", "outcome", "keyword", "detail"),
     [
-        (SCHEMA, None, "stop", Outcome.SERVER_ERROR, None, "the answer has no text content (got NoneType)"),
+        (SCHEMA, 7, "stop", Outcome.SERVER_ERROR, None, "the answer has no text content (got int)"),
+        ({"type": "number"}, "1" * 45 + "e999", "stop", Outcome.INVALID_JSON, "number-range",
+         f"the number {'1' * 40} is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict parsers reject it)"),
         ({"type": "number"}, "1e999", "length", Outcome.TRUNCATED, None, "cut at the token limit inside a number: the number 1e999 is outside the IEEE 754 double range"),
         ({"type": "number"}, "1e999", "stop", Outcome.INVALID_JSON, "number-range",
          "the number 1e999 is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict parsers reject it)"),
@@ -157,10 +159,15 @@ def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
     from pytest_infer.structured.outcome import validate
 
     keyword, detail = validate({"type": "string", "pattern": "(?<=a"}, "x")  # a pattern jsonschema cannot compile
-    assert keyword == "validator-error" and detail.startswith("jsonschema could not check the value: ")
+    assert keyword == "validator-error" and detail.startswith("jsonschema could not check the value: error: ")  # re.error
 
 
 def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
     from pytest_infer.structured.outcome import matrix_cells
 
     assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [("all", "invalid"), ("maxLength", "invalid"), ("pattern", "invalid")]
+
+
+def test_json_nested_past_the_parsers_depth_is_invalid_and_says_so():
+    verdict = classify_output({}, "[" * 100_000 + "]" * 100_000, "stop")
+    assert verdict.outcome == Outcome.INVALID_JSON and verdict.message.startswith("not strict JSON: nested too deeply to parse (")
