@@ -149,3 +149,13 @@ def test_a_real_session_records_shapes_and_the_cli_gate_names_a_renamed_field(py
     assert cli(["compare", str(before), str(after)]) == 1
     out = capsys.readouterr().out
     assert f"[api] {CHAT}: choices[].message.reasoning_content: choices[].message.reasoning_content -> choices[].message.reasoning" in out
+
+
+def test_request_field_drift_compares_fields_both_runs_probed_and_says_which_pair_and_how():
+    from pytest_infer.conformance.table import field_drift
+
+    before = {"logprobs": {"status": "honoured"}, "n": {"status": "honoured"}, "top_p": {"status": "honoured"}}
+    after = {"logprobs": {"status": "honoured"}, "seed": {"status": "ignored"}, "top_p": {"status": "refused"}}
+    (finding,) = field_drift("request POST /v1/chat/completions", before, after, "a -> b")
+    assert (finding.kind, finding.pair, finding.subject) == ("regression", "a -> b", "request POST /v1/chat/completions: top_p")
+    assert finding.detail == "request field top_p: honoured -> refused"
