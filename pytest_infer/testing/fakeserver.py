@@ -124,6 +124,14 @@ class FakeState:
         self.requests: list[tuple[str, str, Any]] = []
         self.lock = threading.Lock()
         self.counter = 0
+        self.cached_prompts: set[str] = set()  # prefix caching: a prompt seen before is served from the cache
+
+    def cached_tokens(self, prompt: str) -> int:
+        """Whole 16-token blocks of a prompt seen before (one token per character), as a block cache reports them."""
+        with self.lock:
+            seen = prompt in self.cached_prompts
+            self.cached_prompts.add(prompt)
+        return len(prompt) // 16 * 16 if seen else 0
 
     def next_id(self, prefix: str) -> str:
         with self.lock:
@@ -332,7 +340,12 @@ class Handler(BaseHTTPRequestHandler):
                 "model": MODEL,
                 "system_fingerprint": "fp_fake",
                 "choices": choices,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                    "prompt_tokens_details": {"cached_tokens": self.state.cached_tokens(prompt)},
+                },
             }
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": MODEL, "system_fingerprint": "fp_fake"}

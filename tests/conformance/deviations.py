@@ -385,6 +385,7 @@ MUTATIONS: dict[str, Deviation] = {
     "tools.auto": on_response(_auto_never_calls),
     "chat.request-fields": ignoring("frequency_penalty"),
     "tokenize.round-trip": on_response(lambda p, b, r: r.update(prompt="<s>" + r["prompt"]), path="/detokenize"),
+    "chat.usage-details": on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=r["usage"]["prompt_tokens"] + 5)),
     "tokenize.chat-count": on_response(lambda p, b, r: r.update(count=r["count"] - 5) if "messages" in b else None, path="/tokenize"),
 }
 
@@ -449,6 +450,7 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
     "tools.auto": "get_weather call",
     "chat.request-fields": '{"frequency_penalty": 2.0} -> HTTP 200, ignored',
     "tokenize.round-trip": "<s>Hello, world!",
+    "chat.usage-details": "cached_tokens: a count within prompt_tokens",
     "tokenize.chat-count": "got:      25",
 }
 
@@ -546,4 +548,10 @@ BRANCHES["chat.request-fields"] = [
 BRANCHES["tokenize.round-trip"] = [
     ("count", on_response(lambda p, b, r: r.update(count=r["count"] + 1), path="/tokenize"), "got:      29"),
     ("ids", on_response(lambda p, b, r: r.update(tokens=[str(t) for t in r["tokens"]]), path="/tokenize"), '["72", "101"'),
+]
+
+BRANCHES["chat.usage-details"] = [
+    ("no-cache-hit", on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=0)), "cached_tokens > 0"),
+    ("not-a-count", on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens="12")), '"cached_tokens": "12"'),
+    ("reasoning", on_response(lambda p, b, r: r["usage"].update(completion_tokens_details={"reasoning_tokens": 9})), '"reasoning_tokens": 9'),
 ]

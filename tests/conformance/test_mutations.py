@@ -10,7 +10,7 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 
-from .deviations import BASE, BRANCHES, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, sdk_breaking_error
+from .deviations import BASE, BRANCHES, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
 EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)}
@@ -72,3 +72,9 @@ def test_fails_on_each_further_branch(check_id: str, deviation, quoted: str, ctx
     with pytest.raises(conformance.CheckFailure) as info:
         conformance.run(check_id, ctx)
     assert info.value.check_id == check_id and quoted in str(info.value), str(info.value)
+
+
+def test_usage_details_a_server_does_not_report_are_not_exercised(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    fake.set_deviation(compose(on_response(lambda p, b, r: r["usage"].pop("prompt_tokens_details"))))
+    with pytest.raises(NotExercised, match="no prompt_tokens_details"):
+        conformance.run("chat.usage-details", ctx)

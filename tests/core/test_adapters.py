@@ -55,7 +55,7 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
     spec = registry.get("vllm").launch(
         request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
     )
-    assert spec.argv[-7:] == ["--max-model-len", "1024", "--dtype", "float32", "--enable-auto-tool-choice", "--tool-call-parser", "pythonic"]
+    assert spec.argv[-8:] == ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details", "--enable-auto-tool-choice", "--tool-call-parser", "pythonic"]
     assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": "sk-secret"}
     assert "sk-secret" not in " ".join(spec.argv)
 

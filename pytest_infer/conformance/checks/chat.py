@@ -395,3 +395,39 @@ def request_fields(ctx: CheckContext) -> None:
     if ctx.request_fields is not None:
         ctx.request_fields("POST /v1/chat/completions", statuses)
     ctx.expect(not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last)
+
+
+CACHE_PROMPT = "The quick brown fox jumps over the lazy dog. " * 12  # about 540 tokens: whole cache blocks
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@check(
+    "chat.usage-details",
+    "usage's prompt_tokens_details.cached_tokens (and completion_tokens_details.reasoning_tokens) are counts within the totals, "
+    "and a repeated long prompt reports cached tokens",
+    reference=f"{SPEC} (CompletionUsage: prompt_tokens_details, completion_tokens_details)",
+    severity="warning",
+)
+def usage_details(ctx: CheckContext) -> None:
+    """Cost dashboards bill cached tokens at a discount; a count outside the total, or none on an obvious
+    cache hit, misprices every request."""
+    from ...outcomes import NotExercised
+
+    answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
+    usages = [data.get("usage") or {} for _, data in answers]
+    if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):
+        raise NotExercised("the server reports no prompt_tokens_details or completion_tokens_details (vLLM: --enable-prompt-tokens-details)")
+    for (ex, _), usage in zip(answers, usages):
+        prompt_details, completion_details = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
+        if prompt_details is not None:
+            cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else prompt_details
+            ctx.expect(_count(cached) and cached <= usage.get("prompt_tokens", -1), "cached_tokens: a count within prompt_tokens", usage, ex)
+        if completion_details is not None:
+            reasoning = completion_details.get("reasoning_tokens", 0) if isinstance(completion_details, dict) else completion_details
+            ctx.expect(_count(reasoning) and reasoning <= usage.get("completion_tokens", -1), "reasoning_tokens: a count within completion_tokens", usage, ex)
+    repeat = usages[1].get("prompt_tokens_details")
+    if isinstance(repeat, dict):
+        ctx.expect(repeat.get("cached_tokens", 0) > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
