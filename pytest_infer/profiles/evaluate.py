@@ -126,15 +126,18 @@ def evaluate_interleaved(subjects: list[Subject], *, rules: ValidityRules | None
     the machine's drift over both, which sequential sessions turn into a false difference.
     """
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
+    plans = [
+        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(), s.point.workload(s.framework))
+        for s in subjects
+    ]  # fmt: skip
     runs: list[list[LoadRun]] = [[] for _ in subjects]
     calibrations = [calibration] * len(subjects)
+    order = list(range(len(subjects)))
     for i in range(max(s.point.repeat for s in subjects)):
-        order = list(enumerate(subjects))
-        for k, subject in order if i % 2 == 0 else reversed(order):
-            if i < subject.point.repeat:
-                endpoint = replace(subject.endpoint, timeout=subject.point.timeout_s) if subject.point.timeout_s else subject.endpoint
-                spec, workload = subject.point.load_spec(), subject.point.workload(subject.framework)
-                run = run_load(endpoint, spec, workload, server_pid=subject.pid, calibration=calibrations[k], seed=i)
+        for k in order if i % 2 == 0 else reversed(order):
+            if i < subjects[k].point.repeat:
+                endpoint, spec, workload = plans[k]
+                run = run_load(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i)
                 calibrations[k] = run.calibration
                 runs[k].append(run)
     return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
