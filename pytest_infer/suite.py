@@ -67,6 +67,40 @@ class Finding:
         return f"{text}; {self.detail}" if self.detail else text
 
 
+# How much a finding matters, worst first: a silent wrong answer or a dead server, a wrong refusal or error, a deviation clients tolerate.
+SEVERITIES = ("critical", "major", "minor")
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """The root cause a failed test shares with others: tests of one suite with the same ``key`` are one finding.
+
+    ``place`` is where this test showed it beyond its target (a request path, a streaming mode, a bad-input
+    case); ``reference`` names the known upstream issue, where the suite's expectations or corpus name one."""
+
+    key: str
+    title: str
+    place: str = ""
+    severity: str = "major"
+    reference: str = ""
+
+
+@dataclass(slots=True)
+class Limits:
+    """One measured unit of one target (an SLO load point) against its limits, for the reports' figures table.
+
+    ``rows`` are ``(metric, limit, measured, margin, css)`` as text with units; ``invalid`` says in one line
+    why a measurement judged nothing; ``figures`` is the full figure set, shown behind a fold."""
+
+    target: str
+    title: str
+    verdict: str
+    rows: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    invalid: str = ""
+    figures: dict[str, str] = field(default_factory=dict)
+    suite: str = ""  # the suite whose table gave it (set by the core)
+
+
 @dataclass(frozen=True, slots=True)
 class Pairing:
     """One baseline target against one candidate target, with the gate's settings."""
@@ -104,6 +138,16 @@ class Table:
         return []
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        return []
+
+    def cause(self, row: str, message: str) -> Cause | None:
+        """The root cause of a failed test of this suite (its matrix row, without the target; its message), or
+        ``None`` for the core's default: one finding per row. A suite overrides it to fold the same failure
+        on several request paths or cases into one."""
+        return None
+
+    def limits(self) -> list[Limits]:
+        """Each measured unit against its limits (the SLO suite's load points); empty for a suite that measures nothing."""
         return []
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:

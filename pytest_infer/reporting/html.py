@@ -1,7 +1,8 @@
-"""A self-contained HTML report: the matrix, the gate and the plots in one file that renders offline.
+"""A self-contained HTML report: the verdict, the findings by root cause, the figures against their limits,
+then the matrix, the gate's list and the plots, in one file that renders offline.
 
 No scripts, no external style sheets or fonts: figures are inline SVG, the style
-is inline CSS, and every value from the results is escaped.
+is inline CSS, folds are ``<details>``, and every value from the results is escaped.
 """
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import html
 import json
 
 from ..results.model import SessionResults
-from ..results.views import Views, build_views
+from ..results.views import Problem, Views, build_views
 from ..suite import Section
+from .terminal import VERDICT_COLUMNS
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
@@ -20,6 +22,8 @@ td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised{background:#ec
 .verdict{font-size:1.3em;padding:.4em .8em;display:inline-block;border-radius:4px}.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:.5em;white-space:pre-wrap;font-size:.8em}details{margin:.2em 0}
+#findings li{margin:.3em 0}.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;padding:0 .3em;margin-right:.4em}
+.sev.critical{background:#c62828;color:#fff}.sev.major{background:#ffcdd2}.sev.minor{background:#fff8e1}.where,.ref{color:#555;font-size:.9em}
 """
 
 
@@ -31,9 +35,9 @@ def _table(header: list[str], rows: list[str], id_: str) -> str:
     return f'<table id="{id_}"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in header)}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
-def _section(section: Section, views: Views, id_: str, checks: bool = False) -> str:
-    """A section as a table; failing check cells get their message and reproducer below it."""
-    rows, details = [], []
+def _section(section: Section, views: Views, id_: str, checks: bool = False, title: str = "") -> str:
+    """A section as a table (a check cell's message is its tooltip: the findings show failures in full)."""
+    rows = []
     for row, cells in section.rows.items():
         tds = []
         for t in views.ids:
@@ -43,25 +47,95 @@ def _section(section: Section, views: Views, id_: str, checks: bool = False) -> 
                 continue
             small = f" <small>{_e(cell.detail[:300])}</small>" if cell.detail and not checks else ""
             tds.append(f'<td class="{_e(cell.css)}" title="{_e(cell.detail[:500])}">{_e(cell.text)}{small}</td>')
-            check = views.checks.get(row, {}).get(t) if checks else None
-            if check is not None and check.outcome in ("failed", "error", "fixed") and (check.message or check.reproducer):
-                details.append(f"<details><summary>{_e(row)} on {_e(views.label(t))}: {_e(check.outcome)}</summary>"
-                               f"<pre>{_e(check.message[:4000])}</pre>{f'<pre>{_e(check.reproducer)}</pre>' if check.reproducer else ''}</details>")
         rows.append(f"<tr><td>{_e(row)}</td>{''.join(tds)}</tr>")
-    return f"<h2>{_e(section.title)}</h2>" + _table([section.heading, *views.labels], rows, id_) + "".join(details)
+    return f"<h2>{_e(title or section.title)}</h2>" + _table([section.heading, *views.labels], rows, id_)
 
 
-def _gate(gate) -> str:
+def _checks(views: Views) -> str:
+    """The rows where something failed or the targets differ; the full matrix one click away."""
+    if not views.checks:
+        return "<h2>Checks</h2><p>No checks were recorded.</p>"
+    notable = views.notable_checks()
+    shown = (_section(notable, views, "matrix-notable", checks=True, title="Checks: failed or differing") if notable.rows
+             else "<h2>Checks</h2><p>Every check had the same outcome on every target, and none failed.</p>")
+    full = views.sections[0]
+    return (shown + f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>"
+            + _section(full, views, "matrix", checks=True).removeprefix(f"<h2>{_e(full.title)}</h2>") + "</details>")
+
+
+def _gate_verdict(gate) -> str:
+    """The gate's verdict, what it compared, its warnings and its regressions: the top of the verdict block."""
     if gate is None:
         return ""
     css = "none" if not gate.pairs else "fail" if gate.failed else "pass"
+    pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
+    regressions = "".join(f"<li>{_e(f.line())}</li>" for f in gate.of("regression"))
+    return (f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared: {_e(pairs or "nothing")}; '
+            f'rules: {_e(", ".join(gate.rules) or "none")}</p>' + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
+            + (f'<ul id="regressions">{regressions}</ul>' if regressions else ""))
+
+
+def _verdict(views: Views, gate) -> str:
+    """The answer first: the gate's verdict, then per target and suite the counts of each outcome."""
+    rows = views.verdict_rows()
+    columns = [(o, h) for o, h in VERDICT_COLUMNS if any(c.get(o) for _, _, c in rows)]
+    css = {"failed": "failed", "error": "error", "invalid": "invalid", "fixed": "fixed"}
+    body = [f"<tr><td>{_e(views.label(t))}</td><td>{_e(s)}</td>"
+            + "".join(f'<td class="{css.get(o, "") if c.get(o) else ""}">{c.get(o, 0)}</td>' for o, _ in columns) + "</tr>"
+            for t, s, c in rows]
+    table = _table(["target", "suite", *(h for _, h in columns)], body, "verdict-counts") if rows else "<p>No tests were recorded.</p>"
+    return f'<section id="verdict-block"><h2>Verdict</h2>{_gate_verdict(gate)}{table}</section>'
+
+
+def _finding(problem: Problem) -> str:
+    cause = problem.cause
+    n = len(problem.places)
+    ref = f' <span class="ref">Known upstream: {_e(cause.reference)}.</span>' if cause.reference else ""
+    fold = f"<pre>{_e(problem.brief()[:4000])}</pre>" if problem.message else ""
+    if problem.reproducer:
+        fold += f"<p>Reproduce:</p><pre>{_e(problem.reproducer)}</pre>"
+    if problem.server_log:
+        fold += f"<p>Server log while it ran:</p><pre>{_e(problem.server_log[-4000:])}</pre>"
+    fold = f"<details><summary>message, reproducer, server log</summary>{fold}</details>" if fold else ""
+    return (f'<li><span class="sev {_e(cause.severity)}">{_e(cause.severity)}</span><strong>{_e(cause.title[:400])}</strong> '
+            f'<span class="where">{n} place{"s" if n > 1 else ""}: {_e(problem.where())}</span>{ref}{fold}</li>')
+
+
+def _findings(views: Views) -> str:
+    if not views.problems:
+        return '<h2 id="findings-heading">Findings</h2><p id="findings">Nothing failed.</p>'
+    failed = sum(len(p.tests) for p in views.problems)
+    return (f'<h2 id="findings-heading">Findings: {len(views.problems)} root causes of {failed} failed tests</h2>'
+            f'<ol id="findings">{"".join(map(_finding, views.problems))}</ol>')
+
+
+def _limits(views: Views) -> str:
+    """Each load point's figures against their limits; the full figure set behind a fold."""
+    if not views.limits:
+        return ""
+    invalid = "".join(f"<p><strong>{_e(views.label(lim.target))} {_e(lim.title)}: invalid measurement</strong>: {_e(lim.invalid)}</p>"
+                      for lim in views.limits if lim.invalid)
+    rows = [f'<tr><td>{_e(views.label(lim.target))}</td><td>{_e(lim.title)}</td><td class="{_e(VERDICT_CSS.get(lim.verdict, ""))}">{_e(lim.verdict)}</td>'
+            f'<td>{_e(m)}</td><td>{_e(limit)}</td><td class="{_e(css)}">{_e(measured)}</td><td>{_e(margin)}</td></tr>'
+            for lim in views.limits for m, limit, measured, margin, css in lim.rows]
+    table = _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows, "limits") if rows else ""
+    names = list(dict.fromkeys(k for lim in views.limits for k in lim.figures))
+    every = ["<tr><td>" + _e(k) + "</td>" + "".join(f"<td>{_e(lim.figures.get(k, '-'))}</td>" for lim in views.limits) + "</tr>" for k in names]
+    columns = [f"{views.label(lim.target)} {lim.title}" for lim in views.limits]
+    fold = f"<details><summary>Every figure ({len(names)} per point)</summary>{_table(['figure', *columns], every, 'figures')}</details>" if names else ""
+    return f"<h2>Figures against their limits</h2>{invalid}{table}{fold}"
+
+
+VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "invalid"}
+
+
+def _differences(gate) -> str:
+    if gate is None or not gate.findings:
+        return ""
     rows = [f'<tr><td class="{"failed" if f.kind == "regression" else "passed" if f.kind == "improvement" else ""}">{_e(f.kind)}</td>'
             f"<td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td><td>{_e(f.pair)}</td><td>{_e(f.detail)}</td></tr>"
             for f in gate.findings]
-    pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
-    return (f'<h2>Upgrade gate</h2><p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Compared: {_e(pairs or "nothing")}; '
-            f'rules: {_e(", ".join(gate.rules) or "none")}</p>' + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
-            + (_table(["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "findings") if rows else ""))
+    return "<h2>Differences from the baseline</h2>" + _table(["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "differences")
 
 
 def _plots(results: SessionResults, views: Views) -> str:
@@ -88,6 +162,6 @@ def render_html(results: SessionResults, gate=None, title: str = "pytest-infer r
         for t in results.targets.values()
     ], "targets")
     env = f"<details><summary>Environment</summary><pre>{_e(json.dumps(results.environment, indent=1))}</pre></details>"
-    checks = _section(views.sections[0], views, "matrix", checks=True) if views.checks else "<h2>Checks</h2><p>No checks were recorded.</p>"
     suites = "".join(_section(s, views, s.suite) for s in views.suite_sections if s.rows)
-    return page(title, _gate(gate) + "<h2>Targets</h2>" + targets + env + checks + suites + _plots(results, views))
+    return page(title, _verdict(views, gate) + _findings(views) + _limits(views) + _checks(views) + suites + _differences(gate)
+                + "<h2>Targets</h2>" + targets + env + _plots(results, views))

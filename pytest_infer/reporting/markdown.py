@@ -1,12 +1,18 @@
-"""Markdown of the results model, for ``$GITHUB_STEP_SUMMARY`` and pull-request comments."""
+"""Markdown of the results model, for ``$GITHUB_STEP_SUMMARY`` and pull-request comments.
+
+It opens with the answer (the verdict, the findings by root cause, the figures
+against their limits) and stays under a pull-request comment's size: parts that
+do not fit are left out, with a note and a link to the full HTML report.
+"""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 from ..results.model import SessionResults
-from ..results.views import Views, build_views
+from ..results.views import Problem, Views, build_views
 from ..suite import Cell, Section
+from .terminal import VERDICT_COLUMNS
 
 ICONS = {
     "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED",
@@ -14,6 +20,10 @@ ICONS = {
 }  # fmt: skip
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_DETAIL = 200
+# GitHub's limit on a pull-request comment (a step summary may hold 1 MiB): the summary stays under it.
+MAX_CHARS = 65536
+MAX_MESSAGE = 1500
+MAX_LOG = 1500
 
 
 def _cell(text: str) -> str:
@@ -32,36 +42,127 @@ def _text(cell: Cell, checks: bool) -> str:
     return f"{cell.text} ({cell.detail[:MAX_DETAIL]})" if cell.detail else cell.text
 
 
-def section_lines(section: Section, views: Views, checks: bool = False) -> list[str]:
+def section_lines(section: Section, views: Views, checks: bool = False, title: str = "") -> list[str]:
     rows = [[row, *(_text(cells[t], checks) if t in cells else "-" for t in views.ids)] for row, cells in section.rows.items()]
-    return ["", f"### {section.title}", "", *_table([section.heading, *views.labels], rows)]
+    return ["", f"### {title or section.title}", "", *_table([section.heading, *views.labels], rows)]
 
 
-def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None) -> str:
-    views = views or build_views(results)
-    lines = [f"## {title}", ""]
+def _fence(text: str, lang: str = "") -> str:
+    fence = "~~~~" if "```" in text else "```"
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def verdict_units(views: Views, gate) -> list[str]:
+    """Per target and suite the counts of each outcome (columns that are all zero left out), and the gate's verdict."""
+    units = ["", "### Verdict", ""]
     if gate is not None:
-        lines += [f"**Upgrade gate: {gate.verdict}**", ""]
-        lines += [f"> ⚠️ {w}\n" for w in gate.warnings]
-    env = results.environment
-    if env.get("git", {}).get("commit"):
-        lines.append(f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; "
-                     f"Python {env.get('python')}, {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, "
-                     f"GPUs: {env.get('gpu', {}).get('count', 0)}")
-        lines.append("")
-    lines += _table(["target", "framework", "version", "model", "profile", "state", "tests"], [
+        units += [f"**Upgrade gate: {gate.verdict}**", ""]
+        units += [f"- regression: {f.line()}" for f in gate.of("regression")]
+        units += [f"> ⚠️ {w}\n" for w in gate.warnings]
+        units.append("")
+    rows = views.verdict_rows()
+    columns = [(o, h) for o, h in VERDICT_COLUMNS if any(c.get(o) for _, _, c in rows)]
+    body = [[views.label(t), s, *(str(c.get(o, 0)) for o, _ in columns)] for t, s, c in rows]
+    return units + (_table(["target", "suite", *(h for _, h in columns)], body) if rows else ["No tests were recorded."])
+
+
+def finding_unit(n: int, problem: Problem) -> str:
+    """One root cause: severity, what, where (count and places), upstream reference; message, reproducer and log folded."""
+    cause = problem.cause
+    ref = f" Known upstream: {cause.reference}." if cause.reference else ""
+    head = f"{n}. **[{cause.severity}]** {_cell(cause.title[:300])} ({len(problem.places)} place{'s' if len(problem.places) > 1 else ''}: {_cell(problem.where())}).{ref}"
+    fold = [_fence(problem.brief()[:MAX_MESSAGE])] if problem.message else []
+    if problem.reproducer:
+        fold += ["Reproduce:", _fence(problem.reproducer[:MAX_MESSAGE], "sh")]
+    if problem.server_log:
+        fold += ["Server log while it ran:", _fence(problem.server_log[-MAX_LOG:])]
+    if not fold:
+        return head
+    body = "\n\n".join(fold).replace("\n", "\n   ")
+    return f"{head}\n   <details><summary>message, reproducer, server log</summary>\n\n   {body}\n\n   </details>"
+
+
+def finding_units(views: Views) -> list[str]:
+    if not views.problems:
+        return []
+    failed = sum(len(p.tests) for p in views.problems)
+    return ["", f"### Findings: {len(views.problems)} root causes of {failed} failed tests", "",
+            *(finding_unit(i, p) for i, p in enumerate(views.problems, 1))]
+
+
+def limits_units(views: Views) -> list[str]:
+    """Every load point's figures against their limits, one table; an invalid measurement says why in one line."""
+    if not views.limits:
+        return []
+    units = ["", "### Figures against their limits", ""]
+    units += [f"- **{views.label(lim.target)} {lim.title}: invalid measurement**: {_cell(lim.invalid)}" for lim in views.limits if lim.invalid]
+    rows = [[views.label(lim.target), lim.title, lim.verdict, metric, limit, measured, margin]
+            for lim in views.limits for metric, limit, measured, margin, _ in lim.rows]
+    if rows:
+        units += _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows)
+    return units + ["", "Every figure of every point is in results.json and report.html."]
+
+
+def matrix_units(views: Views) -> list[str]:
+    """The check rows where something failed or the targets differ, then the full matrix behind a fold."""
+    if not views.checks:
+        return []
+    full = views.sections[0]
+    notable = views.notable_checks()
+    if notable.rows:
+        units = section_lines(notable, views, checks=True, title="Checks: failed or differing")
+    else:
+        units = ["", "### Checks", "", "Every check had the same outcome on every target, and none failed."]
+    folded = section_lines(full, views, checks=True)[3:]
+    units.append("\n".join(["", f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>", "", *folded, "", "</details>"]))
+    return units
+
+
+def _artifact_link(env: dict[str, str]) -> str:
+    if all(env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")):
+        url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
+        return f"the full report is report.html in [this run's artifacts]({url})"
+    return "the full report is report.html, written beside this summary"
+
+
+def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = None) -> str:
+    """Join ``units`` (each kept whole: a table row, a finding with its fold) while they fit under ``limit`` characters;
+    what does not fit is left out, with a note saying so and where the full report is."""
+    link = _artifact_link(env if env is not None else dict(os.environ))
+    note_room = 400 + len(link)
+    kept, size = [], 0
+    for i, unit in enumerate(units):
+        if size + len(unit) + 1 > limit - note_room:
+            left = sum(1 for u in units[i:] if u.strip())
+            kept += ["", f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): {left} more parts left out; {link}."]
+            break
+        kept.append(unit)
+        size += len(unit) + 1
+    return "\n".join(kept) + "\n"
+
+
+def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None, limit: int = MAX_CHARS) -> str:
+    views = views or build_views(results)
+    units = [f"## {title}", *verdict_units(views, gate), *finding_units(views), *limits_units(views), *matrix_units(views)]
+    for section in views.suite_sections:
+        if section.rows:
+            units += section_lines(section, views)
+    if gate is not None and gate.findings:
+        units += ["", "### Differences from the baseline", ""]
+        units += _table(["kind", "area", "subject", "before", "after", "targets", "detail"], [
+            [f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail] for f in gate.findings
+        ])
+    units += ["", "### Targets", ""]
+    units += _table(["target", "framework", "version", "model", "profile", "state", "tests"], [
         [t.id, t.framework, t.version or "unknown", t.model, t.profile or "-", f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok", views.outcome_counts(t.id)]
         for t in results.targets.values()
     ])
-    for i, section in enumerate(views.sections):
-        if section.rows:
-            lines += section_lines(section, views, checks=i == 0)
-    if gate is not None and gate.findings:
-        lines += ["", "### Differences from the baseline", ""]
-        lines += _table(["kind", "area", "subject", "before", "after", "targets", "detail"], [
-            [f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail] for f in gate.findings
-        ])
-    return "\n".join(lines) + "\n"
+    env = results.environment
+    if env.get("git", {}).get("commit"):
+        units += ["", f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; "
+                  f"Python {env.get('python')}, {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, "
+                  f"GPUs: {env.get('gpu', {}).get('count', 0)}"]
+    return fit(units, limit)
 
 
 def write_step_summary(markdown: str, env: dict[str, str] | None = None) -> Path | None:

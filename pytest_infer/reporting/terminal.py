@@ -1,8 +1,9 @@
-"""The terminal summary: targets, then every section (checks, then each suite's), one column per framework version.
+"""The terminal summary: the verdict and the findings first, then targets and every section (checks, then
+each suite's), one column per framework version.
 
-The single renderer of the terminal table; the gate's list of regressions is
-printed after it (``render_gate``), as pytest-benchmark prints its regressions
-after its table.
+The single renderer of the terminal table; the gate's full list is printed
+after it (``render_gate``), as pytest-benchmark prints its regressions after
+its table.
 """
 from __future__ import annotations
 
@@ -11,6 +12,22 @@ from ..results.views import Views, build_views
 from ..suite import Section
 
 MAX_ROW = 60
+# The verdict's columns: (outcome, heading); "invalid" counts measurements that judged nothing.
+VERDICT_COLUMNS = (("passed", "pass"), ("failed", "FAIL"), ("error", "ERROR"), ("unsupported", "unsup"), ("xfail", "xfail"),
+                   ("fixed", "FIXED"), ("not_exercised", "not exercised"), ("not_run", "not run"), ("skipped", "skip"),
+                   ("invalid", "invalid measurement"))
+
+
+def verdict_counts(counts) -> str:
+    """``45 pass, 8 unsup, 1 not exercised``: the verdict's counts of one target's suite, zero counts left out."""
+    return ", ".join(f"{counts[o]} {h}" for o, h in VERDICT_COLUMNS if counts.get(o))
+
+
+def gate_headline(gate) -> list[str]:
+    """The gate's verdict and its regressions, one line each: what the verdict block of every rendering opens with."""
+    if gate is None:
+        return []
+    return [f"upgrade gate: {gate.verdict}", *(f"  regression: {f.line()}" for f in gate.of("regression"))]
 
 
 def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[str]:
@@ -36,9 +53,35 @@ def section_lines(section: Section, views: Views) -> list[str]:
     return _table(section.heading, views.labels, rows)
 
 
-def render_summary(results: SessionResults, views: Views | None = None) -> list[str]:
-    views = views or build_views(results)
+def verdict_lines(views: Views, gate=None) -> list[str]:
+    """The answer first: per target, the counts of each suite, then the gate's verdict with its regressions."""
     lines = []
+    for target in views.ids:
+        parts = [f"{suite} {verdict_counts(counts)}" for t, suite, counts in views.verdict_rows() if t == target]
+        lines.append(f"{views.label(target)}: " + "; ".join(parts))
+    return lines + gate_headline(gate)
+
+
+def finding_lines(views: Views) -> list[str]:
+    """Each root cause once, worst first, with where it showed up and its upstream reference."""
+    if not views.problems:
+        return []
+    failed = sum(len(p.tests) for p in views.problems)
+    lines = [f"findings: {len(views.problems)} root causes of {failed} failed tests"]
+    for p in views.problems:
+        ref = f" [{p.cause.reference}]" if p.cause.reference else ""
+        lines.append(f"  [{p.cause.severity}] {p.cause.title[:160]}{ref}")
+        lines.append(f"      {len(p.places)} place{'s' if len(p.places) > 1 else ''}: {p.where()}")
+    return lines
+
+
+def render_summary(results: SessionResults, views: Views | None = None, gate=None) -> list[str]:
+    """The verdict (the gate's, if ``gate`` is given or the results hold one), the findings, then every table."""
+    from .outputs import gate_of
+
+    views = views or build_views(results)
+    gate = gate if gate is not None else gate_of(results)
+    lines = [*verdict_lines(views, gate), *finding_lines(views), ""]
     for t in results.targets.values():
         counts = views.outcome_counts(t.id)
         lines.append(f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})" + (f": {counts}" if counts else ""))

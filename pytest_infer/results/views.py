@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..suite import Cell, Section
+from ..suite import SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
@@ -81,6 +81,112 @@ def checks_section(matrix: dict[str, dict[str, CheckCell]]) -> Section:
     return Section("Checks", "check", rows)
 
 
+# Outcomes that make a finding, and outcomes that make a matrix row worth showing by default.
+PROBLEMS = ("failed", "error")
+NOTABLE = frozenset({"failed", "error", "fixed", "not_run"})
+# An upstream reference in a message: ``xgrammar#749``, ``#895``, ``owner/repo#12``, or a GitHub issue or pull URL.
+_REFERENCE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+|(?<![\w/&#])(?:[A-Za-z][\w.-]*(?:/[\w.-]+)?)?#\d+\b")
+
+
+def references(message: str) -> str:
+    """The upstream issues a failure message names (its first lines), comma-separated, each once."""
+    head = "\n".join(message.splitlines()[:3])
+    return ", ".join(dict.fromkeys(_REFERENCE.findall(head)))
+
+
+def headline_of(message: str) -> str:
+    """A failure message's first line, without pytest's ``Failed:`` prefix."""
+    first = next((line for line in message.splitlines() if line.strip()), "")
+    return first.removeprefix("Failed: ").strip()
+
+
+@dataclass(slots=True)
+class Problem:
+    """One root cause: the failed tests that share it, wherever they showed it (targets, request paths, cases)."""
+
+    suite: str
+    cause: Cause
+    tests: list[TestRecord] = field(default_factory=list)
+    places: list[tuple[str, str]] = field(default_factory=list)  # (target label, where on it: "" or a path, mode or case)
+
+    @property
+    def rank(self) -> tuple[int, int, str]:
+        """Worst severity first, then the one that hit the most places."""
+        severity = SEVERITIES.index(self.cause.severity) if self.cause.severity in SEVERITIES else len(SEVERITIES)
+        return (severity, -len(self.places), self.cause.title)
+
+    def where(self) -> str:
+        """``vllm 0.32.0: response_format, native; sglang 0.5.23``: the places, grouped by target."""
+        by_target: dict[str, list[str]] = {}
+        for target, place in self.places:
+            by_target.setdefault(target, []).extend([place] if place else [])
+        return "; ".join(f"{t}: {', '.join(ps)}" if ps else t for t, ps in by_target.items())
+
+    @property
+    def message(self) -> str:
+        return next((t.message for t in self.tests if t.message), "")
+
+    @property
+    def reproducer(self) -> str:
+        return next((t.reproducer for t in self.tests if t.reproducer), "")
+
+    def brief(self) -> str:
+        """The message without what the finding shows on its own: its reproducer line and its server log lines."""
+        out, in_log = [], False
+        for line in self.message.splitlines():
+            text = line.strip()
+            if in_log and text.startswith("|"):
+                continue
+            in_log = bool(self.server_log) and text.startswith("server log while")
+            if in_log or (self.reproducer and text.startswith("reproduce:")):
+                continue
+            out.append(line)
+        return "\n".join(out)
+
+    @property
+    def server_log(self) -> str:
+        return next((str(t.extra["server_log"]) for t in self.tests if t.extra.get("server_log")), "")
+
+
+def _default_cause(row: str, test: TestRecord) -> Cause:
+    severity = "minor" if test.extra.get("severity") == "warning" else "major"
+    return Cause(row, f"{row}: {headline_of(test.message)}" if test.message else row, severity=severity, reference=references(test.message))
+
+
+def problems(results: SessionResults, label) -> list[Problem]:
+    """Failed and errored tests folded into their root causes (each suite's ``Table.cause``), worst and widest first."""
+    found: dict[tuple[str, str], Problem] = {}
+    for test in results.tests:
+        if test.outcome not in PROBLEMS:
+            continue
+        suite = test.suite or ""
+        row = row_key(test)
+        table = _table_of(results, suite)
+        cause = (table.cause(row, test.message) if table is not None else None) or _default_cause(row, test)
+        if not cause.reference and (ref := references(test.message)):
+            cause = Cause(cause.key, cause.title, cause.place, cause.severity, ref)
+        problem = found.setdefault((suite, cause.key), Problem(suite, cause))
+        problem.tests.append(test)
+        place = (label(test.target), cause.place)
+        if place not in problem.places:
+            problem.places.append(place)
+    return sorted(found.values(), key=lambda p: p.rank)
+
+
+def _table_of(results: SessionResults, suite: str) -> Table | None:
+    """The suite's table, or an empty one of its type: a suite that recorded no table still groups its failures."""
+    if suite in results.tables:
+        return results.tables[suite]
+    known = results.suites.get(suite)
+    return known.table() if known is not None else None
+
+
+def notable(cells: dict[str, CheckCell], ids: list[str]) -> bool:
+    """A matrix row worth showing by default: something failed on it, or the targets disagree (a missing cell included)."""
+    outcomes = [cells[t].outcome if t in cells else None for t in ids]
+    return any(o in NOTABLE for o in outcomes) or len(set(outcomes)) > 1
+
+
 @dataclass(slots=True)
 class Views:
     """What every renderer draws: the columns, the check matrix, and every section, checks first."""
@@ -91,6 +197,9 @@ class Views:
     checks: dict[str, dict[str, CheckCell]]
     sections: list[Section] = field(default_factory=list)
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)  # target -> how many of its tests had each outcome
+    problems: list[Problem] = field(default_factory=list)  # the failures by root cause, worst first
+    limits: list[Limits] = field(default_factory=list)  # every measured unit against its limits
+    by_suite: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)  # (target, suite) -> outcomes
 
     def label(self, target: str) -> str:
         return self.labels[self.ids.index(target)] if target in self.ids else target
@@ -106,6 +215,23 @@ class Views:
     def suite_sections(self) -> list[Section]:
         return self.sections[1:]
 
+    def notable_checks(self) -> Section:
+        """The check matrix's rows where something failed or the targets differ: what the reports show unfolded."""
+        full = self.sections[0]
+        return Section(full.title, full.heading, {r: c for r, c in full.rows.items() if notable(self.checks[r], self.ids)})
+
+    def verdict_rows(self) -> list[tuple[str, str, Counter[str]]]:
+        """``(target, suite, counts)`` per target and suite in registration order; ``invalid`` counts measurements that judged nothing."""
+        order = list(self.results.suites)
+        rows = []
+        for target in self.ids:
+            suites = sorted({s for t, s in self.by_suite if t == target}, key=lambda s: (order.index(s) if s in order else len(order), s))
+            for suite in suites:
+                counts = Counter(self.by_suite[(target, suite)])
+                counts["invalid"] = sum(1 for lim in self.limits if lim.target == target and lim.suite == suite and lim.verdict == "invalid")
+                rows.append((target, suite, counts))
+        return rows
+
 
 def build_views(results: SessionResults) -> Views:
     ids = list(results.targets)
@@ -120,9 +246,17 @@ def build_views(results: SessionResults) -> Views:
             section.suite = name
             sections.append(section)
     outcomes: dict[str, Counter[str]] = {}
+    by_suite: dict[tuple[str, str], Counter[str]] = {}
     for test in results.tests:
         outcomes.setdefault(test.target, Counter())[test.outcome] += 1
-    return Views(results, ids, labels, checks, sections, outcomes)
+        by_suite.setdefault((test.target, test.suite or "other"), Counter())[test.outcome] += 1
+    views = Views(results, ids, labels, checks, sections, outcomes, by_suite=by_suite)
+    for name, table in results.tables.items():
+        for limits in table.limits():
+            limits.suite = name
+            views.limits.append(limits)
+    views.problems = problems(results, views.label)
+    return views
 
 
 _VERSION_PART = re.compile(r"(\d+)|([^\d.+-]+)")

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..metrics.catalogue import find, headline, resolve
-from ..suite import Cell, Finding, Pairing, Section, Table
+from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
 RESERVED = frozenset({"interleaved", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                      "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra"})
+                      "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra", "server"})
 
 
 def _number(value: Any) -> float | None:
@@ -41,6 +41,7 @@ class SloPoint:
     failures: list[str] = field(default_factory=list)
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
     interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
+    server: list[dict[str, Any]] = field(default_factory=list)  # each entry's server-side figures (profiles.evaluate)
 
     @property
     def key(self) -> str:
@@ -88,6 +89,8 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         for metric, values in (entry.get("samples") or {}).items():
             if isinstance(values, list):
                 point.samples.setdefault(metric, []).extend(v for v in map(_number, values) if v is not None)
+        if isinstance(entry.get("server"), dict):
+            point.server.append(entry["server"])
         failures = entry.get("failures")
         if isinstance(failures, list):
             point.failures += [str(f) for f in failures]
@@ -141,9 +144,26 @@ class SloTable(Table):
                 row = f"{point.key} {metric}"
                 section.rows.setdefault(row, {})[point.target] = Cell(f"{value:.4g}", value=value)
                 section.trends[row] = (metric, point.key)
+            for row, cell in server_cells(point):
+                section.rows.setdefault(f"{point.key} {row}", {})[point.target] = cell
             verdict = point.verdict or "?"
             section.rows.setdefault(f"{point.key} verdict", {})[point.target] = Cell(verdict, VERDICT_CSS.get(verdict, ""), "; ".join(point.failures))
         return [section] if section.rows else []
+
+    def limits(self) -> list[Limits]:
+        """Per load point, each threshold's limit, the measured figure (with its 95% interval over repeated runs) and the margin."""
+        checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for entry in self.entries:  # the last entry of a point that judged it: repeats of a point judge the same thresholds
+            if isinstance(entry, dict) and isinstance(entry.get("checks"), list):
+                name = entry.get("load_point") or entry.get("name") or entry.get("point")
+                checks[(str(entry.get("target")), f"{entry.get('profile') or '-'}/{name}")] = [c for c in entry["checks"] if isinstance(c, dict)]
+        out = []
+        for point in self.points():
+            invalid = "; ".join(f.removeprefix("measurement invalid: ") for f in point.failures if f.startswith("measurement invalid"))
+            rows = [_limit_row(point, check) for check in checks.get((point.target, point.key), [])]
+            figures = {k: f"{v:.4g}" for k, v in point.metrics.items()}
+            out.append(Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures))
+        return out
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
         before = {p.key: p for p in baseline.points() if p.target == pairing.baseline} if isinstance(baseline, SloTable) else {}
@@ -177,6 +197,67 @@ class SloTable(Table):
             {"group": f"{p.key} {metric}", "key": p.key, "target": p.target, "metric": metric, "value": p.metrics[metric], "runs": runs, "verdict": p.verdict}
             for p in self.points() for metric, runs in p.runs.items()
         ]
+
+
+def _shown(value: float, unit: str) -> str:
+    if unit == "share":
+        return f"{value * 100:.3g}%"
+    return f"{value:.4g} {unit}".strip()
+
+
+def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of it."""
+    from ..metrics.catalogue import UnknownMetric, threshold
+    from ..metrics.stats import confidence_interval
+
+    name, op = str(check.get("name")), str(check.get("op", "<="))
+    limit, measured = _number(check.get("limit")), _number(check.get("measured"))
+    try:
+        figure = threshold(name).figure
+        unit, stored = figure.unit, figure.name
+    except UnknownMetric:
+        unit, stored = "", name
+    shown_limit = f"{op} {_shown(limit, unit)}" if limit is not None else "?"
+    if check.get("unmeasured") or measured is None:
+        return (name, shown_limit, "not measured", "-", "not_exercised")
+    text = _shown(measured, unit)
+    runs = point.runs.get(stored, [])
+    if len(runs) >= 2:
+        ci = confidence_interval(runs)
+        text += f" [{_shown(ci.low, unit)}, {_shown(ci.high, unit)}] ({ci.runs} runs)"
+    if limit is None:
+        margin = "-"
+    elif limit == 0:
+        margin = "at the limit" if measured == 0 else f"{_shown(abs(measured), unit)} {'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
+    else:
+        inside = (limit - measured) / abs(limit) if op.startswith("<") else (measured - limit) / abs(limit)
+        margin = f"{inside:.0%} headroom" if inside >= 0 else f"{-inside:.0%} past the limit"
+    return (name, shown_limit, text, margin, "passed" if check.get("ok") else "failed")
+
+
+def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
+    """The server's own figures beside the client's: counts as ``server / client``, the histogram's TTFT, the cross-check."""
+    if not point.server:
+        return []
+    if any("error" in s for s in point.server):
+        return [("server metrics", Cell("not read", detail=next(str(s["error"]) for s in point.server if "error" in s)))]
+    cells = []
+    for key, label in (("requests", "requests"), ("output_tokens", "output tokens")):
+        pairs = [(s.get(key), (s.get("check") or {}).get("client", {}).get(key)) for s in point.server]
+        ints = [(a, b) for a, b in pairs if isinstance(a, int) and isinstance(b, int)]
+        if len(ints) == len(pairs):
+            server, client = sum(a for a, _ in ints), sum(b for _, b in ints)
+            cells.append((f"server / client {label}", Cell(f"{server} / {client}", "" if server == client else "failed")))
+    ttft = [s["ttft"] for s in point.server if isinstance(s.get("ttft"), dict) and s["ttft"].get("count")]
+    if ttft:
+        count = sum(h["count"] for h in ttft)
+        mean = sum(h["mean_ms"] * h["count"] for h in ttft) / count
+        cells.append(("server ttft_mean_ms (histogram)", Cell(f"{mean:.4g}", value=mean)))
+    checks = [c for s in point.server if isinstance(c := s.get("check"), dict)]
+    if checks:
+        problems = [p for c in checks for p in c.get("problems", [])]
+        cells.append(("server cross-check", Cell("disagree" if problems else "agree", "failed" if problems else "passed", "; ".join(problems))))
+    return cells
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:

@@ -1,9 +1,10 @@
 """The structured suite's results: per target, JSON-Schema keyword x outcome class, counted in requests."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
+from ..suite import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
 # Outcome classes of the matrix (docs/structured-output.md), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
@@ -63,6 +64,28 @@ def _keyword_finding(keyword: str, old: dict[str, int], new: dict[str, int], pai
     return Finding("noise", "keyword", pairing.label, keyword, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})")
 
 
+# Failure messages that mean the server answered and the answer broke the schema: silent wrong output.
+_SILENT = re.compile(r"broke the schema|failed open|let through|violation")
+_PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<params>.*)\]$")
+
+
+def _cause(row: str, message: str) -> Cause | None:
+    """The same test and case on every request path (``response_format``, its streaming mode, the native field) is one cause."""
+    from .plugin import REQUEST_PATHS
+
+    match = _PARAMS.match(row)
+    if match is None:
+        return None
+    test, params = match["test"], match["params"]
+    path = next((p for p in sorted(REQUEST_PATHS, key=len, reverse=True) if params == p or params.startswith(f"{p}-")), "")
+    case = params[len(path):].lstrip("-") if path else params
+    first = next((line for line in message.splitlines() if line.strip()), "").removeprefix("Failed: ").strip()
+    key = f"{test}[{case}]" if case else test
+    severity = "critical" if _SILENT.search(message.split("\n  request:")[0]) else "major"
+    title = first if case and case in first else f"{key}: {first}" if first else key
+    return Cause(key, title, path, severity)
+
+
 def _counts_text(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {klass}" for klass, n in counts.items() if n)
 
@@ -117,6 +140,9 @@ class StructuredTable(TargetTable):
             if finding is not None:
                 found.append(finding)
         return found
+
+    def cause(self, row: str, message: str) -> Cause | None:
+        return _cause(row, message)
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
         from .plots import keyword_heatmap
