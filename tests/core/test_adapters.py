@@ -48,7 +48,7 @@ def test_vllm_argv_gpu_build():
         "--model", "org/model-7b", "--served-model-name", "org/model-7b",
         "--host", "127.0.0.1", "--port", "8123", "--tensor-parallel-size", "2",
     ]  # fmt: skip
-    assert spec.env == {}
+    assert spec.env == {"VLLM_ENABLE_RESPONSES_API_STORE": "1"}  # stored responses: retrieve, chaining, cancel
 
 
 def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
@@ -56,7 +56,7 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
         request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
     )
     assert spec.argv[-8:] == ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details", "--enable-auto-tool-choice", "--tool-call-parser", "pythonic"]
-    assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": "sk-secret"}
+    assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_RESPONSES_API_STORE": "1", "VLLM_API_KEY": "sk-secret"}
     assert "sk-secret" not in " ".join(spec.argv)
 
 

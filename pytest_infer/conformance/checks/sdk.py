@@ -11,6 +11,7 @@ from typing import Any
 
 from ..context import USER, CheckContext
 from ..registry import check
+from . import messages, responses
 from .chat import LIMIT, content_of, greedy
 from .embeddings import plain
 from .tools import ASK, TIME, WEATHER
@@ -187,3 +188,59 @@ def embeddings(ctx: CheckContext) -> None:
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "embeddings", curl)
     ctx.expect(len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)), f"{len(floats)} floats equal to encoding_format=float", got[:4], curl)
+
+
+def _greedy_response(ctx: CheckContext) -> tuple[str | None, str]:
+    ex, data = responses.create(ctx)
+    return responses.output_text(data), ex.curl
+
+
+@check("sdk.responses", "the sync SDK's responses client returns the raw output_text, and its stream ends in the same response", reference=SPEC, needs=("responses",))
+def responses_sync(ctx: CheckContext) -> None:
+    """``client.responses.create(...).output_text`` and ``for event in client.responses.create(stream=True)``."""
+    text, curl = _greedy_response(ctx)
+    params = {"model": ctx.model, "input": responses.INPUT, "max_output_tokens": responses.LIMIT, "temperature": 0}
+    try:
+        got = ctx.openai().responses.create(**params).output_text
+        events = list(ctx.openai().responses.create(**params, stream=True))
+        deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        final = events[-1].response.output_text if events and hasattr(events[-1], "response") else None
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a response and its stream", curl)
+    ctx.expect(got == text and deltas == text and final == text, f"output_text, joined deltas and the final response's text all {text!r}", {"output_text": got, "deltas": deltas, "final": final}, curl)
+
+
+@check("sdk.responses-async", "the async SDK's responses client returns the raw output_text", reference=SPEC, needs=("responses",))
+async def responses_async(ctx: CheckContext) -> None:
+    """``await client.responses.create(...)`` in async agent frameworks."""
+    text, curl = _greedy_response(ctx)
+    try:
+        async with ctx.async_openai() as client:
+            got = (await client.responses.create(model=ctx.model, input=responses.INPUT, max_output_tokens=responses.LIMIT, temperature=0)).output_text
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a response", curl)
+    ctx.expect(got == text, f"the raw output_text {text!r}", got, curl)
+
+
+@check(
+    "sdk.anthropic",
+    "the anthropic SDK returns the raw message's text and stop reason, and its stream builds the same message",
+    reference="the anthropic Python SDK (anthropic.Anthropic)",
+    needs=("messages",),
+)
+def anthropic_sdk(ctx: CheckContext) -> None:
+    """Claude clients pointed at the server: ``client.messages.create`` and ``client.messages.stream``."""
+    ex, raw = messages.create(ctx)
+    want = {"text": messages.text_of(raw), "stop_reason": raw.get("stop_reason")}
+    # greedy through extra_body: this SDK's create() takes no temperature argument
+    params = {"model": ctx.model, "max_tokens": messages.LIMIT, "messages": messages.ASK, "extra_body": {"temperature": 0}}
+    try:
+        with ctx.anthropic() as client:
+            message = client.messages.create(**params)
+            with client.messages.stream(**params) as stream:
+                streamed = stream.get_final_message()
+        got = {"text": "".join(b.text for b in message.content if b.type == "text"), "stop_reason": message.stop_reason}
+        built = {"text": "".join(b.text for b in streamed.content if b.type == "text"), "stop_reason": streamed.stop_reason}
+    except Exception as exc:  # noqa: BLE001
+        _sdk_error(ctx, exc, "a message and its stream", ex.curl)
+    ctx.expect(got == want and built == want, f"the raw message's {want}, created and streamed", {"created": got, "streamed": built}, ex.curl)

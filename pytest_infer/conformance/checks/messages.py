@@ -1,0 +1,116 @@
+"""The Anthropic Messages API (``/v1/messages``) as vLLM and SGLang serve it: what Claude clients and their SDK send."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import CheckContext, Exchange
+from ..registry import check
+
+REFERENCE = "Anthropic API reference: Messages (create, streaming, count tokens, errors)"
+PATH = "/v1/messages"
+ASK = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
+LIMIT = 8
+STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
+STREAM_ORDER = ("message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop")
+
+
+def body(ctx: CheckContext, **params: Any) -> dict[str, Any]:
+    return {"model": ctx.model, "max_tokens": LIMIT, "messages": ASK, "temperature": 0, **params}
+
+
+def create(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
+    ex = ctx.offered("messages", ctx.post(PATH, body(ctx, **params)))
+    return ex, ctx.expect_json_object(ex, "POST /v1/messages")
+
+
+def text_of(message: dict[str, Any]) -> str | None:
+    blocks = [b.get("text") for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "text"]
+    texts = [t for t in blocks if isinstance(t, str)]
+    return "".join(texts) if blocks and len(texts) == len(blocks) else None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+@check("messages.create", "a message: id, type, role, text content blocks, a stop_reason, stop_sequence and usage", reference=REFERENCE, needs=("messages",))
+def create_fields(ctx: CheckContext) -> None:
+    """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop sequence ended the turn."""
+    ex, m = create(ctx)
+    problems = [f"{k} is {m.get(k)!r}" for k, want in (("type", "message"), ("role", "assistant")) if m.get(k) != want]
+    if not isinstance(m.get("id"), str) or not m.get("id"):
+        problems.append(f"id is {m.get('id')!r}")
+    if text_of(m) is None:
+        problems.append(f"content has no text block: {m.get('content')!r}")
+    if m.get("stop_reason") not in STOP_REASONS:
+        problems.append(f"stop_reason is {m.get('stop_reason')!r}")
+    if "stop_sequence" not in m or m["stop_sequence"] is not None:
+        problems.append(f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason {m.get('stop_reason')!r}")
+    u = m.get("usage") or {}
+    if not (_count(u.get("input_tokens")) and _count(u.get("output_tokens")) and 0 < u["output_tokens"] <= LIMIT):
+        problems.append(f"usage is {u!r}")
+    ctx.expect(not problems, f"a well-formed message (max_tokens {LIMIT})", "; ".join(problems), ex)
+
+
+@check("messages.stop-sequence", "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut before it", reference=REFERENCE, needs=("messages",))
+def stop_sequence(ctx: CheckContext) -> None:
+    """Agents stop generation on their own markers and read which one fired."""
+    _, free = create(ctx, max_tokens=24)
+    text = text_of(free) or ""
+    stop = next((ch for ch in text[3:] if not ch.isspace()), None)
+    ctx.expect(stop is not None, "a greedy text long enough to pick a stop sequence from", text, _)
+    assert stop is not None
+    ex, m = create(ctx, max_tokens=24, stop_sequences=[stop])
+    got = {"stop_reason": m.get("stop_reason"), "stop_sequence": m.get("stop_sequence"), "text": text_of(m)}
+    want = {"stop_reason": "stop_sequence", "stop_sequence": stop, "text": text[: text.index(stop)]}
+    ctx.expect(got == want, str(want), got, ex)
+
+
+@check("messages.stream-events", "a stream: message_start, content blocks with text deltas, message_delta with the stop reason, message_stop", reference=REFERENCE, needs=("messages",))
+def stream_events(ctx: CheckContext) -> None:
+    """The SDK's ``messages.stream`` builds the message from exactly this sequence; ping events may come anywhere."""
+    _, whole = create(ctx)
+    ex = ctx.offered("messages", ctx.stream(PATH, body(ctx), terminated=False))
+    events = [e for e in ctx.expect_typed_events(ex, "a streamed message") if e["type"] != "ping"]
+    kinds = [e["type"] for e in events]
+    ranks = [STREAM_ORDER.index(k) if k in STREAM_ORDER else -1 for k in kinds]
+    order_ok = kinds[:1] == ["message_start"] and kinds[-1:] == ["message_stop"] and kinds.count("message_delta") == 1 and -1 not in ranks
+    blocks_ok = all(ranks[i] >= 1 and ranks[i] <= 3 for i in range(1, len(kinds) - 2)) and kinds[-2:-1] == ["message_delta"]
+    ctx.expect(order_ok and blocks_ok, " -> ".join(STREAM_ORDER), " -> ".join(kinds), ex)
+    started = {e.get("index") for e in events if e["type"] == "content_block_start"}
+    stopped = {e.get("index") for e in events if e["type"] == "content_block_stop"}
+    strays = [e.get("index") for e in events if e["type"] == "content_block_delta" and e.get("index") not in started]
+    blocks = {"started": sorted(map(str, started)), "stopped": sorted(map(str, stopped)), "stray deltas": strays}
+    ctx.expect(started == stopped and not strays, "every delta's index opened by content_block_start and closed by content_block_stop", blocks, ex)
+    text = "".join(str((e.get("delta") or {}).get("text", "")) for e in events if e["type"] == "content_block_delta")
+    final = next(e for e in events if e["type"] == "message_delta")
+    got = {"text": text, "stop_reason": (final.get("delta") or {}).get("stop_reason"), "output_tokens": (final.get("usage") or {}).get("output_tokens")}
+    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": (whole.get("usage") or {}).get("output_tokens")}
+    ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
+
+
+@check("messages.count-tokens", "/v1/messages/count_tokens counts what the message bills as usage.input_tokens", reference=REFERENCE, needs=("messages",))
+def count_tokens(ctx: CheckContext) -> None:
+    """Clients trim history to a budget with count_tokens before they send."""
+    counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
+    n = ctx.expect_json_object(counted, "POST /v1/messages/count_tokens").get("input_tokens")
+    _, m = create(ctx)
+    billed = (m.get("usage") or {}).get("input_tokens")
+    ctx.expect(_count(n) and n == billed, f"input_tokens = the message's usage.input_tokens ({billed})", n, counted)
+
+
+def anthropic_error_problems(data: Any) -> list[str]:
+    """``{"type": "error", "error": {"type", "message"}}``: what the anthropic SDK turns into ``BadRequestError``."""
+    if not isinstance(data, dict) or data.get("type") != "error" or not isinstance(data.get("error"), dict):
+        return ['the body is not {"type": "error", "error": {...}}']
+    err = data["error"]
+    return [f"error.{k} is not a non-empty string" for k in ("type", "message") if not isinstance(err.get(k), str) or not err.get(k)]
+
+
+@check("messages.errors", "bad input gets 4xx with the Anthropic error shape", reference=REFERENCE, needs=("messages",))
+def errors(ctx: CheckContext) -> None:
+    """Anthropic clients read ``error.type`` (invalid_request_error, ...), not the OpenAI envelope."""
+    create(ctx)
+    bad = ctx.post(PATH, {"model": ctx.model, "messages": ASK})  # max_tokens is required
+    ctx.expect_client_error(bad, "a message without max_tokens")
+    ctx.expect_envelope(bad, anthropic_error_problems, 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}')
