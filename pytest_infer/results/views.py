@@ -225,9 +225,9 @@ class Views:
         order = list(self.results.suites)
         rows = []
         for target in self.ids:
-            suites = sorted({s for t, s in self.by_suite if t == target}, key=lambda s: (order.index(s) if s in order else len(order), s))
-            for suite in suites:
-                counts = Counter(self.by_suite[(target, suite)])
+            seen = {s for t, s in self.by_suite if t == target} | {lim.suite for lim in self.limits if lim.target == target}
+            for suite in sorted(seen, key=lambda s: (order.index(s) if s in order else len(order), s)):
+                counts = Counter(self.by_suite.get((target, suite), {}))
                 counts["invalid"] = sum(1 for lim in self.limits if lim.target == target and lim.suite == suite and lim.verdict == "invalid")
                 rows.append((target, suite, counts))
         return rows
