@@ -403,6 +403,8 @@ class Handler(BaseHTTPRequestHandler):
             name = (choice.get("function") or {}).get("name")
             if name not in [t.get("function", {}).get("name") for t in tools]:
                 raise BadRequest(f"tool_choice names unknown tool {name!r}", param="tool_choice")
+        elif body.get("parallel_tool_calls") and choice == "required":
+            return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": t["function"]["name"], "arguments": json.dumps({"x": i})}} for i, t in enumerate(tools)]
         else:
             name = tools[0]["function"]["name"]
         return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": name, "arguments": json.dumps({"x": 1})}}]

