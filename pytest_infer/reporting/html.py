@@ -12,14 +12,14 @@ import json
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
 from ..suite import Section
-from .terminal import VERDICT_COLUMNS
+from .terminal import verdict_counts
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}
 th{background:#f3f3f3}td.passed,td.valid{background:#e8f5e9}td.failed,td.error,td.invalid{background:#ffcdd2;font-weight:bold}
 td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised{background:#eceff1}td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
-.verdict{font-size:1.3em;padding:.4em .8em;display:inline-block;border-radius:4px}.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
+.verdict{font-size:1.3em;padding:.3em .8em;display:inline-block;border-radius:4px;margin:.2em 0}.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:.5em;white-space:pre-wrap;font-size:.8em}details{margin:.2em 0}
 #findings li{margin:.3em 0}.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;padding:0 .3em;margin-right:.4em}
@@ -76,14 +76,13 @@ def _gate_verdict(gate) -> str:
 
 
 def _verdict(views: Views, gate) -> str:
-    """The answer first: the gate's verdict, then per target and suite the counts of each outcome."""
-    rows = views.verdict_rows()
-    columns = [(o, h) for o, h in VERDICT_COLUMNS if any(c.get(o) for _, _, c in rows)]
-    css = {"failed": "failed", "error": "error", "invalid": "invalid", "fixed": "fixed"}
-    body = [f"<tr><td>{_e(views.label(t))}</td><td>{_e(s)}</td>"
-            + "".join(f'<td class="{css.get(o, "") if c.get(o) else ""}">{c.get(o, 0)}</td>' for o, _ in columns) + "</tr>"
-            for t, s, c in rows]
-    table = _table(["target", "suite", *(h for _, h in columns)], body, "verdict-counts") if rows else "<p>No tests were recorded.</p>"
+    """The answer first: the gate's verdict, then one row per suite with each target's counts of each outcome."""
+    cells: dict[str, dict[str, str]] = {}
+    for target, suite, counts in views.verdict_rows():
+        css = "failed" if counts.get("failed") or counts.get("error") else "invalid" if counts.get("invalid") else "passed"
+        cells.setdefault(suite, {})[target] = f'<td class="{css}">{_e(verdict_counts(counts))}</td>'
+    body = [f"<tr><td>{_e(suite)}</td>{''.join(row.get(t, '<td>-</td>') for t in views.ids)}</tr>" for suite, row in cells.items()]
+    table = _table(["suite", *views.labels], body, "verdict-counts") if body else "<p>No tests were recorded.</p>"
     return f'<section id="verdict-block"><h2>Verdict</h2>{_gate_verdict(gate)}{table}</section>'
 
 

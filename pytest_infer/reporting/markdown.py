@@ -12,7 +12,7 @@ from pathlib import Path
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
 from ..suite import Cell, Section
-from .terminal import VERDICT_COLUMNS
+from .terminal import verdict_counts
 
 ICONS = {
     "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED",
@@ -23,7 +23,7 @@ MAX_DETAIL = 200
 # GitHub's limit on a pull-request comment (a step summary may hold 1 MiB): the summary stays under it.
 MAX_CHARS = 65536
 MAX_MESSAGE = 1500
-MAX_LOG = 1500
+NOTE_ROOM = 800  # kept free for the truncation note and its link
 
 
 def _cell(text: str) -> str:
@@ -53,41 +53,55 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def verdict_units(views: Views, gate) -> list[str]:
-    """Per target and suite the counts of each outcome (columns that are all zero left out), and the gate's verdict."""
+    """The gate's verdict with its regressions, then one row per suite with each target's counts of each outcome."""
     units = ["", "### Verdict", ""]
     if gate is not None:
         units += [f"**Upgrade gate: {gate.verdict}**", ""]
         units += [f"- regression: {f.line()}" for f in gate.of("regression")]
         units += [f"> ⚠️ {w}\n" for w in gate.warnings]
         units.append("")
-    rows = views.verdict_rows()
-    columns = [(o, h) for o, h in VERDICT_COLUMNS if any(c.get(o) for _, _, c in rows)]
-    body = [[views.label(t), s, *(str(c.get(o, 0)) for o, _ in columns)] for t, s, c in rows]
-    return units + (_table(["target", "suite", *(h for _, h in columns)], body) if rows else ["No tests were recorded."])
+    cells: dict[str, dict[str, str]] = {}
+    for target, suite, counts in views.verdict_rows():
+        mark = "❌ " if counts.get("failed") or counts.get("error") else "⚠️ " if counts.get("invalid") else ""
+        cells.setdefault(suite, {})[target] = mark + verdict_counts(counts)
+    body = [[suite, *(row.get(t, "-") for t in views.ids)] for suite, row in cells.items()]
+    return units + (_table(["suite", *views.labels], body) if body else ["No tests were recorded."])
 
 
-def finding_unit(n: int, problem: Problem) -> str:
-    """One root cause: severity, what, where (count and places), upstream reference; message, reproducer and log folded."""
+def finding_head(n: int, problem: Problem) -> str:
+    """One root cause in one line: severity, what, where (count and places), upstream reference."""
     cause = problem.cause
     ref = f" Known upstream: {cause.reference}." if cause.reference else ""
-    head = f"{n}. **[{cause.severity}]** {_cell(cause.title[:300])} ({len(problem.places)} place{'s' if len(problem.places) > 1 else ''}: {_cell(problem.where())}).{ref}"
-    fold = [_fence(problem.brief()[:MAX_MESSAGE])] if problem.message else []
+    places = f"{len(problem.places)} place{'s' if len(problem.places) > 1 else ''}: {_cell(problem.where())}"
+    return f"{n}. **[{cause.severity}]** {_cell(cause.title[:300])} ({places}).{ref}"
+
+
+def finding_fold(problem: Problem, room: int = MAX_MESSAGE) -> str:
+    """Its message, reproducer and server log behind a fold, each cut to ``room`` characters ("" if nothing to show)."""
+    fold = [_fence(problem.brief()[:room])] if problem.message else []
     if problem.reproducer:
-        fold += ["Reproduce:", _fence(problem.reproducer[:MAX_MESSAGE], "sh")]
+        fold += ["Reproduce:", _fence(problem.reproducer[:room], "sh")]
     if problem.server_log:
-        fold += ["Server log while it ran:", _fence(problem.server_log[-MAX_LOG:])]
+        fold += ["Server log while it ran:", _fence(problem.server_log[-room:])]
     if not fold:
-        return head
+        return ""
     body = "\n\n".join(fold).replace("\n", "\n   ")
-    return f"{head}\n   <details><summary>message, reproducer, server log</summary>\n\n   {body}\n\n   </details>"
+    return f"\n   <details><summary>message, reproducer, server log</summary>\n\n   {body}\n\n   </details>"
 
 
-def finding_units(views: Views) -> list[str]:
+def finding_units(views: Views, room: int | None = None) -> list[str]:
+    """Every root cause's line; its fold while ``room`` characters last (whole, then cut short, then none), in
+    order, so a long list keeps every finding's line and the worst ones keep their reproducers."""
     if not views.problems:
         return []
     failed = sum(len(p.tests) for p in views.problems)
-    return ["", f"### Findings: {len(views.problems)} root causes of {failed} failed tests", "",
-            *(finding_unit(i, p) for i, p in enumerate(views.problems, 1))]
+    units = ["", f"### Findings: {len(views.problems)} root causes of {failed} failed tests", ""]
+    for i, problem in enumerate(views.problems, 1):
+        fold = next((f for f in (finding_fold(problem, c) for c in (MAX_MESSAGE, MAX_MESSAGE // 4)) if room is None or len(f) <= room), "")
+        if room is not None:
+            room -= len(fold)
+        units.append(finding_head(i, problem) + fold)
+    return units
 
 
 def limits_units(views: Views) -> list[str]:
@@ -129,10 +143,9 @@ def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = N
     """Join ``units`` (each kept whole: a table row, a finding with its fold) while they fit under ``limit`` characters;
     what does not fit is left out, with a note saying so and where the full report is."""
     link = _artifact_link(env if env is not None else dict(os.environ))
-    note_room = 400 + len(link)
     kept, size = [], 0
     for i, unit in enumerate(units):
-        if size + len(unit) + 1 > limit - note_room:
+        if size + len(unit) + 1 > limit - NOTE_ROOM:
             left = sum(1 for u in units[i:] if u.strip())
             kept += ["", f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): {left} more parts left out; {link}."]
             break
@@ -142,8 +155,12 @@ def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = N
 
 
 def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None, limit: int = MAX_CHARS) -> str:
+    """Verdict, findings, figures against limits, the checks that failed or differ, then the rest; under ``limit``
+    characters, the findings' folds get what the verdict, every finding's line, the figures and those checks leave."""
     views = views or build_views(results)
-    units = [f"## {title}", *verdict_units(views, gate), *finding_units(views), *limits_units(views), *matrix_units(views)]
+    head, tail = [f"## {title}", *verdict_units(views, gate)], [*limits_units(views), *matrix_units(views)]
+    room = limit - NOTE_ROOM - sum(len(u) + 1 for u in [*head, *finding_units(views, 0), *tail[:-1]])
+    units = [*head, *finding_units(views, room), *tail]
     for section in views.suite_sections:
         if section.rows:
             units += section_lines(section, views)

@@ -20,7 +20,7 @@ VERDICT_COLUMNS = (("passed", "pass"), ("failed", "FAIL"), ("error", "ERROR"), (
 
 def verdict_counts(counts) -> str:
     """``45 pass, 8 unsup, 1 not exercised``: the verdict's counts of one target's suite, zero counts left out."""
-    return ", ".join(f"{counts[o]} {h}" for o, h in VERDICT_COLUMNS if counts.get(o))
+    return ", ".join(f"{counts[o]} {h}" for o, h in VERDICT_COLUMNS if counts.get(o)) or "no tests recorded"
 
 
 def gate_headline(gate) -> list[str]:

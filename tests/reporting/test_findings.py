@@ -89,7 +89,7 @@ def test_every_rendering_opens_with_the_verdict_then_the_findings():
     assert lines[3].strip() == "3 places: vllm 0.32.0: response_format, response_format-stream, native"
     md = render_markdown(results)
     assert md.index("### Verdict") < md.index("### Findings: 4 root causes of 9 failed tests") < md.index("### Checks") < md.index("### Targets")
-    assert "| vllm 0.32.0 | structured | 0 | 6 |" in md
+    assert "| suite | vllm 0.32.0 |" in md and "| structured | ❌ 6 FAIL |" in md
     page = render_html(results)
     assert page.index('id="verdict-block"') < page.index('id="findings"') < page.index('id="matrix-notable"') < page.index('id="matrix"')
 
@@ -173,8 +173,10 @@ def test_markdown_with_500_failures_fits_a_pull_request_comment(monkeypatch: pyt
     assert md.count("<details>") == md.count("</details>")  # whole findings only: no fold left open
 
 
-def test_the_merged_upgrade_gate_report_fits_and_opens_with_the_gate():
-    base, cand = main_job("0.31.0"), main_job("0.32.0")
+def test_the_merged_upgrade_gate_report_fits_with_every_finding_the_figures_and_the_differing_checks():
+    """Four targets' long tail of failures: every finding keeps its line, the figures table and the failed or
+    differing checks stay; the folds get what is left, worst findings first, and the full matrix is cut."""
+    base, cand = with_limits(main_job("0.31.0")), with_limits(main_job("0.32.0"))
     for i in range(150):  # a long tail of failures, each on every request path
         for results in (base, cand):
             for path in PATHS:
@@ -184,7 +186,10 @@ def test_the_merged_upgrade_gate_report_fits_and_opens_with_the_gate():
     merged.gate = {"baseline": "base", **gate.to_dict()}
     md = render_markdown(merged, gate, "pytest-infer upgrade gate")
     assert len(md) < MAX_CHARS and "**Upgrade gate: " in md.split("### Findings")[0]
-    assert "### Findings: 154 root causes of 918 failed tests" in md
+    assert "### Findings: 154 root causes of 918 failed tests" in md and "\n154. **[" in md
+    assert md.index("### Findings") < md.index("### Figures against their limits") < md.index("### Checks: failed or differing")
+    assert "| errors.envelope-types |" in md and md.rstrip().splitlines()[-1].startswith("> ✂️ **Truncated**")
+    assert 0 < md.count("<details><summary>message, reproducer, server log") < 154
 
 
 def test_html_in_a_headless_browser_shows_the_verdict_and_the_findings_in_the_first_screen(tmp_path: Path):
