@@ -105,6 +105,33 @@ class VersionRoute:
     identifies: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class ServerMetricNames:
+    """Where a framework's Prometheus text (``path``) keeps the figures the SLO suite reads beside its own.
+
+    Counters are named by their sample (``..._total``, or a histogram's ``..._sum`` where the framework
+    counts tokens only in a histogram); histograms (seconds) by their base name; gauges by name. None:
+    the framework does not expose that figure. ``verified``: the names were read off a running server
+    (``verified_on``); otherwise they are as the framework documents them, unchecked here.
+    """
+
+    path: str = "/metrics"
+    verified: bool = False
+    verified_on: str = ""
+    requests: str | None = None  # finished requests, every finish reason (aborts included)
+    prompt_tokens: str | None = None
+    output_tokens: str | None = None
+    ttft: str | None = None
+    itl: str | None = None
+    queue: str | None = None
+    prefix_cache_hits: str | None = None  # tokens
+    prefix_cache_queries: str | None = None  # tokens
+    preemptions: str | None = None
+    kv_cache_usage: str | None = None  # gauge, 0..1
+    running: str | None = None  # gauge
+    waiting: str | None = None  # gauge
+
+
 class Adapter(Protocol):
     """Everything pytest-infer knows about one framework; nothing framework-specific lives outside it.
 
@@ -156,6 +183,8 @@ class BaseAdapter:
     owned_by: ClassVar[tuple[str, ...]] = ()
     version_routes: ClassVar[tuple[VersionRoute, ...]] = ()
     expectations: ClassVar[Path | None] = None
+    # the Prometheus names of its /metrics (read with getattr: an adapter written to the protocol may lack it)
+    server_metrics: ClassVar[ServerMetricNames | None] = None
 
     def detect_version(self, environment: Environment) -> Version:
         return Version(None, error=f"{type(self).__name__} does not detect versions")

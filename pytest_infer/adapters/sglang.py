@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, VersionRoute, python_of
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
 # The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
 # CPU, a KV pool sized for 2 cores and 24 GiB (the default asks for most of the memory),
@@ -24,6 +24,18 @@ CPU_TINY_ARGS = (
     "--sleep-on-idle",
 )  # fmt: skip
 CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+# as SGLang documents them (its "Production Metrics" reference page; --enable-metrics); not checked against a server
+METRICS = ServerMetricNames(
+    prompt_tokens="sglang:prompt_tokens_total",
+    output_tokens="sglang:generation_tokens_total",
+    requests="sglang:num_requests_total",
+    ttft="sglang:time_to_first_token_seconds",
+    itl="sglang:inter_token_latency_seconds",
+    kv_cache_usage="sglang:token_usage",
+    running="sglang:num_running_reqs",
+    waiting="sglang:num_queue_reqs",
+)
 
 _key_files: dict[str, Path] = {}
 
@@ -58,6 +70,7 @@ class SGLangAdapter(PythonModuleAdapter):
     # 0.5.23 has no /version; it still answers the older /get_server_info, asked second
     version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
     expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
+    server_metrics = METRICS
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

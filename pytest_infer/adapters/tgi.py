@@ -5,7 +5,18 @@ import re
 import subprocess
 from typing import Any
 
-from .base import BaseAdapter, Environment, LaunchRequest, LaunchSpec, Version, VersionRoute
+from .base import BaseAdapter, Environment, LaunchRequest, LaunchSpec, ServerMetricNames, Version, VersionRoute
+
+# as TGI documents them (reference/metrics); not checked against a server. TGI counts tokens only in
+# per-request histograms, whose sums are the totals; it has no time-to-first-token histogram.
+METRICS = ServerMetricNames(
+    requests="tgi_request_count_total",
+    prompt_tokens="tgi_request_input_length_sum",
+    output_tokens="tgi_request_generated_tokens_sum",
+    queue="tgi_request_queue_duration",
+    running="tgi_batch_current_size",
+    waiting="tgi_queue_size",
+)
 
 
 class TGIAdapter(BaseAdapter):
@@ -13,6 +24,7 @@ class TGIAdapter(BaseAdapter):
     title = "TGI"
     structured_output_field = "grammar"
     version_routes = (VersionRoute("/info"),)
+    server_metrics = METRICS
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         env = request.environment

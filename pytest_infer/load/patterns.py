@@ -11,7 +11,9 @@ measured requests see the full offered load from the first to the last:
 The measurement window runs from the first measured send to the last measured
 end. The client's own load (event-loop lag, CPU and run-queue wait of its
 thread, open-loop schedule lag) and the server's resource peaks are recorded
-over the same window.
+over the same window. Where the framework's metric names are known, the server's own
+``/metrics`` are scraped before the first request, at the window's end and after the
+drain (``server_metrics.py``), so no scrape falls inside the measured window.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
 from .client import CHAT_PATH, COMPLETIONS_PATH, async_client, stream_request
 from .monitor import (
@@ -35,6 +38,7 @@ from .monitor import (
 )
 from .prompts import FALLBACK, Calibration, PromptFactory, calibrate, request_body
 from .rawhttp import RawClient
+from .server_metrics import ServerFigures, ServerWatch
 from .trace import RequestTrace
 
 MODES = ("closed", "poisson")
@@ -104,6 +108,7 @@ class LoadRun:
     client: ClientUsage
     resources: ResourcePeak
     calibration: Calibration
+    server: ServerFigures | None = None  # the server's /metrics over the whole run, where scraped
 
     @property
     def measured(self) -> list[RequestTrace]:
@@ -129,6 +134,7 @@ class _Runner:
         self.lag = LoopLagMonitor()
         self.times_start: ThreadTimes | None = None
         self.times_end: ThreadTimes | None = None
+        self.at_window_end: Callable[[], Any] | None = None  # blocking; run in a thread once the window has closed
 
     def phase(self, i: int) -> str:
         spec = self.spec
@@ -210,6 +216,8 @@ class _Runner:
             for task in workers:
                 if task.done() and task.exception():
                     raise task.exception()  # type: ignore[misc]
+            if self.at_window_end is not None and self.done.is_set():
+                await asyncio.to_thread(self.at_window_end)
             if self.spec.cooldown == "drain":  # let cool-down requests end, so none runs on into the next load point
                 pending = [t for t in [*workers, *(spawned or [])] if not t.done()]
                 if pending:
@@ -230,6 +238,7 @@ async def run_load_async(
     calibration: Calibration | None = None,
     seed: int = 0,
     transport: str = "auto",
+    server_metrics: ServerMetricNames | None = None,
 ) -> LoadRun:
     """Run one load point against a server and return every trace and the client's own figures.
 
@@ -237,6 +246,8 @@ async def run_load_async(
 
     ``transport``: ``raw`` (the asyncio-protocol client, plain http only), ``httpx``, or
     ``auto`` (raw for http://, httpx for https://).
+
+    ``server_metrics``: the framework's Prometheus names; the run then carries the server's figures.
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
@@ -254,10 +265,16 @@ async def run_load_async(
     connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight
     raw = transport == "raw" or (transport == "auto" and endpoint.base_url.startswith("http://"))
     client = RawClient(endpoint) if raw else async_client(endpoint, concurrency=connections)
+    watch = ServerWatch(endpoint, server_metrics) if server_metrics is not None else None
+    if watch is not None:
+        await asyncio.to_thread(watch.start)
     async with client:
         runner = _Runner(client, spec, workload, body_for)
+        runner.at_window_end = watch.at_window_end if watch is not None else None
         with ResourceSampler(server_pid) as sampler:
             await (runner.closed() if spec.mode == "closed" else runner.poisson())
+    if watch is not None:
+        await asyncio.to_thread(watch.finish, sum(t.status == 200 and not t.cancelled for t in runner.traces))
     start = runner.window_start_ns or 0
     end = runner.window_end_ns or start
     usage = ClientUsage.between(runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9)
@@ -271,6 +288,7 @@ async def run_load_async(
         client=usage,
         resources=sampler.peak,
         calibration=calibration or FALLBACK,
+        server=watch.figures() if watch is not None else None,
     )
 
 

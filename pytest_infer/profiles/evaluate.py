@@ -2,6 +2,10 @@
 
 This is what each SLO test does; it lives here (not in the suite) so that the
 benchmarks and the plugin's own tests drive exactly the same path.
+
+Where the framework's adapter names its Prometheus metrics, each run also records the
+server's own figures (``server`` in the entry), and a disagreement with the client beyond
+``metrics.server_check``'s tolerance makes the measurement invalid.
 """
 from __future__ import annotations
 
@@ -9,10 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
+from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
 from ..load import LoadRun, run_load
 from ..load.monitor import listening_pid
 from ..load.prompts import Calibration
+from ..load.server_metrics import ServerFigures
 from ..metrics import (
     InsufficientSamples,
     Summary,
@@ -26,6 +32,7 @@ from ..metrics import (
 )
 from ..metrics.catalogue import PER_REQUEST, metric
 from ..metrics.judge import judge
+from ..metrics.server_check import cross_check
 from . import LoadPoint
 
 CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
@@ -47,6 +54,7 @@ class PointResult:
     resources: dict[str, Any] = field(default_factory=dict)
     confidence: dict[str, str] = field(default_factory=dict)
     per_run: list[dict[str, Any]] = field(default_factory=list)
+    server: dict[str, Any] | None = None  # the server's own figures and the cross-check; None: not scraped
 
     def figures(self) -> dict[str, Any]:
         return {**self.summary.figures(), **self.resources}
@@ -73,6 +81,8 @@ class PointResult:
         }
         if len(self.runs) > 1:
             entry["runs"] = self.per_run
+        if self.server is not None:
+            entry["server"] = self.server
         return entry
 
     def table(self) -> str:
@@ -84,7 +94,59 @@ class PointResult:
         lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in TABLE_FIGURES if k in f))
         lines.append("  client: " + ", ".join(f"{k}={v}" for k, v in self.client.items()))
         lines += [f"  {k}: {v}" for k, v in self.confidence.items()]
+        if self.server is not None:
+            lines.append("  server: " + server_line(self.server))
         return "\n".join(lines)
+
+
+def server_line(server: dict[str, Any]) -> str:
+    """The server's figures beside the client's, one line."""
+    if "error" in server:
+        return f"not read ({server['error']})"
+    client = server.get("check", {}).get("client", {})
+    parts = [f"{k} {server[k]} (client {client[k]})" if k in client else f"{k} {server[k]}" for k in ("requests", "prompt_tokens", "output_tokens") if k in server]
+    ttft = server.get("ttft") or {}
+    if ttft.get("count"):
+        bounds = ", ".join(f"{q} <= {ttft[f'{q}_at_most_ms']:g} ms" for q in ("p50", "p99") if ttft.get(f"{q}_at_most_ms") is not None)
+        parts.append(f"ttft mean {ttft['mean_ms']:g} ms{', ' + bounds if bounds else ''} (histogram)")
+    for key in ("prefix_cache_hit_rate", "preemptions"):
+        if key in server:
+            parts.append(f"{key} {server[key]}")
+    if server.get("under_load"):
+        parts.append("under load " + ", ".join(f"{k} {v:g}" for k, v in server["under_load"].items()))
+    check = server.get("check") or {}
+    parts.append("cross-check " + ("ok" if check.get("ok") else "FAILED"))
+    return ", ".join(parts)
+
+
+def metric_names(framework: str) -> ServerMetricNames | None:
+    """The framework's Prometheus names, from its adapter; None for an unknown framework or one without."""
+    from ..adapters import registry
+
+    try:
+        adapter = registry.get(framework)
+    except KeyError:
+        return None
+    return getattr(adapter, "server_metrics", None)
+
+
+def pooled(figures: list[ServerFigures]) -> ServerFigures:
+    """The runs' server figures added up (histograms bucket by bucket); the first error wins."""
+    first = figures[0]
+    if len(figures) == 1 or any(f.error for f in figures):
+        return next((f for f in figures if f.error), first)
+    out = ServerFigures(first.names, span_s=sum(f.span_s for f in figures))
+    for key in ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "prefix_cache_queries", "preemptions"):
+        values = [getattr(f, key) for f in figures]
+        setattr(out, key, None if None in values else sum(values))
+    for key in ("ttft", "itl", "queue"):
+        hists = [getattr(f, key) for f in figures]
+        if all(h is not None and h.bounds == hists[0].bounds for h in hists):
+            setattr(out, key, replace(hists[0], cumulative=[sum(c) for c in zip(*(h.cumulative for h in hists))],
+                                      count=sum(h.count for h in hists), sum_s=sum(h.sum_s for h in hists)))
+    gauges = [f.under_load for f in figures if f.under_load]
+    out.under_load = {k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})}
+    return out
 
 
 def server_pid(base_url: str, pid: int | None) -> int | None:
@@ -131,13 +193,14 @@ def evaluate_interleaved(subjects: list[Subject], *, rules: ValidityRules | None
         for s in subjects
     ]  # fmt: skip
     runs: list[list[LoadRun]] = [[] for _ in subjects]
+    names = [metric_names(s.framework) for s in subjects]
     calibrations = [calibration] * len(subjects)
     order = list(range(len(subjects)))
     for i in range(max(s.point.repeat for s in subjects)):
         for k in order if i % 2 == 0 else reversed(order):
             if i < subjects[k].point.repeat:
                 endpoint, spec, workload = plans[k]
-                run = run_load(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i)
+                run = run_load(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i, server_metrics=names[k])
                 calibrations[k] = run.calibration
                 runs[k].append(run)
     return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
@@ -173,6 +236,16 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
     invalid = validity(
         summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules
     )
+    server: dict[str, Any] | None = None
+    scraped = [run.server for run in runs if run.server is not None]
+    if scraped:
+        server = pooled(scraped).to_dict()
+        checks = [cross_check(run.server, run.traces) for run in runs if run.server is not None]
+        problems = [f"run {i + 1}: {p}" if len(checks) > 1 else p for i, c in enumerate(checks) for p in c.problems]
+        server["check"] = {**checks[0].to_dict(), "problems": problems, "ok": not problems}
+        if len(checks) > 1:
+            server["check"]["client"] = {k: sum(c.client.get(k, 0) for c in checks) for k in checks[0].client}
+        invalid += problems
     verdict = judge(summary, point.thresholds, resources, invalid)
     confidence: dict[str, str] = {}
     per_run: list[dict[str, Any]] = []
@@ -184,4 +257,4 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
             values = [f[key] for f in per_run if key in f]
             if len(values) == len(runs):
                 confidence[key] = str(confidence_interval(values))
-    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run)
+    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run, server)

@@ -8,6 +8,10 @@ time) is reported, so it is known whether the server kept its schedule.
 
 Plain asyncio, HTTP/1.1 keep-alive with chunked bodies (as vLLM's uvicorn sends).
 ``GET /stats`` returns the per-request records; ``POST /reset`` clears them.
+``GET /metrics`` answers Prometheus text under vLLM's names (finished requests, prompt
+and generation tokens, TTFT and inter-token histograms, running requests), counted as it
+serves; ``--lie-counts`` and ``--lie-ttft-ms`` make it misreport them, for the client
+against server cross-check.
 
     python -m pytest_infer.testing.pacedserver --port 8123 --ttft-ms 50 --itl-ms 10
 """
@@ -43,12 +47,71 @@ class Pacing:
     itl_ms: float = 10.0
     tokens: int | None = None  # default: the request's max_tokens
     role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} at once, as vLLM does
+    lie_counts: float = 1.0  # /metrics: every counter multiplied by this
+    lie_ttft_ms: float = 0.0  # /metrics: added to every TTFT the histogram observes
+
+
+# vLLM 0.32's bounds (seconds)
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+
+
+class HistogramText:
+    """A Prometheus histogram kept by hand (this package imports the standard library only)."""
+
+    def __init__(self, name: str, bounds: tuple[float, ...]) -> None:
+        self.name, self.bounds = name, bounds
+        self.counts = [0] * len(bounds)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        for i, bound in enumerate(self.bounds):
+            if seconds <= bound:
+                self.counts[i] += 1
+        self.count += 1
+        self.sum += seconds
+
+    def text(self, labels: str) -> str:
+        lines = [f"# TYPE {self.name} histogram"]
+        lines += [f'{self.name}_bucket{{{labels},le="{b}"}} {c}.0' for b, c in zip(self.bounds, self.counts)]
+        lines += [f'{self.name}_bucket{{{labels},le="+Inf"}} {self.count}.0', f"{self.name}_count{{{labels}}} {self.count}.0", f"{self.name}_sum{{{labels}}} {self.sum!r}"]
+        return "\n".join(lines)
+
+
+@dataclass(slots=True)
+class Counters:
+    """What /metrics reports: counted when a request ends (its last token written, or the client gone)."""
+
+    finished: dict[str, int] = field(default_factory=lambda: {"length": 0, "abort": 0})
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    running: int = 0
+    ttft: HistogramText = field(default_factory=lambda: HistogramText("vllm:time_to_first_token_seconds", TTFT_BUCKETS))
+    itl: HistogramText = field(default_factory=lambda: HistogramText("vllm:inter_token_latency_seconds", ITL_BUCKETS))
+
+    def text(self, lie: float) -> str:
+        labels = f'engine="0",model_name="{MODEL}"'
+
+        def n(value: int) -> str:
+            return f"{round(value * lie)}.0"
+
+        lines = ["# TYPE vllm:request_success_total counter"]
+        lines += [f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {n(v)}' for reason, v in self.finished.items()]
+        lines += [
+            "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{{{labels}}} {n(self.prompt_tokens)}",
+            "# TYPE vllm:generation_tokens_total counter", f"vllm:generation_tokens_total{{{labels}}} {n(self.generation_tokens)}",
+            "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{labels}}} {self.running}.0",
+            self.ttft.text(labels), self.itl.text(labels),
+        ]  # fmt: skip
+        return "\n".join(lines) + "\n"
 
 
 class PacedServer:
     def __init__(self, pacing: Pacing, host: str = "127.0.0.1", port: int = 0) -> None:
         self.pacing, self.host, self.port = pacing, host, port
         self.records: list[ServedRequest] = []
+        self.counters = Counters()
         self.server: asyncio.AbstractServer | None = None
 
     async def start(self) -> None:
@@ -89,6 +152,10 @@ class PacedServer:
         if method == "POST" and path == "/reset":
             self.records.clear()
             return self._json(writer, 200, {})
+        if method == "GET" and path == "/metrics":
+            data = self.counters.text(self.pacing.lie_counts).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+            return None
         if method == "GET" and path in ("/health", "/v1/models"):
             return self._json(writer, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]})
         if path not in ("/v1/chat/completions", "/v1/completions"):
@@ -98,7 +165,11 @@ class PacedServer:
         tokens = self.pacing.tokens or int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens}
+        counters = self.counters
         if not body.get("stream"):
+            counters.finished["length"] += 1
+            counters.prompt_tokens += prompt_tokens
+            counters.generation_tokens += tokens
             text = "x" * tokens
             choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
             return self._json(writer, 200, {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage})
@@ -129,10 +200,18 @@ class PacedServer:
         gap = int(self.pacing.itl_ms * 1e6)
         transport = writer.transport
         finished = loop.create_future()
+        counters.running += 1
+
+        def end(reason: str) -> None:
+            counters.running -= 1
+            counters.finished[reason] += 1
+            counters.prompt_tokens += prompt_tokens
+            counters.generation_tokens += len(record.write_ns)
+            finished.set_result(None)
 
         def write(i: int) -> None:
             if transport.is_closing():  # the client went away (a cancelled cool-down request)
-                finished.set_result(None)
+                end("abort")
                 return
             now = time.perf_counter_ns()
             last = i == tokens - 1
@@ -141,10 +220,13 @@ class PacedServer:
             record.lag_ns.append(now - (first + i * gap))
             if i == 0:
                 record.first_content_ns = now
+                counters.ttft.observe(max(0.0, (now - recv_ns) / 1e9 + self.pacing.lie_ttft_ms / 1e3))
+            else:
+                counters.itl.observe((now - record.write_ns[-2]) / 1e9)
             if last:
                 transport.write(tail)
                 record.end_ns = time.perf_counter_ns()
-                finished.set_result(None)
+                end("length")
             else:
                 loop.call_at((first + (i + 1) * gap) / 1e9 + to_loop_s, write, i + 1)
 
@@ -162,8 +244,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--itl-ms", type=float, default=10.0)
     parser.add_argument("--tokens", type=int, default=None, help="output tokens per request (default: max_tokens)")
     parser.add_argument("--no-role-chunk", action="store_true")
+    parser.add_argument("--lie-counts", type=float, default=1.0, help="/metrics: multiply every counter by this")
+    parser.add_argument("--lie-ttft-ms", type=float, default=0.0, help="/metrics: add this to every TTFT observed")
     args = parser.parse_args(argv)
-    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk)
+    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms)
 
     async def serve() -> None:
         server = PacedServer(pacing, args.host, args.port)

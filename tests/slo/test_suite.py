@@ -134,7 +134,11 @@ models:
 @pytest.mark.integration  # a minute: it loads a core of the host and runs a starved pytest process
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores")
 def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, paced_server):
-    """8 streams of one token per ms need a good share of a core; the client gets ~10% of one."""
+    """8 streams of one token per ms need a good share of a core; the client gets ~10% of one.
+
+    Both witnesses see it: the client's own load figures, and the server's /metrics (its TTFT
+    histogram puts every first token far earlier than the starved client read it).
+    """
     url = paced_server(20, 1)
     copy_suite(pytester)
     (pytester.path / "conftest.py").write_text(STARVE)
@@ -145,6 +149,8 @@ def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, p
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["verdict"] == "invalid"
     assert entry["client"]["busy_share"] > 0.8 or entry["client"]["loop_lag_p99_ms"] > 20
+    # the second witness: the paced server's own TTFT histogram shows the client stamping first tokens late
+    assert any(f.startswith("measurement invalid: server metrics disagree") and "the client lagged?" in f for f in entry["failures"])
 
 
 def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester, paced_server, capsys):
