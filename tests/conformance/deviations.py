@@ -654,6 +654,7 @@ BRANCHES |= {
         ("role", on_response(lambda p, b, r: _message_item(r).update(role="user"), path=RESPONSES), "['user']"),
         ("part-type", on_response(lambda p, b, r: _message_item(r)["content"][0].update(type="text"), path=RESPONSES), "'type': 'text'"),
         ("id", on_response(lambda p, b, r: _set(r, id=""), path=RESPONSES), "id is ''"),
+        ("streams-by-default", answer_when(lambda p, b: p == RESPONSES and "stream" not in b, 200, "data: {}"), 'got:      "data: {}"'),
         ("created_at", on_response(lambda p, b, r: _set(r, created_at="today"), path=RESPONSES), "created_at is 'today'"),
     ],
     "responses.usage": [

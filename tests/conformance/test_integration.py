@@ -59,7 +59,12 @@ def test_transformers_serve_differs_where_checked_by_hand(pytester: pytest.Pytes
         "stream.sse-framing": "does not end with 'data: [DONE]'",
         "chat.parameter-ranges": "temperature=2.5 -> HTTP 200",
         "errors.envelope": "HTTP 500",  # bad input is a plain-text 500
+        "responses.create": 'got:      data: {"response"',  # without "stream" a response is streamed (the SDK sends none)
+        "responses.errors": "HTTP 500: Internal Server Error",  # max_output_tokens: -1
+        "responses.structured": "JSON that validates against the schema",  # text.format is not applied
     }
+    assert all(records[c]["outcome"] == "unsupported" for c in ("messages.create", "sdk.anthropic", "responses.retrieve"))  # no /v1/messages, no store
+    assert records["responses.stream-events"]["outcome"] == "passed" and records["responses.usage"]["outcome"] == "passed"
     for check, evidence in confirmed.items():
         assert records[check]["outcome"] == "failed" and evidence in records[check]["message"], records[check]["message"]
         assert records[check]["reproducer"].startswith("curl -sS")

@@ -23,7 +23,8 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required
 
 
 def body(ctx: CheckContext, **params: Any) -> dict[str, Any]:
-    return {"model": ctx.model, "input": INPUT, "max_output_tokens": LIMIT, "temperature": 0, **params}
+    """``stream: false`` said outright, so each check judges what it names; ``responses.create`` judges the default."""
+    return {"model": ctx.model, "input": INPUT, "max_output_tokens": LIMIT, "temperature": 0, "stream": False, **params}
 
 
 def create(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
@@ -69,8 +70,12 @@ def _problems(r: dict[str, Any]) -> list[str]:
 
 @check("responses.create", "a response object: id, created_at, status, an assistant message of output_text parts", reference=REFERENCE, needs=("responses",))
 def create_fields(ctx: CheckContext) -> None:
-    """What ``client.responses.create(...).output_text`` reads; a cut-off answer says why it is incomplete."""
-    ex, data = create(ctx)
+    """What ``client.responses.create(...).output_text`` reads; a cut-off answer says why it is incomplete.
+
+    Sent without ``stream``, as the SDK sends it: a non-streamed answer is the default."""
+    sent = {k: v for k, v in body(ctx).items() if k != "stream"}
+    ex = ctx.offered("responses", ctx.post(PATH, sent))
+    data = ctx.expect_json_object(ex, "POST /v1/responses without stream (a JSON response by default)")
     problems = _problems(data)
     ctx.expect(not problems, "a well-formed response", "; ".join(problems), ex)
 
