@@ -148,9 +148,22 @@ class Problem:
         return next((str(t.extra["server_log"]) for t in self.tests if t.extra.get("server_log")), "")
 
 
+# The core's own message for a test that met a dead server (plugin.infer_live_server): one death, many tests.
+_DIED = re.compile(r"the server process (\d+) has died")
+
+
+def _core_cause(row: str, test: TestRecord) -> Cause | None:
+    """A cause the core itself reports, whatever the suite: the tests that met one dead server are one finding."""
+    if (died := _DIED.search(test.message)) is not None:
+        return Cause(f"died:{test.target}:{died[1]}", f"the server process died (pid {died[1]}): the tests after it could not run", row, "critical")
+    return None
+
+
 def _default_cause(row: str, test: TestRecord) -> Cause:
+    """One finding per matrix row; a check's message that repeats its id (``[chat.n] ...``) is not repeated in the title."""
     severity = "minor" if test.extra.get("severity") == "warning" else "major"
-    return Cause(row, f"{row}: {headline_of(test.message)}" if test.message else row, severity=severity, reference=references(test.message))
+    head = headline_of(test.message).removeprefix(f"[{row}] ")
+    return Cause(row, f"{row}: {head}" if head else row, severity=severity, reference=references(test.message))
 
 
 def problems(results: SessionResults, label) -> list[Problem]:
@@ -159,10 +172,13 @@ def problems(results: SessionResults, label) -> list[Problem]:
     for test in results.tests:
         if test.outcome not in PROBLEMS:
             continue
-        suite = test.suite or ""
-        row = row_key(test)
-        table = _table_of(results, suite)
-        cause = (table.cause(row, test.message) if table is not None else None) or _default_cause(row, test)
+        suite, row = test.suite or "", row_key(test)
+        cause = _core_cause(row, test)
+        if cause is not None:
+            suite = ""  # a dead server is the core's finding, whichever suites' tests met it
+        else:
+            table = _table_of(results, suite)
+            cause = (table.cause(row, test.message) if table is not None else None) or _default_cause(row, test)
         if not cause.reference and (ref := references(test.message)):
             cause = Cause(cause.key, cause.title, cause.place, cause.severity, ref)
         problem = found.setdefault((suite, cause.key), Problem(suite, cause))

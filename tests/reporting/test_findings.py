@@ -80,6 +80,16 @@ def test_one_check_failing_on_two_targets_is_one_finding_placed_on_both():
     assert len(views.problems) == 4
 
 
+def test_the_tests_that_met_one_dead_server_are_one_critical_finding_whatever_their_suite():
+    results = main_job()
+    died = "Failed: vllm: the server process 4242 has died; last lines of its log:\nKilled"
+    fail(results, "suites/robustness/test_robustness_bad_input.py::test_bad_request_is_refused[vllm-lone_surrogate]", "robustness", died)
+    fail(results, "suites/structured/test_probes.py::test_grammar_masks[vllm-enum]", "structured", died)
+    (first,) = [p for p in build_views(results).problems if "4242" in p.cause.title]
+    assert first.cause.title == "the server process died (pid 4242): the tests after it could not run" and first.cause.severity == "critical"
+    assert first.suite == "" and [p for _, p in first.places] == ["test_bad_request_is_refused[lone_surrogate]", "test_grammar_masks[enum]"]
+
+
 def test_every_rendering_opens_with_the_verdict_then_the_findings():
     results = main_job()
     lines = render_summary(results)
