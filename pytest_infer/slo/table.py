@@ -236,7 +236,10 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
         margin = "at the limit" if measured == 0 else f"{_shown(abs(measured), unit)} {'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
     else:
         inside = (limit - measured) / abs(limit) if op.startswith("<") else (measured - limit) / abs(limit)
-        margin = f"{inside:.0%} headroom" if inside >= 0 else f"{-inside:.0%} past the limit"
+        if inside >= 1 and not op.startswith("<"):  # a floor cleared many times over reads better as a ratio
+            margin = f"{measured / limit:.3g}x the limit"
+        else:
+            margin = f"{inside:.0%} headroom" if inside >= 0 else f"{-inside:.0%} past the limit"
     return (name, shown_limit, text, margin, "passed" if ok else "failed")
 
 
