@@ -12,6 +12,7 @@ or foreign file, a bad rule).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,11 +83,15 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return pairs
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+def _rules(text: str | None) -> tuple:
     try:
-        rules = parse_rules(args.fail_on) if args.fail_on else ()
+        return parse_rules(text) if text else ()
     except RuleError as exc:
         raise CliError(f"--fail-on: {exc}") from None
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    rules = _rules(args.fail_on)
     baseline, candidate = SessionResults.read(args.baseline), SessionResults.read(args.candidate)
     gate = compare(baseline, candidate, rules, pairs=_pairs(args.pair), alpha=args.alpha)
     _print(render_gate(gate))
@@ -117,13 +122,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from .reporting.history import changes, render_history
+    from .reporting.history import build_history, render_history, render_markdown, terminal_lines
 
-    results = _read_all(args.inputs)
-    path = args.output / "history.html"
-    atomic_write_text(path, render_history(results, args.title))
-    _print([c.line() for c in changes(results)] or ["no check or keyword changed between versions"])
-    print(f"html: {path}")
+    merged, history = build_history([(str(p), SessionResults.read(p)) for p in result_files(args.inputs)], _rules(args.fail_on))
+    html, markdown = args.output / "history.html", args.output / "history.md"
+    atomic_write_text(html, render_history(merged, history, args.title))
+    atomic_write_text(markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", "")))
+    _print(terminal_lines(history))
+    print(f"html: {html}\nmarkdown: {markdown}")
     return EXIT_OK
 
 
@@ -158,9 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("history", help="trend across versions, and the first version where each check changed")
-    p.add_argument("inputs", nargs="+", metavar="FILE|DIR")
+    p = sub.add_parser("history", help="each version against the one before it, as the gate compares them, and the trends")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file per version (or folders of them)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
+    p.add_argument("--fail-on", metavar="RULES", help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)")
     p.add_argument("--title", default="pytest-infer history")
     p.set_defaults(func=cmd_history)
 

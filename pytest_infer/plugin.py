@@ -315,6 +315,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if infer.targets:
         from .reporting.outputs import finish_session
 
+        # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
+        infer.results.environment["run"] = {"exitstatus": int(session.exitstatus), "collected": session.testscollected, "ran": len(infer.results.tests)}
         infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.rules)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would

@@ -66,14 +66,17 @@ class GateResult:
 
 
 def pair_targets(
-    baseline: SessionResults, candidate: SessionResults, explicit: dict[str, str] | None = None
+    baseline: SessionResults, candidate: SessionResults, explicit: dict[str, str] | None = None, *, exclusive: bool = False
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """``[(baseline_id, candidate_id)]`` and the ids left unpaired (with the side they are on).
 
     A target named in an explicit pair, on either side, is not paired again: baseline and candidate
     may be one results file (an interleaved session), where ``base=cand`` must not also give
-    ``cand -> base``."""
+    ``cand -> base``. ``exclusive``: the explicit pairs only (a history compares two versions of a
+    file that holds many)."""
     pairs = [(b, c) for b, c in (explicit or {}).items() if b in baseline.targets and c in candidate.targets]
+    if exclusive:
+        return pairs, []
     named = {t for pair in pairs for t in pair}
     left_b = [t for t in baseline.targets if t not in named]
     left_c = [t for t in candidate.targets if t not in named]
@@ -141,9 +144,10 @@ def compare(
     rules: tuple[Rule, ...] = (),
     *,
     pairs: dict[str, str] | None = None,
+    exclusive: bool = False,
     alpha: float = ALPHA,
 ) -> GateResult:
-    paired, unpaired = pair_targets(baseline, candidate, pairs)
+    paired, unpaired = pair_targets(baseline, candidate, pairs, exclusive=exclusive)
     result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
     before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:

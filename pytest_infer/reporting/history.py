@@ -1,94 +1,201 @@
-"""Vendor regression tracking: successive versions of a framework as a trend.
+"""Vendor regression tracking: the upgrade gate run along a framework's release line.
 
-Results of many versions (one file each, or merged) are ordered by version per
-framework; every figure a suite marks as a trend (SLO figures) becomes a line
-across versions, and for every other row (checks, keywords, counts) the report
-names the first version where it changed.
+Versions of a framework, oldest first; each sound version is compared with the sound one before it
+by the comparison the gate makes (check outcomes, keyword shares and SLO figures with their
+significance tests), so a timing figure is marked changed only where the change is significant. A
+version whose run was cut short or whose server never started is listed as such and compared with
+nothing. Each subject's events along the line show a regression a later release fixed, and a fix
+that regressed again. SLO figures are also drawn as trends.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..results.model import SessionResults
-from ..results.views import Views, build_views, version_key
+from ..gating.compare import GateResult, compare
+from ..gating.rules import Rule
+from ..results.model import SessionResults, combine
+from ..results.views import build_views, version_key
+from ..suite import Finding
 from . import plots
 from .html import _e, _table, page
 
+MARKS = {"regression": "REGRESSED", "improvement": "fixed", "change": "changed", "noise": "noise"}
+STARTED = frozenset({"passed", "failed", "xfail", "fixed", "unsupported", "not_exercised", "skipped"})
+MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
+
 
 @dataclass(slots=True)
-class Change:
+class Version:
     framework: str
-    area: str
-    subject: str
+    target: str
     version: str
+    state: str  # "ok", or why the run is not compared: "cut short: ...", "invalid: ..."
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def sound(self) -> bool:
+        return self.state == "ok"
+
+
+@dataclass(slots=True)
+class Step:
+    """One comparison between consecutive sound versions (and the unsound ones skipped between them)."""
+
+    framework: str
     before: str
     after: str
+    result: GateResult
+    skipped: list[str] = field(default_factory=list)
 
-    def line(self) -> str:
-        return f"{self.framework} [{self.area}] {self.subject}: {self.before} -> {self.after} first in {self.version}"
-
-
-def versions_by_framework(results: SessionResults) -> dict[str, list[str]]:
-    """``{framework: [target ids ordered by version]}``."""
-    out: dict[str, list[str]] = {}
-    for tid, target in results.targets.items():
-        out.setdefault(target.framework, []).append(tid)
-    return {fw: sorted(ids, key=lambda t: version_key(results.targets[t].version)) for fw, ids in sorted(out.items())}
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for f in self.result.findings if f.kind != "noise"]
 
 
-def changes(results: SessionResults, views: Views | None = None) -> list[Change]:
-    """For every row that is not a trend, each version where its cell differs from the version before."""
-    views = views or build_views(results)
-    found = []
-    for framework, ids in versions_by_framework(results).items():
-        for section in views.sections:
-            area = section.heading.split()[-1]
-            for subject, cells in section.rows.items():
-                if subject in section.trends:
-                    continue
-                previous = None
-                for tid in ids:
-                    if tid not in cells:
-                        continue
-                    now = cells[tid].text
-                    if previous is not None and now != previous:
-                        found.append(Change(framework, area, subject, results.targets[tid].version or tid, previous, now))
-                    previous = now
-    return found
+@dataclass(slots=True)
+class History:
+    versions: dict[str, list[Version]]
+    steps: list[Step]
+
+    def events(self) -> dict[tuple[str, str, str], list[tuple[str, Finding]]]:
+        """``{(framework, area, subject): [(version, finding), ...]}`` in release order."""
+        out: dict[tuple[str, str, str], list[tuple[str, Finding]]] = {}
+        for step in self.steps:
+            for f in step.findings:
+                out.setdefault((step.framework, f.area, f.subject), []).append((step.after, f))
+        return out
+
+    def returns(self) -> list[tuple[str, str, str, list[str]]]:
+        """Subjects that moved more than once, each with its marks: regressions fixed and regressed again."""
+        return [(*key, [f"{MARKS[f.kind]} in {v}" for v, f in evs]) for key, evs in self.events().items() if len(evs) > 1]
 
 
-def trend_figures(results: SessionResults, views: Views | None = None) -> list[tuple[str, str]]:
-    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load point)."""
-    views = views or build_views(results)
+def run_state(results: SessionResults, target: str) -> str:
+    """Whether a version's run can be compared: its session ended normally and its server answered."""
+    run = results.environment.get("run") or {}
+    status = run.get("exitstatus")
+    if status not in (None, 0, 1):
+        return f"cut short: pytest exited {status} ({run.get('ran', '?')} of {run.get('collected', '?')} tests recorded)"
+    outcomes = [t.outcome for t in results.tests if t.target == target]
+    if not any(o in STARTED for o in outcomes):
+        return f"invalid: no test ran against it ({len(outcomes)} recorded, none passed, failed or skipped: the server did not start)"
+    return "ok"
+
+
+def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = ()) -> tuple[SessionResults, History]:
+    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it."""
+    merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
+    states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
+    by_framework: dict[str, list[Version]] = {}
+    for tid, target in merged.targets.items():
+        counts: dict[str, int] = {}
+        for t in merged.tests:
+            if t.target == tid:
+                counts[t.outcome] = counts.get(t.outcome, 0) + 1
+        by_framework.setdefault(target.framework, []).append(Version(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts))
+    steps = []
+    for framework, versions in sorted(by_framework.items()):
+        versions.sort(key=lambda v: version_key(v.version))
+        before: Version | None = None
+        skipped: list[str] = []
+        for v in versions:
+            if not v.sound:
+                skipped.append(v.version)
+                continue
+            if before is not None:
+                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True)
+                steps.append(Step(framework, before.version, v.version, result, skipped))
+            before, skipped = v, []
+    return merged, History(by_framework, steps)
+
+
+def _cell(value: object) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _finding(f: Finding) -> str:
+    return f"[{f.area}] {f.subject}: {f.before} -> {f.after}" + (f" ({f.detail})" if f.detail else "")
+
+
+def terminal_lines(history: History) -> list[str]:
+    lines = []
+    for framework, versions in history.versions.items():
+        lines.append(f"{framework}: " + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions))
+    for step in history.steps:
+        skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
+        lines.append(f"{step.framework} {step.before} -> {step.after}{skipped}: {step.result.verdict}")
+        lines += [f"  {MARKS[f.kind]}: {_finding(f)}" for f in step.findings]
+    for framework, area, subject, marks in history.returns():
+        lines.append(f"moved more than once: {framework} [{area}] {subject}: {', '.join(marks)}")
+    return lines
+
+
+def render_markdown(history: History, title: str, link: str = "") -> str:
+    """The history for a step summary: versions, each step's verdict and findings, then subjects that moved back and forth."""
+    out = [f"## {title}", ""]
+    out += ["| framework | version | run | outcomes |", "|---|---|---|---|"]
+    for versions in history.versions.values():
+        for v in versions:
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(v.counts.items()))
+            out.append(f"| {v.framework} | {v.version} | {'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |")
+    returns = history.returns()
+    if returns:
+        out += ["", "### Moved more than once", ""] + [f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns]
+    for step in history.steps:
+        skipped = f" (skipping {', '.join(step.skipped)})" if step.skipped else ""
+        out += ["", f"### {step.framework} {step.before} → {step.after}{skipped}: {step.result.verdict}", ""]
+        out += [f"- **{MARKS[f.kind]}** {_cell(_finding(f))}" + (f"\n  `{_cell(f.reproducer)}`" if f.reproducer else "") for f in step.findings] or ["- no change"]
+    text = "\n".join(out) + "\n"
+    if len(text) > MAX_MARKDOWN:
+        cut = text[:MAX_MARKDOWN].rsplit("\n", 1)[0]
+        text = f"{cut}\n\n… cut at {MAX_MARKDOWN} characters: the whole history is in history.html{f' ({link})' if link else ''}\n"
+    elif link:
+        text += f"\nThe whole history, with trends: {link}\n"
+    return text
+
+
+def trend_figures(results: SessionResults, history: History) -> list[tuple[str, str]]:
+    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load point); sound versions only."""
+    views = build_views(results)
     figures = []
-    for framework, ids in versions_by_framework(results).items():
-        if len(ids) < 2:
+    for framework, versions in history.versions.items():
+        sound = [v for v in versions if v.sound]
+        if len(sound) < 2:
             continue
-        versions = [results.targets[t].version or t for t in ids]
+        ids = [v.target for v in sound]
         grouped: dict[str, dict[str, list[float | None]]] = {}
         for section in views.sections:
             for row, (figure, line) in section.trends.items():
                 for tid, cell in section.rows.get(row, {}).items():
                     if tid in ids and cell.value is not None:
                         grouped.setdefault(figure, {}).setdefault(line, [None] * len(ids))[ids.index(tid)] = cell.value
-        figures += [(f"{framework}: {figure}", plots.trend(versions, series, figure)) for figure, series in grouped.items()]
+        figures += [(f"{framework}: {figure}", plots.trend([v.version for v in sound], series, figure)) for figure, series in grouped.items()]
     return figures
 
 
-def render_history(results: SessionResults, title: str = "pytest-infer history") -> str:
-    order = versions_by_framework(results)
-    body = "<h2>Versions</h2>" + _table(["framework", "versions, oldest first"], [
-        f"<tr><td>{_e(fw)}</td><td>{_e(', '.join(results.targets[t].version or t for t in ids))}</td></tr>" for fw, ids in order.items()
-    ], "versions")
-    views = build_views(results)
-    found = changes(results, views)
-    body += "<h2>First version where each check or keyword changed</h2>"
-    body += _table(["framework", "area", "subject", "before", "after", "first in"], [
-        f"<tr><td>{_e(c.framework)}</td><td>{_e(c.area)}</td><td>{_e(c.subject)}</td><td>{_e(c.before)}</td><td>{_e(c.after)}</td><td>{_e(c.version)}</td></tr>"
-        for c in found
-    ], "changes") if found else "<p>No check or keyword changed between versions.</p>"
-    figures = trend_figures(results, views)
+def render_history(results: SessionResults, history: History, title: str = "pytest-infer history") -> str:
+    body = "<h2>Versions</h2>" + _table(["framework", "version", "run", "outcomes"], [
+        f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td><td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
+        f"<td>{_e(', '.join(f'{n} {k}' for k, n in sorted(v.counts.items())))}</td></tr>"
+        for versions in history.versions.values() for v in versions
+    ], "versions")  # fmt: skip
+    returns = history.returns()
+    if returns:
+        body += "<h2>Moved more than once</h2>" + _table(["framework", "area", "subject", "along the releases"], [
+            f"<tr><td>{_e(fw)}</td><td>{_e(area)}</td><td>{_e(subject)}</td><td>{_e(', '.join(marks))}</td></tr>" for fw, area, subject, marks in returns
+        ], "returns")  # fmt: skip
+    body += "<h2>Release by release</h2>"
+    for step in history.steps:
+        skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
+        body += f"<h3>{_e(step.framework)} {_e(step.before)} &rarr; {_e(step.after)}{_e(skipped)}: {_e(step.result.verdict)}</h3>"
+        rows = [
+            f"<tr><td>{_e(MARKS[f.kind])}</td><td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td>"
+            f"<td>{_e(f.detail)}</td><td><code>{_e(f.reproducer)}</code></td></tr>"
+            for f in step.findings
+        ]
+        body += _table(["what", "area", "subject", "before", "after", "detail", "reproducer"], rows, f"step-{_e(step.after)}") if rows else "<p>No change.</p>"
+    figures = trend_figures(results, history)
     body += '<h2>Trends</h2><div class="plots">' + "".join(f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures) + "</div>"
     if not figures:
-        body += "<p>No SLO figures recorded for two or more versions of one framework.</p>"
+        body += "<p>No SLO figures recorded for two or more sound versions of one framework.</p>"
     return page(title, body)

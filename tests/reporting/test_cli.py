@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from results_factory import session
+from results_factory import CHECKS, session
 
 from pytest_infer.cli import main
 from pytest_infer.results.model import SessionResults
@@ -70,14 +70,46 @@ def test_bad_input_exits_2_with_a_message(jobs: Path, tmp_path: Path, capsys: py
     assert {"cut": "cut short or corrupt", "missing": "No such file", "rule": "not METRIC:THRESHOLD"}[bad] in err
 
 
-def test_history_names_the_first_version_where_a_check_changed(tmp_path: Path, capsys: pytest.CaptureFixture):
-    for version, outcomes, ttft in (("0.9.1", {}, 40), ("0.30.0", {}, 41), ("0.31.0", {"chat.basic": "failed"}, 55), ("0.32.0", {"chat.basic": "failed"}, 56)):
-        session(version, outcomes=outcomes, ttft_ms=ttft).write(tmp_path / "h" / f"{version}.json")
+def test_history_compares_each_sound_version_with_the_one_before(tmp_path: Path, capsys: pytest.CaptureFixture):
+    """A deviation that appears, disappears and reappears, and a cut-short run in the middle that is compared with nothing."""
+    runs = (("0.9.1", {}, None), ("0.30.0", {"chat.basic": "failed"}, None), ("0.31.0", {"chat.basic": "failed", "chat.n_choices": "failed"}, 2),
+            ("0.32.0", {}, None), ("0.33.0", {"chat.basic": "failed"}, None))  # fmt: skip
+    for version, outcomes, status in runs:
+        results = session(version, outcomes=outcomes)
+        if status is not None:
+            results.environment["run"] = {"exitstatus": status, "collected": 40, "ran": 12}
+        results.write(tmp_path / "h" / f"{version}.json")
     assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "vllm [check] chat.basic: pass -> FAIL first in 0.31.0"
+    assert "vllm: 0.9.1, 0.30.0, 0.31.0 (cut short: pytest exited 2 (12 of 40 tests recorded)), 0.32.0, 0.33.0" in out
+    assert "vllm 0.9.1 -> 0.30.0: FAIL: 1 regression\n  REGRESSED: [check] chat.basic: passed -> failed" in out
+    assert "vllm 0.30.0 -> 0.32.0 (skipping 0.31.0: not comparable): PASS: no regressions\n  fixed: [check] chat.basic: failed -> passed (fixed)" in out
+    assert "chat.n_choices" not in out  # it failed only in the cut-short run, which is compared with nothing
+    assert "moved more than once: vllm [check] chat.basic: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in out
+    markdown = (tmp_path / "out" / "history.md").read_text()
+    assert "| vllm | 0.31.0 | **cut short: pytest exited 2 (12 of 40 tests recorded)** |" in markdown
+    assert "- vllm [check] `chat.basic`: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in markdown
     page = (tmp_path / "out" / "history.html").read_text()
-    assert "0.9.1, 0.30.0, 0.31.0, 0.32.0" in page and page.count("<svg") == 3  # ttft_p50, ttft_p99, output_tps
+    assert "cut short" in page and "REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in page
+    assert page.count("<svg") == 3  # ttft_p50, ttft_p99, output_tps across the four sound versions
+
+
+def test_history_marks_a_timing_change_only_when_significant(tmp_path: Path, capsys: pytest.CaptureFixture):
+    for version, ttft, noise in (("0.1.0", 40, 0.02), ("0.2.0", 40.4, 0.02), ("0.3.0", 60, 0.02)):  # +1% within noise, then +49%
+        session(version, ttft_ms=ttft, noise=noise, seed=int(version.split(".")[1])).write(tmp_path / "h" / f"{version}.json")
+    assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out"), "--fail-on", "ttft_p50:10%"]) == 0
+    out = capsys.readouterr().out
+    step_1, step_2 = out.split("vllm 0.2.0 -> 0.3.0")
+    assert "ttft_p50" not in step_1.split("vllm 0.1.0 -> 0.2.0")[1]
+    assert "REGRESSED: [slo] cpu/c=1: ttft_p50_ms: " in step_2 and "% worse, limit ttft_p50:10%" in step_2
+
+
+def test_history_shows_a_version_whose_server_never_started_as_invalid(tmp_path: Path, capsys: pytest.CaptureFixture):
+    for version in ("0.1.0", "0.2.0", "0.3.0"):
+        session(version, outcomes=dict.fromkeys(CHECKS, "not_run") if version == "0.2.0" else {}).write(tmp_path / "h" / f"{version}.json")
+    assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "0.2.0 (invalid: no test ran against it" in out and "vllm 0.1.0 -> 0.3.0 (skipping 0.2.0: not comparable)" in out
 
 
 def test_the_console_script_is_installed(jobs: Path, tmp_path: Path):
