@@ -125,7 +125,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from .reporting.history import build_history, render_history, render_markdown, terminal_lines
 
     merged, history = build_history([(str(p), SessionResults.read(p)) for p in result_files(args.inputs)], _rules(args.fail_on))
-    html, markdown = args.output / "history.html", args.output / "history.md"
+    html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
     atomic_write_text(markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", "")))
     _print(terminal_lines(history))

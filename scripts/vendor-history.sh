@@ -10,7 +10,7 @@
 # Each version's results land in REPORT_DIR/vllm-VERSION/ (results.json, report.html, server log);
 # a version that already has a results file there is kept, not run again (delete its folder to
 # rerun it), so a stored history grows by the new releases only. The history goes to
-# REPORT_DIR/history/ and the terminal.
+# REPORT_DIR/history/ (history.html, summary.md) and the terminal.
 # A version whose run broke or was cut short keeps what it wrote and shows as such; it is never
 # compared. Exit status: 0 when the history was rendered, 1 when a version's run broke, 2 on bad use.
 #

@@ -86,7 +86,7 @@ def test_history_compares_each_sound_version_with_the_one_before(tmp_path: Path,
     assert "vllm 0.30.0 -> 0.32.0 (skipping 0.31.0: not comparable): PASS: no regressions\n  fixed: [check] chat.basic: failed -> passed (fixed)" in out
     assert "chat.n_choices" not in out  # it failed only in the cut-short run, which is compared with nothing
     assert "moved more than once: vllm [check] chat.basic: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in out
-    markdown = (tmp_path / "out" / "history.md").read_text()
+    markdown = (tmp_path / "out" / "summary.md").read_text()
     assert "| vllm | 0.31.0 | **cut short: pytest exited 2 (12 of 40 tests recorded)** |" in markdown
     assert "- vllm [check] `chat.basic`: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in markdown
     page = (tmp_path / "out" / "history.html").read_text()
