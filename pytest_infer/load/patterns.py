@@ -239,6 +239,7 @@ async def run_load_async(
     seed: int = 0,
     transport: str = "auto",
     server_metrics: ServerMetricNames | None = None,
+    runner_class: Callable[..., _Runner] | None = None,  # a _Runner subclass: distributed.py runs one process's share
 ) -> LoadRun:
     """Run one load point against a server and return every trace and the client's own figures.
 
@@ -269,7 +270,7 @@ async def run_load_async(
     if watch is not None:
         await asyncio.to_thread(watch.start)
     async with client:
-        runner = _Runner(client, spec, workload, body_for)
+        runner = (runner_class or _Runner)(client, spec, workload, body_for)
         runner.at_window_end = watch.at_window_end if watch is not None else None
         with ResourceSampler(server_pid) as sampler:
             await (runner.closed() if spec.mode == "closed" else runner.poisson())
