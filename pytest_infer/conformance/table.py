@@ -160,7 +160,9 @@ def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: st
             renamed.add(new)
             found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", old, new, f"renamed: the same values now come as {new}"))
         else:
-            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", "removed: the baseline served it"))
+            empty = set(before[old].get("types", [])) <= {EMPTY_ARRAY, "null"}
+            why = "removed: the baseline served it" + (" (always empty: a client reading it by key breaks, one reading a value loses none)" if empty else "")
+            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", why))
     for new in added:
         if new not in renamed:
             found.append(Finding("change", "api", pair, f"{endpoint}: {new}", "absent", _shown(after[new]), "added"))
