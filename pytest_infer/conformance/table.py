@@ -11,8 +11,10 @@ retyped; a removed, renamed or retyped field the baseline served is a regression
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
 from typing import Any
 
 from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
@@ -59,6 +61,11 @@ def flatten(value: Any, path: str = "") -> list[tuple[str, str, Any]]:
     return out
 
 
+def resource(endpoint: str) -> str:
+    """The endpoint an answer's route is an instance of: ``POST /v1/responses/resp_1a2b/cancel`` -> ``POST /v1/responses/{id}/cancel``."""
+    return re.sub(r"^(\w+ /v1/responses)/(?!\{id\})[^/ ]+", r"\1/{id}", endpoint)
+
+
 def parent(path: str) -> str:
     return path.rsplit(".", 1)[0] if "." in path else ""
 
@@ -69,7 +76,7 @@ class ShapeTable(TargetTable):
     kind = "shape table"
 
     def record(self, target: str, endpoint: str, answer: Any) -> None:
-        paths = self.counts.setdefault(target, {}).setdefault(endpoint, {})
+        paths = self.counts.setdefault(target, {}).setdefault(resource(endpoint), {})
         for path, kind, value in flatten(answer):
             seen = paths.setdefault(path, {"types": [], "values": []})
             if kind not in seen["types"]:
@@ -81,13 +88,22 @@ class ShapeTable(TargetTable):
         """What the server did with each request field: honoured, ignored (200 and no effect), refused (4xx) or error."""
         self.counts.setdefault(target, {})[REQUEST + endpoint] = {name: {"status": status} for name, status in statuses.items()}
 
+    @classmethod
+    def from_json(cls, data: Any) -> ShapeTable:
+        """Endpoints recorded per resource (``GET /v1/responses/resp_1a2b``) are read as the one endpoint they are."""
+        if not isinstance(data, dict):
+            raise ValueError(f"the {cls.kind} is a {type(data).__name__}, not an object")
+        table = cls()
+        table.merge(TargetTable(data))
+        return table
+
     def merge(self, other: Table) -> None:
         for target, endpoints in other.to_json().items():
             for endpoint, paths in endpoints.items():
                 if endpoint.startswith(REQUEST):
-                    self.counts.setdefault(target, {})[endpoint] = paths
+                    self.counts.setdefault(target, {})[endpoint] = copy.deepcopy(paths)
                     continue
-                mine = self.counts.setdefault(target, {}).setdefault(endpoint, {})
+                mine = self.counts.setdefault(target, {}).setdefault(resource(endpoint), {})
                 for path, seen in paths.items():
                     into = mine.setdefault(path, {"types": [], "values": []})
                     into["types"] += [t for t in seen.get("types", []) if t not in into["types"]]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..gating.compare import GateResult, compare
 from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
-from ..results.views import build_views, version_key
+from ..results.views import build_views, check_matrix, version_key
 from ..suite import Finding
 from . import plots
 from .html import _e, _table, page
@@ -56,6 +56,16 @@ class Step:
 class History:
     versions: dict[str, list[Version]]
     steps: list[Step]
+    # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
+    table: dict[str, list[tuple[str, str, list[str]]]] = field(default_factory=dict)
+    rules: list[str] = field(default_factory=list)  # the SLO figures compared; none: not compared
+
+    @property
+    def timing(self) -> str:
+        if self.rules:
+            return f"SLO figures compared under {', '.join(self.rules)}, each change tested for significance"
+        return ("SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
+                "compare runs measured in turns in one session (scripts/vendor-history.sh timing)")
 
     def events(self) -> dict[tuple[str, str, str], list[tuple[str, Finding]]]:
         """``{(framework, area, subject): [(version, finding), ...]}`` in release order."""
@@ -104,9 +114,37 @@ def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ..
                 continue
             if before is not None:
                 result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True)
+                _failing_side_reproducers(result, merged, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
-    return merged, History(by_framework, steps)
+    return merged, History(by_framework, steps, _changing_rows(merged, by_framework), [r.describe() for r in rules])
+
+
+def _failing_side_reproducers(result: GateResult, merged: SessionResults, before: str) -> None:
+    """A check that was fixed has its reproducer on the side that failed: the change is shown by rerunning it there."""
+    matrix = check_matrix(merged)
+    for f in result.findings:
+        if f.area == "check" and not f.reproducer and (cell := matrix.get(f.subject, {}).get(before)) is not None:
+            f.reproducer = cell.reproducer
+
+
+def _changing_rows(merged: SessionResults, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every version.
+
+    Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance tests: every
+    measured figure differs a little between two runs."""
+    views = build_views(merged)
+    out: dict[str, list[tuple[str, str, list[str]]]] = {}
+    for framework, listed in versions.items():
+        ids = [v.target for v in listed if v.sound]
+        for section in views.sections:
+            for row, cells in section.rows.items():
+                if row in section.trends or all(c.value is not None for c in cells.values()):
+                    continue  # a measured figure: judged by the steps' significance tests and drawn as a trend
+                texts = [cells[t].text if t in cells else "-" for t in ids]
+                if len(set(texts)) > 1:
+                    out.setdefault(framework, []).append((section.heading, row, texts))
+    return out
 
 
 def _cell(value: object) -> str:
@@ -121,6 +159,7 @@ def terminal_lines(history: History) -> list[str]:
     lines = []
     for framework, versions in history.versions.items():
         lines.append(f"{framework}: " + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions))
+    lines.append(history.timing)
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
         lines.append(f"{step.framework} {step.before} -> {step.after}{skipped}: {step.result.verdict}")
@@ -132,12 +171,16 @@ def terminal_lines(history: History) -> list[str]:
 
 def render_markdown(history: History, title: str, link: str = "") -> str:
     """The history for a step summary: versions, each step's verdict and findings, then subjects that moved back and forth."""
-    out = [f"## {title}", ""]
+    out = [f"## {title}", "", history.timing + ".", ""]
     out += ["| framework | version | run | outcomes |", "|---|---|---|---|"]
     for versions in history.versions.values():
         for v in versions:
             counts = ", ".join(f"{n} {k}" for k, n in sorted(v.counts.items()))
             out.append(f"| {v.framework} | {v.version} | {'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |")
+    for framework, changing in history.table.items():
+        columns = [v.version for v in history.versions[framework] if v.sound]
+        out += ["", f"### {framework}: what differs between versions", "", "| area | row | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+        out += [f"| {_cell(area)} | {_cell(row)} | " + " | ".join(_cell(t) for t in texts) + " |" for area, row, texts in changing]
     returns = history.returns()
     if returns:
         out += ["", "### Moved more than once", ""] + [f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns]
@@ -174,11 +217,15 @@ def trend_figures(results: SessionResults, history: History) -> list[tuple[str, 
 
 
 def render_history(results: SessionResults, history: History, title: str = "pytest-infer history") -> str:
-    body = "<h2>Versions</h2>" + _table(["framework", "version", "run", "outcomes"], [
+    body = f"<p>{_e(history.timing)}.</p><h2>Versions</h2>" + _table(["framework", "version", "run", "outcomes"], [
         f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td><td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
         f"<td>{_e(', '.join(f'{n} {k}' for k, n in sorted(v.counts.items())))}</td></tr>"
         for versions in history.versions.values() for v in versions
     ], "versions")  # fmt: skip
+    for framework, changing in history.table.items():
+        columns = [v.version for v in history.versions[framework] if v.sound]
+        cells = [f"<tr><td>{_e(area)}</td><td>{_e(row)}</td>" + "".join(f"<td>{_e(t)}</td>" for t in texts) + "</tr>" for area, row, texts in changing]
+        body += f"<h2>{_e(framework)}: what differs between versions</h2>" + _table(["area", "row", *columns], cells, f"differs-{_e(framework)}")
     returns = history.returns()
     if returns:
         body += "<h2>Moved more than once</h2>" + _table(["framework", "area", "subject", "along the releases"], [

@@ -162,3 +162,12 @@ def test_request_field_drift_compares_fields_both_runs_probed_and_says_which_pai
     (finding,) = field_drift("request POST /v1/chat/completions", before, after, "a -> b")
     assert (finding.kind, finding.pair, finding.subject) == ("regression", "a -> b", "request POST /v1/chat/completions: top_p")
     assert finding.detail == "request field top_p: honoured -> refused"
+
+
+def test_answers_of_one_resource_are_one_endpoint_also_in_an_older_results_file():
+    table = ShapeTable()
+    table.record("t", "GET /v1/responses/resp_1", {"id": "resp_1", "status": "completed"})
+    table.record("t", "POST /v1/responses/resp_2/cancel", {"id": "resp_2", "status": "cancelled"})
+    assert sorted(table.counts["t"]) == ["GET /v1/responses/{id}", "POST /v1/responses/{id}/cancel"]
+    older = ShapeTable.from_json({"t": {"GET /v1/responses/resp_3": {"id": {"types": ["string"]}}, "GET /v1/responses/resp_4": {"usage": {"types": ["object"]}}}})
+    assert older.counts == {"t": {"GET /v1/responses/{id}": {"id": {"types": ["string"], "values": []}, "usage": {"types": ["object"], "values": []}}}}

@@ -85,10 +85,15 @@ def test_history_compares_each_sound_version_with_the_one_before(tmp_path: Path,
     assert "vllm 0.9.1 -> 0.30.0: FAIL: 1 regression\n  REGRESSED: [check] chat.basic: passed -> failed" in out
     assert "vllm 0.30.0 -> 0.32.0 (skipping 0.31.0: not comparable): PASS: no regressions\n  fixed: [check] chat.basic: failed -> passed (fixed)" in out
     assert "chat.n_choices" not in out  # it failed only in the cut-short run, which is compared with nothing
+    assert "SLO figures not compared (no --fail-on rules)" in out and "[slo]" not in out  # sessions apart: drift, not versions
     assert "moved more than once: vllm [check] chat.basic: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in out
     markdown = (tmp_path / "out" / "summary.md").read_text()
     assert "| vllm | 0.31.0 | **cut short: pytest exited 2 (12 of 40 tests recorded)** |" in markdown
     assert "- vllm [check] `chat.basic`: REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in markdown
+    assert "| area | row | 0.9.1 | 0.30.0 | 0.32.0 | 0.33.0 |" in markdown and "| check | chat.basic | pass | FAIL | pass | FAIL |" in markdown
+    assert "chat.n_choices |" not in markdown  # only the cut-short run saw it fail
+    fixed = markdown.split("### vllm 0.30.0 → 0.32.0")[1].split("###")[0]
+    assert "`curl -sS http://127.0.0.1:8000/v1/chat.basic`" in fixed  # the fix is shown where it failed: on 0.30.0
     page = (tmp_path / "out" / "history.html").read_text()
     assert "cut short" in page and "REGRESSED in 0.30.0, fixed in 0.32.0, REGRESSED in 0.33.0" in page
     assert page.count("<svg") == 3  # ttft_p50, ttft_p99, output_tps across the four sound versions
@@ -99,6 +104,7 @@ def test_history_marks_a_timing_change_only_when_significant(tmp_path: Path, cap
         session(version, ttft_ms=ttft, noise=noise, seed=int(version.split(".")[1])).write(tmp_path / "h" / f"{version}.json")
     assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out"), "--fail-on", "ttft_p50:10%"]) == 0
     out = capsys.readouterr().out
+    assert "SLO figures compared under ttft_p50:10%, each change tested for significance" in out
     step_1, step_2 = out.split("vllm 0.2.0 -> 0.3.0")
     assert "ttft_p50" not in step_1.split("vllm 0.1.0 -> 0.2.0")[1]
     assert "REGRESSED: [slo] cpu/c=1: ttft_p50_ms: " in step_2 and "% worse, limit ttft_p50:10%" in step_2
