@@ -1,4 +1,4 @@
-"""Load patterns: closed-loop concurrency and open-loop (Poisson or gamma-bursty) arrivals.
+"""Load patterns: closed-loop concurrency, open-loop (Poisson or gamma-bursty) arrivals, and trace replay.
 
 Both run warm-up, measured and cool-down requests in one stream of work, so the
 measured requests see the full offered load from the first to the last:
@@ -7,6 +7,10 @@ measured requests see the full offered load from the first to the last:
 - after that, cool-down requests keep the load steady until the last measured
   request ends; then no more are sent, those in flight are drained (or cancelled),
   and they are excluded like the warm-up.
+
+A replayed trace (``replay.py``) is an open loop at the trace's own arrival times; it ends
+when the trace does. What each request asks for (single prompts, conversations, a trace's
+lines) is ``workloads.py``'s.
 
 The measurement window runs from the first measured send to the last measured
 end. The client's own load (event-loop lag, CPU and run-queue wait of its
@@ -18,9 +22,11 @@ drain (``server_metrics.py``), so no scrape falls inside the measured window.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
+import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,12 +42,14 @@ from .monitor import (
     ResourceSampler,
     ThreadTimes,
 )
-from .prompts import FALLBACK, Calibration, PromptFactory, calibrate, request_body
+from .prompts import FALLBACK, Calibration, calibrate
 from .rawhttp import RawClient
+from .replay import MOONCAKE_BLOCK_TOKENS, gaps_ns, read_trace
 from .server_metrics import ServerFigures, ServerWatch
 from .trace import RequestTrace
+from .workloads import bodies
 
-MODES = ("closed", "poisson")
+MODES = ("closed", "poisson", "replay")
 TRANSPORTS = ("auto", "raw", "httpx")
 
 
@@ -63,6 +71,7 @@ class LoadSpec:
     # "cancel" closes them at once
     cooldown: str = "drain"
     drain_timeout_s: float = 300.0
+    speedup: float = 1.0  # replay: the trace's arrival offsets divided by this
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -75,22 +84,40 @@ class LoadSpec:
             raise ValueError("bound the measured part with requests or duration_s")
         if self.cooldown not in ("drain", "cancel"):
             raise ValueError(f"cooldown {self.cooldown!r}: use drain or cancel")
+        if not self.speedup > 0:
+            raise ValueError("a replay's speedup must be > 0")
 
     @property
     def label(self) -> str:
+        if self.mode == "replay":
+            return "replay" if self.speedup == 1 else f"replay x{self.speedup:g}"
         return f"c{self.concurrency}" if self.mode == "closed" else f"poisson{self.rate:g}/s"
 
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """What each request asks for."""
+    """What each request asks for (built by ``workloads.py``)."""
 
     api: str = "chat"  # or "completions"
-    input_tokens: int = 64
+    input_tokens: int = 64  # multi-turn: each user message
     output_tokens: int = 32
     shared_prefix_tokens: int = 0
     ignore_eos: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
+    shared_prefix_share: float = 1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
+    turns: int = 1  # > 1: multi-turn conversations, each turn carrying the ones before
+    trace_file: str | None = None  # replay: each request's lengths and shared blocks from this trace (mode "replay")
+    trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS  # tokens per hash_ids block of the trace
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.shared_prefix_share <= 1:
+            raise ValueError("shared_prefix_share is a share of the prompts: between 0 and 1")
+        if self.turns < 1:
+            raise ValueError("turns must be at least 1")
+        if self.turns > 1 and self.api != "chat":
+            raise ValueError("multi-turn conversations are chat messages: use api chat")
+        if self.trace_file and (self.turns > 1 or self.shared_prefix_tokens):
+            raise ValueError("a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens")
 
     @property
     def path(self) -> str:
@@ -135,6 +162,7 @@ class _Runner:
         self.times_start: ThreadTimes | None = None
         self.times_end: ThreadTimes | None = None
         self.at_window_end: Callable[[], Any] | None = None  # blocking; run in a thread once the window has closed
+        self.on_end: Callable[[int], None] | None = None  # told each request's index once it has ended (a conversation's next turn waits for it)
 
     def phase(self, i: int) -> str:
         spec = self.spec
@@ -169,6 +197,8 @@ class _Runner:
             await self.client.stream(self.workload.path, body, trace)
         else:
             await stream_request(self.client, self.workload.path, body, trace)
+        if self.on_end is not None:
+            self.on_end(trace.index)
         if measured:
             self.measured_in_flight -= 1
             self.window_end_ns = max(self.window_end_ns, trace.end_ns or time.perf_counter_ns())
@@ -189,22 +219,33 @@ class _Runner:
         spec = self.spec
         assert spec.rate is not None  # LoadSpec refuses an open-loop load without one
         rng = random.Random(spec.seed)
-        shape = spec.burstiness
-        scale_ns = 1e9 / (spec.rate * shape)  # mean gap = shape * scale = 1/rate
+        scale_ns = 1e9 / (spec.rate * spec.burstiness)  # mean gap = shape * scale = 1/rate
+        await self.open_loop(int(rng.gammavariate(spec.burstiness, scale_ns)) for _ in itertools.count())
+
+    async def open_loop(self, gaps: Iterable[int]) -> None:
+        """Request i is due ``gaps[i]`` ns after request i-1 (the first after the start), whatever is in flight.
+
+        A finite schedule (a replayed trace) that runs out ends the measured part: the run then
+        waits for the measured requests in flight.
+        """
         tasks: list[asyncio.Task] = []
 
         async def dispatch() -> None:
             intended = time.perf_counter_ns()
-            i = 0
-            while not self.done.is_set():
-                intended += int(rng.gammavariate(shape, scale_ns))
+            for i, gap in enumerate(gaps):
+                if self.done.is_set():
+                    return
+                intended += gap
                 delay = (intended - time.perf_counter_ns()) / 1e9
                 if delay > 0:
                     await asyncio.sleep(delay)
                 if self.done.is_set():
                     return
                 tasks.append(asyncio.create_task(self.send(RequestTrace(i, self.phase(i), intended_ns=intended))))
-                i += 1
+            self.issuing_measured = False
+            if self.measured_in_flight == 0 and not self.done.is_set():
+                self._finish()
+            await self.done.wait()
 
         await self._until_done([asyncio.create_task(dispatch())], tasks)
 
@@ -240,6 +281,7 @@ async def run_load_async(
     transport: str = "auto",
     server_metrics: ServerMetricNames | None = None,
     runner_class: Callable[..., _Runner] | None = None,  # a _Runner subclass: distributed.py runs one process's share
+    salt: str | None = None,
 ) -> LoadRun:
     """Run one load point against a server and return every trace and the client's own figures.
 
@@ -249,20 +291,20 @@ async def run_load_async(
     ``auto`` (raw for http://, httpx for https://).
 
     ``server_metrics``: the framework's Prometheus names; the run then carries the server's figures.
+
+    ``salt``: mixed into the prompts' seed, fresh for each run unless given (the processes of one
+    distributed run share theirs). A server's prefix cache keeps an earlier run's prompts (an earlier
+    load point, an earlier session), which would turn repeated text into hits the workload did not ask for.
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
+    if (spec.mode == "replay") != bool(workload.trace_file):
+        raise ValueError("a replay load needs a workload with a trace_file, and a trace_file needs a replay load")
     model = endpoint.model
     if calibration is None:
         with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
             calibration = await asyncio.to_thread(calibrate, sync, workload.api, model)
-    prompts = PromptFactory(calibration, workload.input_tokens, workload.shared_prefix_tokens, seed=seed)
-
-    def body_for(i: int) -> dict[str, Any]:
-        return request_body(
-            workload.api, model, prompts.prompt(i), workload.output_tokens, stream=True, ignore_eos=workload.ignore_eos, extra=workload.extra_body
-        )
-
+    source = bodies(workload, model, calibration, f"{seed}.{secrets.token_hex(4) if salt is None else salt}")
     connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight
     raw = transport == "raw" or (transport == "auto" and endpoint.base_url.startswith("http://"))
     client = RawClient(endpoint) if raw else async_client(endpoint, concurrency=connections)
@@ -270,10 +312,15 @@ async def run_load_async(
     if watch is not None:
         await asyncio.to_thread(watch.start)
     async with client:
-        runner = (runner_class or _Runner)(client, spec, workload, body_for)
+        runner = (runner_class or _Runner)(client, spec, workload, source.body)
         runner.at_window_end = watch.at_window_end if watch is not None else None
+        runner.on_end = source.ended
         with ResourceSampler(server_pid) as sampler:
-            await (runner.closed() if spec.mode == "closed" else runner.poisson())
+            if spec.mode == "replay":
+                assert workload.trace_file is not None
+                await runner.open_loop(gaps_ns(read_trace(workload.trace_file), spec.speedup))
+            else:
+                await (runner.closed() if spec.mode == "closed" else runner.poisson())
     if watch is not None:
         await asyncio.to_thread(watch.finish, sum(t.status == 200 and not t.cancelled for t in runner.traces))
     start = runner.window_start_ns or 0

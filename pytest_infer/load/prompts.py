@@ -11,6 +11,7 @@ the figures.
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -55,10 +56,24 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
-def request_body(api: str, model: str, prompt: str, max_tokens: int, *, stream: bool, ignore_eos: bool, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def seeded_words(key: str, n: float) -> str:
+    """About ``n`` words drawn by a generator seeded with ``key``: the same key, the same text.
+
+    A fractional ``n`` is met on average: the next whole count with the fraction's probability
+    (a word is ~6 tokens on a byte-level tokenizer, so rounding alone missed the length by up to half of that).
+    """
+    rng = random.Random(key)
+    whole = int(n)
+    return _words(rng, whole + (rng.random() < n - whole))
+
+
+def request_body(
+    api: str, model: str, prompt: str | list[dict[str, str]], max_tokens: int, *, stream: bool, ignore_eos: bool, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A chat or completions body; ``prompt`` is the user's text, or (chat) the whole message list of a conversation."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0}
     if api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
     else:
         body["prompt"] = prompt
     if stream:
@@ -89,21 +104,32 @@ def calibrate(client: httpx.Client, api: str, model: str) -> Calibration:
 
 
 class PromptFactory:
-    """Prompt ``i``: a shared prefix (same for all) then words unique to ``i`` (seeded).
+    """Prompt ``i``: the shared prefix (for ``share`` of the prompts) then words unique to ``i`` (seeded).
 
-    A fractional word count is met on average: prompt ``i`` takes the next whole count
-    with the fraction's probability (a word is ~6 tokens on a byte-level tokenizer, so
-    rounding alone missed the length by up to half of that).
+    The prompts that carry the prefix are spread evenly: prompt ``i`` carries it when ``(i + 1) * share``
+    passes a whole number, so any run of prompts holds the share to within one. A prompt without it has
+    unique words of the same total length instead.
     """
 
-    def __init__(self, calibration: Calibration, input_tokens: int, shared_prefix_tokens: int = 0, seed: int = 0) -> None:
-        self.seed = seed
-        total = calibration.words_for(input_tokens)
-        prefix_words = min(int(total) - 1, round(shared_prefix_tokens / calibration.tokens_per_word)) if shared_prefix_tokens else 0
-        self.unique_words = total - prefix_words
+    def __init__(self, calibration: Calibration, input_tokens: int, shared_prefix_tokens: int = 0, seed: int | str = 0, share: float = 1.0) -> None:
+        self.seed, self.share = seed, share
+        self.calibration = calibration
+        self.total_words = calibration.words_for(input_tokens)
+        prefix_words = min(int(self.total_words) - 1, round(shared_prefix_tokens / calibration.tokens_per_word)) if shared_prefix_tokens else 0
+        self.unique_words = self.total_words - prefix_words
         self.prefix = _words(random.Random(f"prefix-{seed}"), prefix_words) + " " if prefix_words else ""
 
-    def prompt(self, i: int) -> str:
-        rng = random.Random(f"{self.seed}-{i}")
-        whole = int(self.unique_words)
-        return self.prefix + _words(rng, whole + (rng.random() < self.unique_words - whole))
+    def carries_prefix(self, i: int) -> bool:
+        return bool(self.prefix) and math.floor((i + 1) * self.share) > math.floor(i * self.share)
+
+    def prompt(self, i: int, prefixed: bool | None = None) -> str:
+        """Prompt ``i``; ``prefixed`` overrides whether it opens with the prefix (a conversation's first)."""
+        if prefixed is None:
+            prefixed = self.carries_prefix(i)
+        if prefixed and self.prefix:
+            return self.prefix + seeded_words(f"{self.seed}-{i}", self.unique_words)
+        return seeded_words(f"{self.seed}-{i}", self.total_words)
+
+    def text(self, key: str, tokens: int) -> str:
+        """Unique words of about ``tokens`` tokens with no template overhead: a later message of a conversation."""
+        return seeded_words(f"{self.seed}-{key}", max(1.0, tokens / self.calibration.tokens_per_word))

