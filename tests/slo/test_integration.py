@@ -145,6 +145,9 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
     from pytest_infer.client.endpoint import Endpoint
     from pytest_infer.profiles import LoadPoint
     from pytest_infer.profiles.evaluate import evaluate_point
+    from pytest_infer.slo.table import SloTable
+
+    rows: dict[str, list[str]] = {}
 
     def measure(info, name: str) -> dict:
         point = LoadPoint(name, PREFIX_WORKLOADS[name], {"ttft_p50_ms": 10000})
@@ -154,17 +157,20 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
         client = server["check"]["client"]  # the hit share's denominator is the prompts the client sent (the TTFT cross-check may
         assert (server["requests"], server["prompt_tokens"]) == (client["requests"], client["prompt_tokens"]), result.table()  # fail on a busy box)
         assert result.summary.figures()["failed"] == 0, result.table()
+        section = SloTable([result.record(target="vllm", profile="p")]).sections()[0]
+        rows.setdefault(name, []).append(section.rows[f"p/{name} server prefix-cache hit share"]["vllm"].text)  # beside the latencies
         return server
 
     on = {name: measure(real_engine("vllm-0.32"), name) for name in PREFIX_WORKLOADS}
     off = {name: measure(vllm_without_prefix_caching, name) for name in PREFIX_WORKLOADS}
     shares = {name: (s.get("prefix_cache_hit_rate"), off[name].get("prefix_cache_hit_rate")) for name, s in on.items()}
-    print("hit share (on, off):", shares)
+    print("hit share (on, off):", shares, rows)
     # measured on a 2-core host: 0.67-0.70, 0.31-0.32, 0.49, 0.47-0.48 (hit share with caching on); the server counts
-    # the calibration, warm-up and cool-down requests too, whose first prompt always misses
+    # the warm-up and cool-down requests too, and the first prompt always misses
     full, half = on["shared-prefix"]["prefix_cache_hit_rate"], on["half-shared-prefix"]["prefix_cache_hit_rate"]
     assert full > 0.55 and 0.35 < half / full < 0.65, shares  # ~256 of ~365 tokens (two blocks) from the second prompt on; half as many
     assert on["multi-turn"]["prefix_cache_hit_rate"] > 0.38, shares  # a turn's whole blocks of the turn before
     assert on["replay"]["prefix_cache_hit_rate"] > 0.35, shares
     for server in off.values():  # caching off: vLLM looks nothing up, and the report says so
         assert (server["prefix_cache_hits"], server["prefix_cache_queries"], "prefix_cache_hit_rate" in server) == (0, 0, False), shares
+    assert all(on_row.endswith("%") and off_row == "no lookups" for on_row, off_row in rows.values()), rows
