@@ -55,6 +55,21 @@ _POINT_FIELDS: dict[str, Any] = {
 # a replayed trace brings its own arrivals and lengths: a point that names one may not set these
 _TRACE_SETS = ("mode", "rate", "burstiness", "concurrency", "input_tokens", "output_tokens", "shared_prefix_tokens", "shared_prefix_share", "turns")
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
+# a capacity load point: probes at rising rates (or concurrencies), each judged on the point's thresholds (profiles/capacity.py)
+_SEARCH = {
+    "type": "object",
+    "required": ["start", "max"],
+    "additionalProperties": False,
+    "properties": {
+        "over": {"enum": ["rate", "concurrency"]},
+        "start": {"type": "number", "exclusiveMinimum": 0},
+        "max": {"type": "number", "exclusiveMinimum": 0},
+        "resolution": {"type": "number", "exclusiveMinimum": 0},
+        "max_probes": {"type": "integer", "minimum": 2},
+        "stop_error_share": {"type": "number", "minimum": 0, "maximum": 1},
+        "saturation_ratio": {"type": "number", "exclusiveMinimum": 1},
+    },
+}
 _OVERRIDE_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}  # null: drop it
 _ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
 
@@ -105,7 +120,7 @@ SCHEMA: dict[str, Any] = {
                             "type": "object",
                             "required": ["id", "thresholds"],
                             "additionalProperties": False,
-                            "properties": {"id": _ID, "thresholds": _THRESHOLDS, **_POINT_FIELDS},
+                            "properties": {"id": _ID, "thresholds": _THRESHOLDS, "search": _SEARCH, **_POINT_FIELDS},
                         },
                     },
                     "frameworks": {
@@ -115,7 +130,7 @@ SCHEMA: dict[str, Any] = {
                             "additionalProperties": {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "properties": {"thresholds": _OVERRIDE_THRESHOLDS, **_POINT_FIELDS},
+                                "properties": {"thresholds": _OVERRIDE_THRESHOLDS, "search": _SEARCH, **_POINT_FIELDS},
                             },
                         },
                     },
@@ -186,6 +201,11 @@ class LoadPoint:
             trace_file=trace,
             trace_block_tokens=s.get("trace_block_tokens", MOONCAKE_BLOCK_TOKENS),
         )
+
+    @property
+    def search(self) -> dict[str, Any] | None:
+        """The capacity search's settings, when this point is one (``profiles/capacity.py``)."""
+        return self.settings.get("search")
 
     @property
     def repeat(self) -> int:
@@ -260,8 +280,12 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
                 if (problem := check_threshold_key(key)) is not None:
                     errors.append(f"{where}.thresholds.{key}: {problem}")
             merged = {**data.get("defaults", {}), **point}
-            if merged.get("mode") == "poisson" and "rate" not in merged:
+            if merged.get("mode") == "poisson" and "rate" not in merged and "search" not in merged:
                 errors.append(f"{where}: an open-loop (poisson) load point needs a rate")
+            if "search" in point:
+                errors += _search_errors(where, merged)
+            else:
+                errors += [f"{where}.thresholds.{k}: a capacity threshold needs a search" for k in point["thresholds"] if k.startswith("min_capacity_")]
         for framework, points in (entry.get("frameworks") or {}).items():
             if framework not in registry.ADAPTERS:
                 errors.append(f"models.{model}.frameworks.{framework}: unknown framework; valid: {', '.join(registry.names())}")
@@ -272,6 +296,20 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
                 for key in override.get("thresholds", {}):
                     if (problem := check_threshold_key(key)) is not None:
                         errors.append(f"{where}.thresholds.{key}: {problem}")
+    return errors
+
+
+def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
+    search = point["search"]
+    over = search.get("over", "rate" if point.get("mode") == "poisson" else "concurrency")
+    errors = []
+    if (over == "rate") != (point.get("mode") == "poisson"):
+        errors.append(f"{where}.search.over: a search over {over} needs mode {'poisson' if over == 'rate' else 'closed'}")
+    if search["max"] < search["start"]:
+        errors.append(f"{where}.search: max ({search['max']:g}) is below start ({search['start']:g})")
+    wrong = {"rate": "min_capacity_concurrency", "concurrency": "min_capacity_rps"}[over]
+    if wrong in point["thresholds"]:
+        errors.append(f"{where}.thresholds.{wrong}: this search is over {over}")
     return errors
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,8 +21,10 @@ from ..session import session_key
 
 if TYPE_CHECKING:
     from ..load.hardware import Hardware
-    from ..profiles import Profile
-    from ..profiles.evaluate import PointResult
+    from ..metrics import ValidityRules
+    from ..profiles import LoadPoint, Profile
+    from ..profiles.capacity import CapacityResult
+    from ..profiles.evaluate import PointResult, Subject
 
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
@@ -44,9 +47,9 @@ class Interleaved:
     """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
 
     id: str
-    results: dict[str, PointResult]
+    results: dict[str, PointResult | CapacityResult]
 
-    def __getitem__(self, target_id: str) -> PointResult:
+    def __getitem__(self, target_id: str) -> PointResult | CapacityResult:
         return self.results[target_id]
 
 
@@ -149,7 +152,7 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
 def slo_result(
     request: pytest.FixtureRequest, slo_point_id: str, slo_profile: Profile, slo_hardware: Hardware,
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
-) -> PointResult:  # fmt: skip
+) -> PointResult | CapacityResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
     from ..metrics import headline
 
@@ -184,16 +187,27 @@ def slo_result(
     return result
 
 
-def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list) -> list[PointResult]:
+def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list) -> Sequence[PointResult | CapacityResult]:
     """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
     from ..metrics import ValidityRules
     from ..profiles.evaluate import Subject, evaluate_interleaved
 
     subjects = []
+    rules = ValidityRules.from_dict(profile.validity)
     for model, info, endpoint in servers:
         point = next(p for p in profile.load_points(model, info.framework) if p.id == point_id)
         subjects.append(Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid))
-    return evaluate_interleaved(subjects, rules=ValidityRules.from_dict(profile.validity))
+    if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
+        from ..profiles.capacity import evaluate_capacity
+
+        return [evaluate_capacity(s.point, _probes_on(s, rules)) for s in subjects]
+    return evaluate_interleaved(subjects, rules=rules)
+
+
+def _probes_on(subject: Subject, rules: ValidityRules) -> Callable[[LoadPoint], PointResult]:
+    from ..profiles.evaluate import evaluate_interleaved
+
+    return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules)[0]
 
 
 def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:

@@ -49,6 +49,7 @@ class Pacing:
     role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} at once, as vLLM does
     lie_counts: float = 1.0  # /metrics: every counter multiplied by this
     lie_ttft_ms: float = 0.0  # /metrics: added to every TTFT the histogram observes
+    slots: int | None = None  # at most this many streams generate at once; the rest queue (TTFT counts the wait): a capacity
 
 
 # vLLM 0.32's bounds (seconds)
@@ -113,6 +114,7 @@ class PacedServer:
         self.records: list[ServedRequest] = []
         self.counters = Counters()
         self.server: asyncio.AbstractServer | None = None
+        self.slots = asyncio.Semaphore(pacing.slots) if pacing.slots else None
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._connection, self.host, self.port, backlog=1024)
@@ -190,13 +192,21 @@ class PacedServer:
         if chat and self.pacing.role_chunk:
             writer.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
             await writer.drain()
+        if self.slots is None:
+            return await self._generate(record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer)
+        async with self.slots:  # queued: the schedule starts when a slot frees, TTFT still counts from arrival
+            return await self._generate(record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer)
+
+    async def _generate(self, record: ServedRequest, tokens: int, prompt_tokens: int, usage_event: bytes, token: Any, writer: asyncio.StreamWriter) -> None:
+        recv_ns, counters = record.recv_ns, self.counters
+        start_ns = time.perf_counter_ns() if self.slots is not None else recv_ns  # a queued request starts when it gets a slot
         # Every output event is a timer callback writing pre-encoded bytes: a coroutine woken per
         # token (asyncio.sleep) cost the server its schedule at 64+ streams on one core.
         middle, final = token(None), token("length")
-        tail = event(None, {"usage": usage}) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(DONE), DONE)
+        tail = usage_event + b"%x\r\n%s\r\n0\r\n\r\n" % (len(DONE), DONE)
         loop = asyncio.get_running_loop()
         to_loop_s = loop.time() - time.perf_counter_ns() / 1e9  # both CLOCK_MONOTONIC; offset once
-        first = recv_ns + int(self.pacing.ttft_ms * 1e6)
+        first = start_ns + int(self.pacing.ttft_ms * 1e6)
         gap = int(self.pacing.itl_ms * 1e6)
         transport = writer.transport
         finished = loop.create_future()
@@ -246,8 +256,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-role-chunk", action="store_true")
     parser.add_argument("--lie-counts", type=float, default=1.0, help="/metrics: multiply every counter by this")
     parser.add_argument("--lie-ttft-ms", type=float, default=0.0, help="/metrics: add this to every TTFT observed")
+    parser.add_argument("--slots", type=int, default=None, help="at most this many streams generate at once; the rest queue")
     args = parser.parse_args(argv)
-    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms)
+    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms, args.slots)
 
     async def serve() -> None:
         server = PacedServer(pacing, args.host, args.port)

@@ -1,0 +1,159 @@
+"""Capacity at the SLO: the search's steps on a server whose capacity is known, its early stops, and the suite's record."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_infer.client.endpoint import Endpoint
+from pytest_infer.metrics.judge import Verdict
+from pytest_infer.profiles import LoadPoint, ProfileError, load_profile
+from pytest_infer.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search
+from pytest_infer.profiles.evaluate import evaluate_point
+
+from .test_suite import copy_suite, run_suite
+
+
+@dataclass
+class Probed:
+    """What ``search`` reads of a probe: its verdict and figures (no traces: no saturation to see)."""
+
+    verdict: Verdict
+    error_share: float = 0.0
+    runs: list = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        return {"error_share": self.error_share}
+
+    def record(self) -> dict[str, Any]:
+        return {"workload": {"output_tokens": 8}, "load_point": "not this"}
+
+
+def holds_up_to(limit: float, over: str):
+    seen: list[float] = []
+
+    def measure(point: LoadPoint) -> Probed:
+        value = point.settings[over]
+        seen.append(value)
+        return Probed(Verdict("pass" if value <= limit else "fail"))
+
+    return measure, seen
+
+
+def capacity_point(over: str = "concurrency", **search_settings: Any) -> LoadPoint:
+    mode = "closed" if over == "concurrency" else "poisson"
+    return LoadPoint("cap", {"mode": mode, "requests": 30, "search": {"start": 1, "max": 64, **search_settings}}, {"ttft_p99_ms": 100})
+
+
+def test_concurrency_doubles_until_a_failure_then_bisects_to_one_stream():
+    measure, seen = holds_up_to(7, "concurrency")
+    cap = search(capacity_point(), measure)
+    assert seen == [1, 2, 4, 8, 6, 7] and (cap.value, cap.ceiling) == (7, 8)
+    assert cap.stopped == "bracketed to one stream" and cap.describe() == "7, below 8"
+
+
+def test_a_rate_is_bisected_geometrically_until_within_the_resolution():
+    measure, seen = holds_up_to(10, "rate")
+    cap = search(capacity_point("rate", start=2, resolution=0.25), measure)
+    assert seen == [2, 4, 8, 16, 11.314, 9.514]
+    assert (cap.value, cap.ceiling) == (9.514, 11.314) and cap.ceiling / cap.value <= 1.25 and cap.stopped == "bracketed within 25%"
+
+
+def test_a_capacity_below_the_start_is_searched_downwards_and_none_when_nothing_holds():
+    measure, seen = holds_up_to(3, "concurrency")
+    cap = search(capacity_point(start=16), measure)
+    assert seen == [16, 8, 4, 2, 3] and cap.value == 3
+    measure, seen = holds_up_to(0, "concurrency")
+    cap = search(capacity_point(start=4), measure)
+    assert seen == [4, 2, 1] and cap.value is None and "failed down to concurrency 1" in cap.stopped
+
+
+def test_the_search_stops_at_its_maximum_and_after_max_probes():
+    measure, seen = holds_up_to(1000, "concurrency")
+    assert search(capacity_point(max=8), measure).stopped == "every probe passed up to the search's maximum (8)" and seen == [1, 2, 4, 8]
+    measure, seen = holds_up_to(1000, "concurrency")
+    assert search(capacity_point(max=64, max_probes=3), measure).stopped == "max_probes (3) ran" and seen == [1, 2, 4]
+
+
+def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid():
+    def erring(point: LoadPoint) -> Probed:
+        value = point.settings["concurrency"]
+        return Probed(Verdict("pass"), error_share=0.4 if value >= 4 else 0.0)
+
+    cap = search(capacity_point(), erring)
+    assert [(p.value, p.status) for p in cap.probes] == [(1, "pass"), (2, "pass"), (4, "errors"), (3, "pass")] and (cap.value, cap.ceiling) == (3, 4)
+    assert cap.probes[2].reason == "error share 40% over 5%"
+
+    def starving(point: LoadPoint) -> Probed:
+        value = point.settings["concurrency"]
+        return Probed(Verdict("invalid", invalid=["the client was busy 95% of the window"]) if value >= 4 else Verdict("pass"))
+
+    result = evaluate_capacity(capacity_point(), starving)
+    assert result.verdict.status == "invalid" and result.verdict.invalid == ["probe at concurrency 4: the client was busy 95% of the window"]
+    assert result.capacity.value == 2 and "an invalid measurement at concurrency 4" in result.capacity.stopped
+
+
+def test_a_minimum_capacity_is_the_points_threshold_and_the_probes_are_judged_without_it():
+    point = LoadPoint("cap", {"mode": "closed", "requests": 30, "search": {"start": 1, "max": 64}}, {"ttft_p99_ms": 100, "min_capacity_concurrency": 8})
+    assert probe_point(point, "concurrency", 4).thresholds == {"ttft_p99_ms": 100}
+    measure, _ = holds_up_to(5, "concurrency")
+    result = evaluate_capacity(point, measure)
+    assert result.verdict.status == "fail" and str(result.verdict.checks[0]) == "FAIL min_capacity_concurrency: 5 >= 8"
+    entry = result.record(target="t")
+    assert entry["metrics"] == {"capacity_concurrency": 5} and entry["workload"] == {"output_tokens": 8} and entry["load_point"] == "cap"
+
+
+def test_on_a_server_with_four_slots_the_capacity_is_four_streams(paced_server):
+    """Four requests generate at once and the rest queue: from five streams on, TTFT waits for a slot."""
+    url = paced_server(20, 5, "--slots", "4", "--tokens", "8")
+    point = LoadPoint("cap", {"mode": "closed", "requests": 40, "warmup_requests": 4, "output_tokens": 8, "search": {"start": 1, "max": 16}},
+                      {"ttft_p90_ms": 45})  # fmt: skip
+    result = evaluate_capacity(point, lambda p: evaluate_point(p, Endpoint(url, "paced-model", timeout=30), framework="vllm"))
+    assert [(p.value, p.status) for p in result.capacity.probes] == [(1, "pass"), (2, "pass"), (4, "pass"), (8, "fail"), (6, "fail"), (5, "fail")]
+    assert result.capacity.value == 4 and result.verdict.status == "pass"
+    assert result.capacity.probes[3].reason.startswith("FAIL ttft_p90_ms:")
+
+
+def test_an_open_loop_over_the_servers_capacity_is_saturated(paced_server):
+    """One slot serving a request in 55 ms takes 18 requests/s; offered 40/s, the queue grows for the whole run."""
+    url = paced_server(20, 5, "--slots", "1", "--tokens", "8")
+    point = LoadPoint("cap", {"mode": "poisson", "rate": 40.0, "requests": 45, "warmup_requests": 0, "output_tokens": 8}, {"ttft_p90_ms": 100000})
+    result = evaluate_point(point, Endpoint(url, "paced-model", timeout=60), framework="vllm")
+    status, reason = judge_probe(result, {"stop_error_share": 0.05, "saturation_ratio": 2.0})
+    assert result.verdict.status == "pass" and status == "saturated" and "the queue grew all run" in reason
+
+
+@pytest.mark.parametrize(("point", "message"), [
+    ("{id: c, concurrency: 2, search: {start: 1, max: 8, over: rate}, thresholds: {ttft_p99_ms: 9}}", "a search over rate needs mode poisson"),
+    ("{id: c, mode: poisson, search: {start: 4, max: 2}, thresholds: {ttft_p99_ms: 9}}", "max (2) is below start (4)"),
+    ("{id: c, concurrency: 2, thresholds: {min_capacity_rps: 9}}", "a capacity threshold needs a search"),
+    ("{id: c, mode: poisson, search: {start: 1, max: 8}, thresholds: {min_capacity_concurrency: 9}}", "this search is over rate"),
+])  # fmt: skip
+def test_a_bad_search_is_refused_naming_the_key(tmp_path, point: str, message: str):
+    path = tmp_path / "p.yaml"
+    path.write_text(f"name: p\nhardware: {{accelerator: cpu}}\nmodels:\n  tiny:\n    load_points:\n      - {point}\n")
+    with pytest.raises(ProfileError, match="models.tiny.load_points"):
+        try:
+            load_profile(path)
+        except ProfileError as exc:
+            assert message in str(exc), str(exc)
+            raise
+
+
+def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, paced_server):
+    url = paced_server(20, 5, "--slots", "2", "--tokens", "8")
+    copy_suite(pytester)
+    (pytester.path / "cap.yaml").write_text(
+        "name: cap\nhardware: {accelerator: cpu}\nvalidity: {max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p99_ms: 10000}\n"
+        "defaults: {api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: 30}\n"
+        "models:\n  tiny:\n    load_points:\n"
+        "      - {id: streams, search: {start: 1, max: 8}, thresholds: {ttft_p90_ms: 45, min_capacity_concurrency: 2}}\n"
+    )
+    result = run_suite(pytester, url, "--slo=cap.yaml", "-rA")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*load point streams: PASS: capacity 2, below 3*", "*concurrency 4: fail: FAIL ttft_p90_ms*"])
+    entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
+    assert entry["metrics"] == {"capacity_concurrency": 2} and entry["capacity"]["value"] == 2 and entry["capacity"]["ceiling"] == 3
+    assert [p["value"] for p in entry["capacity"]["probes"]] == [1, 2, 4, 3] and entry["workload"]["output_tokens"] == 8
