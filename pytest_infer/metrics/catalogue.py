@@ -87,6 +87,8 @@ CATALOGUE: tuple[Metric, ...] = (
            aliases=("capacity",), threshold="min_capacity_rps"),
     Metric("capacity_concurrency", "streams", HIGHER, "capacity search: the highest concurrency at which every threshold of the point held",
            threshold="min_capacity_concurrency"),
+    Metric("prefix_cache_hit_share", "share", HIGHER, "the server's prefix-cache hits over its lookups during the load point (its /metrics)",
+           aliases=("prefix_cache_hit_rate", "cache_hit_share")),
     Metric("ok", "requests", HIGHER, "measured requests that succeeded"),
     Metric("failed", "requests", LOWER, "measured requests that failed"),
     Metric("token_mismatches", "requests", LOWER, "requests whose usage count differs from the client's count by more than 2%"),

@@ -240,6 +240,8 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
     scraped = [run.server for run in runs if run.server is not None]
     if scraped:
         server = pooled(scraped).to_dict()
+        if "prefix_cache_hit_rate" in server:  # a figure of the point, so the gate and the history compare it
+            resources["prefix_cache_hit_share"] = server["prefix_cache_hit_rate"]
         checks = [cross_check(run.server, run.traces) for run in runs if run.server is not None]
         problems = [f"run {i + 1}: {p}" if len(checks) > 1 else p for i, c in enumerate(checks) for p in c.problems]
         server["check"] = {**checks[0].to_dict(), "problems": problems, "ok": not problems}

@@ -157,6 +157,7 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
         client = server["check"]["client"]  # the hit share's denominator is the prompts the client sent (the TTFT cross-check may
         assert (server["requests"], server["prompt_tokens"]) == (client["requests"], client["prompt_tokens"]), result.table()  # fail on a busy box)
         assert result.summary.figures()["failed"] == 0, result.table()
+        assert result.record(target="vllm")["metrics"].get("prefix_cache_hit_share") == server.get("prefix_cache_hit_rate")  # a figure the gate compares
         section = SloTable([result.record(target="vllm", profile="p")]).sections()[0]
         rows.setdefault(name, []).append(section.rows[f"p/{name} server prefix-cache hit share"]["vllm"].text)  # beside the latencies
         return server
