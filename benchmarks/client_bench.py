@@ -16,7 +16,7 @@ Client error = client-measured median minus server-side median (TTFT: request
 received -> first token written; ITL: gaps between writes). Both clients use
 /v1/completions (no role chunk), so their TTFT definitions coincide and the
 difference is the client's own delay. A client "sustains" a load while its median
-TTFT error stays <= 5 ms. With --pin, clients run on core 0 and the server on core 1.
+TTFT error stays <= 5 ms. With --pin, the server runs on core 1 and a single client on core 0 (several client processes on any core).
 """
 from __future__ import annotations
 
