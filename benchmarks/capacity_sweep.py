@@ -22,11 +22,9 @@ from pytest_infer.profiles import LoadPoint, load_profile
 from pytest_infer.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search_settings
 from pytest_infer.profiles.evaluate import evaluate_point
 
-KEEP = ("requests_per_s", "ttft_p90_ms", "e2e_p90_ms", "error_share")
-
-
-def row(value: float, status: str, reason: str, figures: dict) -> dict:
-    return {"rate": value, "status": status, "reason": reason[:160], **{k: figures.get(k) for k in KEEP}}
+def row(value: float, status: str, reason: str, result) -> dict:
+    figures = result.figures()
+    return {"rate": value, "status": status, "reason": reason[:160], **{k: figures.get(k) for k in ("requests_per_s", *result.point.thresholds)}}
 
 
 def sweep(point: LoadPoint, rates: list[float], measure) -> list[dict]:
@@ -35,7 +33,7 @@ def sweep(point: LoadPoint, rates: list[float], measure) -> list[dict]:
     for rate in rates:
         result = measure(probe_point(point, "rate", rate))
         status, reason = judge_probe(result, settings)
-        rows.append(row(rate, status, reason, result.figures()))
+        rows.append(row(rate, status, reason, result))
         print(f"  sweep {rate:g}/s: {status} {reason[:100]}", flush=True)
     return rows
 
@@ -74,8 +72,9 @@ def main() -> None:
     assert found is not None
     passed = [r["rate"] for r in manual if r["status"] == "pass"]
     best = max(passed) if passed else None
-    above = min((r["rate"] for r in manual if best is not None and r["rate"] > best), default=None)
-    below = max((r["rate"] for r in manual if best is not None and r["rate"] < best), default=None)
+    judged = [r["rate"] for r in manual if r["status"] != "invalid"]  # an invalid rate says nothing either way
+    above = min((r for r in judged if best is not None and r > best), default=None)
+    below = max((r for r in judged if best is not None and r < best), default=None)
     cap = found.capacity.value
     # one step: the sweep's spacing on the side the search landed
     agrees = cap is not None and best is not None and (below or 0) <= cap <= (above or float("inf"))

@@ -7,7 +7,7 @@ passes), then bisects between the highest pass and the lowest failure until they
 ``resolution`` of each other (a ratio for rates, one stream for concurrency) or ``max_probes`` ran.
 It stops climbing early when a probe's error share exceeds ``stop_error_share``, or when the
 server is over-saturated: time to first token in the last third of the window more than
-``saturation_ratio`` times the first third's, a queue that grew for the whole run. An invalid
+``saturation_ratio`` times the first third's, rising through the middle third: a queue that grew all run. An invalid
 probe (the client could not keep up) ends the search: what it would say beyond is unknown.
 """
 from __future__ import annotations
@@ -35,8 +35,9 @@ class Probe:
     result: PointResult
 
     def row(self) -> dict[str, Any]:
+        """The probe with the figures its thresholds judge, and the rate it achieved."""
         f = self.result.figures()
-        keep = ("requests_per_s", "output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "e2e_p99_ms", "error_share")
+        keep = ("requests_per_s", *self.result.point.thresholds, "error_share")
         return {"value": self.value, "status": self.status, "reason": self.reason, **{k: f[k] for k in keep if k in f}}
 
 
@@ -86,13 +87,14 @@ def probe_point(point: LoadPoint, over: str, value: float) -> LoadPoint:
 
 
 def saturation(result: PointResult) -> float | None:
-    """TTFT median of the window's last third over its first third (by send order); None with too few requests."""
+    """TTFT median of the window's last third over its first third (by send order), when it rose through the middle
+    third too: a queue that grows all run, not one slow moment; None with too few requests or no steady rise."""
     measured = sorted((t for run in result.runs for t in run.measured if t.ok and t.event_ns), key=lambda t: t.sent_ns)
     if len(measured) < 9:
         return None
     third = len(measured) // 3
-    first, last = (median(t.event_ns[0] - t.sent_ns for t in part) for part in (measured[:third], measured[-third:]))
-    return last / first if first > 0 else None
+    first, middle, last = (median(t.event_ns[0] - t.sent_ns for t in part) for part in (measured[:third], measured[third:-third], measured[-third:]))
+    return last / first if 0 < first < middle < last else None
 
 
 def judge_probe(result: PointResult, settings: dict[str, Any]) -> tuple[str, str]:

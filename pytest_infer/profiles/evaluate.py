@@ -9,6 +9,7 @@ server's own figures (``server`` in the entry), and a disagreement with the clie
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
@@ -181,7 +182,9 @@ def evaluate_point(
     return evaluate_interleaved([Subject(point, endpoint, framework, pid)], rules=rules, calibration=calibration)[0]
 
 
-def evaluate_interleaved(subjects: list[Subject], *, rules: ValidityRules | None = None, calibration: Calibration | None = None) -> list[PointResult]:
+def evaluate_interleaved(
+    subjects: list[Subject], *, rules: ValidityRules | None = None, calibration: Calibration | None = None, runner: Callable[..., LoadRun] = run_load
+) -> list[PointResult]:
     """Measure each subject's load point ``repeat`` times, the subjects taking turns run by run.
 
     Alternating baseline and candidate (in A B B A order, so neither always runs later) spreads
@@ -200,7 +203,7 @@ def evaluate_interleaved(subjects: list[Subject], *, rules: ValidityRules | None
         for k in order if i % 2 == 0 else reversed(order):
             if i < subjects[k].point.repeat:
                 endpoint, spec, workload = plans[k]
-                run = run_load(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i, server_metrics=names[k])
+                run = runner(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i, server_metrics=names[k])
                 calibrations[k] = run.calibration
                 runs[k].append(run)
     return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]

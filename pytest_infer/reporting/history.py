@@ -15,7 +15,7 @@ from ..gating.compare import GateResult, compare
 from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
 from ..results.views import build_views, check_matrix, version_key
-from ..suite import Finding
+from ..suite import Cell, Finding
 from . import plots
 from .html import _e, _table, page
 
@@ -57,7 +57,7 @@ class History:
     versions: dict[str, list[Version]]
     steps: list[Step]
     # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
-    table: dict[str, list[tuple[str, str, list[str]]]] = field(default_factory=dict)
+    table: dict[str, list[tuple[str, str, list[Cell]]]] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)  # the SLO figures compared; none: not compared
 
     @property
@@ -128,22 +128,22 @@ def _failing_side_reproducers(result: GateResult, merged: SessionResults, before
             f.reproducer = cell.reproducer
 
 
-def _changing_rows(merged: SessionResults, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[str]]]]:
+def _changing_rows(merged: SessionResults, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
     """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every version.
 
     Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance tests: every
     measured figure differs a little between two runs."""
     views = build_views(merged)
-    out: dict[str, list[tuple[str, str, list[str]]]] = {}
+    out: dict[str, list[tuple[str, str, list[Cell]]]] = {}
     for framework, listed in versions.items():
         ids = [v.target for v in listed if v.sound]
         for section in views.sections:
             for row, cells in section.rows.items():
                 if row in section.trends or all(c.value is not None for c in cells.values()):
                     continue  # a measured figure: judged by the steps' significance tests and drawn as a trend
-                texts = [cells[t].text if t in cells else "-" for t in ids]
-                if len(set(texts)) > 1:
-                    out.setdefault(framework, []).append((section.heading, row, texts))
+                shown = [cells.get(t, Cell("-")) for t in ids]
+                if len({c.text for c in shown}) > 1:
+                    out.setdefault(framework, []).append((section.heading, row, shown))
     return out
 
 
@@ -180,7 +180,7 @@ def render_markdown(history: History, title: str, link: str = "") -> str:
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
         out += ["", f"### {framework}: what differs between versions", "", "| area | row | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
-        out += [f"| {_cell(area)} | {_cell(row)} | " + " | ".join(_cell(t) for t in texts) + " |" for area, row, texts in changing]
+        out += [f"| {_cell(area)} | {_cell(row)} | " + " | ".join(_cell(c.text) for c in shown) + " |" for area, row, shown in changing]
     returns = history.returns()
     if returns:
         out += ["", "### Moved more than once", ""] + [f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns]
@@ -224,7 +224,10 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
     ], "versions")  # fmt: skip
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
-        cells = [f"<tr><td>{_e(area)}</td><td>{_e(row)}</td>" + "".join(f"<td>{_e(t)}</td>" for t in texts) + "</tr>" for area, row, texts in changing]
+        cells = [
+            f"<tr><td>{_e(area)}</td><td>{_e(row)}</td>" + "".join(f'<td class="{_e(c.css)}">{_e(c.text)}</td>' for c in shown) + "</tr>"
+            for area, row, shown in changing
+        ]
         body += f"<h2>{_e(framework)}: what differs between versions</h2>" + _table(["area", "row", *columns], cells, f"differs-{_e(framework)}")
     returns = history.returns()
     if returns:

@@ -6,6 +6,8 @@ never in a pass or a fail.
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import uuid
 import warnings
@@ -20,6 +22,7 @@ from ..options import add_option, option_value, parse_count
 from ..session import session_key
 
 if TYPE_CHECKING:
+    from ..load import LoadRun
     from ..load.hardware import Hardware
     from ..metrics import ValidityRules
     from ..profiles import LoadPoint, Profile
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
 SLO_INTERLEAVE = "--slo-interleave"
+SLO_PROCESSES = "--slo-processes"
+SLO_RAY_ADDRESS = "--slo-ray-address"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
 
 
@@ -37,6 +42,8 @@ class SloOptions:
     profile: Profile | None = None
     repeat: int | None = None
     interleave: bool = False
+    processes: int | None = None  # the load client as that many processes on this host
+    ray_address: str | None = None  # the load client as Ray actors on this cluster
 
 
 slo_key = pytest.StashKey[SloOptions]()
@@ -63,6 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns, run by run (A B B A ...), "
                "so drift of a shared machine falls on baseline and candidate alike; compare them with "
                "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.", ini_type="bool", action="store_true", default=None)
+    add_option(parser, SLO_PROCESSES, "run each load point from N client processes on this host (one per core), their raw traces merged.", metavar="N")
+    add_option(parser, SLO_RAY_ADDRESS, "run the load client as Ray actors on this cluster (auto, ray://HOST:10001; pip install "
+               "'pytest-infer[ray]'); the endpoint must be reachable from its nodes.", metavar="ADDR")
 
 
 def parse_profile(text: str) -> Profile:
@@ -87,7 +97,13 @@ def pytest_configure(config: pytest.Config) -> None:
     interleave = bool(option_value(config, SLO_INTERLEAVE))
     if interleave and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(f"{SLO_INTERLEAVE} measures the targets in turns from one process; run it without -n")
-    options = SloOptions(parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None, interleave)
+    processes, ray_address = option_value(config, SLO_PROCESSES), option_value(config, SLO_RAY_ADDRESS) or None
+    if ray_address is not None and importlib.util.find_spec("ray") is None:
+        raise pytest.UsageError(f"{SLO_RAY_ADDRESS} needs Ray on this machine: pip install 'pytest-infer[ray]'")
+    options = SloOptions(
+        parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None, interleave,
+        parse_count(SLO_PROCESSES, processes) if processes else None, ray_address,
+    )  # fmt: skip
     config.stash[slo_key] = options
     session = config.stash.get(session_key, None)
     if session is not None and options.profile is not None:
@@ -197,17 +213,27 @@ def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list
     for model, info, endpoint in servers:
         point = next(p for p in profile.load_points(model, info.framework) if p.id == point_id)
         subjects.append(Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid))
+    runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
         from ..profiles.capacity import evaluate_capacity
 
-        return [evaluate_capacity(s.point, _probes_on(s, rules)) for s in subjects]
-    return evaluate_interleaved(subjects, rules=rules)
+        return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
+    return evaluate_interleaved(subjects, rules=rules, runner=runner)
 
 
-def _probes_on(subject: Subject, rules: ValidityRules) -> Callable[[LoadPoint], PointResult]:
+def _runner(options: SloOptions) -> Callable[..., LoadRun]:
+    """One client process, or one load from several (``--slo-processes``, ``--slo-ray-address``)."""
+    from ..load import run_load, run_load_distributed
+
+    if options.processes or options.ray_address:
+        return functools.partial(run_load_distributed, processes=options.processes, ray_address=options.ray_address)
+    return run_load
+
+
+def _probes_on(subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]) -> Callable[[LoadPoint], PointResult]:
     from ..profiles.evaluate import evaluate_interleaved
 
-    return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules)[0]
+    return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules, runner=runner)[0]
 
 
 def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:

@@ -144,3 +144,27 @@ def test_the_gate_script_merges_renders_and_gives_the_verdict(tmp_path: Path, re
     assert ("upgrade gate: FAIL: 1 regression" if regressed else "upgrade gate: PASS: no regressions") in run.stdout
     assert {p.name for p in (out / "merged").iterdir()} >= {"results.json", "report.html", "summary.md", "gate.md"}
     assert "transformers 5.24.0" in (out / "merged" / "summary.md").read_text()
+
+
+def test_the_history_page_in_a_headless_browser_shows_the_versions_the_differences_and_the_trends(tmp_path: Path):
+    """Offline, no scripts: the DOM has the versions, the per-version table and a trend plot, and the first screen shows a FAIL cell."""
+    from tests.reporting.test_renderings import chromium
+
+    browser = chromium()
+    if browser is None:
+        pytest.skip("no headless browser: apt-get install chromium")
+    from PIL import Image
+
+    for version, outcomes in (("0.1.0", {}), ("0.2.0", {"chat.basic": "failed"}), ("0.3.0", {})):
+        session(version, outcomes=outcomes).write(tmp_path / "h" / f"{version}.json")
+    assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out")]) == 0
+    url = (tmp_path / "out" / "history.html").resolve().as_uri()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert 'id="versions"' in dom.stdout and 'id="differs-vllm"' in dom.stdout and "<svg" in dom.stdout and "<script" not in dom.stdout
+    assert dom.stdout.index('id="versions"') < dom.stdout.index('id="differs-vllm"') < dom.stdout.index("<svg")
+    shot = tmp_path / "history.png"
+    run = subprocess.run([browser, *flags, "--window-size=1400,900", f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
+    assert (0xff, 0xcd, 0xd2) in {c for _, c in Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)}  # a FAIL on the first screen

@@ -23,6 +23,7 @@ class Probed:
     verdict: Verdict
     error_share: float = 0.0
     runs: list = field(default_factory=list)
+    point: LoadPoint = field(default_factory=lambda: LoadPoint("probe", {}, {"ttft_p90_ms": 100}))
 
     def figures(self) -> dict[str, Any]:
         return {"error_share": self.error_share}
@@ -157,3 +158,16 @@ def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, p
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["metrics"] == {"capacity_concurrency": 2} and entry["capacity"]["value"] == 2 and entry["capacity"]["ceiling"] == 3
     assert [p["value"] for p in entry["capacity"]["probes"]] == [1, 2, 4, 3] and entry["workload"]["output_tokens"] == 8
+
+
+def test_one_slow_moment_at_the_end_is_no_saturation():
+    from pytest_infer.load.trace import RequestTrace
+    from pytest_infer.profiles.capacity import saturation
+
+    def run_of(ttfts_ms: list[float]) -> Any:
+        traces = [RequestTrace(i, sent_ns=i * 10**8, event_ns=[i * 10**8 + int(ms * 1e6)], end_ns=i * 10**8 + 10**9, status=200) for i, ms in enumerate(ttfts_ms)]
+        return type("Run", (), {"measured": traces})()
+
+    growing = Probed(Verdict("pass"), runs=[run_of([10, 11, 12, 20, 22, 24, 40, 44, 48])])
+    spike = Probed(Verdict("pass"), runs=[run_of([10, 11, 12, 9, 10, 11, 40, 44, 48])])
+    assert saturation(growing) == pytest.approx(44 / 11) and saturation(spike) is None  # type: ignore[arg-type]

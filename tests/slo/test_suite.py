@@ -171,3 +171,26 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     out = capsys.readouterr().out
     assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired runs (n=5, interleaved), p=0.0312" in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
+
+
+def test_slo_processes_runs_each_load_point_from_several_client_processes(pytester, paced_server):
+    url = paced_server(30, 5)
+    copy_suite(pytester)
+    (pytester.path / "test.yaml").write_text("\n".join(line for line in PROFILE.format(fast=1).splitlines() if "misses" not in line and "too-few" not in line))
+    result = run_suite(pytester, url, "--slo=test.yaml", "--slo-processes=2")
+    result.assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
+    processes = entry["client_processes"]["processes"]
+    assert entry["client_processes"]["how"] == "processes" and len(processes) == 2 and entry["metrics"]["requests"] == 20
+    assert entry["metrics"]["ttft_p50_ms"] >= 30  # the paced server's TTFT, measured from two processes on one clock
+
+
+def test_slo_ray_address_without_ray_is_a_usage_error(pytester, paced_server, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    copy_suite(pytester)
+    (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
+    result = run_suite(pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--slo-ray-address=auto")
+    result.stderr.fnmatch_lines(["*--slo-ray-address needs Ray on this machine: pip install 'pytest-infer?ray?'*"])
