@@ -22,6 +22,7 @@ from pytest_infer.profiles import LoadPoint, load_profile
 from pytest_infer.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search_settings
 from pytest_infer.profiles.evaluate import evaluate_point
 
+
 def row(value: float, status: str, reason: str, result) -> dict:
     figures = result.figures()
     return {"rate": value, "status": status, "reason": reason[:160], **{k: figures.get(k) for k in ("requests_per_s", *result.point.thresholds)}}
