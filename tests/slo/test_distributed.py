@@ -5,18 +5,15 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
-import socket
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.load import LoadSpec, Workload, run_load, run_load_distributed
+from pytest_infer.load import DistributedRun, LoadSpec, Workload, run_load, run_load_distributed
 from pytest_infer.load.distributed import ClockOffset, _Part, clock_offset, merge, process_specs, split
 from pytest_infer.load.monitor import ClientUsage, ResourcePeak
 from pytest_infer.load.patterns import LoadRun
@@ -25,37 +22,6 @@ from pytest_infer.load.trace import RequestTrace
 from pytest_infer.metrics import summarize
 
 FIXED = Calibration(1.0, 0.0, "fixed for the test")
-PORTS = range(18500, 18600)
-
-
-def _port() -> int:
-    for port in random.sample(PORTS, len(PORTS)):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port in 18500-18599")
-
-
-@pytest.fixture
-def paced() -> Iterator[Callable[..., str]]:
-    """A pacedserver process on a port in 18500-18599, stopped after the test."""
-    procs: list[subprocess.Popen] = []
-
-    def start(ttft_ms: float = 50, itl_ms: float = 10) -> str:
-        port = _port()
-        argv = [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)]
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-        procs.append(proc)
-        assert "ready" in (proc.stdout.readline() if proc.stdout else "")
-        return f"http://127.0.0.1:{port}"
-
-    yield start
-    for proc in procs:
-        proc.terminate()
-        proc.wait(10)
 
 
 def served(url: str) -> list[dict]:
@@ -133,12 +99,8 @@ def test_the_merged_run_carries_every_trace_on_the_drivers_clock_and_the_worst_m
     assert run.describe()["client_processes"]["processes"][1]["clock_offset_applied"] is True
 
 
-def _in_flight(traces: list[RequestTrace], at: int) -> int:
-    return sum(1 for t in traces if t.sent_ns and t.sent_ns <= at < (t.end_ns or at + 1))
-
-
-def test_two_processes_run_one_closed_loop(paced):
-    url = paced(5, 2)
+def test_two_processes_run_one_closed_loop(paced_server):
+    url = paced_server(5, 2)
     spec = LoadSpec(concurrency=8, requests=48, warmup_requests=8)
     run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=6, ignore_eos=False), processes=2, calibration=FIXED)
     assert len(run.processes) == 2 and len({p.pid for p in run.processes} | {os.getpid()}) == 3
@@ -148,8 +110,9 @@ def test_two_processes_run_one_closed_loop(paced):
     assert all(t.ok and t.client_tokens == 6 for t in run.measured)
     assert all(t.ok for t in run.traces if t.phase == "cooldown")  # drained
     assert run.window_start_ns <= min(t.sent_ns for t in run.measured) and run.window_end_ns == max(t.end_ns for t in run.measured)
-    # cool-down held the load: as the last measured request ended, more than one process's streams were busy
-    assert _in_flight(run.traces, run.window_end_ns - 1_000_000) > spec.concurrency // 2
+    # cool-down held the load: as the last measured request ended, both processes had streams busy (request i is process i % 2's)
+    at = run.window_end_ns - 1_000_000
+    assert {t.index % 2 for t in run.traces if t.sent_ns <= at < (t.end_ns or 0)} == {0, 1}
     # one clock: every client event comes after the server wrote it
     server_first = sorted(r["first_content_ns"] for r in served(url))
     client_first = sorted(t.event_ns[0] for t in run.traces if t.event_ns)
@@ -157,8 +120,8 @@ def test_two_processes_run_one_closed_loop(paced):
     assert len(run.loop_lag_ms) > 0 and run.client.window_s > 0
 
 
-def test_two_processes_send_the_single_clients_open_loop_schedule(paced):
-    url = paced(5, 2)
+def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
+    url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=30, warmup_requests=5, seed=7)
     run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, calibration=FIXED)
     n = len(run.traces)
@@ -173,8 +136,8 @@ def test_two_processes_send_the_single_clients_open_loop_schedule(paced):
     assert sorted(p.requests for p in run.processes) == [15, 15]
 
 
-def test_a_failing_process_fails_the_run(paced):
-    url = paced(5, 2)
+def test_a_failing_process_fails_the_run(paced_server):
+    url = paced_server(5, 2)
     with pytest.raises(RuntimeError, match="ValueError: transport"):
         run_load_distributed(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=4), Workload(output_tokens=2), processes=2, calibration=FIXED, transport="bogus")
 
@@ -191,16 +154,22 @@ def _errors(url: str, run: LoadRun) -> dict[str, float]:
     }
 
 
-def test_two_processes_measure_what_one_client_measures(paced):
-    """The merged percentiles against the server's truth, as a single client's are (a light load: both within a few ms;
-    a clock merged wrongly would be off by far more)."""
-    url = paced(50, 10)
+def single_then_distributed(url: str, **distributed) -> tuple[dict, DistributedRun]:
+    """One client's errors against the server's truth, then a distributed run of the same load on the reset server."""
     endpoint, workload = Endpoint(url, "paced-model"), Workload(api="completions", output_tokens=16, ignore_eos=False)
     spec = LoadSpec(concurrency=16, requests=64, warmup_requests=16)
     httpx.post(f"{url}/reset", timeout=10)
     single = _errors(url, run_load(endpoint, spec, workload, calibration=FIXED))
     httpx.post(f"{url}/reset", timeout=10)
-    double = _errors(url, run_load_distributed(endpoint, spec, workload, processes=2, calibration=FIXED))
+    return single, run_load_distributed(endpoint, spec, workload, calibration=FIXED, **distributed)
+
+
+def test_two_processes_measure_what_one_client_measures(paced_server):
+    """The merged percentiles against the server's truth, as a single client's are (a light load: both within a few ms;
+    a clock merged wrongly would be off by far more)."""
+    url = paced_server(50, 10)
+    single, run = single_then_distributed(url, processes=2)
+    double = _errors(url, run)
     assert abs(single["ttft"]) < 10 and abs(double["ttft"]) < 10, (single, double)
     assert abs(single["itl"]) < 1 and abs(double["itl"]) < 1, (single, double)
 
@@ -216,15 +185,10 @@ def local_ray() -> Iterator[None]:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning")  # Ray's own
-def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced, local_ray):
-    url = paced(50, 10)
-    endpoint, workload = Endpoint(url, "paced-model"), Workload(api="completions", output_tokens=16, ignore_eos=False)
-    spec = LoadSpec(concurrency=16, requests=64, warmup_requests=16)
-    httpx.post(f"{url}/reset", timeout=10)
-    single = _errors(url, run_load(endpoint, spec, workload, calibration=FIXED))
-    httpx.post(f"{url}/reset", timeout=10)
+def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_server, local_ray):
+    url = paced_server(50, 10)
     # offsets applied although the actors share this host's clock: the measured offset must be ~0 within its uncertainty
-    run = run_load_distributed(endpoint, spec, workload, processes=2, ray_address="auto", calibration=FIXED, apply_clock_offsets=True)
+    single, run = single_then_distributed(url, processes=2, ray_address="auto", apply_clock_offsets=True)
     assert run.how == "ray" and len(run.processes) == 2 and all(p.node and p.pid != os.getpid() for p in run.processes)
     for p in run.processes:
         assert p.clock.applied and 0 < p.clock.uncertainty_ns < 5_000_000 and abs(p.clock.offset_ns) <= p.clock.uncertainty_ns + 200_000, p.clock
@@ -236,8 +200,8 @@ def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced, l
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning")  # Ray's own
-def test_ray_open_loop_is_the_single_clients_schedule(paced, local_ray):
-    url = paced(5, 2)
+def test_ray_open_loop_is_the_single_clients_schedule(paced_server, local_ray):
+    url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=20, warmup_requests=4, seed=3)
     run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, ray_address="auto", calibration=FIXED)
     rng = random.Random(3)
