@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..gating.compare import GateResult, compare
 from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
-from ..results.views import build_views, check_matrix, version_key
+from ..results.views import CheckCell, Views, build_views, version_key
 from ..suite import Cell, Finding
 from . import plots
 from .html import _e, _table, page
@@ -96,12 +96,10 @@ def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ..
     """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it."""
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
+    views = build_views(merged)
     by_framework: dict[str, list[Version]] = {}
     for tid, target in merged.targets.items():
-        counts: dict[str, int] = {}
-        for t in merged.tests:
-            if t.target == tid:
-                counts[t.outcome] = counts.get(t.outcome, 0) + 1
+        counts = dict(views.outcomes.get(tid, {}))
         by_framework.setdefault(target.framework, []).append(Version(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts))
     steps = []
     for framework, versions in sorted(by_framework.items()):
@@ -114,26 +112,24 @@ def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ..
                 continue
             if before is not None:
                 result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True)
-                _failing_side_reproducers(result, merged, before.target)
+                _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
-    return merged, History(by_framework, steps, _changing_rows(merged, by_framework), [r.describe() for r in rules])
+    return merged, History(by_framework, steps, _changing_rows(views, by_framework), [r.describe() for r in rules])
 
 
-def _failing_side_reproducers(result: GateResult, merged: SessionResults, before: str) -> None:
+def _failing_side_reproducers(result: GateResult, matrix: dict[str, dict[str, CheckCell]], before: str) -> None:
     """A check that was fixed has its reproducer on the side that failed: the change is shown by rerunning it there."""
-    matrix = check_matrix(merged)
     for f in result.findings:
         if f.area == "check" and not f.reproducer and (cell := matrix.get(f.subject, {}).get(before)) is not None:
             f.reproducer = cell.reproducer
 
 
-def _changing_rows(merged: SessionResults, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
+def _changing_rows(views: Views, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
     """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every version.
 
     Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance tests: every
     measured figure differs a little between two runs."""
-    views = build_views(merged)
     out: dict[str, list[tuple[str, str, list[Cell]]]] = {}
     for framework, listed in versions.items():
         ids = [v.target for v in listed if v.sound]
