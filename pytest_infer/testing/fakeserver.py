@@ -100,10 +100,14 @@ def _encodable(text: str) -> str:
     return text
 
 
-def _apply_stop(text: str, stop: Any) -> tuple[str, bool]:
+def _apply_stop(text: str, stop: Any) -> tuple[str, str | None]:
+    """The text cut before the first stop string in it, and that stop string (None: no stop in it)."""
     stops = [stop] if isinstance(stop, str) else list(stop or [])
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
+    found = [(i, s) for s in stops if s and (i := text.find(s)) >= 0]
+    if not found:
+        return text, None
+    cut, fired = min(found, key=lambda pair: pair[0])
+    return text[:cut], fired
 
 
 def _response_text(response: dict) -> str:
@@ -310,16 +314,16 @@ class Handler(BaseHTTPRequestHandler):
         return {"n": body.get("n") or 1, "limit": limit, "temperature": temperature, "seed": seed, "penalties": penalties}
 
     def _choice_texts(self, prompt: str, params: dict, stop: Any) -> list[tuple[str, str]]:
-        out = []
-        for i in range(params["n"]):
-            seed = None if params["seed"] is None else params["seed"] + i
-            text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else "") + params.get("penalties", ""), seed, params["temperature"], params["limit"] + 8)
-            text, stopped = _apply_stop(text, stop)
-            if stopped and len(text) <= params["limit"]:
-                out.append((text, "stop"))
-            else:
-                out.append((text[: params["limit"]], "length"))
-        return out
+        return [self._choice(prompt, params, stop, i)[:2] for i in range(params["n"])]
+
+    def _choice(self, prompt: str, params: dict, stop: Any, i: int) -> tuple[str, str, str | None]:
+        """Choice ``i``'s text, its finish reason, and the stop string that ended it (None unless one did)."""
+        seed = None if params["seed"] is None else params["seed"] + i
+        text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else "") + params.get("penalties", ""), seed, params["temperature"], params["limit"] + 8)
+        text, fired = _apply_stop(text, stop)
+        if fired is not None and len(text) <= params["limit"]:
+            return text, "stop", fired
+        return text[: params["limit"]], "length", None
 
     # --- chat -----------------------------------------------------------
     def _chat(self, body: dict) -> dict | list[Event]:
@@ -476,8 +480,7 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest("max_tokens: Field required", param="max_tokens")
         params = self._validate({k: v for k, v in body.items() if k != "stop_sequences"})
         prompt = _prompt_text(body)
-        ((text, reason),) = self._choice_texts(prompt, {**params, "n": 1}, body.get("stop_sequences"))
-        stop = next((s for s in body.get("stop_sequences") or [] if reason == "stop" and text + s in generate_text(prompt, params["seed"], params["temperature"], params["limit"] + 8)), None)
+        text, reason, stop = self._choice(prompt, {**params, "n": 1}, body.get("stop_sequences"), 0)
         message = {
             "id": self.state.next_id("msg"), "type": "message", "role": "assistant", "model": MODEL,
             "content": [{"type": "text", "text": text}],
