@@ -34,6 +34,7 @@ from pytest_infer.options import InferOptions
 from pytest_infer.paths import engines_dir
 from pytest_infer.results.model import SessionResults
 from pytest_infer.server.pool import ServerPool
+from pytest_infer.slo.plugin import DEFAULT_SLICES
 from pytest_infer.targets import Target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,11 +67,11 @@ def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int
     return merged
 
 
-def run_interleaved(base_url: str, candidate_url: str, out: Path, repeat: int) -> SessionResults:
-    """The SLO suite on both proxies in one session, taking turns run by run."""
+def run_interleaved(base_url: str, candidate_url: str, out: Path, repeat: int, slices: int | None = None) -> SessionResults:
+    """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per run; None: the plugin's default)."""
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint=baseline={base_url}",
             f"--infer-endpoint=candidate={candidate_url}", "--infer-framework=vllm", "--infer-model=tiny", f"--infer-report-dir={out}",
-            f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave", *SUITES["slo"]]  # fmt: skip
+            f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave", *([f"--slo-interleave-slices={slices}"] if slices else []), *SUITES["slo"]]  # fmt: skip
     subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     return SessionResults.read(out / "results.json")
 
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=8, help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)")
     parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}")
     parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)")
+    parser.add_argument("--slices", type=int, default=None, help="parts of each interleaved run that take turns (default: the plugin's)")
     parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
@@ -147,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
             def timing(out: Path, fault: Fault) -> tuple[dict, dict[str, float]]:
                 """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier legs."""
                 with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
-                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat)
+                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat, args.slices)
                 return gate(pair, pair, rules, PAIR), effects(pair, pair, PAIR)
 
             baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples) if areas else SessionResults()
@@ -194,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         timing_mode = "sequential" if args.sequential else "interleaved"
         args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode, "trials": args.trials,
+                                         "slices": args.slices or DEFAULT_SLICES,
                                          "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")  # fmt: skip
     return 0
 

@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 
 from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
-from ..load import LoadRun, run_load
-from ..load.monitor import listening_pid
+from ..load import LoadRun, LoadSpec, run_load
+from ..load.monitor import ClientUsage, ResourcePeak, listening_pid
 from ..load.prompts import Calibration
 from ..load.server_metrics import ServerFigures
 from ..metrics import (
@@ -183,30 +183,91 @@ def evaluate_point(
 
 
 def evaluate_interleaved(
-    subjects: list[Subject], *, rules: ValidityRules | None = None, calibration: Calibration | None = None, runner: Callable[..., LoadRun] = run_load
+    subjects: list[Subject],
+    *,
+    rules: ValidityRules | None = None,
+    calibration: Calibration | None = None,
+    runner: Callable[..., LoadRun] = run_load,
+    slices: int = 1,
 ) -> list[PointResult]:
-    """Measure each subject's load point ``repeat`` times, the subjects taking turns run by run.
+    """Measure each subject's load point ``repeat`` times, the subjects taking turns.
 
     Alternating baseline and candidate (in A B B A order, so neither always runs later) spreads
     the machine's drift over both, which sequential sessions turn into a false difference.
+    ``slices`` > 1 cuts each run into that many consecutive parts and alternates part by part: a
+    shared machine's speed moves within seconds, so run *i* of each target then spans the same
+    stretch of time, and the run-level figures (throughput most) pair far more closely.
     """
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
     plans = [
-        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(), s.point.workload(s.framework))
+        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, sliced(s.point.load_spec(), slices), s.point.workload(s.framework))
         for s in subjects
     ]  # fmt: skip
     runs: list[list[LoadRun]] = [[] for _ in subjects]
     names = [metric_names(s.framework) for s in subjects]
     calibrations = [calibration] * len(subjects)
     order = list(range(len(subjects)))
+    turn = 0
     for i in range(max(s.point.repeat for s in subjects)):
-        for k in order if i % 2 == 0 else reversed(order):
-            if i < subjects[k].point.repeat:
-                endpoint, spec, workload = plans[k]
-                run = runner(endpoint, spec, workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i, server_metrics=names[k])
-                calibrations[k] = run.calibration
-                runs[k].append(run)
+        parts: list[list[LoadRun]] = [[] for _ in subjects]
+        for j in range(max(len(specs) for _, specs, _ in plans)):
+            for k in order if turn % 2 == 0 else reversed(order):
+                endpoint, specs, workload = plans[k]
+                if i < subjects[k].point.repeat and j < len(specs):
+                    run = runner(endpoint, specs[j], workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i * len(specs) + j,
+                                 server_metrics=names[k])  # fmt: skip
+                    calibrations[k] = run.calibration
+                    parts[k].append(run)
+            turn += 1
+        for k, part in enumerate(parts):
+            if part:
+                runs[k].append(joined(part, subjects[k].point.load_spec()))
     return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
+
+
+def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
+    """One run's load as ``slices`` consecutive parts of its requests (or duration); a replay, one trace, stays whole.
+
+    The first part warms up as the run would; the others re-fill the streams (one request each, at
+    most the run's warm-up) after the pause the other targets' turns made.
+    """
+    if slices <= 1 or spec.mode == "replay":
+        return [spec]
+    n = min(slices, spec.requests) if spec.requests else slices
+    rewarm = min(spec.warmup_requests, spec.concurrency)
+    return [
+        replace(spec, requests=spec.requests // n + (j < spec.requests % n) if spec.requests else None,
+                duration_s=spec.duration_s / n if spec.duration_s else None, warmup_requests=spec.warmup_requests if j == 0 else rewarm)
+        for j in range(n)
+    ]  # fmt: skip
+
+
+def joined(parts: list[LoadRun], spec: LoadSpec) -> LoadRun:
+    """A run measured in slices, as one run: the traces numbered in order, the window the slices' windows
+    added up (the other targets' turns between them are no time of this run), the client's usage
+    weighed by window, the peaks the highest, the server's counters added up."""
+    if len(parts) == 1:
+        return parts[0]
+    traces = [t for part in parts for t in part.traces]
+    for i, trace in enumerate(traces):
+        trace.index = i
+    windows = [part.window_s for part in parts]
+    total = sum(windows) or 1e-9
+    waits = [w for part in parts if (w := part.client.wait_share) is not None]
+    client = ClientUsage(
+        sum(windows), sum(part.client.cpu_share * w for part, w in zip(parts, windows)) / total,
+        sum(x * w for x, w in zip(waits, windows)) / total if len(waits) == len(parts) else None,
+    )  # fmt: skip
+    rss = [part.resources.rss_bytes for part in parts if part.resources.rss_bytes is not None]
+    gpus = [part.resources.gpu_memory_bytes for part in parts if part.resources.gpu_memory_bytes]
+    resources = ResourcePeak(max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(part.resources.samples for part in parts))
+    scraped = [part.server for part in parts if part.server is not None]
+    start = parts[0].window_start_ns
+    return LoadRun(
+        spec=spec, workload=parts[0].workload, traces=traces, window_start_ns=start, window_end_ns=start + sum(part.window_end_ns - part.window_start_ns for part in parts),
+        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=resources, calibration=parts[-1].calibration,
+        server=pooled(scraped) if len(scraped) == len(parts) else None,
+    )  # fmt: skip
 
 
 def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None) -> PointResult:

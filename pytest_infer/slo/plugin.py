@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
 SLO_INTERLEAVE = "--slo-interleave"
+SLO_SLICES = "--slo-interleave-slices"
+DEFAULT_SLICES = 5  # benchmarks/README.md: what slicing did to the gate's pair noise and its smallest detected change
 SLO_PROCESSES = "--slo-processes"
 SLO_RAY_ADDRESS = "--slo-ray-address"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
@@ -44,6 +46,7 @@ class SloOptions:
     interleave: bool = False
     processes: int | None = None  # the load client as that many processes on this host
     ray_address: str | None = None  # the load client as Ray actors on this cluster
+    slices: int = DEFAULT_SLICES  # parts of each run that take turns, when interleaving
 
 
 slo_key = pytest.StashKey[SloOptions]()
@@ -70,6 +73,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns, run by run (A B B A ...), "
                "so drift of a shared machine falls on baseline and candidate alike; compare them with "
                "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.", ini_type="bool", action="store_true", default=None)
+    add_option(parser, SLO_SLICES, f"with {SLO_INTERLEAVE}: cut each run into N consecutive parts of its requests and take turns part by part "
+               f"(default {DEFAULT_SLICES}; 1 takes turns by whole runs).", metavar="N")
     add_option(parser, SLO_PROCESSES, "run each load point from N client processes on this host (one per core), their raw traces merged.", metavar="N")
     add_option(parser, SLO_RAY_ADDRESS, "run the load client as Ray actors on this cluster (auto, ray://HOST:10001; pip install "
                "'pytest-infer[ray]'); the endpoint must be reachable from its nodes.", metavar="ADDR")
@@ -98,11 +103,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if interleave and getattr(config.option, "numprocesses", None):
         raise pytest.UsageError(f"{SLO_INTERLEAVE} measures the targets in turns from one process; run it without -n")
     processes, ray_address = option_value(config, SLO_PROCESSES), option_value(config, SLO_RAY_ADDRESS) or None
+    slices = option_value(config, SLO_SLICES)
+    if slices is not None and not interleave:
+        raise pytest.UsageError(f"{SLO_SLICES} slices the runs that {SLO_INTERLEAVE} takes in turns; add {SLO_INTERLEAVE}")
     if ray_address is not None and importlib.util.find_spec("ray") is None:
         raise pytest.UsageError(f"{SLO_RAY_ADDRESS} needs Ray on this machine: pip install 'pytest-infer[ray]'")
     options = SloOptions(
         parse_profile(text) if text else None, parse_count(SLO_REPEAT, repeat) if repeat else None, interleave,
         parse_count(SLO_PROCESSES, processes) if processes else None, ray_address,
+        parse_count(SLO_SLICES, slices) if slices is not None else DEFAULT_SLICES,
     )  # fmt: skip
     config.stash[slo_key] = options
     session = config.stash.get(session_key, None)
@@ -176,7 +185,7 @@ def slo_result(
     context = {}
     if options.interleave:
         measured = _interleaved(request.config, slo_point_id, slo_profile, infer_session)
-        result, context = measured[infer_target.id], {"interleaved": {"id": measured.id, "targets": sorted(measured.results)}}
+        result, context = measured[infer_target.id], {"interleaved": {"id": measured.id, "targets": sorted(measured.results), "slices": options.slices}}
     else:
         result = _measure(slo_point_id, slo_profile, options, [(infer_target.model, infer_live_server, infer_endpoint)])[0]
     mismatch = slo_profile.hardware_mismatch(slo_hardware)
@@ -218,7 +227,7 @@ def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list
         from ..profiles.capacity import evaluate_capacity
 
         return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
-    return evaluate_interleaved(subjects, rules=rules, runner=runner)
+    return evaluate_interleaved(subjects, rules=rules, runner=runner, slices=options.slices if options.interleave else 1)
 
 
 def _runner(options: SloOptions) -> Callable[..., LoadRun]:

@@ -190,6 +190,38 @@ def test_interleaved_targets_take_turns_run_by_run(paced_server):
     assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
 
 
+def test_interleaved_slices_take_turns_within_each_run(paced_server):
+    """With slices, run i of each target is cut into parts that alternate (A B B A by part), so both
+    runs span the same stretch of time; each run's figures pool its parts and its window is theirs
+    added up, not the stretch the other target's parts also took."""
+    from pytest_infer.profiles import LoadPoint
+    from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
+
+    point = LoadPoint("r", {"concurrency": 1, "requests": 6, "warmup_requests": 0, "output_tokens": 2, "repeat": 2}, {"ttft_p50_ms": 5000})
+    fast, slow = paced_server(5, 1), paced_server(40, 1)
+    results = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")], slices=3)
+    sent = sorted((t.sent_ns, name) for name, result in zip("AB", results) for run in result.runs for t in run.traces)
+    assert "".join(name for _, name in sent) == "AABBBBAAAABB" + "BBAAAABBBBAA"  # two requests a part, the turns running on across runs
+    assert [len(r.runs) for r in results] == [2, 2] and [len(r.per_run) for r in results] == [2, 2]
+    assert all(run.spec.requests == 6 and [t.index for t in run.traces] == list(range(6)) for r in results for run in r.runs)
+    first_a = results[0].runs[0]
+    span = (max(t.end_ns or 0 for t in first_a.traces) - min(t.sent_ns for t in first_a.traces)) / 1e9
+    assert first_a.window_s < span  # B's parts ran in between and are not A's time
+    assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
+
+
+def test_slices_split_requests_and_rewarm_each_part():
+    from pytest_infer.profiles.evaluate import sliced
+
+    parts = sliced(LoadSpec(concurrency=2, requests=10, warmup_requests=8), 3)
+    assert [(p.requests, p.warmup_requests) for p in parts] == [(4, 8), (3, 2), (3, 2)]
+    assert len(sliced(LoadSpec(requests=2), 5)) == 2  # never an empty part
+    assert [p.duration_s for p in sliced(LoadSpec(requests=None, duration_s=3.0), 3)] == [1.0, 1.0, 1.0]
+    assert sliced(LoadSpec(requests=10), 1) == [LoadSpec(requests=10)]
+    replay = LoadSpec(mode="replay", requests=None, duration_s=5.0)
+    assert sliced(replay, 4) == [replay]
+
+
 def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(monkeypatch):
     """The deadline bounds issuing; the window (throughput's denominator) ends when the last measured request did."""
     from pytest_infer.load import patterns

@@ -166,11 +166,22 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
     assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 5 for e in entries)
     assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == ["base", "cand"]
+    assert entries[0]["interleaved"]["slices"] == 5 and entries[0]["runs"][0]["requests"] == 20  # each run's parts pooled back into one
     results = str(pytester.path / "report" / "results.json")
     assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
     out = capsys.readouterr().out
     assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired runs (n=5, interleaved), p=0.0312" in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
+
+
+def test_slices_without_interleave_is_a_usage_error(pytester, paced_server):
+    copy_suite(pytester)
+    (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
+    result = run_suite(pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave-slices=3")
+    result.stderr.fnmatch_lines(["*--slo-interleave-slices slices the runs that --slo-interleave takes in turns; add --slo-interleave*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = run_suite(pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave", "--slo-interleave-slices=0")
+    result.stderr.fnmatch_lines(["*--slo-interleave-slices: must be at least 1*"])
 
 
 def test_slo_processes_runs_each_load_point_from_several_client_processes(pytester, paced_server):
