@@ -7,12 +7,13 @@ suites that can see its fault, through the proxy with that fault, and the gate
 (pytest_infer.gating.compare) compares it with the baseline under --fail-on.
 
     python benchmarks/gate_accuracy.py [--aa 3] [--faults all|NAME,...] [--timing ttft+10ms,itl+2ms,...]
-                                       [--trials 5] [--sequential] [--json benchmarks/results/gate_accuracy.json]
+                                       [--trials 5] [--slices 1,5] [--sequential] [--json benchmarks/results/gate_accuracy.json]
 
 Timing is measured as a user gates timing: baseline and candidate in one session (two proxies in
-front of the one server, one of them injecting the delay), --slo-interleave taking turns run by
-run, and the gate pairing the two targets of that one results file. --sequential measures the
-candidate in a session of its own after the baseline's instead, as separate CI legs would.
+front of the one server, one of them injecting the delay), --slo-interleave taking turns slice by
+slice (--slices: several alternate gate by gate, to compare them side by side), and the gate
+pairing the two targets of that one results file. --sequential measures the candidate in a
+session of its own after the baseline's instead, as separate CI legs would.
 """
 from __future__ import annotations
 
@@ -100,6 +101,15 @@ def effects(baseline: SessionResults, candidate: SessionResults, pairs: dict[str
     return out
 
 
+def pair_differences(pair: SessionResults) -> dict[str, list[float]]:
+    """Run i of the candidate against run i of the baseline, in %, per figure: how closely the turns pair up."""
+    points = {p.target: p for p in pair.table("slo").points()}
+    base, cand = points.get("baseline"), points.get("candidate")
+    if base is None or cand is None:
+        return {}
+    return {m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(m, []), cand.runs.get(m, [])) if b] for m in EFFECT_METRICS}
+
+
 def caught(fault: Fault, regressions: list[str]) -> bool:
     return any(name in regression for name in fault.expect for regression in regressions)
 
@@ -128,13 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=8, help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)")
     parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}")
     parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)")
-    parser.add_argument("--slices", type=int, default=None, help="parts of each interleaved run that take turns (default: the plugin's)")
+    parser.add_argument("--slices", default=str(DEFAULT_SLICES), help="parts of each interleaved run that take turns; several (1,5) alternate gate by gate")
     parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     rules = parse_rules(args.fail_on)
+    slicings = [int(n) for n in args.slices.split(",")]
     named = [*args.timing.split(","), *args.shares.split(",")]
     faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(n) for n in named if n]
     url, pool = upstream_server(args, args.out)
@@ -146,27 +157,29 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         with FaultProxy(url) as proxy:
 
-            def timing(out: Path, fault: Fault) -> tuple[dict, dict[str, float]]:
+            def timing(out: Path, fault: Fault, slices: int) -> tuple[dict, dict[str, float]]:
                 """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier legs."""
                 with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
-                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat, args.slices)
-                return gate(pair, pair, rules, PAIR), effects(pair, pair, PAIR)
+                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat, slices)
+                return {**gate(pair, pair, rules, PAIR), "slices": slices, "pairs": pair_differences(pair)}, effects(pair, pair, PAIR)
 
             baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples) if areas else SessionResults()
             for i in range(args.aa):
                 candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples) if areas else SessionResults()
                 found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
                 if interleave and timed:
-                    slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"))
+                    slices = slicings[i % len(slicings)]
+                    slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"), slices)
                     found = slo if not areas else {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
-                                                   "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"]}  # fmt: skip
+                                                   "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"],
+                                                   "slices": slices, "pairs": slo["pairs"]}  # fmt: skip
                 rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect})
                 print(rows[-1], flush=True)
             for fault in faults:
                 for trial in range(args.trials if fault.area == "slo" else 1):
                     acted = fault.acted
                     if fault.area == "slo" and interleave:
-                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}", fault)
+                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}", fault, slicings[trial % len(slicings)])
                     else:
                         proxy.fault = fault
                         candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
@@ -186,17 +199,24 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
         print(f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |")
-    print("\n| timing fault | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|")
-    for name in dict.fromkeys(r["fault"] for r in rows if r["area"] == "slo"):
-        trials = [r for r in rows if r["fault"] == name]
+    print("\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|---|")
+    for name, slices in dict.fromkeys((r["fault"], r.get("slices")) for r in rows if r["area"] == "slo"):
+        trials = [r for r in rows if r["fault"] == name and r.get("slices") == slices]
         named = {m: sum(any(g.endswith(m) for g in r["regressions"]) for r in trials) for m in EFFECT_METRICS}
         medians = {m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)] for m in EFFECT_METRICS}
         shown = {m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()}
-        print(f"| {name} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
+        print(f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
+    print("\n| A/A, slices | gates | false alarms | median pair difference, TTFT p50 | output tokens/s |\n|---|---|---|---|---|")
+    for slices in slicings:
+        same = [r for r in rows if not r["expect"] and r.get("slices") == slices]
+        spread = {m: [abs(d) for r in same for d in r.get("pairs", {}).get(m, [])] for m in EFFECT_METRICS}
+        shown = {m: f"{statistics.median(v):.1f}%" if v else "not measured" for m, v in spread.items()}
+        if same:
+            print(f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
     if args.json:
         timing_mode = "sequential" if args.sequential else "interleaved"
         args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode, "trials": args.trials,
-                                         "slices": args.slices or DEFAULT_SLICES,
+                                         "slices": slicings,
                                          "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")  # fmt: skip
     return 0
 
