@@ -56,17 +56,22 @@ REPRODUCER_BODY = 4096  # bytes of body a reproducer spells out; larger ones are
 
 
 def reproducer(client: Any, case: Case) -> str:
-    """A shell line that sends exactly ``case``: its headers, and its bytes even when they are not UTF-8."""
+    """A shell line that sends exactly ``case``: its headers (no Content-Type where it had none, which
+    curl would add), and its bytes even when they are not UTF-8, hold a NUL or start with ``@``."""
     line = client.curl("POST", case.path, None, stream=case.stream)  # the URL and the key's variable, no body
     line += "".join(f" -H {shlex.quote(f'{k}: {v}')}" for k, v in case.headers.items())
+    if not any(k.lower() == "content-type" for k in case.headers):
+        line += " -H 'Content-Type:'"
     body = case.content()
     if len(body) > REPRODUCER_BODY:
         return f"{line} --data-binary @body.json  # body: {len(body)} bytes, starting {body[:120]!r}"
-    try:
-        return f"{line} -d {shlex.quote(body.decode('utf-8'))}"
-    except UnicodeDecodeError:
-        escaped = "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02x}" for b in body)
-        return f"printf '%b' {shlex.quote(escaped)} | {line} --data-binary @-"
+    if b"\0" not in body:  # an argument cannot carry a NUL
+        try:
+            return f"{line} --data-raw {shlex.quote(body.decode('utf-8'))}"
+        except UnicodeDecodeError:
+            pass
+    escaped = "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\0{b:03o}" for b in body)  # POSIX printf %b: \0ddd
+    return f"printf '%b' {shlex.quote(escaped)} | {line} --data-binary @-"
 
 
 def envelope_problem(text: str) -> str | None:
