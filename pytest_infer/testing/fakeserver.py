@@ -114,6 +114,11 @@ def _response_text(response: dict) -> str:
     return "".join(part["text"] for item in response["output"] for part in item["content"])
 
 
+def _public(stored: dict) -> dict:
+    """A stored response as the API shows it: without the prompt kept to continue a chain."""
+    return {k: v for k, v in stored.items() if k != "_prompt"}
+
+
 def _logprob_entry(token: str, k: int) -> dict:
     alts = [token] + [c for c in "etaoinsh" if c != token][: max(0, k - 1)]
     return {
@@ -215,7 +220,7 @@ class Handler(BaseHTTPRequestHandler):
             stored = self.state.responses.get(self.path.removeprefix(RESPONSES + "/"))
             if stored is None:
                 return self._send_json(404, error_body(f"Response with id {self.path.rsplit('/', 1)[-1]!r} not found.", param="response_id"))
-            return self._send_json(200, stored)
+            return self._send_json(200, _public(stored))
         if self.path.startswith("/v1/models/"):
             name = self.path.removeprefix("/v1/models/")
             if name == MODEL:
@@ -472,7 +477,7 @@ class Handler(BaseHTTPRequestHandler):
         if not stored["background"]:
             raise BadRequest("Cannot cancel a synchronous response.", param="response_id")
         stored["status"] = "cancelled"
-        return {k: v for k, v in stored.items() if k != "_prompt"}
+        return _public(stored)
 
     # --- Anthropic Messages API ------------------------------------------------
     def _messages(self, body: dict) -> dict | list[Event]:
