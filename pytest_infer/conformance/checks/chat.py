@@ -228,7 +228,7 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or not isinstance(e.get("token"), str) or not isinstance(e.get("logprob"), (int, float)):
             problems.append(f"entry {i} lacks token/logprob: {e!r}")
-            continue
+            break
         if e["logprob"] > 0 or math.isnan(e["logprob"]):
             problems.append(f"entry {i} logprob {e['logprob']} > 0")
         if "bytes" not in e or not (e["bytes"] is None or isinstance(e["bytes"], list)):
@@ -240,8 +240,7 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
             problems.append(f"entry {i} top_logprobs malformed: {top!r}")
         if problems:
             break
-    joined = "".join(e.get("token", "") for e in entries if isinstance(e, dict))
-    if not problems and joined != content:
+    if not problems and (joined := "".join(e["token"] for e in entries)) != content:  # every entry checked: each token a string
         problems.append(f"tokens join to {joined!r}, not the content {content!r}")
     return problems
 
