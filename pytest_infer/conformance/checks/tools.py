@@ -48,6 +48,9 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
             problems.append(f"call {i} has no id")
         if not isinstance(call, dict) or call.get("type") != "function":
             problems.append(f"call {i} type is {call.get('type') if isinstance(call, dict) else call!r}")
+        if not isinstance(fn, dict):
+            problems.append(f"call {i} function is {fn!r}, not an object")
+            continue
         if fn.get("name") not in names:
             problems.append(f"call {i} names {fn.get('name')!r}, not one of {names}")
         args = fn.get("arguments")
@@ -71,6 +74,9 @@ def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], l
     for c in chunks:
         for ch in c.get("choices") or []:
             for frag in (ch.get("delta") or {}).get("tool_calls") or []:
+                if not isinstance(frag, dict) or not isinstance(frag.get("function") or {}, dict):
+                    problems.append(f"fragment is not a call object with a function object: {frag!r}")
+                    continue
                 idx = frag.get("index")
                 if not isinstance(idx, int):
                     problems.append(f"fragment without integer index: {frag}")
