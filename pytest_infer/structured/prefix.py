@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
 from typing import Any
 from urllib.parse import unquote
 
@@ -222,7 +222,7 @@ class _Parser:
         written = match.group()
         self.pos = match.end()
         if self.pos == len(text):  # still growing
-            if not _OPEN_NUMBER.fullmatch(written):
+            if _open_number(written) is None:
                 raise ValueError(f"not the start of a JSON number at {start}")
             return Node("number", path, text=written), True
         if not _NUMBER.fullmatch(written):
@@ -321,6 +321,17 @@ def _cut_text(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _open_number(text: str) -> re.Match[str] | None:
+    """``text`` as the start of a JSON number: digits before any ``.`` or exponent, one after a ``.`` before an exponent."""
+    match = _OPEN_NUMBER.fullmatch(text)
+    if match is None:
+        return None
+    _, whole, fraction, e, _, _ = match.groups()
+    if (not whole and (fraction is not None or e)) or (e and fraction == ""):
+        return None
+    return match
+
+
 def _number_range(text: str) -> tuple[Decimal | None, Decimal | None]:
     """Bounds (closed, None for none) every finished number starting with ``text`` lies within.
 
@@ -329,10 +340,15 @@ def _number_range(text: str) -> tuple[Decimal | None, Decimal | None]:
     ``e<digits>`` is written the mantissa is fixed and the exponent can only grow; after ``e-`` it
     can only fall.
     """
-    match = _OPEN_NUMBER.fullmatch(text)
+    match = _open_number(text)
     if match is None:
         return None, None
-    sign, whole, fraction, e, exp_sign, exp_digits = match.groups()
+    with localcontext() as context:  # 10e999999 is past the default context's largest exponent
+        context.Emax, context.Emin = MAX_EMAX, MIN_EMIN
+        return _bounds(*match.groups())
+
+
+def _bounds(sign: str, whole: str, fraction: str | None, e: str | None, exp_sign: str, exp_digits: str) -> tuple[Decimal | None, Decimal | None]:
     mantissa = Decimal(f"{whole or 0}.{fraction or 0}")
     low: Decimal
     high: Decimal | None

@@ -217,7 +217,8 @@ def test_an_open_key_is_kept():
     assert root is not None and root.open_key == "xy" and list(root.members) == ["a"]
 
 
-@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', "[1, NaN", '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "[[]t", "0nu", "[1,]", "[01", '{"a": 1,}', "-Infinity"])
+@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', "[1, NaN", '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "[[]t", "0nu", "[1,]", "[01", '{"a": 1,}', "-Infinity",
+                                  "-.5", "-e5", "-.", "-E", "0.e5", "1.e", "[1.E+"])  # digits before . or e, and after . before e
 def test_non_prefixes_are_refused(text):
     with pytest.raises(ValueError):
         parse_prefix(text)
