@@ -250,6 +250,13 @@ def test_a_reproducer_run_in_a_shell_sends_the_same_request(server, body, header
 
 
 # --- Guard.send: classification ----------------------------------------------------------------
+def test_an_answer_carries_how_long_it_took(server):
+    """An answer says how long the server took, as measured, not a default 0."""
+    server.plan["/bad"] = late(0.3, answer(400, ENVELOPE))
+    got = guard_of(server).send(Case("c", b"{}", path="/bad"))
+    assert got.kind == "4xx" and 0.3 <= got.seconds < PATIENT
+
+
 @pytest.mark.parametrize(("status", "kind"), [(200, "accepted"), (399, "accepted"), (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx")])
 def test_the_status_decides_the_kind(server, status, kind):
     server.plan["/bad"] = answer(status, b"no \xff")
