@@ -10,10 +10,13 @@ import copy
 import itertools
 import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, error_body
+import pytest
+
+from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, FakeServer, error_body
 
 CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 
@@ -805,3 +808,18 @@ BRANCHES |= {
         ("arguments", on_events(_first_arguments_cut), "is not valid JSON"),
     ],
 }
+
+
+@contextmanager
+def answers() -> Iterator[None]:
+    """A skip raised inside fails the test: an outcome pytest reports as a skip (unsupported, inconclusive)
+    would otherwise pass for a helper that gives up on a server that answers."""
+    try:
+        yield
+    except pytest.skip.Exception as exc:
+        pytest.fail(f"the helper skipped instead of answering: {exc.msg}")
+
+
+def posted(fake: FakeServer, path: str) -> list[Any]:
+    """The bodies POSTed to ``path``, in order."""
+    return [body for method, p, body in fake.requests if method == "POST" and p == path]

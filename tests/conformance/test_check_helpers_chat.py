@@ -7,13 +7,11 @@ where its constants and conditions decide the answer.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.conformance.checks.chat import _json_object, _limit_problems, greedy, logprob_problems, not_json_start, stop_across_tokens, stop_case, token_texts
 from pytest_infer.conformance.checks.stream import chat_stream
 from pytest_infer.conformance.context import USER
@@ -21,20 +19,6 @@ from pytest_infer.outcomes import Inconclusive
 from pytest_infer.testing.fakeserver import MODEL, Deviation, FakeServer, error_body
 
 from .deviations import BASE, CHAT, answer_when, compose, on_response
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeServer]:
-    with FakeServer(BASE) as server:
-        yield server
-
-
-@pytest.fixture
-def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
-    fake.set_deviation(BASE)
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
-        yield context
-    fake.set_deviation(BASE)
 
 
 def sent(fake: FakeServer, since: int) -> list[dict[str, Any]]:

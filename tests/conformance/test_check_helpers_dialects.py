@@ -6,35 +6,18 @@ different ones; these tests name each exactly.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.conformance.checks import messages, reasoning, responses, sdk
 from pytest_infer.conformance.failures import CheckFailure, Unsupported
 from pytest_infer.testing.fakeserver import MODEL, Deviation, FakeServer, error_body
 
-from .deviations import BASE, answer_when, compose, on_response
+from .deviations import answer_when, answers, compose, on_response, posted
 
 PINNED = "resp_pinned"
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeServer]:
-    with FakeServer(BASE) as server:
-        yield server
-
-
-@pytest.fixture
-def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
-    fake.set_deviation(BASE)
-    fake.requests.clear()
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
-        yield context
-    fake.set_deviation(BASE)
 
 
 def _refuse(path: str, status: int, *, stream_only: bool = False) -> Deviation:
@@ -43,15 +26,8 @@ def _refuse(path: str, status: int, *, stream_only: bool = False) -> Deviation:
 
 
 def _call(helper: Any, *args: Any, **params: Any) -> Any:
-    """Run a helper; an outcome that pytest reports as a skip (Unsupported) fails here, where none is due."""
-    try:
+    with answers():
         return helper(*args, **params)
-    except pytest.skip.Exception as exc:
-        pytest.fail(f"a skip outcome from a server that answers: {exc.msg}")
-
-
-def _posted(fake: FakeServer, path: str) -> list[Any]:
-    return [body for method, p, body in fake.requests if method == "POST" and p == path]
 
 
 # --- request bodies ------------------------------------------------------------
@@ -73,7 +49,7 @@ def test_responses_body_is_the_exact_responses_request(ctx: conformance.CheckCon
 def test_create_posts_the_body_and_returns_the_json(module: Any, params: dict, ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """``create`` posts ``body(**params)`` as JSON to its path and hands back the parsed answer."""
     ex, data = _call(module.create, ctx, **params)
-    assert _posted(fake, module.PATH) == [module.body(ctx, **params)]
+    assert posted(fake, module.PATH) == [module.body(ctx, **params)]
     assert ex.path == module.PATH and ex.status == 200 and data is ex.data and isinstance(data.get("id"), str)
 
 
@@ -101,7 +77,7 @@ def test_create_broken_fails_naming_the_request(module: Any, what: str, ctx: con
 def test_responses_stream_returns_the_typed_events(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """The stream is the body with stream: true, read without a [DONE] terminator."""
     ex, events = _call(responses._stream, ctx)
-    assert _posted(fake, responses.PATH) == [{**responses.body(ctx), "stream": True}]
+    assert posted(fake, responses.PATH) == [{**responses.body(ctx), "stream": True}]
     assert events[0]["type"] == "response.created" and events[-1]["type"] in responses.TERMINAL
     assert not ex.sse.problems
 
@@ -137,7 +113,7 @@ def _pinned(get_status: int | None) -> Deviation:
 def test_stored_creates_with_store_true_and_gets_it_by_id(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """``store: true`` is sent (not left to the default), and the GET is for the created id."""
     created, ex, got = _call(responses._stored, ctx)
-    assert _posted(fake, responses.PATH) == [responses.body(ctx, store=True)]
+    assert posted(fake, responses.PATH) == [responses.body(ctx, store=True)]
     assert fake.requests[-1] == ("GET", f"{responses.PATH}/{created['id']}", None)
     assert ex.path == f"{responses.PATH}/{created['id']}" and got["id"] == created["id"] and got is ex.data
 

@@ -7,14 +7,11 @@ must fail here, not skip, so calls that must answer run under ``answers()``.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.conformance.checks.embeddings import embed, plain
 from pytest_infer.conformance.checks.errors import _overflow_prompt
 from pytest_infer.conformance.checks.models import _card_problems
@@ -23,38 +20,10 @@ from pytest_infer.conformance.checks.tools import ASK, PARALLEL_ASK, TIME, WEATH
 from pytest_infer.conformance.failures import CheckFailure, Unsupported
 from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, FakeServer, error_body
 
-from .deviations import BASE, CHAT, answer_when, compose
+from .deviations import CHAT, answer_when, answers, compose, posted
 
 EMBEDDINGS = "/v1/embeddings"
 INPUT = ["hello world", "good night"]
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeServer]:
-    with FakeServer(BASE) as server:
-        yield server
-
-
-@pytest.fixture
-def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
-    fake.set_deviation(BASE)
-    fake.requests.clear()
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
-        yield context
-    fake.set_deviation(BASE)
-
-
-@contextmanager
-def answers() -> Iterator[None]:
-    """A skip raised inside is a failure: the helper was meant to answer, not to give up."""
-    try:
-        yield
-    except pytest.skip.Exception as exc:
-        pytest.fail(f"the helper skipped instead of answering: {exc}")
-
-
-def _posted(fake: FakeServer, path: str) -> list[Any]:
-    return [body for method, p, body in fake.requests if method == "POST" and p == path]
 
 
 def _answer(path: str, status: int) -> Deviation:
@@ -215,7 +184,7 @@ def test_tool_request_params_override_and_no_choice_sends_none(ctx: conformance.
 def test_forced_call_posts_the_tool_request_and_returns_its_json(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     with answers():
         ex, data = forced_call(ctx, "required")
-    assert _posted(fake, CHAT) == [tool_request(ctx, "required", seed=1234)]
+    assert posted(fake, CHAT) == [tool_request(ctx, "required", seed=1234)]
     assert ex.status == 200 and data is ex.data
     assert data["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
 
@@ -226,7 +195,7 @@ def test_forced_call_retries_a_silent_cut_with_the_next_seed_and_keeps_the_param
     with answers():
         ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     sent = [tool_request(ctx, "required", seed=s, messages=PARALLEL_ASK, parallel_tool_calls=True) for s in (1234, 1235)]
-    assert _posted(fake, CHAT) == sent
+    assert posted(fake, CHAT) == sent
     assert ex.body == sent[1] and data["choices"][0]["finish_reason"] == "tool_calls"
 
 
@@ -235,7 +204,7 @@ def test_forced_call_judges_cut_text_at_once(ctx: conformance.CheckContext, fake
     fake.set_deviation(_chat_message({"role": "assistant", "content": "I will not call a tool"}, "length"))
     with answers():
         _, data = forced_call(ctx, "required")
-    assert len(_posted(fake, CHAT)) == 1
+    assert len(posted(fake, CHAT)) == 1
     assert data["choices"][0]["message"] == {"role": "assistant", "content": "I will not call a tool"}
 
 
@@ -265,7 +234,7 @@ def test_forced_call_failure_names_the_tool_choice_as_json(choice: Any, quoted: 
 def test_embed_posts_two_inputs_with_the_params(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """Two distinct inputs, so ``index`` 0 and 1 can be told apart; params are added as given."""
     ex = embed(ctx, dimensions=8)
-    assert _posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "dimensions": 8}]
+    assert posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "dimensions": 8}]
     assert ex.path == EMBEDDINGS and ex.status == 200
 
 
@@ -273,7 +242,7 @@ def test_plain_asks_for_floats_and_returns_the_answer(ctx: conformance.CheckCont
     """``encoding_format: float`` said outright: the SDK's default is base64, which plain must not get."""
     with answers():
         ex = plain(ctx)
-    assert _posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "encoding_format": "float"}]
+    assert posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "encoding_format": "float"}]
     assert ex.status == 200 and isinstance(ex.data["data"][0]["embedding"], list)
 
 

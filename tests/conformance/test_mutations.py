@@ -1,35 +1,18 @@
 """Every check passes on the (completed) fake server and fails, with a clear message, on its own deviation."""
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
-from pytest_infer.testing.fakeserver import MODEL, FakeServer
+from pytest_infer.testing.fakeserver import FakeServer
 
-from .deviations import BASE, BRANCHES, EXERCISED_ONLY_BY_DIALECTS, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
+from .deviations import BRANCHES, EXERCISED_ONLY_BY_DIALECTS, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
 EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)} | EXERCISED_ONLY_BY_DIALECTS
 
 CHECK_IDS = [c.id for c in conformance.REGISTRY if c.func.__module__.startswith("pytest_infer.conformance.checks")]
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeServer]:
-    with FakeServer(BASE) as server:
-        yield server
-
-
-@pytest.fixture
-def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
-    fake.set_deviation(BASE)
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
-        yield context
-    fake.set_deviation(BASE)
 
 
 def test_every_check_has_a_mutation() -> None:
