@@ -70,7 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
     add_option(parser, SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
                "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
-    add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns, run by run (A B B A ...), "
+    add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns (A B B A ..., by slices of each run: "
+               f"{SLO_SLICES}), "
                "so drift of a shared machine falls on baseline and candidate alike; compare them with "
                "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.", ini_type="bool", action="store_true", default=None)
     add_option(parser, SLO_SLICES, f"with {SLO_INTERLEAVE}: cut each run into N consecutive parts of its requests and take turns part by part "
