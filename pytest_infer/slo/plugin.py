@@ -186,7 +186,9 @@ def slo_result(
     context = {}
     if options.interleave:
         measured = _interleaved(request.config, slo_point_id, slo_profile, infer_session)
-        result, context = measured[infer_target.id], {"interleaved": {"id": measured.id, "targets": sorted(measured.results), "slices": options.slices}}
+        result = measured[infer_target.id]
+        slices = options.slices if result.point.search is None else 1  # a capacity search probes each target in turn, unsliced
+        context = {"interleaved": {"id": measured.id, "targets": sorted(measured.results), "slices": slices}}
     else:
         result = _measure(slo_point_id, slo_profile, options, [(infer_target.model, infer_live_server, infer_endpoint)])[0]
     mismatch = slo_profile.hardware_mismatch(slo_hardware)

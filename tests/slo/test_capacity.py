@@ -160,6 +160,22 @@ def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, p
     assert [p["value"] for p in entry["capacity"]["probes"]] == [1, 2, 4, 3] and entry["workload"]["output_tokens"] == 8
 
 
+def test_an_interleaved_session_records_its_search_unsliced(pytester, paced_server):
+    """A capacity search probes each target in turn, whole probes: its record says 1 slice, not the option's 5."""
+    url = paced_server(20, 5, "--slots", "2", "--tokens", "8")
+    copy_suite(pytester)
+    (pytester.path / "cap.yaml").write_text(
+        "name: cap\nhardware: {accelerator: cpu}\nvalidity: {max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p99_ms: 10000}\n"
+        "defaults: {api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: 20}\n"
+        "models:\n  tiny:\n    load_points:\n"
+        "      - {id: streams, search: {start: 1, max: 2}, thresholds: {ttft_p90_ms: 45}}\n"
+    )
+    pytester.runpytest("slo", "-m", "slo", f"--infer-endpoint=a={url}", f"--infer-endpoint=b={url}", "--infer-framework=vllm", "--infer-report-dir=report",
+                       "-p", "no:cacheprovider", "--slo=cap.yaml", "--slo-interleave").assert_outcomes(passed=2)  # fmt: skip
+    entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
+    assert [e["interleaved"]["slices"] for e in entries] == [1, 1] and all("capacity" in e for e in entries)
+
+
 def test_one_slow_moment_at_the_end_is_no_saturation():
     from pytest_infer.load.trace import RequestTrace
     from pytest_infer.profiles.capacity import saturation
