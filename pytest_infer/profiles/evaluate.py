@@ -200,9 +200,10 @@ def evaluate_interleaved(
     """
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
     plans = [
-        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, sliced(s.point.load_spec(), slices), s.point.workload(s.framework))
+        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(), s.point.workload(s.framework))
         for s in subjects
     ]  # fmt: skip
+    parts_of = [sliced(spec, slices) for _, spec, _ in plans]
     runs: list[list[LoadRun]] = [[] for _ in subjects]
     names = [metric_names(s.framework) for s in subjects]
     calibrations = [calibration] * len(subjects)
@@ -210,9 +211,10 @@ def evaluate_interleaved(
     turn = 0
     for i in range(max(s.point.repeat for s in subjects)):
         parts: list[list[LoadRun]] = [[] for _ in subjects]
-        for j in range(max(len(specs) for _, specs, _ in plans)):
+        for j in range(max(len(specs) for specs in parts_of)):
             for k in order if turn % 2 == 0 else reversed(order):
-                endpoint, specs, workload = plans[k]
+                endpoint, _, workload = plans[k]
+                specs = parts_of[k]
                 if i < subjects[k].point.repeat and j < len(specs):
                     run = runner(endpoint, specs[j], workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i * len(specs) + j,
                                  server_metrics=names[k])  # fmt: skip
@@ -221,7 +223,7 @@ def evaluate_interleaved(
             turn += 1
         for k, part in enumerate(parts):
             if part:
-                runs[k].append(joined(part, subjects[k].point.load_spec()))
+                runs[k].append(joined(part, plans[k][1]))
     return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
 
 
@@ -251,23 +253,27 @@ def joined(parts: list[LoadRun], spec: LoadSpec) -> LoadRun:
     traces = [t for part in parts for t in part.traces]
     for i, trace in enumerate(traces):
         trace.index = i
-    windows = [part.window_s for part in parts]
-    total = sum(windows) or 1e-9
+    spans = [part.window_end_ns - part.window_start_ns for part in parts]
+    total = sum(spans) or 1
     waits = [w for part in parts if (w := part.client.wait_share) is not None]
     client = ClientUsage(
-        sum(windows), sum(part.client.cpu_share * w for part, w in zip(parts, windows)) / total,
-        sum(x * w for x, w in zip(waits, windows)) / total if len(waits) == len(parts) else None,
+        total / 1e9, sum(part.client.cpu_share * span for part, span in zip(parts, spans)) / total,
+        sum(x * span for x, span in zip(waits, spans)) / total if len(waits) == len(parts) else None,
     )  # fmt: skip
-    rss = [part.resources.rss_bytes for part in parts if part.resources.rss_bytes is not None]
-    gpus = [part.resources.gpu_memory_bytes for part in parts if part.resources.gpu_memory_bytes]
-    resources = ResourcePeak(max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(part.resources.samples for part in parts))
     scraped = [part.server for part in parts if part.server is not None]
     start = parts[0].window_start_ns
     return LoadRun(
-        spec=spec, workload=parts[0].workload, traces=traces, window_start_ns=start, window_end_ns=start + sum(part.window_end_ns - part.window_start_ns for part in parts),
-        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=resources, calibration=parts[-1].calibration,
+        spec=spec, workload=parts[0].workload, traces=traces, window_start_ns=start, window_end_ns=start + sum(spans),
+        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=_peak(parts), calibration=parts[-1].calibration,
         server=pooled(scraped) if len(scraped) == len(parts) else None,
     )  # fmt: skip
+
+
+def _peak(runs: list[LoadRun]) -> ResourcePeak:
+    """The highest server memory any of ``runs`` saw (GPU memory per GPU)."""
+    rss = [run.resources.rss_bytes for run in runs if run.resources.rss_bytes is not None]
+    gpus = [run.resources.gpu_memory_bytes for run in runs if run.resources.gpu_memory_bytes]
+    return ResourcePeak(max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(run.resources.samples for run in runs))
 
 
 def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None) -> PointResult:
@@ -290,13 +296,8 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
             client[LOOP_LAG.figure(f"p{q}")] = round(percentile(lag, q), 2)
         except InsufficientSamples:
             client[LOOP_LAG.figure(f"p{q}")] = "insufficient samples"
-    rss = [r.resources.rss_bytes for r in runs if r.resources.rss_bytes is not None]
-    gpus = [r.resources.gpu_memory_bytes for r in runs if r.resources.gpu_memory_bytes]
-    resources = {
-        "server_pid": pid,
-        "peak_rss_gb": round(max(rss) / 2**30, 3) if rss else None,
-        "peak_gpu_memory_gb": [round(max(col) / 2**30, 3) for col in zip(*gpus)] if gpus else None,
-    }
+    peak = _peak(runs).to_dict()
+    resources = {"server_pid": pid, "peak_rss_gb": peak["peak_rss_gb"], "peak_gpu_memory_gb": peak["peak_gpu_memory_gb"]}
     invalid = validity(
         summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules
     )
