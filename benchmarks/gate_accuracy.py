@@ -103,8 +103,9 @@ def effects(baseline: SessionResults, candidate: SessionResults, pairs: dict[str
 
 def pair_differences(pair: SessionResults) -> dict[str, list[float]]:
     """Run i of the candidate against run i of the baseline, in %, per figure: how closely the turns pair up."""
+    ((base_id, cand_id),) = PAIR.items()
     points = {p.target: p for p in pair.table("slo").points()}
-    base, cand = points.get("baseline"), points.get("candidate")
+    base, cand = points.get(base_id), points.get(cand_id)
     if base is None or cand is None:
         return {}
     return {m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(m, []), cand.runs.get(m, [])) if b] for m in EFFECT_METRICS}
