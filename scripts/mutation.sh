@@ -5,17 +5,25 @@
 # .github/workflows/mutation.yml; not in .ci/run's time budget.
 #
 #   scripts/mutation.sh            run, then print the score and the surviving mutants
-#   scripts/mutation.sh results    print them again from the last run (mutants/)
+#   scripts/mutation.sh results    print them again from the last run (.mutation/mutants/)
 #
-# Needs the project venv (scripts/setup.sh); installs the mutation extra into it.
+# Needs the project venv (scripts/setup.sh); installs the mutation extra into it. Runs in a copy of the
+# working tree (.mutation/), where scripts/unwrap_checks.py has turned each `@check(...)` into the same
+# registration after the def: mutmut mutates no decorated function, and the checks' bodies are where they judge.
+# Arguments after `run` are mutant-name globs passed to mutmut (e.g. 'pytest_infer.conformance.checks.*').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "no .venv: run scripts/setup.sh first" >&2; exit 2; }
+work=.mutation
 if [ "${1:-run}" = run ]; then
   .venv/bin/python -m pip install -q -e ".[mutation]"
-  rm -rf mutants
-  .venv/bin/mutmut run
+  rm -rf "$work" && mkdir "$work"
+  git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$work"
+  ln -s ../.venv "$work/.venv"
+  .venv/bin/python scripts/unwrap_checks.py "$work"/pytest_infer/conformance/checks/*.py
+  (cd "$work" && .venv/bin/mutmut run "${@:2}")
 fi
+cd "$work"
 .venv/bin/mutmut results --all true > mutants/results.txt
 # "name: status" per mutant; the score counts a timeout as caught, and a mutant no test runs as missed.
 # Per module too: the target (90%) is per module, and one well-tested module must not hide another.

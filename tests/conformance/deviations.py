@@ -10,6 +10,7 @@ import copy
 import itertools
 import json
 import struct
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +23,7 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 
 
 def _vector(text: str, dims: int) -> list[float]:
-    return [((hash((text, i)) % 1000) / 1000.0) - 0.5 for i in range(dims)]
+    return [(zlib.crc32(f"{text}#{i}".encode()) % 1000) / 1000.0 - 0.5 for i in range(dims)]
 
 
 def embeddings(body: dict, *, float64: bool = False, ignore_dimensions: bool = False, no_index: bool = False) -> dict:
