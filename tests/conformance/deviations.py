@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import itertools
 import json
 import struct
 import zlib
@@ -263,13 +262,10 @@ def _stop_in_text(p: str, body: dict, resp: dict) -> None:
         _choice(resp)["message"]["content"] += body["stop"][0]
 
 
-_calls = itertools.count()
-
-
 def _seed_ignored(p: str, body: dict, resp: dict) -> None:
-    """Each seeded answer differs, as if the seed were not passed to the sampler."""
+    """Each seeded answer differs (by its id), as if the seed were not passed to the sampler."""
     if body.get("seed") is not None and body.get("temperature"):
-        _choice(resp)["message"]["content"] += f"#{next(_calls)}"
+        _choice(resp)["message"]["content"] += f"#{resp['id']}"
 
 
 def _limit_says_stop(p: str, body: dict, resp: dict) -> None:
