@@ -579,6 +579,13 @@ class FakeServer:
     def set_deviation(self, deviation: Deviation | None) -> None:
         self.state.deviation = deviation or Deviation()
 
+    def forget(self) -> None:
+        """What it saw, cached and stored, gone: tests that share one server each meet it as new."""
+        with self.state.lock:
+            self.state.requests.clear()
+            self.state.cached_prompts.clear()
+            self.state.responses.clear()
+
     def __enter__(self) -> FakeServer:
         self.thread.start()
         return self

@@ -21,7 +21,7 @@ def fake() -> Iterator[FakeServer]:
 @pytest.fixture
 def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
     fake.set_deviation(BASE)
-    fake.requests.clear()
+    fake.forget()
     with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
         yield context
     fake.set_deviation(BASE)
