@@ -73,10 +73,12 @@ def significance(
     *,
     higher_is_better: bool,
     paired: bool = False,
+    unit: str = "runs",
 ) -> Significance:
+    """``unit`` names what the repeated figures are of: runs, or the slices of runs measured in turns slice by slice."""
     if paired and len(before_runs) == len(after_runs) >= MIN_PAIRS:
         p = paired_worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
-        return Significance(p, f"paired runs (n={len(before_runs)}, interleaved)")
+        return Significance(p, f"paired {unit} (n={len(before_runs)}, interleaved)")
     if len(before_runs) >= MIN_RUNS and len(after_runs) >= MIN_RUNS:
         p = worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
         return Significance(p, f"runs (n={len(before_runs)} v {len(after_runs)})")

@@ -9,7 +9,7 @@ server's own figures (``server`` in the entry), and a disagreement with the clie
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
@@ -56,6 +56,7 @@ class PointResult:
     confidence: dict[str, str] = field(default_factory=dict)
     per_run: list[dict[str, Any]] = field(default_factory=list)
     server: dict[str, Any] | None = None  # the server's own figures and the cross-check; None: not scraped
+    per_slice: list[dict[str, Any]] = field(default_factory=list)  # each slice's figures, when runs were measured in slices
 
     def figures(self) -> dict[str, Any]:
         return {**self.summary.figures(), **self.resources}
@@ -82,6 +83,8 @@ class PointResult:
         }
         if len(self.runs) > 1:
             entry["runs"] = self.per_run
+        if self.per_slice:
+            entry["slices"] = self.per_slice
         if self.server is not None:
             entry["server"] = self.server
         return entry
@@ -205,6 +208,7 @@ def evaluate_interleaved(
     ]  # fmt: skip
     parts_of = [sliced(spec, slices) for _, spec, _ in plans]
     runs: list[list[LoadRun]] = [[] for _ in subjects]
+    slices_of: list[list[LoadRun]] = [[] for _ in subjects]
     names = [metric_names(s.framework) for s in subjects]
     calibrations = [calibration] * len(subjects)
     order = list(range(len(subjects)))
@@ -224,7 +228,8 @@ def evaluate_interleaved(
         for k, part in enumerate(parts):
             if part:
                 runs[k].append(joined(part, plans[k][1]))
-    return [_judged(s.point, r, s.pid, rules) for s, r in zip(subjects, runs)]
+                slices_of[k] += part
+    return [_judged(s.point, r, s.pid, rules, slices=p if len(p) > len(r) else []) for s, r, p in zip(subjects, runs, slices_of)]
 
 
 def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
@@ -276,7 +281,13 @@ def _peak(runs: list[LoadRun]) -> ResourcePeak:
     return ResourcePeak(max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(run.resources.samples for run in runs))
 
 
-def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None) -> PointResult:
+def _figures(run: LoadRun, limits: dict[str, float]) -> dict[str, float]:
+    figures = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits).figures()
+    return {k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None, slices: Sequence[LoadRun] = ()) -> PointResult:
+    """The point's verdict over its runs pooled; each run's figures (and each slice's, measured in slices) for the gate's paired tests."""
     limits = request_limits(point.thresholds)
     # pooled over repeats: samples concatenated, the windows added up
     traces = [t for run in runs for t in run.traces]
@@ -315,13 +326,10 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
         invalid += problems
     verdict = judge(summary, point.thresholds, resources, invalid)
     confidence: dict[str, str] = {}
-    per_run: list[dict[str, Any]] = []
-    if len(runs) > 1:
-        for run in runs:
-            figures = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits).figures()
-            per_run.append({k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    per_run = [_figures(run, limits) for run in runs] if len(runs) > 1 else []
+    if per_run:
         for key in CI_FIGURES:
             values = [f[key] for f in per_run if key in f]
             if len(values) == len(runs):
                 confidence[key] = str(confidence_interval(values))
-    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run, server)
+    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run, server, [_figures(part, limits) for part in slices])

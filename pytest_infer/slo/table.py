@@ -16,7 +16,7 @@ from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
 RESERVED = frozenset({"interleaved", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                      "metrics", "samples", "runs", "thresholds", "failures", "message", "error", "extra", "server"})
+                      "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server"})
 
 
 def _number(value: Any) -> float | None:
@@ -37,6 +37,7 @@ class SloPoint:
     verdict: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     runs: dict[str, list[float]] = field(default_factory=dict)
+    slices: dict[str, list[float]] = field(default_factory=dict)  # each slice's figure, in order, for runs measured in slices
     samples: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
@@ -86,6 +87,9 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         for run in entry.get("runs") or [metrics]:
             for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
                 point.runs.setdefault(metric, []).append(value)
+        for part in entry.get("slices") or []:
+            for metric, value in (_metrics_of(part) if isinstance(part, dict) else {}).items():
+                point.slices.setdefault(metric, []).append(value)
         for metric, values in (entry.get("samples") or {}).items():
             if isinstance(values, list):
                 point.samples.setdefault(metric, []).extend(v for v in map(_number, values) if v is not None)
@@ -302,8 +306,11 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
         return None
     paired = bool(old.interleaved) and old.interleaved == new.interleaved
     better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
-    sig = significance(metric, better.runs.get(metric, []), worse_side.runs.get(metric, []), better.samples, worse_side.samples,
-                       higher_is_better=higher_is_better(metric), paired=paired)
+    # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of them
+    sliced = paired and len(better.slices.get(metric, [])) == len(worse_side.slices.get(metric, [])) > len(better.runs.get(metric, []))
+    repeated = "slices" if sliced else "runs"
+    sig = significance(metric, getattr(better, repeated).get(metric, []), getattr(worse_side, repeated).get(metric, []), better.samples,
+                       worse_side.samples, higher_is_better=higher_is_better(metric), paired=paired, unit=repeated)
     p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
     moved = f"{worse:+.1f}{unit} worse" if worse > 0 else f"{-worse:.1f}{unit} better"
     detail = f"{moved}, limit {rule.describe()}; {sig.basis}{p}"

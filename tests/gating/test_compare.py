@@ -118,13 +118,33 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
 
 
-def _interleaved_pair(before: list[float], after: list[float], ids: tuple[str, str]) -> tuple:
+def _interleaved_pair(before: list[float], after: list[float], ids: tuple[str, str], slices: tuple[list[float], list[float]] = ([], [])) -> tuple:
     baseline, candidate = session("0.31.0", runs=0, target="base"), session("0.32.0", runs=0, target="cand")
-    for values, results, target, measurement in ((before, baseline, "base", ids[0]), (after, candidate, "cand", ids[1])):
+    for values, parts, results, target, measurement in ((before, slices[0], baseline, "base", ids[0]), (after, slices[1], candidate, "cand", ids[1])):
         runs = [{"output_tokens_per_s": v} for v in values]
         entry = {"target": target, "profile": "cpu", "load_point": "c=1", "concurrency": 1, "metrics": {"output_tokens_per_s": sum(values) / len(values)}, "runs": runs}
+        if parts:
+            entry["slices"] = [{"output_tokens_per_s": v} for v in parts]
         results.table("slo").add({**entry, "interleaved": {"id": measurement, "targets": ["base", "cand"]}})
     return baseline, candidate
+
+
+def test_runs_measured_in_slices_are_tested_slice_by_slice():
+    """Five runs in five slices each: 23 of the 25 slice pairs 10% slower, but run 3 as a whole came out
+    faster, so the five run pairs cannot show it; the 25 slice pairs (each spanning the same seconds) do."""
+    drift = [600 - 10 * i for i in range(25)]
+    before_parts = drift
+    after_parts = [v * (1.2 if i in (10, 12) else 0.9) for i, v in enumerate(drift)]
+    before, after = [600, 550, 400, 500, 450], [540, 495, 420, 450, 405]
+    rules = parse_rules("output_tps:5%")
+    gate = compare(*_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts)), rules, pairs={"base": "cand"})
+    (finding,) = gate.findings
+    assert finding.kind == "regression" and "paired slices (n=25, interleaved)" in finding.detail, finding.detail
+    runs_only = compare(*_interleaved_pair(before, after, ("m", "m")), rules, pairs={"base": "cand"})
+    (finding,) = runs_only.findings
+    assert finding.kind == "noise" and "paired runs (n=5, interleaved), p=0.0625" in finding.detail
+    uneven = compare(*_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts[:-1])), rules, pairs={"base": "cand"})
+    assert "paired runs (n=5" in uneven.findings[0].detail  # slices that do not pair one to one are not paired
 
 
 def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():

@@ -208,6 +208,12 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
     span = (max(t.end_ns or 0 for t in first_a.traces) - min(t.sent_ns for t in first_a.traces)) / 1e9
     assert first_a.window_s < span  # B's parts ran in between and are not A's time
     assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
+    # each part's own figures, in order, for the gate to pair slice by slice
+    assert [len(r.per_slice) for r in results] == [6, 6] and all(part["requests"] == 2 for r in results for part in r.per_slice)
+    assert max(p["ttft_p50_ms"] for p in results[0].per_slice) < 30 < min(p["ttft_p50_ms"] for p in results[1].per_slice)
+    assert results[0].record()["slices"] == results[0].per_slice
+    whole = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm")], slices=1)[0]
+    assert whole.per_slice == [] and "slices" not in whole.record()
 
 
 def test_slices_split_requests_and_rewarm_each_part():

@@ -170,7 +170,7 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     results = str(pytester.path / "report" / "results.json")
     assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
     out = capsys.readouterr().out
-    assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired runs (n=5, interleaved), p=0.0312" in out
+    assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired slices (n=25, interleaved), p=" in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
 
 
