@@ -13,7 +13,7 @@ import pytest
 
 from pytest_infer import conformance
 from pytest_infer.outcomes import NotExercised
-from pytest_infer.testing.fakeserver import FakeServer
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
 
 from .deviations import MUTATIONS, compose
 from .test_mutations import BRANCH_CASES, CHECK_IDS
@@ -67,3 +67,23 @@ def test_failure_on_its_deviation_says(check_id: str, ctx: conformance.CheckCont
 def test_failure_on_each_further_branch_says(check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot) -> None:
     assert _failure(check_id, deviation, ctx, fake) == snapshot
 
+
+
+# Servers that fail every check at its first step: what each check then says names that step (a crash is no verdict).
+BROKEN = {
+    "no-route": Deviation(request=lambda path, body: (404, error_body(f"no route {path}", "not_found_error"))),
+    "not-an-object": Deviation(request=lambda path, body: (200, "not an object")),
+    "empty-object": Deviation(request=lambda path, body: (200, {})),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+@pytest.mark.parametrize("check_id", CHECK_IDS)
+def test_outcome_on_a_broken_server_says(check_id: str, broken: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot) -> None:
+    fake.set_deviation(BROKEN[broken])
+    try:
+        conformance.run(check_id, ctx)
+        outcome = "passed"
+    except (conformance.CheckFailure, pytest.skip.Exception) as stopped:
+        outcome = f"{type(stopped).__name__}: {stopped}"
+    assert _steady(outcome, fake) == snapshot

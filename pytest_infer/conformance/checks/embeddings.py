@@ -21,6 +21,16 @@ def plain(ctx: CheckContext) -> Exchange:
     return ex
 
 
+def first_vector(ctx: CheckContext, ex: Exchange, what: str) -> list[float]:
+    """The first input's float vector, or a failure naming what came instead (never a crash)."""
+    data = ctx.expect_json_object(ex, what)
+    items = data.get("data")
+    vector = items[0].get("embedding") if isinstance(items, list) and items and isinstance(items[0], dict) else None
+    if not (isinstance(vector, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector)):
+        ctx.fail("data[0].embedding, a list of numbers", ex.text[:300], ex)
+    return vector
+
+
 @check("embeddings.fields", "embeddings have data[i].object 'embedding', index, a float vector, and usage", reference=SPEC, needs=("embeddings",))
 def fields(ctx: CheckContext) -> None:
     """RAG pipelines map ``data[i].index`` back to their inputs."""
@@ -35,7 +45,7 @@ def fields(ctx: CheckContext) -> None:
 @check("embeddings.base64", "encoding_format base64 decodes to the same vector as float", reference=f"{SPEC}; vllm#5734, llama.cpp#10887", needs=("embeddings",))
 def base64_format(ctx: CheckContext) -> None:
     """The SDK asks for base64 by default and decodes float32 little-endian."""
-    floats = ctx.expect_json_object(plain(ctx), "float embeddings")["data"][0]["embedding"]
+    floats = first_vector(ctx, plain(ctx), "float embeddings")
     ex = embed(ctx, encoding_format="base64")
     data = ctx.expect_json_object(ex, "base64 embeddings")
     blob = (data.get("data") or [{}])[0].get("embedding")

@@ -13,7 +13,7 @@ from ..context import USER, CheckContext
 from ..registry import check
 from . import messages, responses
 from .chat import LIMIT, content_of, greedy
-from .embeddings import plain
+from .embeddings import first_vector, plain
 from .tools import ASK, TIME, WEATHER
 
 SPEC = "the openai Python SDK (openai.OpenAI / openai.AsyncOpenAI)"
@@ -129,8 +129,11 @@ async def errors_stream_async(ctx: CheckContext) -> None:
 @check("sdk.completions", "the sync and async SDK consume completions and their streams", reference=SPEC, needs=("completions",))
 async def completions(ctx: CheckContext) -> None:
     """``client.completions.create`` still backs evaluation harnesses."""
-    raw = ctx.expect_json_object(ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0)), "a completion")
-    text = raw["choices"][0].get("text")
+    ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
+    choices = ctx.expect_json_object(ex, "a completion").get("choices")
+    text = choices[0].get("text") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    if not isinstance(text, str):
+        ctx.fail("choices[0].text in the raw completion", ex.text[:300], ex)
     curl = ctx.curl("POST", "/v1/completions", {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0})
     try:
         sync = ctx.openai().completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0)
@@ -181,7 +184,7 @@ def tool_stream(ctx: CheckContext) -> None:
 @check("sdk.embeddings", "the SDK's default (base64) embeddings decode to the float vector", reference=f"{SPEC}; vllm#5734", needs=("embeddings",))
 def embeddings(ctx: CheckContext) -> None:
     """``client.embeddings.create`` asks for base64 unless told otherwise."""
-    floats = plain(ctx).data["data"][0]["embedding"]
+    floats = first_vector(ctx, plain(ctx), "float embeddings")
     curl = ctx.curl("POST", "/v1/embeddings", {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"})
     try:
         got = ctx.openai().embeddings.create(model=ctx.model, input=["hello world", "good night"]).data[0].embedding
