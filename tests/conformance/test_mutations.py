@@ -7,6 +7,7 @@ from pytest_infer import conformance
 from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
 from pytest_infer.testing.fakeserver import FakeServer
 
+from .branches import BRANCHES as MORE_BRANCHES
 from .deviations import BRANCHES, EXERCISED_ONLY_BY_DIALECTS, EXPECTED_IN_MESSAGE, MUTATIONS, compose, on_events, on_response, sdk_breaking_error
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
@@ -50,7 +51,10 @@ def test_fails_on_its_deviation(check_id: str, ctx: conformance.CheckContext, fa
         assert failure.curl.startswith("curl -sS") and fake.base_url in failure.curl
 
 
-BRANCH_CASES = [pytest.param(check_id, deviation, quoted, id=f"{check_id}:{branch}") for check_id, cases in BRANCHES.items() for branch, deviation, quoted in cases]
+BRANCH_CASES = [
+    pytest.param(check_id, deviation, quoted, id=f"{check_id}:{branch}")
+    for table in (BRANCHES, MORE_BRANCHES) for check_id, cases in table.items() for branch, deviation, quoted in cases
+]
 
 
 @pytest.mark.parametrize(("check_id", "deviation", "quoted"), BRANCH_CASES)
