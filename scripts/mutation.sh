@@ -5,6 +5,8 @@
 # .github/workflows/mutation.yml; not in .ci/run's time budget.
 #
 #   scripts/mutation.sh            run, then print the score and the surviving mutants
+#   scripts/mutation.sh again      test again what the last run did not catch (survived, no tests, not
+#                                  checked), against today's code and tests
 #   scripts/mutation.sh results    print them again from the last run (.mutation/mutants/)
 #
 # Needs the project venv (scripts/setup.sh); installs the mutation extra into it. Runs in a copy of the
@@ -15,14 +17,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "no .venv: run scripts/setup.sh first" >&2; exit 2; }
 work=.mutation
-if [ "${1:-run}" = run ]; then
-  .venv/bin/python -m pip install -q -e ".[mutation]"
-  rm -rf "$work" && mkdir "$work"
+copy() {  # the working tree into $work, checks unwrapped; mutmut's own state (mutants/) stays
   git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$work"
-  ln -s ../.venv "$work/.venv"
+  ln -sfn ../.venv "$work/.venv"
   .venv/bin/python scripts/unwrap_checks.py "$work"/pytest_infer/conformance/checks/*.py
-  (cd "$work" && .venv/bin/mutmut run "${@:2}")
-fi
+}
+case "${1:-run}" in
+  run)
+    .venv/bin/python -m pip install -q -e ".[mutation]"
+    rm -rf "$work" && mkdir "$work" && copy
+    (cd "$work" && .venv/bin/mutmut run "${@:2}");;
+  again)
+    [ -f "$work/mutants/results.txt" ] || { echo "no earlier run in $work: run first" >&2; exit 2; }
+    copy
+    rm -f "$work/mutants/mutmut-stats.json"  # which tests cover which function: new tests must be seen
+    mapfile -t names < <(awk -F': ' '$2 == "survived" || $2 == "no tests" || $2 == "not checked" {sub(/^ +/, "", $1); print $1}' "$work/mutants/results.txt")
+    (cd "$work" && .venv/bin/mutmut run "${names[@]}");;
+esac
 cd "$work"
 .venv/bin/mutmut results --all true > mutants/results.txt
 # "name: status" per mutant; the score counts a timeout as caught, and a mutant no test runs as missed.
