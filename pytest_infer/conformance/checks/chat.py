@@ -27,8 +27,23 @@ def greedy(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
     return ex, ctx.expect_json_object(ex, "a chat completion")
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` where it is a JSON object, else {}: a malformed part is judged, never crashed on."""
+    return value if isinstance(value, dict) else {}
+
+
+def choices_of(data: dict[str, Any]) -> list[Any]:
+    choices = data.get("choices")
+    return choices if isinstance(choices, list) else []
+
+
+def choice_of(data: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    choices = choices_of(data)
+    return _object(choices[index]) if len(choices) > index else {}
+
+
 def content_of(data: dict[str, Any], index: int = 0) -> Any:
-    return ((data.get("choices") or [{}])[index].get("message") or {}).get("content")
+    return _object(choice_of(data, index).get("message")).get("content")
 
 
 @check("chat.fields", "a chat completion has id, object, created, model, choices, usage", reference=SPEC)
@@ -46,9 +61,9 @@ def fields(ctx: CheckContext) -> None:
         problems.append(f"model is {data.get('model')!r}")
     if not isinstance(data.get("choices"), list) or not data["choices"]:
         problems.append("choices is not a non-empty list")
-    elif not isinstance((data["choices"][0].get("message") or {}).get("content"), str):
+    elif not isinstance(content_of(data), str):
         problems.append("choices[0].message.content is not a string")
-    elif (data["choices"][0].get("message") or {}).get("role") != "assistant":
+    elif _object(choice_of(data).get("message")).get("role") != "assistant":
         problems.append("choices[0].message.role is not 'assistant'")
     if not isinstance(data.get("usage"), dict):
         problems.append("usage is missing")
@@ -60,7 +75,7 @@ def n_choices(ctx: CheckContext) -> None:
     """Best-of-n sampling in clients indexes ``choices`` by ``n``."""
     ex = ctx.offered("n", ctx.chat(max_tokens=LIMIT, temperature=1.0, n=2, seed=7))
     data = ctx.expect_json_object(ex, "n=2")
-    indices = [c.get("index") for c in data.get("choices") or []]
+    indices = [_object(c).get("index") for c in choices_of(data)]
     ctx.expect(indices == [0, 1], "2 choices with index [0, 1]", f"{len(indices)} choice(s) with index {indices}", ex)
 
 
@@ -68,13 +83,13 @@ def n_choices(ctx: CheckContext) -> None:
 def finish_reason(ctx: CheckContext) -> None:
     """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
     ex, data = greedy(ctx)
-    reasons = [c.get("finish_reason") for c in data.get("choices") or []]
+    reasons = [_object(c).get("finish_reason") for c in choices_of(data)]
     ctx.expect(reasons and all(r in FINISH_REASONS for r in reasons), f"finish_reason in {FINISH_REASONS}", reasons, ex)
 
 
 def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
-    choice = (data.get("choices") or [{}])[0]
-    used = (data.get("usage") or {}).get("completion_tokens")
+    choice = choice_of(data)
+    used = _object(data.get("usage")).get("completion_tokens")
     problems = []
     if not isinstance(used, int):
         return [f"usage.completion_tokens is {used!r}"]
@@ -121,7 +136,7 @@ def usage(ctx: CheckContext) -> None:
     """Billing and rate limiting add these numbers up."""
     ex, data = greedy(ctx)
     u = data.get("usage") or {}
-    values = [u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+    values = [u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")] if isinstance(u, dict) else []
     ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
     ctx.expect(
         len(ints) == 3 and ints[0] > 0 and ints[0] + ints[1] == ints[2],
@@ -137,8 +152,9 @@ def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, li
     if not ex.ok:
         ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, **text_params})
     data = ctx.expect_json_object(ex, "a greedy completion")
-    entries = (((data.get("choices") or [{}])[0].get("logprobs") or {}).get("content")) or None
-    tokens = [e.get("token", "") for e in entries] if entries else None
+    entries = _object(choice_of(data).get("logprobs")).get("content") or None
+    tokens = [_object(e).get("token", "") for e in entries] if isinstance(entries, list) else None
+    tokens = tokens if tokens and all(isinstance(t, str) for t in tokens) else None  # malformed logprobs: place the stop by the text
     return content_of(data) or "", tokens
 
 
@@ -180,7 +196,7 @@ def stop(ctx: CheckContext) -> None:
     text, stop_string, expected = stop_case(ctx)
     ex = ctx.chat(max_tokens=24, temperature=0, stop=[stop_string])
     data = ctx.expect_json_object(ex, f"stop={stop_string!r}")
-    got, reason = content_of(data), (data.get("choices") or [{}])[0].get("finish_reason")
+    got, reason = content_of(data), choice_of(data).get("finish_reason")
     ctx.expect(
         got == expected and reason == "stop",
         f"{expected!r} with finish_reason 'stop' (the greedy text {text!r} cut before {stop_string!r})",
@@ -245,6 +261,12 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
     return problems
 
 
+def logprobs_content(data: dict[str, Any]) -> Any:
+    """``choices[0].logprobs.content``, or the logprobs value itself where it is not an object (to show it)."""
+    logprobs = choice_of(data).get("logprobs")
+    return logprobs.get("content") if isinstance(logprobs, dict) else logprobs
+
+
 @check(
     "chat.logprobs",
     "logprobs have the chat shape, each <= 0, k top_logprobs, tokens concatenate to the content",
@@ -255,8 +277,7 @@ def logprobs(ctx: CheckContext) -> None:
     """Confidence scoring and classification clients read ``logprobs.content``."""
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True, top_logprobs=3))
     ex, data = greedy(ctx, logprobs=True, top_logprobs=3)
-    choice = (data.get("choices") or [{}])[0]
-    problems = logprob_problems((choice.get("logprobs") or {}).get("content"), content_of(data) or "", 3)
+    problems = logprob_problems(logprobs_content(data), content_of(data) or "", 3)
     ctx.expect(not problems, "logprobs.content: [{token, logprob <= 0, bytes, top_logprobs (3)}] joining to the content", f"{'; '.join(problems)}", ex)
 
 
@@ -270,8 +291,7 @@ def logprobs_without_top(ctx: CheckContext) -> None:
     """The SDK sends ``logprobs=True`` alone; requiring ``top_logprobs`` breaks it."""
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True))
     ex, data = greedy(ctx, logprobs=True)
-    choice = (data.get("choices") or [{}])[0]
-    problems = logprob_problems((choice.get("logprobs") or {}).get("content"), content_of(data) or "", 0)
+    problems = logprob_problems(logprobs_content(data), content_of(data) or "", 0)
     ctx.expect(not problems, "logprobs.content with empty top_logprobs", "; ".join(problems), ex)
 
 
@@ -279,7 +299,7 @@ def logprobs_without_top(ctx: CheckContext) -> None:
 def logprobs_off(ctx: CheckContext) -> None:
     """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
     ex, data = greedy(ctx, logprobs=False)
-    got = [c.get("logprobs") for c in data.get("choices") or []]
+    got = [_object(c).get("logprobs") for c in choices_of(data)]
     ctx.expect(all(v is None for v in got), "logprobs null (or absent) in every choice", got, ex)
 
 
@@ -351,14 +371,14 @@ def _json_object(data: dict[str, Any]) -> bool:
     try:
         return isinstance(json.loads(text), dict)
     except ValueError:
-        return (data.get("choices") or [{}])[0].get("finish_reason") == "length"
+        return choice_of(data).get("finish_reason") == "length"
 
 
 # field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
 REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
-    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: (d.get("usage") or {}).get("completion_tokens", 99) <= 2),
+    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: _count(used := _object(d.get("usage")).get("completion_tokens", 99)) and used <= 2),
     "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),  # n > 1 needs sampling
-    "logprobs": ({"logprobs": True}, lambda d, c: ((d.get("choices") or [{}])[0].get("logprobs") or None) is not None),
+    "logprobs": ({"logprobs": True}, lambda d, c: (choice_of(d).get("logprobs") or None) is not None),
     "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(d)),
     "temperature": ({"temperature": 2.0}, lambda d, c: content_of(d) != content_of(c)),
     "top_p": ({"temperature": 2.0, "top_p": 1e-9}, lambda d, c: content_of(d) == content_of(c)),
@@ -416,17 +436,17 @@ def usage_details(ctx: CheckContext) -> None:
     from ...outcomes import NotExercised
 
     answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
-    usages = [data.get("usage") or {} for _, data in answers]
+    usages = [_object(data.get("usage")) for _, data in answers]
     if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):
         raise NotExercised("the server reports no prompt_tokens_details or completion_tokens_details (vLLM: --enable-prompt-tokens-details)")
     for (ex, _), usage in zip(answers, usages):
         prompt_details, completion_details = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
         if prompt_details is not None:
             cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else prompt_details
-            ctx.expect(_count(cached) and cached <= usage.get("prompt_tokens", -1), "cached_tokens: a count within prompt_tokens", usage, ex)
+            ctx.expect(_count(cached) and _count(usage.get("prompt_tokens")) and cached <= usage["prompt_tokens"], "cached_tokens: a count within prompt_tokens", usage, ex)
         if completion_details is not None:
             reasoning = completion_details.get("reasoning_tokens", 0) if isinstance(completion_details, dict) else completion_details
-            ctx.expect(_count(reasoning) and reasoning <= usage.get("completion_tokens", -1), "reasoning_tokens: a count within completion_tokens", usage, ex)
+            ctx.expect(_count(reasoning) and _count(usage.get("completion_tokens")) and reasoning <= usage["completion_tokens"], "reasoning_tokens: a count within completion_tokens", usage, ex)
     repeat = usages[1].get("prompt_tokens_details")
     if isinstance(repeat, dict):
         ctx.expect(repeat.get("cached_tokens", 0) > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
