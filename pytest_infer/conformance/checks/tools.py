@@ -62,7 +62,7 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
             except ValueError:
                 problems.append(f"call {i} arguments {args!r} is not valid JSON")
     ids = [c.get("id") for c in calls if isinstance(c, dict)]
-    if len(set(ids)) != len(ids):
+    if len({json.dumps(i, sort_keys=True, default=repr) for i in ids}) != len(ids):  # an id may be unhashable (a list)
         problems.append(f"duplicate call ids {ids}")
     return problems
 
@@ -87,7 +87,11 @@ def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], l
                     calls[idx] = {"id": frag.get("id"), "type": frag.get("type", "function"), "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""}}
                 elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
                     problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
-                calls[idx]["function"]["arguments"] += (frag.get("function") or {}).get("arguments") or ""
+                piece = (frag.get("function") or {}).get("arguments") or ""
+                if not isinstance(piece, str):
+                    problems.append(f"call {idx} arguments fragment is {type(piece).__name__}, not a string: {frag}")
+                    continue
+                calls[idx]["function"]["arguments"] += piece
     return calls, problems
 
 

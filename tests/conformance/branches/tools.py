@@ -1,6 +1,155 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/tools.py`, each its own deviation."""
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from typing import Any
+
 from pytest_infer.testing.fakeserver import Deviation
 
-BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {}
+from ..deviations import _choice, _first_arguments_cut, _fragments, on_events, on_response
+
+
+def _forced(change: Callable[[dict], None], *, seed: int | None = None) -> Deviation:
+    """``change`` on the choice of a non-streamed forced call (tool_choice 'required', one call), optionally for one seed only."""
+
+    def response(p: str, body: dict, resp: dict) -> None:
+        if body.get("tool_choice") == "required" and not body.get("parallel_tool_calls") and seed in (None, body.get("seed")):
+            change(_choice(resp))
+
+    return on_response(response)
+
+
+def _call(**changes: Any) -> Callable[[dict], None]:
+    return lambda choice: choice["message"]["tool_calls"][0].update(changes)
+
+
+def _function(**changes: Any) -> Callable[[dict], None]:
+    return lambda choice: choice["message"]["tool_calls"][0]["function"].update(changes)
+
+
+def _both(*changes: Callable[[dict], None]) -> Callable[[dict], None]:
+    return lambda choice: [change(choice) for change in changes] and None
+
+
+def _when_tools(change: Callable[[dict, dict], None]) -> Deviation:
+    """``change(body, choice)`` on a non-streamed answer to a request with tools."""
+    return on_response(lambda p, b, r: change(b, _choice(r)) if b.get("tools") else None)
+
+
+def _none(change: Callable[[dict], None]) -> Deviation:
+    """``change(choice)`` on the answer to tool_choice 'none'."""
+    return _when_tools(lambda b, c: change(c) if b.get("tool_choice") == "none" else None)
+
+
+def _streamed(change: Callable[[list[dict]], None], *, seed: int | None = None) -> Deviation:
+    """``change(fragments)`` on the call fragments of a streamed forced call (one call), optionally for one seed only."""
+
+    def events_(body: dict, events: list) -> list:
+        if body.get("tool_choice") != "required" or body.get("parallel_tool_calls") or seed not in (None, body.get("seed")):
+            return events
+        events = copy.deepcopy(events)
+        change(_fragments(events))
+        return events
+
+    return on_events(events_)
+
+
+def _finished(reason: str, *, seed: int | None = None, drop_calls: bool = False) -> Callable[[dict, list], list]:
+    """A stream's finish_reason made ``reason`` (for one seed, or all), its call fragments dropped if told."""
+
+    def events_(body: dict, events: list) -> list:
+        if seed not in (None, body.get("seed")) or not body.get("tools"):
+            return events
+        out = []
+        for e in copy.deepcopy(events):
+            if isinstance(e, dict) and e.get("choices"):
+                delta = e["choices"][0].get("delta") or {}
+                if drop_calls and delta.get("tool_calls"):
+                    continue
+                if e["choices"][0].get("finish_reason"):
+                    e["choices"][0]["finish_reason"] = reason
+            out.append(e)
+        return out
+
+    return events_
+
+
+def chain(*deviations: Deviation) -> Deviation:
+    """Answers and events passed through each deviation's hooks in turn."""
+
+    def response(p: str, body: dict, resp: dict) -> dict:
+        for d in deviations:
+            resp = d.response(p, body, resp) if d.response else resp
+        return resp
+
+    def events_(p: str, body: dict, events: list) -> list:
+        for d in deviations:
+            events = d.events(p, body, events) if d.events else events
+        return events
+
+    return Deviation(response=response, events=events_)
+
+
+def _rename_first(name: str) -> Callable[[list[dict]], None]:
+    return lambda frags: frags[0]["function"].update(name=name)
+
+
+def _parallel_shifted(body: dict, events: list) -> list:
+    events = copy.deepcopy(events)
+    for frag in _fragments(events):
+        frag["index"] += 1
+    return events
+
+
+BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
+    "tools.required": [
+        ("not-a-list", _forced(lambda c: c["message"].update(tool_calls={"id": "call_obj"})), "{'id': 'call_obj'}"),
+        ("call-not-object", _forced(lambda c: c["message"].update(tool_calls=["get_weather"])), "type is 'get_weather'"),
+        ("no-id", _forced(_call(id="")), '"id": ""'),
+        ("id-not-string", _forced(_call(id=7)), '"id": 7'),
+        ("type", _forced(_call(type="tool")), "type is 'tool'"),
+        # crashed the check (TypeError: unhashable type) before the fix
+        ("id-a-list", _forced(_call(id=["call_1"])), '"id": ["call_1"]'),
+        ("function-not-object", _forced(_call(function="get_weather")), "function is 'get_weather'"),
+        ("unknown-name", _forced(_function(name="get_tomorrow")), "names 'get_tomorrow'"),
+        ("arguments-not-string", _forced(_function(arguments={"x": 1})), '"arguments": {"x": 1}'),
+        ("arguments-not-json", _forced(_function(arguments="{x")), "'{x'"),
+        ("two-problems", _forced(_both(_call(type="tool"), _function(arguments="{x"))), "'{x'"),
+        ("finish-reason", _forced(lambda c: c.update(finish_reason="eos_token")), "eos_token"),
+        ("cut-text", _forced(lambda c: c.update(message={"role": "assistant", "content": "Sure, the wea"}, finish_reason="length")), "Sure, the wea"),
+        ("after-length", chain(_forced(lambda c: c.update(finish_reason="length"), seed=1234), _forced(_call(type="tool_x"), seed=1235)), "type is 'tool_x'"),
+    ],
+    "tools.named": [
+        ("two-problems", _when_tools(lambda b, c: _function(name="get_weather", arguments="{x")(c) if isinstance(b.get("tool_choice"), dict) else None), "'{x'"),
+    ],
+    "tools.none": [
+        ("call-alone", _none(lambda c: c["message"].update(tool_calls=[{"id": "call_none", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}])), "call_none"),
+        ("finish-tool_calls", _none(lambda c: c.update(finish_reason="tool_calls", message={"role": "assistant", "content": "No call here."})), "No call here."),
+        ("content-null", _none(lambda c: c["message"].update(content=None)), '"content": null'),
+    ],
+    "tools.stream-fragments": [
+        ("not-an-object", _streamed(lambda frags: frags[1].update(function="get_weather")), "'function': 'get_weather'"),
+        ("index-not-int", _streamed(lambda frags: [f.update(index="0") for f in frags]), "'index': '0'"),
+        ("changed-id", _streamed(lambda frags: frags[1].update(id="call_other")), "to call_other"),
+        ("two-problems", _streamed(lambda frags: (frags[0].pop("id"), frags[2].update(id="call_late"))), "to call_late"),
+        ("unknown-name", _streamed(_rename_first("get_tomorrow")), "names 'get_tomorrow'"),
+        ("type", _streamed(lambda frags: frags[0].update(type="tool")), "type is 'tool'"),
+        # crashed the check (TypeError: can only concatenate str) before the fix
+        ("arguments-object", _streamed(lambda frags: frags[1]["function"].update(arguments={"x": 1})), "{'arguments': {'x': 1}}"),
+        ("arguments", on_events(_first_arguments_cut), "'{\"x\"'"),
+        ("after-length", chain(on_events(_finished("length", seed=1234)), _streamed(_rename_first("get_tomorrow"), seed=1235)), "names 'get_tomorrow'"),
+        ("length-without-fragments", on_events(_finished("length", drop_calls=True)), "tool_calls is []"),
+    ],
+    "tools.result-message": [
+        ("content-null", on_response(lambda p, b, r: _choice(r)["message"].update(content=None) if any(m.get("role") == "tool" for m in b.get("messages") or []) else None), '"content": null'),
+    ],
+    "tools.auto": [
+        ("finish-reason", _when_tools(lambda b, c: c.update(finish_reason="stop") if b.get("tool_choice", "auto") == "auto" else None), '"finish_reason": "stop"'),
+        ("default-only", _when_tools(lambda b, c: c.update(message={"role": "assistant", "content": "I cannot."}, finish_reason="stop") if "tool_choice" not in b else None), "I cannot."),
+        ("other-tool", _when_tools(lambda b, c: c["message"]["tool_calls"][0]["function"].update(name="get_time") if b.get("tool_choice", "auto") == "auto" else None), "names 'get_time'"),
+    ],
+    "tools.parallel": [
+        ("indices", on_events(_parallel_shifted), "[1, 2]"),
+    ],
+}
