@@ -117,6 +117,8 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("arguments-not-json", _forced(_function(arguments="{x")), "'{x'"),
         ("two-problems", _forced(_both(_call(type="tool"), _function(arguments="{x"))), "'{x'"),
         ("finish-reason", _forced(lambda c: c.update(finish_reason="eos_token")), "eos_token"),
+        # get_time is one of the offered tools: only the finish_reason is wrong
+        ("get_time-and-finish-reason", _forced(_both(_function(name="get_time"), lambda c: c.update(finish_reason="eos_token"))), "got:      eos_token"),
         ("cut-text", _forced(lambda c: c.update(message={"role": "assistant", "content": "Sure, the wea"}, finish_reason="length")), "Sure, the wea"),
         ("after-length", chain(_forced(lambda c: c.update(finish_reason="length"), seed=1234), _forced(_call(type="tool_x"), seed=1235)), "type is 'tool_x'"),
     ],
@@ -138,6 +140,8 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         # crashed the check (TypeError: can only concatenate str) before the fix
         ("arguments-object", _streamed(lambda frags: frags[1]["function"].update(arguments={"x": 1})), "{'arguments': {'x': 1}}"),
         ("arguments", on_events(_first_arguments_cut), "'{\"x\"'"),
+        # get_time is one of the offered tools: only the arguments are wrong
+        ("get_time-and-arguments", chain(_streamed(_rename_first("get_time")), on_events(_first_arguments_cut)), "got:      call 0 arguments '{\"x\"'"),
         ("after-length", chain(on_events(_finished("length", seed=1234)), _streamed(_rename_first("get_tomorrow"), seed=1235)), "names 'get_tomorrow'"),
         ("length-without-fragments", on_events(_finished("length", drop_calls=True)), "tool_calls is []"),
     ],
