@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import struct
+from typing import Any
 
 from ..context import CheckContext, Exchange
 from ..registry import check
@@ -37,9 +38,10 @@ def fields(ctx: CheckContext) -> None:
     ex = plain(ctx)
     data = ctx.expect_json_object(ex, "embeddings")
     items = data.get("data") or []
+    ctx.expect(isinstance(items, list) and all(isinstance(d, dict) for d in items), "data: a list of objects", items, ex)
     ctx.expect([d.get("index") for d in items] == [0, 1], "data with index 0 and 1", [d.get("index") for d in items], ex)
     ctx.expect(all(d.get("object") == "embedding" and isinstance(d.get("embedding"), list) and d["embedding"] for d in items), "object 'embedding' with a float list", items[:1], ex)
-    ctx.expect(isinstance((data.get("usage") or {}).get("prompt_tokens"), int), "usage.prompt_tokens", data.get("usage"), ex)
+    ctx.expect(isinstance(data.get("usage"), dict) and isinstance(data["usage"].get("prompt_tokens"), int), "usage.prompt_tokens", data.get("usage"), ex)
 
 
 @check("embeddings.base64", "encoding_format base64 decodes to the same vector as float", reference=f"{SPEC}; vllm#5734, llama.cpp#10887", needs=("embeddings",))
@@ -48,7 +50,10 @@ def base64_format(ctx: CheckContext) -> None:
     floats = first_vector(ctx, plain(ctx), "float embeddings")
     ex = embed(ctx, encoding_format="base64")
     data = ctx.expect_json_object(ex, "base64 embeddings")
-    blob = (data.get("data") or [{}])[0].get("embedding")
+    items = data.get("data")
+    first = items[0] if isinstance(items, list) and items else {}
+    ctx.expect(isinstance(first, dict), "data[0], an object", ex.text[:300], ex)
+    blob: Any = first.get("embedding")
     try:
         raw = base64.b64decode(blob, validate=True)
         vector = list(struct.unpack(f"<{len(raw) // 4}f", raw))
@@ -66,5 +71,5 @@ def dimensions(ctx: CheckContext) -> None:
     if ex.status in (400, 422):
         return
     data = ctx.expect_json_object(ex, "dimensions=8")
-    lengths = [len(d.get("embedding") or []) for d in data.get("data") or []]
+    lengths = [len(d["embedding"]) if isinstance(d, dict) and isinstance(d.get("embedding"), list) else None for d in data.get("data") or []]
     ctx.expect(lengths and all(n == 8 for n in lengths), "vectors of 8 values, or HTTP 400", lengths, ex)

@@ -25,7 +25,7 @@ def joined(chunks: list[dict[str, Any]], index: int = 0) -> str:
         (ch.get("delta") or {}).get("content") or ""
         for c in chunks
         for ch in c.get("choices") or []
-        if ch.get("index") == index
+        if isinstance(ch, dict) and ch.get("index") == index
     )
 
 
@@ -54,7 +54,7 @@ def chunk_identity(ctx: CheckContext) -> None:
 def first_delta_role(ctx: CheckContext) -> None:
     """Chat UIs create the message bubble from the role of the first delta."""
     ex, chunks = chat_stream(ctx)
-    first = next((ch.get("delta") for c in content_chunks(chunks) for ch in c["choices"] if ch.get("index", 0) == 0), None)
+    first = next((ch.get("delta") for c in content_chunks(chunks) for ch in c["choices"] if isinstance(ch, dict) and ch.get("index", 0) == 0), None)
     ctx.expect(isinstance(first, dict) and first.get("role") == "assistant", "role 'assistant' in the first delta", first, ex)
 
 
@@ -77,6 +77,7 @@ def one_finish_reason(ctx: CheckContext) -> None:
     counts: dict[int, int] = {}
     for c in chunks:
         for ch in c.get("choices") or []:
+            ch = ch if isinstance(ch, dict) else {"index": repr(ch)}  # not a choice: never finished
             counts.setdefault(ch.get("index", 0), 0)
             if ch.get("finish_reason") is not None:
                 counts[ch.get("index", 0)] += 1
@@ -119,9 +120,9 @@ def include_usage(ctx: CheckContext) -> None:
     last = chunks[-1]
     ctx.expect(last.get("choices") == [], "choices [] in the usage chunk", last, ex)
     u = last["usage"]
-    ok = all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    ok = isinstance(u, dict) and all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
     ctx.expect(ok and u["prompt_tokens"] + u["completion_tokens"] == u["total_tokens"], "prompt + completion = total tokens", u, ex)
-    pieces = len([1 for c in content_chunks(chunks) if any((ch.get("delta") or {}).get("content") for ch in c["choices"])])
+    pieces = len([1 for c in content_chunks(chunks) if any((ch.get("delta") or {}).get("content") for ch in c["choices"] if isinstance(ch, dict))])
     ctx.expect(u["completion_tokens"] >= 1 and u["completion_tokens"] <= LIMIT, f"1..{LIMIT} completion tokens ({pieces} content chunks)", u, ex)
 
 

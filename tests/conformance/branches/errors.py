@@ -1,6 +1,66 @@
-"""Further failure branches of the checks in `pytest_infer/conformance/checks/errors.py`, each its own deviation."""
+"""Further failure branches of the checks in `pytest_infer/conformance/checks/errors.py`, each its own deviation.
+
+``errors.bad-input-4xx``'s first request, a body that is not JSON, has no case: the fake server answers it
+400 before any deviation hook sees it (``Deviation.request`` gets the parsed body).
+"""
 from __future__ import annotations
 
-from pytest_infer.testing.fakeserver import Deviation
+from collections.abc import Callable
 
-BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {}
+from pytest_infer.testing.fakeserver import MODEL, Deviation
+
+from ..deviations import CHAT, answer_when, canned_chat, long_prompt, no_messages
+
+FLAT = {"detail": "bad request, flatly"}
+
+
+def _envelope(**error: object) -> dict:
+    return {"error": {"message": "messages is required", "type": "invalid_request_error", "param": None, "code": None} | error}
+
+
+def _without(key: str) -> dict:
+    body = _envelope()
+    del body["error"][key]
+    return body
+
+
+def _streamed(predicate: Callable[[str, dict], bool]) -> Callable[[str, dict], bool]:
+    return lambda p, b: predicate(p, b) and bool(b.get("stream"))
+
+
+def _too_hot(p: str, b: dict) -> bool:
+    return p == CHAT and b.get("temperature") == 5.0
+
+
+def _unknown_model(p: str, b: dict) -> bool:
+    return p == CHAT and b.get("model") not in (MODEL, None)
+
+
+BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
+    "errors.envelope": [
+        ("accepted", answer_when(no_messages, 200, canned_chat()), "HTTP 200: {\"id\": \"chatcmpl-canned\""),
+        ("empty-message", answer_when(no_messages, 400, _envelope(message="")), '"message": ""'),
+        ("type-not-str", answer_when(no_messages, 400, _envelope(type=400)), '"type": 400'),
+    ],
+    "errors.envelope-types": [
+        ("accepted", answer_when(no_messages, 200, canned_chat()), "HTTP 200: {\"id\": \"chatcmpl-canned\""),
+        ("flat", answer_when(no_messages, 400, FLAT), '{"detail": "bad request, flatly"}'),
+        ("param-missing", answer_when(no_messages, 400, _without("param")), '"type": "invalid_request_error", "code": null}}'),
+        ("param-int", answer_when(no_messages, 400, _envelope(param=0)), "error.param is 0"),
+        ("both", answer_when(no_messages, 400, _envelope(param=["messages"], code=400)), 'error.param is ["messages"], not a string or null; error.code is 400'),
+    ],
+    "errors.unknown-model": [
+        ("envelope", answer_when(_unknown_model, 404, FLAT), '{"detail": "bad request, flatly"}'),
+    ],
+    "errors.context-overflow": [
+        ("envelope", answer_when(long_prompt, 400, FLAT), '{"detail": "bad request, flatly"}'),
+    ],
+    "errors.context-overflow-stream": [
+        ("server-error", answer_when(_streamed(long_prompt), 500, FLAT), 'HTTP 500: {"detail": "bad request, flatly"}'),
+        ("envelope", answer_when(_streamed(long_prompt), 400, FLAT), '{"detail": "bad request, flatly"}'),
+    ],
+    "errors.bad-input-stream": [
+        ("server-error", answer_when(_streamed(_too_hot), 500, FLAT), 'HTTP 500: {"detail": "bad request, flatly"}'),
+        ("envelope", answer_when(_streamed(_too_hot), 400, FLAT), '{"detail": "bad request, flatly"}'),
+    ],
+}
