@@ -29,6 +29,11 @@ def text_of(message: dict[str, Any]) -> str | None:
     return "".join(texts) if blocks and len(texts) == len(blocks) else None
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if an object, else empty: a field of the wrong type is judged, never crashed on."""
+    return value if isinstance(value, dict) else {}
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -47,7 +52,7 @@ def create_fields(ctx: CheckContext) -> None:
     if "stop_sequence" not in m or m["stop_sequence"] is not None:
         problems.append(f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason {m.get('stop_reason')!r}")
     u = m.get("usage") or {}
-    if not (_count(u.get("input_tokens")) and _count(u.get("output_tokens")) and 0 < u["output_tokens"] <= LIMIT):
+    if not (isinstance(u, dict) and _count(u.get("input_tokens")) and _count(u.get("output_tokens")) and 0 < u["output_tokens"] <= LIMIT):
         problems.append(f"usage is {u!r}")
     ctx.expect(not problems, f"a well-formed message (max_tokens {LIMIT})", "; ".join(problems), ex)
 
@@ -82,10 +87,10 @@ def stream_events(ctx: CheckContext) -> None:
     strays = [e.get("index") for e in events if e["type"] == "content_block_delta" and e.get("index") not in started]
     blocks = {"started": sorted(map(str, started)), "stopped": sorted(map(str, stopped)), "stray deltas": strays}
     ctx.expect(started == stopped and not strays, "every delta's index opened by content_block_start and closed by content_block_stop", blocks, ex)
-    text = "".join(str((e.get("delta") or {}).get("text", "")) for e in events if e["type"] == "content_block_delta")
+    text = "".join(str(_dict(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta")
     final = next(e for e in events if e["type"] == "message_delta")
-    got = {"text": text, "stop_reason": (final.get("delta") or {}).get("stop_reason"), "output_tokens": (final.get("usage") or {}).get("output_tokens")}
-    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": (whole.get("usage") or {}).get("output_tokens")}
+    got = {"text": text, "stop_reason": _dict(final.get("delta")).get("stop_reason"), "output_tokens": _dict(final.get("usage")).get("output_tokens")}
+    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": _dict(whole.get("usage")).get("output_tokens")}
     ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
 
 
@@ -95,7 +100,7 @@ def count_tokens(ctx: CheckContext) -> None:
     counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
     n = ctx.expect_json_object(counted, "POST /v1/messages/count_tokens").get("input_tokens")
     _, m = create(ctx)
-    billed = (m.get("usage") or {}).get("input_tokens")
+    billed = _dict(m.get("usage")).get("input_tokens")
     ctx.expect(_count(n) and n == billed, f"input_tokens = the message's usage.input_tokens ({billed})", n, counted)
 
 
