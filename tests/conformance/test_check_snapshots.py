@@ -21,7 +21,7 @@ from .test_mutations import BRANCH_CASES, CHECK_IDS
 # what varies from run to run (the server's port, ids numbered in test order, clocks, durations), and the
 # over-long prompts, shortened
 _VARYING = [
-    (re.compile(r"\b(chatcmpl|cmpl|resp|msg|call|rs|fc)([-_])[0-9a-f]{6,}\b"), r"\1\2<id>"),
+    (re.compile(r"\b(chatcmpl|cmpl|resp|msg|call|rs|fc)([-_])[0-9a-f]+\b"), r"\1\2<id>"),
     (re.compile(r"\b1[6-9]\d{8}\b"), "<time>"),
     (re.compile(r"\b\d+(\.\d+)? (s|ms)\b"), r"<n> \2"),
     (re.compile(r"\b(\w+ )\1{7,}"), r"\1\1\1... "),
