@@ -1,24 +1,12 @@
 """The shape table's edges that the drift tests leave open: deep parents, value caps, merge order, the report rows."""
 from __future__ import annotations
 
-from typing import Any
-
 from pytest_infer.conformance.table import ShapeTable, digest, drift
 from pytest_infer.suite import Pairing, TargetTable
 
-CHAT = "POST /v1/chat/completions"
+from .test_shapes import CHAT, kinds, shapes
+
 EMBED = "POST /v1/embeddings"
-
-
-def shapes(*answers: Any) -> dict:
-    table = ShapeTable()
-    for a in answers:
-        table.record("t", CHAT, a)
-    return table.to_json()["t"][CHAT]
-
-
-def kinds(findings) -> list[tuple[str, str, str]]:
-    return sorted((f.kind, f.subject.split(": ", 1)[1], f.detail.split(":")[0]) for f in findings)
 
 
 def test_a_same_valued_field_under_another_parent_two_levels_deep_is_no_rename():
