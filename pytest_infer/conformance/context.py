@@ -300,6 +300,11 @@ def envelope_problems(data: Any) -> list[str]:
     return problems
 
 
+def object_or_empty(value: Any) -> dict[str, Any]:
+    """``value`` where it is a JSON object, else {}: a malformed part of an answer is judged, never crashed on."""
+    return value if isinstance(value, dict) else {}
+
+
 def envelope_type_problems(data: Any) -> list[str]:
     """``param`` and ``code`` must be present and strings or null (the SDK types them so)."""
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):

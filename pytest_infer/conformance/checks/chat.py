@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 
-from ..context import CheckContext, Exchange
+from ..context import CheckContext, Exchange, object_or_empty
 from ..registry import check
 
 SPEC = "openai-openapi CreateChatCompletionResponse"
@@ -27,11 +27,6 @@ def greedy(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
     return ex, ctx.expect_json_object(ex, "a chat completion")
 
 
-def _object(value: Any) -> dict[str, Any]:
-    """``value`` where it is a JSON object, else {}: a malformed part is judged, never crashed on."""
-    return value if isinstance(value, dict) else {}
-
-
 def choices_of(data: dict[str, Any]) -> list[Any]:
     choices = data.get("choices")
     return choices if isinstance(choices, list) else []
@@ -39,11 +34,11 @@ def choices_of(data: dict[str, Any]) -> list[Any]:
 
 def choice_of(data: dict[str, Any], index: int = 0) -> dict[str, Any]:
     choices = choices_of(data)
-    return _object(choices[index]) if len(choices) > index else {}
+    return object_or_empty(choices[index]) if len(choices) > index else {}
 
 
 def content_of(data: dict[str, Any], index: int = 0) -> Any:
-    return _object(choice_of(data, index).get("message")).get("content")
+    return object_or_empty(choice_of(data, index).get("message")).get("content")
 
 
 @check("chat.fields", "a chat completion has id, object, created, model, choices, usage", reference=SPEC)
@@ -63,7 +58,7 @@ def fields(ctx: CheckContext) -> None:
         problems.append("choices is not a non-empty list")
     elif not isinstance(content_of(data), str):
         problems.append("choices[0].message.content is not a string")
-    elif _object(choice_of(data).get("message")).get("role") != "assistant":
+    elif object_or_empty(choice_of(data).get("message")).get("role") != "assistant":
         problems.append("choices[0].message.role is not 'assistant'")
     if not isinstance(data.get("usage"), dict):
         problems.append("usage is missing")
@@ -75,7 +70,7 @@ def n_choices(ctx: CheckContext) -> None:
     """Best-of-n sampling in clients indexes ``choices`` by ``n``."""
     ex = ctx.offered("n", ctx.chat(max_tokens=LIMIT, temperature=1.0, n=2, seed=7))
     data = ctx.expect_json_object(ex, "n=2")
-    indices = [_object(c).get("index") for c in choices_of(data)]
+    indices = [object_or_empty(c).get("index") for c in choices_of(data)]
     ctx.expect(indices == [0, 1], "2 choices with index [0, 1]", f"{len(indices)} choice(s) with index {indices}", ex)
 
 
@@ -83,13 +78,13 @@ def n_choices(ctx: CheckContext) -> None:
 def finish_reason(ctx: CheckContext) -> None:
     """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
     ex, data = greedy(ctx)
-    reasons = [_object(c).get("finish_reason") for c in choices_of(data)]
+    reasons = [object_or_empty(c).get("finish_reason") for c in choices_of(data)]
     ctx.expect(reasons and all(r in FINISH_REASONS for r in reasons), f"finish_reason in {FINISH_REASONS}", reasons, ex)
 
 
 def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
     choice = choice_of(data)
-    used = _object(data.get("usage")).get("completion_tokens")
+    used = object_or_empty(data.get("usage")).get("completion_tokens")
     problems = []
     if not isinstance(used, int):
         return [f"usage.completion_tokens is {used!r}"]
@@ -152,8 +147,8 @@ def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, li
     if not ex.ok:
         ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, **text_params})
     data = ctx.expect_json_object(ex, "a greedy completion")
-    entries = _object(choice_of(data).get("logprobs")).get("content") or None
-    tokens = [_object(e).get("token", "") for e in entries] if isinstance(entries, list) else None
+    entries = object_or_empty(choice_of(data).get("logprobs")).get("content") or None
+    tokens = [object_or_empty(e).get("token", "") for e in entries] if isinstance(entries, list) else None
     tokens = tokens if tokens and all(isinstance(t, str) for t in tokens) else None  # malformed logprobs: place the stop by the text
     return content_of(data) or "", tokens
 
@@ -299,7 +294,7 @@ def logprobs_without_top(ctx: CheckContext) -> None:
 def logprobs_off(ctx: CheckContext) -> None:
     """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
     ex, data = greedy(ctx, logprobs=False)
-    got = [_object(c).get("logprobs") for c in choices_of(data)]
+    got = [object_or_empty(c).get("logprobs") for c in choices_of(data)]
     ctx.expect(all(v is None for v in got), "logprobs null (or absent) in every choice", got, ex)
 
 
@@ -376,7 +371,7 @@ def _json_object(data: dict[str, Any]) -> bool:
 
 # field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
 REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
-    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: _count(used := _object(d.get("usage")).get("completion_tokens", 99)) and used <= 2),
+    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: _count(used := object_or_empty(d.get("usage")).get("completion_tokens", 99)) and used <= 2),
     "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),  # n > 1 needs sampling
     "logprobs": ({"logprobs": True}, lambda d, c: (choice_of(d).get("logprobs") or None) is not None),
     "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(d)),
@@ -436,7 +431,7 @@ def usage_details(ctx: CheckContext) -> None:
     from ...outcomes import NotExercised
 
     answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
-    usages = [_object(data.get("usage")) for _, data in answers]
+    usages = [object_or_empty(data.get("usage")) for _, data in answers]
     if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):
         raise NotExercised("the server reports no prompt_tokens_details or completion_tokens_details (vLLM: --enable-prompt-tokens-details)")
     for (ex, _), usage in zip(answers, usages):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import CheckContext, Exchange
+from ..context import CheckContext, Exchange, object_or_empty
 from ..registry import check
 
 REFERENCE = "Anthropic API reference: Messages (create, streaming, count tokens, errors)"
@@ -27,11 +27,6 @@ def text_of(message: dict[str, Any]) -> str | None:
     blocks = [b.get("text") for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "text"]
     texts = [t for t in blocks if isinstance(t, str)]
     return "".join(texts) if blocks and len(texts) == len(blocks) else None
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    """``value`` if an object, else empty: a field of the wrong type is judged, never crashed on."""
-    return value if isinstance(value, dict) else {}
 
 
 def _count(value: Any) -> bool:
@@ -87,10 +82,10 @@ def stream_events(ctx: CheckContext) -> None:
     strays = [e.get("index") for e in events if e["type"] == "content_block_delta" and e.get("index") not in started]
     blocks = {"started": sorted(map(str, started)), "stopped": sorted(map(str, stopped)), "stray deltas": strays}
     ctx.expect(started == stopped and not strays, "every delta's index opened by content_block_start and closed by content_block_stop", blocks, ex)
-    text = "".join(str(_dict(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta")
+    text = "".join(str(object_or_empty(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta")
     final = next(e for e in events if e["type"] == "message_delta")
-    got = {"text": text, "stop_reason": _dict(final.get("delta")).get("stop_reason"), "output_tokens": _dict(final.get("usage")).get("output_tokens")}
-    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": _dict(whole.get("usage")).get("output_tokens")}
+    got = {"text": text, "stop_reason": object_or_empty(final.get("delta")).get("stop_reason"), "output_tokens": object_or_empty(final.get("usage")).get("output_tokens")}
+    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": object_or_empty(whole.get("usage")).get("output_tokens")}
     ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
 
 
@@ -100,7 +95,7 @@ def count_tokens(ctx: CheckContext) -> None:
     counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
     n = ctx.expect_json_object(counted, "POST /v1/messages/count_tokens").get("input_tokens")
     _, m = create(ctx)
-    billed = _dict(m.get("usage")).get("input_tokens")
+    billed = object_or_empty(m.get("usage")).get("input_tokens")
     ctx.expect(_count(n) and n == billed, f"input_tokens = the message's usage.input_tokens ({billed})", n, counted)
 
 

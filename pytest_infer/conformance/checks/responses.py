@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from ..context import CheckContext, Exchange, StreamExchange
+from ..context import CheckContext, Exchange, StreamExchange, object_or_empty
 from ..registry import check
 
 REFERENCE = "OpenAI API reference: Responses (create, retrieve, cancel, streaming events)"
@@ -30,11 +30,6 @@ def body(ctx: CheckContext, **params: Any) -> dict[str, Any]:
 def create(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
     ex = ctx.offered("responses", ctx.post(PATH, body(ctx, **params)))
     return ex, ctx.expect_json_object(ex, "POST /v1/responses")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    """``value`` if an object, else empty: a field of the wrong type is judged, never crashed on."""
-    return value if isinstance(value, dict) else {}
 
 
 def output_text(response: dict[str, Any]) -> str | None:
@@ -97,7 +92,7 @@ def usage(ctx: CheckContext) -> None:
     ctx.expect(counts["total_tokens"] == counts["input_tokens"] + counts["output_tokens"], "total_tokens = input_tokens + output_tokens", counts, ex)
     ctx.expect(counts["output_tokens"] <= LIMIT, f"output_tokens <= max_output_tokens ({LIMIT})", counts, ex)
     for details, key, total in (("input_tokens_details", "cached_tokens", "input_tokens"), ("output_tokens_details", "reasoning_tokens", "output_tokens")):
-        value = _dict(u.get(details)).get(key) if details in u else 0
+        value = object_or_empty(u.get(details)).get(key) if details in u else 0
         within = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= counts[total]
         ctx.expect(within, f"{details}.{key} an integer within {total} ({counts[total]})", {details: u.get(details)}, ex)
 
@@ -115,7 +110,7 @@ def stream_events(ctx: CheckContext) -> None:
     ctx.expect(types[0] == "response.created", "response.created as the first event", types[:3], ex)
     numbers = [e.get("sequence_number") for e in events]
     ctx.expect(numbers == list(range(len(events))), "sequence_number 0, 1, 2, ... on every event", numbers, ex)
-    added = {_dict(e.get("item")).get("id") for e in events if e["type"] == "response.output_item.added"}
+    added = {object_or_empty(e.get("item")).get("id") for e in events if e["type"] == "response.output_item.added"}
     deltas = [e for e in events if e["type"] == "response.output_text.delta"]
     strays = [d.get("item_id") for d in deltas if d.get("item_id") not in added]
     ctx.expect(not strays, f"deltas only for items announced by response.output_item.added ({sorted(map(str, added))})", strays, ex)
@@ -133,7 +128,7 @@ def stream_terminal(ctx: CheckContext) -> None:
     terminals = [i for i, e in enumerate(events) if e["type"] in TERMINAL]
     ctx.expect(terminals == [len(events) - 1], "one terminal event, the last", [events[i]["type"] for i in terminals] or [e["type"] for e in events[-2:]], ex)
     last = events[-1]
-    status = _dict(last.get("response")).get("status")
+    status = object_or_empty(last.get("response")).get("status")
     ctx.expect(TERMINAL[last["type"]] == status, f"event response.{status} for a response whose status is {status!r}", last["type"], ex)
 
 
@@ -172,8 +167,8 @@ def chain(ctx: CheckContext) -> None:
     first, _, _ = _stored(ctx)
     _, alone = create(ctx, input="And then?")
     ex2, chained = create(ctx, input="And then?", previous_response_id=first.get("id"))
-    before, after = (_dict(r.get("usage")).get("input_tokens") for r in (alone, chained))
-    carried = _dict(first.get("usage")).get("input_tokens")
+    before, after = (object_or_empty(r.get("usage")).get("input_tokens") for r in (alone, chained))
+    carried = object_or_empty(first.get("usage")).get("input_tokens")
     ctx.expect(isinstance(before, int) and isinstance(after, int) and isinstance(carried, int) and after >= before + carried, f"input_tokens >= {before} + the first turn's {carried}", after, ex2)
 
 
