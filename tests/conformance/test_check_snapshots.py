@@ -72,6 +72,7 @@ def test_failure_on_each_further_branch_says(check_id: str, deviation, quoted: s
 # Servers that fail every check at its first step: what each check then says names that step (a crash is no verdict).
 BROKEN = {
     "no-route": Deviation(request=lambda path, body: (404, error_body(f"no route {path}", "not_found_error"))),
+    "refuses": Deviation(request=lambda path, body: (400, error_body(f"{path} refuses {sorted(body)}"))),
     "not-an-object": Deviation(request=lambda path, body: (200, "not an object")),
     "empty-object": Deviation(request=lambda path, body: (200, {})),
 }
