@@ -143,15 +143,20 @@ def test_a_bad_search_is_refused_naming_the_key(tmp_path, point: str, message: s
             raise
 
 
-def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, paced_server):
+def _capacity_session(pytester, paced_server, requests: int, point: str) -> str:
+    """A paced server of two slots and a profile whose one load point ``point`` searches for capacity; its URL."""
     url = paced_server(20, 5, "--slots", "2", "--tokens", "8")
     copy_suite(pytester)
     (pytester.path / "cap.yaml").write_text(
         "name: cap\nhardware: {accelerator: cpu}\nvalidity: {max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p99_ms: 10000}\n"
-        "defaults: {api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: 30}\n"
-        "models:\n  tiny:\n    load_points:\n"
-        "      - {id: streams, search: {start: 1, max: 8}, thresholds: {ttft_p90_ms: 45, min_capacity_concurrency: 2}}\n"
+        f"defaults: {{api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: {requests}}}\n"
+        f"models:\n  tiny:\n    load_points:\n      - {point}\n"
     )
+    return url
+
+
+def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, paced_server):
+    url = _capacity_session(pytester, paced_server, 30, "{id: streams, search: {start: 1, max: 8}, thresholds: {ttft_p90_ms: 45, min_capacity_concurrency: 2}}")
     result = run_suite(pytester, url, "--slo=cap.yaml", "-rA")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*load point streams: PASS: capacity 2, below 3*", "*concurrency 4: fail: FAIL ttft_p90_ms*"])
@@ -162,14 +167,7 @@ def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, p
 
 def test_an_interleaved_session_records_its_search_unsliced(pytester, paced_server):
     """A capacity search probes each target in turn, whole probes: its record says 1 slice, not the option's 5."""
-    url = paced_server(20, 5, "--slots", "2", "--tokens", "8")
-    copy_suite(pytester)
-    (pytester.path / "cap.yaml").write_text(
-        "name: cap\nhardware: {accelerator: cpu}\nvalidity: {max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p99_ms: 10000}\n"
-        "defaults: {api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, requests: 20}\n"
-        "models:\n  tiny:\n    load_points:\n"
-        "      - {id: streams, search: {start: 1, max: 2}, thresholds: {ttft_p90_ms: 45}}\n"
-    )
+    url = _capacity_session(pytester, paced_server, 20, "{id: streams, search: {start: 1, max: 2}, thresholds: {ttft_p90_ms: 45}}")
     pytester.runpytest("slo", "-m", "slo", f"--infer-endpoint=a={url}", f"--infer-endpoint=b={url}", "--infer-framework=vllm", "--infer-report-dir=report",
                        "-p", "no:cacheprovider", "--slo=cap.yaml", "--slo-interleave").assert_outcomes(passed=2)  # fmt: skip
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
