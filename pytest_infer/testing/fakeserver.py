@@ -41,12 +41,15 @@ class Deviation:
     - ``response(path, body, response)``: rewrite a non-streamed JSON response (return it).
     - ``events(path, body, events)``: rewrite the list of SSE events, ``"[DONE]"`` included.
     - ``raw_stream(path, body, handler)``: take over the socket entirely (faults).
+    - ``malformed(path, raw)``: return ``(status, json_body)`` to answer a body that is not a JSON object
+      (the server's own answer is a 400; ``request`` never sees such a body).
     """
 
     request: Callable[[str, dict], tuple[int, Any] | None] | None = None
     response: Callable[[str, dict, dict], dict] | None = None
     events: Callable[[str, dict, list[Event]], list[Event]] | None = None
     raw_stream: Callable[[str, dict, BaseHTTPRequestHandler], None] | None = None
+    malformed: Callable[[str, bytes], tuple[int, Any] | None] | None = None
 
 
 def error_body(message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
@@ -258,6 +261,9 @@ class Handler(BaseHTTPRequestHandler):
                 raise ValueError("body must be a JSON object")
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             self.state.requests.append(("POST", self.path, raw))
+            dev = self.state.deviation
+            if dev.malformed and (answer := dev.malformed(self.path, raw)) is not None:
+                return self._send_json(*answer)
             return self._send_json(400, error_body(f"malformed JSON body: {exc}"))
         self.state.requests.append(("POST", self.path, body))
         dev = self.state.deviation

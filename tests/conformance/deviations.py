@@ -74,7 +74,7 @@ def compose(mutation: Deviation) -> Deviation:
         resp = base_response(path, body, resp)
         return mutation.response(path, body, resp) if mutation.response else resp
 
-    return Deviation(request=request, response=response, events=mutation.events, raw_stream=mutation.raw_stream)
+    return Deviation(request=request, response=response, events=mutation.events, raw_stream=mutation.raw_stream, malformed=mutation.malformed)
 
 
 # --- small builders -----------------------------------------------------------

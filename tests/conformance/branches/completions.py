@@ -56,6 +56,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     ],
     "completions.prompt-list-n": [  # crashed the check (TypeError: sorting None among ints)
         ("index-missing", on_response(lambda p, b, r: r["choices"][0].pop("index") if b.get("n") == 2 else None, COMPLETIONS), "got:      [1, 2, 3, null]"),
+        ("choice-not-object", on_response(lambda p, b, r: r["choices"].__setitem__(3, "3") if b.get("n") == 2 else None, COMPLETIONS), 'got:      [0, 1, 2, "3"]'),
     ],
     "completions.echo": [
         ("prompt-only", _first_choice(lambda b, c: c.update(text=b["prompt"]), "echo"), 'got:      Once upon a time\n'),

@@ -1,13 +1,9 @@
-"""Further failure branches of the checks in `pytest_infer/conformance/checks/errors.py`, each its own deviation.
-
-``errors.bad-input-4xx``'s first request, a body that is not JSON, has no case: the fake server answers it
-400 before any deviation hook sees it (``Deviation.request`` gets the parsed body).
-"""
+"""Further failure branches of the checks in `pytest_infer/conformance/checks/errors.py`, each its own deviation."""
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_infer.testing.fakeserver import MODEL, Deviation
+from pytest_infer.testing.fakeserver import MODEL, Deviation, error_body
 
 from ..deviations import CHAT, answer_when, canned_chat, long_prompt, no_messages
 
@@ -36,6 +32,9 @@ def _unknown_model(p: str, b: dict) -> bool:
     return p == CHAT and b.get("model") not in (MODEL, None)
 
 
+# a body that is not JSON reaches only ``Deviation.malformed``: the parser's exception escapes as a 500
+INVALID_JSON_500 = Deviation(malformed=lambda p, raw: (500, error_body("Expecting value: line 1 column 29", "internal_server_error")) if p == CHAT else None)
+
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "errors.envelope": [
         ("accepted", answer_when(no_messages, 200, canned_chat()), "HTTP 200: {\"id\": \"chatcmpl-canned\""),
@@ -48,6 +47,9 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("param-missing", answer_when(no_messages, 400, _without("param")), '"type": "invalid_request_error", "code": null}}'),
         ("param-int", answer_when(no_messages, 400, _envelope(param=0)), "error.param is 0"),
         ("both", answer_when(no_messages, 400, _envelope(param=["messages"], code=400)), 'error.param is ["messages"], not a string or null; error.code is 400'),
+    ],
+    "errors.bad-input-4xx": [
+        ("invalid-json", INVALID_JSON_500, 'for a request body that is not valid JSON\ngot:      HTTP 500: {"error": {"message": "Expecting value'),
     ],
     "errors.unknown-model": [
         ("envelope", answer_when(_unknown_model, 404, FLAT), '{"detail": "bad request, flatly"}'),

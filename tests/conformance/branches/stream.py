@@ -58,6 +58,20 @@ def _no_index_finished_twice(body: dict, events: list) -> list:
     return events
 
 
+def _second_choice_finished_twice(body: dict, events: list) -> list:
+    """Beside choice 0, a choice 1 that gets a finish_reason on its first chunk as well as on its last."""
+    out: list = []
+    for e in copy.deepcopy(events):
+        out.append(e)
+        if isinstance(e, dict) and e.get("choices"):
+            twin = copy.deepcopy(e)
+            for ch in twin["choices"]:
+                ch["index"] = 1
+            out.append(twin)
+    next(e for e in out if isinstance(e, dict) and e.get("choices") and e["choices"][0]["index"] == 1)["choices"][0]["finish_reason"] = "stop"
+    return out
+
+
 def _error_at(where: str) -> Callable[[dict, list], list]:
     def change(body: dict, events: list) -> list:
         if where == "first":
@@ -96,6 +110,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("no-choices", _each_chunk(lambda i, c: c.update(choices=[])), "got:      {}"),
         ("no-index", on_events(_no_index_finished_twice), '{"0": 2}'),
         ("choice-not-object", _each_chunk(lambda i, c: c.update(choices=["x"])), '{"\'x\'": 0}'),  # crashed
+        ("second-choice-twice", on_events(_second_choice_finished_twice), 'got:      {"0": 1, "1": 2}'),
     ],
     "stream.stop": [
         (
