@@ -51,7 +51,7 @@ def base64_format(ctx: CheckContext) -> None:
     ex = embed(ctx, encoding_format="base64")
     data = ctx.expect_json_object(ex, "base64 embeddings")
     items = data.get("data")
-    first = items[0] if isinstance(items, list) and items else {}
+    first: Any = items[0] if isinstance(items, list) and items else None
     ctx.expect(isinstance(first, dict), "data[0], an object", ex.text[:300], ex)
     blob: Any = first.get("embedding")
     try:
