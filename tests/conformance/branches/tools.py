@@ -5,9 +5,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from pytest_infer.testing.fakeserver import Deviation
+from pytest_infer.testing.fakeserver import Deviation, error_body
 
-from ..deviations import _choice, _first_arguments_cut, _fragments, on_events, on_response
+from ..deviations import CHAT, _choice, _first_arguments_cut, _fragments, answer_when, on_events, on_response
 
 
 def _forced(change: Callable[[dict], None], *, seed: int | None = None) -> Deviation:
@@ -102,6 +102,20 @@ def _parallel_shifted(body: dict, events: list) -> list:
     return events
 
 
+def _parallel_same_id_and_type_tool(p: str, body: dict, resp: dict) -> None:
+    """Non-streamed parallel calls that share one id and are typed 'tool': several problems at once."""
+    if body.get("parallel_tool_calls"):
+        for call in _choice(resp)["message"]["tool_calls"]:
+            call.update(id="call_1", type="tool")
+
+
+def _parallel_first_renamed_and_cut(body: dict, events: list) -> list:
+    """Streamed parallel calls whose call 0 names an unknown tool and has arguments that never close: two problems at once."""
+    events = _first_arguments_cut(body, copy.deepcopy(events))
+    _fragments(events)[0]["function"].update(name="get_tomorrow")
+    return events
+
+
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "tools.required": [
         ("not-a-list", _forced(lambda c: c["message"].update(tool_calls={"id": "call_obj"})), "{'id': 'call_obj'}"),
@@ -144,6 +158,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("get_time-and-arguments", chain(_streamed(_rename_first("get_time")), on_events(_first_arguments_cut)), "got:      call 0 arguments '{\"x\"'"),
         ("after-length", chain(on_events(_finished("length", seed=1234)), _streamed(_rename_first("get_tomorrow"), seed=1235)), "names 'get_tomorrow'"),
         ("length-without-fragments", on_events(_finished("length", drop_calls=True)), "tool_calls is []"),
+        ("two-problems-joined", chain(_streamed(_rename_first("get_tomorrow")), on_events(_first_arguments_cut)), "('get_weather', 'get_time'); call 0 arguments '{\"x\"'"),
     ],
     "tools.result-message": [
         ("content-null", on_response(lambda p, b, r: _choice(r)["message"].update(content=None) if any(m.get("role") == "tool" for m in b.get("messages") or []) else None), '"content": null'),
@@ -152,8 +167,12 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("finish-reason", _when_tools(lambda b, c: c.update(finish_reason="stop") if b.get("tool_choice", "auto") == "auto" else None), '"finish_reason": "stop"'),
         ("default-only", _when_tools(lambda b, c: c.update(message={"role": "assistant", "content": "I cannot."}, finish_reason="stop") if "tool_choice" not in b else None), "I cannot."),
         ("other-tool", _when_tools(lambda b, c: c["message"]["tool_calls"][0]["function"].update(name="get_time") if b.get("tool_choice", "auto") == "auto" else None), "names 'get_time'"),
+        ("two-problems", _when_tools(lambda b, c: _function(name="get_time", arguments="{x")(c) if b.get("tool_choice", "auto") == "auto" else None), "('get_weather',); call 0 arguments '{x'"),
     ],
     "tools.parallel": [
         ("indices", on_events(_parallel_shifted), "[1, 2]"),
+        ("two-problems", on_response(_parallel_same_id_and_type_tool), "call 0 type is 'tool'; call 1 type is 'tool'; duplicate call ids"),
+        ("stream-error", answer_when(lambda p, b: p == CHAT and b.get("stream") and b.get("parallel_tool_calls"), 500, error_body("boom", "server_error")), "HTTP 200 for streamed parallel calls"),
+        ("two-problems-joined", on_events(_parallel_first_renamed_and_cut), "('get_weather', 'get_time'); call 0 arguments '{\"x\"'"),
     ],
 }
