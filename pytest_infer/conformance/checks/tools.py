@@ -209,7 +209,7 @@ def parallel(ctx: CheckContext) -> None:
         raise NotExercised(f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}")
     problems = call_problems(calls, ("get_weather", "get_time"))
     ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)
-    seed = (ex.body or {}).get("seed", 1234)
+    seed = ex.body["seed"]  # the seed of the answer judged above (forced_call may have moved on from 1234)
     streamed = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=seed, messages=PARALLEL_ASK, parallel_tool_calls=True))
     joined, problems = assemble(ctx.expect_stream(streamed, "streamed parallel calls"))
     ctx.expect(not problems and sorted(joined) == list(range(len(joined))), "indices 0..n-1, each call's id on its first fragment", "; ".join(problems) or sorted(joined), streamed)
