@@ -155,6 +155,10 @@ def _sdk_response_text(text: str) -> Deviation:
 
 
 _SHORT = _float32(_vector("hello world", 16)[:15])
+# off by 1.5e-3 in the first value: over the tolerance of 1e-3 that values up to 1 get
+_NEAR = _float32([_vector("hello world", 16)[0] + 0.0015] + _vector("hello world", 16)[1:])
+# over 300 characters: the failure quotes the first 300, and the line after them
+_LONG_COMPLETION = {"choices": [{"text": None}], "note": "0123456789" * 40}
 
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.chat": [
@@ -178,6 +182,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.errors": [
         ("unknown-model-400", answer_when(lambda p, b: p == CHAT and b.get("model") == "no-such-model-pytest-infer", 400, error_body("no such model here")), "no such model here"),
         ("accepted", answer_when(empty_messages, 200, canned_chat()), "no exception"),
+        (
+            "no-body",
+            answer_when(empty_messages, 400, {"error": None}),
+            "expected: an exception carrying the server's message and body\ngot:      BadRequestError('Error code: 400')\nreproduce: curl -sS -X POST ",
+        ),
     ],
     "sdk.errors-stream-async": [
         ("other-error", answer_when(lambda p, b: empty_messages(p, b) and b.get("stream"), 500, error_body("engine down", "server_error")), "engine down"),
@@ -185,6 +194,8 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.completions": [
         ("not-an-object", answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, ["a list"]), '["a list"]'),
         ("text-not-string", on_response(lambda p, b, r: r["choices"][0].update(text=7), COMPLETIONS), '"text": 7'),
+        ("no-choices", on_response(lambda p, b, r: r.update(choices=[]), COMPLETIONS), '"choices": []'),
+        ("long", answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, _LONG_COMPLETION), json.dumps(_LONG_COMPLETION)[280:300] + "\nreproduce: "),
         ("sync", _second_twin(lambda b, r: r["choices"][0].update(text="SDK-only text"), COMPLETIONS), "SDK-only text"),
         ("stream", _extra_chunk("EXTRA", COMPLETIONS), "EXTRA"),
     ],
@@ -199,6 +210,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.embeddings": [
         ("values", _sdk_vectors(lambda text: _b64([0.25] * 16)), "[0.25, 0.25, 0.25, 0.25]"),
         ("shorter", _sdk_vectors(lambda text: _b64(_vector(text, 16)[:15])), json.dumps(_SHORT[:4])),
+        ("near", _sdk_vectors(lambda text: _b64([_vector(text, 16)[0] + 0.0015] + _vector(text, 16)[1:])), json.dumps(_NEAR[:4])),
         ("not-base64", _sdk_vectors(lambda text: "abc"), "Incorrect padding"),
         # these two crashed the check (TypeError on len() / a - b) before it judged what the SDK hands on unchanged
         ("number", _sdk_vectors(lambda text: 7), "got:      7"),
@@ -207,6 +219,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.responses": [
         ("output_text", _sdk_response_text("SDK-only text"), "SDK-only text"),
         ("final", on_events(_final_text("final text"), path=RESPONSES), "final text"),
+        ("no-terminal", on_events(lambda b, events: events[:-1], path=RESPONSES), '"final": null'),
     ],
     "sdk.responses-async": [
         ("output_text", _sdk_response_text("SDK-only text"), "SDK-only text"),
