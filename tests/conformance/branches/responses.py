@@ -51,6 +51,12 @@ def _all_cached_reasoning_over(body: dict, resp: dict) -> None:
     usage["output_tokens_details"]["reasoning_tokens"] = 99
 
 
+def _first_delta_textless(body: dict, events: list) -> list:
+    """The first ``response.output_text.delta`` without its ``delta``: the joined text lacks that character, no more."""
+    i = next(i for i, e in enumerate(events) if e.get("type") == "response.output_text.delta")
+    return events[:i] + [{k: v for k, v in events[i].items() if k != "delta"}] + events[i + 1 :]
+
+
 def _first_turn(b: dict) -> bool:
     return bool(b.get("store")) and not b.get("previous_response_id") and not b.get("background")
 
@@ -97,10 +103,12 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("all-cached", _response(_all_cached_reasoning_over), '"reasoning_tokens": 99'),
         ("details-null", _usage(input_tokens_details=None), '"input_tokens_details": null'),
         ("details-not-object", _usage(input_tokens_details=[0]), '"input_tokens_details": [0]'),  # crashed the check
+        ("not-object", _fields(usage="many"), "got:      many"),
     ],
     "responses.stream-events": [
         ("terminal-without-response", _last_event(_without_response), '"response.incomplete"]'),
         ("item-not-object", on_events(_item_named_only, path=RESPONSES), '["msg-'),  # crashed the check
+        ("delta-missing", on_events(_first_delta_textless, path=RESPONSES), "got:      xqrnx"),
     ],
     "responses.stream-terminal": [
         ("none", on_events(lambda b, events: events[:-1], path=RESPONSES), '["response.content_part.done", "response.output_item.done"]'),
@@ -133,6 +141,14 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
             '{"detail": "already done"}',
         ),
         ("unknown-envelope", answer_when(lambda p, b: _unknown(p, b) and p.endswith("/cancel"), 404, NOT_FOUND), '{"detail": "Not Found"}'),
+        (
+            "finished-cancel-crashes",
+            Deviation(
+                request=answer_when(_cancel, 500, {"detail": "boom"}).request,
+                response=_response(lambda b, r: r.update(status="completed"), lambda b: b.get("background")).response,
+            ),
+            "expected: HTTP 400/404/422 for cancelling a finished response",
+        ),
     ],
     "responses.errors": [
         ("unknown-envelope", answer_when(_unknown, 404, NOT_FOUND), '{"detail": "Not Found"}'),
