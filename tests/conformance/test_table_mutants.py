@@ -1,6 +1,8 @@
 """The shape table's edges that the drift tests leave open: deep parents, value caps, merge order, the report rows."""
 from __future__ import annotations
 
+import pytest
+
 from pytest_infer.conformance.table import ShapeTable, digest, drift
 from pytest_infer.suite import Pairing, TargetTable
 
@@ -92,3 +94,23 @@ def test_an_array_seen_only_empty_neither_loses_nor_gains_its_items_fields_nor_c
 def test_an_added_field_whose_entry_lacks_values_is_no_rename():
     before, after = {"a": {"types": ["string"], "values": ["x"]}}, {"c": {"types": ["string"]}}
     assert kinds(drift(CHAT, before, after, "p")) == [("change", "c", "added"), ("regression", "a", "removed")]
+
+
+def test_a_field_seen_only_as_an_empty_array_and_as_null_is_always_empty():
+    """Both empty kinds at once are still never a value: its removal breaks key readers only."""
+    removed = drift(CHAT, shapes({"refusal": None}, {"refusal": []}), shapes({}), "p")
+    assert [f.detail for f in removed] == ["removed: the baseline served it (always empty: a client reading it by key breaks, one reading a value loses none)"]
+
+
+def test_a_results_file_whose_table_is_not_an_object_says_what_it_is():
+    with pytest.raises(ValueError, match=r"^the shape table is a list, not an object$"):
+        ShapeTable.from_json([])
+
+
+def test_a_merged_table_owns_its_request_field_statuses():
+    """Merging copies what the other table recorded: changing one results file later does not change the other."""
+    source, merged = ShapeTable(), ShapeTable()
+    source.record_fields("t", CHAT, {"seed": "honoured"})
+    merged.merge(source)
+    source.counts["t"]["request " + CHAT]["seed"]["status"] = "ignored"
+    assert merged.counts["t"]["request " + CHAT] == {"seed": {"status": "honoured"}}
