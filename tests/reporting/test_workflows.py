@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from pytest_infer.testing.fakeserver import FakeServer
 
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+# the files mutation testing covers ([tool.mutmut] only_mutate), a package's __init__ holding nothing to mutate
+MUTATED = [str(f.relative_to(ROOT)) for pattern in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"] for f in ROOT.glob(pattern) if f.name != "__init__.py"]
 
 
 def tool(name: str, install: str) -> str:
@@ -27,7 +30,9 @@ def test_there_are_a_cpu_a_gpu_a_mutation_and_a_vendor_history_workflow():
     assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml", "mutation.yml", "vendor-history.yml"]
     mutation = yaml.safe_load((ROOT / ".github/workflows/mutation.yml").read_text())
     steps = [step.get("run", "") for step in mutation["jobs"]["mutation"]["steps"]]
-    assert "SETUP_ENGINES=none scripts/setup.sh" in steps and "scripts/mutation.sh" in steps
+    modules = mutation["jobs"]["mutation"]["strategy"]["matrix"]["module"]
+    assert "SETUP_ENGINES=none scripts/setup.sh" in steps and 'scripts/mutation.sh run "pytest_infer.${{ matrix.module }}.*"' in steps
+    assert sorted(f"pytest_infer/{m.replace('.', '/')}.py" for m in modules) == sorted(MUTATED), "one job per mutated module"
 
 
 def test_actionlint_passes_on_the_workflows():
