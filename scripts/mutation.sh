@@ -27,7 +27,9 @@ copy() {  # the working tree into $work, checks unwrapped; mutmut's own state (m
 case "${1:-run}" in
   run)
     .venv/bin/python -m pip install -q -e ".[mutation]"
-    rm -rf "$work" && mkdir "$work" && copy
+    # a whole run starts afresh; a run of some modules keeps what runs of the others found
+    if [ $# -le 1 ]; then rm -rf "$work"; fi
+    mkdir -p "$work" && copy
     (cd "$work" && .venv/bin/mutmut run "${@:2}");;
   again)
     [ -f "$work/mutants/results.txt" ] || { echo "no earlier run in $work: run first" >&2; exit 2; }
