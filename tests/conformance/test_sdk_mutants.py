@@ -4,17 +4,13 @@ up then says."""
 from __future__ import annotations
 
 import base64
-import copy
 import struct
 
-import pytest
-
 from pytest_infer import conformance
-from pytest_infer.outcomes import Inconclusive
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 from .branches.tools import chain
-from .deviations import CHAT, MESSAGES, answers, compose, embeddings, on_events, on_response, posted
+from .deviations import MESSAGES, answers, compose, embeddings, on_events, on_response
 
 
 def test_chat_passes_when_neither_answer_reports_usage(ctx: conformance.CheckContext, fake: FakeServer) -> None:
@@ -22,26 +18,6 @@ def test_chat_passes_when_neither_answer_reports_usage(ctx: conformance.CheckCon
     fake.set_deviation(compose(on_response(lambda p, b, r: r.pop("usage"))))
     with answers():
         conformance.run("sdk.chat", ctx)
-
-
-def _cut_tool_streams(body: dict, events: list) -> list:
-    """Every streamed forced call ends at max_tokens, its fragments sent: the model's bad luck, not the server's fault."""
-    events = copy.deepcopy(events)
-    for e in events:
-        if body.get("tools") and isinstance(e, dict) and e.get("choices") and e["choices"][0].get("finish_reason"):
-            e["choices"][0]["finish_reason"] = "length"
-    return events
-
-
-def test_tool_stream_gives_up_after_three_seeds_and_says_so(ctx: conformance.CheckContext, fake: FakeServer) -> None:
-    """Three seeds, then "inconclusive" with the last request to rerun: a fourth would only cost time."""
-    fake.set_deviation(compose(on_events(_cut_tool_streams)))
-    with pytest.raises(Inconclusive) as info:
-        conformance.run("sdk.tool-stream", ctx)
-    assert [b["seed"] for b in posted(fake, CHAT) if b.get("stream")] == [1234, 1235, 1236]
-    msg = str(info.value.msg)
-    assert msg.startswith("inconclusive: the model ran to max_tokens with 3 seeds: curl -sS -N -X POST "), msg
-    assert '"seed": 1236' in msg
 
 
 def _embeddings_answering(floats: list[float], base64_values: list[float]) -> Deviation:

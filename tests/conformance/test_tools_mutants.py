@@ -2,8 +2,6 @@
 retry sends, when a check gives up and what it then says, a bad fragment among good ones in one delta."""
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from pytest_infer import conformance
@@ -11,7 +9,7 @@ from pytest_infer.conformance.checks.tools import assemble
 from pytest_infer.outcomes import Inconclusive
 from pytest_infer.testing.fakeserver import FakeServer
 
-from .deviations import CHAT, _choice, answers, compose, on_events, on_response, posted
+from .deviations import CHAT, _choice, answers, compose, on_events, on_response, posted, tool_streams_cut
 
 
 def test_assemble_reports_a_non_string_arguments_piece_and_reads_on() -> None:
@@ -29,23 +27,15 @@ def test_required_accepts_finish_reason_stop(ctx: conformance.CheckContext, fake
         conformance.run("tools.required", ctx)
 
 
-def _always_cut(body: dict, events: list) -> list:
-    """Every streamed call ends at max_tokens, its fragments sent: the model's bad luck, not the server's fault."""
-    events = copy.deepcopy(events)
-    for e in events:
-        if isinstance(e, dict) and e.get("choices") and e["choices"][0].get("finish_reason"):
-            e["choices"][0]["finish_reason"] = "length"
-    return events
-
-
-def test_stream_fragments_gives_up_after_three_seeds_and_says_so(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+@pytest.mark.parametrize(("check_id", "reason"), [("tools.stream-fragments", "in 3 streamed tool calls"), ("sdk.tool-stream", "with 3 seeds")])
+def test_a_streamed_call_gives_up_after_three_seeds_and_says_so(check_id: str, reason: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """Three seeds, then "inconclusive" with the last request to rerun: a fourth would only cost time."""
-    fake.set_deviation(compose(on_events(_always_cut)))
+    fake.set_deviation(compose(on_events(tool_streams_cut)))
     with pytest.raises(Inconclusive) as info:
-        conformance.run("tools.stream-fragments", ctx)
-    assert [b["seed"] for b in posted(fake, CHAT)] == [1234, 1235, 1236]
+        conformance.run(check_id, ctx)
+    assert [b["seed"] for b in posted(fake, CHAT) if b.get("stream")] == [1234, 1235, 1236]
     msg = str(info.value.msg)
-    assert msg.startswith("inconclusive: the model ran to max_tokens in 3 streamed tool calls: curl -sS -N -X POST "), msg
+    assert msg.startswith(f"inconclusive: the model ran to max_tokens {reason}: curl -sS -N -X POST "), msg
     assert '"seed": 1236' in msg
 
 
