@@ -444,4 +444,4 @@ def usage_details(ctx: CheckContext) -> None:
             ctx.expect(_count(reasoning) and _count(usage.get("completion_tokens")) and reasoning <= usage["completion_tokens"], "reasoning_tokens: a count within completion_tokens", usage, ex)
     repeat = usages[1].get("prompt_tokens_details")
     if isinstance(repeat, dict):
-        ctx.expect(repeat.get("cached_tokens", 0) > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
+        ctx.expect(repeat["cached_tokens"] > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
