@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_infer.testing.fakeserver import Deviation
+from pytest_infer.testing.fakeserver import Deviation, error_body
 
 from ..deviations import CHAT, _choice, _set, answer_when, canned_chat, ignoring, on_response
 
@@ -41,6 +41,11 @@ def _first_top(change: Callable[[list], None]) -> Deviation:
 
 def _logprobs_are(value: object, *, top: int | None) -> Deviation:
     return on_response(lambda p, b, r: _choice(r).update(logprobs=value) if b.get("logprobs") and b.get("top_logprobs") == top else None)
+
+
+def _content_with_logprobs(content: str | None) -> Deviation:
+    """The text of each answer that asked for logprobs is ``content``, its logprobs still the tokens of the real text."""
+    return on_response(lambda p, b, r: _choice(r)["message"].update(content=content) if b.get("logprobs") else None)
 
 
 def _message_is(value: object) -> Deviation:
@@ -134,6 +139,12 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
             _limited(lambda b: b.get("max_completion_tokens") == 5, lambda r: _choice(r)["message"].update(content="ZYXWV")),
             "got:      ZYXWV",
         ),
+        # the failure names the request that failed, not the max_tokens one before it
+        (
+            "refused",
+            answer_when(lambda p, b: p == CHAT and b.get("max_completion_tokens") == 5, 400, error_body("unknown field max_completion_tokens", param="max_completion_tokens")),
+            "HTTP 200 for max_completion_tokens=5",
+        ),
     ],
     "chat.usage": [
         ("float", on_response(lambda p, b, r: r["usage"].update(prompt_tokens=float(r["usage"]["prompt_tokens"]))), '"prompt_tokens": 51.0'),
@@ -154,6 +165,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "chat.stop": [
         # a token that is not a string crashed placing the stop (TypeError in str.join): the stop is placed by the text
         ("logprobs-malformed", _stop_leaking_with_malformed_logprobs(), '"content": "mxqrnx uop"'),
+        ("server-error", answer_when(lambda p, b: p == CHAT and "stop" in b, 500, {"detail": "boom"}), "HTTP 200 for stop='rn'"),
     ],
     "chat.parameter-ranges": [
         (
@@ -185,11 +197,18 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         # entry 1 broken too: the failure names the first bad entry only (its full text is pinned by the snapshot)
         ("two-at-once", _entries(lambda e: (e[0].update(logprob=0.5, bytes="ab"), e[1].update(logprob=0.75))), "entry 0 logprob 0.5 > 0; entry 0 bytes is 'ab'"),
         ("logprobs-not-object", _logprobs_are("none", top=3), "logprobs.content is 'none'"),  # crashed before
+        ("text-empty", _content_with_logprobs(""), "not the content ''"),
     ],
     "chat.logprobs-without-top": [
         ("top-not-empty", _entries(lambda e: e[0].update(top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]), top=None), "entry 0 has 1 top_logprobs, not 0"),
         ("positive", _entries(lambda e: e[0].update(logprob=0.25), top=None), "logprob 0.25 > 0"),
         ("logprobs-not-object", _logprobs_are("none", top=None), "logprobs.content is 'none'"),  # crashed before
+        ("content-null", _content_with_logprobs(None), "not the content ''"),
+        (
+            "two-at-once",
+            _entries(lambda e: e[0].update(logprob=0.25, top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]), top=None),
+            "entry 0 logprob 0.25 > 0; entry 0 has 1 top_logprobs, not 0",
+        ),
     ],
     # cut-prose: prose cut at max_tokens for the first seed only; a check that retried past it would pass on the next seed's JSON
     "chat.json-object": [
