@@ -65,3 +65,13 @@ def test_a_suite_table_the_baseline_lacks_is_compared_with_an_empty_table():
     candidate.tables["new"] = _NewTable()
     (finding,) = compare(session("0.31.0"), candidate).findings
     assert (finding.area, finding.before, finding.after) == ("new", {}, {"x": 1})
+
+
+def test_an_exclusive_comparison_compares_the_explicit_pair_only():
+    """A history gates two versions held in one file with many: the other targets are neither paired nor unpaired."""
+    merged = session("0.31.0", target="a")
+    for part in (session("0.32.0", target="b"), session("0.30.0", target="c")):
+        merged.merge(part)
+    exclusive = compare(merged, merged, pairs={"a": "b"}, exclusive=True)
+    assert (exclusive.pairs, exclusive.unpaired) == ([("a", "b")], [])
+    assert compare(merged, merged, pairs={"a": "b"}).pairs == [("a", "b"), ("c", "c")]
