@@ -77,8 +77,9 @@ def _cause(row: str, message: str) -> Cause | None:
     if match is None:
         return None
     test, params = match["test"], match["params"]
-    path = next((p for p in sorted(REQUEST_PATHS, key=len, reverse=True) if params == p or params.startswith(f"{p}-")), "")
-    case = params[len(path):].lstrip("-") if path else params
+    # reverse order tries a path before any path it extends (response_format-stream before response_format)
+    path = next((p for p in sorted(REQUEST_PATHS, reverse=True) if params == p or params.startswith(f"{p}-")), "")
+    case = params[len(path):].lstrip("-")
     first = next((line for line in message.splitlines() if line.strip()), "").removeprefix("Failed: ").strip()
     key = f"{test}[{case}]" if case else test
     severity = "critical" if _SILENT.search(message.split("\n  request:")[0]) else "major"

@@ -76,3 +76,36 @@ def test_the_keyword_matrix_is_drawn_with_each_target_labelled():
     ((title, svg),) = table.figures(lambda target: f"label-of-{target}")
     assert title == "Keyword matrix" and svg.startswith("<svg")
     assert "label-of-old" in svg and "maxLength" in svg
+
+
+def cause(row: str, message: str):
+    c = StructuredTable().cause(row, message)
+    return c and (c.key, c.title, c.place, c.severity)
+
+
+def test_a_cause_is_the_test_and_case_without_the_request_path():
+    assert cause("test_corpus[response_format-stream-escapes]", "Failed: escapes broke the schema") == (
+        "test_corpus[escapes]", "escapes broke the schema", "response_format-stream", "critical")
+    assert cause("test_corpus[response_format-escapes]", "Failed: boom") == ("test_corpus[escapes]", "test_corpus[escapes]: boom", "response_format", "major")
+    assert cause("test_corpus[native-Xcase]", "boom")[:3] == ("test_corpus[Xcase]", "test_corpus[Xcase]: boom", "native")
+
+
+def test_a_row_without_a_request_path_keeps_its_whole_case_and_no_place():
+    assert cause("test_survival[abc-def]", "Failed: boom") == ("test_survival[abc-def]", "test_survival[abc-def]: boom", "", "major")
+    assert cause("test_support", "boom") is None
+
+
+def test_a_row_that_is_only_a_request_path_is_the_bare_test():
+    assert cause("test_sweep[native]", "\n \nFailed: zzz broke the schema") == ("test_sweep", "test_sweep: zzz broke the schema", "native", "critical")
+    assert cause("test_sweep[native-zzz]", "Failed: boom")[1] == "test_sweep[zzz]: boom"  # the case is not in the message
+
+
+def test_a_failure_without_a_message_is_titled_by_its_key():
+    assert cause("test_corpus[native-escapes]", "") == ("test_corpus[escapes]", "test_corpus[escapes]", "native", "major")
+    assert cause("test_corpus[native-escapes]", " \n ")[1] == "test_corpus[escapes]"
+
+
+def test_severity_reads_the_failure_not_the_request_it_quotes():
+    message = "Failed: HTTP 500\n  request: {\"note\": \"a violation\"}"
+    assert cause("test_corpus[native-escapes]", message)[3] == "major"
+    assert cause("test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}")[3] == "critical"
