@@ -103,9 +103,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from .reporting.markdown import render_markdown
 
         atomic_write_text(args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate"))
-    if not gate.pairs:
-        return EXIT_USAGE
-    return EXIT_REGRESSION if gate.failed else EXIT_OK
+    if gate.failed:
+        return EXIT_REGRESSION
+    return EXIT_USAGE if not gate.pairs or gate.unmeasured else EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("compare", help="compare a candidate with a baseline; exit 1 on a regression")
+    p = sub.add_parser("compare", help="compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not everything) could be compared")
     p.add_argument("baseline", type=Path)
     p.add_argument("candidate", type=Path)
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")

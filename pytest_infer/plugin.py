@@ -344,7 +344,9 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         if written.gate is not None:
             from .reporting.terminal import render_gate
 
-            terminalreporter.write_sep("=", "pytest-infer upgrade gate", red=written.gate.failed, green=not written.gate.failed, bold=True)
+            gate = written.gate
+            terminalreporter.write_sep("=", "pytest-infer upgrade gate", red=gate.failed, yellow=bool(gate.unmeasured) and not gate.failed,
+                                       green=not gate.failed and not gate.unmeasured, bold=True)
             for line in render_gate(written.gate):
                 terminalreporter.write_line(line)
 

@@ -146,6 +146,11 @@ class Table:
         on several request paths or cases into one."""
         return None
 
+    def unmeasured(self, target: str) -> set[str]:
+        """Node ids of this suite's tests on ``target`` whose measurement was invalid (a client that fell behind,
+        counts the server disputes): their error is no verdict on the server, so the gate compares nothing there."""
+        return set()
+
     def limits(self) -> list[Limits]:
         """Each measured unit against its limits (the SLO suite's load points); empty for a suite that measures nothing."""
         return []

@@ -10,7 +10,8 @@
 # --infer-baseline), transformers serve and SGLang 0.5.23 (other implementations of the API,
 # for the matrix; SGLang where it is installed). Their results merge into one matrix (terminal, REPORT_DIR/merged/summary.md and
 # report.html); `pytest-infer compare` gives the verdict and the exit code: 0 no regression,
-# 1 regressions (listed), 2 nothing to compare or a broken results file.
+# 1 regressions (listed), 2 nothing to compare, a load point whose measurement was invalid (INCOMPLETE)
+# or a broken results file.
 # Timing gates on the timing leg only: both vLLM versions up in one session, each load point
 # measured on them in turns (--slo-interleave), the runs tested in pairs. Separate legs run
 # minutes apart, and this box drifts by tens of percent in that time; their SLO figures are in

@@ -53,3 +53,12 @@ def session(
                 entry["samples"] = {"ttft_ms": [ttft * rng.lognormvariate(0, 0.2) for _ in range(samples)]}
             results.table("slo").add(entry)
     return results
+
+
+def with_capacity(results: SessionResults, verdict: str, outcome: str) -> SessionResults:
+    """A load point's test and its SLO entry, as the SLO suite records them; ``invalid`` fails the test as an error."""
+    target = next(iter(results.targets))
+    nodeid = f"suites/slo/test_slo.py::test_load_point_meets_slo[{target}-capacity]"
+    results.add_test(TestRecord(nodeid=nodeid, target=target, outcome=outcome, suite="slo", message="Failed: measurement invalid: client fell behind" if outcome == "error" else ""))
+    results.table("slo").add({"nodeid": nodeid, "target": target, "profile": "cpu", "load_point": "capacity", "verdict": verdict, "metrics": {"capacity_rps": 64.0}})
+    return results

@@ -5,7 +5,9 @@ target of it (``vllm 0.31.0`` baseline v ``vllm 0.32.0`` candidate), or
 explicitly. For each pair the gate compares the check outcomes, then hands the
 pair to every suite's table (``Table.compare``: keyword status, SLO figures
 under the rules, ...). Only regressions fail the gate; improvements, fixed
-deviations, noise and other changes are listed so a reviewer sees them.
+deviations, noise and other changes are listed so a reviewer sees them. A test
+whose measurement was invalid on either side (``Table.unmeasured``) is compared
+with nothing, and the gate cannot pass: its verdict is INCOMPLETE.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from .stats import ALPHA
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 KINDS = ("regression", "improvement", "noise", "change")
+UNMEASURED = "measurement invalid on one side: no verdict on the server"
 __all__ = ["Finding", "GateResult", "compare", "pair_targets"]
 
 
@@ -31,6 +34,7 @@ class GateResult:
     rules: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -48,7 +52,10 @@ class GateResult:
         if not self.pairs:
             return "NO COMPARISON: no target of the candidate matches one of the baseline"
         n = len(self.regressions)
-        return f"FAIL: {n} regression{'s' if n != 1 else ''}" if n else "PASS: no regressions"
+        missing = f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"
+        if n:
+            return f"FAIL: {n} regression{'s' if n != 1 else ''}" + (f"; {missing}" if self.unmeasured else "")
+        return f"INCOMPLETE: no regressions in what was measured; {missing}" if self.unmeasured else "PASS: no regressions"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
@@ -62,6 +69,7 @@ class GateResult:
             rules=list(data.get("rules", [])),
             findings=[Finding(**f) for f in data.get("findings", [])],
             warnings=list(data.get("warnings", [])),
+            unmeasured=list(data.get("unmeasured", [])),
         )
 
 
@@ -96,11 +104,15 @@ def pair_targets(
     return pairs, unpaired
 
 
-def _compare_checks(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], pairing: Pairing) -> list[Finding]:
+def _compare_checks(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], pairing: Pairing, unmeasured: set[str]) -> list[Finding]:
+    """``unmeasured``: node ids whose measurement was invalid; a row that holds one is a change, never a regression."""
     found = []
     pair = pairing.label
     for row in dict.fromkeys([*before, *after]):
         old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
+        if any(t.nodeid in unmeasured for cell in (old, new) if cell is not None for t in cell.tests):
+            found.append(Finding("change", "check", pair, row, old.outcome if old else "not run", new.outcome if new else "not run", UNMEASURED))
+            continue
         if old is None or new is None:
             if old is not None and old.outcome != "skipped":
                 found.append(Finding("change", "check", pair, row, old.outcome, "not run"))
@@ -153,7 +165,10 @@ def compare(
     for b, c in paired:
         pairing = Pairing(b, c, f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}", rules, alpha)
         result.pair_labels.append(pairing.label)
-        result.findings += _compare_checks(before, after, pairing)
+        invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {n for t in candidate.tables.values() for n in t.unmeasured(c)}
+        checks = _compare_checks(before, after, pairing, invalid)
+        result.findings += checks
+        result.unmeasured += [f"{f.subject} on {pairing.label}" for f in checks if f.detail == UNMEASURED]
         for name, table in candidate.tables.items():
             result.findings += table.compare(baseline.tables.get(name, Table()), pairing)
     order = {k: i for i, k in enumerate(KINDS)}

@@ -169,6 +169,9 @@ class SloTable(Table):
             out.append(Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures))
         return out
 
+    def unmeasured(self, target: str) -> set[str]:
+        return {str(e.get("nodeid")) for e in self.entries if isinstance(e, dict) and e.get("target") == target and e.get("verdict") == "invalid"}
+
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
         before = {p.key: p for p in baseline.points() if p.target == pairing.baseline} if isinstance(baseline, SloTable) else {}
         after = {p.key: p for p in self.points() if p.target == pairing.candidate}

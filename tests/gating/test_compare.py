@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import random
 
-from results_factory import session
+from results_factory import session, with_capacity
 
-from pytest_infer.gating.compare import compare, pair_targets
+from pytest_infer.gating.compare import GateResult, compare, pair_targets
 from pytest_infer.gating.rules import parse_rules
 from pytest_infer.gating.stats import sample_keys, significance
 
@@ -229,6 +229,32 @@ def test_an_invalid_measurement_is_never_compared():
     assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
     (skipped,) = [f for f in gate.findings if f.kind == "change"]
     assert (skipped.subject, skipped.after, skipped.detail) == ("cpu/c=16", "invalid", "measurement invalid: figures not compared")
+
+
+def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass():
+    """Its error says the client could not measure, not that the server broke: the gate compares nothing there and
+    says what it could not measure, so it cannot pass."""
+    gate = compare(with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "invalid", "error"))
+    assert gate.regressions == [] and not gate.failed and gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
+    assert gate.verdict == ("INCOMPLETE: no regressions in what was measured; NOT MEASURED: test_load_point_meets_slo[capacity] on "
+                            "vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)")
+    assert [(f.area, f.subject, f.before, f.after) for f in gate.of("change")] == [
+        ("check", "test_load_point_meets_slo[capacity]", "passed", "error"), ("slo", "cpu/capacity", "pass", "invalid")]
+    backwards = compare(with_capacity(session("0.31.0"), "invalid", "error"), with_capacity(session("0.32.0"), "pass", "passed"))
+    assert backwards.of("improvement") == [] and backwards.unmeasured  # nor is a baseline that could not measure a fix
+
+
+def test_a_regression_beside_an_invalid_measurement_fails_and_names_both():
+    baseline = with_capacity(session("0.31.0"), "pass", "passed")
+    candidate = with_capacity(session("0.32.0", outcomes={"chat.basic": "failed"}), "invalid", "error")
+    gate = compare(baseline, candidate)
+    assert gate.failed and gate.verdict.startswith("FAIL: 1 regression; NOT MEASURED: test_load_point_meets_slo[capacity] on ")
+    assert GateResult.from_dict(gate.to_dict()).unmeasured == gate.unmeasured
+
+
+def test_an_error_that_is_not_an_invalid_measurement_is_still_a_regression():
+    gate = compare(with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "fail", "error"))
+    assert [(f.subject, f.after) for f in gate.regressions] == [("test_load_point_meets_slo[capacity]", "error")] and gate.unmeasured == []
 
 
 def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from results_factory import CHECKS, session
+from results_factory import CHECKS, session, with_capacity
 
 from pytest_infer.cli import main
 from pytest_infer.results.model import SessionResults
@@ -52,6 +52,15 @@ def test_compare_pairs_targets_explicitly(jobs: Path, capsys: pytest.CaptureFixt
     assert main(["compare", str(base), str(hf)]) == 2
     assert "NO COMPARISON" in capsys.readouterr().out
     assert main(["compare", str(base), str(hf), "--pair", "vllm=transformers"]) == 0
+
+
+def test_compare_exits_2_when_a_measurement_was_invalid(tmp_path: Path, capsys: pytest.CaptureFixture):
+    """No regression, but a load point the candidate could not measure: the gate cannot pass it."""
+    with_capacity(session("0.31.0"), "pass", "passed").write(tmp_path / "base.json")
+    with_capacity(session("0.32.0"), "invalid", "error").write(tmp_path / "cand.json")
+    assert main(["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--markdown", str(tmp_path / "gate.md")]) == 2
+    assert "upgrade gate: INCOMPLETE: no regressions in what was measured; NOT MEASURED: test_load_point_meets_slo[capacity]" in capsys.readouterr().out
+    assert "**Upgrade gate: INCOMPLETE: " in (tmp_path / "gate.md").read_text()
 
 
 @pytest.mark.parametrize("bad", ["cut", "missing", "rule"])
