@@ -33,8 +33,10 @@ def row_key(test: TestRecord) -> str:
     name = path.split("::", 1)[-1] if "::" in path else path
     if not params:
         return name
-    parts = [p for p in params.rstrip("]").replace(test.target, "\0").split("-") if p and p != "\0"]
-    rest = "-".join(parts).replace("\0", "")
+    # the target's id as whole dash-separated parts only: target "a" must not eat the "a"s of a case named "capacity"
+    marked = re.sub(rf"(?:^|(?<=-)){re.escape(test.target)}(?=-|$)", "\0", params.rstrip("]"), count=1)
+    parts = [p for p in marked.split("-") if p and p != "\0"]
+    rest = "-".join(parts)
     return f"{name}[{rest}]" if rest else name
 
 

@@ -8,6 +8,7 @@ from results_factory import session, with_capacity
 from pytest_infer.gating.compare import GateResult, compare, pair_targets
 from pytest_infer.gating.rules import parse_rules
 from pytest_infer.gating.stats import sample_keys, significance
+from pytest_infer.results.model import TestRecord as Record
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 
@@ -250,6 +251,38 @@ def test_a_regression_beside_an_invalid_measurement_fails_and_names_both():
     gate = compare(baseline, candidate)
     assert gate.failed and gate.verdict.startswith("FAIL: 1 regression; NOT MEASURED: test_load_point_meets_slo[capacity] on ")
     assert GateResult.from_dict(gate.to_dict()).unmeasured == gate.unmeasured
+
+
+def test_an_invalid_measurement_beside_a_side_that_never_ran_the_test_is_still_not_measured():
+    for baseline, candidate, sides in (
+        (session("0.31.0"), with_capacity(session("0.32.0"), "invalid", "error"), ("not run", "error")),
+        (with_capacity(session("0.31.0"), "invalid", "error"), session("0.32.0"), ("error", "not run")),
+    ):
+        gate = compare(baseline, candidate)
+        (finding,) = gate.findings
+        assert (finding.kind, finding.pair, finding.subject, (finding.before, finding.after)) == ("change", "vllm 0.31.0 -> vllm 0.32.0", "test_load_point_meets_slo[capacity]", sides)
+        assert gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
+
+
+def test_the_checks_after_an_invalid_measurement_are_still_compared():
+    candidate = with_capacity(session("0.32.0"), "invalid", "error")
+    candidate.add_test(Record(nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]", target="vllm", outcome="failed", suite="robustness"))
+    baseline = with_capacity(session("0.31.0"), "pass", "passed")
+    baseline.add_test(Record(nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]", target="vllm", outcome="passed", suite="robustness"))
+    assert [f.subject for f in compare(baseline, candidate).regressions] == ["test_zzz"]
+
+
+def test_every_pair_keeps_what_it_could_not_measure():
+    def two(version: str, verdict: str, outcome: str):
+        results = with_capacity(session(version, target="a"), verdict, outcome)
+        other = with_capacity(session(version, target="b", seed=1), verdict, outcome)
+        results.targets.update(other.targets)
+        results.tests += other.tests
+        results.table("slo").merge(other.table("slo"))
+        return results
+
+    gate = compare(two("0.31.0", "pass", "passed"), two("0.32.0", "invalid", "error"))
+    assert [u.split(" on ")[0] for u in gate.unmeasured] == ["test_load_point_meets_slo[capacity]"] * 2 and len(gate.pairs) == 2
 
 
 def test_an_error_that_is_not_an_invalid_measurement_is_still_a_regression():

