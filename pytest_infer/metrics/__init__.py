@@ -8,7 +8,7 @@ _NAMES = {
     "higher_is_better": "catalogue", "resolve": "catalogue", "threshold": "catalogue",
     "RequestMetrics": "definitions", "request_metrics": "definitions",
     "Check": "judge", "ValidityRules": "judge", "Verdict": "judge", "request_limits": "judge", "validity": "judge",
-    "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats",
+    "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats", "median_interval": "stats",
     "min_samples": "stats", "percentile": "stats",
     "Summary": "summary", "summarize": "summary",
 }  # fmt: skip

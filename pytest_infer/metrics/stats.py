@@ -51,6 +51,17 @@ class Estimate:
         return f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ({self.confidence:.0%} CI, {self.runs} runs)"
 
 
+def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of repeated runs (order statistics, as scipy's quantile test
+    gives them), or ``None`` when the runs are too few for any two of them to bound it at ``confidence`` (below
+    6 at 95%). A Student-t interval of the mean would pair a skewed tail figure with a negative latency."""
+    import numpy as np
+    from scipy.stats import quantile_test
+
+    ci = quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(confidence)
+    return (float(ci.low), float(ci.high)) if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+
+
 def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Estimate:
     """Mean ± t(1-(1-c)/2, n-1) · s/√n over n ≥ 2 repeated runs."""
     n = len(values)

@@ -155,7 +155,7 @@ class SloTable(Table):
         return [section] if section.rows else []
 
     def limits(self) -> list[Limits]:
-        """Per load point, each threshold's limit, the measured figure (with its 95% interval over repeated runs) and the margin."""
+        """Per load point, each threshold's limit, the measured figure (over repeated runs their median, with its 95% interval) and the margin."""
         checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for entry in self.entries:  # the last entry of a point that judged it: repeats of a point judge the same thresholds
             if isinstance(entry, dict) and isinstance(entry.get("checks"), list):
@@ -215,7 +215,7 @@ def _shown(value: float, unit: str) -> str:
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of it."""
     from ..metrics.catalogue import UnknownMetric, threshold
-    from ..metrics.stats import confidence_interval
+    from ..metrics.stats import median_interval
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
@@ -235,8 +235,9 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
             ok = measured <= limit if op.startswith("<") else measured >= limit
     text = _shown(measured, unit)
     if len(runs) >= 2:
-        ci = confidence_interval(runs)
-        text += f" [{_shown(ci.low, unit)}, {_shown(ci.high, unit)}] ({ci.runs} runs)"
+        interval = median_interval(runs)
+        low, high = interval or (min(runs), max(runs))
+        text += f" [{_shown(low, unit)}, {_shown(high, unit)}] ({len(runs)} runs)" if interval else f" (range {_shown(low, unit)} to {_shown(high, unit)}, {len(runs)} runs)"
     if limit is None:
         margin = "-"
     elif limit == 0:

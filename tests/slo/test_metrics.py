@@ -10,6 +10,7 @@ from pytest_infer.metrics import (
     InsufficientSamples,
     ValidityRules,
     confidence_interval,
+    median_interval,
     min_samples,
     percentile,
     request_limits,
@@ -113,6 +114,15 @@ def test_percentile_method_and_refusal():
     with pytest.raises(InsufficientSamples, match="p99 needs at least 100 samples, got 99"):
         percentile(values[:99], 99)
     assert [min_samples(q) for q in (50, 90, 95, 99, 99.9)] == [2, 10, 20, 100, 1000]
+
+
+def test_the_median_of_repeated_runs_gets_an_interval_from_the_runs_themselves():
+    """A p99 with one slow run: the mean's t-interval goes below zero, the median's stays among the runs."""
+    runs = [14.0, 12.0, 13.0, 15.0, 900.0, 16.0, 13.0, 14.0]
+    assert confidence_interval(runs).low < 0
+    assert median_interval(runs) == (12.0, 900.0)  # 8 runs: only the extremes bound the median at 95%
+    assert median_interval([float(v) for v in range(1, 17)]) == (4.0, 13.0)
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # too few runs for any two to bound it at 95%
 
 
 def test_confidence_interval_student_t():
