@@ -17,6 +17,7 @@ from pathlib import Path
 # httpcore lazily (its error map then misses the re-imported classes), and numpy cannot be
 # imported twice in one process. Importing them here, before any run, keeps one copy.
 import httpcore  # noqa: F401
+import psutil  # noqa: F401  (a server's memory guard reads the process table on its own thread)
 import pytest
 import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 

@@ -23,7 +23,22 @@ CPU_TINY_ARGS = (
     "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "float32",
     "--sleep-on-idle",
 )  # fmt: skip
+# On a CPU with AMX tiles SGLang takes its sgl_kernel path instead: the CPU kernel built for 0.5.23 here has no
+# float32 RMSNorm there ("rmsnorm_kernel" not implemented for 'Float') and an older extend-attention signature
+# than 0.5.23's AMX attention backend calls. bfloat16 with the torch-native attention backend serves.
+CPU_AMX_TINY_ARGS = (
+    "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
+    "--attention-backend", "torch_native", "--sleep-on-idle",
+)  # fmt: skip
 CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether SGLang's CPU engine will take its AMX kernels here (the ``amx_tile`` flag, as torch reads it)."""
+    try:
+        return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo.read_text().splitlines())
+    except OSError:
+        return False
 
 # as SGLang documents them (its "Production Metrics" reference page; --enable-metrics); not checked against a server
 METRICS = ServerMetricNames(
@@ -83,7 +98,7 @@ class SGLangAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env: dict[str, str] = {}
         if request.on_cpu_tiny:
-            argv += CPU_TINY_ARGS
+            argv += CPU_AMX_TINY_ARGS if cpu_has_amx() else CPU_TINY_ARGS
             env.update(CPU_TINY_ENV)
         if request.api_key:
             # never on argv: argv is logged and visible in ps (SGLang has no key variable)

@@ -282,8 +282,9 @@ class ServerProcess:
         """SIGTERM the whole group (and any child that left it), wait, then SIGKILL."""
         if self.proc is None:
             return
-        if self._guard is not None:
+        if self._guard is not None:  # joined: a guard still reading the process table must not outlive the session
             self._guard.stop()
+            self._guard.join(timeout=5)
         terminate_tree(self.proc.pid, grace)
         try:
             self.proc.wait(timeout=5)

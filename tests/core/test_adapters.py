@@ -76,7 +76,8 @@ def test_sglang_argv_gpu():
     assert spec.ready_paths == ("/health", "/v1/models")
 
 
-def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32():
+def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
     spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
@@ -84,6 +85,21 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32():
         "--dtype", "float32", "--sleep-on-idle",
     ]  # fmt: skip
     assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: True)
+    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
+    assert spec.argv[-8:] == ["--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
+                              "--attention-backend", "torch_native", "--sleep-on-idle"]  # fmt: skip
+
+
+def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):
+    from pytest_infer.adapters.sglang import cpu_has_amx
+
+    (tmp_path / "amx").write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
+    (tmp_path / "zen4").write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\nbugs\t\t: amx_tile_like\n")
+    assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(tmp_path / "zen4") and not cpu_has_amx(tmp_path / "missing")
 
 
 def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
