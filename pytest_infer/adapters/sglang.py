@@ -14,22 +14,20 @@ from pathlib import Path
 
 from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
+
 # The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
 # CPU, a KV pool sized for 2 cores and 24 GiB (the default asks for most of the memory),
 # the float32 checkpoint kept in float32 (``--dtype auto`` runs it in float16), and an
 # idle scheduler that waits on its sockets: without --sleep-on-idle it spins at ~95% of a
 # core between requests (1.4% with it), a core the test client on 2 cores needs.
-CPU_TINY_ARGS = (
-    "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "float32",
-    "--sleep-on-idle",
-)  # fmt: skip
 # On a CPU with AMX tiles SGLang takes its sgl_kernel path instead: the CPU kernel built for 0.5.23 here has no
 # float32 RMSNorm there ("rmsnorm_kernel" not implemented for 'Float') and an older extend-attention signature
 # than 0.5.23's AMX attention backend calls. bfloat16 with the torch-native attention backend serves.
-CPU_AMX_TINY_ARGS = (
-    "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
-    "--attention-backend", "torch_native", "--sleep-on-idle",
-)  # fmt: skip
+def cpu_tiny_args(amx: bool) -> tuple[str, ...]:
+    dtype = ("--dtype", "bfloat16", "--attention-backend", "torch_native") if amx else ("--dtype", "float32")
+    return ("--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", *dtype, "--sleep-on-idle")
+
+
 CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
 
 
@@ -39,6 +37,7 @@ def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
         return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo.read_text().splitlines())
     except OSError:
         return False
+
 
 # as SGLang documents them (its "Production Metrics" reference page; --enable-metrics); not checked against a server
 METRICS = ServerMetricNames(
@@ -98,7 +97,7 @@ class SGLangAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env: dict[str, str] = {}
         if request.on_cpu_tiny:
-            argv += CPU_AMX_TINY_ARGS if cpu_has_amx() else CPU_TINY_ARGS
+            argv += cpu_tiny_args(cpu_has_amx())
             env.update(CPU_TINY_ENV)
         if request.api_key:
             # never on argv: argv is logged and visible in ps (SGLang has no key variable)
