@@ -214,13 +214,33 @@ def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
     rules = ValidityRules(max_client_busy=0.8, max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
     assert validity(s, {}, client_busy=0.8, loop_lag_ms=[20.0] * 100, rules=rules) == []  # at the limit is within it
     assert validity(s, {}, client_busy=0.9, rules=rules) == ["client saturated: its event-loop thread was busy 90% of the window (), over the 80% limit"]
-    assert validity(s, {}, client_busy=None, loop_lag_ms=[50.0] * 99, rules=rules) == []  # too few ticks to judge a p99
+    assert validity(s, {}, client_busy=None, loop_lag_ms=[20.0] * 99, rules=rules) == []
     assert validity(s, {}, client_busy=0.1, loop_lag_ms=[50.0] * 100, rules=rules) == ["client event loop lagged: p99 50.0 ms > 20 ms"]
     late = _summary(0)
     late.samples["schedule_lag"] = [20.0] * 100
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
-    late.samples["schedule_lag"] = [30.0] * 99
+    late.samples["schedule_lag"] = [20.0] * 99
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
+
+
+def test_too_few_lag_samples_still_bound_the_p99_from_below():
+    """A loop stalled for most of the window ticks a few times; the highest percentile those ticks resolve
+    is a floor under the p99, so a floor over the limit is a lag, and a floor under it proves nothing."""
+    s = _summary(100)
+    rules = ValidityRules(max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
+    assert validity(s, {}, client_busy=0.3, loop_lag_ms=[292.0, 300.0, 310.0, 5.0], rules=rules) == [
+        "client event loop lagged: p99 at least 302.5 ms (p75 of only 4 ticks) > 20 ms"
+    ]
+    assert validity(s, {}, client_busy=None, loop_lag_ms=[50.0] * 99, rules=rules) == [
+        "client event loop lagged: p99 at least 50.0 ms (p99 of only 99 ticks) > 20 ms"
+    ]
+    assert validity(s, {}, client_busy=None, loop_lag_ms=[400.0], rules=rules) == [
+        "client event loop lagged: p99 at least 400.0 ms (p0 of only 1 tick) > 20 ms"
+    ]
+    assert validity(s, {}, client_busy=0.3, loop_lag_ms=[1.0, 1.0, 1.0, 10.0], rules=rules) == []  # the floor (p75) is 3.25 ms
+    late = _summary(0)
+    late.samples["schedule_lag"] = [30.0, 40.0]
+    assert validity(late, {}, client_busy=0.1, rules=rules) == ["client fell behind its arrival schedule: p99 lag at least 35.0 ms (p50 of only 2 requests) > 20 ms"]
 
 
 def test_every_judgement_path_records_its_figure_limit_operator_and_reason():

@@ -102,19 +102,35 @@ STARVE = """
 import os, subprocess, sys
 
 SPINNER = []
+FREEZER = '''
+import os, random, signal, sys, time
+pid = int(sys.argv[1])
+def resume_and_exit(*_):
+    os.kill(pid, signal.SIGCONT)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, resume_and_exit)  # the last word is always SIGCONT
+while True:
+    time.sleep(random.uniform(0.005, 0.03))
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(random.uniform(0.1, 0.2))
+    os.kill(pid, signal.SIGCONT)
+'''
 
 def pytest_runtest_setup(item):
     # for the measurement only: the client shares core 0 with two busy loops at a lower
-    # priority (nice 10: about a twentieth of the core), however quiet the rest of the machine is
+    # priority (nice 10: about a twentieth of the core), however quiet the rest of the machine is,
+    # and is paused for 100-200 ms at random moments, as a host that steals its CPU would
     for _ in range(2):
         SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0})))
+    SPINNER.append(subprocess.Popen([sys.executable, "-c", FREEZER, str(os.getpid())]))
     os.sched_setaffinity(0, {0})
     os.nice(10)
 
 def pytest_runtest_teardown(item):
     for proc in SPINNER:
-        proc.kill()
+        proc.terminate()
         proc.wait()
+    SPINNER.clear()
     os.sched_setaffinity(0, range(os.cpu_count()))
     try:
         os.setpriority(os.PRIO_PROCESS, 0, 0)  # back to normal where allowed (root), so the reports are quick
@@ -134,10 +150,12 @@ models:
 @pytest.mark.integration  # a minute: it loads a core of the host and runs a starved pytest process
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores")
 def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, paced_server):
-    """16 streams of one token per ms need a good share of a core; the client gets ~5% of one.
+    """16 streams of one token per ms need a good share of a core; the client gets ~5% of one,
+    between pauses of 100-200 ms (long enough for the server's histogram buckets to resolve on
+    any machine: a short nice-only starvation lagged under the 50 ms tolerance on a faster host).
 
     Both witnesses see it: the client's own load figures, and the server's /metrics (its TTFT
-    histogram puts every first token far earlier than the starved client read it).
+    histogram puts first tokens far earlier than the starved client read them).
     """
     url = paced_server(20, 1)
     copy_suite(pytester)
@@ -148,7 +166,8 @@ def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, p
     result.stdout.fnmatch_lines(["*measurement invalid: client*"])
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["verdict"] == "invalid"
-    assert entry["client"]["busy_share"] > 0.8 or entry["client"]["loop_lag_p99_ms"] > 20
+    # the first witness: the client's own figures (its loop thread starved, or its loop ticking late)
+    assert entry["client"]["busy_share"] > 0.8 or any(f.startswith("measurement invalid: client event loop lagged: p99") for f in entry["failures"])
     # the second witness: the paced server's own TTFT histogram shows the client stamping first tokens late
     assert any(f.startswith("measurement invalid: server metrics disagree") and "the client lagged?" in f for f in entry["failures"])
 
