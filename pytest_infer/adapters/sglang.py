@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..results.environment import cpuinfo_field
 from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
 
@@ -33,10 +34,7 @@ CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
 
 def cpu_has_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """Whether SGLang's CPU engine will take its AMX kernels here (the ``amx_tile`` flag, as torch reads it)."""
-    try:
-        return any(line.startswith("flags") and "amx_tile" in line.split() for line in cpuinfo.read_text().splitlines())
-    except OSError:
-        return False
+    return "amx_tile" in (cpuinfo_field("flags", cpuinfo) or "").split()
 
 
 # as SGLang documents them (its "Production Metrics" reference page; --enable-metrics); not checked against a server

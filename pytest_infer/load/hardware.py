@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ..results.environment import cpuinfo_field
 from .monitor import _nvml
 
 
@@ -32,13 +32,7 @@ class Hardware:
 
 
 def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpuinfo_field("model name") or platform.processor() or platform.machine()
 
 
 def detect_hardware() -> Hardware:

@@ -22,18 +22,22 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return out.stdout.strip()
 
 
+def cpuinfo_field(key: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The first ``key`` line's value in /proc/cpuinfo (``model name``, ``flags``); None where there is none."""
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            name, colon, value = line.partition(":")
+            if colon and name.strip() == key:
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
 def cpu_info() -> dict[str, Any]:
     """Model name and logical core count; the model name from /proc/cpuinfo where there is one."""
     info: dict[str, Any] = {"arch": platform.machine(), "count": os.cpu_count()}
-    name = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info["model"] = name or None
+    info["model"] = cpuinfo_field("model name") or platform.processor() or None
     if hasattr(os, "sched_getaffinity"):
         info["usable"] = len(os.sched_getaffinity(0))
     return info

@@ -96,10 +96,13 @@ def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention
 
 def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):
     from pytest_infer.adapters.sglang import cpu_has_amx
+    from pytest_infer.results.environment import cpuinfo_field
 
-    (tmp_path / "amx").write_text("processor\t: 0\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
+    (tmp_path / "amx").write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
     (tmp_path / "zen4").write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\nbugs\t\t: amx_tile_like\n")
     assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(tmp_path / "zen4") and not cpu_has_amx(tmp_path / "missing")
+    assert cpuinfo_field("model name", tmp_path / "amx") == "Intel(R) Xeon(R) Platinum 8481C"  # the name the results record
+    assert cpuinfo_field("model name", tmp_path / "zen4") is None and cpuinfo_field("flags", tmp_path / "missing") is None
 
 
 def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
