@@ -112,11 +112,10 @@ def _p99_at_least(samples: Sequence[float], unit: str) -> tuple[float, str] | No
     percentile they resolve (a loop stalled for most of the window ticks only a few times)."""
     if not samples:
         return None
-    if len(samples) >= min_samples(99):
-        lag = percentile(samples, 99)
-        return lag, f"{lag:.1f} ms"
-    q = 100 - 100 / len(samples)
+    q = min(99.0, 100 - 100 / len(samples))
     lag = percentile(samples, q)
+    if q == 99:
+        return lag, f"{lag:.1f} ms"
     return lag, f"at least {lag:.1f} ms (p{q:.3g} of only {len(samples)} {unit}{'s' * (len(samples) > 1)})"
 
 
