@@ -637,12 +637,31 @@ def _grow_memory() -> Deviation:
     return Deviation(request=request)
 
 
+def empty_object() -> Deviation:
+    """A null server: HTTP 200 ``{}`` to every request, malformed ones included. It answers nothing useful, so no check
+    may pass against it."""
+    return Deviation(request=lambda path, body: (200, {}), malformed=lambda path, raw: (200, {}))
+
+
+def not_found() -> Deviation:
+    """A null server: HTTP 404 with the error envelope to every request. Every refusal a check expects comes, and so
+    does a refusal of every good request: no check may pass against it."""
+
+    def answer(path: str, body: Any) -> tuple[int, Any]:
+        return 404, error_body(f"no route {path}", "not_found_error")
+
+    return Deviation(request=answer, malformed=answer)
+
+
+NULL_MODES: dict[str, Callable[[], Deviation]] = {"empty-object": empty_object, "not-found": not_found}
+
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-1": lambda: _die_after(1),
     "die-after-3": lambda: _die_after(3),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
     "grow-memory": _grow_memory,
+    **NULL_MODES,
 }
 
 
