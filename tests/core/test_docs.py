@@ -7,6 +7,7 @@ suites/, slo/, ARCHITECTURE.md and README.md. Each must name a file under docs/ 
 from __future__ import annotations
 
 import re
+import sys
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,3 +146,39 @@ def test_the_docs_index_lists_every_doc():
     index = (DOCS / "README.md").read_text(encoding="utf-8")
     unlisted = [p.name for p in sorted(DOCS.glob("*.md")) if p.name != "README.md" and f"({p.name})" not in index]
     assert unlisted == [], f"add a line for each to docs/README.md: {unlisted}"
+
+
+def test_the_user_guide_builds_as_a_static_site_with_no_broken_link(tmp_path: Path):
+    """mkdocs in strict mode: a link to a page or anchor that does not exist fails the build."""
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    run = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "site" / "guide" / "options" / "index.html").is_file()
+
+
+def test_a_broken_link_fails_the_site_build(tmp_path: Path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# home\n\nSee [the missing page](missing.md).\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nstrict: true\n")
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    run = subprocess.run([str(mkdocs), "build", "-d", str(tmp_path / "site")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "missing.md" in run.stdout + run.stderr
+
+
+def _infer_options() -> list[str]:
+    """Every long option of the ``infer`` group that ``pytest --help`` prints (the suites' options included)."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:randomly"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    group = run.stdout.split("\npytest-infer: ", 1)[1].split("\n\n", 1)[0]
+    return sorted(set(re.findall(r"^\s{2}(--[a-z][a-z0-9-]+)", group, re.MULTILINE)))
+
+
+def test_every_option_of_the_infer_group_is_in_the_user_guide():
+    options = _infer_options()
+    assert len(options) > 10, options
+    guide = "\n".join(p.read_text(encoding="utf-8") for p in sorted((DOCS / "guide").glob("*.md")))
+    assert [o for o in options if f"`{o}" not in guide] == []
+
+
+def test_the_readme_stays_short():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The plugin's own tests, in two lanes: the fast lane (everything that needs no real engine, spread over every core
+# with pytest-xdist) first, then the integration lane (the real CPU engines, one test at a time, since those tests
+# measure). Extra arguments go to both lanes. Both lanes run; the exit status is the first failing lane's.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTEST_INFER_VENV:-.venv}/bin/python
+status=0
+echo "== fast lane: -m 'not integration' =="
+"$PY" -m pytest -m "not integration" -n "${PYTEST_INFER_TEST_WORKERS:-auto}" "$@" || status=$?
+echo "== integration lane: -m integration =="
+"$PY" -m pytest -m integration "$@"
+lane=$?
+if [ "$status" = 0 ]; then status=$lane; fi
+exit "$status"
