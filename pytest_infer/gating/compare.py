@@ -7,7 +7,8 @@ pair to every suite's table (``Table.compare``: keyword status, SLO figures
 under the rules, ...). Only regressions fail the gate; improvements, fixed
 deviations, noise and other changes are listed so a reviewer sees them. A test
 whose measurement was invalid on either side (``Table.unmeasured``) is compared
-with nothing, and the gate cannot pass: its verdict is INCOMPLETE.
+with nothing, and the gate cannot pass: its verdict is INCOMPLETE. Every step of a check's outcome and the
+finding it makes: docs/gate-outcomes.md.
 """
 from __future__ import annotations
 
