@@ -11,7 +11,7 @@ import pytest
 
 from . import options as opts
 from .client.endpoint import Endpoint
-from .outcomes import NotExercised, NotRun, Unsupported
+from .outcomes import Inconclusive, NotExercised, NotRun, Unsupported
 from .results.model import TestRecord
 from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
@@ -262,7 +262,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 # skips that the results record as outcomes of their own, not as "skipped"
-SKIP_OUTCOMES: dict[type[BaseException], str] = {Unsupported: "unsupported", NotRun: "not_run", NotExercised: "not_exercised"}
+SKIP_OUTCOMES: dict[type[BaseException], str] = {
+    Unsupported: "unsupported", NotRun: "not_run", NotExercised: "not_exercised", Inconclusive: "inconclusive",
+}
 
 
 def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, skip: str | None = None) -> None:
@@ -281,6 +283,8 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
     message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
     extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
+    if hasattr(report, "wasxfail"):  # the declaration it ran under: the gate tells one known deviation from another
+        extra["xfail"] = str(report.wasxfail)
     if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
         extra["server_log"] = str(props["infer_server_log"])[-8000:]
     session.results.add_test(

@@ -29,6 +29,11 @@ def cpu_tiny_args(amx: bool) -> tuple[str, ...]:
     return ("--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", *dtype, "--sleep-on-idle")
 
 
+# SGLang (since 0.5.20) keeps no Responses unless started with it: retrieving one, previous_response_id and
+# background requests answer 400 "Response store is disabled", a failure of the launch, not of the server.
+# vLLM gets the same through VLLM_ENABLE_RESPONSES_API_STORE=1.
+RESPONSE_STORE = "--enable-response-store"
+
 CPU_TINY_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
 
 
@@ -92,6 +97,7 @@ class SGLangAdapter(PythonModuleAdapter):
             "--host", request.host,
             "--port", str(request.port),
             "--enable-metrics",  # /metrics answers only with it
+            RESPONSE_STORE,
         ]  # fmt: skip
         env: dict[str, str] = {}
         if request.on_cpu_tiny:

@@ -7,7 +7,8 @@ pair to every suite's table (``Table.compare``: keyword status, SLO figures
 under the rules, ...). Only regressions fail the gate; improvements, fixed
 deviations, noise and other changes are listed so a reviewer sees them. A test
 whose measurement was invalid on either side (``Table.unmeasured``) is compared
-with nothing, and the gate cannot pass: its verdict is INCOMPLETE.
+with nothing, and the gate cannot pass: its verdict is INCOMPLETE. Every step of a check's outcome and the
+finding it makes: docs/gate-outcomes.md.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from .rules import Rule
 from .stats import ALPHA
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
+PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
+ABSENT = "not run"  # the side of a row whose results hold no test of it
+IMPROVED = {"failed": "fixed", "error": "fixed", "not_run": "fixed", "xfail": "known deviation fixed", "unsupported": "now supported"}
 KINDS = ("regression", "improvement", "noise", "change")
 UNMEASURED = "measurement invalid on one side: no verdict on the server"
 __all__ = ["Finding", "GateResult", "compare", "pair_targets"]
@@ -104,37 +108,55 @@ def pair_targets(
     return pairs, unpaired
 
 
+def _declaration(cell: CheckCell) -> str:
+    """The expected-failure declaration an xfail cell ran under ("" where the results did not record it)."""
+    return next((t.extra.get("xfail", "") for t in cell.tests if t.outcome == "xfail" and t.extra.get("xfail")), "")
+
+
+def _reason(cell: CheckCell) -> str:
+    return cell.message.splitlines()[0][:300] if cell.message else ""
+
+
+def _step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None:
+    """``(kind, detail)`` of one row's step from baseline to candidate, None where nothing moved.
+
+    Any step away from a pass is a regression (a check that stopped judging has stopped vouching for the
+    server); any step into a pass is an improvement; a step into a failure from anything but a failure or a
+    pass is a regression; the rest are changes. Two sides that agree (the same outcome, an xfail under the
+    same declaration) say nothing."""
+    o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
+    if old is not None and new is not None and o == n:
+        before, after = _declaration(old), _declaration(new)
+        if o == "xfail" and before and after and before != after:
+            return "change", f"expected-failure declaration changed: {before!r} -> {after!r}"
+        return None
+    detail = _reason(new) if new is not None else "the candidate did not run it"
+    if old is None:
+        detail = "; ".join(filter(None, ("the baseline did not run it", detail)))
+    if o in PASSING and n not in PASSING:
+        return "regression", detail
+    if n in PASSING and o not in PASSING:
+        return "improvement", IMPROVED.get(o, f"now passes (was {o})")
+    if n in BAD_OUTCOMES and o not in BAD_OUTCOMES and old is not None:
+        return "regression", detail
+    if o in BAD_OUTCOMES and n in ("unsupported", "xfail"):
+        return "improvement", ""
+    return "change", detail
+
+
 def _compare_checks(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], pairing: Pairing, unmeasured: set[str]) -> list[Finding]:
     """``unmeasured``: node ids whose measurement was invalid; a row that holds one is a change, never a regression."""
     found = []
     pair = pairing.label
     for row in dict.fromkeys([*before, *after]):
         old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
+        o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
         if any(t.nodeid in unmeasured for cell in (old, new) if cell is not None for t in cell.tests):
-            found.append(Finding("change", "check", pair, row, old.outcome if old else "not run", new.outcome if new else "not run", UNMEASURED))
+            found.append(Finding("change", "check", pair, row, o, n, UNMEASURED))
             continue
-        if old is None or new is None:
-            if old is not None and old.outcome != "skipped":
-                found.append(Finding("change", "check", pair, row, old.outcome, "not run"))
-            elif new is not None and new.outcome != "skipped":
-                found.append(Finding("change", "check", pair, row, "not run", new.outcome))
-            continue
-        o, n = old.outcome, new.outcome
-        if o == n or "skipped" in (o, n):
-            continue
-        if o == "passed" and (n in BAD_OUTCOMES or n == "unsupported"):
-            kind, detail = "regression", new.message.splitlines()[0][:300] if new.message else ""
-        elif o in BAD_OUTCOMES and n in ("passed", "unsupported", "xfail"):
-            kind, detail = "improvement", "fixed" if n == "passed" else ""
-        elif o == "xfail" and n in ("fixed", "passed"):
-            kind, detail = "improvement", "known deviation fixed"
-        elif o == "unsupported" and n == "passed":
-            kind, detail = "improvement", "now supported"
-        elif n in BAD_OUTCOMES and o not in BAD_OUTCOMES:
-            kind, detail = "regression", new.message.splitlines()[0][:300] if new.message else ""
-        else:
-            kind, detail = "change", ""
-        found.append(Finding(kind, "check", pair, row, o, n, detail, new.reproducer))
+        step = _step(old, new)
+        if step is not None:
+            found.append(Finding(step[0], "check", pair, row, o, n, step[1], new.reproducer if new else ""))
     return found
 
 

@@ -127,6 +127,8 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
     """
     if invalid:
         return Verdict("invalid", invalid=list(invalid))
+    if not thresholds:  # all([]) would pass whatever was measured; profiles refuse such a point before a run
+        return Verdict("invalid", invalid=["no thresholds: nothing judged the figures"])
     measured = dict(resources or {})
     checks: list[Check] = []
     unmeasured: list[str] = []

@@ -72,6 +72,7 @@ _SEARCH = {
 }
 _OVERRIDE_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}  # null: drop it
 _ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
+THRESHOLDS_SOURCES = ("measured", "estimated")
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -80,6 +81,9 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "name": {"type": "string"},
         "description": {"type": "string"},
+        # where the thresholds come from: "estimated" (scaled from other hardware or published figures, not measured
+        # on this hardware) is carried into the results and shown next to every limit
+        "thresholds_source": {"enum": list(THRESHOLDS_SOURCES)},
         "hardware": {
             "type": "object",
             "required": ["accelerator"],
@@ -225,6 +229,7 @@ class Profile:
     path: Path
     hardware: dict[str, Any]
     description: str = ""
+    thresholds_source: str | None = None  # THRESHOLDS_SOURCES; None where the profile does not say
     validity: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)
@@ -276,6 +281,7 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
             where = f"models.{model}.load_points[{i}]"
             if ids.count(point["id"]) > 1:
                 errors.append(f"{where}.id: duplicate load point id {point['id']!r}")
+            errors += _unjudged(f"{where}.thresholds", point, point["thresholds"])
             for key in point["thresholds"]:
                 if (problem := check_threshold_key(key)) is not None:
                     errors.append(f"{where}.thresholds.{key}: {problem}")
@@ -296,7 +302,24 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
                 for key in override.get("thresholds", {}):
                     if (problem := check_threshold_key(key)) is not None:
                         errors.append(f"{where}.thresholds.{key}: {problem}")
+                point = next((p for p in entry["load_points"] if p["id"] == point_id), None)
+                if point is not None and "thresholds" in override:
+                    kept = {k: v for k, v in {**point["thresholds"], **override["thresholds"]}.items() if v is not None}
+                    errors += _unjudged(f"{where}.thresholds", {**point, **override}, kept, f" for {framework}")
     return errors
+
+
+def _unjudged(where: str, point: dict[str, Any], thresholds: dict[str, Any], after: str = "") -> list[str]:
+    """A load point with no threshold would pass whatever it measured: refuse it before anything starts."""
+    from .capacity import CAPACITY_THRESHOLDS
+
+    if not thresholds:
+        return [f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge its figures; "
+                "give it at least one (e.g. ttft_p99_ms, max_error_share)"]
+    if "search" in point and set(thresholds) <= set(CAPACITY_THRESHOLDS.values()):
+        return [f"{where}: the capacity search of load point {point['id']!r} has no threshold to judge its probes by{after} "
+                f"(only {', '.join(sorted(thresholds))}); give it one (e.g. ttft_p99_ms, max_error_share)"]
+    return []
 
 
 def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
@@ -374,6 +397,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
         path=path,
         hardware=data["hardware"],
         description=data.get("description", ""),
+        thresholds_source=data.get("thresholds_source"),
         validity=data.get("validity", {}),
         defaults=data.get("defaults", {}),
         models=data["models"],

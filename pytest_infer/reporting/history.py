@@ -20,7 +20,7 @@ from . import plots
 from .html import _e, _table, page
 
 MARKS = {"regression": "REGRESSED", "improvement": "fixed", "change": "changed", "noise": "noise"}
-STARTED = frozenset({"passed", "failed", "xfail", "fixed", "unsupported", "not_exercised", "skipped"})
+STARTED = frozenset({"passed", "failed", "xfail", "fixed", "unsupported", "not_exercised", "inconclusive", "skipped"})
 MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
 
 

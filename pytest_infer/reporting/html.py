@@ -18,7 +18,7 @@ STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}
 th{background:#f3f3f3}td.passed,td.valid{background:#e8f5e9}td.failed,td.error,td.invalid{background:#ffcdd2;font-weight:bold}
-td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised{background:#eceff1}td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
+td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised,td.inconclusive{background:#eceff1}td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
 .verdict{font-size:1.3em;padding:.3em .8em;display:inline-block;border-radius:4px;margin:.2em 0}.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:.5em;white-space:pre-wrap;font-size:.8em}details{margin:.2em 0}

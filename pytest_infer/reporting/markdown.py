@@ -16,7 +16,7 @@ from .terminal import verdict_counts
 
 ICONS = {
     "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED",
-    "not_run": "⛔ not run", "not_exercised": "◌ not exercised", "skipped": "⏭ skip",
+    "not_run": "⛔ not run", "not_exercised": "◌ not exercised", "inconclusive": "❔ inconclusive", "skipped": "⏭ skip",
 }  # fmt: skip
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_DETAIL = 200

@@ -14,8 +14,8 @@ from ..suite import Section
 MAX_ROW = 60
 # The verdict's columns: (outcome, heading); "invalid" counts measurements that judged nothing.
 VERDICT_COLUMNS = (("passed", "pass"), ("failed", "FAIL"), ("error", "ERROR"), ("unsupported", "unsup"), ("xfail", "xfail"),
-                   ("fixed", "FIXED"), ("not_exercised", "not exercised"), ("not_run", "not run"), ("skipped", "skip"),
-                   ("invalid", "invalid measurement"))
+                   ("fixed", "FIXED"), ("inconclusive", "inconclusive"), ("not_exercised", "not exercised"),
+                   ("not_run", "not run"), ("skipped", "skip"), ("invalid", "invalid measurement"))
 
 
 def verdict_counts(counts) -> str:

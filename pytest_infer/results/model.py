@@ -70,6 +70,18 @@ class TestRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Files written before "inconclusive" was an outcome of its own recorded it as a skip whose reason says so.
+_INCONCLUSIVE_SKIP = ("inconclusive: ", "Skipped: inconclusive: ")
+
+
+def _test_record(data: dict[str, Any]) -> TestRecord:
+    """A test record as stored; an old file's inconclusive skip is read as the outcome it was."""
+    record = TestRecord(**data)
+    if record.outcome == "skipped" and record.message.startswith(_INCONCLUSIVE_SKIP):
+        record.outcome = "inconclusive"
+    return record
+
+
 def _installed_suites() -> dict[str, Suite]:
     return {suite.name: suite for suite in installed()}
 
@@ -140,7 +152,7 @@ class SessionResults:
                 plugin_version=data.get("plugin_version", ""),
                 environment=data.get("environment", {}),
                 targets={k: TargetRecord(**v) for k, v in data.get("targets", {}).items()},
-                tests=[TestRecord(**t) for t in data.get("tests", [])],
+                tests=[_test_record(t) for t in data.get("tests", [])],
                 tables=tables,
                 gate=data.get("gate"),
                 suites=suites,

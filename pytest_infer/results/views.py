@@ -14,8 +14,9 @@ from ..suite import SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
-OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "not_exercised", "skipped", "passed")
-SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "not_exercised": "n/ex", "skipped": "skip"}
+OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "inconclusive", "not_exercised", "skipped", "passed")
+SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "not_exercised": "n/ex",
+           "inconclusive": "inconc", "skipped": "skip"}
 
 
 def target_label(target: TargetRecord) -> str:

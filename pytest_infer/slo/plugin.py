@@ -152,6 +152,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     problem = profile.hardware_mismatch(detect_hardware())
     lines = [f"pytest-infer SLO profile: {profile.name} ({profile.path})"]
+    if profile.thresholds_source == "estimated":
+        lines.append(f"SLO thresholds of {profile.name!r} are ESTIMATES, not measured on this hardware: recalibrate before gating on them")
     if problem:
         lines.append(f"!!! SLO PROFILE MISMATCH: {problem}; thresholds are judged anyway !!!")
     return lines
@@ -200,6 +202,7 @@ def slo_result(
             version=infer_live_server.version,
             model=infer_live_server.model,
             profile=slo_profile.name,
+            **({"thresholds_source": slo_profile.thresholds_source} if slo_profile.thresholds_source else {}),
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,
             **context,

@@ -16,7 +16,9 @@ from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
 RESERVED = frozenset({"interleaved", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                      "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server"})
+                      "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server",
+                      "thresholds_source"})
+ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
 
 
 def _number(value: Any) -> float | None:
@@ -43,6 +45,7 @@ class SloPoint:
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
     interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
     server: list[dict[str, Any]] = field(default_factory=list)  # each entry's server-side figures (profiles.evaluate)
+    thresholds_source: str = ""  # the profile's word on its limits: "estimated", "measured", or "" where it gave none
 
     @property
     def key(self) -> str:
@@ -82,6 +85,8 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         elif _verdict(entry) not in (None, "pass"):
             point.verdict = _verdict(entry)
         point.aggregate.update(metrics)
+        if isinstance(entry.get("thresholds_source"), str):
+            point.thresholds_source = entry["thresholds_source"]
         if isinstance(entry.get("interleaved"), dict):
             point.interleaved = str(entry["interleaved"].get("id", ""))
         for run in entry.get("runs") or [metrics]:
@@ -104,6 +109,7 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
 
 
 VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "error"}
+ESTIMATE_NOTE = "the profile's limits are estimates, not measured on its hardware: recalibrate before gating on them"
 
 
 class SloTable(Table):
@@ -152,6 +158,8 @@ class SloTable(Table):
                 section.rows.setdefault(f"{point.key} {row}", {})[point.target] = cell
             verdict = point.verdict or "?"
             section.rows.setdefault(f"{point.key} verdict", {})[point.target] = Cell(verdict, VERDICT_CSS.get(verdict, ""), "; ".join(point.failures))
+            if point.thresholds_source == ESTIMATED:
+                section.rows.setdefault(f"{point.key} thresholds", {})[point.target] = Cell(ESTIMATED, detail=ESTIMATE_NOTE)
         return [section] if section.rows else []
 
     def limits(self) -> list[Limits]:
@@ -225,6 +233,8 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
     except UnknownMetric:
         unit, stored = "", name
     shown_limit = f"{op} {_shown(limit, unit)}" if limit is not None else "?"
+    if point.thresholds_source == ESTIMATED:
+        shown_limit += f" ({ESTIMATED})"
     if check.get("unmeasured") or measured is None:
         return (name, shown_limit, "not measured", "-", "not_exercised")
     ok = bool(check.get("ok"))

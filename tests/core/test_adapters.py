@@ -70,7 +70,9 @@ def test_sglang_argv_gpu():
     assert spec.argv == [
         "/opt/env/bin/python", "-m", "sglang.launch_server",
         "--model-path", "org/model-7b", "--served-model-name", "org/model-7b",
-        "--host", "127.0.0.1", "--port", "8123", "--enable-metrics", "--tp", "2",
+        "--host", "127.0.0.1", "--port", "8123", "--enable-metrics",
+        "--enable-response-store",  # stored responses: retrieve, previous_response_id, background (400 without it)
+        "--tp", "2",
     ]  # fmt: skip
     assert spec.env == {}
     assert spec.ready_paths == ("/health", "/v1/models")
@@ -81,7 +83,7 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.Monk
     spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
-        "--enable-metrics", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
+        "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
         "--dtype", "float32", "--sleep-on-idle",
     ]  # fmt: skip
     assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}

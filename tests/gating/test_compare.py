@@ -213,12 +213,13 @@ def test_nothing_to_compare_is_said_plainly():
     assert gate.pairs == [] and gate.verdict.startswith("NO COMPARISON") and not gate.failed
 
 
-def test_checks_run_only_on_one_side_are_changes():
-    baseline = session("0.31.0")
+def test_a_passing_check_the_candidate_did_not_run_is_a_regression_and_a_failing_one_a_change():
+    baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed"})
     candidate = session("0.32.0")
-    candidate.tests = [t for t in candidate.tests if t.check != "chat.basic"]
+    candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", "chat.stop_strings")]
     gate = compare(baseline, candidate)
-    assert kinds(gate) == [("change", "check", "chat.basic")] and gate.findings[0].after == "not run"
+    assert kinds(gate) == [("change", "check", "chat.stop_strings"), ("regression", "check", "chat.basic")]  # sorted
+    assert [f.after for f in gate.findings] == ["not run", "not run"] and gate.failed and gate.regressions[0].before == "passed"
 
 
 def test_an_invalid_measurement_is_never_compared():

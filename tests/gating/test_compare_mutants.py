@@ -17,15 +17,16 @@ def test_an_explicit_pair_naming_a_target_one_side_lacks_is_ignored():
     assert pair_targets(baseline, candidate, {"gone": "vllm"}) == ([("vllm", "vllm")], [])
 
 
-def test_a_check_run_on_one_side_only_is_a_change_with_every_field_named():
+def test_a_check_run_on_one_side_only_is_a_step_with_every_field_named():
+    """A passing check the candidate added is an improvement; one it dropped is a step away from a pass."""
     fewer = session("0.31.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (added,) = compare(fewer, session("0.32.0")).findings
-    assert (added.kind, added.area, added.pair, added.subject, added.before, added.after) == ("change", "check", PAIR, CHECK, "not run", "passed")
+    assert (added.kind, added.area, added.pair, added.subject, added.before, added.after) == ("improvement", "check", PAIR, CHECK, "not run", "passed")
     fewer = session("0.32.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (dropped,) = compare(session("0.31.0"), fewer).findings
-    assert (dropped.kind, dropped.area, dropped.pair, dropped.subject, dropped.before, dropped.after) == ("change", "check", PAIR, CHECK, "passed", "not run")
+    assert (dropped.kind, dropped.area, dropped.pair, dropped.subject, dropped.before, dropped.after) == ("regression", "check", PAIR, CHECK, "passed", "not run")
 
 
 def test_a_regression_from_a_not_passing_outcome_without_a_message_has_no_detail():

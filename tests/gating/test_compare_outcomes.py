@@ -9,23 +9,46 @@ from pytest_infer.gating.compare import GateResult, code_warnings, compare
 from pytest_infer.gating.rules import parse_rules
 
 CHECK = "chat.stop_strings"
+FAILURE = f"{CHECK} failed: expected X, got Y"  # the factory's message of a failed or errored test
 TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
-    ("passed", "failed"): ("regression", f"{CHECK} failed: expected X, got Y"),
-    ("passed", "error"): ("regression", f"{CHECK} failed: expected X, got Y"),
+    # every step away from a pass is a regression: a check that stopped judging no longer vouches for the server
+    ("passed", "failed"): ("regression", FAILURE),
+    ("passed", "error"): ("regression", FAILURE),
     ("passed", "not_run"): ("regression", ""),
     ("passed", "unsupported"): ("regression", ""),
-    ("xfail", "failed"): ("regression", f"{CHECK} failed: expected X, got Y"),
-    ("unsupported", "error"): ("regression", f"{CHECK} failed: expected X, got Y"),
+    ("passed", "xfail"): ("regression", ""),
+    ("passed", "not_exercised"): ("regression", ""),
+    ("passed", "inconclusive"): ("regression", ""),
+    ("passed", "skipped"): ("regression", ""),
+    ("fixed", "xfail"): ("regression", ""),  # a declared deviation that had gone came back
+    ("fixed", "skipped"): ("regression", ""),
+    # a step into a failure from anything but a failure
+    ("xfail", "failed"): ("regression", FAILURE),
+    ("unsupported", "error"): ("regression", FAILURE),
+    ("skipped", "failed"): ("regression", FAILURE),
+    ("inconclusive", "error"): ("regression", FAILURE),
+    ("not_exercised", "failed"): ("regression", FAILURE),
+    ("xfail", "not_run"): ("regression", ""),
+    # every step into a pass is an improvement
     ("failed", "passed"): ("improvement", "fixed"),
-    ("error", "unsupported"): ("improvement", ""),
-    ("not_run", "xfail"): ("improvement", ""),
+    ("error", "fixed"): ("improvement", "fixed"),
     ("xfail", "fixed"): ("improvement", "known deviation fixed"),
     ("xfail", "passed"): ("improvement", "known deviation fixed"),
     ("unsupported", "passed"): ("improvement", "now supported"),
-    ("failed", "error"): ("change", ""),
-    ("passed", "xfail"): ("change", ""),
-    ("passed", "not_exercised"): ("change", ""),
-    ("not_exercised", "passed"): ("change", ""),
+    ("skipped", "passed"): ("improvement", "now passes (was skipped)"),
+    ("inconclusive", "passed"): ("improvement", "now passes (was inconclusive)"),
+    ("not_exercised", "passed"): ("improvement", "now passes (was not_exercised)"),
+    # a failure that became a declared or unsupported one
+    ("error", "unsupported"): ("improvement", ""),
+    ("not_run", "xfail"): ("improvement", ""),
+    # the rest are changes
+    ("failed", "error"): ("change", FAILURE),
+    ("failed", "skipped"): ("change", ""),
+    ("xfail", "unsupported"): ("change", ""),
+    ("skipped", "inconclusive"): ("change", ""),
+    ("inconclusive", "not_exercised"): ("change", ""),
+    ("unsupported", "skipped"): ("change", ""),
+    ("passed", "fixed"): ("change", ""),  # passes on both sides; the candidate now declares it a known deviation
 }
 
 
@@ -35,20 +58,42 @@ def test_each_outcome_transition_has_its_kind_and_detail(old, new):
     (finding,) = gate.findings
     assert (finding.kind, finding.detail) == TRANSITIONS[old, new]
     assert (finding.area, finding.subject, finding.before, finding.after, finding.pair) == ("check", CHECK, old, new, "vllm 0.31.0 -> vllm 0.32.0")
+    assert finding.line().startswith(f"[check] {CHECK}: {old} -> {new} (vllm 0.31.0 -> vllm 0.32.0)")  # the step, named
     assert finding.reproducer == (f"curl -sS http://127.0.0.1:8000/v1/{CHECK}" if new in ("failed", "error") else "")
+    assert gate.verdict.startswith("FAIL") == (TRANSITIONS[old, new][0] == "regression")
 
 
-def test_a_skipped_side_and_an_unchanged_outcome_say_nothing():
-    for old, new in (("skipped", "failed"), ("passed", "skipped"), ("failed", "failed")):
-        assert compare(session("0.31.0", outcomes={CHECK: old}), session("0.32.0", outcomes={CHECK: new})).findings == []
+@pytest.mark.parametrize("outcome", ["passed", "fixed", "failed", "error", "not_run", "unsupported", "xfail", "not_exercised",
+                                     "inconclusive", "skipped"])
+def test_an_unchanged_outcome_says_nothing(outcome):
+    gate = compare(session("0.31.0", outcomes={CHECK: outcome}), session("0.32.0", outcomes={CHECK: outcome}))
+    assert gate.findings == [] and gate.verdict == "PASS: no regressions"
 
 
-def test_a_check_the_candidate_added_is_a_change_unless_it_was_skipped():
-    baseline = session("0.31.0")
-    baseline.tests = [t for t in baseline.tests if t.check != CHECK]
-    (finding,) = compare(baseline, session("0.32.0")).findings
-    assert (finding.kind, finding.before, finding.after) == ("change", "not run", "passed")
-    assert compare(baseline, session("0.32.0", outcomes={CHECK: "skipped"})).findings == []
+def test_the_reason_of_a_step_away_from_a_pass_is_the_finding_detail():
+    """A skip, an inconclusive check, an unsupported feature: the reason the candidate gave is what the reviewer reads."""
+    for outcome, reason in (("skipped", "Skipped: needs a real model"), ("inconclusive", "inconclusive: the model never ended its JSON"),
+                            ("unsupported", "unsupported: logprobs: not offered")):
+        candidate = session("0.32.0", outcomes={CHECK: outcome})
+        next(t for t in candidate.tests if t.check == CHECK).message = f"{reason}\nmore"
+        (finding,) = compare(session("0.31.0"), candidate).findings
+        assert (finding.kind, finding.before, finding.after, finding.detail) == ("regression", "passed", outcome, reason)
+
+
+def xfail_under(version: str, declaration: str | None):
+    results = session(version, outcomes={CHECK: "xfail"})
+    if declaration is not None:
+        next(t for t in results.tests if t.check == CHECK).extra["xfail"] = declaration
+    return results
+
+
+def test_an_xfail_under_another_declaration_is_a_change_and_under_the_same_one_says_nothing():
+    old, new = "known deviation: stop strings ignored (vllm#1)", "known deviation: stop strings cut late (vllm#2)"
+    (finding,) = compare(xfail_under("0.31.0", old), xfail_under("0.32.0", new)).findings
+    assert (finding.kind, finding.before, finding.after) == ("change", "xfail", "xfail")
+    assert finding.detail == f"expected-failure declaration changed: {old!r} -> {new!r}"
+    assert compare(xfail_under("0.31.0", old), xfail_under("0.32.0", old)).findings == []
+    assert compare(xfail_under("0.31.0", None), xfail_under("0.32.0", new)).findings == []  # an old file records none
 
 
 def test_a_long_failure_message_is_cut_to_its_first_line_and_300_characters():
@@ -122,9 +167,23 @@ def test_a_gate_result_with_rules_and_unpaired_targets_survives_its_round_trip()
     assert GateResult.from_dict(gate.to_dict()) == gate
 
 
-def test_a_check_only_one_side_ran_is_a_change_naming_the_side_unless_it_was_skipped():
-    baseline, candidate = session("0.31.0", outcomes={"chat.basic": "skipped"}), session("0.32.0")
-    candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", CHECK)]
+def without(results, *checks):
+    results.tests = [t for t in results.tests if t.check not in checks]
+    return results
+
+
+@pytest.mark.parametrize(("old", "new", "kind", "detail"), [
+    ("passed", None, "regression", "the candidate did not run it"),  # a pass that went away is a step away from a pass
+    ("fixed", None, "regression", "the candidate did not run it"),
+    ("skipped", None, "change", "the candidate did not run it"),
+    ("failed", None, "change", "the candidate did not run it"),
+    (None, "passed", "improvement", "now passes (was not run)"),
+    (None, "skipped", "change", "the baseline did not run it"),
+    (None, "failed", "change", f"the baseline did not run it; {FAILURE}"),  # never judged before: not known to have got worse
+])
+def test_a_check_only_one_side_ran_is_a_step_from_or_to_not_run(old, new, kind, detail):
+    baseline = session("0.31.0", outcomes={CHECK: old}) if old else without(session("0.31.0"), CHECK)
+    candidate = session("0.32.0", outcomes={CHECK: new}) if new else without(session("0.32.0"), CHECK)
     (finding,) = compare(baseline, candidate).findings
-    assert (finding.kind, finding.area, finding.pair, finding.subject, finding.before, finding.after) == (
-        "change", "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, "passed", "not run")
+    assert (finding.kind, finding.area, finding.pair, finding.subject, finding.before, finding.after, finding.detail) == (
+        kind, "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, old or "not run", new or "not run", detail)

@@ -149,6 +149,21 @@ def test_slo_points_are_figures_against_their_limits_with_units_intervals_and_ma
     assert [r[2] for r in views.verdict_rows() if r[1] == "slo"][0]["invalid"] == 1
 
 
+
+def test_limits_of_an_estimated_profile_say_so_in_every_report():
+    results = with_limits(session())
+    for entry in results.table("slo").entries:
+        entry["thresholds_source"] = "estimated"
+    views = build_views(results)
+    c8 = views.limits[0]
+    assert {r[0]: r[1] for r in c8.rows}["ttft_p99_ms"] == "<= 600 ms (estimated)"
+    assert "| vllm 0.31.0 | cpu/c8 | pass | ttft_p99_ms | <= 600 ms (estimated) |" in render_markdown(results, views=views)
+    assert "&lt;= 600 ms (estimated)" in render_html(results, views=views)
+    terminal = render_summary(results, views)
+    assert any(line.split()[:3] == ["cpu/c8", "thresholds", "estimated"] for line in terminal)
+    measured = with_limits(session())
+    assert "(estimated)" not in "\n".join(render_summary(measured)) + render_markdown(measured)
+
 def test_a_tail_figure_over_eight_runs_is_their_median_between_two_of_the_runs():
     """One slow run of eight: the mean's t-interval would reach below zero; the median's stays among the runs."""
     results = session()

@@ -50,3 +50,9 @@ def test_an_unmeasured_figure_that_needs_nothing_in_particular_is_just_not_measu
     verdict = judge(_summary(10), {"min_capacity_rps": 5})
     assert verdict.status == "invalid" and verdict.invalid == ["min_capacity_rps not measured"]
     assert str(verdict.checks[0]) == "NOT MEASURED min_capacity_rps: n/a >= 5 (not measured)"
+
+
+def test_no_thresholds_judge_nothing_and_never_pass():
+    """``all([])`` is true: twenty failed requests would pass a point with no limits."""
+    verdict = judge(_summary(10), {})
+    assert (verdict.status, verdict.checks, verdict.invalid) == ("invalid", [], ["no thresholds: nothing judged the figures"])

@@ -104,3 +104,41 @@ def test_hardware_mismatch_is_explained():
     cpu = load_profile("cpu")
     assert cpu.hardware_mismatch(Hardware("cpu")) is None
     assert "for CPU-only hosts" in cpu.hardware_mismatch(gpu_host("NVIDIA L4", memory=22.5))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("thresholds: {ttft_p99_ms: 100, min_output_tokens_per_s: 10}", "thresholds: {}"),
+         "models.tiny.load_points[0].thresholds: load point 'c1' has no thresholds, so nothing would judge its figures"),
+        (("thresholds: {ttft_p99_ms: null, ttft_p50_ms: 900}", "thresholds: {ttft_p99_ms: null}"),
+         "models.tiny.frameworks.transformers.c4.thresholds: load point 'c4' has no thresholds for transformers, so nothing would judge"),
+        (("id: c4, concurrency: 4, requests: 120, thresholds: {ttft_p99_ms: 200}",
+          "id: c4, concurrency: 4, requests: 120, search: {start: 1, max: 8}, thresholds: {min_capacity_concurrency: 2}"),
+         "models.tiny.load_points[1].thresholds: the capacity search of load point 'c4' has no threshold to judge its probes by"),
+        (("name: mine", "name: mine\nthresholds_source: guessed"), "thresholds_source: 'guessed' is not one of ['measured', 'estimated']"),
+    ],
+)
+def test_a_load_point_that_nothing_would_judge_is_refused(tmp_path, edit, message):
+    """``all([])`` is true: a point without thresholds would pass with every request failed."""
+    old, new = edit
+    assert old in GOOD
+    with pytest.raises(ProfileError) as info:
+        load_profile(write(tmp_path, GOOD.replace(old, new, 1)))
+    assert message in str(info.value)
+
+
+def test_an_empty_point_stops_the_run_before_anything_starts(pytester: pytest.Pytester, tmp_path):
+    path = write(tmp_path, GOOD.replace("thresholds: {ttft_p99_ms: 200}", "thresholds: {}"))
+    pytester.makepyfile("def test_never_collected():\n    pass\n")
+    result = pytester.runpytest(f"--slo={path}", "--infer-endpoint=http://127.0.0.1:9", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --slo: {path}: invalid SLO profile:",
+                                 "*models.tiny.load_points?1?.thresholds: load point 'c4' has no thresholds*"])
+
+
+def test_the_gpu_profiles_say_their_thresholds_are_estimates(tmp_path):
+    sources = {name: load_profile(name).thresholds_source for name in available_profiles()}
+    assert {name: sources[name] for name in ("a100", "h100", "h200", "l4", "rtx4090", "cpu")} == {
+        "a100": "estimated", "h100": "estimated", "h200": "estimated", "l4": "estimated", "rtx4090": "estimated", "cpu": "measured"}
+    assert load_profile(write(tmp_path, GOOD)).thresholds_source is None  # a profile that does not say is not marked

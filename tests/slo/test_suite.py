@@ -98,6 +98,18 @@ def test_profile_for_other_hardware_warns_loudly(pytester, paced_server):
     result.stdout.fnmatch_lines(["*!!! SLO PROFILE MISMATCH: profile 'test' is for 1x H200 141 GB; this host has no GPU visible to NVML*", "*SLOHardwareMismatch*"])
 
 
+
+def test_thresholds_of_an_estimated_profile_are_marked_in_the_header_the_results_and_the_summary(pytester, paced_server):
+    copy_suite(pytester)
+    (pytester.path / "guess.yaml").write_text(PROFILE.format(fast=1).replace("name: test", "name: test\nthresholds_source: estimated"))
+    result = run_suite(pytester, paced_server(5, 1), "--slo=guess.yaml", "-k", "not misses and not too")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["SLO thresholds of 'test' are ESTIMATES, not measured on this hardware*",
+                                 "test/meets thresholds*estimated*"])
+    (entry,) = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
+    assert entry["thresholds_source"] == "estimated" and entry["verdict"] == "pass"
+    assert "(estimated)" in (pytester.path / "report" / "summary.md").read_text()  # beside each limit
+
 STARVE = """
 import os, subprocess, sys
 
