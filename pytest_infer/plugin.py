@@ -281,6 +281,8 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
     message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
     extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
+    if props.get("infer_evidence"):  # what a pass judged (conformance): a pass without it is no verdict
+        extra["evidence"] = str(props["infer_evidence"])[:1000]
     if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
         extra["server_log"] = str(props["infer_server_log"])[-8000:]
     session.results.add_test(
