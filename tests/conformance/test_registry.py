@@ -158,13 +158,15 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
     known deviation into a failure, and one that matches everything would hide a new one."""
     expectations = conformance.load_expectations([], [c.id for c in conformance.REGISTRY])
     flat = '{"object":"error","message":"messages: Field required","type":"BadRequestError","param":null,"code":400}'
+    enveloped = '{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'
+    anthropic_shape = 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
     cases = [
-        ("vllm", "0.32.0", "errors.envelope-types", "error.param and error.code present, each a string or null", 'error.code is 400, not a string or null: {"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'),
+        ("vllm", "0.32.0", "errors.envelope-types", "error.param and error.code present, each a string or null", 'error.code is 400, not a string or null: ' + enveloped),
         ("vllm", "0.9.2", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
         ("vllm", "0.32.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
         ("vllm", "0.32.0", "responses.stream-terminal", "event response.incomplete for a response whose status is 'incomplete'", "response.completed"),
         ("vllm", "0.32.0", "messages.create", "a well-formed message (max_tokens 8)", "stop_sequence is 'missing' with stop_reason 'max_tokens'"),
-        ("vllm", "0.32.0", "messages.errors", 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}', 'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}'),
+        ("vllm", "0.32.0", "messages.errors", anthropic_shape, 'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}'),
         ("sglang", "0.5.23", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
         ("sglang", "0.5.23", "errors.envelope-types", "error.param and error.code present, each a string or null", f'the body is not {{"error": {{...}}}}: {flat}'),
         ("sglang", "0.5.23", "errors.context-overflow", "the error envelope", f'the body is not {{"error": {{...}}}}: {flat}'),
