@@ -285,6 +285,8 @@ def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport,
     extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
     if hasattr(report, "wasxfail"):  # the declaration it ran under: the gate tells one known deviation from another
         extra["xfail"] = str(report.wasxfail)
+    if props.get("infer_evidence"):  # what a pass judged (conformance): a pass without it is no verdict
+        extra["evidence"] = str(props["infer_evidence"])[:1000]
     if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
         extra["server_log"] = str(props["infer_server_log"])[-8000:]
     session.results.add_test(

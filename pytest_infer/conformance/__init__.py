@@ -9,6 +9,9 @@ Register a check of your own from a ``conftest.py``; the bundled suite
     def greeting(ctx):
         ex = ctx.chat(max_tokens=4)
         ctx.expect(ex.status == 200, "HTTP 200", ex.text, ex)
+        return f"HTTP 200 for a chat of 4 tokens: {ex.text[:80]}"  # the evidence: what the pass judged
+
+A check that returns no evidence judged nothing: it is inconclusive, never a pass.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any
 _NAMES = {
     "CheckContext": "context", "Exchange": "context", "StreamExchange": "context",
     "Expectations": "expectations", "ExpectationsError": "expectations", "load_expectations": "expectations",
-    "CheckFailure": "failures", "Inconclusive": "failures", "Unsupported": "failures",
+    "CheckFailure": "failures", "DeclaredDeviation": "failures", "Inconclusive": "failures", "Unsupported": "failures",
     "FEATURES": "registry", "REGISTRY": "registry", "Check": "registry", "CheckRegistry": "registry",
     "DuplicateCheckError": "registry", "check": "registry",
 }  # fmt: skip
@@ -34,6 +37,7 @@ def __getattr__(name: str) -> Any:
     return getattr(module, "load" if name == "load_expectations" else name)
 
 
-def run(check_id: str, ctx: Any) -> None:
-    """Run a registered check against ``ctx`` (raises ``CheckFailure``, ``Unsupported`` or a skip)."""
-    __getattr__("REGISTRY").run(check_id, ctx)
+def run(check_id: str, ctx: Any) -> str:
+    """Run a registered check against ``ctx``: its evidence, or ``CheckFailure``, ``Unsupported`` or another skip."""
+    evidence: str = __getattr__("REGISTRY").run(check_id, ctx)
+    return evidence

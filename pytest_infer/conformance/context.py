@@ -19,6 +19,7 @@ USER = [{"role": "user", "content": "Write a short story about a cat who learns 
 CLIENT_ERRORS = (400, 404, 422)
 REFUSALS = (400, 404, 405, 422, 501)
 AnyExchange = TypeVar("AnyExchange", "Exchange", "StreamExchange")
+Absent = TypeVar("Absent")
 
 
 @dataclass(slots=True)
@@ -46,6 +47,7 @@ class StreamExchange:
     body: Any
     curl: str
     sse: SSEStream
+    path: str = ""
 
     @property
     def ok(self) -> bool:
@@ -143,7 +145,7 @@ class CheckContext:
                 self.shapes(f"POST {path} stream", chunk)
             if terminated and sse.done:
                 self.shapes(f"POST {path} stream", {DONE: True})  # the terminator is part of the shape a client reads
-        return StreamExchange(body, self.curl("POST", path, body, stream=True), sse)
+        return StreamExchange(body, self.curl("POST", path, body, stream=True), sse, path)
 
     def chat_stream(self, **params: Any) -> StreamExchange:
         return self.stream("/v1/chat/completions", self.chat_body(**params))
@@ -265,6 +267,44 @@ class CheckContext:
             self.expect(named == data["type"], f"the event name to be its type {data['type']!r}", f"event: {event.event}", ex)
         return ex.sse.chunks
 
+    # --- evidence: what a pass judged --------------------------------------------
+    def nonempty(self, value: Absent, what: str, where: Exchange | StreamExchange | str | None = None) -> Absent:
+        """``value`` where it holds something to judge; None or an empty string or collection leaves the check nothing
+        to judge, so it is inconclusive, naming ``what`` was missing (an ``all()`` over nothing is no pass)."""
+        if value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value):
+            curl = where if isinstance(where, str) else where.curl if where is not None else ""
+            raise Inconclusive(f"nothing to judge: no {what}" + (f": {curl}" if curl else ""))
+        return value
+
+    def agree(self, want: Any, got: Any, expected: str, where: Exchange | StreamExchange | str | None = None) -> None:
+        """``got`` equals ``want``, where ``want`` is there: two absent values (None on both sides) are not agreement."""
+        self.nonempty(want, f"reference value for {expected}", where)
+        self.expect(got == want, expected, got, where)
+
+    def control(
+        self, ex: AnyExchange, what: str, *, feature: str | None = None, problems_of: Callable[[Any], list[str]] | None = None
+    ) -> AnyExchange:
+        """The positive control of a check that expects a refusal: ``ex`` is the same request without the fault, at
+        the same route, and must get a correct answer; otherwise a refusal of the faulty request shows nothing (a
+        server that refuses everything refuses it too), and the check is inconclusive, naming the control.
+
+        ``feature``: a refusal of the control says the server does not offer it (unsupported). ``problems_of`` judges
+        the answer (the JSON body, or a stream's chunks); by default what the route's answers must carry."""
+        if feature is not None:
+            self.offered(feature, ex)
+        if isinstance(ex, StreamExchange):
+            status, text, answer = ex.sse.status, ex.sse.raw, ex.sse.chunks
+        else:
+            status, text, answer = ex.status, ex.text, ex.data
+        judge = problems_of or (lambda answer: answer_problems(ex.path, answer, stream=isinstance(ex, StreamExchange)))
+        problems = [f"HTTP {status}"] if status != 200 else judge(answer)
+        if problems:
+            raise Inconclusive(
+                f"the positive control failed: {what} (the same request without the fault) got {'; '.join(problems)}: "
+                f"{trim(text, 300)}; so a refusal of the faulty request shows nothing. Control: {ex.curl}"
+            )
+        return ex
+
     def seeded(self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234) -> Exchange:
         """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason != length).
 
@@ -298,6 +338,34 @@ def envelope_problems(data: Any) -> list[str]:
     if not isinstance(err.get("type"), str):
         problems.append("error.type is not a string")
     return problems
+
+
+def answer_problems(path: str, answer: Any, *, stream: bool = False) -> list[str]:
+    """What keeps ``answer`` (a JSON body, or a stream's chunks) from being a correct answer of ``path``: the least a
+    positive control must show. Only the route's core is judged here; each check judges the rest."""
+    if stream:
+        if not isinstance(answer, list) or not answer:
+            return ["no JSON chunks in the stream"]
+        errors = [c for c in answer if isinstance(c, dict) and "error" in c]
+        return [f"an error event {trim(errors[0], 200)}"] if errors else []
+    if not isinstance(answer, dict) or not answer:
+        return [f"the body is {trim(answer, 100)}, not a JSON object with an answer"]
+    if "error" in answer:
+        return ["an error body"]
+    route = path.split("?")[0]
+    choices = answer.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    if route == "/v1/chat/completions" and not isinstance(first.get("message"), dict):
+        return ["no choices[0].message"]
+    if route == "/v1/completions" and not isinstance(first.get("text"), str):
+        return ["no choices[0].text"]
+    if route == "/v1/responses" and (answer.get("object") != "response" or not answer.get("id")):
+        return [f"object is {answer.get('object')!r}, not a response with an id"]
+    if route == "/v1/messages" and answer.get("type") != "message":
+        return [f"type is {answer.get('type')!r}, not 'message'"]
+    if route == "/v1/embeddings" and not (isinstance(answer.get("data"), list) and answer["data"]):
+        return ["no data[] of embeddings"]
+    return []
 
 
 def object_or_empty(value: Any) -> dict[str, Any]:

@@ -1,24 +1,32 @@
-"""Known deviations and missing features per framework and version range, loaded from YAML.
+r"""Known deviations and missing features per framework and version range, loaded from YAML.
 
 A file names one framework; each entry names a check (``deviations``) or a
-feature (``unsupported``), a version range (PEP 440 specifier; absent = all
-versions), a reason and a public reference. A declared deviation makes its check
-an expected failure, so the day it passes it shows as "fixed". The bundled files
-are the ones the adapters name (``Adapter.expectations``).
+feature (``unsupported``), a version range (a PEP 440 specifier, required: an
+open end is written out, ">=0.10.1"), a reason and a public reference. A
+deviation also names the failure it excuses: ``matches``, a regular expression
+searched in the failure's "expected: ...\ngot: ..." lines. A failure it matches
+is an expected failure (xfail), a pass shows as "fixed", and any other failure
+of the check stays a failure that says the declaration did not match. A server
+whose version is unknown or not PEP 440 gets no declaration at all, and a
+failure says so. The bundled files are the ones the adapters name
+(``Adapter.expectations``).
 
     framework: vllm
     deviations:
       - check: errors.envelope-types
         versions: ">=0.10.1"
+        matches: 'error\.code is \d+, not a string or null'
         reason: error.code is the HTTP status as an integer
         reference: https://github.com/vllm-project/vllm/issues/12886
     unsupported:
       - feature: echo
+        versions: ">=0.10"
         reason: ...
         reference: ...
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,23 +50,36 @@ class Entry:
     name: str  # a check id (deviation) or a feature (unsupported)
     reason: str
     reference: str
-    versions: str = ""
+    versions: str
     source: str = ""
+    matches: str = ""  # deviations: the regex a failure must match to be excused
 
     def applies(self, framework: str, version: str | None) -> bool:
-        """An unknown version matches every range: the framework is known to deviate, the version is not known."""
-        if framework != self.framework:
-            return False
-        if not self.versions or version is None:
-            return True
-        try:
-            return Version(version) in SpecifierSet(self.versions, prereleases=True)
-        except InvalidVersion:
-            return True
+        """A version outside the range, unknown or not PEP 440 gets no declaration: what is known to deviate is a
+        range of versions, and a server of unknown version may be any of them or none."""
+        parsed = parse_version(version)
+        return framework == self.framework and parsed is not None and parsed in SpecifierSet(self.versions, prereleases=True)
+
+    def excuses(self, failure: str) -> bool:
+        return re.search(self.matches, failure) is not None
 
     def describe(self) -> str:
-        where = f" ({self.framework} {self.versions})" if self.versions else f" ({self.framework})"
-        return f"{self.reason}{where}; see {self.reference}"
+        return f"{self.reason} ({self.framework} {self.versions}); see {self.reference}"
+
+
+def parse_version(version: str | None) -> Version | None:
+    try:
+        return Version(version) if version else None
+    except InvalidVersion:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the declarations say of one failure: the entry that excuses it, or why none does (``note``)."""
+
+    entry: Entry | None
+    note: str = ""
 
 
 @dataclass(slots=True)
@@ -67,7 +88,29 @@ class Expectations:
     unsupported: list[Entry] = field(default_factory=list)
 
     def deviation(self, check_id: str, framework: str, version: str | None) -> Entry | None:
-        return next((e for e in self.deviations if e.name == check_id and e.applies(framework, version)), None)
+        """The first declared deviation of ``check_id`` whose range holds ``version``."""
+        return next(iter(self.deviations_of(check_id, framework, version)), None)
+
+    def deviations_of(self, check_id: str, framework: str, version: str | None) -> list[Entry]:
+        return [e for e in self.deviations if e.name == check_id and e.applies(framework, version)]
+
+    def judge(self, check_id: str, framework: str, version: str | None, failure: str) -> Verdict:
+        """The declaration that excuses ``failure`` (a ``CheckFailure.judged`` text), or a note on why none does."""
+        declared = [e for e in self.deviations if e.name == check_id and e.framework == framework]
+        if not declared:
+            return Verdict(None)
+        if parse_version(version) is None:
+            ranges = ", ".join(e.versions for e in declared)
+            return Verdict(None, f"no declared deviation applies: the {framework} version is unknown or not PEP 440 ({version!r}); declared for {ranges}")
+        in_range = [e for e in declared if e.applies(framework, version)]
+        if not in_range:
+            ranges = ", ".join(e.versions for e in declared)
+            return Verdict(None, f"no declared deviation applies: declared for {framework} {ranges}, not {version}")
+        entry = next((e for e in in_range if e.excuses(failure)), None)
+        if entry is not None:
+            return Verdict(entry)
+        shown = "; ".join(f"{e.reason} (matches {e.matches!r}, {e.source})" for e in in_range)
+        return Verdict(None, f"the declared deviation did not match this failure, so it stays a failure: {shown}")
 
     def unsupported_features(self, framework: str, version: str | None) -> dict[str, str]:
         return {e.name: e.describe() for e in self.unsupported if e.applies(framework, version)}
@@ -88,18 +131,30 @@ def _entries(path: Path, framework: str, items: object, key: str, known: Iterabl
         where = f"{path}: {key}[{i}]"
         if not isinstance(item, dict):
             raise ExpectationsError(f"{where} is not a mapping")
-        missing = [k for k in (name_key, "reason", "reference") if not item.get(k)]
+        required = (name_key, "versions", "reason", "reference") + (("matches",) if key == "deviations" else ())
+        missing = [k for k in required if not item.get(k)]
         if missing:
-            raise ExpectationsError(f"{where} lacks {', '.join(missing)} (every entry needs a reason and a public reference)")
+            raise ExpectationsError(
+                f"{where} ({item.get(name_key, '?')}) lacks {', '.join(missing)}: every entry needs a version range (an open end"
+                " written out, '>=0.10.1'), a reason and a public reference, and a deviation a 'matches' regex of the failure it excuses"
+            )
+        stray = set(item) - set(required)
+        if stray:
+            raise ExpectationsError(f"{where}: unknown key(s) {sorted(stray)}; known: {', '.join(required)}")
         name = str(item[name_key])
         if known is not None and name not in known:
             raise ExpectationsError(f"{where}: unknown {name_key} {name!r}; known: {', '.join(sorted(known))}")
-        versions = str(item.get("versions") or "")
+        versions = str(item["versions"])
         try:
             SpecifierSet(versions)
         except InvalidSpecifier:
             raise ExpectationsError(f"{where}: versions {versions!r} is not a PEP 440 range such as '>=0.10,<0.12'") from None
-        out.append(Entry(framework, name, str(item["reason"]), str(item["reference"]), versions, str(path)))
+        matches = str(item.get("matches") or "")
+        try:
+            re.compile(matches)
+        except re.error as exc:
+            raise ExpectationsError(f"{where}: matches {matches!r} is not a regular expression: {exc}") from None
+        out.append(Entry(framework, name, str(item["reason"]), str(item["reference"]), versions, f"{path}: {key}[{i}]", matches))
     return out
 
 

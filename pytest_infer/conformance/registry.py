@@ -2,7 +2,10 @@
 
 Checks are plain functions of a ``CheckContext`` (sync or ``async``) registered
 by the ``check`` decorator; a second registration of an id is refused, so a
-user's conftest cannot silently replace a bundled check.
+user's conftest cannot silently replace a bundled check. A check returns its
+evidence: a short text naming what it judged (answers, fields, events counted).
+A check that returns none judged nothing, and ``run`` makes that inconclusive,
+never a pass.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..outcomes import InferError
-from .failures import CheckFailure, Unsupported
+from .failures import CheckFailure, Inconclusive, Unsupported
 
 if TYPE_CHECKING:
     from .context import CheckContext
@@ -96,8 +99,9 @@ class CheckRegistry:
 
         return decorate
 
-    def run(self, check_id: str, ctx: CheckContext) -> None:
-        """Run one check against ``ctx``; a failure comes back as a ``CheckFailure`` naming the check."""
+    def run(self, check_id: str, ctx: CheckContext) -> str:
+        """Run one check against ``ctx`` and return its evidence; a failure comes back as a ``CheckFailure`` naming
+        the check, and a check that names no evidence is ``Inconclusive``: it judged nothing."""
         check = self[check_id]
         for feature in sorted(check.needs):
             if feature in ctx.unsupported:
@@ -107,12 +111,12 @@ class CheckRegistry:
 
             pytest.skip(f"needs a capable model: {check.title} cannot be judged on the random built-in 'tiny' model")
         try:
-            if check.is_async:
-                asyncio.run(check.func(ctx))
-            else:
-                check.func(ctx)
+            evidence = asyncio.run(check.func(ctx)) if check.is_async else check.func(ctx)
         except CheckFailure as failure:
             raise failure.attach(check.id, check.title, check.severity) from None
+        if not isinstance(evidence, str) or not evidence.strip():
+            raise Inconclusive(f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it judged")
+        return evidence
 
 
 REGISTRY = CheckRegistry()

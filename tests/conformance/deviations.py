@@ -333,7 +333,7 @@ MUTATIONS: dict[str, Deviation] = {
     "chat.logprobs-off": on_response(_logprobs_when_off),
     "chat.json-object": on_response(_json_broken("json_object")),
     "chat.json-schema": on_response(_json_broken("json_schema")),
-    "chat.json-schema-missing": answer_when(lambda p, b: (b.get("response_format") or {}).get("type") == "json_schema", 500, {"detail": "Internal Server Error"}),
+    "chat.json-schema-missing": answer_when(lambda p, b: (b.get("response_format") or {}) == {"type": "json_schema"}, 500, {"detail": "Internal Server Error"}),
     "completions.fields": on_response(lambda p, b, r: _set(r, object="completion"), COMPLETIONS),
     "completions.prompt-list-n": on_response(_prompt_list_first_only, COMPLETIONS),
     "completions.echo": on_response(_echo_ignored, COMPLETIONS),

@@ -11,7 +11,7 @@ import pytest
 from pytest_infer import conformance
 from pytest_infer.reporting.terminal import render_summary
 from pytest_infer.results import model as results_model
-from pytest_infer.testing.fakeserver import FakeServer
+from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 from .deviations import BASE
 
@@ -23,6 +23,11 @@ from pytest_infer import conformance
 def greeting(ctx):
     ex = ctx.chat(max_tokens=4)
     ctx.expect(ex.status == 200, "HTTP 200", ex.text, ex)
+    return f"HTTP 200: {ex.text[:40]}"
+
+@conformance.check("myorg.silent", "a check that judges nothing", reference="our contract")
+def silent(ctx):
+    ctx.chat(max_tokens=4)
 
 @conformance.check("myorg.broken", "a contract the server breaks", reference="our contract", severity="warning")
 def broken(ctx):
@@ -63,7 +68,7 @@ def _outcomes(results: dict) -> dict[str, str]:
 def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pytester, suite) -> None:
     pytester.makeconftest(USER_CHECKS)
     result, results = suite("-k", "myorg or chat.fields")
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
     result.stdout.fnmatch_lines(
         [
             "*[[]myorg.broken[]] a contract the server breaks (warning)",
@@ -73,7 +78,9 @@ def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pyte
         ]
     )
     result.stdout.fnmatch_lines(["*chat.fields*pass*", "*myorg.broken*FAIL*", "*myorg.greeting*pass*"], consecutive=False)
-    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed"}
+    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed", "myorg.silent": "skipped"}
+    silent = next(t for t in results["tests"] if t["check"] == "myorg.silent")
+    assert silent["message"].endswith("inconclusive: myorg.silent judged nothing: the check returned None, not the evidence it judged")
     broken = next(t for t in results["tests"] if t["check"] == "myorg.broken")
     assert broken["reproducer"].startswith("curl -sS") and broken["extra"] == {"severity": "warning"} and broken["suite"] == "conformance"
 
@@ -90,20 +97,79 @@ def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_uns
     (pytester.path / "known.yaml").write_text(
         "framework: vllm\n"
         "deviations:\n"
-        "  - {check: myorg.broken, reason: answers chat.completion, reference: 'https://example.org/1'}\n"
-        "  - {check: chat.usage, versions: '>=1.0', reason: usage was wrong, reference: 'https://example.org/2'}\n"
+        "  - {check: myorg.broken, versions: '>=9', matches: 'got: +chat.completion$', reason: answers chat.completion, reference: 'https://example.org/1'}\n"
+        "  - {check: chat.usage, versions: '>=1.0', matches: 'usage', reason: usage was wrong, reference: 'https://example.org/2'}\n"
         "unsupported:\n"
-        "  - {feature: n, reason: n>1 is refused, reference: 'https://example.org/3'}\n"
+        "  - {feature: n, versions: '>=9', reason: n>1 is refused, reference: 'https://example.org/3'}\n"
     )
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
     result, results = suite("-k", "(myorg.broken or chat.usage or chat.n or chat.fields) and not details")
     result.assert_outcomes(passed=1, xfailed=1, xpassed=1, skipped=1)
     assert _outcomes(results) == {"chat.fields": "passed", "chat.n": "unsupported", "chat.usage": "fixed", "myorg.broken": "xfail"}
     result.stdout.fnmatch_lines(["*chat.n*unsup*", "*chat.usage*FIXED*", "*myorg.broken*xfail*"], consecutive=False)
+    evidence = {t["check"]: t["extra"].get("evidence") for t in results["tests"]}
+    assert evidence["chat.fields"].startswith("id ") and "usage" in evidence["chat.fields"]  # what the pass judged
+    assert evidence["myorg.broken"] is None
+
+
+RETRIEVE_404 = (
+    "framework: vllm\ndeviations:\n"
+    "  - {check: models.retrieve, versions: '>=9', matches: 'got: +HTTP 404: ', reason: it answers 404, reference: 'https://example.org/1'}\n"
+)
+
+
+def _retrieve_answers(fake: FakeServer, status: int, card: dict, version: tuple[int, dict] | None = None) -> None:
+    def request(path: str, body: dict):
+        if path.startswith("/v1/models/"):
+            return status, card
+        if path == "/version" and version is not None:
+            return version
+        return BASE.request(path, body) if BASE.request else None
+
+    fake.set_deviation(Deviation(request=request, response=BASE.response))
+
+
+def _test(results: dict, check: str) -> dict:
+    return next(t for t in results["tests"] if t["check"] == check)
+
+
+def test_a_declared_deviation_excuses_only_the_failure_it_names(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+    """models.retrieve declared as "it answers 404": a 404 is xfail, another model's card a failure that says the
+    declaration did not match."""
+    (pytester.path / "known.yaml").write_text(RETRIEVE_404)
+    pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
+    try:
+        _retrieve_answers(fake, 404, {"detail": "Not Found"})
+        _, results = suite("-k", "models.retrieve")
+        assert _test(results, "models.retrieve")["outcome"] == "xfail"
+        _retrieve_answers(fake, 200, {"id": "another-model", "object": "model", "created": 1, "owned_by": "x"})
+        result, results = suite("-k", "models.retrieve")
+    finally:
+        fake.set_deviation(BASE)
+    result.assert_outcomes(failed=1)
+    test = _test(results, "models.retrieve")
+    assert test["outcome"] == "failed" and "another-model" in test["message"]
+    assert "the declared deviation did not match this failure, so it stays a failure: " in test["message"]
+    assert "it answers 404 (matches 'got: +HTTP 404: '" in test["message"]
+
+
+def test_on_an_unknown_server_version_no_declaration_applies(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+    """A version that is not PEP 440 (a nightly build's name) may be inside a declared range or not: none applies."""
+    (pytester.path / "known.yaml").write_text(RETRIEVE_404)
+    pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
+    try:
+        _retrieve_answers(fake, 404, {"detail": "Not Found"}, version=(200, {"version": "nightly-build"}))
+        result, results = suite("-k", "models.retrieve")
+    finally:
+        fake.set_deviation(BASE)
+    result.assert_outcomes(failed=1)
+    test = _test(results, "models.retrieve")
+    assert results["targets"][test["target"]]["version"] == "nightly-build"
+    assert "no declared deviation applies: the vllm version is unknown or not PEP 440 ('nightly-build')" in test["message"]
 
 
 def test_a_broken_expectations_file_fails_with_its_name(pytester: pytest.Pytester, suite) -> None:
-    (pytester.path / "known.yaml").write_text("framework: vllm\ndeviations:\n  - {check: chat.nope, reason: r, reference: u}\n")
+    (pytester.path / "known.yaml").write_text("framework: vllm\ndeviations:\n  - {check: chat.nope, versions: '>=1', matches: x, reason: r, reference: u}\n")
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
     result, _ = suite("-k", "chat.fields")
     result.assert_outcomes(errors=1)

@@ -88,7 +88,8 @@ def test_version_ranges_decide_what_applies() -> None:
     assert expectations.deviation("errors.envelope-types", "vllm", "0.32.0") is not None
     assert expectations.deviation("errors.envelope", "vllm", "0.32.0") is None
     assert expectations.deviation("errors.envelope", "vllm", "0.9.2") is not None
-    assert expectations.deviation("errors.envelope", "vllm", None) is not None  # unknown version: the framework is known to deviate
+    assert expectations.deviation("errors.envelope", "vllm", None) is None  # unknown version: no declaration applies
+    assert expectations.deviation("errors.envelope", "vllm", "a-build") is None  # not PEP 440: neither
     assert expectations.deviation("errors.envelope-types", "lmdeploy", "0.32.0") is None  # another framework's entry
     assert expectations.deviation("errors.envelope", "sglang", "0.5.23") is not None
     assert expectations.deviation("errors.envelope", "sglang", "0.5.15") is None
@@ -97,10 +98,15 @@ def test_version_ranges_decide_what_applies() -> None:
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    reason: r\n", "lacks reference"),
-        ("framework: vllm\ndeviations:\n  - check: chat.nope\n    reason: r\n    reference: u\n", "unknown check 'chat.nope'"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: 'about 3'\n    reason: r\n    reference: u\n", "PEP 440"),
-        ("framework: vllm\nunsupported:\n  - feature: telepathy\n    reason: r\n    reference: u\n", "unknown feature"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n    reason: r\n", "lacks reference"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    matches: x\n    reason: r\n    reference: u\n", r"deviations\[0\] \(chat.fields\) lacks versions"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    reason: r\n    reference: u\n", "lacks matches"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: '(x'\n    reason: r\n    reference: u\n", "not a regular expression"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n    match: y\n    reason: r\n    reference: u\n", "unknown key"),
+        ("framework: vllm\ndeviations:\n  - check: chat.nope\n    versions: '>=1'\n    matches: x\n    reason: r\n    reference: u\n", "unknown check 'chat.nope'"),
+        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: 'about 3'\n    matches: x\n    reason: r\n    reference: u\n", "PEP 440"),
+        ("framework: vllm\nunsupported:\n  - feature: n\n    reason: r\n    reference: u\n", "lacks versions"),
+        ("framework: vllm\nunsupported:\n  - feature: telepathy\n    versions: '>=1'\n    reason: r\n    reference: u\n", "unknown feature"),
         ("deviations: []\n", "framework: NAME"),
         ("framework: vllm\nfixes: []\n", "unknown key"),
     ],
@@ -111,3 +117,74 @@ def test_a_bad_expectations_file_names_file_and_entry(tmp_path: Path, text: str,
     with pytest.raises(conformance.ExpectationsError, match=match) as info:
         load_file(path, [c.id for c in conformance.REGISTRY])
     assert str(path) in str(info.value)
+
+
+def _declared(tmp_path: Path, matches: str, versions: str = ">=0.31.0") -> conformance.Expectations:
+    path = tmp_path / "vllm.yaml"
+    path.write_text(
+        "framework: vllm\ndeviations:\n"
+        f"  - {{check: models.retrieve, versions: '{versions}', matches: '{matches}', reason: it answers 404, reference: 'https://example.org/1'}}\n"
+    )
+    return load_file(path, [c.id for c in conformance.REGISTRY])
+
+
+NOT_FOUND = conformance.CheckFailure("HTTP 200 for GET /v1/models/m", 'HTTP 404: {"detail":"Not Found"}')
+OTHER_CARD = conformance.CheckFailure("the model card of 'm'", ': {"id": "other", "object": "model"}')
+
+
+def test_a_declaration_excuses_only_the_failure_it_matches(tmp_path: Path) -> None:
+    expectations = _declared(tmp_path, r"got: +HTTP 404: ")
+    assert expectations.judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged).entry is not None
+    verdict = expectations.judge("models.retrieve", "vllm", "0.32.0", OTHER_CARD.judged)
+    assert verdict.entry is None
+    assert verdict.note.startswith("the declared deviation did not match this failure, so it stays a failure: it answers 404")
+
+
+@pytest.mark.parametrize("version", [None, "", "a-nightly-build"])
+def test_an_unknown_version_gets_no_declaration_and_says_so(tmp_path: Path, version: str | None) -> None:
+    verdict = _declared(tmp_path, r"got: +HTTP 404: ").judge("models.retrieve", "vllm", version, NOT_FOUND.judged)
+    assert verdict.entry is None
+    assert verdict.note == f"no declared deviation applies: the vllm version is unknown or not PEP 440 ({version!r}); declared for >=0.31.0"
+
+
+def test_a_version_outside_the_range_gets_no_declaration(tmp_path: Path) -> None:
+    verdict = _declared(tmp_path, r"got: +HTTP 404: ", "<0.31").judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged)
+    assert verdict == type(verdict)(None, "no declared deviation applies: declared for vllm <0.31, not 0.32.0")
+    assert _declared(tmp_path, "x").judge("models.retrieve", "sglang", "0.32.0", NOT_FOUND.judged) == type(verdict)(None, "")
+
+
+def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> None:
+    """The failure text each reason describes, as the check words it: a bundled matcher that misses it would turn a
+    known deviation into a failure, and one that matches everything would hide a new one."""
+    expectations = conformance.load_expectations([], [c.id for c in conformance.REGISTRY])
+    flat = '{"object":"error","message":"messages: Field required","type":"BadRequestError","param":null,"code":400}'
+    enveloped = '{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'
+    anthropic_shape = 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
+    cases = [
+        ("vllm", "0.32.0", "errors.envelope-types", "error.param and error.code present, each a string or null", 'error.code is 400, not a string or null: ' + enveloped),
+        ("vllm", "0.9.2", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
+        ("vllm", "0.32.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
+        ("vllm", "0.32.0", "responses.stream-terminal", "event response.incomplete for a response whose status is 'incomplete'", "response.completed"),
+        ("vllm", "0.32.0", "messages.create", "a well-formed message (max_tokens 8)", "stop_sequence is 'missing' with stop_reason 'max_tokens'"),
+        ("vllm", "0.32.0", "messages.errors", anthropic_shape, 'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}'),
+        ("sglang", "0.5.23", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
+        ("sglang", "0.5.23", "errors.envelope-types", "error.param and error.code present, each a string or null", f'the body is not {{"error": {{...}}}}: {flat}'),
+        ("sglang", "0.5.23", "errors.context-overflow", "the error envelope", f'the body is not {{"error": {{...}}}}: {flat}'),
+        ("sglang", "0.5.23", "errors.context-overflow-stream", "the error envelope", f'the body is not {{"error": {{...}}}}: {flat}'),
+        ("sglang", "0.5.23", "errors.unknown-model", "HTTP 404 for an unknown model", 'HTTP 200: {"id":"x","model":"no-such-model-pytest-infer"}'),
+        ("sglang", "0.5.23", "sdk.errors", "NotFoundError for an unknown model", "no exception: the request succeeded"),
+        ("sglang", "0.5.23", "chat.seed", "the same text twice for seed 4242: 'a b'", "b a"),
+        ("sglang", "0.5.23", "stream.options-without-stream", "HTTP 400/404/422 for stream_options with stream=false", "HTTP 200: {}"),
+        ("sglang", "0.5.23", "tools.required", "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]", "tool_calls is None, not a non-empty list: {}"),
+        ("sglang", "0.5.23", "tools.named", "tool_calls calling get_time", "tool_calls is None, not a non-empty list: {}"),
+        ("sglang", "0.5.23", "tools.stream-fragments", "fragments that join into well-formed calls", "tool_calls is [], not a non-empty list; joined: {}"),
+        ("sglang", "0.5.23", "sdk.tool-stream", "calls with id, name and JSON arguments", {}),
+        ("transformers", "5.24.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
+    ]
+    declared = {(e.framework, e.name) for e in expectations.deviations}
+    assert declared == {(framework, check_id) for framework, _, check_id, _, _ in cases}, "a bundled declaration without a case here"
+    for framework, version, check_id, expected, got in cases:
+        failure = conformance.CheckFailure(expected, got)
+        assert expectations.judge(check_id, framework, version, failure.judged).entry is not None, (framework, check_id, failure.judged)
+        other = conformance.CheckFailure(expected, "HTTP 500: Internal Server Error")
+        assert expectations.judge(check_id, framework, version, other.judged).entry is None, (framework, check_id)

@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 
 from ..context import CheckContext, Exchange, object_or_empty
+from ..failures import trim
 from ..registry import check
 
 SPEC = "openai-openapi CreateChatCompletionResponse"
@@ -41,8 +42,25 @@ def content_of(data: dict[str, Any], index: int = 0) -> Any:
     return object_or_empty(choice_of(data, index).get("message")).get("content")
 
 
+REASONING = ("reasoning", "reasoning_content")  # vLLM renamed reasoning_content to reasoning
+
+
+def generated_of(data: dict[str, Any], index: int = 0) -> str | None:
+    """All a choice generated, reasoning and content: a reasoning model cut at max_tokens answers content null,
+    and two such answers agree only if their reasoning does. None where neither is a string."""
+    message = object_or_empty(choice_of(data, index).get("message"))
+    reasoning = next((message[k] for k in REASONING if isinstance(message.get(k), str)), None)
+    texts = [t for t in (reasoning, message.get("content")) if isinstance(t, str)]
+    return "".join(texts) if texts else None
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A value short enough for a line of evidence."""
+    return trim(value, limit) if isinstance(value, str) else trim(json.dumps(value, default=repr), limit)
+
+
 @check("chat.fields", "a chat completion has id, object, created, model, choices, usage", reference=SPEC)
-def fields(ctx: CheckContext) -> None:
+def fields(ctx: CheckContext) -> str:
     """Clients log ``id``, key caches on it, and read ``usage`` for billing."""
     ex, data = greedy(ctx)
     problems = []
@@ -63,23 +81,26 @@ def fields(ctx: CheckContext) -> None:
     if not isinstance(data.get("usage"), dict):
         problems.append("usage is missing")
     ctx.expect(not problems, "id, object='chat.completion', integer created, model, choices[].message, usage", f"{'; '.join(problems)}: {ex.text}", ex)
+    return f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, {len(data['choices'])} choice(s), content {shown(content_of(data))}, usage"
 
 
 @check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))
-def n_choices(ctx: CheckContext) -> None:
+def n_choices(ctx: CheckContext) -> str:
     """Best-of-n sampling in clients indexes ``choices`` by ``n``."""
     ex = ctx.offered("n", ctx.chat(max_tokens=LIMIT, temperature=1.0, n=2, seed=7))
     data = ctx.expect_json_object(ex, "n=2")
     indices = [object_or_empty(c).get("index") for c in choices_of(data)]
     ctx.expect(indices == [0, 1], "2 choices with index [0, 1]", f"{len(indices)} choice(s) with index {indices}", ex)
+    return "n=2: 2 choices with index [0, 1]"
 
 
 @check("chat.finish-reason", "finish_reason is one of the documented values", reference=f"{SPEC} (finish_reason); TGI PR #2344")
-def finish_reason(ctx: CheckContext) -> None:
+def finish_reason(ctx: CheckContext) -> str:
     """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
     ex, data = greedy(ctx)
     reasons = [object_or_empty(c).get("finish_reason") for c in choices_of(data)]
     ctx.expect(reasons and all(r in FINISH_REASONS for r in reasons), f"finish_reason in {FINISH_REASONS}", reasons, ex)
+    return f"finish_reason {reasons} of {len(reasons)} choice(s)"
 
 
 def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
@@ -98,11 +119,12 @@ def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
 
 
 @check("chat.max-tokens", "max_tokens caps the completion and hitting it gives finish_reason 'length'", reference=f"{SPEC} (max_tokens)")
-def max_tokens(ctx: CheckContext) -> None:
+def max_tokens(ctx: CheckContext) -> str:
     """A client that sees 'stop' for a cut answer shows a truncated answer as complete."""
     ex, data = greedy(ctx, max_tokens=5)
     problems = _limit_problems(data, 5)
     ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length' when 5 are used", f"{'; '.join(problems)}: {ex.text}", ex)
+    return f"max_tokens=5: completion_tokens {data['usage']['completion_tokens']}, finish_reason {choice_of(data).get('finish_reason')!r}"
 
 
 @check(
@@ -110,7 +132,7 @@ def max_tokens(ctx: CheckContext) -> None:
     "max_completion_tokens behaves exactly as max_tokens",
     reference="openai-openapi (max_completion_tokens replaces the deprecated max_tokens); vllm#19861; TGI#2925",
 )
-def max_completion_tokens(ctx: CheckContext) -> None:
+def max_completion_tokens(ctx: CheckContext) -> str:
     """Current SDK examples and o-series clients send only ``max_completion_tokens``."""
     _old_ex, old = greedy(ctx, max_tokens=5)
     body = ctx.chat_body(temperature=0, max_completion_tokens=5)
@@ -118,16 +140,13 @@ def max_completion_tokens(ctx: CheckContext) -> None:
     new = ctx.expect_json_object(ex, "max_completion_tokens=5")
     problems = _limit_problems(new, 5)
     ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex)
-    ctx.expect(
-        content_of(new) == content_of(old),
-        f"the same text as max_tokens=5 at temperature 0: {content_of(old)!r}",
-        content_of(new),
-        ex,
-    )
+    before = generated_of(old)
+    ctx.agree(before, generated_of(new), f"the same text (reasoning and content) as max_tokens=5 at temperature 0: {before!r}", ex)
+    return f"max_completion_tokens=5: completion_tokens {new['usage']['completion_tokens']}, the text of max_tokens=5: {shown(before)}"
 
 
 @check("chat.usage", "usage.total_tokens == prompt_tokens + completion_tokens", reference="openai-openapi CompletionUsage")
-def usage(ctx: CheckContext) -> None:
+def usage(ctx: CheckContext) -> str:
     """Billing and rate limiting add these numbers up."""
     ex, data = greedy(ctx)
     u = data.get("usage") or {}
@@ -139,6 +158,7 @@ def usage(ctx: CheckContext) -> None:
         u,
         ex,
     )
+    return f"usage {ints[0]} + {ints[1]} = {ints[2]} tokens"
 
 
 def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, list[str] | None]:
@@ -186,7 +206,7 @@ def stop_case(ctx: CheckContext) -> tuple[str, str, str]:
     "a stop string spanning token boundaries ends the text before it, with finish_reason 'stop'",
     reference=f"{SPEC} (stop); vllm#3574, vllm#3672, TGI#1724",
 )
-def stop(ctx: CheckContext) -> None:
+def stop(ctx: CheckContext) -> str:
     """Agents use stop strings as delimiters; a leaked delimiter breaks their parser."""
     text, stop_string, expected = stop_case(ctx)
     ex = ctx.chat(max_tokens=24, temperature=0, stop=[stop_string])
@@ -198,15 +218,17 @@ def stop(ctx: CheckContext) -> None:
         {"content": got, "finish_reason": reason},
         ex,
     )
+    return f"stop {stop_string!r} cut the greedy text {shown(text)} to {shown(got)}, finish_reason 'stop'"
 
 
 @check("chat.seed", "the same seed at the same temperature gives the same output", reference=f"{SPEC} (seed)", needs=("seed",))
-def seed(ctx: CheckContext) -> None:
+def seed(ctx: CheckContext) -> str:
     """Evaluation pipelines rely on seeds to reproduce a sample."""
     first = ctx.offered("seed", ctx.chat(max_tokens=12, temperature=1.0, seed=4242))
     second = ctx.chat(max_tokens=12, temperature=1.0, seed=4242)
-    a, b = content_of(ctx.expect_json_object(first, "seed=4242")), content_of(ctx.expect_json_object(second, "seed=4242"))
-    ctx.expect(a == b, f"the same text twice for seed 4242: {a!r}", b, second)
+    a, b = generated_of(ctx.expect_json_object(first, "seed=4242")), generated_of(ctx.expect_json_object(second, "seed=4242"))
+    ctx.agree(a, b, f"the same text twice for seed 4242: {a!r}", second)
+    return f"2 answers for seed 4242 at temperature 1, reasoning and content identical: {shown(a)}"
 
 
 RANGES: dict[str, dict[str, Any]] = {
@@ -220,16 +242,20 @@ RANGES: dict[str, dict[str, Any]] = {
 
 
 @check("chat.parameter-ranges", "out-of-range temperature, top_p, n, top_logprobs, seed get 400", reference=f"{SPEC} (parameter bounds)")
-def parameter_ranges(ctx: CheckContext) -> None:
+def parameter_ranges(ctx: CheckContext) -> str:
     """A silently clamped parameter is a client bug nobody notices."""
+    ctx.control(ctx.chat(max_tokens=2), "a chat of 2 tokens with every parameter in range")
     wrong = []
+    statuses = []
     last = None
     for name, params in RANGES.items():
         ex = ctx.chat(max_tokens=2, **params)
+        statuses.append(ex.status)
         if ex.status not in (400, 422):
             wrong.append(f"{name} -> HTTP {ex.status}: {ex.text[:120]}")
             last = last or ex
     ctx.expect(not wrong, f"HTTP 400 (or 422) for each of {', '.join(RANGES)}", "; ".join(wrong), last)
+    return f"HTTP {statuses} for {', '.join(RANGES)}; HTTP 200 for the same chat in range"
 
 
 def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
@@ -268,12 +294,13 @@ def logprobs_content(data: dict[str, Any]) -> Any:
     reference="openai-openapi ChatCompletionTokenLogprob; vllm#3179, vllm#4795",
     needs=("logprobs",),
 )
-def logprobs(ctx: CheckContext) -> None:
+def logprobs(ctx: CheckContext) -> str:
     """Confidence scoring and classification clients read ``logprobs.content``."""
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True, top_logprobs=3))
     ex, data = greedy(ctx, logprobs=True, top_logprobs=3)
     problems = logprob_problems(logprobs_content(data), content_of(data) or "", 3)
     ctx.expect(not problems, "logprobs.content: [{token, logprob <= 0, bytes, top_logprobs (3)}] joining to the content", f"{'; '.join(problems)}", ex)
+    return f"{len(logprobs_content(data))} token entries, each with logprob <= 0, bytes and 3 top_logprobs, joining to {shown(content_of(data))}"
 
 
 @check(
@@ -282,20 +309,23 @@ def logprobs(ctx: CheckContext) -> None:
     reference="openai-openapi (top_logprobs is optional); vllm#4795",
     needs=("logprobs",),
 )
-def logprobs_without_top(ctx: CheckContext) -> None:
+def logprobs_without_top(ctx: CheckContext) -> str:
     """The SDK sends ``logprobs=True`` alone; requiring ``top_logprobs`` breaks it."""
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True))
     ex, data = greedy(ctx, logprobs=True)
     problems = logprob_problems(logprobs_content(data), content_of(data) or "", 0)
     ctx.expect(not problems, "logprobs.content with empty top_logprobs", "; ".join(problems), ex)
+    return f"{len(logprobs_content(data))} token entries with empty top_logprobs, joining to {shown(content_of(data))}"
 
 
 @check("chat.logprobs-off", "logprobs=false gives logprobs: null", reference="openai-openapi (choices[].logprobs nullable)")
-def logprobs_off(ctx: CheckContext) -> None:
+def logprobs_off(ctx: CheckContext) -> str:
     """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
     ex, data = greedy(ctx, logprobs=False)
-    got = [object_or_empty(c).get("logprobs") for c in choices_of(data)]
+    answered = [c for c in choices_of(data) if isinstance(object_or_empty(c).get("message"), dict)]
+    got = [c.get("logprobs") for c in ctx.nonempty(answered, "choice with a message in the answer", ex)]
     ctx.expect(all(v is None for v in got), "logprobs null (or absent) in every choice", got, ex)
+    return f"logprobs null in {len(got)} answered choice(s) of logprobs=false"
 
 
 def not_json_start(data: dict[str, Any]) -> bool:
@@ -309,7 +339,7 @@ def not_json_start(data: dict[str, Any]) -> bool:
     reference="openai-openapi ResponseFormatJsonObject",
     needs=("response_format",),
 )
-def json_object(ctx: CheckContext) -> None:
+def json_object(ctx: CheckContext) -> str:
     """JSON mode is a contract: the client calls ``json.loads`` on the content without a guard."""
     messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
     json_object = {"type": "json_object"}
@@ -325,6 +355,7 @@ def json_object(ctx: CheckContext) -> None:
     except ValueError as exc:
         ctx.fail("content that json.loads accepts", f"{exc}: {text!r}", ex)
     ctx.expect(isinstance(value, dict), "a JSON object", text, ex)
+    return f"json_object: content parses to an object with {len(value)} key(s): {shown(text)}"
 
 
 @check(
@@ -333,7 +364,7 @@ def json_object(ctx: CheckContext) -> None:
     reference="openai-openapi ResponseFormatJsonSchema",
     needs=("response_format",),
 )
-def json_schema(ctx: CheckContext) -> None:
+def json_schema(ctx: CheckContext) -> str:
     """Structured outputs are parsed straight into typed objects (``client.beta.chat.completions.parse``)."""
     rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}
     messages = [{"role": "user", "content": "Give a person as JSON."}]
@@ -344,6 +375,7 @@ def json_schema(ctx: CheckContext) -> None:
         jsonschema.validate(json.loads(text), SCHEMA)
     except (ValueError, jsonschema.ValidationError) as exc:
         ctx.fail(f"content valid against {json.dumps(SCHEMA)}", f"{str(exc).splitlines()[0]}: {text!r}", ex)
+    return f"json_schema: content valid against the schema: {shown(text)}"
 
 
 @check(
@@ -352,10 +384,13 @@ def json_schema(ctx: CheckContext) -> None:
     reference="openai-openapi ResponseFormatJsonSchema (json_schema.name required); LMDeploy#2771",
     needs=("response_format",),
 )
-def json_schema_missing(ctx: CheckContext) -> None:
+def json_schema_missing(ctx: CheckContext) -> str:
     """A malformed request is the client's error and must say so."""
+    whole = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}}
+    ctx.control(ctx.chat(max_tokens=4, response_format=whole), "response_format json_schema with its schema", feature="response_format")
     ex = ctx.chat(max_tokens=4, response_format={"type": "json_schema"})
     ctx.expect_client_error(ex, "response_format json_schema without json_schema")
+    return f"HTTP {ex.status} for json_schema without a schema; HTTP 200 with one"
 
 
 def _json_object(data: dict[str, Any]) -> bool:
@@ -389,7 +424,7 @@ FIELD_TOKENS = 24  # long enough for the greedy text to repeat a token, which th
     reference=f"{SPEC} (request body); openai-conformance.md (silently ignored parameters)",
     severity="warning",
 )
-def request_fields(ctx: CheckContext) -> None:
+def request_fields(ctx: CheckContext) -> str:
     """A field a server takes with 200 and does not apply is a setting the client believes in and never got;
     a new version that stops applying one breaks clients with no error anywhere."""
     _, control = greedy(ctx, max_tokens=FIELD_TOKENS)
@@ -409,6 +444,7 @@ def request_fields(ctx: CheckContext) -> None:
     if ctx.request_fields is not None:
         ctx.request_fields("POST /v1/chat/completions", statuses)
     ctx.expect(not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last)
+    return "; ".join(f"{name} {status}" for name, status in statuses.items())
 
 
 CACHE_PROMPT = "The quick brown fox jumps over the lazy dog. " * 12  # about 540 tokens: whole cache blocks
@@ -425,7 +461,7 @@ def _count(value: Any) -> bool:
     reference=f"{SPEC} (CompletionUsage: prompt_tokens_details, completion_tokens_details)",
     severity="warning",
 )
-def usage_details(ctx: CheckContext) -> None:
+def usage_details(ctx: CheckContext) -> str:
     """Cost dashboards bill cached tokens at a discount; a count outside the total, or none on an obvious
     cache hit, misprices every request."""
     from ...outcomes import NotExercised
@@ -445,3 +481,5 @@ def usage_details(ctx: CheckContext) -> None:
     repeat = usages[1].get("prompt_tokens_details")
     if isinstance(repeat, dict):
         ctx.expect(repeat["cached_tokens"] > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
+    details = [{k: u[k] for k in ("prompt_tokens_details", "completion_tokens_details") if u.get(k) is not None} for u in usages]
+    return f"usage details of 2 answers to one long prompt, within their totals: {shown(details, 160)}"

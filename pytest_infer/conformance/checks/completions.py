@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from ..registry import check
+from .chat import shown
 
 SPEC = "openai-openapi CreateCompletionResponse"
 PROMPT = "Once upon a time"
 
 
 @check("completions.fields", "a completion has id, object 'text_completion', created, choices[].text, usage", reference=SPEC, needs=("completions",))
-def fields(ctx: CheckContext) -> None:
+def fields(ctx: CheckContext) -> str:
     """Evaluation harnesses (lm-eval) still drive servers through /v1/completions."""
     ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
     data = ctx.expect_json_object(ex, "a completion")
@@ -28,10 +29,11 @@ def fields(ctx: CheckContext) -> None:
     if not all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens")) or u["prompt_tokens"] + u["completion_tokens"] != u["total_tokens"]:
         problems.append(f"usage {u} does not add up")
     ctx.expect(not problems, "id, object='text_completion', integer created, choices[].text, usage that adds up", f"{'; '.join(problems)}: {ex.text}", ex)
+    return f"id, object 'text_completion', created, text {shown(data['choices'][0]['text'])}, usage {u['prompt_tokens']} + {u['completion_tokens']} = {u['total_tokens']}"
 
 
 @check("completions.prompt-list-n", "a list of 2 prompts with n=2 gives 4 choices indexed 0..3", reference=f"{SPEC} (prompt: array; n)", needs=("completions", "prompt_list", "n"))
-def prompt_list_n(ctx: CheckContext) -> None:
+def prompt_list_n(ctx: CheckContext) -> str:
     """Batch scoring sends prompt lists and maps results back by ``index``."""
     ctx.offered("completions", ctx.completion(max_tokens=2))
     ctx.offered("prompt_list", ctx.completion(prompt=["The sky is", "The sea is"], max_tokens=2))
@@ -39,10 +41,11 @@ def prompt_list_n(ctx: CheckContext) -> None:
     data = ctx.expect_json_object(ex, "prompt list x n")
     indices = sorted((c.get("index") if isinstance(c, dict) else c for c in data.get("choices") or []), key=str)
     ctx.expect(indices == [0, 1, 2, 3], "choices with index 0, 1, 2, 3", indices, ex)
+    return "2 prompts x n=2: 4 choices with index 0, 1, 2, 3"
 
 
 @check("completions.echo", "echo=true returns the prompt followed by the completion", reference=f"{SPEC} (echo)", needs=("completions", "echo"))
-def echo(ctx: CheckContext) -> None:
+def echo(ctx: CheckContext) -> str:
     """Perplexity scoring echoes the prompt to read its logprobs."""
     ctx.offered("completions", ctx.completion(max_tokens=2))
     ex = ctx.offered("echo", ctx.completion(echo=True, max_tokens=4, temperature=0))
@@ -50,6 +53,7 @@ def echo(ctx: CheckContext) -> None:
     first = (data.get("choices") or [{}])[0]
     text = first.get("text") if isinstance(first, dict) else None
     ctx.expect(isinstance(text, str) and text.startswith(PROMPT) and len(text) > len(PROMPT), f"text starting with the prompt {PROMPT!r}, then more", text, ex)
+    return f"echo=true: the prompt, then {shown(str(text)[len(PROMPT):])}"
 
 
 @check(
@@ -58,7 +62,7 @@ def echo(ctx: CheckContext) -> None:
     reference="openai-openapi CreateCompletionResponse.choices[].logprobs",
     needs=("completions", "logprobs"),
 )
-def logprobs(ctx: CheckContext) -> None:
+def logprobs(ctx: CheckContext) -> str:
     """Scoring scripts zip these four lists; a length mismatch silently misaligns them."""
     ctx.offered("completions", ctx.completion(max_tokens=2))
     ex = ctx.offered("logprobs", ctx.completion(logprobs=2, max_tokens=6, temperature=0))
@@ -77,13 +81,16 @@ def logprobs(ctx: CheckContext) -> None:
     offsets = lp["text_offset"]
     ctx.expect(all(isinstance(o, int) for o in offsets) and offsets == sorted(offsets), "non-decreasing text_offset", offsets, ex)
     ctx.expect(all(isinstance(t, str) for t in lp["tokens"]) and "".join(lp["tokens"]) == choice.get("text"), f"tokens joining to the text {choice.get('text')!r}", lp["tokens"], ex)
+    return f"logprobs=2: 4 lists of {lengths['tokens']} entries, token_logprobs <= 0, offsets in order, tokens joining to {shown(choice.get('text'))}"
 
 
 @check("completions.stream", "a streamed completion sends text deltas equal to the non-streamed text, then [DONE]", reference=f"{SPEC} (stream)", needs=("completions",))
-def stream(ctx: CheckContext) -> None:
+def stream(ctx: CheckContext) -> str:
     """Streaming clients append each ``text``; a cumulative text repeats the answer."""
-    plain = ctx.expect_json_object(ctx.offered("completions", ctx.completion(max_tokens=12, temperature=0)), "a completion")
-    expected = (plain.get("choices") or [{}])[0].get("text")
+    whole = ctx.offered("completions", ctx.completion(max_tokens=12, temperature=0))
+    plain = ctx.expect_json_object(whole, "a completion")
+    first = (plain.get("choices") or [{}])[0]
+    expected = ctx.nonempty(first.get("text") if isinstance(first, dict) else None, "text in the non-streamed completion to compare", whole)
     ex = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
     chunks = ctx.expect_stream(ex, "a streamed completion")
     objects = {c.get("object") for c in chunks}
@@ -91,3 +98,4 @@ def stream(ctx: CheckContext) -> None:
     text = "".join((ch.get("text") or "") if isinstance(ch, dict) else str(ch) for c in chunks for ch in c.get("choices") or [])
     ctx.expect(text == expected, f"deltas joining to the non-streamed text {expected!r}", text, ex)
     ctx.expect_framing(ex, "a streamed completion")
+    return f"{len(chunks)} chunks of object 'text_completion' joining to the non-streamed text {shown(expected)}, then [DONE]"

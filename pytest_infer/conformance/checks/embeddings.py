@@ -33,7 +33,7 @@ def first_vector(ctx: CheckContext, ex: Exchange, what: str) -> list[float]:
 
 
 @check("embeddings.fields", "embeddings have data[i].object 'embedding', index, a float vector, and usage", reference=SPEC, needs=("embeddings",))
-def fields(ctx: CheckContext) -> None:
+def fields(ctx: CheckContext) -> str:
     """RAG pipelines map ``data[i].index`` back to their inputs."""
     ex = plain(ctx)
     data = ctx.expect_json_object(ex, "embeddings")
@@ -42,10 +42,11 @@ def fields(ctx: CheckContext) -> None:
     ctx.expect([d.get("index") for d in items] == [0, 1], "data with index 0 and 1", [d.get("index") for d in items], ex)
     ctx.expect(all(d.get("object") == "embedding" and isinstance(d.get("embedding"), list) and d["embedding"] for d in items), "object 'embedding' with a float list", items[:1], ex)
     ctx.expect(isinstance(data.get("usage"), dict) and isinstance(data["usage"].get("prompt_tokens"), int), "usage.prompt_tokens", data.get("usage"), ex)
+    return f"2 embeddings with index 0 and 1, {len(items[0]['embedding'])} floats each, usage.prompt_tokens {data['usage']['prompt_tokens']}"
 
 
 @check("embeddings.base64", "encoding_format base64 decodes to the same vector as float", reference=f"{SPEC}; vllm#5734, llama.cpp#10887", needs=("embeddings",))
-def base64_format(ctx: CheckContext) -> None:
+def base64_format(ctx: CheckContext) -> str:
     """The SDK asks for base64 by default and decodes float32 little-endian."""
     floats = first_vector(ctx, plain(ctx), "float embeddings")
     ex = embed(ctx, encoding_format="base64")
@@ -61,15 +62,18 @@ def base64_format(ctx: CheckContext) -> None:
         ctx.fail("a base64 string of float32 values", f"{exc}: {str(blob)[:200]}", ex)
     close = len(vector) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(vector, floats))
     ctx.expect(close, f"the float vector ({len(floats)} values)", f"{len(vector)} values: {vector[:4]}", ex)
+    return f"base64 decodes to the {len(floats)} float32 values of encoding_format=float"
 
 
 @check("embeddings.dimensions", "dimensions is honoured or refused with 400", reference=f"{SPEC} (dimensions)", needs=("embeddings",), severity="warning")
-def dimensions(ctx: CheckContext) -> None:
-    """A silently ignored ``dimensions`` breaks a vector index of fixed width."""
-    plain(ctx)
+def dimensions(ctx: CheckContext) -> str:
+    """A silently ignored ``dimensions`` breaks a vector index of fixed width; a refusal is an answer, once the same
+    request without ``dimensions`` is seen to succeed."""
+    full = len(first_vector(ctx, ctx.control(embed(ctx, encoding_format="float"), "embeddings without dimensions", feature="embeddings"), "float embeddings"))
     ex = embed(ctx, encoding_format="float", dimensions=8)
     if ex.status in (400, 422):
-        return
+        return f"dimensions=8 refused with HTTP {ex.status}; {full} values without it"
     data = ctx.expect_json_object(ex, "dimensions=8")
     lengths = [len(d["embedding"]) if isinstance(d, dict) and isinstance(d.get("embedding"), list) else None for d in data.get("data") or []]
     ctx.expect(lengths and all(n == 8 for n in lengths), "vectors of 8 values, or HTTP 400", lengths, ex)
+    return f"dimensions=8: {len(lengths)} vectors of 8 values ({full} without it)"

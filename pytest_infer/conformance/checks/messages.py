@@ -5,6 +5,7 @@ from typing import Any
 
 from ..context import CheckContext, Exchange, object_or_empty
 from ..registry import check
+from .chat import shown
 
 REFERENCE = "Anthropic API reference: Messages (create, streaming, count tokens, errors)"
 PATH = "/v1/messages"
@@ -34,7 +35,7 @@ def _count(value: Any) -> bool:
 
 
 @check("messages.create", "a message: id, type, role, text content blocks, a stop_reason, stop_sequence and usage", reference=REFERENCE, needs=("messages",))
-def create_fields(ctx: CheckContext) -> None:
+def create_fields(ctx: CheckContext) -> str:
     """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop sequence ended the turn."""
     ex, m = create(ctx)
     problems = [f"{k} is {m.get(k)!r}" for k, want in (("type", "message"), ("role", "assistant")) if m.get(k) != want]
@@ -50,10 +51,11 @@ def create_fields(ctx: CheckContext) -> None:
     if not (isinstance(u, dict) and _count(u.get("input_tokens")) and _count(u.get("output_tokens")) and 0 < u["output_tokens"] <= LIMIT):
         problems.append(f"usage is {u!r}")
     ctx.expect(not problems, f"a well-formed message (max_tokens {LIMIT})", "; ".join(problems), ex)
+    return f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, stop_sequence null, usage {m['usage']}"
 
 
 @check("messages.stop-sequence", "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut before it", reference=REFERENCE, needs=("messages",))
-def stop_sequence(ctx: CheckContext) -> None:
+def stop_sequence(ctx: CheckContext) -> str:
     """Agents stop generation on their own markers and read which one fired."""
     _, free = create(ctx, max_tokens=24)
     text = text_of(free) or ""
@@ -64,10 +66,11 @@ def stop_sequence(ctx: CheckContext) -> None:
     got = {"stop_reason": m.get("stop_reason"), "stop_sequence": m.get("stop_sequence"), "text": text_of(m)}
     want = {"stop_reason": "stop_sequence", "stop_sequence": stop, "text": text[: text.index(stop)]}
     ctx.expect(got == want, str(want), got, ex)
+    return f"stop_sequences [{stop!r}]: stop_reason 'stop_sequence', the sequence named, text {shown(want['text'])}"
 
 
 @check("messages.stream-events", "a stream: message_start, content blocks with text deltas, message_delta with the stop reason, message_stop", reference=REFERENCE, needs=("messages",))
-def stream_events(ctx: CheckContext) -> None:
+def stream_events(ctx: CheckContext) -> str:
     """The SDK's ``messages.stream`` builds the message from exactly this sequence; ping events may come anywhere."""
     _, whole = create(ctx)
     ex = ctx.offered("messages", ctx.stream(PATH, body(ctx), terminated=False))
@@ -87,16 +90,18 @@ def stream_events(ctx: CheckContext) -> None:
     got = {"text": text, "stop_reason": object_or_empty(final.get("delta")).get("stop_reason"), "output_tokens": object_or_empty(final.get("usage")).get("output_tokens")}
     want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": object_or_empty(whole.get("usage")).get("output_tokens")}
     ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
+    return f"{len(events)} events in order ({len(started)} content block(s)), text, stop_reason and output_tokens of the non-streamed message"
 
 
 @check("messages.count-tokens", "/v1/messages/count_tokens counts what the message bills as usage.input_tokens", reference=REFERENCE, needs=("messages",))
-def count_tokens(ctx: CheckContext) -> None:
+def count_tokens(ctx: CheckContext) -> str:
     """Clients trim history to a budget with count_tokens before they send."""
     counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
     n = ctx.expect_json_object(counted, "POST /v1/messages/count_tokens").get("input_tokens")
     _, m = create(ctx)
     billed = object_or_empty(m.get("usage")).get("input_tokens")
     ctx.expect(_count(n) and n == billed, f"input_tokens = the message's usage.input_tokens ({billed})", n, counted)
+    return f"count_tokens {n} = the message's usage.input_tokens"
 
 
 def anthropic_error_problems(data: Any) -> list[str]:
@@ -108,9 +113,10 @@ def anthropic_error_problems(data: Any) -> list[str]:
 
 
 @check("messages.errors", "bad input gets 4xx with the Anthropic error shape", reference=REFERENCE, needs=("messages",))
-def errors(ctx: CheckContext) -> None:
+def errors(ctx: CheckContext) -> str:
     """Anthropic clients read ``error.type`` (invalid_request_error, ...), not the OpenAI envelope."""
-    create(ctx)
+    ctx.control(ctx.post(PATH, body(ctx)), "the same message with max_tokens", feature="messages")
     bad = ctx.post(PATH, {"model": ctx.model, "messages": ASK})  # max_tokens is required
     ctx.expect_client_error(bad, "a message without max_tokens")
     ctx.expect_envelope(bad, anthropic_error_problems, 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}')
+    return f"a message without max_tokens: HTTP {bad.status}, error.type {bad.data['error']['type']!r}; a message with it answered"

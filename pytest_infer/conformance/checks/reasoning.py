@@ -17,7 +17,7 @@ def _named(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 @check("chat.reasoning", "reasoning comes under one name, outside content, the same in the answer and in its stream", reference=REFERENCE)
-def reasoning(ctx: CheckContext) -> None:
+def reasoning(ctx: CheckContext) -> str:
     """A client reads one field; a stream that names it otherwise than the answer, or thinking left in content, breaks it."""
     ex = ctx.chat(max_tokens=64, temperature=0)
     message = ((ctx.expect_json_object(ex, "a chat completion").get("choices") or [{}])[0]).get("message") or {}
@@ -35,3 +35,5 @@ def reasoning(ctx: CheckContext) -> None:
     ctx.expect(streamed == answered, "the streamed reasoning to join into the message's", streamed, stream)
     content = str(message.get("content") or "")
     ctx.expect(not any(tag in content for tag in THINK_TAGS), "content without <think> tags: the reasoning parsed out of it", content, ex)
+    (name, text), = answered.items()
+    return f"reasoning under {name!r} ({len(text)} chars), the same joined from the stream; content without <think> tags"

@@ -12,6 +12,7 @@ import jsonschema
 
 from ..context import CheckContext, Exchange, StreamExchange, object_or_empty
 from ..registry import check
+from .chat import shown
 
 REFERENCE = "OpenAI API reference: Responses (create, retrieve, cancel, streaming events)"
 PATH = "/v1/responses"
@@ -69,7 +70,7 @@ def _problems(r: dict[str, Any]) -> list[str]:
 
 
 @check("responses.create", "a response object: id, created_at, status, an assistant message of output_text parts", reference=REFERENCE, needs=("responses",))
-def create_fields(ctx: CheckContext) -> None:
+def create_fields(ctx: CheckContext) -> str:
     """What ``client.responses.create(...).output_text`` reads; a cut-off answer says why it is incomplete.
 
     Sent without ``stream``, as the SDK sends it: a non-streamed answer is the default."""
@@ -78,10 +79,11 @@ def create_fields(ctx: CheckContext) -> None:
     data = ctx.expect_json_object(ex, "POST /v1/responses without stream (a JSON response by default)")
     problems = _problems(data)
     ctx.expect(not problems, "a well-formed response", "; ".join(problems), ex)
+    return f"a response with id, created_at, status {data['status']!r}, output_text {shown(output_text(data))}"
 
 
 @check("responses.usage", "usage: input, output and total tokens that add up, within max_output_tokens, details within totals", reference=REFERENCE, needs=("responses",))
-def usage(ctx: CheckContext) -> None:
+def usage(ctx: CheckContext) -> str:
     """Billing and context budgeting read the Responses usage names (input/output, not prompt/completion)."""
     ex, data = create(ctx)
     u = data.get("usage")
@@ -95,6 +97,7 @@ def usage(ctx: CheckContext) -> None:
         value = object_or_empty(u.get(details)).get(key) if details in u else 0
         within = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= counts[total]
         ctx.expect(within, f"{details}.{key} an integer within {total} ({counts[total]})", {details: u.get(details)}, ex)
+    return f"usage {counts['input_tokens']} + {counts['output_tokens']} = {counts['total_tokens']} tokens, details within them"
 
 
 def _stream(ctx: CheckContext) -> tuple[StreamExchange, list[dict[str, Any]]]:
@@ -103,7 +106,7 @@ def _stream(ctx: CheckContext) -> tuple[StreamExchange, list[dict[str, Any]]]:
 
 
 @check("responses.stream-events", "a stream: response.created first, sequence numbers 0, 1, 2..., deltas that join into the final text", reference=REFERENCE, needs=("responses",))
-def stream_events(ctx: CheckContext) -> None:
+def stream_events(ctx: CheckContext) -> str:
     """The SDK's event accumulator relies on the order and on item ids it has seen announced."""
     ex, events = _stream(ctx)
     types = [e["type"] for e in events]
@@ -119,10 +122,11 @@ def stream_events(ctx: CheckContext) -> None:
     assert isinstance(final, dict)
     joined = "".join(str(d.get("delta", "")) for d in deltas)
     ctx.expect(joined == output_text(final), f"the deltas to join into the final response's text {output_text(final)!r}", joined, ex)
+    return f"{len(events)} events from response.created, numbered 0..{len(events) - 1}, {len(deltas)} deltas joining to {shown(joined)}"
 
 
 @check("responses.stream-terminal", "a stream ends with exactly one terminal event, named for the response's status", reference=REFERENCE, needs=("responses",))
-def stream_terminal(ctx: CheckContext) -> None:
+def stream_terminal(ctx: CheckContext) -> str:
     """A client stops reading at response.completed / .incomplete / .failed and branches on which it got."""
     ex, events = _stream(ctx)
     terminals = [i for i, e in enumerate(events) if e["type"] in TERMINAL]
@@ -130,10 +134,11 @@ def stream_terminal(ctx: CheckContext) -> None:
     last = events[-1]
     status = object_or_empty(last.get("response")).get("status")
     ctx.expect(TERMINAL[last["type"]] == status, f"event response.{status} for a response whose status is {status!r}", last["type"], ex)
+    return f"one terminal event, the last of {len(events)}: {last['type']} for status {status!r}"
 
 
 @check("responses.structured", "text.format json_schema gives output text that validates against the schema", reference=REFERENCE, needs=("responses", "response_format"))
-def structured(ctx: CheckContext) -> None:
+def structured(ctx: CheckContext) -> str:
     """Responses take the schema under ``text.format``, not ``response_format``; a server that drops it answers free text."""
     fmt = {"format": {"type": "json_schema", "name": "answer", "schema": SCHEMA, "strict": True}}
     ex, data = create(ctx, text=fmt, max_output_tokens=32)
@@ -144,6 +149,7 @@ def structured(ctx: CheckContext) -> None:
         ctx.fail("JSON that validates against the schema", text, ex)
     errors = [e.message for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(value)]
     ctx.expect(not errors, f"JSON valid against {json.dumps(SCHEMA)}", f"{text} ({'; '.join(errors)})", ex)
+    return f"text.format json_schema: output text {shown(text)} valid against the schema"
 
 
 def _stored(ctx: CheckContext) -> tuple[dict[str, Any], Exchange, dict[str, Any]]:
@@ -154,15 +160,18 @@ def _stored(ctx: CheckContext) -> tuple[dict[str, Any], Exchange, dict[str, Any]
 
 
 @check("responses.retrieve", "a response created with store: true comes back whole from GET /v1/responses/{id}", reference=REFERENCE, needs=("responses",))
-def retrieve(ctx: CheckContext) -> None:
+def retrieve(ctx: CheckContext) -> str:
     """Background jobs and audit trails fetch a response after the fact."""
     created, ex, got = _stored(ctx)
+    ctx.nonempty(created.get("id"), "id in the created response", ex)
+    ctx.nonempty(output_text(created), "output_text in the created response", ex)
     same = {k: (created.get(k), got.get(k)) for k in ("id", "status") if created.get(k) != got.get(k)}
     ctx.expect(not same and output_text(got) == output_text(created), f"the created response (id, status, text {output_text(created)!r})", same or output_text(got), ex)
+    return f"GET {PATH}/{created['id']}: the same id, status {created.get('status')!r} and text {shown(output_text(got))}"
 
 
 @check("responses.chain", "previous_response_id carries the earlier turn: the next response bills its tokens as input", reference=REFERENCE, needs=("responses",))
-def chain(ctx: CheckContext) -> None:
+def chain(ctx: CheckContext) -> str:
     """Multi-turn clients send only the new message and the id of the last response."""
     first, _, _ = _stored(ctx)
     _, alone = create(ctx, input="And then?")
@@ -170,12 +179,13 @@ def chain(ctx: CheckContext) -> None:
     before, after = (object_or_empty(r.get("usage")).get("input_tokens") for r in (alone, chained))
     carried = object_or_empty(first.get("usage")).get("input_tokens")
     ctx.expect(isinstance(before, int) and isinstance(after, int) and isinstance(carried, int) and after >= before + carried, f"input_tokens >= {before} + the first turn's {carried}", after, ex2)
+    return f"chained input_tokens {after} >= {before} alone + {carried} of the first turn"
 
 
 @check("responses.cancel", "a background response can be cancelled; a finished or unknown one is refused with the error envelope", reference=REFERENCE, needs=("responses",))
-def cancel(ctx: CheckContext) -> None:
+def cancel(ctx: CheckContext) -> str:
     """Long agent runs are started with background: true and cancelled from another request."""
-    ex = ctx.offered("responses_store", ctx.post(PATH, body(ctx, store=True, background=True, max_output_tokens=256)))
+    ex = ctx.control(ctx.post(PATH, body(ctx, store=True, background=True, max_output_tokens=256)), "a background response", feature="responses_store")
     data = ctx.expect_json_object(ex, "a background response")
     ctx.expect(data.get("status") in ("queued", "in_progress", "completed", "incomplete"), "status queued or in_progress (or already done)", data.get("status"), ex)
     done = ctx.post(f"{PATH}/{data.get('id')}/cancel", {})
@@ -189,14 +199,16 @@ def cancel(ctx: CheckContext) -> None:
     unknown = ctx.post(f"{PATH}/resp_does_not_exist/cancel", {})
     ctx.expect(unknown.status == 404, "HTTP 404 for cancelling an unknown response id", f"HTTP {unknown.status}: {unknown.text}", unknown)
     ctx.expect_envelope(unknown)
+    return f"cancelling a {data.get('status')} background response: HTTP {done.status} {shown(done.text, 80)}; an unknown id: HTTP 404 with the envelope"
 
 
 @check("responses.errors", "bad input and an unknown id get 4xx with the error envelope", reference=REFERENCE, needs=("responses",))
-def errors(ctx: CheckContext) -> None:
+def errors(ctx: CheckContext) -> str:
     """The SDK turns the envelope into ``openai.BadRequestError`` / ``NotFoundError`` with the server's message."""
-    ctx.offered("responses", ctx.post(PATH, body(ctx)))
+    ctx.control(ctx.post(PATH, body(ctx)), "the same response with max_output_tokens 8", feature="responses")
     bad = ctx.post(PATH, body(ctx, max_output_tokens=-1))
     ctx.expect_refused(bad, "max_output_tokens: -1")
     missing = ctx.get(f"{PATH}/resp_does_not_exist")
     ctx.expect(missing.status == 404, "HTTP 404 for an unknown response id", f"HTTP {missing.status}: {missing.text}", missing)
     ctx.expect_envelope(missing)
+    return f"max_output_tokens -1: HTTP {bad.status} with the envelope; an unknown id: HTTP 404 with the envelope; the good request answered"

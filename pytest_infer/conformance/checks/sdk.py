@@ -12,7 +12,7 @@ from typing import Any
 from ..context import USER, CheckContext
 from ..registry import check
 from . import messages, responses
-from .chat import LIMIT, content_of, greedy
+from .chat import LIMIT, content_of, greedy, shown
 from .embeddings import first_vector, plain
 from .tools import ASK, TIME, WEATHER
 
@@ -24,12 +24,19 @@ def _sdk_error(ctx: CheckContext, exc: Exception, what: str, curl: str) -> None:
 
 
 def _greedy_text(ctx: CheckContext) -> tuple[str, dict[str, Any], str]:
+    """The raw greedy text, "" where the answer has none: the SDK is called anyway (a crash is a finding), and
+    ``_compared`` then refuses to call two missing texts the same."""
     ex, data = greedy(ctx)
-    return content_of(data) or "", data, ex.curl
+    text = content_of(data)
+    return text if isinstance(text, str) else "", data, ex.curl
+
+
+def _compared(ctx: CheckContext, text: str | None, curl: str) -> str:
+    return str(ctx.nonempty(text, "text in the raw answer to compare the SDK's with", curl))
 
 
 @check("sdk.chat", "the sync SDK returns the same message and usage as the raw response", reference=SPEC)
-def chat(ctx: CheckContext) -> None:
+def chat(ctx: CheckContext) -> str:
     """``client.chat.completions.create`` is the one call every user makes."""
     text, raw, curl = _greedy_text(ctx)
     try:
@@ -37,12 +44,13 @@ def chat(ctx: CheckContext) -> None:
         got = {"content": resp.choices[0].message.content, "total_tokens": resp.usage.total_tokens if resp.usage else None, "id": resp.id}
     except Exception as exc:  # noqa: BLE001 - any SDK exception (or a field it cannot reach) is the finding
         _sdk_error(ctx, exc, "a chat completion", curl)
-    want = {"content": text, "total_tokens": (raw.get("usage") or {}).get("total_tokens")}
+    want = {"content": _compared(ctx, text, curl), "total_tokens": (raw.get("usage") or {}).get("total_tokens")}
     ctx.expect(got["content"] == want["content"] and got["total_tokens"] == want["total_tokens"] and got["id"], f"SDK fields equal to the raw ones {want} and an id", got, curl)
+    return f"the SDK's content {shown(text)}, total_tokens {want['total_tokens']} and id equal to the raw answer's"
 
 
 @check("sdk.chat-async", "the async SDK returns the same message as the raw response", reference=SPEC)
-async def chat_async(ctx: CheckContext) -> None:
+async def chat_async(ctx: CheckContext) -> str:
     """Async servers (FastAPI apps, agents) use ``AsyncOpenAI``."""
     text, _, curl = _greedy_text(ctx)
     try:
@@ -51,7 +59,8 @@ async def chat_async(ctx: CheckContext) -> None:
             content = resp.choices[0].message.content
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat completion", curl)
-    ctx.expect(content == text, f"the raw content {text!r}", content, curl)
+    ctx.expect(content == _compared(ctx, text, curl), f"the raw content {text!r}", content, curl)
+    return f"the async SDK's content equal to the raw answer's {shown(text)}"
 
 
 def _stream_text(chunks: list[Any]) -> tuple[str, Any, list[str]]:
@@ -62,7 +71,7 @@ def _stream_text(chunks: list[Any]) -> tuple[str, Any, list[str]]:
 
 
 @check("sdk.chat-stream", "the sync SDK stream yields the non-streamed text, one finish_reason, and usage", reference=SPEC)
-def chat_stream(ctx: CheckContext) -> None:
+def chat_stream(ctx: CheckContext) -> str:
     """``for chunk in client.chat.completions.create(stream=True)`` is how chat UIs render."""
     text, _, curl = _greedy_text(ctx)
     try:
@@ -70,11 +79,13 @@ def chat_stream(ctx: CheckContext) -> None:
         got, usage, reasons = _stream_text(list(stream))
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat stream", curl)
-    ctx.expect(got == text and len(reasons) == 1 and usage is not None, f"text {text!r}, one finish_reason, a usage chunk", {"text": got, "finish_reasons": reasons, "usage": str(usage)}, curl)
+    got_all = {"text": got, "finish_reasons": reasons, "usage": str(usage)}
+    ctx.expect(got == _compared(ctx, text, curl) and len(reasons) == 1 and usage is not None, f"text {text!r}, one finish_reason, a usage chunk", got_all, curl)
+    return f"the SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}, a usage chunk"
 
 
 @check("sdk.chat-stream-async", "the async SDK stream yields the non-streamed text", reference=SPEC)
-async def chat_stream_async(ctx: CheckContext) -> None:
+async def chat_stream_async(ctx: CheckContext) -> str:
     """``async for chunk in await client.chat.completions.create(stream=True)``."""
     text, _, curl = _greedy_text(ctx)
     try:
@@ -83,14 +94,17 @@ async def chat_stream_async(ctx: CheckContext) -> None:
             got, _, reasons = _stream_text([c async for c in stream])
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat stream", curl)
-    ctx.expect(got == text and len(reasons) == 1, f"text {text!r} and one finish_reason", {"text": got, "finish_reasons": reasons}, curl)
+    ctx.expect(got == _compared(ctx, text, curl) and len(reasons) == 1, f"text {text!r} and one finish_reason", {"text": got, "finish_reasons": reasons}, curl)
+    return f"the async SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}"
 
 
 @check("sdk.errors", "the SDK raises the status's exception class with the server's message", reference=f"{SPEC} (openai.BadRequestError, NotFoundError)")
-def errors(ctx: CheckContext) -> None:
+def errors(ctx: CheckContext) -> str:
     """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
     import openai
 
+    ctx.control(ctx.chat(max_tokens=2), "the same chat with messages, for the served model")
+    raised = []
     cases: list[tuple[dict[str, Any], tuple[type[openai.APIStatusError], ...], str]] = [
         ({"messages": []}, (openai.BadRequestError, openai.UnprocessableEntityError), "an empty messages list"),
         ({"model": "no-such-model-pytest-infer"}, (openai.NotFoundError,), "an unknown model"),
@@ -102,32 +116,35 @@ def errors(ctx: CheckContext) -> None:
             ctx.openai().chat.completions.create(**params)
         except classes as exc:
             ctx.expect(isinstance(exc.message, str) and exc.message and exc.body is not None, "an exception carrying the server's message and body", repr(exc), curl)
+            raised.append(f"{type(exc).__name__} for {what}")
             continue
         except Exception as exc:  # noqa: BLE001
             ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", f"{type(exc).__name__}: {exc}", curl)
         ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", "no exception: the request succeeded", curl)
+    return f"{'; '.join(raised)}, each with the server's message; HTTP 200 for the good chat"
 
 
 @check("sdk.errors-stream-async", "the async SDK raises BadRequestError for a streamed request without messages", reference=SPEC)
-async def errors_stream_async(ctx: CheckContext) -> None:
+async def errors_stream_async(ctx: CheckContext) -> str:
     """An error must surface when the stream is opened, where users wrap it in try/except."""
     import openai
 
+    ctx.control(ctx.chat_stream(max_tokens=2), "the same stream with messages")
     params = {"model": ctx.model, "messages": [], "max_tokens": 2, "stream": True}
     curl = ctx.curl("POST", "/v1/chat/completions", params, stream=True)
     try:
         async with ctx.async_openai() as client:
             stream = await client.chat.completions.create(**params)
             chunks = [c async for c in stream]
-    except (openai.BadRequestError, openai.UnprocessableEntityError):
-        return
+    except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+        return f"{type(exc).__name__} ({exc.status_code}) when the stream without messages was opened; the stream with messages ran"
     except Exception as exc:  # noqa: BLE001
         ctx.fail("BadRequestError when the stream is opened", f"{type(exc).__name__}: {exc}", curl)
     ctx.fail("BadRequestError when the stream is opened", f"a stream of {len(chunks)} chunks", curl)
 
 
 @check("sdk.completions", "the sync and async SDK consume completions and their streams", reference=SPEC, needs=("completions",))
-async def completions(ctx: CheckContext) -> None:
+async def completions(ctx: CheckContext) -> str:
     """``client.completions.create`` still backs evaluation harnesses."""
     ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
     choices = ctx.expect_json_object(ex, "a completion").get("choices")
@@ -144,10 +161,11 @@ async def completions(ctx: CheckContext) -> None:
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "completions", curl)
     ctx.expect(got["sync"] == text and got["async stream"] == text, f"the raw text {text!r} both ways", got, curl)
+    return f"the sync completion and the async stream both gave the raw text {shown(text)}"
 
 
 @check("sdk.tool-stream", "the SDK assembles a streamed tool call into valid JSON arguments", reference=SPEC, needs=("tools",))
-def tool_stream(ctx: CheckContext) -> None:
+def tool_stream(ctx: CheckContext) -> str:
     """Agent frameworks accumulate ``delta.tool_calls`` by index exactly like this."""
     from ..failures import Inconclusive
 
@@ -179,10 +197,11 @@ def tool_stream(ctx: CheckContext) -> None:
     except ValueError:
         parsed = None
     ctx.expect(calls and parsed is not None and all(c["id"] and c["name"] for c in calls.values()), "calls with id, name and JSON arguments", calls, curl)
+    return f"the SDK assembled {len(calls)} streamed call(s) " + ", ".join(f"{c['name']}({shown(c['arguments'], 40)})" for c in calls.values())
 
 
 @check("sdk.embeddings", "the SDK's default (base64) embeddings decode to the float vector", reference=f"{SPEC}; vllm#5734", needs=("embeddings",))
-def embeddings(ctx: CheckContext) -> None:
+def embeddings(ctx: CheckContext) -> str:
     """``client.embeddings.create`` asks for base64 unless told otherwise."""
     floats = first_vector(ctx, plain(ctx), "float embeddings")
     curl = ctx.curl("POST", "/v1/embeddings", {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"})
@@ -192,8 +211,9 @@ def embeddings(ctx: CheckContext) -> None:
         _sdk_error(ctx, exc, "embeddings", curl)
     # the SDK hands on an embedding that is not a base64 string as the server sent it: judged, never a crash
     numbers = isinstance(got, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in got)
-    shown = got[:4] if isinstance(got, list) else got
-    ctx.expect(numbers and len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)), f"{len(floats)} floats equal to encoding_format=float", shown, curl)
+    head = got[:4] if isinstance(got, list) else got
+    ctx.expect(numbers and len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)), f"{len(floats)} floats equal to encoding_format=float", head, curl)
+    return f"the SDK's default embedding: {len(floats)} floats equal to encoding_format=float"
 
 
 def _greedy_response(ctx: CheckContext) -> tuple[str | None, str]:
@@ -202,7 +222,7 @@ def _greedy_response(ctx: CheckContext) -> tuple[str | None, str]:
 
 
 @check("sdk.responses", "the sync SDK's responses client returns the raw output_text, and its stream ends in the same response", reference=SPEC, needs=("responses",))
-def responses_sync(ctx: CheckContext) -> None:
+def responses_sync(ctx: CheckContext) -> str:
     """``client.responses.create(...).output_text`` and ``for event in client.responses.create(stream=True)``."""
     text, curl = _greedy_response(ctx)
     params = {"model": ctx.model, "input": responses.INPUT, "max_output_tokens": responses.LIMIT, "temperature": 0}
@@ -213,11 +233,13 @@ def responses_sync(ctx: CheckContext) -> None:
         final = events[-1].response.output_text if events and hasattr(events[-1], "response") else None
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a response and its stream", curl)
-    ctx.expect(got == text and deltas == text and final == text, f"output_text, joined deltas and the final response's text all {text!r}", {"output_text": got, "deltas": deltas, "final": final}, curl)
+    seen = {"output_text": got, "deltas": deltas, "final": final}
+    ctx.expect(got == _compared(ctx, text, curl) and deltas == text and final == text, f"output_text, joined deltas and the final response's text all {text!r}", seen, curl)
+    return f"the SDK's output_text, its {len(events)} streamed events' deltas and final response all {shown(text)}"
 
 
 @check("sdk.responses-async", "the async SDK's responses client returns the raw output_text", reference=SPEC, needs=("responses",))
-async def responses_async(ctx: CheckContext) -> None:
+async def responses_async(ctx: CheckContext) -> str:
     """``await client.responses.create(...)`` in async agent frameworks."""
     text, curl = _greedy_response(ctx)
     try:
@@ -225,7 +247,8 @@ async def responses_async(ctx: CheckContext) -> None:
             got = (await client.responses.create(model=ctx.model, input=responses.INPUT, max_output_tokens=responses.LIMIT, temperature=0)).output_text
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a response", curl)
-    ctx.expect(got == text, f"the raw output_text {text!r}", got, curl)
+    ctx.expect(got == _compared(ctx, text, curl), f"the raw output_text {text!r}", got, curl)
+    return f"the async SDK's output_text equal to the raw {shown(text)}"
 
 
 @check(
@@ -234,7 +257,7 @@ async def responses_async(ctx: CheckContext) -> None:
     reference="the anthropic Python SDK (anthropic.Anthropic)",
     needs=("messages",),
 )
-def anthropic_sdk(ctx: CheckContext) -> None:
+def anthropic_sdk(ctx: CheckContext) -> str:
     """Claude clients pointed at the server: ``client.messages.create`` and ``client.messages.stream``."""
     ex, raw = messages.create(ctx)
     want = {"text": messages.text_of(raw), "stop_reason": raw.get("stop_reason")}
@@ -250,3 +273,4 @@ def anthropic_sdk(ctx: CheckContext) -> None:
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a message and its stream", ex.curl)
     ctx.expect(got == want and built == want, f"the raw message's {want}, created and streamed", {"created": got, "streamed": built}, ex.curl)
+    return f"the anthropic SDK's created and streamed messages: the raw text {shown(want['text'])}, stop_reason {want['stop_reason']!r}"

@@ -16,7 +16,7 @@ def _token_ids(value: Any) -> bool:
 
 
 @check("tokenize.round-trip", "/tokenize gives integer ids and their count; /detokenize gives the text back", reference=REFERENCE, needs=("tokenize",))
-def round_trip(ctx: CheckContext) -> None:
+def round_trip(ctx: CheckContext) -> str:
     """A client that trims a prompt to fit in tokens relies on ids that decode to what it sent."""
     ex = ctx.offered("tokenize", ctx.post("/tokenize", {"model": ctx.model, "prompt": TEXT, "add_special_tokens": False}))
     data = ctx.expect_json_object(ex, "POST /tokenize")
@@ -27,13 +27,15 @@ def round_trip(ctx: CheckContext) -> None:
     back = ctx.post("/detokenize", {"model": ctx.model, "tokens": tokens})
     text = ctx.expect_json_object(back, "POST /detokenize").get("prompt")
     ctx.expect(text == TEXT, f"the text sent: {TEXT!r}", text, back)
+    return f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it"
 
 
 @check("tokenize.chat-count", "/tokenize of a chat counts what the chat completion bills as prompt_tokens", reference=REFERENCE, needs=("tokenize",))
-def chat_count(ctx: CheckContext) -> None:
+def chat_count(ctx: CheckContext) -> str:
     """A client budgets context with /tokenize; a count that is not the billed one overflows or wastes it."""
     ex = ctx.offered("tokenize", ctx.post("/tokenize", {"model": ctx.model, "messages": ASK}))
     count = ctx.expect_json_object(ex, "POST /tokenize with messages").get("count")
     answer = ctx.chat(messages=ASK, max_tokens=2)
     billed = (ctx.expect_json_object(answer, "the same chat").get("usage") or {}).get("prompt_tokens")
     ctx.expect(isinstance(count, int) and count == billed, f"the chat's usage.prompt_tokens ({billed})", count, ex)
+    return f"/tokenize counts {count} tokens for the chat, its usage.prompt_tokens {billed}"

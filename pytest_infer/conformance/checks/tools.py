@@ -8,6 +8,7 @@ from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange
 from ..failures import Inconclusive
 from ..registry import check
+from .chat import shown
 
 SPEC = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionToolChoiceOption"
 WEATHER = {
@@ -95,6 +96,11 @@ def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], l
     return calls, problems
 
 
+def described(calls: list[Any]) -> str:
+    """Calls as evidence: how many, and each one's name and arguments."""
+    return f"{len(calls)} call(s) " + ", ".join(f"{c['function']['name']}({shown(c['function']['arguments'], 40)})" for c in calls)
+
+
 def no_call(data: dict[str, Any]) -> bool:
     """A forced call that produced no tool_calls is judged at once, not retried, unless it was cut off at
     max_tokens with nothing shown (the server held back a call it could not finish)."""
@@ -111,26 +117,28 @@ def forced_call(ctx: CheckContext, tool_choice: Any, **params: Any) -> tuple[Exc
 
 
 @check("tools.required", "tool_choice 'required' yields at least one well-formed call", reference=f"{SPEC}; vllm#53255", needs=("tools",))
-def required(ctx: CheckContext) -> None:
+def required(ctx: CheckContext) -> str:
     """Agents use 'required' to force an action; no call (or a malformed one) stalls them."""
     ex, data = forced_call(ctx, "required")
     choice = (data.get("choices") or [{}])[0]
     problems = call_problems((choice.get("message") or {}).get("tool_calls"), ("get_weather", "get_time"))
     ctx.expect(not problems, "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]", f"{'; '.join(problems)}: {ex.text}", ex)
     ctx.expect(choice.get("finish_reason") in ("tool_calls", "stop"), "finish_reason 'tool_calls' (or 'stop', as OpenAI sends for forced calls)", choice.get("finish_reason"), ex)
+    return f"tool_choice 'required': {described(choice['message']['tool_calls'])}, finish_reason {choice['finish_reason']!r}"
 
 
 @check("tools.named", "a named tool_choice calls that tool", reference=SPEC, needs=("tools",))
-def named(ctx: CheckContext) -> None:
+def named(ctx: CheckContext) -> str:
     """A named tool_choice is a routing decision the client has made; another tool is wrong."""
     ex, data = forced_call(ctx, {"type": "function", "function": {"name": "get_time"}})
     calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls")
     problems = call_problems(calls, ("get_time",))
     ctx.expect(not problems, "tool_calls calling get_time", f"{'; '.join(problems)}: {ex.text}", ex)
+    return f"tool_choice get_time: {described(calls or [])}"
 
 
 @check("tools.none", "tool_choice 'none' yields no call and a text answer", reference=SPEC, needs=("tools",))
-def none(ctx: CheckContext) -> None:
+def none(ctx: CheckContext) -> str:
     """'none' lets a client keep tools in context while asking for prose."""
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, "none") | {"max_tokens": 8}))
     data = ctx.expect_json_object(ex, "tool_choice='none'")
@@ -138,6 +146,7 @@ def none(ctx: CheckContext) -> None:
     message = choice.get("message") or {}
     ctx.expect(not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls", "no tool_calls", message, ex)
     ctx.expect(isinstance(message.get("content"), str), "a string content", message, ex)
+    return f"tool_choice 'none': no tool call, finish_reason {choice.get('finish_reason')!r}, content {shown(message['content'])}"
 
 
 @check(
@@ -146,7 +155,7 @@ def none(ctx: CheckContext) -> None:
     reference="openai-openapi ChatCompletionMessageToolCallChunk; sglang#5661, sglang#6310",
     needs=("tools",),
 )
-def stream_fragments(ctx: CheckContext) -> None:
+def stream_fragments(ctx: CheckContext) -> str:
     """The SDK's stream accumulator keys fragments by ``index`` and needs the ``id`` up front."""
     for attempt in range(3):
         ex = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=1234 + attempt))
@@ -161,10 +170,11 @@ def stream_fragments(ctx: CheckContext) -> None:
     ctx.expect(not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex)
     problems = call_problems([calls[i] for i in sorted(calls)], ("get_weather", "get_time"))
     ctx.expect(not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex)
+    return f"{len(chunks)} chunks joining by index into {described([calls[i] for i in sorted(calls)])}"
 
 
 @check("tools.result-message", "a tool result (role 'tool') in the next turn is accepted", reference="openai-openapi ChatCompletionRequestToolMessage", needs=("tools",))
-def result_message(ctx: CheckContext) -> None:
+def result_message(ctx: CheckContext) -> str:
     """Every tool loop sends the result back; a 4xx there ends the conversation."""
     messages = ASK + [
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
@@ -172,7 +182,9 @@ def result_message(ctx: CheckContext) -> None:
     ]
     ex = ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0))
     data = ctx.expect_json_object(ex, "a conversation with a tool result")
-    ctx.expect(isinstance(((data.get("choices") or [{}])[0].get("message") or {}).get("content"), str), "a text answer", ex.text, ex)
+    content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
+    ctx.expect(isinstance(content, str), "a text answer", ex.text, ex)
+    return f"a turn after a tool result answered with text {shown(content)}"
 
 
 @check(
@@ -182,7 +194,7 @@ def result_message(ctx: CheckContext) -> None:
     needs=("tools",),
     capable_model=True,
 )
-def auto(ctx: CheckContext) -> None:
+def auto(ctx: CheckContext) -> str:
     """The default mode of every agent framework; only a real model decides to call."""
     for choice in ("auto", None):
         ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, choice, temperature=0) | {"max_tokens": 256}))
@@ -190,6 +202,7 @@ def auto(ctx: CheckContext) -> None:
         ch = (data.get("choices") or [{}])[0]
         problems = call_problems((ch.get("message") or {}).get("tool_calls"), ("get_weather",))
         ctx.expect(not problems and ch.get("finish_reason") == "tool_calls", "a get_weather call with finish_reason 'tool_calls'", f"{'; '.join(problems)}: {ex.text}", ex)
+    return "tool_choice 'auto' and no tool_choice: each a get_weather call with finish_reason 'tool_calls'"
 
 
 PARALLEL_ASK = [{"role": "user", "content": "What is the weather in Paris and the time in Tokyo? Call both tools."}]
@@ -201,7 +214,7 @@ PARALLEL_ASK = [{"role": "user", "content": "What is the weather in Paris and th
     reference="openai-openapi parallel_tool_calls, ChatCompletionMessageToolCallChunk; sglang#6310",
     needs=("tools",),
 )
-def parallel(ctx: CheckContext) -> None:
+def parallel(ctx: CheckContext) -> str:
     """Parallel calls in a stream break again and again (SGLang, LMDeploy, gateways): each index is one call."""
     ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
@@ -217,3 +230,4 @@ def parallel(ctx: CheckContext) -> None:
     ctx.expect(not problems, "fragments that join into well-formed calls, one per index", f"{'; '.join(problems)}; joined: {joined}", streamed)
     names = [c["function"]["name"] for c in calls]
     ctx.expect([joined[i]["function"]["name"] for i in sorted(joined)] == names, f"the same calls as the non-streamed answer ({names})", joined, streamed)
+    return f"{len(calls)} parallel calls {names} with distinct ids, the same joined from the stream by index 0..{len(calls) - 1}"
