@@ -153,3 +153,20 @@ def test_the_whole_suite_earns_no_pass_against_a_null_server(suite, mode):
     tests = json.loads((suite.path / "report" / "results.json").read_text())["tests"]
     assert len(tests) > len(BAD_SCHEMAS)
     assert [t["nodeid"] for t in tests if t["outcome"] == "passed"] == []
+
+
+def test_a_corpus_case_of_refused_and_cut_off_answers_is_inconclusive_with_its_counts(suite):
+    """Seeds refused and seeds cut off, none valid: neither a pass nor "unsupported"; the case's row counts them."""
+    case = CORPUS["length-with-pattern"]
+
+    def request(path: str, body: dict):
+        return (400, error_body("not this seed")) if schema_of(body) == case.schema and body["seed"] % 2 == 0 else None
+
+    cut = answering(lambda schema: ('"a', "length") if schema == case.schema else (json.dumps(KNOWN.get(key(schema))), "stop"))
+    with FakeServer(Deviation(request=request, response=cut.response, events=cut.events)) as server:
+        results = run(suite, server, "test_corpus.py", "-k", "response_format and not stream and length-with-pattern")
+    (only,) = results.values()
+    assert only["outcome"] == "skipped"
+    assert "inconclusive: length-with-pattern: 0 valid answer(s) of 3 (rejected 2, truncated 1); a verdict needs at least 1" in only["message"]
+    (table,) = json.loads((suite.path / "report" / "results.json").read_text())["structured"].values()
+    assert table["case:length-with-pattern"] == {"rejected": 2, "truncated": 1}
