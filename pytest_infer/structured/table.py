@@ -1,4 +1,8 @@
-"""The structured suite's results: per target, JSON-Schema keyword x outcome class, counted in requests."""
+"""The structured suite's results: per target, JSON-Schema keyword (and corpus case) x outcome class, counted in requests.
+
+A corpus case counts in its own row, ``case:NAME`` (``CASE_ROW``), besides its keywords' rows: the gate compares
+its share of valid answers as it compares a keyword's.
+"""
 from __future__ import annotations
 
 import re
@@ -39,11 +43,20 @@ def rise_p_value(before: tuple[int, int], after: tuple[int, int]) -> float:
 SHARE_TESTS = (
     (WRONG_KEYWORD, "regression", "improvement"),  # silent wrong answers and errors
     (frozenset({"rejected"}), "regression", "improvement"),  # support dropped or gained
-    (frozenset({"truncated"}), "change", "change"),  # answers cut off at max_tokens: a property of the model's text
+    # answers the grammar was judged on: fewer (cut off at max_tokens, refused) is less of the schema honoured
+    (frozenset({"valid"}), "improvement", "regression"),
+    (frozenset({"truncated"}), "change", "change"),  # cut off more, with no other share moving: the model's text
 )
+CASE_ROW = "case:"  # the row prefix of a corpus case (keyword rows never hold it)
 
 
-def _keyword_finding(keyword: str, old: dict[str, int], new: dict[str, int], pairing: Pairing) -> Finding | None:
+def case_row(name: str) -> str:
+    return f"{CASE_ROW}{name}"
+
+
+def _row_finding(row: str, old: dict[str, int], new: dict[str, int], pairing: Pairing) -> Finding | None:
+    """A keyword's or a case's finding (area ``keyword`` or ``case``; a case is named without its prefix)."""
+    area, subject = ("case", row.removeprefix(CASE_ROW)) if row.startswith(CASE_ROW) else ("keyword", row)
     o, n = keyword_status(old), keyword_status(new)
     moved = []
     for classes, rise, fall in SHARE_TESTS:
@@ -55,13 +68,13 @@ def _keyword_finding(keyword: str, old: dict[str, int], new: dict[str, int], pai
         label = "/".join(sorted(classes))
         detail = f"{label} {b[0]}/{b[1]} -> {a[0]}/{a[1]} (one-sided Fisher p={p:.3g})"
         if p < pairing.alpha:
-            return Finding(rise if up else fall, "keyword", pairing.label, keyword, o, n, f"{detail}; {_counts_text(old)} -> {_counts_text(new)}")
+            return Finding(rise if up else fall, area, pairing.label, subject, o, n, f"{detail}; {_counts_text(old)} -> {_counts_text(new)}")
         moved.append(detail)
     if o == n:
         return None  # the shares that moved did so within chance, and the one-word status did not move
     if not moved:  # one class traded for another of the same group (invalid for error)
-        return Finding("change", "keyword", pairing.label, keyword, o, n, f"{_counts_text(old)} -> {_counts_text(new)}")
-    return Finding("noise", "keyword", pairing.label, keyword, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})")
+        return Finding("change", area, pairing.label, subject, o, n, f"{_counts_text(old)} -> {_counts_text(new)}")
+    return Finding("noise", area, pairing.label, subject, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})")
 
 
 # Failure messages that mean the server answered and the answer broke the schema: silent wrong output.
@@ -106,38 +119,51 @@ class StructuredTable(TargetTable):
                 for klass, n in cells.items():
                     self.count(target, keyword, klass, n)
 
-    def by_keyword(self) -> dict[str, dict[str, dict[str, int]]]:
-        """``{keyword: {target: {class: count}}}``, keywords sorted."""
+    def by_row(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{row: {target: {class: count}}}`` for every row, keywords and cases, sorted."""
         out: dict[str, dict[str, dict[str, int]]] = {}
         for target, rows in self.counts.items():
-            for keyword, counts in rows.items():
-                out.setdefault(keyword, {})[target] = dict(counts)
+            for row, counts in rows.items():
+                out.setdefault(row, {})[target] = dict(counts)
         return dict(sorted(out.items()))
 
+    def by_keyword(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{keyword: {target: {class: count}}}``, keywords sorted (the ``all`` row included, cases not)."""
+        return {row: cells for row, cells in self.by_row().items() if not row.startswith(CASE_ROW)}
+
+    def by_case(self) -> dict[str, dict[str, dict[str, int]]]:
+        """``{case: {target: {class: count}}}``: the corpus cases, named without their row prefix."""
+        return {row.removeprefix(CASE_ROW): cells for row, cells in self.by_row().items() if row.startswith(CASE_ROW)}
+
     def sections(self) -> list[Section]:
-        rows = {
-            keyword: {t: Cell(keyword_status(c), keyword_status(c), _counts_text(c)) for t, c in cells.items()}
-            for keyword, cells in self.by_keyword().items()
-        }
-        return [Section("Structured output: keyword x outcome", "structured keyword", rows)] if rows else []
+        def rows(table: dict[str, dict[str, dict[str, int]]]) -> dict[str, dict[str, Cell]]:
+            def cell(counts: dict[str, int]) -> Cell:
+                return Cell(keyword_status(counts), keyword_status(counts), _counts_text(counts))
+
+            return {name: {t: cell(c) for t, c in cells.items()} for name, cells in table.items()}
+
+        parts = [("Structured output: keyword x outcome", "structured keyword", rows(self.by_keyword())),
+                 ("Structured output: corpus case x outcome", "structured case", rows(self.by_case()))]
+        return [Section(title, heading, found) for title, heading, found in parts if found]
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        """Per keyword, the share of wrong answers (and of refusals) before and after, with a one-sided Fisher exact test.
+        """Per keyword and per corpus case, the shares of wrong, refused and valid answers before and after,
+        each with a one-sided Fisher exact test at the pairing's alpha.
 
-        A keyword's one-word status saturates: once one answer is wrong it cannot get worse. The share
-        can, and a test on it keeps a sampled run's luck (a few more answers cut off, one schema the model
-        happened to break) from being called a regression. A significant rise is a regression, a fall an
-        improvement; a moved share or status below significance is noise; a significant move in the
-        share of cut-off answers is a change.
+        A row's one-word status saturates: once one answer is wrong it cannot get worse. The shares
+        can, and a test on them keeps a sampled run's luck (a few more answers cut off, one schema the
+        model happened to break) from being called a regression. More wrong answers or refusals, or
+        fewer valid ones (answers now cut off at the token limit: the grammar was judged on less), are a
+        regression when significant; the reverse an improvement; a move below significance is noise.
         """
-        before = baseline.by_keyword() if isinstance(baseline, StructuredTable) else {}
-        after = self.by_keyword()
+        before = baseline.by_row() if isinstance(baseline, StructuredTable) else {}
+        after = self.by_row()
         found = []
-        for keyword in sorted(set(before) | set(after)):
-            old, new = before.get(keyword, {}).get(pairing.baseline), after.get(keyword, {}).get(pairing.candidate)
+        for row in sorted(set(before) | set(after)):
+            old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
             if old is None or new is None:
                 continue
-            finding = _keyword_finding(keyword, old, new, pairing)
+            finding = _row_finding(row, old, new, pairing)
             if finding is not None:
                 found.append(finding)
         return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import record_evidence, refusal_problem, run_case
+from pytest_infer.structured.checks import positive_control, record_evidence, refusal_problem, refused_everything, run_case
 from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
 
 pytestmark = pytest.mark.structured
@@ -15,19 +15,24 @@ def test_known_bug_class(case_name, structured_request_path, structured_runner, 
     case = CORPUS[case_name]
     result = run_case(structured_runner, structured_request_path, case.schema, case.instance)
     for attempt in result.attempts:
-        structured_record(attempt)
+        structured_record(attempt, case=case_name)
     if result.failures:
         record_evidence(infer_record, result.failures[0])
         head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds broke the schema ({case.bug})"
         pytest.fail(head + "\n" + "\n\n".join(a.describe() for a in result.failures), pytrace=False)
     if result.all_rejected:
+        if (problem := refused_everything(structured_runner)) is not None:
+            raise Inconclusive(f"{case_name}: {problem}")
         raise Unsupported(case_name, result.attempts[0].verdict.message)
-    if result.all_truncated:
-        raise Inconclusive(f"every seed ran into the token limit ({result.attempts[0].body['max_tokens']} tokens)")
+    if (problem := result.too_few_valid) is not None:
+        raise Inconclusive(f"{case_name}: {problem} (token budget {result.attempts[0].body['max_tokens']})")
 
 
 def test_invalid_schema_is_rejected(structured_request_path, structured_runner, infer_record):
-    """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200."""
+    """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200; judged only
+    once the same route answered a known-good schema validly (a route that refuses everything proves nothing)."""
+    if (problem := positive_control(structured_runner, structured_request_path).problem) is not None:
+        raise Inconclusive(problem)
     attempt = structured_runner.run(INVALID_SCHEMA, structured_request_path, 64, fresh=True, refuse=True)
     if (problem := refusal_problem(attempt)) is not None:
         record_evidence(infer_record, attempt)

@@ -1,7 +1,9 @@
 """Generated schemas (Hypothesis): stored reproducers first, then a seeded sweep, each failure shrunk.
 
 Invalid output, server errors and hangs fail; a clean 4xx counts as an
-unsupported keyword, truncation at the token budget is counted, not failed.
+unsupported keyword, truncation at the token budget is counted, not failed. A pass
+needs valid answers: at least one, and ``MIN_VALID_SHARE`` of the accepted schemas;
+with fewer the sweep is inconclusive, with its counts.
 """
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from collections import Counter
 
 import pytest
 
-from pytest_infer.outcomes import Unsupported
+from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.structured import Outcome
-from pytest_infer.structured.checks import record_evidence
+from pytest_infer.structured.checks import MIN_VALID_SHARE, record_evidence, refused_everything, too_few_valid
 from pytest_infer.structured.explore import explore, replay
 from pytest_infer.structured.store import write_sweep
 
@@ -56,4 +58,8 @@ def test_generated_schemas(
     if problems:
         pytest.fail(f"{summary}\n\n" + "\n\n".join(problems), pytrace=False)
     if report.attempts and all(a.verdict.outcome is Outcome.REJECTED for a in report.attempts):
+        if (problem := refused_everything(structured_runner)) is not None:
+            raise Inconclusive(f"{summary}: {problem}")
         raise Unsupported(f"json_schema via {structured_request_path.name}", f"every schema was refused: {report.attempts[0].verdict.message}")
+    if (problem := too_few_valid(report.attempts, 1, MIN_VALID_SHARE)) is not None:
+        raise Inconclusive(f"{summary}: {problem}")

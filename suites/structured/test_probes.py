@@ -1,10 +1,12 @@
 """Grammar probes: per keyword, the model is pushed (logit_bias, greedy) towards exactly what the
-grammar must mask; a masked token that gets through breaks the schema, whatever the model."""
+grammar must mask; a masked token that gets through breaks the schema, whatever the model. A probe passes
+only on a valid answer: one cut at the token limit has not shown the mask working."""
 from __future__ import annotations
 
 import pytest
 
 from pytest_infer import InferClient, Unsupported
+from pytest_infer.outcomes import Inconclusive
 from pytest_infer.structured import Outcome
 from pytest_infer.structured.checks import record_evidence
 from pytest_infer.structured.probes import BY_ID, body, require_bias, token_ids
@@ -30,3 +32,5 @@ def test_grammar_masks(probe_id, probe_bias_applies, infer_client, structured_ru
     if verdict.outcome.failed:
         record_evidence(infer_record, attempt)
         pytest.fail(f"{probe.id}: the grammar let through {probe.push!r} at {probe.where}\n{attempt.describe()}", pytrace=False)
+    if verdict.outcome is not Outcome.VALID:
+        raise Inconclusive(f"{probe.id}: the answer is {verdict.signature}, not valid, so the mask at {probe.where} was not seen working: {attempt.output!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import probe_support, record_evidence
+from pytest_infer.structured.checks import probe_support, record_evidence, refused_everything
 
 pytestmark = pytest.mark.structured
 
@@ -15,6 +15,8 @@ def test_schema_is_honoured(structured_request_path, structured_runner, structur
         structured_record(attempt)
     infer_record("infer_structured_support", f"{structured_request_path.name}: {support.word}")
     if support.word == "rejected":
+        if (problem := refused_everything(structured_runner)) is not None:
+            raise Inconclusive(problem)
         raise Unsupported(f"json_schema via {structured_request_path.name}", support.detail)
     if support.word == "inconclusive":
         raise Inconclusive(support.detail)

@@ -36,12 +36,14 @@ def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
     assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
 
 
-def test_a_keyword_whose_share_of_wrong_answers_rises_significantly_is_a_regression():
+def test_a_keyword_whose_share_of_wrong_answers_or_of_valid_ones_moves_significantly_is_a_regression():
+    """Wrong answers rise under ``pattern``; under ``enum`` valid answers fall, cut off at the token limit instead."""
     candidate = session("0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}})
     gate = compare(session("0.31.0"), candidate, RULES)
-    assert kinds(gate) == [("change", "keyword", "enum"), ("regression", "keyword", "pattern")]
-    assert gate.regressions[0].detail.startswith("error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000")
-    assert gate.regressions[0].detail.endswith("; 40 valid -> 30 valid, 10 invalid")
+    assert kinds(gate) == [("regression", "keyword", "enum"), ("regression", "keyword", "pattern")]
+    assert gate.regressions[0].detail == "valid 40/40 -> 30/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 truncated"
+    assert gate.regressions[1].detail.startswith("error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000")
+    assert gate.regressions[1].detail.endswith("; 40 valid -> 30 valid, 10 invalid")
 
 
 def test_a_keyword_already_failing_that_fails_far_more_often_is_still_a_regression():
@@ -56,14 +58,16 @@ def test_a_share_that_moves_within_chance_does_not_gate():
     assert same_status.findings == []
     one_wrong_answer = compare(session("0.31.0"), session("0.32.0", keywords={"minItems": {"valid": 39, "invalid": 1}}))
     assert not one_wrong_answer.failed and kinds(one_wrong_answer) == [("noise", "keyword", "minItems")]
-    assert one_wrong_answer.findings[0].detail == "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)"
+    assert one_wrong_answer.findings[0].detail == (
+        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
 
 
 def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_improves():
     cases = {  # baseline class -> candidate class: kind
         ("valid", "invalid"): "regression", ("truncated", "invalid"): "regression", ("rejected", "error"): "regression",
         ("valid", "rejected"): "regression", ("invalid", "rejected"): "improvement", ("error", "valid"): "improvement",
-        ("rejected", "valid"): "improvement", ("valid", "truncated"): "change", ("invalid", "error"): "change",
+        ("rejected", "valid"): "improvement", ("valid", "truncated"): "regression", ("truncated", "valid"): "improvement",
+        ("invalid", "error"): "change",
     }
     for (old, new), kind in cases.items():
         gate = compare(session("0.31.0", keywords={"enum": {old: 40}}), session("0.32.0", keywords={"enum": {new: 40}}))
@@ -318,10 +322,30 @@ def test_keyword_findings_carry_the_pair_both_statuses_and_the_test_that_decided
     assert finding({"valid": 30, "invalid": 10}, {"valid": 40}) == (
         "improvement", "keyword", pair, "enum", "invalid", "valid", "error/invalid 10/40 -> 0/40 (one-sided Fisher p=0.000515); 30 valid, 10 invalid -> 40 valid")
     assert finding({"valid": 40}, {"valid": 39, "invalid": 1}) == (
-        "noise", "keyword", pair, "enum", "valid", "invalid", "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
+        "noise", "keyword", pair, "enum", "valid", "invalid",
+        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
     assert finding({"invalid": 40}, {"error": 40}) == ("change", "keyword", pair, "enum", "invalid", "error", "40 invalid -> 40 error")
     assert finding({"valid": 40}, {"valid": 20, "rejected": 20})[:1] == ("regression",)  # support dropped
-    assert finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "change"  # cut off more often: the model's text, not wrong
+    assert finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "regression"  # cut off more often: less of the schema judged
     # a share is compared only where both sides counted answers; the pair's alpha decides
     assert compare(session("0.31.0", keywords={"enum": {"valid": 0}}), session("0.32.0", keywords={"enum": {"invalid": 3}})).findings[0].kind == "change"
     assert finding({"valid": 40}, {"valid": 30, "invalid": 10}, alpha=0.0001)[0] == "noise"
+
+
+def test_a_structured_case_whose_valid_answers_turn_into_truncated_ones_fails_the_gate_naming_it():
+    """The keyword rows may hide it among many schemas; the case's own row shows it: 9 valid -> 9 cut off."""
+    baseline, candidate = session("0.31.0"), session("0.32.0")
+    baseline.table("structured").count("vllm", "case:length-with-pattern", "valid", 9)
+    candidate.table("structured").count("vllm", "case:length-with-pattern", "truncated", 9)
+    gate = compare(baseline, candidate)
+    assert gate.failed and gate.verdict == "FAIL: 1 regression"
+    (found,) = gate.regressions
+    assert (found.area, found.subject, found.before, found.after) == ("case", "length-with-pattern", "valid", "truncated")
+    assert found.detail == "valid 9/9 -> 0/9 (one-sided Fisher p=2.06e-05); 9 valid -> 9 truncated"
+    assert found.line().startswith("[case] length-with-pattern: valid -> truncated (vllm 0.31.0 -> vllm 0.32.0)")
+
+
+def test_twenty_valid_answers_that_become_twenty_truncated_ones_are_a_regression_not_a_pass():
+    gate = compare(session("0.31.0", keywords={"enum": {"valid": 20}}), session("0.32.0", keywords={"enum": {"truncated": 20}}))
+    assert gate.verdict == "FAIL: 1 regression" and kinds(gate) == [("regression", "keyword", "enum")]
+    assert gate.regressions[0].detail.endswith("; 20 valid -> 20 truncated")

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from pytest_infer.structured.probes import BIAS, BY_ID, CONTROL_PUSH, PROBES, body  # noqa: E402
+from pytest_infer.structured.strategies import KEYWORDS  # noqa: E402
 from pytest_infer.testing.fakeserver import Deviation, FakeServer  # noqa: E402
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
@@ -21,7 +22,12 @@ MASKED = {
     "maximum": "5", "exclusiveMaximum": "5", "minimum": "3", "integer": "7", "enum": '"red"', "const": '"ok"',
     "additionalProperties": '{"a": 1}', "required": '{"a": 1}', "minItems": "[1, 2, 3]", "maxItems": "[1, 2]",
     "boolean": "true", "string-control-characters": '"\\n\\t"',
+    "pattern": '"abc"', "format": '"2024-01-01"', "exclusiveMinimum": "7", "multipleOf": "5", "properties": '{"a": true}',
+    "items": "[true]", "prefixItems": "[false]", "uniqueItems": "[true, false]", "anyOf": "null", "oneOf": "true", "allOf": '"red"',
+    "$ref": "false",
 }  # fmt: skip
+# Keywords the sweep generates that no probe is named after, and the probe that constrains them.
+PROBED_BY = {"type": "integer", "$defs": "$ref"}
 
 
 def tokenize(path: str, request: dict):
@@ -92,6 +98,18 @@ def test_a_grammar_that_masks_every_push_passes_every_probe(suite):
         ("additionalProperties", ('{"a": 1, "z": 2}', "stop"), "Additional properties are not allowed ('z' was unexpected)"),
         ("minItems", ("[1]", "stop"), "is too short"),
         ("string-control-characters", ('"\t\t"', "stop"), "Invalid control character"),
+        ("pattern", ('"abz"', "stop"), "'abz' does not match '^?a-c?{1,3}$'"),
+        ("format", ('"x024-01-01"', "stop"), "'x024-01-01' is not a 'date'"),
+        ("exclusiveMinimum", ("2", "stop"), "2 is less than or equal to the minimum of 3"),
+        ("multipleOf", ("3", "stop"), "3 is not a multiple of 5"),
+        ("properties", ('{"a": "x"}', "stop"), "'x' is not of type 'boolean'"),
+        ("items", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
+        ("prefixItems", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
+        ("uniqueItems", ("[true, true]", "stop"), "*has non-unique elements"),
+        ("anyOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
+        ("oneOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
+        ("allOf", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
+        ("$ref", ('"x"', "stop"), "'x' is not of type 'boolean'"),
     ],
 )
 def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, probe, leak, why):
@@ -100,6 +118,20 @@ def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, probe, le
     result.assert_outcomes(passed=len(PROBES) - 1, failed=1)
     result.stdout.fnmatch_lines([f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*", "*reproduce: curl *logit_bias*"])
     assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe}
+
+
+def test_every_keyword_the_sweep_generates_has_a_probe():
+    named = {part for probe in PROBES for part in probe.id.split("+")}
+    assert KEYWORDS - named == set(PROBED_BY) and set(PROBED_BY.values()) <= set(BY_ID)
+
+
+def test_a_probe_answer_cut_at_the_token_limit_is_inconclusive_not_a_pass(suite):
+    """``[1, 2`` can still become ``[1, 2, 3]``: the mask before the third item was never reached."""
+    with FakeServer(grammar({"minItems": ("[1, 2", "length")})) as server:
+        result = run(suite, server)
+    result.assert_outcomes(passed=len(PROBES) - 1, skipped=1)
+    assert {k: v for k, v in outcomes(suite).items() if v != "passed"} == {"minItems": "skipped"}  # how results.json records Inconclusive
+    result.stdout.fnmatch_lines(["*inconclusive: minItems: the answer is truncated, not valid, so the mask at closing an array*'[1, 2'*"])
 
 
 def test_a_server_that_ignores_logit_bias_makes_every_probe_inconclusive(suite):

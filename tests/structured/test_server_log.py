@@ -30,7 +30,7 @@ from pytest_infer.client.http import InferClient  # noqa: E402
 from pytest_infer.server.pool import ServerInfo  # noqa: E402
 from pytest_infer.structured import Outcome  # noqa: E402
 from pytest_infer.structured import runner as runner_module  # noqa: E402
-from pytest_infer.structured.checks import record_evidence, survive  # noqa: E402
+from pytest_infer.structured.checks import SUPPORT_PROBES, record_evidence, survive  # noqa: E402
 from pytest_infer.structured.runner import LOG_SECTION, RESPONSE_FORMAT, StructuredRunner  # noqa: E402
 from pytest_infer.testing.fakeserver import MODEL, Deviation, FakeServer, error_body  # noqa: E402
 
@@ -250,23 +250,32 @@ def test_a_schema_that_must_be_refused_keeps_the_log_of_an_accepted_answer(serve
     assert not_asked.verdict.outcome is Outcome.VALID and not_asked.server_log == ()
 
 
-def test_a_server_that_did_not_survive_shows_its_log_through_the_health_check(server_log):
+def test_a_server_that_did_not_survive_shows_its_log_through_the_known_good_request(server_log):
+    """The known-good schema is answered validly, the bad one kills the engine core: the log runs on through
+    the known-good request sent after it, where the crash is logged."""
     write = writer(server_log)
+    bad = {"type": "string"}
+    dead = [False]
 
     def request(path: str, body: dict):
         if path != "/v1/chat/completions":
             return None
-        if deviations.schema_of(body) is not None:
+        if dead[0]:
+            write("ERROR engine core died: RecursionError")
+            return 500, error_body("EngineCore encountered an issue", "InternalServerError")
+        if deviations.schema_of(body) == bad:
             write("WARNING recursion limit reached while compiling the grammar")
-            return None
-        write("ERROR engine core died: RecursionError")
-        return 500, error_body("EngineCore encountered an issue", "InternalServerError")
+            dead[0] = True
+        return None
 
-    with FakeServer(Deviation(request=request)) as server:
+    known = {json.dumps(schema, sort_keys=True): instance for schema, instance in SUPPORT_PROBES}
+    answers = deviations.answering(lambda schema: (json.dumps(known.get(json.dumps(schema, sort_keys=True), "x")), "stop"))
+    with FakeServer(Deviation(request=request, response=answers.response, events=answers.events)) as server:
         client, runner = make_runner(server, info(server_log))
         with client:
-            survival = survive(runner, RESPONSE_FORMAT, {"type": "string"})
-    assert not survival.healthy
+            survival = survive(runner, RESPONSE_FORMAT, bad)
+    assert survival.healthy is False and survival.attempt is not None
+    assert survival.why.startswith("the known-good schema ") and "then got server-error: HTTP 500" in survival.why
     assert survival.attempt.server_log == ("WARNING recursion limit reached while compiling the grammar", "ERROR engine core died: RecursionError")
 
 

@@ -14,7 +14,7 @@ httpx.HTTPTransport()
 
 from pytest_infer.structured.checks import SUPPORT_PROBES  # noqa: E402
 from pytest_infer.structured.corpus import BAD_SCHEMAS, CORPUS, INVALID_SCHEMA  # noqa: E402
-from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body  # noqa: E402
+from pytest_infer.testing.fakeserver import NULL_MODES, Deviation, FakeServer, error_body  # noqa: E402
 
 from .deviations import answering, schema_of  # noqa: E402
 
@@ -27,10 +27,20 @@ def key(schema) -> str:
     return json.dumps(schema, sort_keys=True)
 
 
-def honest(wrong: dict[str, object] | None = None, accept: set[str] = frozenset(), crash_on: str | None = None) -> Deviation:
+def honest(
+    wrong: dict[str, object] | None = None, accept: set[str] = frozenset(), crash_on: str | None = None, broken_by: str | None = None
+) -> Deviation:
     """Refuses every schema it cannot honour with a 400, answers each known schema with its instance; ``wrong``
-    answers those schemas with another value, ``accept`` takes those bad schemas with 200, ``crash_on`` 500s."""
+    answers those schemas with another value, ``accept`` takes those bad schemas with 200, ``crash_on`` 500s;
+    after ``broken_by`` (taken with 200) every answer is a string, whatever the schema: alive, but no longer right."""
+    broken = [False]
+
     def answer(schema) -> tuple[str, str]:
+        if broken[0]:
+            return '"zzz"', "stop"
+        if key(schema) == broken_by:
+            broken[0] = True
+            return '"zzz"', "stop"
         if key(schema) in (wrong or {}) or key(schema) in KNOWN:
             return json.dumps((wrong or {}).get(key(schema), KNOWN.get(key(schema)))), "stop"
         if isinstance(schema, dict) and "enum" in schema:
@@ -48,7 +58,7 @@ def honest(wrong: dict[str, object] | None = None, accept: set[str] = frozenset(
             return None
         if crash_on is not None and key(schema) == crash_on:
             return 500, error_body("the grammar compiler crashed", "server_error")
-        if key(schema) in REFUSE and key(schema) not in accept:
+        if key(schema) in REFUSE and key(schema) not in accept and key(schema) != broken_by:
             return 400, error_body("invalid schema", "invalid_request_error")
         return None
 
@@ -112,3 +122,51 @@ def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refuse
     with FakeServer(refusing) as server:
         refused = run(suite, server, "test_support.py", "-k", "response_format and not stream")
     assert [t["outcome"] for t in refused.values()] == ["unsupported"]
+
+
+def test_survival_means_a_known_good_schema_still_answered_validly_not_any_answer(suite):
+    """After the bad schema the server still answers HTTP 200, but wrongly: that is not surviving it."""
+    name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
+    with FakeServer(honest(broken_by=key(schema))) as server:
+        results = run(suite, server, "test_survival.py", "-k", f"survives and {name}")
+    (only,) = results.values()
+    assert only["outcome"] == "failed"
+    assert f"did not survive {kind} schema {name!r}: the known-good schema " in only["message"]
+    assert "then got violation:type" in only["message"]
+
+
+def test_refusal_and_survival_are_inconclusive_when_the_route_answers_no_good_schema(suite):
+    """The positive control: a route that refuses good schemas too says nothing by refusing a bad one."""
+    with FakeServer(Deviation(request=lambda path, body: (400, error_body("no")) if schema_of(body) is not None else None)) as server:
+        results = run(suite, server, "test_survival.py", "-k", "not stream and not native")
+    assert {(t["outcome"], "inconclusive: " in t["message"]) for t in results.values()} == {("skipped", True)}
+    refused = next(t for name, t in results.items() if name.startswith("response_format-"))
+    assert "positive control failed: no known-good schema got a valid answer on this route (rejected 3;" in refused["message"]
+
+
+@pytest.mark.parametrize("mode", list(NULL_MODES))
+def test_the_whole_suite_earns_no_pass_against_a_null_server(suite, mode):
+    """HTTP 200 {} or 404 to everything: no test of the structured suite may pass."""
+    with FakeServer(NULL_MODES[mode]()) as server:
+        suite.runpytest("structured", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "--structured-examples=4",
+                        "--structured-shrink-seconds=0", "-p", "no:cacheprovider")
+    tests = json.loads((suite.path / "report" / "results.json").read_text())["tests"]
+    assert len(tests) > len(BAD_SCHEMAS)
+    assert [t["nodeid"] for t in tests if t["outcome"] == "passed"] == []
+
+
+def test_a_corpus_case_of_refused_and_cut_off_answers_is_inconclusive_with_its_counts(suite):
+    """Seeds refused and seeds cut off, none valid: neither a pass nor "unsupported"; the case's row counts them."""
+    case = CORPUS["length-with-pattern"]
+
+    def request(path: str, body: dict):
+        return (400, error_body("not this seed")) if schema_of(body) == case.schema and body["seed"] % 2 == 0 else None
+
+    cut = answering(lambda schema: ('"a', "length") if schema == case.schema else (json.dumps(KNOWN.get(key(schema))), "stop"))
+    with FakeServer(Deviation(request=request, response=cut.response, events=cut.events)) as server:
+        results = run(suite, server, "test_corpus.py", "-k", "response_format and not stream and length-with-pattern")
+    (only,) = results.values()
+    assert only["outcome"] == "skipped"
+    assert "inconclusive: length-with-pattern: 0 valid answer(s) of 3 (rejected 2, truncated 1); a verdict needs at least 1" in only["message"]
+    (table,) = json.loads((suite.path / "report" / "results.json").read_text())["structured"].values()
+    assert table["case:length-with-pattern"] == {"rejected": 2, "truncated": 1}

@@ -26,7 +26,7 @@ httpx.HTTPTransport()
 
 from pytest_infer.server.process import free_port  # noqa: E402
 from pytest_infer.structured.store import FILE_NAME, SWEEP_DIR  # noqa: E402
-from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
+from pytest_infer.testing.fakeserver import FakeServer, error_body  # noqa: E402
 
 from . import deviations  # noqa: E402
 
@@ -55,6 +55,11 @@ def run(pytester: pytest.Pytester, url: str, *args: str, examples: int = 8, repo
 
 def results(pytester: pytest.Pytester, report: str = "report") -> dict:
     return json.loads((pytester.path / report / "results.json").read_text())
+
+
+def inconclusive(test: dict) -> bool:
+    """An Inconclusive outcome, as results.json records it (a skip whose message says inconclusive)."""
+    return test["outcome"] in ("skipped", "inconclusive") and "inconclusive: " in test["message"]
 
 
 def matrix_all(pytester: pytest.Pytester) -> dict[str, int]:
@@ -98,12 +103,43 @@ def test_a_violation_fails_with_a_minimal_reproducer(suite):
     assert any((suite.path / "report" / "hypothesis-structured").iterdir()), "the shrunk example is in the example database"
 
 
-def test_truncation_is_counted_not_failed(suite):
-    """A valid answer cut one character short: every prefix of a valid document can still become valid."""
+def test_truncation_is_counted_not_failed_and_all_truncated_is_inconclusive_with_its_counts(suite):
+    """A valid answer cut one character short: every prefix of a valid document can still become valid, so it is
+    no failure; but no answer was judged to its end, so it is no pass either."""
     with FakeServer(deviations.answering(lambda schema: (deviations.obey(schema)[:-1], "length"))) as server:
-        result = run(suite, server.base_url, *NON_STREAMED)
-    result.assert_outcomes(passed=1)
+        result = run(suite, server.base_url, *NON_STREAMED, "-rs")
+    result.assert_outcomes(skipped=1)
+    assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
+    result.stdout.fnmatch_lines(["*inconclusive: 8 distinct schemas*: 0 valid answer(s) of 8 (truncated 8); a verdict needs at least 1*"])
     assert matrix_all(suite) == {"truncated": 8}
+
+
+def test_refusals_and_truncations_without_a_valid_answer_are_inconclusive(suite):
+    """Refused enum schemas and cut-off const ones: nothing was judged, and not everything was refused (no "unsupported")."""
+
+    def request(path: str, body: dict):
+        schema = deviations.schema_of(body)
+        return (400, error_body("enum is not supported")) if isinstance(schema, dict) and "enum" in schema else None
+
+    cut = deviations.answering(lambda schema: (deviations.obey(schema)[:-1], "length"))
+    with FakeServer(deviations.Deviation(request=request, response=cut.response, events=cut.events)) as server:
+        result = run(suite, server.base_url, *NON_STREAMED, "-rs", examples=12)
+    assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
+    counts = matrix_all(suite)
+    assert counts.keys() == {"rejected", "truncated"}
+    result.stdout.fnmatch_lines([f"*inconclusive: *: 0 valid answer(s) of 12 (*rejected {counts['rejected']}*); a verdict needs at least 1*"])
+
+
+def test_too_small_a_share_of_valid_answers_is_inconclusive(suite):
+    """One valid answer among many cut off: below ``MIN_VALID_SHARE`` of the accepted schemas the sweep judged too little."""
+    from pytest_infer.structured.checks import MIN_VALID_SHARE
+
+    turn = iter(range(10**6))
+    few = deviations.answering(lambda schema: (deviations.obey(schema), "stop") if next(turn) == 0 else (deviations.obey(schema)[:-1], "length"))
+    with FakeServer(few) as server:
+        result = run(suite, server.base_url, *NON_STREAMED, "-rs", examples=12)
+    assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
+    result.stdout.fnmatch_lines([f"*1 valid answer(s) of 12 (truncated 11, valid 1); a verdict needs at least 1 and {MIN_VALID_SHARE:.0%} of the 12 accepted*"])
 
 
 def test_a_clean_rejection_is_unsupported_not_failed(suite):

@@ -56,7 +56,8 @@ def test_a_p_value_equal_to_alpha_is_not_significant():
 def test_noise_names_every_share_that_moved_below_significance():
     assert finding({"valid": 40}, {"valid": 38, "invalid": 1, "rejected": 1}) == (
         "noise", "valid", "invalid",
-        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); rejected 0/40 -> 1/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
+        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); rejected 0/40 -> 1/40 (one-sided Fisher p=0.5); "
+        "valid 40/40 -> 38/40 (one-sided Fisher p=0.247): below significance (alpha 0.05)")
 
 
 def test_a_keyword_only_one_side_counted_is_skipped_and_the_rest_still_compared():
