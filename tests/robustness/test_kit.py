@@ -103,11 +103,12 @@ def sse(*events: bytes) -> Reply:
 GOOD = b'{"n": 1}'  # the positive control of the bad request BAD below
 
 
-def unless_control(reply: Reply, control: Reply = answer(200, b'{"ok": true}')) -> Reply:
-    """``reply`` to every request but the positive control (the body GOOD), which gets ``control``."""
+def unless_control(reply: Reply) -> Reply:
+    """``reply`` to every request but the positive control (the body GOOD), which is served."""
+    served = answer(200, b'{"ok": true}')
 
     def dispatch(handler: Handler) -> None:
-        (control if handler.server.seen[-1][3] == GOOD else reply)(handler)
+        (served if handler.server.seen[-1][3] == GOOD else reply)(handler)
 
     return dispatch
 
