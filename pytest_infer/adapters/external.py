@@ -31,7 +31,9 @@ def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str
         resp = client.get("/v1/models")
         server_header = resp.headers.get("server")
         if resp.status_code == 200:
-            data = resp.json().get("data") or []
+            listing = resp.json()
+            data = listing.get("data") if isinstance(listing, dict) else None
+            data = data if isinstance(data, list) else []  # a server that answers `[]` or `{"data": 5}` lists no model
             models = [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
             owned_by = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
             framework = next((owners[o] for o in owned_by if o in owners), None)

@@ -4,6 +4,12 @@ Every request here is bounded (a deadline per request, a cap on the bytes read),
 so a server that hangs or streams forever costs one timeout, not the session.
 After a server dies or wedges, the remaining tests of that target fail fast
 instead of each waiting out its own timeout.
+
+A refusal proves something only where the same request without the fault is
+served: so each bad request is preceded by its positive control (a known-good
+request at the same route, answered with a correct completion), and the test is
+inconclusive when that fails. "The server survived" means a known-good request
+answered correctly afterwards, never merely an answer.
 """
 from __future__ import annotations
 
@@ -18,22 +24,31 @@ import httpx
 import pytest
 
 from ..client.endpoint import Endpoint
+from ..client.http import InferClient
+from ..client.sse import SSEStream, read_sse
+from ..outcomes import Inconclusive
 
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
 DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length
 TINY_CONTEXT = 2048  # the built-in tiny model's max_position_embeddings
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+SHOWN = 300  # characters of a wrong answer a message quotes
 
 
 @dataclass(slots=True)
 class Case:
-    """One bad request. ``body`` is a dict (sent as JSON) or bytes (sent as they are)."""
+    """One bad request. ``body`` is a dict (sent as JSON) or bytes (sent as they are).
+
+    ``control`` is the same request without the fault (a JSON body sent to ``path``); by default the kit's
+    known-good request for the route (``known_good``), streamed when the case is."""
 
     id: str
     body: Any
-    path: str = "/v1/chat/completions"
+    path: str = CHAT
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
     stream: bool = False  # read as a stream: an accepted request is aborted after its first bytes
+    control: dict[str, Any] | None = None
 
     def content(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -72,6 +87,72 @@ def reproducer(client: Any, case: Case) -> str:
             pass
     escaped = "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\0{b:03o}" for b in body)  # POSIX printf %b: \0ddd
     return f"printf '%b' {shlex.quote(escaped)} | {line} --data-binary @-"
+
+
+def known_good(path: str, model: str, stream: bool = False) -> dict[str, Any] | None:
+    """The small request every correct server answers at ``path`` (chat or text completions); None for other routes."""
+    if path not in (CHAT, COMPLETIONS):
+        return None
+    prompt = {"messages": [{"role": "user", "content": "Hello"}]} if path == CHAT else {"prompt": "Hello"}
+    return {"model": model, **prompt, "max_tokens": 4, "temperature": 0, **({"stream": True} if stream else {})}
+
+
+def _choice_problem(path: str, choice: Any, part: str) -> str | None:
+    """Why ``choice`` (choices[0] of an answer, or of a chunk: ``part`` "delta") lacks its route's text, or None.
+    A chunk's ``delta.content`` may be absent (a role-only or final chunk), an answer's ``message.content`` not."""
+    if not isinstance(choice, dict):
+        return f"choices[0] is not an object: {choice!r:.{SHOWN}}"
+    if path == CHAT:
+        message = choice.get(part)
+        if not isinstance(message, dict):
+            return f"choices[0].{part} is not an object: {message!r:.{SHOWN}}"
+        if not isinstance(message.get("content"), (str,) if part == "message" else (str, type(None))):
+            return f"choices[0].{part}.content is not a string: {message.get('content')!r:.{SHOWN}}"
+    elif path == COMPLETIONS and not isinstance(choice.get("text"), str):
+        return f"choices[0].text is not a string: {choice.get('text')!r:.{SHOWN}}"
+    return None
+
+
+def completion_problem(path: str, status: int, text: str) -> str | None:
+    """Why ``text`` (HTTP ``status``) is not a correct answer to a known-good request at ``path``, or None.
+
+    Chat: ``choices[0].message.content`` a string; text completions: ``choices[0].text`` a string; other routes: a JSON
+    object without an ``error``."""
+    if status != 200:
+        return f"HTTP {status}: {text[:SHOWN]}"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return f"HTTP 200 but the body is not JSON: {text[:SHOWN]!r}"
+    if not isinstance(data, dict):
+        return f"HTTP 200 but the body is not a JSON object: {text[:SHOWN]!r}"
+    if "error" in data:
+        return f"HTTP 200 with an error body: {text[:SHOWN]!r}"
+    if path not in (CHAT, COMPLETIONS):
+        return None
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return f"HTTP 200 without choices: {text[:SHOWN]!r}"
+    why = _choice_problem(path, choices[0], "message")
+    return f"HTTP 200 but {why}" if why else None
+
+
+def stream_problem(path: str, stream: SSEStream) -> str | None:
+    """Why ``stream`` is not a correct streamed answer to a known-good request at ``path``, or None: framed SSE ending
+    in ``[DONE]``, chunks whose choices carry text (chat: ``delta``, its ``content`` a string in one chunk at least;
+    text completions: ``text``)."""
+    if stream.status != 200:
+        return f"HTTP {stream.status}: {stream.raw[:SHOWN]}"
+    if stream.problems:
+        return "HTTP 200 but the stream is broken: " + "; ".join(stream.problems[:3])
+    chosen = [c["choices"][0] for c in stream.chunks if isinstance(c.get("choices"), list) and c["choices"]]
+    if not chosen:
+        return f"HTTP 200 but no chunk carries a choice: {stream.raw[:SHOWN]!r}"
+    if (why := next(filter(None, (_choice_problem(path, choice, "delta") for choice in chosen)), None)) is not None:
+        return f"HTTP 200 but a chunk's {why}"
+    if path == CHAT and not any(isinstance(choice["delta"].get("content"), str) for choice in chosen):
+        return f"HTTP 200 but no chunk carries delta.content: {stream.raw[:SHOWN]!r}"
+    return None
 
 
 def envelope_problem(text: str) -> str | None:
@@ -145,20 +226,54 @@ class Guard:
             return False
         return True
 
+    def serves(self, case: Case, timeout: float | None = None) -> str | None:
+        """None if the known-good request ``case`` gets a correct answer now, else what came instead (a stream when
+        ``case.stream``, read to its end).
+
+        A fresh connection (a server that closes a kept-alive one after an error is not thereby down), the answer
+        capped in size and time; transport errors and timeouts are raised for the caller to name."""
+        with InferClient(self.endpoint, timeout=timeout or self.timeout, max_response_bytes=MAX_BODY) as fresh:
+            request = fresh.build_request("POST", case.path, content=case.content(), headers=case.headers)
+            resp = fresh.send(request, stream=True)
+            try:
+                if case.stream:
+                    return stream_problem(case.path, read_sse(resp))
+                return completion_problem(case.path, resp.status_code, resp.read().decode("utf-8", "replace"))
+            finally:
+                resp.close()
+
+    def control(self, client: Any, case: Case) -> None:
+        """The positive control of ``case``: the same request without the fault must be answered correctly first,
+        or the case is ``Inconclusive`` (a refusal proves nothing where nothing is served), naming it and its curl."""
+        good = case.control if case.control is not None else known_good(case.path, self.server.model, case.stream)
+        if good is None:
+            raise Inconclusive(f"{self.target}: bad request {case.id!r}: no known-good request for {case.path} to show it is "
+                               "served (give the Case a control)")
+        control = Case(f"{case.id}:control", good, case.path, stream=bool(good.get("stream")))
+        curl = reproducer(client, control)
+        try:
+            why = self.serves(control)
+        except httpx.TimeoutException as exc:
+            why = f"no answer: {type(exc).__name__} after {self.timeout:.0f}s"
+        except httpx.TransportError as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        if why is not None:
+            raise Inconclusive(f"{self.target}: bad request {case.id!r} not judged: its positive control (the same request "
+                               f"without the fault) was not answered correctly: {why}\ncontrol: {curl}")
+
     def health(self, timeout: float | None = None) -> str | None:
-        """None if a normal small chat request succeeds now, else why not (and count a death or wedge)."""
-        body = {"model": self.server.model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
-        try:  # a fresh connection: a server that closes a kept-alive one after an error is not thereby down
-            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=timeout or self.timeout) as fresh:
-                resp = fresh.post("/v1/chat/completions", json=body)
+        """None if a normal small chat request gets a correct chat completion now, else why not (and count a death or
+        wedge). Any other answer (HTTP 200 ``{}``, an echo, an error) is no service."""
+        try:
+            why = self.serves(Case("health", known_good(CHAT, self.server.model)), timeout)
         except httpx.TimeoutException:
             return self._mark("wedged", f"a normal request got no answer within {timeout or self.timeout:.0f}s")
         except httpx.TransportError as exc:
             if self.reachable():
                 return self._mark("wedged", f"a normal request failed: {type(exc).__name__}: {exc}")
             return self._mark("deaths", f"the server is gone ({type(exc).__name__}: {exc})")
-        if resp.status_code != 200:
-            return self._mark("wedged", f"a normal request got HTTP {resp.status_code}: {resp.text[:300]}")
+        if why is not None:
+            return self._mark("wedged", f"a normal request got {why}")
         self.down = None
         return None
 
@@ -174,10 +289,12 @@ class Guard:
             pytest.fail(f"{self.target}: server unusable since an earlier test: {self.down}", pytrace=False)
 
     def expect_rejected(self, client: Any, case: Case, record: Callable[[str, object], None] | None = None) -> Answer:
-        """Assert ``case`` gets a 4xx with the error envelope and the server still serves afterwards.
+        """Assert ``case`` gets a 4xx with the error envelope and the server still serves correctly afterwards; first,
+        that the same request without the fault is served (``control``), else the case is inconclusive.
 
         ``record`` (the ``infer_record`` fixture) gets the reproducer of a failure for the results and JUnit XML."""
         self.require_up()
+        self.control(client, case)
         self.count("tried")
         answer = self.send(case)
         self.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))

@@ -3,7 +3,9 @@
 A server that keeps generating for a client that is gone spends its capacity on
 nobody; the symptom a user sees is that the next request is slow. So each test
 measures a normal request before the abuse and after it, and fails when the
-later one is much slower.
+later one is much slower. Before that, a normal request and a normal stream must
+be served correctly (the kit's positive controls), or the test is inconclusive:
+an abuse of a server that serves nothing proves nothing.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
+
+from pytest_infer.robustness import Case
 
 pytestmark = pytest.mark.robustness
 
@@ -35,19 +39,30 @@ def _long_stream_body(model: str, context: int) -> dict:
     return {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": max(16, min(context - 64, 4096)), "temperature": 0, "stream": True}
 
 
-def _probe_seconds(guard, client: httpx.Client, model: str, when: str, tries: int = 2) -> float:
-    """Seconds for one normal small request; by default the best of two, so one hiccup of a shared machine does
-    not count. Right after abuse one try: the first request is the one that meets a backlog, the second would not."""
+def _controls(guard, client: httpx.Client, abuse: str, stream_body: dict) -> None:
+    """The positive controls of an abuse: a normal request and a normal stream are answered correctly first."""
+    guard.require_up()
+    guard.control(client, Case(abuse, {**stream_body, "stream": False}))
+    guard.control(client, Case(f"{abuse}:stream", stream_body, stream=True))
+
+
+def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
+    """Seconds for one normal small request answered correctly; by default the best of two, so one hiccup of a shared
+    machine does not count. Right after abuse one try: the first request is the one that meets a backlog, the second
+    would not."""
     best = float("inf")
     body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": PROBE_TOKENS, "temperature": 0}
     for _ in range(tries):
         started = time.monotonic()
         try:
-            resp = client.post("/v1/chat/completions", json=body, timeout=guard.timeout)
+            why = guard.serves(Case("probe", body))
         except httpx.TimeoutException:
             guard.count("hangs")
             pytest.fail(f"{guard.target}: {when}, a normal {PROBE_TOKENS}-token request got no answer within {guard.timeout:.0f}s", pytrace=False)
-        assert resp.status_code == 200, f"{guard.target}: {when}, a normal request failed: HTTP {resp.status_code}: {resp.text[:300]}"
+        except httpx.TransportError as exc:
+            pytest.fail(f"{guard.target}: {when}, a normal request failed: {type(exc).__name__}: {exc}", pytrace=False)
+        if why is not None:
+            pytest.fail(f"{guard.target}: {when}, a normal request got {why}", pytrace=False)
         best = min(best, time.monotonic() - started)
     return best
 
@@ -55,23 +70,25 @@ def _probe_seconds(guard, client: httpx.Client, model: str, when: str, tries: in
 def _drop_after(base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float) -> tuple[str, float]:
     """Open a stream and close the connection: after its first data line (``seconds`` None) or after ``seconds``.
 
-    Returns what happened and the seconds until the first data line (or until the drop).
+    Returns what happened ("dropped" once a data line came) and the seconds until the first data line (or the drop).
     """
     started = time.monotonic()
     deadline = started + (seconds if seconds is not None else timeout)
+    events = 0
     try:
         with httpx.Client(base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout)) as client:
             with client.stream("POST", "/v1/chat/completions", json=body) as resp:
                 if resp.status_code != 200:
                     return f"HTTP {resp.status_code}", time.monotonic() - started
                 for line in resp.iter_lines():
-                    if (seconds is None and line.startswith("data:")) or time.monotonic() > deadline:
+                    events += line.startswith("data:")
+                    if (seconds is None and events) or time.monotonic() > deadline:
                         break
     except httpx.TimeoutException:
         return "dropped before the answer", time.monotonic() - started  # the abort we wanted, only earlier
     except httpx.TransportError as exc:
         return f"{type(exc).__name__}", time.monotonic() - started
-    return "dropped", time.monotonic() - started
+    return ("dropped" if events else "HTTP 200 without a data line"), time.monotonic() - started
 
 
 def _assert_not_slowed(guard, before: float, after: float, what: str) -> None:
@@ -88,10 +105,10 @@ def _check_health(guard) -> None:
 
 
 def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, robustness_context_length):
-    robustness_guard.require_up()
-    timeout = robustness_guard.timeout
-    before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     body = _long_stream_body(infer_server.model, robustness_context_length)
+    _controls(robustness_guard, infer_client, "disconnect_mid_stream", body)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
     drops = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
     robustness_guard.count("aborted", len(drops))
     assert all(o.startswith("dropped") for o, _ in drops), f"{robustness_guard.target}: streams did not start: {drops}"
@@ -105,15 +122,15 @@ def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, rob
     )
     time.sleep(1.0)  # time to notice the disconnects
     _check_health(robustness_guard)
-    after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after dropped streams")
+    after = _probe_seconds(robustness_guard, infer_server.model, "after dropped streams")
     _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
 
 
 def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length):
-    robustness_guard.require_up()
-    timeout = robustness_guard.timeout
-    before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     body = _long_stream_body(infer_server.model, robustness_context_length)
+    _controls(robustness_guard, infer_client, "many_concurrent_aborts", body)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
     rng = random.Random(7)  # the same abort times every run
     delays = [rng.uniform(0.0, 1.5) for _ in range(CONCURRENT_ABORTS)]
     with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
@@ -126,7 +143,7 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     )
     time.sleep(1.0)
     # the probe before the health check: a health check would wait out the backlog and hide it
-    after = _probe_seconds(robustness_guard, infer_client, infer_server.model, "after concurrent aborts", tries=1)
+    after = _probe_seconds(robustness_guard, infer_server.model, "after concurrent aborts", tries=1)
     _check_health(robustness_guard)
     _assert_not_slowed(robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times")
 
@@ -147,10 +164,10 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
     stream ahead of it; that wait (measured with a fast reader) is allowed. A
     wait beyond it means the slow reader's socket stalls the server.
     """
-    robustness_guard.require_up()
-    timeout = robustness_guard.timeout
-    before = _probe_seconds(robustness_guard, infer_client, infer_server.model, "before any abuse")
     stream_body = _long_stream_body(infer_server.model, min(robustness_context_length, SLOW_STREAM_TOKENS + 64))
+    _controls(robustness_guard, infer_client, "slow_reading_client", stream_body)
+    timeout = robustness_guard.timeout
+    before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
     fast = _read_fast_seconds(infer_client, stream_body, timeout)
     url = urlparse(infer_server.base_url)
     body = httpx.Request("POST", f"{infer_server.base_url}/v1/chat/completions", json=stream_body).content
@@ -179,7 +196,7 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
         reader = threading.Thread(target=slow_read, daemon=True)
         reader.start()
         time.sleep(1.0)
-        during = _probe_seconds(robustness_guard, infer_client, infer_server.model, "while a slow-reading stream was open")
+        during = _probe_seconds(robustness_guard, infer_server.model, "while a slow-reading stream was open")
     finally:
         stop.set()
         sock.close()

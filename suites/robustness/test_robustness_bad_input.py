@@ -1,5 +1,7 @@
 """Bad input: every malformed request gets a 4xx with the error envelope, and the server still serves.
 
+Each refusal counts only after the same request without the fault was served
+correctly (the kit's positive control); otherwise the case is inconclusive.
 The catalogue names the classic mistakes; a Hypothesis test then corrupts one or
 two fields of a valid request at a time to find the ones nobody listed. A 5xx
 for bad input is a bug twice over: clients (the openai SDK) retry 5xx, so the
@@ -176,9 +178,12 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
     """No generated variant may get a 5xx, hang, drop the connection or kill the server.
 
     A 4xx must carry the envelope; a 2xx is counted as ``accepted`` (servers may be lenient
-    where the schema is strict), not failed: the catalogue above asserts refusal.
+    where the schema is strict), not failed: the catalogue above asserts refusal. The valid
+    request they corrupt, plain and streamed, must be served correctly first.
     """
     robustness_guard.require_up()
+    for stream in (False, True):
+        robustness_guard.control(infer_client, Case("generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream))
 
     @GENERATED
     @given(bad_chat_requests(infer_server.model))

@@ -245,6 +245,14 @@ def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
     assert version.version == "1.0"
 
 
+@pytest.mark.parametrize("listing", [[], {"data": 5}, {"data": "m"}, "m", None], ids=["list", "number", "string", "json-string", "null"])
+def test_external_endpoint_detection_survives_a_models_list_of_another_shape(listing):
+    """A null server answering ``[]`` to everything crashed the detection (AttributeError) and so every test of it."""
+    with FakeServer(Deviation(request=lambda path, body: (200, listing))) as server, httpx.Client(base_url=server.base_url) as client:
+        framework, version, models = detect_endpoint(client)
+    assert (framework, models) == (None, [])
+
+
 @pytest.mark.parametrize(("route", "other"), [("/server_info", "/get_server_info"), ("/get_server_info", None)])
 def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_route(route, other):
     """SGLang 0.5.23 has no /version; /server_info is asked first, /get_server_info for older servers."""

@@ -16,11 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
-from pytest_infer.robustness.kit import Answer, Case, Guard, envelope_problem, reproducer
+from pytest_infer.client.sse import SSEStream
+from pytest_infer.outcomes import Inconclusive
+from pytest_infer.robustness.kit import Answer, Case, Guard, completion_problem, envelope_problem, known_good, reproducer, stream_problem
 
 PATIENT = 5.0  # the deadline where an answer is expected at once: ample on a loaded machine
 SHORT = 1.0  # the deadline where a test waits it out; messages show it as "1s"
@@ -28,6 +31,8 @@ MEGABYTE = 1 << 20  # the documented cap on an answer's bytes read
 SPELLED_OUT = 4096  # the largest body a reproducer spells out
 DISCONNECTED = "RemoteProtocolError: Server disconnected without sending a response."
 ENVELOPE = b'{"error": {"message": "n must be positive", "type": "invalid_request_error"}}'
+COMPLETION = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "length"}]}'
+CHUNK = b'data: {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}\n\n'
 
 Reply = Callable[["Handler"], None]
 
@@ -60,7 +65,7 @@ class Scripted(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
-        self.plan: dict[str, Reply] = {"/v1/models": answer(200, b'{"object": "list", "data": []}'), "/v1/chat/completions": answer(200, b'{"choices": []}')}
+        self.plan: dict[str, Reply] = {"/v1/models": answer(200, b'{"object": "list", "data": []}'), "/v1/chat/completions": answer(200, COMPLETION)}
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.released = threading.Event()  # set at teardown: every stalled answer ends
 
@@ -72,11 +77,13 @@ class Scripted(ThreadingHTTPServer):
         pass
 
 
-def answer(status: int, *parts: bytes, gap: float = 0.0, hold: bool = False) -> Reply:
+def answer(status: int, *parts: bytes, gap: float = 0.0, hold: bool = False, content_type: str | None = None) -> Reply:
     """HTTP ``status``, then ``parts`` each after ``gap`` seconds, read until close (no Content-Length); ``hold`` keeps it open."""
 
     def reply(handler: Handler) -> None:
         handler.send_response(status)
+        if content_type:
+            handler.send_header("Content-Type", content_type)
         handler.end_headers()
         for part in parts:
             if gap and handler.server.released.wait(gap):
@@ -86,6 +93,24 @@ def answer(status: int, *parts: bytes, gap: float = 0.0, hold: bool = False) -> 
             handler.server.released.wait(5.0)
 
     return reply
+
+
+def sse(*events: bytes) -> Reply:
+    """A 200 event stream of ``events``."""
+    return answer(200, *events, content_type="text/event-stream")
+
+
+GOOD = b'{"n": 1}'  # the positive control of the bad request BAD below
+
+
+def unless_control(reply: Reply) -> Reply:
+    """``reply`` to every request but the positive control (the body GOOD), which is served."""
+    served = answer(200, b'{"ok": true}')
+
+    def dispatch(handler: Handler) -> None:
+        (served if handler.server.seen[-1][3] == GOOD else reply)(handler)
+
+    return dispatch
 
 
 def late(seconds: float, reply: Reply) -> Reply:
@@ -144,8 +169,8 @@ def guard_of(srv: Scripted, *, timeout: float = PATIENT, running: bool = True, a
 
 
 # --- Case, Answer ------------------------------------------------------------------------------
-def test_a_case_defaults_to_a_json_chat_request_read_whole():
-    assert Case("c", {}) == Case("c", {}, "/v1/chat/completions", {"Content-Type": "application/json"}, False)
+def test_a_case_defaults_to_a_json_chat_request_read_whole_with_the_routes_control():
+    assert Case("c", {}) == Case("c", {}, "/v1/chat/completions", {"Content-Type": "application/json"}, False, None)
 
 
 def test_bytes_are_sent_as_they_are():
@@ -352,6 +377,127 @@ def test_a_dropped_connection_is_death_when_the_port_no_longer_answers(server):
     assert guard_of(server).send(Case("c", b"{}", path="/bad")).kind == "death"
 
 
+# --- known_good, completion_problem, stream_problem ----------------------------------------------
+def test_the_known_good_request_of_each_route():
+    hello = [{"role": "user", "content": "Hello"}]
+    assert known_good("/v1/chat/completions", "m") == {"model": "m", "messages": hello, "max_tokens": 4, "temperature": 0}
+    assert known_good("/v1/completions", "m", stream=True) == {"model": "m", "prompt": "Hello", "max_tokens": 4, "temperature": 0, "stream": True}
+    assert known_good("/v1/embeddings", "m") is None
+
+
+CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "text", "problem"),
+    [
+        (CHAT, 200, COMPLETION.decode(), None),
+        (CHAT, 200, '{"choices": [{"message": {"content": ""}}]}', None),  # an empty answer is still an answer
+        (COMPLETIONS, 200, '{"choices": [{"text": "Hi"}]}', None),
+        ("/v1/other", 200, '{"anything": 1}', None),
+        (CHAT, 404, "n" * 400, "HTTP 404: " + "n" * 300),
+        (CHAT, 200, "Hi", "HTTP 200 but the body is not JSON: 'Hi'"),
+        (CHAT, 200, "[]", "HTTP 200 but the body is not a JSON object: '[]'"),
+        ("/v1/other", 200, '{"error": {"message": "m"}}', "HTTP 200 with an error body: '{\"error\": {\"message\": \"m\"}}'"),
+        (CHAT, 200, "{}", "HTTP 200 without choices: '{}'"),
+        (CHAT, 200, '{"choices": []}', "HTTP 200 without choices: '{\"choices\": []}'"),
+        (CHAT, 200, '{"choices": {"0": 1}}', "HTTP 200 without choices: '{\"choices\": {\"0\": 1}}'"),
+        (CHAT, 200, '{"choices": [1]}', "HTTP 200 but choices[0] is not an object: 1"),
+        (CHAT, 200, '{"choices": [{"text": "Hi"}]}', "HTTP 200 but choices[0].message is not an object: None"),
+        (CHAT, 200, '{"choices": [{"message": {"content": null}}]}', "HTTP 200 but choices[0].message.content is not a string: None"),
+        (CHAT, 200, '{"choices": [{"message": {"content": ["Hi"]}}]}', "HTTP 200 but choices[0].message.content is not a string: ['Hi']"),
+        (COMPLETIONS, 200, COMPLETION.decode(), "HTTP 200 but choices[0].text is not a string: None"),
+    ],
+)
+def test_completion_problem_names_what_is_not_an_answer(path, status, text, problem):
+    assert completion_problem(path, status, text) == problem
+
+
+def chunks(*choices: object) -> list[dict]:
+    return [{"choices": [choice]} for choice in choices]
+
+
+@pytest.mark.parametrize(
+    ("path", "stream", "problem"),
+    [
+        (CHAT, SSEStream(200, {}, "raw", chunks={"choices": []} and chunks({"delta": {"role": "assistant"}}, {"delta": {"content": "Hi"}}), done=True), None),
+        (COMPLETIONS, SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"text": "i"}), done=True), None),
+        (CHAT, SSEStream(429, {}, "s" * 400), "HTTP 429: " + "s" * 300),
+        (CHAT, SSEStream(200, {}, "{}", problems=["a", "b", "c", "d"]), "HTTP 200 but the stream is broken: a; b; c"),
+        (CHAT, SSEStream(200, {}, "raw", chunks=[{"choices": []}, {"usage": {}}]), "HTTP 200 but no chunk carries a choice: 'raw'"),
+        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": "Hi"}}, {"message": {"content": "Hi"}})),
+         "HTTP 200 but a chunk's choices[0].delta is not an object: None"),
+        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": 1}})), "HTTP 200 but a chunk's choices[0].delta.content is not a string: 1"),
+        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {}}, {"delta": {"content": None}})), "HTTP 200 but no chunk carries delta.content: 'raw'"),
+        (COMPLETIONS, SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"delta": {"content": "i"}})),
+         "HTTP 200 but a chunk's choices[0].text is not a string: None"),
+    ],
+    ids=["chat", "completions", "refused", "broken", "no-choice", "no-delta", "content-not-text", "no-content", "no-text"],
+)
+def test_stream_problem_names_what_is_not_a_streamed_answer(path, stream, problem):
+    assert stream_problem(path, stream) == problem
+
+
+# --- Guard.serves, Guard.control ------------------------------------------------------------------
+def test_serves_reads_a_stream_to_its_end_and_judges_it(server):
+    server.plan["/v1/chat/completions"] = sse(CHUNK, b"data: [DONE]\n\n")
+    assert guard_of(server).serves(Case("c", {}, stream=True)) is None
+    server.plan["/v1/chat/completions"] = sse(CHUNK)
+    assert guard_of(server).serves(Case("c", {}, stream=True)) == "HTTP 200 but the stream is broken: the stream does not end with 'data: [DONE]'"
+
+
+def test_serves_caps_the_answer_it_reads(server):
+    server.plan["/v1/chat/completions"] = answer(200, b"e" * (2 * MEGABYTE), hold=True)
+    with pytest.raises(httpx.ReadError, match="exceeded 1048576 bytes"):
+        guard_of(server).serves(Case("c", {}))
+
+
+CONTROL_OF_BAD = "curl POST /bad body=None stream=False -H 'Content-Type: application/json' --data-raw '{\"n\": 1}'"
+
+
+def test_a_served_control_sends_the_known_good_request_of_the_route_and_counts_nothing(server):
+    server.plan["/v1/completions"] = sse(b'data: {"choices": [{"text": "Hi"}]}\n\n', b"data: [DONE]\n\n")
+    guard = guard_of(server)
+    guard.control(Curl(), Case("c", {"prompt": 1}, path="/v1/completions", stream=True))
+    [(method, path, _, body)] = server.seen
+    assert (method, path, json.loads(body)) == ("POST", "/v1/completions", known_good("/v1/completions", "tiny", stream=True))
+    assert guard.tally == {}
+
+
+def test_a_control_given_by_the_case_is_sent_instead(server):
+    server.plan["/bad"] = unless_control(answer(400, ENVELOPE))
+    guard_of(server).control(Curl(), BAD)
+    assert [(path, body) for _, path, _, body in server.seen] == [("/bad", GOOD)]
+
+
+@pytest.mark.parametrize(
+    ("reply", "why"),
+    [
+        (answer(200, b"[]"), "HTTP 200 but the body is not a JSON object: '[]'"),
+        (answer(404, ENVELOPE), "HTTP 404: " + ENVELOPE.decode()),
+        (drop, DISCONNECTED),
+        (late(3.0, answer(200, b'{"ok": 1}')), "no answer: ReadTimeout after 1s"),
+    ],
+    ids=["wrong-answer", "refused", "dropped", "hang"],
+)
+def test_a_control_not_served_makes_the_case_inconclusive_naming_it_and_its_curl(server, reply, why):
+    server.plan["/bad"] = reply
+    guard = guard_of(server, timeout=SHORT)
+    with pytest.raises(Inconclusive) as inconclusive:
+        guard.control(Curl(), BAD)
+    assert str(inconclusive.value) == (
+        f"inconclusive: t1: bad request 'bad' not judged: its positive control (the same request without the fault) was not answered "
+        f"correctly: {why}\ncontrol: {CONTROL_OF_BAD}"
+    )
+    assert guard.tally == {} and guard.down is None
+
+
+def test_a_case_at_a_route_without_a_known_good_request_is_inconclusive_unasked(server):
+    with pytest.raises(Inconclusive, match=r"^inconclusive: t1: bad request 'c': no known-good request for /v1/embeddings to show it is served \(give the Case a control\)$"):
+        guard_of(server).control(Curl(), Case("c", {}, path="/v1/embeddings"))
+    assert server.seen == []
+
+
 # --- reachable, health, require_up -------------------------------------------------------------
 def test_an_exited_process_is_unreachable_without_asking_the_port(server):
     assert guard_of(server, running=False).reachable() is False
@@ -390,6 +536,19 @@ def test_health_refused_is_a_wedge_with_the_start_of_the_answer(server):
     assert (guard.down, guard.tally) == (reason, {"wedged": 1})
 
 
+@pytest.mark.parametrize(
+    ("reply", "got"),
+    [(answer(200, b"{}", content_type="application/json"), "HTTP 200 without choices: '{}'"), (answer(200, b'{"error": "x"}'), "HTTP 200 with an error body: '{\"error\": \"x\"}'")],
+    ids=["empty-object", "error-body"],
+)
+def test_health_answered_without_a_completion_is_a_wedge(server, reply, got):
+    """Survival is a correct answer, not any answer: HTTP 200 with ``{}`` serves nobody."""
+    server.plan["/v1/chat/completions"] = reply
+    guard = guard_of(server)
+    assert guard.health() == f"a normal request got {got}"
+    assert (guard.down, guard.tally) == (f"a normal request got {got}", {"wedged": 1})
+
+
 def test_health_without_an_answer_is_a_wedge_after_the_guard_timeout(server):
     server.plan["/v1/chat/completions"] = late(3.0, answer(200, b"{}"))
     guard = guard_of(server, timeout=SHORT)
@@ -425,7 +584,7 @@ def test_a_loss_is_counted_once_until_the_server_recovers(server):
     server.plan["/v1/chat/completions"] = drop
     assert guard.health() == f"a normal request failed: {DISCONNECTED}"
     assert (guard.down, guard.tally) == (f"a normal request failed: {DISCONNECTED}", {"wedged": 1})
-    server.plan["/v1/chat/completions"] = answer(200, b"{}")
+    server.plan["/v1/chat/completions"] = answer(200, COMPLETION)
     assert guard.health() is None and guard.down is None
     server.plan["/v1/chat/completions"] = answer(503, b"busy")
     guard.health()
@@ -474,7 +633,7 @@ def test_require_up_rechecks_within_5s_at_most(server, monkeypatch, timeout, rec
 
 
 # --- Guard.expect_rejected ---------------------------------------------------------------------
-BAD = Case("bad", {"n": -1}, path="/bad")
+BAD = Case("bad", {"n": -1}, path="/bad", control={"n": 1})
 REPRODUCER = "curl POST /bad body=None stream=False -H 'Content-Type: application/json' --data-raw '{\"n\": -1}'"
 REPRODUCE = "\nreproduce: " + REPRODUCER
 
@@ -487,13 +646,13 @@ def rejected_failure(guard: Guard, record: Record | None = None) -> pytest.fail.
 
 
 def test_a_refusal_with_the_envelope_passes_and_records_nothing(server):
-    server.plan["/bad"] = answer(400, ENVELOPE)
+    server.plan["/bad"] = unless_control(answer(400, ENVELOPE))
     guard, record = guard_of(server), Record()
     got = guard.expect_rejected(Curl(), BAD, record)
     assert (got.kind, got.status, got.text, got.error) == ("4xx", 400, ENVELOPE.decode(), "")
     assert (guard.tally, guard.down, record) == ({"tried": 1, "4xx": 1}, None, [])
-    assert [(path, body) for _, path, _, body in server.seen[:1]] == [("/bad", b'{"n": -1}')]
-    assert [path for _, path, _, _ in server.seen[1:]] == ["/v1/chat/completions"]  # the health check after it
+    assert [(path, body) for _, path, _, body in server.seen[:2]] == [("/bad", GOOD), ("/bad", b'{"n": -1}')]  # control first
+    assert [path for _, path, _, _ in server.seen[2:]] == ["/v1/chat/completions"]  # the health check after it
 
 
 @pytest.mark.parametrize(
@@ -507,7 +666,7 @@ def test_a_refusal_with_the_envelope_passes_and_records_nothing(server):
     ],
 )
 def test_a_refusal_without_the_envelope_fails_saying_why(server, body, why):
-    server.plan["/bad"] = answer(422, body)
+    server.plan["/bad"] = unless_control(answer(422, body))
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
     assert str(failure) == f"t1: bad request 'bad': HTTP 422 without the error envelope: {why}; body: {body.decode()!r}" + REPRODUCE
@@ -515,7 +674,7 @@ def test_a_refusal_without_the_envelope_fails_saying_why(server, body, why):
 
 
 def test_a_refusal_without_the_envelope_shows_its_first_300_characters(server):
-    server.plan["/bad"] = answer(400, b"x" * 400)
+    server.plan["/bad"] = unless_control(answer(400, b"x" * 400))
     failure = rejected_failure(guard_of(server))
     assert str(failure) == "t1: bad request 'bad': HTTP 400 without the error envelope: the body is not JSON; body: '" + "x" * 300 + "'" + REPRODUCE
 
@@ -529,7 +688,7 @@ def test_a_refusal_without_the_envelope_shows_its_first_300_characters(server):
     ids=["accepted", "server-error"],
 )
 def test_a_bad_request_not_refused_fails_with_the_start_of_the_answer(server, status, said, shown, counted):
-    server.plan["/bad"] = answer(status, b"y" * 400)
+    server.plan["/bad"] = unless_control(answer(status, b"y" * 400))
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
     assert str(failure) == f"t1: bad request 'bad': {said}'" + "y" * shown + "'" + REPRODUCE
@@ -537,7 +696,7 @@ def test_a_bad_request_not_refused_fails_with_the_start_of_the_answer(server, st
 
 
 def test_no_answer_fails_as_a_hang(server):
-    server.plan["/bad"] = late(3.0, answer(400, ENVELOPE))
+    server.plan["/bad"] = unless_control(late(3.0, answer(400, ENVELOPE)))
     guard = guard_of(server, timeout=2.0)  # the health check after it gets this long too
     failure = rejected_failure(guard)
     assert str(failure) == "t1: bad request 'bad': no answer: ReadTimeout after 2s" + REPRODUCE
@@ -545,7 +704,7 @@ def test_no_answer_fails_as_a_hang(server):
 
 
 def test_a_dropped_connection_fails_as_dropped(server):
-    server.plan["/bad"] = drop
+    server.plan["/bad"] = unless_control(drop)
     guard = guard_of(server)
     failure = rejected_failure(guard)
     assert str(failure) == f"t1: bad request 'bad': connection dropped without an answer: {DISCONNECTED}" + REPRODUCE
@@ -553,7 +712,7 @@ def test_a_dropped_connection_fails_as_dropped(server):
 
 
 def test_a_death_fails_once_counted_and_leaves_the_target_down(server):
-    server.plan = {"/bad": drop, "/v1/chat/completions": drop}
+    server.plan = {"/bad": unless_control(drop), "/v1/chat/completions": drop}
     guard, record = guard_of(server, running=False), Record()
     failure = rejected_failure(guard, record)
     assert str(failure) == (
@@ -564,7 +723,7 @@ def test_a_death_fails_once_counted_and_leaves_the_target_down(server):
 
 
 def test_a_refusal_that_wedges_the_server_fails_for_the_wedge(server):
-    server.plan["/bad"] = answer(400, ENVELOPE)
+    server.plan["/bad"] = unless_control(answer(400, ENVELOPE))
     server.plan["/v1/chat/completions"] = answer(503, b"overloaded")
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
@@ -581,3 +740,12 @@ def test_a_target_left_down_fails_before_sending_anything(server):
         guard.expect_rejected(Curl(), BAD, Record())
     assert guard.tally == {}
     assert [path for _, path, _, _ in server.seen] == ["/v1/chat/completions"]
+
+
+def test_a_case_whose_control_is_not_served_is_inconclusive_and_never_sent(server):
+    server.plan["/bad"] = answer(404, ENVELOPE)  # refuses everything, the control too
+    guard = guard_of(server)
+    with pytest.raises(Inconclusive, match=r"its positive control .* was not answered correctly: HTTP 404"):
+        guard.expect_rejected(Curl(), BAD, Record())
+    assert guard.tally == {}
+    assert [(path, body) for _, path, _, body in server.seen] == [("/bad", GOOD)]

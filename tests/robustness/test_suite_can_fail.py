@@ -134,7 +134,7 @@ class OneAtATime:
             handler.send_header("Content-Type", "text/event-stream")
             handler.end_headers()
             handler.close_connection = True
-            for event in [*answer[: self.events], "[DONE]"]:
+            for event in [*[e for e in answer if e != "[DONE]"][: self.events], "[DONE]"]:
                 try:
                     handler.wfile.write(f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode())
                     handler.wfile.flush()
@@ -163,15 +163,48 @@ def test_the_abort_checks_see_a_server_that_keeps_generating(pytester, test, fre
     assert results["robustness"]["endpoint"]["aborted"] == aborted
 
 
-def refuse_streams(status: int) -> Deviation:
-    return Deviation(request=lambda path, body: (status, error_body("too many streams", "rate_limit_error")) if body.get("stream") and path.endswith("/chat/completions") else None)
+def refuse_streams(status: int, longer_than: int = 0) -> Deviation:
+    """Refuse every stream of more than ``longer_than`` tokens with ``status`` (a server that limits long streams)."""
+
+    def refuse(path: str, body: dict):
+        long = (body.get("max_tokens") or 0) > longer_than
+        return (status, error_body("too many streams", "rate_limit_error")) if body.get("stream") and long and path.endswith("/chat/completions") else None
+
+    return Deviation(request=refuse)
 
 
 @pytest.mark.parametrize("status", [429, 503])
 def test_the_concurrent_abort_check_fails_when_the_streams_are_refused(pytester, status):
-    """Refused streams abort nothing: a 4xx counts as much as a 5xx (it used to pass on anything but a 5xx)."""
-    with FakeServer(refuse_streams(status)) as srv:
+    """Refused streams abort nothing: a 4xx counts as much as a 5xx (it used to pass on anything but a 5xx). The server
+    serves the controls' short stream, so the refusal of the long ones is the server's fault."""
+    with FakeServer(refuse_streams(status, longer_than=4)) as srv:
         result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=20)
     result.assert_outcomes(failed=1)
     message = next(iter(failures(results).values()))
     assert re.search(rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]", message), message
+
+
+def skips(results: dict) -> dict[str, str]:
+    return {t["nodeid"].split("::")[-1]: t["message"] for t in results["tests"] if t["outcome"] == "skipped"}
+
+
+def test_an_abuse_of_a_server_that_serves_no_stream_is_inconclusive_naming_the_control(pytester):
+    with FakeServer(refuse_streams(503)) as srv:
+        result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=20)
+    result.assert_outcomes(skipped=1)
+    [message] = skips(results).values()
+    assert "bad request 'many_concurrent_aborts:stream' not judged: its positive control (the same request without the fault) " \
+           "was not answered correctly: HTTP 503: " in message
+    assert "control: curl " in message and '"stream": true' in message
+    assert results["robustness"]["endpoint"]["aborted"] == 0
+
+
+def test_a_bad_request_whose_route_serves_nothing_is_inconclusive_and_not_counted(pytester):
+    """The catalogue's refusal counts only where the same request without the fault is served: a server refusing
+    everything at /v1/completions gets no credit for refusing a prompt over the context there."""
+    refuse = Deviation(request=lambda path, body: (404, error_body("no such route", "not_found_error")) if path == "/v1/completions" else None)
+    with FakeServer(refuse) as srv:
+        result, results = run_suite(pytester, srv, "-k", "refused and (missing_prompt or completions_prompt_over_context or malformed_json)")
+    result.assert_outcomes(passed=1, skipped=2)
+    assert all("its positive control" in m and "HTTP 404" in m and "/v1/completions" in m for m in skips(results).values())
+    assert results["robustness"]["endpoint"]["tried"] == 1
