@@ -92,8 +92,10 @@ def run_state(results: SessionResults, target: str) -> str:
     return "ok"
 
 
-def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = ()) -> tuple[SessionResults, History]:
-    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it."""
+def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift=None) -> tuple[SessionResults, History]:
+    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it.
+
+    ``drift``: a ``gating.drift.DriftCalibration``; versions run in separate sessions, so without one their timing is not gated."""
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)
@@ -111,7 +113,7 @@ def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ..
                 skipped.append(v.version)
                 continue
             if before is not None:
-                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True)
+                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True, drift=drift)
                 _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []

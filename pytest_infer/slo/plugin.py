@@ -202,6 +202,7 @@ def slo_result(
             profile=slo_profile.name,
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,
+            session=infer_session.id,
             **context,
         )
     )
