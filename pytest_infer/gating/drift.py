@@ -7,19 +7,19 @@ minutes apart moves by tens of percent, and a test over the runs of the two sess
 cancels the drift; a stored baseline cannot. So ``pytest-infer calibrate`` measures the
 drift on the machine the gate runs on: several sessions of one server version, each
 figure's median per session, and per (load point, figure) the largest relative move
-between any two sessions, times a safety factor (the largest of a few sessions
-underestimates the largest of many). The gate then tolerates that much on top of each
+between any two sessions, measured as the rules measure a worsening (a share of the
+better of the two: the worst an A/A pair of those sessions would have shown), times a
+safety factor (the largest of a few sessions underestimates the largest of many). The gate then tolerates that much on top of each
 rule and tests only what lies beyond it.
 """
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..metrics.catalogue import resolve
+from ..metrics.catalogue import higher_is_better, resolve
 from ..outcomes import InferError
 from ..results.model import SessionResults, atomic_write_text
 
@@ -27,7 +27,8 @@ KIND = "pytest-infer drift calibration"
 VERSION = 1
 SAFETY = 1.5
 MIN_SESSIONS = 3  # two sessions give one move: no idea how typical it is
-METHOD = "largest relative move of the per-session median between any two sessions, times the safety factor"
+METHOD = ("largest relative move of the per-session median between any two sessions, in the rules' terms (a share of the "
+          "better value: the worst an A/A pair showed), times the safety factor")
 
 
 class CalibrationError(InferError, ValueError):
@@ -83,11 +84,13 @@ class DriftCalibration:
         atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
 
-def largest_move_pct(values: list[float]) -> float | None:
-    """The largest relative move between any two values, as a share of the smaller; None where it is undefined."""
+def largest_move_pct(values: list[float], *, higher_is_better: bool) -> float | None:
+    """The largest worsening between any two values, in the rules' terms (a share of the value before): the most
+    an A/A pair of these sessions would have shown a rule; None where no share is defined (a figure at 0)."""
     if min(values) <= 0:
         return 0.0 if max(values) == min(values) == 0 else None
-    return max(abs(a - b) / min(a, b) * 100.0 for a, b in itertools.combinations(values, 2))
+    spread = max(values) - min(values)
+    return spread / (max(values) if higher_is_better else min(values)) * 100.0
 
 
 def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY, target: str | None = None) -> DriftCalibration:
@@ -100,6 +103,7 @@ def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY
             for name, figures in table.session_figures(source).items():
                 sessions.setdefault(name, {}).update(figures)
     medians: dict[tuple[str, str], list[float]] = {}
+    directions: dict[str, bool] = {}
     for name, figures in sessions.items():
         targets = sorted({t for t, _, _ in figures if target in (None, t)})
         if len(targets) > 1:
@@ -108,12 +112,13 @@ def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY
             figure = resolve(metric)
             if target in (None, tid) and figure is not None and figure.better is not None:
                 medians.setdefault((key, metric), []).append(value)
+                directions[metric] = higher_is_better(metric)
     sessions = {name: figures for name, figures in sessions.items() if any(target in (None, t) for t, _, _ in figures)}
     if len(sessions) < MIN_SESSIONS:
         raise CalibrationError(f"{len(sessions)} session(s) with SLO figures; calibrating needs at least {MIN_SESSIONS} of one server version")
     drifts: dict[str, dict[str, Drift]] = {}
     for (key, metric), values in sorted(medians.items()):
-        largest = largest_move_pct(values) if len(values) >= MIN_SESSIONS else None
+        largest = largest_move_pct(values, higher_is_better=directions[metric]) if len(values) >= MIN_SESSIONS else None
         if largest is not None:
             drifts.setdefault(key, {})[metric] = Drift(round(largest * safety, 2), round(largest, 2), len(values))
     if not drifts:
