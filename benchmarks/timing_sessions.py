@@ -2,10 +2,11 @@
 slowed candidates measured in sessions of their own, and the same in turns (interleaved), as the gate would.
 
 The sessions are plain runs of the SLO suite (benchmarks/README.md "Timing across sessions" has the commands);
-this reads their results.json files (``DIR/NAME/results.json``) and writes one JSON summary.
+this reads their results (``DIR/NAME/results.json`` or ``DIR/NAME.json``) and writes one JSON summary.
 
-    python benchmarks/timing_sessions.py DIR --calibrate cal1,cal2,cal3,cal4,cal5 --baseline base \\
-        --aa aa1,aa2,aa3,aa4,aa5 --slow slow1,slow2,slow3 --interleaved inter-aa,inter-slow -o benchmarks/results/timing_sessions.json
+    python benchmarks/timing_sessions.py benchmarks/results/timing-sessions --calibrate cal1,cal2,cal3,cal4,cal5 --baseline base \\
+        --aa aa1,aa2,aa3,aa4,aa5 --slow slow1,slow2,slow3,ttft400 --interleaved inter-aa,inter-slow,inter-slow-0.3ms \\
+        -o benchmarks/results/timing_sessions.json
 """
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def main() -> int:
     args = parser.parse_args()
     rules = parse_rules(args.fail_on)
 
-    def read(name: str) -> SessionResults:
-        return SessionResults.read(args.folder / name / "results.json")
+    def read(name: str) -> SessionResults:  # a session's report folder, or its results stored as NAME.json
+        folder = args.folder / name / "results.json"
+        return SessionResults.read(folder if folder.exists() else args.folder / f"{name}.json")
 
     names = lambda text: [n for n in text.split(",") if n]  # noqa: E731
     sessions = {n: read(n) for n in [*names(args.calibrate), args.baseline, *names(args.aa), *names(args.slow)]}
