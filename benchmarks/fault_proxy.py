@@ -338,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--fault", default="none")
     parser.add_argument("--port", type=int, default=18100)
-    parser.add_argument("--hide-metrics", action="store_true", help="answer /metrics with 404: no server-side cross-check of the delays")
+    parser.add_argument("--hide-metrics", action="store_true",
+                        help="answer /metrics with 404: no server-side cross-check of the delays")
     args = parser.parse_args(argv)
     with FaultProxy(args.upstream, fault_named(args.fault), port=args.port, hide_metrics=args.hide_metrics) as proxy:
         print(f"{proxy.fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)

@@ -8,6 +8,7 @@ this reads their results (``DIR/NAME/results.json`` or ``DIR/NAME.json``) and wr
         --aa aa1,aa2,aa3,aa4,aa5 --slow slow1,slow2,slow3,ttft400 --interleaved inter-aa,inter-slow,inter-slow-0.3ms \\
         -o benchmarks/results/timing_sessions.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,11 +27,20 @@ SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e
 
 def no_drift(drift: DriftCalibration) -> DriftCalibration:
     """The gate before drift was known: every figure's drift taken as 0, so the runs' Mann-Whitney test alone decides."""
-    return DriftCalibration({k: {m: Drift(0.0, 0.0, d.sessions) for m, d in ms.items()} for k, ms in drift.figures.items()}, drift.sessions, 1.0, "none")
+    return DriftCalibration(
+        {k: {m: Drift(0.0, 0.0, d.sessions) for m, d in ms.items()} for k, ms in drift.figures.items()},
+        drift.sessions,
+        1.0,
+        "none",
+    )
 
 
 def judged(gate) -> dict[str, Any]:
-    return {"verdict": gate.verdict, "timing": gate.timing, "findings": [f.line() for f in gate.findings if f.area == "slo"]}
+    return {
+        "verdict": gate.verdict,
+        "timing": gate.timing,
+        "findings": [f.line() for f in gate.findings if f.area == "slo"],
+    }
 
 
 def main() -> int:
@@ -51,8 +61,17 @@ def main() -> int:
     names = lambda text: [n for n in text.split(",") if n]  # noqa: E731
     sessions = {n: read(n) for n in [*names(args.calibrate), args.baseline, *names(args.aa), *names(args.slow)]}
     drift = calibrate([(n, sessions[n]) for n in names(args.calibrate)])
-    figures = {n: {m: round(v, 2) for p in r.table("slo").points() for m, v in p.metrics.items() if m in SHOWN} for n, r in sessions.items()}
-    out: dict[str, Any] = {"rules": args.fail_on, "calibration": drift.to_dict(), "figures": figures, "across_sessions": {}, "interleaved": {}}
+    figures = {
+        n: {m: round(v, 2) for p in r.table("slo").points() for m, v in p.metrics.items() if m in SHOWN}
+        for n, r in sessions.items()
+    }
+    out: dict[str, Any] = {
+        "rules": args.fail_on,
+        "calibration": drift.to_dict(),
+        "figures": figures,
+        "across_sessions": {},
+        "interleaved": {},
+    }
     baseline = sessions[args.baseline]
     for name in [*names(args.aa), *names(args.slow)]:
         candidate = sessions[name]
@@ -63,8 +82,13 @@ def main() -> int:
         }
     for name in names(args.interleaved):
         results = read(name)
-        out["interleaved"][name] = judged(compare(results, results, rules, pairs={"baseline": "candidate"}, exclusive=True))
-        out["figures"][name] = {p.target: {m: round(v, 2) for m, v in p.metrics.items() if m in SHOWN} for p in results.table("slo").points()}
+        out["interleaved"][name] = judged(
+            compare(results, results, rules, pairs={"baseline": "candidate"}, exclusive=True)
+        )
+        out["figures"][name] = {
+            p.target: {m: round(v, 2) for m, v in p.metrics.items() if m in SHOWN}
+            for p in results.table("slo").points()
+        }
     atomic_write_text(args.output, json.dumps(out, indent=1) + "\n")
     for name, modes in out["across_sessions"].items():
         print(name, " | ".join(f"{mode}: {r['verdict']}" for mode, r in modes.items()))

@@ -102,14 +102,16 @@ def _drift(path: Path | None) -> DriftCalibration | None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     try:
-        drift = calibrate([(str(p), SessionResults.read(p)) for p in result_files(args.inputs)], safety=args.safety, target=args.target)
+        parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
+        drift = calibrate(parts, safety=args.safety, target=args.target)
     except CalibrationError as exc:
         raise CliError(str(exc)) from None
     drift.write(args.output)
     for key, figures in sorted(drift.figures.items()):
         shown = [f"{m} {d.bound_pct:g}%" for m, d in sorted(figures.items()) if m in DRIFT_SHOWN]
         print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
-    print(f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g} -> {args.output}")
+    print(f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
+          f" -> {args.output}")
     return EXIT_OK
 
 
@@ -181,17 +183,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")
     p.add_argument("--pair", action="append", default=[], metavar="B=C", help="pair target B of the baseline with C of the candidate")
     p.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})")
-    p.add_argument("--calibration", type=Path, metavar="FILE", help="drift between sessions on this machine (pytest-infer calibrate): "
-                   "timing from separate sessions gates beyond it; without it, such timing is listed, not gated")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
+                   "gates beyond it; without it, such timing is listed, not gated")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("calibrate", help="how far timing moves between sessions of one server version on this machine: "
                        "the drift compare --calibration tolerates across sessions")
-    p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="results of at least 3 sessions of one server version, on the gate's machine")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
+                   help="results of at least 3 sessions of one server version, on the gate's machine")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
-    p.add_argument("--safety", type=float, default=SAFETY, help=f"the largest move seen is multiplied by this (default {SAFETY:g})")
+    p.add_argument("--safety", type=float, default=SAFETY,
+                   help=f"the largest move seen is multiplied by this (default {SAFETY:g})")
     p.add_argument("--target", help="the target to calibrate, where a file holds several")
     p.set_defaults(func=cmd_calibrate)
 
@@ -207,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)")
     p.add_argument("--title", default="pytest-infer history")
-    p.add_argument("--calibration", type=Path, metavar="FILE", help="drift between sessions (pytest-infer calibrate), as for compare")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="drift between sessions (pytest-infer calibrate), as for compare")
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("path", help="where the bundled suites or SLO profiles are: pytest \"$(pytest-infer path suites)\" ...")

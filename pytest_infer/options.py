@@ -95,8 +95,8 @@ def add_options(parser: pytest.Parser) -> None:
         "so one that grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine. "
         f"Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.", metavar="GB")
     add(FAIL_ON, "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g. ttft_p99:10%,output_tps:5%).", metavar="RULES")
-    add(CALIBRATION, f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured in another "
-        "session gates only beyond it; without it such timing is listed, not gated.", metavar="FILE")
+    add(CALIBRATION, f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
+        "in another session gates only beyond it; without it such timing is listed, not gated.", metavar="FILE")
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,8 @@ def _gate_drift(options: opts.InferOptions):
     if options.calibration is None:
         return None
     if options.baseline is None:
-        raise pytest.UsageError(f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between the baseline's session and this one")
+        raise pytest.UsageError(f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between its session "
+                                "and this one")
     from .gating.drift import CalibrationError, DriftCalibration
 
     try:
@@ -332,7 +333,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
         infer.results.environment["run"] = {"exitstatus": int(session.exitstatus), "collected": session.testscollected, "ran": len(infer.results.tests)}
-        infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.rules, infer.drift)
+        options = infer.options
+        infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.rules, infer.drift)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
     infer.pool.stop_all()

@@ -110,7 +110,7 @@ class Pairing:
     label: str
     rules: tuple = ()  # gating.rules.Rule: the figures that gate and the change they tolerate
     alpha: float = 0.05
-    drift: Any = None  # gating.drift.DriftCalibration: what timing moves between sessions on this machine; None: not known
+    drift: Any = None  # gating.drift.DriftCalibration: how far timing moves between sessions here; None: unknown
 
 
 class Table:

@@ -37,7 +37,7 @@ class GateResult:
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
-    timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions (drift)
+    timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -58,9 +58,13 @@ class GateResult:
         missing = f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"
         if n:
             return f"FAIL: {n} regression{'s' if n != 1 else ''}" + (f"; {missing}" if self.unmeasured else "")
+        if self.unmeasured:
+            return f"INCOMPLETE: no regressions in what was measured; {missing}"
         ungated = sum(1 for f in self.findings if f.area == "slo" and NOT_GATED in f.detail)
-        note = f" ({ungated} timing move{'s' if ungated != 1 else ''} across sessions {NOT_GATED}: no drift calibration for them)" if ungated else ""
-        return f"INCOMPLETE: no regressions in what was measured; {missing}" if self.unmeasured else f"PASS: no regressions{note}"
+        moves = f"{ungated} timing move{'s' if ungated != 1 else ''}"
+        if ungated:
+            return f"PASS: no regressions ({moves} across sessions {NOT_GATED}: no drift calibration for them)"
+        return "PASS: no regressions"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
@@ -172,7 +176,8 @@ def compare(
     result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
     before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:
-        pairing = Pairing(b, c, f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}", rules, alpha, drift)
+        label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
+        pairing = Pairing(b, c, label, rules, alpha, drift)
         result.pair_labels.append(pairing.label)
         invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {n for t in candidate.tables.values() for n in t.unmeasured(c)}
         checks = _compare_checks(before, after, pairing, invalid)

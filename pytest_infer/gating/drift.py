@@ -9,9 +9,10 @@ drift on the machine the gate runs on: several sessions of one server version, e
 figure's median per session, and per (load point, figure) the largest relative move
 between any two sessions, measured as the rules measure a worsening (a share of the
 better of the two: the worst an A/A pair of those sessions would have shown), times a
-safety factor (the largest of a few sessions underestimates the largest of many). The gate then tolerates that much on top of each
-rule and tests only what lies beyond it.
+safety factor (the largest of a few sessions underestimates the largest of many). The
+gate then tolerates that much on top of each rule and tests only what lies beyond it.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,10 @@ KIND = "pytest-infer drift calibration"
 VERSION = 1
 SAFETY = 1.5
 MIN_SESSIONS = 3  # two sessions give one move: no idea how typical it is
-METHOD = ("largest relative move of the per-session median between any two sessions, in the rules' terms (a share of the "
-          "better value: the worst an A/A pair showed), times the safety factor")
+METHOD = (
+    "largest relative move of the per-session median between any two sessions, in the rules' terms (a share of the "
+    "better value: the worst an A/A pair showed), times the safety factor"
+)
 
 
 class CalibrationError(InferError, ValueError):
@@ -60,12 +63,21 @@ class DriftCalibration:
 
     def to_dict(self) -> dict[str, Any]:
         figures = {k: {m: asdict(d) for m, d in sorted(ms.items())} for k, ms in sorted(self.figures.items())}
-        return {"kind": KIND, "version": VERSION, "method": METHOD, "safety": self.safety, "sessions": self.sessions, "figures": figures}
+        return {
+            "kind": KIND,
+            "version": VERSION,
+            "method": METHOD,
+            "safety": self.safety,
+            "sessions": self.sessions,
+            "figures": figures,
+        }
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "") -> DriftCalibration:
         if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise CalibrationError(f"{source or 'the file'} is not a drift calibration (make one with pytest-infer calibrate)")
+            raise CalibrationError(
+                f"{source or 'the file'} is not a drift calibration (make one with pytest-infer calibrate)"
+            )
         try:
             figures = {k: {m: Drift(**d) for m, d in ms.items()} for k, ms in data["figures"].items()}
             return cls(figures, list(data.get("sessions", [])), float(data.get("safety", SAFETY)), source)
@@ -93,7 +105,9 @@ def largest_move_pct(values: list[float], *, higher_is_better: bool) -> float | 
     return spread / (max(values) if higher_is_better else min(values)) * 100.0
 
 
-def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY, target: str | None = None) -> DriftCalibration:
+def calibrate(
+    parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY, target: str | None = None
+) -> DriftCalibration:
     """Each (load point, figure)'s drift over the sessions in ``parts`` (result files of one server version)."""
     if safety < 1:
         raise CalibrationError(f"safety factor {safety:g} is below 1: it would tolerate less than the drift seen")
@@ -107,7 +121,10 @@ def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY
     for name, figures in sessions.items():
         targets = sorted({t for t, _, _ in figures if target in (None, t)})
         if len(targets) > 1:
-            raise CalibrationError(f"session {name} holds several targets ({', '.join(targets)}): calibrate one version; name it with --target")
+            raise CalibrationError(
+                f"session {name} holds several targets ({', '.join(targets)}): "
+                "calibrate one version; name it with --target"
+            )
         for (tid, key, metric), value in figures.items():
             figure = resolve(metric)
             if target in (None, tid) and figure is not None and figure.better is not None:
@@ -115,7 +132,10 @@ def calibrate(parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY
                 directions[metric] = higher_is_better(metric)
     sessions = {name: figures for name, figures in sessions.items() if any(target in (None, t) for t, _, _ in figures)}
     if len(sessions) < MIN_SESSIONS:
-        raise CalibrationError(f"{len(sessions)} session(s) with SLO figures; calibrating needs at least {MIN_SESSIONS} of one server version")
+        raise CalibrationError(
+            f"{len(sessions)} session(s) with SLO figures; "
+            f"calibrating needs at least {MIN_SESSIONS} of one server version"
+        )
     drifts: dict[str, dict[str, Drift]] = {}
     for (key, metric), values in sorted(medians.items()):
         largest = largest_move_pct(values, higher_is_better=directions[metric]) if len(values) >= MIN_SESSIONS else None

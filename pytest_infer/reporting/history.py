@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..gating.compare import GateResult, compare
+from ..gating.drift import DriftCalibration
 from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
@@ -92,10 +93,12 @@ def run_state(results: SessionResults, target: str) -> str:
     return "ok"
 
 
-def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift=None) -> tuple[SessionResults, History]:
+def build_history(
+    parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift: DriftCalibration | None = None
+) -> tuple[SessionResults, History]:
     """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it.
 
-    ``drift``: a ``gating.drift.DriftCalibration``; versions run in separate sessions, so without one their timing is not gated."""
+    ``drift``: versions ran in separate sessions, so without a drift calibration their timing is shown, not gated."""
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)

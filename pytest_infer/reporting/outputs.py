@@ -32,7 +32,9 @@ def gate_of(results: SessionResults) -> GateResult | None:
     return GateResult.from_dict(results.gate) if results.gate else None
 
 
-def run_gate(results: SessionResults, baseline: Path, rules: tuple[Rule, ...], drift: DriftCalibration | None = None) -> GateResult:
+def run_gate(
+    results: SessionResults, baseline: Path, rules: tuple[Rule, ...], drift: DriftCalibration | None = None
+) -> GateResult:
     """Compare with the baseline file and keep the verdict in the results themselves."""
     gate = compare(SessionResults.read(baseline, results.suites), results, rules, drift=drift)
     results.gate = {"baseline": str(baseline), **gate.to_dict()}
@@ -67,8 +69,9 @@ def write_renderings(
 
 
 def finish_session(
-    results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...], drift: DriftCalibration | None = None
-) -> Written:
+    results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...],
+    drift: DriftCalibration | None = None,
+) -> Written:  # fmt: skip
     gate = run_gate(results, baseline, rules, drift) if baseline is not None else None
     results.write(report_dir / RESULTS_FILE)
     written = write_renderings(results, report_dir, gate=gate)

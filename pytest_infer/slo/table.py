@@ -15,8 +15,8 @@ from typing import Any
 from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
-RESERVED = frozenset({"interleaved", "session", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                      "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server"})
+RESERVED = frozenset({"interleaved", "session", "target", "profile", "load_point", "name", "point", "concurrency", "rate",
+                      "verdict", "passed", "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server"})
 
 
 def _number(value: Any) -> float | None:
@@ -191,7 +191,9 @@ class SloTable(Table):
         return found
 
     def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
-        before = {p.key: p for p in baseline.points() if p.target == pairing.baseline} if isinstance(baseline, SloTable) else {}
+        if not isinstance(baseline, SloTable):
+            return None
+        before = {p.key: p for p in baseline.points() if p.target == pairing.baseline}
         compared = [(before[p.key], p) for p in self.points() if p.target == pairing.candidate and p.key in before]
         modes = dict.fromkeys(timing_mode(old, new, pairing) for old, new in compared)
         return "; ".join(modes) or None
@@ -202,9 +204,11 @@ class SloTable(Table):
         for entry in self.entries:
             if isinstance(entry, dict):
                 session = entry.get("session")
-                by_session.setdefault(f"{source}#{session}" if isinstance(session, str) and session else source, []).append(entry)
+                name = f"{source}#{session}" if isinstance(session, str) and session else source
+                by_session.setdefault(name, []).append(entry)
         return {
-            name: {(p.target, p.key, metric): value for p in slo_points(entries) if p.verdict != "invalid" for metric, value in p.metrics.items()}
+            name: {(p.target, p.key, m): v for p in slo_points(entries) if p.verdict != "invalid"
+                   for m, v in p.metrics.items()}
             for name, entries in by_session.items()
         }
 
@@ -331,6 +335,7 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:
+    from ..gating.compare import NOT_GATED
     from ..gating.rules import Rule, rule_for
     from ..gating.stats import significance
     from ..metrics.catalogue import higher_is_better
@@ -352,12 +357,15 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
         mode = timing_mode(old, new, pairing).partition(",")[0]
         drift = pairing.drift.drift(old.key, metric) if pairing.drift is not None else None
         if drift is None:
-            why = "no calibration" if pairing.drift is None else f"{pairing.drift.describe()} has no drift for this figure"
-            return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{moved}, {limit}; {mode}, not gated: {why}")
+            why = f"{pairing.drift.describe()} has no drift for this figure" if pairing.drift else "no calibration"
+            detail = f"{moved}, {limit}; {mode}, {NOT_GATED}: {why}"
+            return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         relative = Rule(metric, 0.0).worsening(metric, x, y)
         limit += f" + calibrated drift {drift.bound_pct:g}% ({mode}, {pairing.drift.describe()})"
-        if abs(relative) <= drift.bound_pct or abs(worse) <= rule.threshold + (drift.bound_pct if rule.relative else 0.0):
-            return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{moved}, {limit}: within the rule and the drift between sessions")
+        tolerated = rule.threshold + (drift.bound_pct if rule.relative else 0.0)
+        if abs(relative) <= drift.bound_pct or abs(worse) <= tolerated:
+            detail = f"{moved}, {limit}: within the rule and the drift between sessions"
+            return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         shift = drift.bound_pct / 100.0
     better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
     # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of them
@@ -369,9 +377,10 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
     def moved_by_drift(values: list[float]) -> list[float]:
         return [v * factor for v in values] if shift else values
 
-    sig = significance(metric, moved_by_drift(getattr(better, repeated).get(metric, [])), getattr(worse_side, repeated).get(metric, []),
-                       {k: moved_by_drift(v) for k, v in better.samples.items()}, worse_side.samples, higher_is_better=up, paired=paired,
-                       unit=repeated)  # fmt: skip
+    better_runs = moved_by_drift(getattr(better, repeated).get(metric, []))
+    better_samples = {k: moved_by_drift(v) for k, v in better.samples.items()}
+    sig = significance(metric, better_runs, getattr(worse_side, repeated).get(metric, []), better_samples, worse_side.samples,
+                       higher_is_better=up, paired=paired, unit=repeated)
     p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
     basis = f"{sig.basis} against the other side moved by the drift" if shift and sig.p_value is not None else sig.basis
     detail = f"{moved}, {limit}; {basis}{p}"

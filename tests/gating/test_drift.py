@@ -1,5 +1,6 @@
 """Timing across sessions: not gated without a drift calibration, gated beyond the calibrated drift with one;
 timing measured in turns (interleaved) is judged as before, calibration or not."""
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,32 @@ RULES = parse_rules("output_tps:5%,ttft_p50:10%")
 KEY = "cpu/c1"
 
 
-def one_session(version: str, tps: float, *, session: str | None = "", interleaved: str = "", target: str = "vllm", seed: int = 0,
-                runs: int = 6, verdict: str = "pass") -> SessionResults:
+def one_session(
+    version: str,
+    tps: float,
+    *,
+    session: str | None = "",
+    interleaved: str = "",
+    target: str = "vllm",
+    seed: int = 0,
+    runs: int = 6,
+    verdict: str = "pass",
+) -> SessionResults:
     """One session's load point ``c1``: ``runs`` runs about ``tps`` tokens/s (+-2%) and a TTFT that moves with it."""
     rng = random.Random(seed)
     results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
     results.targets[target] = TargetRecord(id=target, framework="vllm", model="tiny", version=version, profile="cpu")
     values = [tps * (1 + rng.uniform(-0.02, 0.02)) for _ in range(runs)]
     per_run = [{"output_tokens_per_s": v, "ttft_p50_ms": 40 * 300 / v} for v in values]
-    entry = {"target": target, "profile": "cpu", "load_point": "c1", "concurrency": 1, "verdict": verdict, "runs": per_run,
-             "metrics": {"output_tokens_per_s": sum(values) / runs}}
+    entry = {
+        "target": target,
+        "profile": "cpu",
+        "load_point": "c1",
+        "concurrency": 1,
+        "verdict": verdict,
+        "runs": per_run,
+        "metrics": {"output_tokens_per_s": sum(values) / runs},
+    }
     if session is not None:
         entry["session"] = session or f"{version}-{seed}"
     if interleaved:
@@ -42,26 +59,42 @@ def calibration(*session_tps: float) -> DriftCalibration:
 
 
 def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown_not_gated():
-    baseline, candidate = one_session("0.32.0", 536, seed=1), one_session("0.32.0", 350, seed=2)  # the issue's figures: -35%
+    baseline, candidate = (
+        one_session("0.32.0", 536, seed=1),
+        one_session("0.32.0", 350, seed=2),
+    )  # the issue's figures: -35%
     gate = compare(baseline, candidate, RULES)
     assert not gate.failed and gate.regressions == []
-    assert gate.verdict == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
+    assert (
+        gate.verdict == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
+    )
     assert gate.timing == ["vllm 0.32.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"]
     shown = {f.subject: (f.kind, f.detail) for f in gate.findings}
     kind, detail = shown["cpu/c1: output_tokens_per_s"]
-    assert kind == "change" and detail.startswith("+33.") and detail.endswith("% worse, limit output_tps:5%; separate sessions, not gated: no calibration")
+    assert (
+        kind == "change"
+        and detail.startswith("+33.")
+        and detail.endswith("% worse, limit output_tps:5%; separate sessions, not gated: no calibration")
+    )
     # the same figures, the same session id on both sides: one session, measured one target after the other, is no pairing either
     same = compare(one_session("0.32.0", 536, session="s"), one_session("0.32.0", 350, session="s"), RULES)
-    assert same.timing == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"] and not same.failed
+    assert (
+        same.timing == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"]
+        and not same.failed
+    )
 
 
 def test_results_from_before_sessions_were_recorded_count_as_separate_sessions():
     gate = compare(one_session("0.31.0", 536, session=None), one_session("0.32.0", 350, session=None), RULES)
-    assert not gate.failed and gate.timing == ["vllm 0.31.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"]
+    assert not gate.failed and gate.timing == [
+        "vllm 0.31.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"
+    ]
 
 
 def test_calibration_is_the_largest_move_between_sessions_times_the_safety_factor():
-    drift = calibration(500, 550, 400)  # throughput: at worst 400 after 550, 27% less; TTFT (~300*40/tps): 30 ms after 22, +37.5%
+    drift = calibration(
+        500, 550, 400
+    )  # throughput: at worst 400 after 550, 27% less; TTFT (~300*40/tps): 30 ms after 22, +37.5%
     tps, ttft = drift.drift(KEY, "output_tokens_per_s"), drift.drift(KEY, "ttft_p50_ms")
     assert tps is not None and tps.sessions == 3 and tps.largest_pct == pytest.approx(27.3, abs=3)
     assert ttft is not None and ttft.largest_pct == pytest.approx(37.5, abs=4)
@@ -69,7 +102,9 @@ def test_calibration_is_the_largest_move_between_sessions_times_the_safety_facto
     assert largest_move_pct([100.0, 110.0, 125.0], higher_is_better=False) == pytest.approx(25.0)
     assert largest_move_pct([100.0, 110.0, 125.0], higher_is_better=True) == pytest.approx(20.0)
     assert largest_move_pct([0.0, 0.0, 0.0], higher_is_better=False) == 0.0
-    assert largest_move_pct([0.0, 1.0, 2.0], higher_is_better=False) is None  # no share of nothing: not calibrated, so not gated
+    assert (
+        largest_move_pct([0.0, 1.0, 2.0], higher_is_better=False) is None
+    )  # no share of nothing: not calibrated, so not gated
 
 
 def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_passes():
@@ -80,12 +115,21 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
     beyond = compare(baseline, one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8), RULES, drift=drift)
     (finding,) = [f for f in beyond.findings if f.subject.endswith("output_tokens_per_s")]
     assert beyond.failed and finding.kind == "regression"
-    assert f"limit output_tps:5% + calibrated drift {bound:g}% (separate sessions, calibration (3 sessions, largest move x1.5))" in finding.detail
+    assert (
+        f"limit output_tps:5% + calibrated drift {bound:g}% (separate sessions, calibration (3 sessions, largest move x1.5))"
+        in finding.detail
+    )
     assert "runs (n=6 v 6) against the other side moved by the drift, p=0.00" in finding.detail
-    assert beyond.timing == [f"vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of {drift.describe()}"]
+    assert beyond.timing == [
+        f"vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of {drift.describe()}"
+    ]
     within = compare(baseline, one_session("0.33.0", 500 * (1 - (bound + 5 - 3) / 100), seed=8), RULES, drift=drift)
     (finding,) = [f for f in within.findings if f.subject.endswith("output_tokens_per_s")]
-    assert not within.failed and finding.kind == "noise" and finding.detail.endswith("within the rule and the drift between sessions")
+    assert (
+        not within.failed
+        and finding.kind == "noise"
+        and finding.detail.endswith("within the rule and the drift between sessions")
+    )
     better = compare(baseline, one_session("0.33.0", 500 * 1.5, seed=8), RULES, drift=drift)
     assert not better.failed and {f.kind for f in better.findings} == {"improvement"}
 
@@ -96,16 +140,28 @@ def test_beyond_the_drift_but_not_significantly_so_is_noise():
     drift = calibration(500, 540, 470)
     baseline, candidate = one_session("0.32.0", 500, seed=7), one_session("0.33.0", 300, seed=8)
     candidate.table("slo").entries[0]["runs"] = [{"output_tokens_per_s": v} for v in (150, 560, 200, 540, 250, 350)]
-    (finding,) = [f for f in compare(baseline, candidate, RULES, drift=drift).findings if f.subject.endswith("output_tokens_per_s")]
-    assert finding.kind == "noise" and "against the other side moved by the drift" in finding.detail and "not significant" in finding.detail
+    (finding,) = [
+        f
+        for f in compare(baseline, candidate, RULES, drift=drift).findings
+        if f.subject.endswith("output_tokens_per_s")
+    ]
+    assert (
+        finding.kind == "noise"
+        and "against the other side moved by the drift" in finding.detail
+        and "not significant" in finding.detail
+    )
 
 
 def test_a_figure_the_calibration_does_not_hold_is_not_gated_and_says_why():
     drift = DriftCalibration({"cpu/c64": {}}, ["a", "b", "c"], source="calibration.json")
     gate = compare(one_session("0.32.0", 536), one_session("0.33.0", 300), RULES, drift=drift)
     assert not gate.failed
-    assert any(f.detail.endswith("not gated: calibration (calibration.json, 3 sessions, largest move x1.5) has no drift for this figure")
-               for f in gate.findings)
+    assert any(
+        f.detail.endswith(
+            "not gated: calibration (calibration.json, 3 sessions, largest move x1.5) has no drift for this figure"
+        )
+        for f in gate.findings
+    )
 
 
 def _interleaved(before: list[float], after: list[float]) -> tuple[SessionResults, SessionResults]:
@@ -128,7 +184,9 @@ def test_interleaved_timing_is_judged_as_before_with_or_without_a_calibration():
     assert plain.findings == wide.findings
     for gate in (plain, wide):
         (finding,) = gate.findings
-        assert finding.kind == "regression" and finding.detail.endswith("% worse, limit output_tps:5%; paired runs (n=6, interleaved), p=0.0156")
+        assert finding.kind == "regression" and finding.detail.endswith(
+            "% worse, limit output_tps:5%; paired runs (n=6, interleaved), p=0.0156"
+        )
         assert gate.timing == ["vllm 0.32.0 -> vllm 0.32.0: interleaved (measured in turns)"]
 
 
@@ -141,7 +199,10 @@ def test_calibrate_refuses_too_few_sessions_and_mixed_targets_and_skips_invalid_
     with pytest.raises(CalibrationError, match="several targets .*old, vllm.*--target"):
         calibrate(parts)
     assert calibrate(parts, target="vllm").drift(KEY, "output_tokens_per_s") is not None
-    invalid = [(f"s{i}.json", one_session("0.32.0", 500 + 100 * i, seed=i, verdict="invalid" if i == 0 else "pass")) for i in range(4)]
+    invalid = [
+        (f"s{i}.json", one_session("0.32.0", 500 + 100 * i, seed=i, verdict="invalid" if i == 0 else "pass"))
+        for i in range(4)
+    ]
     assert calibrate(invalid).drift(KEY, "output_tokens_per_s").sessions == 3
     with pytest.raises(CalibrationError, match="below 1"):
         calibrate(invalid, safety=0.5)
@@ -163,7 +224,10 @@ def test_calibrate_and_compare_from_the_command_line(tmp_path: Path, capsys: pyt
     calibration_file = tmp_path / "calibration.json"
     assert main(["calibrate", str(tmp_path / "same"), "-o", str(calibration_file)]) == 0
     out = capsys.readouterr().out
-    assert "cpu/c1: output_tokens_per_s 17.8" in out and "3 sessions; tolerated drift = largest move between two sessions x 1.5" in out
+    assert (
+        "cpu/c1: output_tokens_per_s 17.8" in out
+        and "3 sessions; tolerated drift = largest move between two sessions x 1.5" in out
+    )
     saved = json.loads(calibration_file.read_text())
     assert saved["kind"] == "pytest-infer drift calibration" and "largest relative move" in saved["method"]
     compare_args = ["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--fail-on", "output_tps:5%"]
@@ -171,7 +235,11 @@ def test_calibrate_and_compare_from_the_command_line(tmp_path: Path, capsys: pyt
     assert "separate sessions, not gated: no calibration" in capsys.readouterr().out
     assert main([*compare_args, "--calibration", str(calibration_file)]) == 1
     out = capsys.readouterr().out
-    assert "upgrade gate: FAIL: 1 regression" in out and f"timing: vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of calibration ({calibration_file}" in out
+    assert (
+        "upgrade gate: FAIL: 1 regression" in out
+        and f"timing: vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of calibration ({calibration_file}"
+        in out
+    )
     assert main([*compare_args, "--calibration", str(tmp_path / "base.json")]) == 2
     assert "--calibration: " in capsys.readouterr().err
     assert main(["calibrate", str(tmp_path / "base.json"), "-o", str(tmp_path / "x.json")]) == 2
