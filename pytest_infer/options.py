@@ -30,6 +30,7 @@ HOST = "--infer-host"
 API_KEY = "--infer-api-key"
 BASELINE = "--infer-baseline"
 FAIL_ON = "--infer-fail-on"
+CALIBRATION = "--infer-calibration"
 MEMORY_LIMIT = "--infer-server-memory-limit"
 
 DEFAULT_MODEL = "tiny"
@@ -94,6 +95,8 @@ def add_options(parser: pytest.Parser) -> None:
         "so one that grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine. "
         f"Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.", metavar="GB")
     add(FAIL_ON, "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g. ttft_p99:10%,output_tps:5%).", metavar="RULES")
+    add(CALIBRATION, f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
+        "in another session gates only beyond it; without it such timing is listed, not gated.", metavar="FILE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,7 @@ class InferOptions:
     api_key: str | None = None
     baseline: Path | None = None
     fail_on: str | None = None  # the gate's rules as typed; the plugin parses them (gating.rules)
+    calibration: Path | None = None  # the drift calibration the gate reads (gating.drift)
     memory_limit_gb: float | None = None  # None: DEFAULT_MEMORY_SHARE of the machine
 
     @property
@@ -230,5 +234,6 @@ def parse(config: pytest.Config) -> InferOptions:
         api_key=option_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
         fail_on=fail_on_text,
+        calibration=Path(calibration_text) if (calibration_text := option_value(config, CALIBRATION)) else None,
         memory_limit_gb=parse_positive(MEMORY_LIMIT, limit_text, "GB") if (limit_text := option_value(config, MEMORY_LIMIT)) else None,
     )

@@ -71,6 +71,21 @@ def _gate_rules(options: opts.InferOptions) -> tuple:
     return rules
 
 
+def _gate_drift(options: opts.InferOptions):
+    """The drift calibration, read now, so a bad file stops the run before any server starts."""
+    if options.calibration is None:
+        return None
+    if options.baseline is None:
+        raise pytest.UsageError(f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between its session "
+                                "and this one")
+    from .gating.drift import CalibrationError, DriftCalibration
+
+    try:
+        return DriftCalibration.read(options.calibration)
+    except CalibrationError as exc:
+        raise pytest.UsageError(f"{opts.CALIBRATION}: {exc}") from None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """First, so that the suites' own ``pytest_configure`` find the session in the stash."""
@@ -80,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options = opts.parse(config)
     targets = resolve_targets(options) if options.active else []
     config.stash[session_key] = InferSession.create(config, options, targets, suites, _gate_rules(options))
+    config.stash[session_key].drift = _gate_drift(options)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
     if targets and not hasattr(config, "workerinput"):
@@ -323,7 +339,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
         infer.results.environment["run"] = {"exitstatus": int(session.exitstatus), "collected": session.testscollected, "ran": len(infer.results.tests)}
-        infer.written = finish_session(infer.results, infer.options.report_dir, infer.options.baseline, infer.rules)
+        options = infer.options
+        infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.rules, infer.drift)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
     infer.pool.stop_all()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,8 @@ class InferSession:
     profile: str | None = None  # the SLO profile's name, set by the suite that reads it
     rules: tuple = ()  # gating.rules.Rule of --infer-fail-on, parsed once by the plugin
     written: Any = None  # reporting.outputs.Written, once the controller has written the reports
+    drift: Any = None  # gating.drift.DriftCalibration of --infer-calibration, read once by the plugin
+    id: str = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
 
     @classmethod
     def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target], suites: dict[str, Suite], rules: tuple = ()) -> InferSession:
@@ -41,6 +44,7 @@ class InferSession:
             SessionResults(suites=suites), is_worker=workerinput is not None, rules=rules,
         )  # fmt: skip
         session.results.plugin_version = __version__
+        session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
         if workerinput is None:  # the controller writes the results; workers' environment would be discarded
             session.results.environment = capture_environment(config.rootpath, __version__)
         if workerinput is not None and WORKER_SERVERS_KEY in workerinput:

@@ -110,6 +110,7 @@ class Pairing:
     label: str
     rules: tuple = ()  # gating.rules.Rule: the figures that gate and the change they tolerate
     alpha: float = 0.05
+    drift: Any = None  # gating.drift.DriftCalibration: how far timing moves between sessions here; None: unknown
 
 
 class Table:
@@ -139,6 +140,16 @@ class Table:
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
         return []
+
+    def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
+        """How this suite's timing figures of the pair were compared (interleaved, or separate sessions with or
+        without a drift calibration), for the gate's verdict; ``None`` for a suite that times nothing."""
+        return None
+
+    def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
+        """``{session: {(target, unit, figure): value}}``: each session's timing figures, from which a drift
+        calibration (gating.drift) learns how far they move between sessions; ``source`` names the file."""
+        return {}
 
     def cause(self, row: str, message: str) -> Cause | None:
         """The root cause of a failed test of this suite (its matrix row, without the target; its message), or

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+from pytest_infer.gating.drift import Drift, DriftCalibration
 from pytest_infer.results.model import SessionResults, TargetRecord, TestRecord
 
 CHECKS = ("chat.basic", "chat.stream_matches", "chat.stop_strings", "completions.logprobs", "chat.n_choices")
@@ -62,3 +63,19 @@ def with_capacity(results: SessionResults, verdict: str, outcome: str) -> Sessio
     results.add_test(TestRecord(nodeid=nodeid, target=target, outcome=outcome, suite="slo", message="Failed: measurement invalid: client fell behind" if outcome == "error" else ""))
     results.table("slo").add({"nodeid": nodeid, "target": target, "profile": "cpu", "load_point": "capacity", "verdict": verdict, "metrics": {"capacity_rps": 64.0}})
     return results
+
+
+class FlatDrift(DriftCalibration):
+    """A calibration that bounds every figure's drift between sessions at one share."""
+
+    def __init__(self, bound_pct: float) -> None:
+        super().__init__({}, ["s1", "s2", "s3"], 1.0, f"flat {bound_pct:g}%")
+        self.bound = Drift(bound_pct, bound_pct, 3)
+
+    def drift(self, key: str, metric: str) -> Drift | None:
+        return self.bound
+
+
+def flat_drift(bound_pct: float = 0.0) -> DriftCalibration:
+    """Timing across sessions gated as if the machine drifted by ``bound_pct`` at most (0: never): the statistics alone decide."""
+    return FlatDrift(bound_pct)

@@ -18,6 +18,7 @@ from typing import Any
 from ..results.model import SessionResults
 from ..results.views import CheckCell, check_matrix, target_label
 from ..suite import Finding, Pairing, Table
+from .drift import DriftCalibration
 from .rules import Rule
 from .stats import ALPHA
 
@@ -26,6 +27,7 @@ PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that p
 ABSENT = "not run"  # the side of a row whose results hold no test of it
 IMPROVED = {"failed": "fixed", "error": "fixed", "not_run": "fixed", "xfail": "known deviation fixed", "unsupported": "now supported"}
 KINDS = ("regression", "improvement", "noise", "change")
+NOT_GATED = "not gated"  # a timing move across sessions with no drift calibration: listed, not judged (slo.table)
 UNMEASURED = "measurement invalid on one side: no verdict on the server"
 __all__ = ["Finding", "GateResult", "compare", "pair_targets"]
 
@@ -39,6 +41,7 @@ class GateResult:
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
+    timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -59,7 +62,13 @@ class GateResult:
         missing = f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"
         if n:
             return f"FAIL: {n} regression{'s' if n != 1 else ''}" + (f"; {missing}" if self.unmeasured else "")
-        return f"INCOMPLETE: no regressions in what was measured; {missing}" if self.unmeasured else "PASS: no regressions"
+        if self.unmeasured:
+            return f"INCOMPLETE: no regressions in what was measured; {missing}"
+        ungated = sum(1 for f in self.findings if f.area == "slo" and NOT_GATED in f.detail)
+        moves = f"{ungated} timing move{'s' if ungated != 1 else ''}"
+        if ungated:
+            return f"PASS: no regressions ({moves} across sessions {NOT_GATED}: no drift calibration for them)"
+        return "PASS: no regressions"
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
@@ -74,6 +83,7 @@ class GateResult:
             findings=[Finding(**f) for f in data.get("findings", [])],
             warnings=list(data.get("warnings", [])),
             unmeasured=list(data.get("unmeasured", [])),
+            timing=list(data.get("timing", [])),
         )
 
 
@@ -180,12 +190,16 @@ def compare(
     pairs: dict[str, str] | None = None,
     exclusive: bool = False,
     alpha: float = ALPHA,
+    drift: DriftCalibration | None = None,
 ) -> GateResult:
+    """``drift``: how far timing moves between sessions on this machine (``pytest-infer calibrate``); without it,
+    timing measured in separate sessions is listed, not gated. Timing measured in turns is gated either way."""
     paired, unpaired = pair_targets(baseline, candidate, pairs, exclusive=exclusive)
     result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
     before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:
-        pairing = Pairing(b, c, f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}", rules, alpha)
+        label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
+        pairing = Pairing(b, c, label, rules, alpha, drift)
         result.pair_labels.append(pairing.label)
         invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {n for t in candidate.tables.values() for n in t.unmeasured(c)}
         checks = _compare_checks(before, after, pairing, invalid)
@@ -193,6 +207,8 @@ def compare(
         result.unmeasured += [f"{f.subject} on {pairing.label}" for f in checks if f.detail == UNMEASURED]
         for name, table in candidate.tables.items():
             result.findings += table.compare(baseline.tables.get(name, Table()), pairing)
+            if mode := table.timing_mode(baseline.tables.get(name, Table()), pairing):
+                result.timing.append(f"{pairing.label}: {mode}")
     order = {k: i for i, k in enumerate(KINDS)}
     result.findings.sort(key=lambda f: order[f.kind])
     return result

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..gating.compare import GateResult, compare
+from ..gating.drift import DriftCalibration
 from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
@@ -92,8 +93,12 @@ def run_state(results: SessionResults, target: str) -> str:
     return "ok"
 
 
-def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = ()) -> tuple[SessionResults, History]:
-    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it."""
+def build_history(
+    parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift: DriftCalibration | None = None
+) -> tuple[SessionResults, History]:
+    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it.
+
+    ``drift``: versions ran in separate sessions, so without a drift calibration their timing is shown, not gated."""
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)
@@ -111,7 +116,7 @@ def build_history(parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ..
                 skipped.append(v.version)
                 continue
             if before is not None:
-                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True)
+                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True, drift=drift)
                 _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []

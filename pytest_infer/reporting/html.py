@@ -71,7 +71,8 @@ def _gate_verdict(gate) -> str:
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
     regressions = "".join(f"<li>{_e(f.line())}</li>" for f in gate.of("regression"))
     return (f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared: {_e(pairs or "nothing")}; '
-            f'rules: {_e(", ".join(gate.rules) or "none")}</p>' + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
+            f'rules: {_e(", ".join(gate.rules) or "none")}</p>'
+            + "".join(f"<p>timing: {_e(t)}</p>" for t in gate.timing) + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
             + (f'<ul id="regressions">{regressions}</ul>' if regressions else ""))
 
 

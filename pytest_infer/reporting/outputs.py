@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..gating.compare import GateResult, compare
+from ..gating.drift import DriftCalibration
 from ..gating.rules import Rule
 from ..results.model import SessionResults, atomic_write_text
 
@@ -31,9 +32,11 @@ def gate_of(results: SessionResults) -> GateResult | None:
     return GateResult.from_dict(results.gate) if results.gate else None
 
 
-def run_gate(results: SessionResults, baseline: Path, rules: tuple[Rule, ...]) -> GateResult:
+def run_gate(
+    results: SessionResults, baseline: Path, rules: tuple[Rule, ...], drift: DriftCalibration | None = None
+) -> GateResult:
     """Compare with the baseline file and keep the verdict in the results themselves."""
-    gate = compare(SessionResults.read(baseline, results.suites), results, rules)
+    gate = compare(SessionResults.read(baseline, results.suites), results, rules, drift=drift)
     results.gate = {"baseline": str(baseline), **gate.to_dict()}
     return gate
 
@@ -65,8 +68,11 @@ def write_renderings(
     return Written(paths, gate, plot_error)
 
 
-def finish_session(results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...]) -> Written:
-    gate = run_gate(results, baseline, rules) if baseline is not None else None
+def finish_session(
+    results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...],
+    drift: DriftCalibration | None = None,
+) -> Written:  # fmt: skip
+    gate = run_gate(results, baseline, rules, drift) if baseline is not None else None
     results.write(report_dir / RESULTS_FILE)
     written = write_renderings(results, report_dir, gate=gate)
     written.paths = {"results": report_dir / RESULTS_FILE, **written.paths}

@@ -97,6 +97,7 @@ def render_gate(gate) -> list[str]:
         lines.append("compared: " + ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs]) + (f"; rules: {', '.join(gate.rules)}" if gate.rules else ""))
     if gate.unpaired:
         lines.append("not compared: " + ", ".join(gate.unpaired))
+    lines += [f"timing: {t}" for t in gate.timing]
     lines += [f"warning: {w}" for w in gate.warnings]
     for kind, title in (("regression", "REGRESSIONS"), ("improvement", "improvements"), ("noise", "within noise (not gating)"), ("change", "other changes")):
         found = gate.of(kind)

@@ -205,6 +205,7 @@ def slo_result(
             **({"thresholds_source": slo_profile.thresholds_source} if slo_profile.thresholds_source else {}),
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,
+            session=infer_session.id,
             **context,
         )
     )

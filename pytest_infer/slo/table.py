@@ -15,9 +15,9 @@ from typing import Any
 from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
-RESERVED = frozenset({"interleaved", "target", "profile", "load_point", "name", "point", "concurrency", "rate", "verdict", "passed",
-                      "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error", "extra", "server",
-                      "thresholds_source"})
+RESERVED = frozenset({"interleaved", "session", "target", "profile", "load_point", "name", "point", "concurrency", "rate",
+                      "verdict", "passed", "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error",
+                      "extra", "server", "thresholds_source"})
 ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
 
 
@@ -44,6 +44,7 @@ class SloPoint:
     failures: list[str] = field(default_factory=list)
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
     interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
+    sessions: set[str] = field(default_factory=set)  # the pytest sessions its entries came from; empty: not recorded
     server: list[dict[str, Any]] = field(default_factory=list)  # each entry's server-side figures (profiles.evaluate)
     thresholds_source: str = ""  # the profile's word on its limits: "estimated", "measured", or "" where it gave none
 
@@ -89,6 +90,8 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
             point.thresholds_source = entry["thresholds_source"]
         if isinstance(entry.get("interleaved"), dict):
             point.interleaved = str(entry["interleaved"].get("id", ""))
+        if isinstance(entry.get("session"), str) and entry["session"]:
+            point.sessions.add(entry["session"])
         for run in entry.get("runs") or [metrics]:
             for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
                 point.runs.setdefault(metric, []).append(value)
@@ -194,6 +197,28 @@ class SloTable(Table):
                 if finding is not None:
                     found.append(finding)
         return found
+
+    def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
+        if not isinstance(baseline, SloTable):
+            return None
+        before = {p.key: p for p in baseline.points() if p.target == pairing.baseline}
+        compared = [(before[p.key], p) for p in self.points() if p.target == pairing.candidate and p.key in before]
+        modes = dict.fromkeys(timing_mode(old, new, pairing) for old, new in compared)
+        return "; ".join(modes) or None
+
+    def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
+        """An entry without a session id (written before they were recorded) stands for its file's session."""
+        by_session: dict[str, list[Any]] = {}
+        for entry in self.entries:
+            if isinstance(entry, dict):
+                session = entry.get("session")
+                name = f"{source}#{session}" if isinstance(session, str) and session else source
+                by_session.setdefault(name, []).append(entry)
+        return {
+            name: {(p.target, p.key, m): v for p in slo_points(entries) if p.verdict != "invalid"
+                   for m, v in p.metrics.items()}
+            for name, entries in by_session.items()
+        }
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
         from ..reporting import plots
@@ -304,8 +329,24 @@ def prefix_cache_hit_share(point: SloPoint) -> Cell | None:
     return Cell(f"{share:.1%}", detail=f"{hits} of {queries} prompt tokens from the prefix cache", value=share)
 
 
+def measured_in_turns(old: SloPoint, new: SloPoint) -> bool:
+    return bool(old.interleaved) and old.interleaved == new.interleaved
+
+
+def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
+    """Which way the gate judges this point's timing: paired (in turns), or across sessions within a calibrated
+    drift, or not at all (across sessions, with no calibration to say how far the machine alone moves them)."""
+    if measured_in_turns(old, new):
+        return "interleaved (measured in turns)"
+    sessions = "one session, in sequence" if old.sessions and old.sessions == new.sessions else "separate sessions"
+    if pairing.drift is None:
+        return f"{sessions}, not gated: no calibration"
+    return f"{sessions}, gated beyond the calibrated drift of {pairing.drift.describe()}"
+
+
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:
-    from ..gating.rules import rule_for
+    from ..gating.compare import NOT_GATED
+    from ..gating.rules import Rule, rule_for
     from ..gating.stats import significance
     from ..metrics.catalogue import higher_is_better
 
@@ -318,16 +359,41 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
     subject = f"{old.key}: {metric}"
     if abs(worse) <= rule.threshold:
         return None
-    paired = bool(old.interleaved) and old.interleaved == new.interleaved
+    paired = measured_in_turns(old, new)
+    moved = f"{worse:+.1f}{unit} worse" if worse > 0 else f"{-worse:.1f}{unit} better"
+    limit = f"limit {rule.describe()}"
+    shift = 0.0  # the share by which the better side is moved towards worse before the test: the calibrated drift
+    if not paired:  # across sessions the machine's drift is in the difference: only a calibration says how much
+        mode = timing_mode(old, new, pairing).partition(",")[0]
+        drift = pairing.drift.drift(old.key, metric) if pairing.drift is not None else None
+        if drift is None:
+            why = f"{pairing.drift.describe()} has no drift for this figure" if pairing.drift else "no calibration"
+            detail = f"{moved}, {limit}; {mode}, {NOT_GATED}: {why}"
+            return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
+        relative = Rule(metric, 0.0).worsening(metric, x, y)
+        limit += f" + calibrated drift {drift.bound_pct:g}% ({mode}, {pairing.drift.describe()})"
+        tolerated = rule.threshold + (drift.bound_pct if rule.relative else 0.0)
+        if abs(relative) <= drift.bound_pct or abs(worse) <= tolerated:
+            detail = f"{moved}, {limit}: within the rule and the drift between sessions"
+            return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
+        shift = drift.bound_pct / 100.0
     better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
     # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of them
     sliced = paired and len(better.slices.get(metric, [])) == len(worse_side.slices.get(metric, [])) > len(better.runs.get(metric, []))
     repeated = "slices" if sliced else "runs"
-    sig = significance(metric, getattr(better, repeated).get(metric, []), getattr(worse_side, repeated).get(metric, []), better.samples,
-                       worse_side.samples, higher_is_better=higher_is_better(metric), paired=paired, unit=repeated)
+    up = higher_is_better(metric)
+    factor = 1.0 - shift if up else 1.0 + shift  # the better side, moved by the drift towards worse
+
+    def moved_by_drift(values: list[float]) -> list[float]:
+        return [v * factor for v in values] if shift else values
+
+    better_runs = moved_by_drift(getattr(better, repeated).get(metric, []))
+    better_samples = {k: moved_by_drift(v) for k, v in better.samples.items()}
+    sig = significance(metric, better_runs, getattr(worse_side, repeated).get(metric, []), better_samples, worse_side.samples,
+                       higher_is_better=up, paired=paired, unit=repeated)
     p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
-    moved = f"{worse:+.1f}{unit} worse" if worse > 0 else f"{-worse:.1f}{unit} better"
-    detail = f"{moved}, limit {rule.describe()}; {sig.basis}{p}"
+    basis = f"{sig.basis} against the other side moved by the drift" if shift and sig.p_value is not None else sig.basis
+    detail = f"{moved}, {limit}; {basis}{p}"
     if not sig.significant(pairing.alpha):
         return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{detail} >= {pairing.alpha}: not significant")
     return Finding("regression" if worse > 0 else "improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)

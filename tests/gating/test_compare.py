@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from results_factory import session, with_capacity
+from results_factory import flat_drift, session, with_capacity
 
 from pytest_infer.gating.compare import GateResult, compare, pair_targets
 from pytest_infer.gating.rules import parse_rules
@@ -77,7 +77,7 @@ def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_im
 def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
     baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 40}}, ttft_ms=60)
     candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
-    gate = compare(baseline, candidate, RULES)
+    gate = compare(baseline, candidate, RULES, drift=flat_drift())
     assert not gate.failed and gate.verdict == "PASS: no regressions"
     found = kinds(gate)
     assert ("improvement", "check", "chat.stop_strings") in found
@@ -88,7 +88,7 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
 
 
 def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
-    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), RULES)
+    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), RULES, drift=flat_drift())
     assert [f.subject for f in gate.regressions] == [f"cpu/c={c}: ttft_p99_ms" for c in (1, 8, 16)]
     assert all("runs (n=5 v 5), p=0.00397" in f.detail and "limit ttft_p99:10%" in f.detail for f in gate.regressions)
     # ttft_p50 moved just as much, but no rule names it: not gated, not listed
@@ -96,7 +96,7 @@ def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
 
 
 def test_throughput_that_falls_beyond_its_threshold_fails():
-    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), RULES)
+    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), RULES, drift=flat_drift())
     assert {f.subject for f in gate.regressions} == {f"cpu/c={c}: output_tps" for c in (1, 8, 16)}
 
 
@@ -117,7 +117,7 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     for values, results in (([100, 150, 90, 140, 95], baseline), ([112, 92, 145, 98, 151], candidate)):
         for v in values:
             results.table("slo").add({"target": "vllm", "profile": "cpu", "load_point": "c=4", "concurrency": 4, "metrics": {"ttft_p99_ms": v}})
-    gate = compare(baseline, candidate, RULES)
+    gate = compare(baseline, candidate, RULES, drift=flat_drift())
     (finding,) = gate.findings
     assert finding.kind == "noise" and not gate.failed
     assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
@@ -161,7 +161,7 @@ def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
     gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), rules, pairs={"base": "cand"})
     (finding,) = gate.findings
     assert finding.kind == "regression" and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
-    unpaired = compare(*_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"})
+    unpaired = compare(*_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"}, drift=flat_drift())
     (finding,) = unpaired.findings
     assert finding.kind == "noise" and "runs (n=6 v 6)" in finding.detail
 
@@ -176,7 +176,7 @@ def test_paired_runs_that_move_both_ways_are_not_significant():
 
 
 def test_without_repeated_runs_the_point_estimate_decides_and_says_so():
-    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), RULES)
+    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), RULES, drift=flat_drift())
     assert gate.failed and all("point estimate (no repeated runs)" in f.detail for f in gate.regressions)
 
 
@@ -231,7 +231,7 @@ def test_an_invalid_measurement_is_never_compared():
     for entry in candidate.table("slo").entries:
         if entry["load_point"] == "c=16":
             entry["verdict"] = "invalid"
-    gate = compare(baseline, candidate, RULES)
+    gate = compare(baseline, candidate, RULES, drift=flat_drift())
     assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
     (skipped,) = [f for f in gate.findings if f.kind == "change"]
     assert (skipped.subject, skipped.after, skipped.detail) == ("cpu/c=16", "invalid", "measurement invalid: figures not compared")

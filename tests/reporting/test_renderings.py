@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
 
-from results_factory import session  # noqa: E402
+from results_factory import flat_drift, session  # noqa: E402
 
 from pytest_infer.gating.compare import compare  # noqa: E402
 from pytest_infer.gating.rules import parse_rules  # noqa: E402
@@ -34,7 +34,7 @@ def matrix():
     base = session("0.31.0", samples=150)
     cand = session("0.32.0", outcomes={"chat.stop_strings": "failed"}, keywords={"pattern": {"valid": 2, "invalid": 2}}, ttft_ms=48, seed=1, samples=150)
     hf = session("5.24.0", target="transformers", framework="transformers", outcomes={"completions.logprobs": "unsupported"}, ttft_ms=80, output_tps=100, seed=2, samples=150)
-    gate = compare(base, cand, RULES)
+    gate = compare(base, cand, RULES, drift=flat_drift())
     merged = combine([("base", base), ("cand", cand), ("hf", hf)])
     merged.gate = gate.to_dict()
     return merged, gate

@@ -198,10 +198,12 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 5 for e in entries)
     assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == ["base", "cand"]
     assert entries[0]["interleaved"]["slices"] == 5 and entries[0]["runs"][0]["requests"] == 20  # each run's parts pooled back into one
+    assert entries[0]["session"] == entries[1]["session"] and len(entries[0]["session"]) == 32  # the pytest run, for the gate
     results = str(pytester.path / "report" / "results.json")
     assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
     out = capsys.readouterr().out
     assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired slices (n=25, interleaved), p=" in out
+    assert ": interleaved (measured in turns)" in out and "not gated" not in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
 
 
