@@ -128,6 +128,7 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
     if invalid:
         return Verdict("invalid", invalid=list(invalid))
     measured = dict(resources or {})
+    reasons = measured.get("not_measured") or {}  # why the monitor could not measure a figure (no NVML, no counter)
     checks: list[Check] = []
     unmeasured: list[str] = []
     for key, limit in thresholds.items():
@@ -145,7 +146,10 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
         if isinstance(value, list):  # per-GPU memory: the largest one
             value = max(value) if value else None
         if value is None:
-            why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
+            if figure.name in reasons:
+                why = f"not measured: {reasons[figure.name]}"
+            else:
+                why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
             checks.append(Check(key, None, float(limit), bound.op, False, why, unmeasured=True))
             unmeasured.append(f"{key} {why}")
             continue
