@@ -123,10 +123,9 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
     """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright.
 
     A threshold whose figure was not measured (no NVML for GPU memory, no server process to watch) makes the
-    point ``invalid`` too, naming what was missing: a limit the profile sets is never passed unseen.
+    point ``invalid`` too, naming what was missing: a limit the profile sets is never passed unseen. An invalid
+    measurement lists those beside its own reasons (no figure is compared), so a rerun learns both at once.
     """
-    if invalid:
-        return Verdict("invalid", invalid=list(invalid))
     measured = dict(resources or {})
     reasons = measured.get("not_measured") or {}  # why the monitor could not measure a figure (no NVML, no counter)
     checks: list[Check] = []
@@ -154,6 +153,8 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
             unmeasured.append(f"{key} {why}")
             continue
         checks.append(Check(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
+    if invalid:
+        return Verdict("invalid", invalid=[*invalid, *unmeasured])
     if unmeasured:
         return Verdict("invalid", checks, unmeasured)
     return Verdict("pass" if all(c.ok for c in checks) else "fail", checks)

@@ -193,3 +193,14 @@ def test_the_smoke_profile_is_labelled_as_such_and_bounds_every_nvml_figure():
     for point in profile.load_points("tiny", "transformers"):
         assert {"max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j"} <= set(point.thresholds)
     assert Path(profile.path).name == "h200-smoke.yaml"
+
+
+def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure():
+    """On a busy CPU host the loop-lag reason comes first; the missing NVML is said too, and nothing is compared."""
+    from pytest_infer.metrics import Summary
+    from pytest_infer.metrics.judge import judge
+
+    resources = {"peak_gpu_memory_gb": None, "not_measured": {"peak_gpu_memory_gb": NVML_MISSING}}
+    verdict = judge(Summary(20, 20, 1.0, 320), {"max_error_share": 0, "max_gpu_memory_gb": 16}, resources, ["client event loop lagged"])
+    assert verdict.status == "invalid" and verdict.checks == []
+    assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]
