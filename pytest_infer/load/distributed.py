@@ -603,6 +603,7 @@ def run_load_distributed(
         else:
             parts, clocks = _run_processes(endpoint, spec, workload, processes or os.cpu_count() or 1, calibration, seed, transport, at_window_end)
     run = merge(spec, workload, parts, clocks, calibration=calibration, how="ray" if ray_address is not None else "processes")
+    sampler.close_window(run.window_start_ns, run.window_end_ns)
     run.resources = sampler.peak
     if watch is not None:
         watch.finish(sum(t.status == 200 and not t.cancelled for t in run.traces))

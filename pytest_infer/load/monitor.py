@@ -8,6 +8,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -98,16 +99,21 @@ def listening_pid(port: int) -> int | None:
     return None
 
 
-def _nvml():
+NVML_MISSING = "NVML not available: pynvml not installed (pip install 'pytest-infer[gpu]')"
+ENERGY_COUNTER = "NVML's total energy counter (nvmlDeviceGetTotalEnergyConsumption)"
+
+
+def nvml_status() -> tuple[Any, str]:
+    """The initialised ``pynvml`` module, or None and why not (named in every figure NVML could not measure)."""
     try:
         import pynvml  # nvidia-ml-py; optional: pip install pytest-infer[gpu]
     except ImportError:
-        return None
+        return None, NVML_MISSING
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001  no driver, no GPU: read as CPU-only
-        return None
-    return pynvml
+    except Exception as exc:  # noqa: BLE001  no driver, no GPU: read as CPU-only
+        return None, f"NVML not available: nvmlInit failed, no NVIDIA driver or GPU ({exc})"
+    return pynvml, ""
 
 
 @dataclass(slots=True)
@@ -115,17 +121,44 @@ class ResourcePeak:
     rss_bytes: int | None = None
     gpu_memory_bytes: list[int] = field(default_factory=list)  # peak used per GPU
     samples: int = 0
+    energy_mj: list[float] | None = None  # per GPU over the measured window (NVML's counter is in millijoules)
+    not_measured: dict[str, str] = field(default_factory=dict)  # figure -> why NVML could not measure it
+
+    @property
+    def energy_j(self) -> float | None:
+        return None if self.energy_mj is None else sum(self.energy_mj) / 1000
 
     def to_dict(self) -> dict:
         return {
             "peak_rss_gb": None if self.rss_bytes is None else round(self.rss_bytes / 2**30, 3),
             "peak_gpu_memory_gb": [round(b / 2**30, 3) for b in self.gpu_memory_bytes] or None,
+            "energy_j": None if self.energy_j is None else round(self.energy_j, 3),
             "resource_samples": self.samples,
         }
 
 
+def _between(series: list[tuple[int, list[int]]], start_ns: int, end_ns: int) -> list[float] | None:
+    """Per-GPU counter increase from ``start_ns`` to ``end_ns``, each end read off the line between the samples around it."""
+
+    def at(t: int) -> list[float] | None:
+        before = [s for s in series if s[0] <= t]
+        after = [s for s in series if s[0] >= t]
+        if not before or not after:
+            return None
+        (t0, v0), (t1, v1) = before[-1], after[0]
+        share = (t - t0) / (t1 - t0) if t1 > t0 else 0.0
+        return [a + (b - a) * share for a, b in zip(v0, v1)]
+
+    first, last = at(start_ns), at(end_ns)
+    return None if first is None or last is None else [b - a for a, b in zip(first, last)]
+
+
 class ResourceSampler:
-    """Polls server RSS (process tree) and GPU memory in a thread; keeps the peaks."""
+    """Polls server RSS (process tree), GPU memory and the GPUs' energy counters in a thread; keeps the peaks.
+
+    The energy counters are sampled with a timestamp, so that :meth:`close_window` can read the energy of
+    the measured window alone (warm-up and cool-down excluded), whatever the sampling interval.
+    """
 
     def __init__(self, pid: int | None, interval: float = 0.25) -> None:
         self.pid = pid
@@ -133,7 +166,10 @@ class ResourceSampler:
         self.peak = ResourcePeak()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pytest-infer-resources", daemon=True)
-        self._nvml = _nvml()
+        self._nvml, why = nvml_status()
+        self._energy: list[tuple[int, list[int]]] = []  # (perf_counter_ns, mJ per GPU)
+        if self._nvml is None:
+            self.peak.not_measured = {"gpu_memory": why, "energy": why}
 
     def sample(self) -> None:
         if self.pid is not None:
@@ -141,10 +177,26 @@ class ResourceSampler:
             self.peak.rss_bytes = max(self.peak.rss_bytes or 0, rss)
         if self._nvml is not None:
             nv = self._nvml
-            used = [nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i)).used for i in range(nv.nvmlDeviceGetCount())]
+            handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
+            used = [nv.nvmlDeviceGetMemoryInfo(h).used for h in handles]
             old = self.peak.gpu_memory_bytes or [0] * len(used)
             self.peak.gpu_memory_bytes = [max(a, b) for a, b in zip(old, used)]
+            if "energy" not in self.peak.not_measured:
+                try:
+                    self._energy.append((time.perf_counter_ns(), [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles]))
+                except Exception as exc:  # noqa: BLE001  pre-Volta GPUs and some virtual ones lack the counter
+                    self.peak.not_measured["energy"] = f"{ENERGY_COUNTER} not supported here ({exc})"
         self.peak.samples += 1
+
+    def close_window(self, start_ns: int, end_ns: int) -> None:
+        """The GPUs' energy over the measured window (``perf_counter_ns`` times), once the sampler has stopped."""
+        if self._nvml is None or "energy" in self.peak.not_measured:
+            return
+        energy = _between(self._energy, start_ns, end_ns) if end_ns > start_ns else None
+        if energy is None:
+            self.peak.not_measured["energy"] = f"{ENERGY_COUNTER}: no samples around the measured window"
+        else:
+            self.peak.energy_mj = energy
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

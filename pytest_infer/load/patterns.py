@@ -325,6 +325,7 @@ async def run_load_async(
         await asyncio.to_thread(watch.finish, sum(t.status == 200 and not t.cancelled for t in runner.traces))
     start = runner.window_start_ns or 0
     end = runner.window_end_ns or start
+    sampler.close_window(start, end)
     usage = ClientUsage.between(runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9)
     return LoadRun(
         spec=spec,

@@ -24,10 +24,11 @@ HIGHER, LOWER = "higher", "lower"
 PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
 SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 # units a figure name may end in, by what they measure; a metric's name carries its unit when it is one of these
-SUFFIX_UNITS = {"us": "time", "ms": "time", "s": "time", "gb": "memory", "gib": "memory", "mib": "memory"}
+SUFFIX_UNITS = {"us": "time", "ms": "time", "s": "time", "gb": "memory", "gib": "memory", "mib": "memory", "j": "energy"}
 _STAT = re.compile(r"_(?:p(?P<q>\d+(?:[._]\d+)?)|(?P<word>mean|n))$")
 _PERCENTILE_THRESHOLD = re.compile(r"^(?P<name>[a-z0-9_]+?)_p(?P<q>\d+(?:\.\d+)?)_(?P<unit>[a-z]+)$")
 V = TypeVar("V")
+ENERGY_NEEDS = "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer NVIDIA GPU on this machine)"
 
 
 class UnknownMetric(InferError, ValueError):
@@ -83,6 +84,11 @@ CATALOGUE: tuple[Metric, ...] = (
            needs="the server's process on this machine to watch (one the plugin launched, or one listening on the endpoint's port here)"),
     Metric("peak_gpu_memory", "gb", LOWER, "peak memory used per GPU (GiB, NVML); a threshold judges the fullest GPU",
            aliases=("gpu_memory",), threshold="max_gpu_memory_gb", needs="NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"),
+    Metric("energy_per_output_token", "j", LOWER, "GPU energy over the measured window (all GPUs, NVML's total energy counter) "
+           "per output token of the successful measured requests (joules)", aliases=("joules_per_token", "j_per_token"),
+           threshold="max_energy_per_output_token_j", needs=ENERGY_NEEDS),
+    Metric("energy_per_request", "j", LOWER, "GPU energy over the measured window per successful measured request (joules)",
+           aliases=("joules_per_request",), threshold="max_energy_per_request_j", needs=ENERGY_NEEDS),
     Metric("capacity_rps", "requests/s", HIGHER, "capacity search: the highest offered request rate at which every threshold of the point held",
            aliases=("capacity",), threshold="min_capacity_rps"),
     Metric("capacity_concurrency", "streams", HIGHER, "capacity search: the highest concurrency at which every threshold of the point held",

@@ -123,13 +123,13 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
     """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright.
 
     A threshold whose figure was not measured (no NVML for GPU memory, no server process to watch) makes the
-    point ``invalid`` too, naming what was missing: a limit the profile sets is never passed unseen.
+    point ``invalid`` too, naming what was missing: a limit the profile sets is never passed unseen. An invalid
+    measurement lists those beside its own reasons (no figure is compared), so a rerun learns both at once.
     """
-    if invalid:
-        return Verdict("invalid", invalid=list(invalid))
     if not thresholds:  # all([]) would pass whatever was measured; profiles refuse such a point before a run
-        return Verdict("invalid", invalid=["no thresholds: nothing judged the figures"])
+        return Verdict("invalid", invalid=[*invalid, "no thresholds: nothing judged the figures"])
     measured = dict(resources or {})
+    reasons = measured.get("not_measured") or {}  # why the monitor could not measure a figure (no NVML, no counter)
     checks: list[Check] = []
     unmeasured: list[str] = []
     for key, limit in thresholds.items():
@@ -147,11 +147,16 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
         if isinstance(value, list):  # per-GPU memory: the largest one
             value = max(value) if value else None
         if value is None:
-            why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
+            if figure.name in reasons:
+                why = f"not measured: {reasons[figure.name]}"
+            else:
+                why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
             checks.append(Check(key, None, float(limit), bound.op, False, why, unmeasured=True))
             unmeasured.append(f"{key} {why}")
             continue
         checks.append(Check(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
+    if invalid:
+        return Verdict("invalid", invalid=[*invalid, *unmeasured])
     if unmeasured:
         return Verdict("invalid", checks, unmeasured)
     return Verdict("pass" if all(c.ok for c in checks) else "fail", checks)

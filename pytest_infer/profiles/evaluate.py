@@ -41,7 +41,9 @@ CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
 SAMPLED = tuple(m for m in PER_REQUEST if m.samples == "request" and not m.client)
 TABLE_FIGURES = ("requests", "failed", "window_s", "output_tokens_per_s", "requests_per_s", "goodput_rps", "attainment",
                  "ttft_p50_ms", "ttft_p99_ms", "ttfb_p50_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "prompt_tokens_mean",
-                 "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb")
+                 "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb", "energy_per_output_token_j", "energy_per_request_j")
+# what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept with each figure
+NVML_FIGURES = {"gpu_memory": ("peak_gpu_memory_gb",), "energy": ("energy_per_output_token_j", "energy_per_request_j")}
 LOOP_LAG = metric("loop_lag")
 
 
@@ -278,11 +280,36 @@ def _peak(runs: list[LoadRun]) -> ResourcePeak:
     """The highest server memory any of ``runs`` saw (GPU memory per GPU)."""
     rss = [run.resources.rss_bytes for run in runs if run.resources.rss_bytes is not None]
     gpus = [run.resources.gpu_memory_bytes for run in runs if run.resources.gpu_memory_bytes]
-    return ResourcePeak(max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(run.resources.samples for run in runs))
+    energy = [run.resources.energy_mj for run in runs]
+    return ResourcePeak(
+        max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(run.resources.samples for run in runs),
+        [sum(col) for col in zip(*energy)] if all(e is not None for e in energy) else None,
+        {k: v for run in runs for k, v in run.resources.not_measured.items()},
+    )  # fmt: skip
+
+
+def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[str, Any]:
+    """The server's resource figures of a point: memory peaks, GPU energy per output token and per request,
+    and, under ``not_measured``, why NVML gave none of a figure (no pynvml, no driver, no energy counter)."""
+    shown = peak.to_dict()
+    energy = peak.energy_j
+    resources: dict[str, Any] = {
+        "server_pid": pid, "peak_rss_gb": shown["peak_rss_gb"], "peak_gpu_memory_gb": shown["peak_gpu_memory_gb"],
+        "energy_per_output_token_j": None if energy is None or not summary.output_tokens else round(energy / summary.output_tokens, 6),
+        "energy_per_request_j": None if energy is None or not summary.ok else round(energy / summary.ok, 4),
+    }  # fmt: skip
+    why = {figure: reason for what, reason in peak.not_measured.items() for figure in NVML_FIGURES.get(what, ())}
+    if energy is not None and not summary.output_tokens:
+        why.update(dict.fromkeys(NVML_FIGURES["energy"], "no successful measured request to divide the energy by"))
+    if why:
+        resources["not_measured"] = why
+    return resources
 
 
 def _figures(run: LoadRun, limits: dict[str, float]) -> dict[str, float]:
-    figures = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits).figures()
+    summary = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits)
+    energy = {k: v for k, v in _resources(run.resources, summary, None).items() if k in NVML_FIGURES["energy"]}
+    figures = {**summary.figures(), **energy}
     return {k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
@@ -307,8 +334,7 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
             client[LOOP_LAG.figure(f"p{q}")] = round(percentile(lag, q), 2)
         except InsufficientSamples:
             client[LOOP_LAG.figure(f"p{q}")] = "insufficient samples"
-    peak = _peak(runs).to_dict()
-    resources = {"server_pid": pid, "peak_rss_gb": peak["peak_rss_gb"], "peak_gpu_memory_gb": peak["peak_gpu_memory_gb"]}
+    resources = _resources(_peak(runs), summary, pid)
     invalid = validity(
         summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules
     )

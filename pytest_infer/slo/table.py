@@ -261,7 +261,8 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
     if point.thresholds_source == ESTIMATED:
         shown_limit += f" ({ESTIMATED})"
     if check.get("unmeasured") or measured is None:
-        return (name, shown_limit, "not measured", "-", "not_exercised")
+        note = str(check.get("note") or "")  # the judge's "not measured: <why>", naming what was missing
+        return (name, shown_limit, note if note.startswith("not measured") else "not measured", "-", "not_exercised")
     ok = bool(check.get("ok"))
     runs = point.runs.get(stored, [])
     if len(runs) >= 2:  # repeated runs (one job's repeats, or merged jobs): their median, as the gate compares it

@@ -182,6 +182,14 @@ def test_transformers_argv_cpu_tiny():
     assert spec.env == {"HF_HUB_OFFLINE": "1"}
 
 
+def test_transformers_tiny_goes_to_the_device_the_run_names():
+    """scripts/gpu-smoke.sh puts the tiny model on the GPU: a --device (and a --dtype) of the run's replaces the CPU defaults."""
+    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--device", "cuda")))
+    assert spec.argv[5:] == ["--port", "8123", "--dtype", "float32", "--device", "cuda"]
+    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--dtype=bfloat16",)))
+    assert spec.argv[5:] == ["--port", "8123", "--device", "cpu", "--dtype=bfloat16"]
+
+
 @pytest.mark.parametrize(
     ("framework", "module", "distribution", "version"),
     [

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# One prepared run of every bundled suite on a bare GPU machine without network (docs/gpu-runners.md).
+#
+#   scripts/gpu-smoke.sh --prepare-wheels DIR [--python-version 3.11] [--target-has "REQ ..."]
+#       here, with network: the plugin's wheel and every package it and `transformers serve` need that
+#       the GPU machine lacks, into DIR; refuses a total over GPU_SMOKE_WHEELS_MIB (default 64) MiB
+#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME]
+#       there: install from the carried wheels (if given), launch `transformers serve` on the device with
+#       the built-in tiny model, run every suite under suites/ (a new suite is picked up by its folder),
+#       and write the results, the reports, the server log and the run's wall time under --out
+#
+# The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
+# (--target-has names them; their dependency closure is not carried). Exit status: pytest's
+# (0 all passed, 1 some checks failed: the outcomes are data), 3 when the run broke (no results file).
+# Environment: GPU_SMOKE_TIMEOUT (seconds, default 540: a lent machine allows 600 per command),
+# GPU_SMOKE_SUITES (default suites/: every suite folder), GPU_SMOKE_PYTEST_ARGS (extra pytest arguments), PYTHON (the interpreter, default .venv/bin/python or python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "gpu-smoke: $*" >&2; exit 2; }
+
+if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
+DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke
+PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+TARGET_HAS=${GPU_SMOKE_TARGET_HAS:-"torch transformers==5.17.0 nvidia-ml-py"}
+LIMIT_MIB=${GPU_SMOKE_WHEELS_MIB:-64}
+TIMEOUT=${GPU_SMOKE_TIMEOUT:-540}
+SUITES=${GPU_SMOKE_SUITES:-suites/}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) DEVICE=${2:?}; shift 2 ;;
+    --out) OUT=${2:?}; shift 2 ;;
+    --wheels) WHEELS=${2:?}; shift 2 ;;
+    --engine) ENGINE=${2:?}; shift 2 ;;
+    --profile) PROFILE=${2:?}; shift 2 ;;
+    --prepare-wheels) PREPARE=${2:?}; shift 2 ;;
+    --python-version) PYVER=${2:?}; shift 2 ;;
+    --target-has) TARGET_HAS=${2:?}; shift 2 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --prepare-wheels DIR, --python-version X.Y, --target-has REQS" ;;
+  esac
+done
+case "$DEVICE" in cuda | cpu) ;; *) die "--device $DEVICE: valid: cuda, cpu" ;; esac
+
+# What the run needs beyond the plugin: transformers serve's extra and accelerate, which it loads models with.
+NEEDS=("accelerate" "transformers[serving]")
+
+prepare_wheels() {  # DIR
+  local dir=$1 tmp
+  mkdir -p "$dir"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  "$PY" -m pip wheel --no-deps --no-build-isolation -q -w "$dir" .
+  local plugin
+  plugin=$(find "$dir" -name 'pytest_infer-*.whl' | sort | tail -n 1)
+  local platform=(--only-binary=:all: --python-version "$PYVER" --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
+                  --platform manylinux_2_17_x86_64 --implementation cp)
+  # The closure of what the run needs, minus the closure of what the machine has: resolved, not downloaded (metadata only).
+  local has
+  read -r -a has <<< "$TARGET_HAS"
+  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/has.json" "${platform[@]}" --target "$tmp/t" "${has[@]}"
+  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/needs.json" "${platform[@]}" --target "$tmp/t" \
+    "${plugin}[gpu]" "${NEEDS[@]}" "${has[@]}"
+  "$PY" - "$tmp/has.json" "$tmp/needs.json" > "$tmp/missing.txt" <<'EOF'
+import json, sys
+names = [{i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:]]
+print("\n".join(f"{n}=={v}" for n, v in sorted(names[1].items()) if n not in names[0] and n != "pytest-infer"))
+EOF
+  echo "gpu-smoke: carrying $(wc -l < "$tmp/missing.txt") packages the GPU machine lacks (it has: $TARGET_HAS)"
+  "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$dir" -r "$tmp/missing.txt"
+  local total
+  total=$(du -cb "$dir"/*.whl | tail -n 1 | cut -f1)
+  echo "gpu-smoke: $(find "$dir" -name '*.whl' | wc -l) wheels, $((total / 1024 / 1024)) MiB in $dir (limit $LIMIT_MIB MiB)"
+  if [ "$total" -gt $((LIMIT_MIB * 1024 * 1024)) ]; then
+    echo "gpu-smoke: over the limit; the largest:" >&2
+    du -m "$dir"/*.whl | sort -rn | head -n 8 >&2
+    exit 2
+  fi
+}
+
+if [ -n "$PREPARE" ]; then
+  prepare_wheels "$PREPARE"
+  exit 0
+fi
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+if [ -n "$WHEELS" ]; then
+  # A venv over the machine's own packages (torch, transformers, NVML): only what is missing comes from the wheels.
+  "$PY" -m venv --system-site-packages "$OUT/venv"
+  PY="$OUT/venv/bin/python"
+  "$PY" -m pip install -q --no-index --find-links "$WHEELS" "pytest-infer[gpu]" "${NEEDS[@]}"
+fi
+"$PY" -c 'import pytest_infer' 2>/dev/null || die "$PY has no pytest-infer: give --wheels DIR (made by --prepare-wheels) or install it"
+if [ -z "$ENGINE" ]; then  # the environment whose `transformers` launches the server
+  ENGINE=$PY
+  [ "$DEVICE" = cpu ] && [ -d "${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers" ] && ENGINE=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers
+fi
+
+{
+  echo "device: $DEVICE"
+  command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || echo "nvidia-smi: not found"
+  "$PY" -c 'from pytest_infer.load.hardware import detect_hardware; print("hardware:", detect_hardware().to_dict())'
+} | tee "$OUT/machine.txt"
+
+# Every suite under suites/; transformers serve decodes one request at a time, so fewer generated schemas.
+# On a host that is not the profile's (a CPU dry run) the mismatch (SLOHardwareMismatch: "profile ...") stays a warning
+# under this checkout's filterwarnings=error.
+start=$(date +%s)
+set +e
+# shellcheck disable=SC2086  # GPU_SMOKE_SUITES and GPU_SMOKE_PYTEST_ARGS are word lists
+timeout --signal=TERM --kill-after=60 "$TIMEOUT" "$PY" -m pytest $SUITES -p no:cacheprovider -q -rN \
+  -W "default:profile :pytest.PytestWarning" \
+  --infer-framework=transformers "--infer-env=transformers=$ENGINE" --infer-model=tiny \
+  "--infer-server-arg=--device" "--infer-server-arg=$DEVICE" \
+  "--slo=$PROFILE" --structured-examples=5 --structured-shrink-seconds=10 \
+  "--infer-report-dir=$OUT" "--junitxml=$OUT/junit.xml" ${GPU_SMOKE_PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
+rc=${PIPESTATUS[0]}
+set -e
+wall=$(($(date +%s) - start))
+echo "wall_s: $wall" | tee "$OUT/wall.txt"
+if [ ! -f "$OUT/results.json" ]; then
+  echo "gpu-smoke: BROKEN: pytest exited $rc and wrote no results file" >&2
+  exit 3
+fi
+"$PY" -m pytest_infer.cli report "$OUT/results.json" --title "pytest-infer GPU smoke ($DEVICE)" > /dev/null || true
+echo "gpu-smoke: pytest exited $rc in ${wall}s; results, reports and servers/*.log under $OUT"
+exit "$rc"
