@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from ..client.endpoint import Endpoint
+from ..client.errors import ERROR_HOOKS, envelope_problem
 
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
@@ -74,22 +75,6 @@ def reproducer(client: Any, case: Case) -> str:
     return f"printf '%b' {shlex.quote(escaped)} | {line} --data-binary @-"
 
 
-def envelope_problem(text: str) -> str | None:
-    """Why ``text`` is not the OpenAI error envelope ``{"error": {"message": str, "type": ...}}``, or None."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return "the body is not JSON"
-    error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict):
-        return f"no 'error' object (top-level keys: {sorted(data) if isinstance(data, dict) else type(data).__name__})"
-    if not isinstance(error.get("message"), str) or not error["message"]:
-        return "error.message is not a non-empty string"
-    if "type" not in error:
-        return "error.type is missing"
-    return None
-
-
 @dataclass
 class Guard:
     """One target's robustness state: its tally in the session results and whether it is still up."""
@@ -112,7 +97,7 @@ class Guard:
         started = time.monotonic()
         deadline = started + self.timeout
         try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
-            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout) as fresh, fresh.stream(
+            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout, event_hooks=ERROR_HOOKS) as fresh, fresh.stream(
                 "POST", case.path, content=case.content(), headers=case.headers
             ) as resp:
                 chunks, size = [], 0
