@@ -50,7 +50,7 @@ METRICS = ServerMetricNames(
 KNOWN_ROUTES = (
     *OPENAI_ROUTES,
     *routes("read", "GET /health", "GET /ping", "GET /version", "GET /load", "GET /metrics", "POST /tokenize",
-            "POST /detokenize", "GET /tokenizer_info", "GET /is_sleeping", "GET /is_paused", "GET /is_scaling_elastic_ep"),
+            "POST /detokenize", "GET /tokenizer_info", "GET /is_sleeping", "GET /is_paused", "POST /is_scaling_elastic_ep"),
     *routes("generate", "POST /invocations", "POST /inference/v1/generate", "POST /v1/embeddings", "POST /v1/responses",
             "POST /v1/messages", "POST /pooling", "POST /classify", "POST /score", "POST /rerank"),
     *routes("change-state", "POST /v1/load_lora_adapter", "POST /v1/unload_lora_adapter", "POST /reset_prefix_cache",

@@ -92,6 +92,8 @@ def probe_request(route: Route, model: str) -> tuple[str, dict[str, Any] | None]
     """The harmless request for ``route``: (method, JSON body or None)."""
     if "GET" in route.methods:
         return "GET", None
+    if route.kind == "read":  # a read acts on nothing: ask it for real (tokenize, detokenize)
+        return "POST", {"model": model, "prompt": "Hi", "tokens": [72, 105]}
     if route.kind != "generate":
         return "GET", None  # refused by the router with 405 once past the key check; never acted on
     path = route.path
@@ -169,7 +171,10 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
     method, body = probe_request(route, model)
     keyed, text = _send(base_url, method, route.path, body, {"Authorization": f"Bearer {api_key}"})
     wrong_method = method not in route.methods
-    reached = keyed == 405 if wrong_method else _answered(keyed, text)
+    if wrong_method:
+        reached = keyed == 405
+    else:  # a read route may say nothing (an empty 200 from /health); a generating one must answer
+        reached = isinstance(keyed, int) and 200 <= keyed < 300 if route.kind == "read" else _answered(keyed, text)
     found = Probe(route.path, route.kind, method, route.source, keyed, reached, wrong_method)
     if found.reached:
         found.no_key, found.body_no_key = _send(base_url, method, route.path, body, {})

@@ -4,7 +4,7 @@ The light load is the load package's open loop at a near-fixed rate (gamma arriv
 hostile request goes out ``before_s`` into it, from another thread, and is cut off (its connection closed) after
 ``hostile_timeout_s``. Each light request's TTFT counts from when the schedule meant to send it, so a request the
 client could not send on time is late too. The figure is the stall: the worst TTFT of the light requests sent while
-the hostile one ran (none: the first one after it) less the median TTFT of those sent before it. Recovery: the
+the hostile one ran (none: the first one after it) less the median TTFT of those sent before it (0 when less). Recovery: the
 requests sent after it are back within ``recovery_factor`` x the median before (plus ``recovery_slack_s``).
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         out.why = "no light request was sent during or after the hostile request"
         return out
     base = statistics.median(out.before)
-    stall = out.stall_s = float("inf") if None in affected else max(v for v in affected if v is not None) - base
+    stall = out.stall_s = float("inf") if None in affected else max(0.0, max(v for v in affected if v is not None) - base)
     out.after = later[1:] if not out.during else later
     after = _median(out.after)
     out.recovered = after is not None and after <= max(limits.recovery_factor * base, base + limits.recovery_slack_s)
