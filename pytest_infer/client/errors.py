@@ -26,6 +26,7 @@ class ErrorAnswer:
     status: int
     headers: tuple[tuple[str, str], ...]
     body: str
+    sent: str = ""  # the request's body (its first KEPT_BYTES), which an error may echo
 
 
 class ErrorLog:
@@ -69,8 +70,15 @@ class _Tee(httpx.SyncByteStream):
             request = self.response.request
             origin = f"{request.url.scheme}://{request.url.netloc.decode()}"
             self.log.add(ErrorAnswer(origin, request.method, request.url.path, self.response.status_code,
-                                     tuple(self.response.headers.items()), self.kept.decode("utf-8", "replace")))
+                                     tuple(self.response.headers.items()), self.kept.decode("utf-8", "replace"), _sent(request)))
         self.inner.close()
+
+
+def _sent(request: httpx.Request) -> str:
+    try:
+        return request.content[:KEPT_BYTES].decode("utf-8", "replace")
+    except httpx.RequestNotRead:  # a streamed upload: nothing kept
+        return ""
 
 
 def record_errors(response: httpx.Response, log: ErrorLog | None = None) -> None:

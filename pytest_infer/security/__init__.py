@@ -10,7 +10,7 @@ from .._lazy import exports
 
 _NAMES = {
     "discover": "routes", "probe_all": "routes", "Probe": "routes", "PROTECTED": "routes",
-    "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure",
+    "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure", "sent_strings": "disclosure",
     "measure": "stall", "HOSTILE": "stall", "StallLimits": "stall", "response_format": "stall",
     "SecurityTable": "table",
 }  # fmt: skip

@@ -65,12 +65,16 @@ def _excerpt(text: str, start: int, end: int, secrets: Iterable[str]) -> str:
 CLASS_FIELDS = re.compile(r"(?:^|\.)(?:type|code|param|object)$")
 
 
-def scan_text(text: str, where: str, secrets: Iterable[str] = ()) -> list[Leak]:
+def scan_text(text: str, where: str, secrets: Iterable[str] = (), public: Iterable[str] = ()) -> list[Leak]:
+    """``public``: text the client sent or can read anyway (its request's strings, the served model's id): an error that
+    echoes it discloses nothing, so it is blanked before the patterns look."""
     secrets = [s for s in secrets if s]
     leaks = []
     for secret in secrets:
         if (i := text.find(secret)) >= 0:
             leaks.append(Leak("secret", where, _excerpt(text, i, i + len(secret), secrets)))
+    for known in sorted((p for p in public if len(p) >= 4 and p not in secrets), key=len, reverse=True):
+        text = text.replace(known, "<sent>")
     for what, pattern in PATTERNS:
         if what == "exception name" and CLASS_FIELDS.search(where):
             continue
@@ -79,14 +83,23 @@ def scan_text(text: str, where: str, secrets: Iterable[str] = ()) -> list[Leak]:
     return leaks
 
 
-def scan_body(body: str, secrets: Iterable[str] = ()) -> list[Leak]:
+def sent_strings(request_body: str) -> list[str]:
+    """The strings of a request's JSON body (or the body itself): what an error may echo without disclosing anything."""
+    try:
+        data = json.loads(request_body)
+    except ValueError:
+        return [request_body] if request_body else []
+    return [request_body, *(text for _, text in _strings(data, ""))]
+
+
+def scan_body(body: str, secrets: Iterable[str] = (), public: Iterable[str] = ()) -> list[Leak]:
     """Every leak in an error body, by field where it is JSON."""
-    secrets = list(secrets)
+    secrets, public = list(secrets), list(public)
     try:
         data = json.loads(body)
     except ValueError:
-        return scan_text(body, "body", secrets)
-    return [leak for where, text in _strings(data, "") for leak in scan_text(text, where or "body", secrets)]
+        return scan_text(body, "body", secrets, public)
+    return [leak for where, text in _strings(data, "") for leak in scan_text(text, where or "body", secrets, public)]
 
 
 def scan_headers(headers: Iterable[tuple[str, str]], secrets: Iterable[str] = ()) -> list[Leak]:

@@ -154,7 +154,7 @@ def _median(values: list[float | None]) -> float | None:
 def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: StallLimits) -> Stall:
     """Split the light requests at the hostile one's start and end and judge the stall and the recovery."""
     out = Stall(kind, hostile.describe())
-    timed = [(t.intended_ns or t.sent_ns, ttft_s(t)) for t in traces if t.phase != "warmup"]
+    timed = [(t.intended_ns or t.sent_ns, ttft_s(t)) for t in traces if t.phase == "measured"]
     out.before = [x for at, x in timed if at < hostile.start_ns and x is not None]
     failed_before = sum(1 for at, x in timed if at < hostile.start_ns and x is None)
     if len(out.before) < 2 or failed_before:
@@ -168,6 +168,10 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         out.why = "no light request was sent during or after the hostile request"
         return out
     base = statistics.median(out.before)
+    if base > limits.stall_limit_s:
+        out.why = (f"the light load alone queues on this server (median TTFT {base * 1000:.0f} ms before the hostile request, over the "
+                   f"{limits.stall_limit_s * 1000:.0f} ms limit): lower its rate (--security-stall) to measure a stall")
+        return out
     stall = out.stall_s = float("inf") if None in affected else max(0.0, max(v for v in affected if v is not None) - base)
     out.after = later[1:] if not out.during else later
     after = _median(out.after)

@@ -7,7 +7,7 @@ import pytest
 from pytest_infer.adapters.base import KnownRoute, routes
 from pytest_infer.client.errors import ErrorLog, record_errors
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.security.disclosure import environment_secrets, scan_body, scan_headers
+from pytest_infer.security.disclosure import environment_secrets, scan_body, scan_headers, sent_strings
 from pytest_infer.security.routes import Probe, Route, classify, probe_request
 from pytest_infer.security.stall import Hostile, StallLimits, judge
 from pytest_infer.security.table import SecurityTable
@@ -114,3 +114,10 @@ def test_the_gate_fails_a_route_the_candidate_opened():
     assert [s.heading for s in merged.sections()] == ["route"]
     cause = merged.cause("test", "2 route(s) answer a caller without the key: /invocations [generate]")
     assert cause is not None and cause.severity == "critical" and cause.place == "/invocations [generate]"
+
+
+def test_an_error_that_echoes_the_request_or_the_model_id_discloses_nothing():
+    sent = '{"model": "/models/llama", "messages": [{"role": "user", "content": "see /home/me/notes.py"}]}'
+    body = '{"detail": [{"msg": "bad", "input": "see /home/me/notes.py"}], "pinned": "/models/llama"}'
+    assert scan_body(body, [], ["/models/llama", *sent_strings(sent)]) == []
+    assert {leak.what for leak in scan_body(body)} == {"host path", "source file path"}
