@@ -87,7 +87,7 @@ def sent_strings(request_body: str) -> list[str]:
     """The strings of a request's JSON body (or the body itself): what an error may echo without disclosing anything."""
     try:
         data = json.loads(request_body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return [request_body] if request_body else []
     return [request_body, *(text for _, text in _strings(data, ""))]
 
@@ -97,7 +97,7 @@ def scan_body(body: str, secrets: Iterable[str] = (), public: Iterable[str] = ()
     secrets, public = list(secrets), list(public)
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return scan_text(body, "body", secrets, public)
     return [leak for where, text in _strings(data, "") for leak in scan_text(text, where or "body", secrets, public)]
 

@@ -121,3 +121,9 @@ def test_an_error_that_echoes_the_request_or_the_model_id_discloses_nothing():
     body = '{"detail": [{"msg": "bad", "input": "see /home/me/notes.py"}], "pinned": "/models/llama"}'
     assert scan_body(body, [], ["/models/llama", *sent_strings(sent)]) == []
     assert {leak.what for leak in scan_body(body)} == {"host path", "source file path"}
+
+
+def test_a_body_nested_past_the_parser_is_scanned_as_text():
+    deep = "[" * 5000 + "]" * 5000
+    assert sent_strings(deep) == [deep]
+    assert {leak.what for leak in scan_body(deep + ' Traceback (most recent call last):')} == {"stack trace"}
