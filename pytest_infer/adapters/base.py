@@ -105,6 +105,38 @@ class VersionRoute:
     identifies: bool = True
 
 
+# What a route can do to a server, for the security suite: ``read`` answers about the server (health, version, the
+# model list, figures, the tokenizer) and may stay open; ``generate`` runs the model; ``change-state`` changes what the
+# server does for every client (sleep, caches, adapters, weights, pauses, aborts, profiling); ``internals`` shows how
+# it is built or run (its arguments, configuration, RPC). The last three must refuse a caller without the key.
+ROUTE_KINDS = ("read", "generate", "change-state", "internals")
+
+
+@dataclass(frozen=True, slots=True)
+class KnownRoute:
+    """A route a framework serves, beside what its ``/openapi.json`` lists, and what it can do (``ROUTE_KINDS``)."""
+
+    method: str
+    path: str
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROUTE_KINDS:
+            raise ValueError(f"route kind {self.kind!r}: valid kinds are {', '.join(ROUTE_KINDS)}")
+
+
+def routes(kind: str, *specs: str) -> tuple[KnownRoute, ...]:
+    """``routes("read", "GET /health", ...)``: one kind's routes, each "METHOD /path"."""
+    return tuple(KnownRoute(*spec.split(" ", 1), kind) for spec in specs)  # type: ignore[call-arg]
+
+
+# Every OpenAI-compatible server's routes.
+OPENAI_ROUTES = (
+    *routes("read", "GET /v1/models"),
+    *routes("generate", "POST /v1/chat/completions", "POST /v1/completions"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ServerMetricNames:
     """Where a framework's Prometheus text (``path``) keeps the figures the SLO suite reads beside its own.
@@ -183,6 +215,8 @@ class BaseAdapter:
     owned_by: ClassVar[tuple[str, ...]] = ()
     version_routes: ClassVar[tuple[VersionRoute, ...]] = ()
     expectations: ClassVar[Path | None] = None
+    # routes beyond what /openapi.json lists, with what each can do (read with getattr, as server_metrics)
+    known_routes: ClassVar[tuple[KnownRoute, ...]] = OPENAI_ROUTES
     # the Prometheus names of its /metrics (read with getattr: an adapter written to the protocol may lack it)
     server_metrics: ClassVar[ServerMetricNames | None] = None
 

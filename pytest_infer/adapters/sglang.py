@@ -13,7 +13,17 @@ import tempfile
 from pathlib import Path
 
 from ..results.environment import cpuinfo_field
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
+from .base import (
+    BUNDLED_EXPECTATIONS,
+    OPENAI_ROUTES,
+    LaunchRequest,
+    LaunchSpec,
+    PythonModuleAdapter,
+    ServerMetricNames,
+    VersionRoute,
+    python_of,
+    routes,
+)
 
 
 # The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
@@ -54,6 +64,18 @@ METRICS = ServerMetricNames(
     waiting="sglang:num_queue_reqs",
 )
 
+# SGLang's native routes (its http_server), beside the OpenAI ones under /v1
+KNOWN_ROUTES = (
+    *OPENAI_ROUTES,
+    *routes("read", "GET /health", "GET /get_model_info", "GET /model_info", "GET /get_load", "GET /metrics"),
+    *routes("generate", "POST /generate", "GET /health_generate", "POST /encode", "POST /classify", "POST /v1/embeddings"),
+    *routes("change-state", "POST /flush_cache", "POST /start_profile", "POST /stop_profile", "POST /update_weights_from_disk",
+            "POST /release_memory_occupation", "POST /resume_memory_occupation", "POST /slow_down", "POST /abort_request",
+            "POST /pause_generation", "POST /continue_generation", "POST /load_lora_adapter", "POST /unload_lora_adapter",
+            "POST /configure_logging", "POST /open_session", "POST /close_session"),
+    *routes("internals", "GET /get_server_info", "GET /server_info", "POST /get_weights_by_name"),
+)
+
 _key_files: dict[str, Path] = {}
 
 
@@ -88,6 +110,7 @@ class SGLangAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
     expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
     server_metrics = METRICS
+    known_routes = KNOWN_ROUTES
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

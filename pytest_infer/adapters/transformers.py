@@ -1,7 +1,7 @@
 """Hugging Face ``transformers serve`` (transformers >= 5): CPU or GPU."""
 from __future__ import annotations
 
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter
+from .base import BUNDLED_EXPECTATIONS, OPENAI_ROUTES, LaunchRequest, LaunchSpec, PythonModuleAdapter, routes
 
 
 class TransformersAdapter(PythonModuleAdapter):
@@ -12,6 +12,13 @@ class TransformersAdapter(PythonModuleAdapter):
     engine_dirs = ("transformers-*", "transformers")
     owned_by = ("huggingface",)
     expectations = BUNDLED_EXPECTATIONS / "transformers.yaml"
+    # transformers serve (5.x) takes no API key at all; /reset unloads the model, /load_model loads any hub model
+    known_routes = (
+        *OPENAI_ROUTES,
+        *routes("read", "GET /health"),
+        *routes("generate", "POST /v1/responses"),
+        *routes("change-state", "POST /load_model", "POST /reset"),
+    )
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         # FORCE_MODEL preloads the model, so readiness means "can answer", not "will load".

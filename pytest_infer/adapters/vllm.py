@@ -4,7 +4,17 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
+from .base import (
+    BUNDLED_EXPECTATIONS,
+    OPENAI_ROUTES,
+    LaunchRequest,
+    LaunchSpec,
+    PythonModuleAdapter,
+    ServerMetricNames,
+    VersionRoute,
+    python_of,
+    routes,
+)
 
 GRAMMAR_BACKEND_NOTE = (
     "vLLM keeps the grammar backend of the first structured request it serves; pytest-infer sent a plain schema first, "
@@ -35,6 +45,20 @@ METRICS = ServerMetricNames(
     waiting="vllm:num_requests_waiting",
 )
 
+# vLLM 0.32's routes beyond the OpenAI ones (its api_router modules); many exist only with VLLM_SERVER_DEV_MODE, a
+# profiler config, runtime LoRA updating or a pooling model. Its API key guards /v1, /v2, /inference and /cohere only.
+KNOWN_ROUTES = (
+    *OPENAI_ROUTES,
+    *routes("read", "GET /health", "GET /ping", "GET /version", "GET /load", "GET /metrics", "POST /tokenize",
+            "POST /detokenize", "GET /tokenizer_info", "GET /is_sleeping", "GET /is_paused", "POST /is_scaling_elastic_ep"),
+    *routes("generate", "POST /invocations", "POST /inference/v1/generate", "POST /v1/embeddings", "POST /v1/responses",
+            "POST /v1/messages", "POST /pooling", "POST /classify", "POST /score", "POST /rerank"),
+    *routes("change-state", "POST /v1/load_lora_adapter", "POST /v1/unload_lora_adapter", "POST /reset_prefix_cache",
+            "POST /reset_mm_cache", "POST /sleep", "POST /wake_up", "POST /pause", "POST /resume", "POST /abort_requests",
+            "POST /start_profile", "POST /stop_profile", "POST /scale_elastic_ep", "POST /update_weights"),
+    *routes("internals", "GET /server_info", "POST /collective_rpc", "GET /weight_info", "GET /get_world_size"),
+)
+
 
 class VLLMAdapter(PythonModuleAdapter):
     name = "vllm"
@@ -53,6 +77,7 @@ class VLLMAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
+    known_routes = KNOWN_ROUTES
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

@@ -10,6 +10,7 @@ import httpx
 
 from .curl import curl_command
 from .endpoint import Endpoint
+from .errors import record_errors
 
 MAX_RESPONSE_BYTES = 64 << 20  # an answer larger than this is a fault, not something to hold in memory
 
@@ -52,7 +53,7 @@ class InferClient(httpx.Client):
 
     def __init__(self, endpoint: Endpoint, *, timeout: float | None = None, max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
         timeout = timeout or endpoint.timeout
-        super().__init__(base_url=endpoint.base_url, timeout=timeout, headers=endpoint.headers, event_hooks={"response": [self._bound]})
+        super().__init__(base_url=endpoint.base_url, timeout=timeout, headers=endpoint.headers, event_hooks={"response": [self._bound, record_errors]})
         self.endpoint = endpoint
         self.model = endpoint.model
         self.authenticated = bool(endpoint.api_key)

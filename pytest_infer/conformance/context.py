@@ -11,6 +11,7 @@ import httpx
 
 from ..client.curl import curl_command
 from ..client.endpoint import Endpoint
+from ..client.errors import ERROR_HOOKS
 from ..client.sse import SSEStream, read_sse
 from .failures import CheckFailure, Inconclusive, Unsupported, trim
 from .table import DONE
@@ -71,7 +72,7 @@ class CheckContext:
 
     def __post_init__(self) -> None:
         if self.http is None:
-            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers)
+            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers, event_hooks=ERROR_HOOKS)
 
     @property
     def base_url(self) -> str:

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from ..client.endpoint import Endpoint
+from ..client.errors import ERROR_HOOKS, envelope_problem
 from ..client.http import InferClient
 from ..client.sse import SSEStream, read_sse
 from ..outcomes import Inconclusive
@@ -155,22 +156,6 @@ def stream_problem(path: str, stream: SSEStream) -> str | None:
     return None
 
 
-def envelope_problem(text: str) -> str | None:
-    """Why ``text`` is not the OpenAI error envelope ``{"error": {"message": str, "type": ...}}``, or None."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return "the body is not JSON"
-    error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict):
-        return f"no 'error' object (top-level keys: {sorted(data) if isinstance(data, dict) else type(data).__name__})"
-    if not isinstance(error.get("message"), str) or not error["message"]:
-        return "error.message is not a non-empty string"
-    if "type" not in error:
-        return "error.type is missing"
-    return None
-
-
 @dataclass
 class Guard:
     """One target's robustness state: its tally in the session results and whether it is still up."""
@@ -193,7 +178,7 @@ class Guard:
         started = time.monotonic()
         deadline = started + self.timeout
         try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
-            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout) as fresh, fresh.stream(
+            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout, event_hooks=ERROR_HOOKS) as fresh, fresh.stream(
                 "POST", case.path, content=case.content(), headers=case.headers
             ) as resp:
                 chunks, size = [], 0

@@ -43,6 +43,9 @@ class Deviation:
     - ``raw_stream(path, body, handler)``: take over the socket entirely (faults).
     - ``malformed(path, raw)``: return ``(status, json_body)`` to answer a body that is not a JSON object
       (the server's own answer is a 400; ``request`` never sees such a body).
+    - ``authorize(method, path)``: return False to serve that route without the API key (an open route).
+    - ``error(path, status, body)``: rewrite every error answer's JSON body (return it): what an error discloses.
+    - ``headers(path, status)``: extra response headers for every JSON answer.
     """
 
     request: Callable[[str, dict], tuple[int, Any] | None] | None = None
@@ -50,6 +53,9 @@ class Deviation:
     events: Callable[[str, dict, list[Event]], list[Event]] | None = None
     raw_stream: Callable[[str, dict, BaseHTTPRequestHandler], None] | None = None
     malformed: Callable[[str, bytes], tuple[int, Any] | None] | None = None
+    authorize: Callable[[str, str], bool | None] | None = None
+    error: Callable[[str, int, Any], Any] | None = None
+    headers: Callable[[str, int], dict[str, str]] | None = None
 
 
 def error_body(message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
@@ -168,9 +174,14 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- transport -------------------------------------------------------
     def _send_json(self, status: int, body: Any) -> None:
+        dev = self.state.deviation
+        if status >= 400 and dev.error is not None:
+            body = dev.error(self.path, status, body)
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        for name, value in (dev.headers(self.path, status) if dev.headers else {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -201,6 +212,8 @@ class Handler(BaseHTTPRequestHandler):
     def _unauthorized(self) -> bool:
         """Answer 401 (as vLLM does with VLLM_API_KEY) when a key is required and missing or wrong."""
         if not self.state.api_key or not self.path.startswith("/v1") or self.headers.get("Authorization") == f"Bearer {self.state.api_key}":
+            return False
+        if self.state.deviation.authorize is not None and self.state.deviation.authorize(self.command, self.path) is False:
             return False
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self._send_json(401, error_body("Unauthorized", "authentication_error"))
@@ -651,6 +664,42 @@ def not_found() -> Deviation:
         return 404, error_body(f"no route {path}", "not_found_error")
 
     return Deviation(request=answer, malformed=answer)
+
+
+def open_route(route: str) -> Deviation:
+    """The API key guards every route but ``route`` (a path): it serves a caller without the key."""
+    return Deviation(authorize=lambda method, path: False if path == route else None)
+
+
+TRACEBACK = 'Traceback (most recent call last):\n  File "/opt/engine/serving/chat.py", line 212, in create\nKeyError: \'messages\''
+
+
+def leak_in_errors(text: str = TRACEBACK, field: str = "message") -> Deviation:
+    """Every error answer carries ``text`` appended to ``error.<field>`` (a traceback, a host path, the key)."""
+
+    def error(path: str, status: int, body: Any) -> Any:
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            inner = body["error"]
+            return {**body, "error": {**inner, field: f"{inner.get(field) or ''} {text}".strip()}}
+        return body
+
+    return Deviation(error=error)
+
+
+def stall_others(hostile: Callable[[dict], bool], seconds: float) -> Deviation:
+    """A request ``hostile`` picks holds the one engine lock for ``seconds``; every other request waits for it."""
+    lock = threading.Lock()
+
+    def request(path: str, body: dict):
+        if hostile(body):
+            with lock:
+                time.sleep(seconds)
+        else:
+            with lock:
+                pass
+        return None
+
+    return Deviation(request=request)
 
 
 NULL_MODES: dict[str, Callable[[], Deviation]] = {"empty-object": empty_object, "not-found": not_found}

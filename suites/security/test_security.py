@@ -1,0 +1,152 @@
+"""Security: does the server refuse callers without the key on every route, do its error answers keep its internals
+to itself, and can one valid request stall it for everyone?
+
+The route check needs an API key (``--infer-api-key`` or ``$PYTEST_INFER_API_KEY``): a launched server gets it in
+its environment or a private file, never on its command line. The disclosure check judges every error answer this
+process's clients read, from every suite, plus a few it provokes itself; it runs last, after the other suites.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from pytest_infer import Inconclusive, InferClient
+from pytest_infer.client.errors import ERRORS, envelope_problem
+from pytest_infer.outcomes import NotExercised
+from pytest_infer.security import (
+    HOSTILE,
+    PROTECTED,
+    discover,
+    environment_secrets,
+    measure,
+    probe_all,
+    response_format,
+    scan_body,
+    scan_headers,
+    sent_strings,
+)
+
+pytestmark = pytest.mark.security
+
+TINY_CONTEXT = 2048  # the built-in model's; a server that advertises its own is taken at its word
+DEFAULT_CONTEXT = 131_072
+
+
+@pytest.fixture(scope="session")
+def security_routes(infer_endpoint, security_known_routes, security_record):
+    """Every route probed once per target: with the right key, without one, with a wrong one."""
+    if not infer_endpoint.api_key:
+        raise NotExercised("no API key is set (--infer-api-key or $PYTEST_INFER_API_KEY): every route is open by design")
+    with InferClient(infer_endpoint) as client:
+        routes, note = discover(client, security_known_routes)
+    probes = probe_all(infer_endpoint.base_url, infer_endpoint.api_key, routes, infer_endpoint.model)
+    security_record["routes"].update({f"{p.method} {p.path}": p.to_json() for p in probes})
+    return probes, note
+
+
+def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_record):
+    probes, note = security_routes
+    reached = [p for p in probes if p.verdict != "not reached"]
+    if not any(p.kind in PROTECTED for p in reached):
+        raise Inconclusive(f"{note}; with the right key no protected route answered the harmless request "
+                           f"({', '.join(f'{p.path} {p.keyed}' for p in probes[:8])}): the positive control failed")
+    open_ = [p for p in reached if p.verdict == "open" and p.kind in PROTECTED]
+    if open_:
+        infer_record("infer_reproducer", open_[0].reproducer)
+        lines = [f"{p.method} {p.path} [{p.kind}]: HTTP {p.no_key} without a key, {p.wrong_key} with a wrong one; "
+                 f"{p.body_no_key[:120]!r}\n  reproduce: {p.reproducer}" for p in open_]
+        pytest.fail(f"{len(open_)} route(s) answer a caller without the key: {', '.join(f'{p.path} [{p.kind}]' for p in open_)}\n"
+                    + "\n".join(lines), pytrace=False)
+    unclear = [f"{p.path} ({p.no_key}/{p.wrong_key})" for p in reached if p.verdict == "unclear" and p.kind in PROTECTED]
+    if unclear:
+        raise Inconclusive(f"neither served nor refused without the key: {', '.join(unclear)}")
+
+
+def test_refusals_carry_the_error_envelope(security_routes):
+    """Under /v1 the OpenAI API defines the error envelope, a 401 included: clients parse ``error.message``."""
+    probes, _ = security_routes
+    refused = [p for p in probes if p.verdict == "refused" and p.path.startswith("/v1/")]
+    if not any(p.kind in PROTECTED for p in refused):  # a read route's control is any 2xx: too weak alone
+        raise NotExercised("no protected /v1 route that answered with the key refused a caller without it")
+    bad = [f"{p.path}: {why}; body {p.body_no_key[:100]!r}" for p in refused if (why := envelope_problem(p.body_no_key))]
+    assert not bad, f"{len(bad)} of {len(refused)} refusals under /v1 lack the error envelope:\n" + "\n".join(bad)
+
+
+# requests that must be refused, each for its own reason: what a client can make the server say about itself
+def _provocations(model: str) -> list[tuple[str, str, Any]]:
+    chat = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
+    return [
+        ("POST", "/v1/chat/completions", {**chat, "model": "pytest-infer-no-such-model"}),
+        ("POST", "/v1/chat/completions", b'{"model": "x", "messages": [,]}'),
+        ("POST", "/v1/chat/completions", {**chat, "max_tokens": -1}),
+        ("POST", "/v1/chat/completions", {**chat, "messages": [{"role": "wizard", "content": 5}]}),
+        ("POST", "/v1/chat/completions", {**chat, "temperature": "hot", "n": "many"}),
+        ("POST", "/v1/chat/completions", {**chat, **response_format({"type": "strnig"})}),
+        ("POST", "/v1/completions", {"model": model, "prompt": [[-5, 10**12]], "max_tokens": 4}),
+        ("GET", "/v1/chat/completions", None),
+        ("GET", "/pytest-infer-no-such-route", None),
+    ]
+
+
+def test_error_answers_disclose_nothing(infer_server, infer_endpoint, security_record, infer_record):
+    with InferClient(infer_endpoint) as client:
+        control = client.post("/v1/chat/completions", json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+        if control.status_code != 200 or not isinstance(control.json(), dict) or not control.json().get("choices"):
+            raise Inconclusive(f"a normal request was not answered (HTTP {control.status_code}): no error answer can be told from it")
+        for method, path, body in _provocations(client.model):
+            try:
+                if isinstance(body, bytes):
+                    client.request(method, path, content=body, headers={"Content-Type": "application/json"}).read()
+                else:
+                    client.request(method, path, json=body).read()
+            except httpx.HTTPError:
+                continue
+    mine = [e for e in ERRORS.snapshot() if e.origin == infer_endpoint.base_url.rstrip("/")]
+    if not mine:
+        raise Inconclusive("no request was refused: no error answer to judge")
+    secrets = [infer_endpoint.api_key or "", *environment_secrets()]
+    leaks = []
+    for answer in mine:
+        public = [infer_endpoint.model, *sent_strings(answer.sent)]  # what the client sent or reads in /v1/models anyway
+        for leak in [*scan_body(answer.body, secrets, public), *scan_headers(answer.headers, secrets)]:
+            leaks.append({"what": leak.what, "where": leak.where, "excerpt": leak.excerpt, "request": f"{answer.method} {answer.path} -> {answer.status}"})
+    security_record["errors_judged"] = len(mine)
+    security_record["leaks"] = [dict(t) for t in {tuple(sorted(d.items())) for d in leaks}]
+    if leaks:
+        kinds = sorted({leak["what"] for leak in leaks})
+        shown = sorted({f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}" for leak in leaks})
+        pytest.fail(f"{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n" + "\n".join(shown[:20]), pytrace=False)
+
+
+def _context(infer_endpoint, infer_target) -> int:
+    return infer_endpoint.context_length() or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_one_hostile_request_does_not_stall_the_others(kind, infer_live_server, infer_endpoint, infer_target,
+                                                      security_limits, security_record):
+    _, build = HOSTILE[kind]
+    body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
+    stall = measure(infer_endpoint, kind, body, security_limits)
+    security_record["stalls"][kind] = stall.to_json()
+    if stall.verdict == "inconclusive":
+        raise Inconclusive(f"hostile request {kind!r}: {stall.why}")
+    if stall.verdict == "failed":
+        pytest.fail(f"hostile request '{kind}' ({HOSTILE[kind][0]}): {stall.why}", pytrace=False)
+
+
+def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_target, infer_record):
+    """The documented limit: a prompt longer than the model's context must be refused, not truncated or served."""
+    context = _context(infer_endpoint, infer_target)
+    with InferClient(infer_endpoint) as client:
+        near = client.chat("a " * max(16, context // 2 - 32), max_tokens=1)
+        if near.status_code != 200:
+            raise Inconclusive(f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}")
+        body = {"model": client.model, "messages": [{"role": "user", "content": "a " * (context + 64)}], "max_tokens": 1}
+        over = client.post("/v1/chat/completions", json=body)
+        if not 400 <= over.status_code < 500:
+            infer_record("infer_reproducer", client.curl("POST", "/v1/chat/completions", body))
+            pytest.fail(f"a request over the documented limit 'prompt over the {context}-token context' got HTTP {over.status_code}, "
+                        f"not a 4xx: {over.text[:200]!r}", pytrace=False)

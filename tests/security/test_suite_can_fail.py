@@ -1,0 +1,106 @@
+"""The security suite against the fake server: each check passes on the correct server with a key, fails on exactly
+its deviation (an open route, a leaking error answer, a request that stalls the others), and earns no pass against
+the null servers."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/faults/test_faults.py)
+import pytest
+
+from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer, leak_in_errors, open_route, stall_others
+
+SUITE = Path(__file__).resolve().parents[2] / "suites" / "security"
+KEY = "sk-test-security-0123456789"
+# a light load of 4/s for 1 s, the hostile request cut off after 3 s, 1.5 s after it
+STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.5\nstall_limit_s: 0.8\n"
+
+
+def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str, key: str | None = KEY) -> tuple[pytest.RunResult, dict]:
+    (pytester.path / "stall.yaml").write_text(STALL)
+    keyed = [f"--infer-api-key={key}"] if key else []
+    result = pytester.runpytest(
+        str(SUITE), "-m", "security", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p", "no:cacheprovider",
+        "--infer-report-dir=report", f"--security-stall={pytester.path / 'stall.yaml'}", *keyed, *args,
+    )  # fmt: skip
+    return result, json.loads((pytester.path / "report" / "results.json").read_text())
+
+
+def outcomes(results: dict) -> dict[str, tuple[str, str]]:
+    return {t["nodeid"].split("::")[-1].replace("[endpoint]", "").replace("endpoint-", ""): (t["outcome"], t.get("message") or "")
+            for t in results["tests"]}
+
+
+def test_a_correct_server_passes_every_check(pytester):
+    with FakeServer(api_key=KEY) as srv:
+        result, results = run_suite(pytester, srv, "-k", "not hostile or n-x-max-tokens")
+    found = outcomes(results)
+    assert {name: o for name, (o, _) in found.items()} == {
+        "test_every_route_refuses_a_caller_without_the_key": "passed",
+        "test_refusals_carry_the_error_envelope": "passed",
+        "test_error_answers_disclose_nothing": "passed",
+        "test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]": "passed",
+        "test_a_request_over_the_context_is_refused": "passed",
+    }, found
+    table = results["security"]["endpoint"]
+    assert table["routes"]["POST /v1/chat/completions"]["verdict"] == "refused"
+    assert table["errors_judged"] >= 5 and table["leaks"] == []
+    assert table["stalls"]["n-x-max-tokens"]["stall_s"] < 0.8
+    assert KEY not in (pytester.path / "report" / "results.json").read_text()
+
+
+def test_an_open_route_fails_the_route_check(pytester):
+    with FakeServer(open_route("/v1/completions"), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "refuses_a_caller")
+    outcome, message = outcomes(results)["test_every_route_refuses_a_caller_without_the_key"]
+    assert outcome == "failed"
+    assert "1 route(s) answer a caller without the key: /v1/completions [generate]" in message
+    assert "reproduce: curl" in message and KEY not in message
+    assert results["security"]["endpoint"]["routes"]["POST /v1/completions"]["verdict"] == "open"
+
+
+def test_without_a_key_the_route_check_is_not_exercised(pytester):
+    with FakeServer() as srv:
+        _, results = run_suite(pytester, srv, "-k", "refuses_a_caller", key=None)
+    outcome, message = outcomes(results)["test_every_route_refuses_a_caller_without_the_key"]
+    assert outcome == "not_exercised" and "no API key" in message
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        (None, {"stack trace", "source file path", "exception name", "host path"}),
+        ("model weights under /home/deploy/models/llama-70b", {"host path"}),
+        ("vllm.entrypoints.openai.serving_chat failed", {"internal module"}),
+        (KEY, {"secret"}),
+    ],
+    ids=["traceback", "host-path", "module", "api-key"],
+)
+def test_a_leaking_error_answer_fails_the_disclosure_check(pytester, text, leaked):
+    deviation = leak_in_errors() if text is None else leak_in_errors(text)
+    with FakeServer(deviation, api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "disclose")
+    outcome, message = outcomes(results)["test_error_answers_disclose_nothing"]
+    assert outcome == "failed"
+    leaks = results["security"]["endpoint"]["leaks"]
+    assert {leak["what"] for leak in leaks} == leaked
+    assert all(leak["where"] == "error.message" for leak in leaks)
+    assert KEY not in json.dumps(results) and KEY not in message
+
+
+def test_a_request_that_stalls_the_others_fails_its_kind(pytester):
+    with FakeServer(stall_others(lambda body: body.get("n") == 16, 2.0), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "n-x-max-tokens")
+    outcome, message = outcomes(results)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"]
+    assert outcome == "failed", message
+    assert "stalled the others by" in message
+    assert results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]["stall_s"] > 1.0
+
+
+@pytest.mark.parametrize("mode", sorted(NULL_MODES))
+def test_no_check_passes_against_a_null_server(pytester, mode):
+    with FakeServer(NULL_MODES[mode](), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "not hostile or n-x-max-tokens")
+    found = outcomes(results)
+    assert found and not [name for name, (o, _) in found.items() if o == "passed"], found
