@@ -61,7 +61,8 @@ def launched_parsers(framework: str, options: InferOptions) -> tuple[tuple[str, 
     if args == () and (options.parsers.tool or options.parsers.reasoning):
         raise pytest.UsageError(f"{PARSER}: {framework} takes no tool-call or reasoning parser at launch")
     defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
-    return args, Parsers(options.parsers.tool or defaults.tool, options.parsers.reasoning or defaults.reasoning)
+    named = options.parsers.tool or options.parsers.reasoning  # then the default reasoning parser stays off (vllm.py)
+    return args, Parsers(options.parsers.tool or defaults.tool, options.parsers.reasoning or (None if named else defaults.reasoning))
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:

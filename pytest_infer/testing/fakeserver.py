@@ -407,7 +407,7 @@ class Handler(BaseHTTPRequestHandler):
             for i, (text, reason) in enumerate(texts):
                 message: dict[str, Any] = {"role": "assistant", "content": text}
                 if tool_calls is not None:
-                    message = {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
+                    message = {"role": "assistant", "content": (text or None) if forced is not None else None, "tool_calls": tool_calls}
                     reason = "tool_calls"
                 if reasoning is not None:
                     message["reasoning"] = reasoning
@@ -441,7 +441,7 @@ class Handler(BaseHTTPRequestHandler):
             for piece in (reasoning[: len(reasoning) // 2], reasoning[len(reasoning) // 2 :]) if reasoning else ():
                 events.append({**base, "choices": [{"index": i, "delta": {"reasoning": piece}, "logprobs": None, "finish_reason": None}]})
             if tool_calls is not None:
-                for ch in text:
+                for ch in text if forced is not None else "":
                     events.append({**base, "choices": [{"index": i, "delta": {"content": ch}, "logprobs": None, "finish_reason": None}]})
                 for j, call in enumerate(tool_calls):
                     args = call["function"]["arguments"]
