@@ -5,8 +5,9 @@
 #   scripts/parser-matrix.sh FRAMEWORK [REPORT_DIR] [PARSER...]
 #       FRAMEWORK   vllm or sglang (the engine from ~/.cache/pytest-infer/engines, or MATRIX_ENV=PATH)
 #       REPORT_DIR  default infer-report/parsers-FRAMEWORK
-#       PARSER      NAME (tool-call parser) or reasoning:NAME; default: every parser this project scripts
-#                   that the engine ships
+#       PARSER      NAME (tool-call parser) or reasoning:NAME, or a pair as a model family serves them,
+#                   NAME+reasoning:NAME (e.g. hermes+reasoning:qwen3); default: every parser this project
+#                   scripts that the engine ships, each alone
 #
 # Each parser's results land in REPORT_DIR/tool-NAME/ or REPORT_DIR/reasoning-NAME/ (results.json, report,
 # server log); a parser that already has a results file there is kept, not run again. REPORT_DIR/matrix.md is
@@ -67,14 +68,20 @@ fi
 
 broken=0
 for parser in "${parsers[@]}"; do
-  case "$parser" in reasoning:*) dir="reasoning-${parser#reasoning:}" ;; *) dir="tool-${parser#tool:}" ;; esac
-  cases="parsers and ${dir%%-*}"  # the tool cases against a tool parser, the reasoning ones against a reasoning parser
+  case "$parser" in
+    *+*) dir="pair-${parser//reasoning:/}"; cases="parsers" ;;  # both parsers at once: every case
+    reasoning:*) dir="reasoning-${parser#reasoning:}"; cases="parsers and reasoning" ;;
+    *) dir="tool-${parser#tool:}"; cases="parsers and tool" ;;
+  esac
+  parser_args=()
+  IFS=+ read -ra named <<< "$parser"
+  for p in "${named[@]}"; do parser_args+=("--infer-parser=$p"); done
   if [ -f "$OUT/$dir/results.json" ]; then echo "=== $parser: results kept from an earlier run"; continue; fi
   echo "=== $FRAMEWORK $parser -> $OUT/$dir ($(date -u +%H:%M:%S))"
   rc=0
   # shellcheck disable=SC2086  # MATRIX_PYTEST_ARGS is a word list
   timeout --signal=TERM --kill-after=120 "${MATRIX_LEG_TIMEOUT:-900}" "$PY" -m pytest suites/conformance -k "$cases" \
-    "--infer-framework=$FRAMEWORK" "--infer-env=$FRAMEWORK=$ENV_DIR" "--infer-parser=$parser" "--infer-report-dir=$OUT/$dir" \
+    "--infer-framework=$FRAMEWORK" "--infer-env=$FRAMEWORK=$ENV_DIR" "${parser_args[@]}" "--infer-report-dir=$OUT/$dir" \
     -p no:cacheprovider -p no:randomly -q -rN ${MATRIX_PYTEST_ARGS:-} || rc=$?
   [ -f "$OUT/$dir/results.json" ] || { echo "=== $parser: BROKEN: pytest exited $rc, no results file" >&2; broken=1; }
 done

@@ -3,7 +3,8 @@ into one table of parsers x cases, and the parsers an engine ships that no scrip
 
     python -m pytest_infer.conformance.matrix REPORT_DIR [--engine-parsers FILE]
 
-reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``) and writes
+reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``, or ``pair-T+R``
+for a tool and a reasoning parser served together, shown in both tables) and writes
 REPORT_DIR/matrix.md; ``FILE`` lists the engine's own parser names (``tool NAME`` / ``reasoning NAME`` per line),
 so that a parser without a script shows as "not drivable", not as absent.
 """
@@ -48,14 +49,14 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
     kinds = {"tool": [c for c in cases if c.startswith("tool-")], "reasoning": [c for c in cases if c.startswith("reasoning-")]}
     lines = []
     for kind, columns in kinds.items():
-        parsers = sorted(p for p in rows if p.startswith(f"{kind}-"))
+        parsers = sorted(p for p in rows if p.startswith((f"{kind}-", "pair-")))
         if not parsers:
             continue
         lines += [f"| {kind} parser | " + " | ".join(c.removeprefix(f"{kind}-") for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
         for parser in parsers:
             row = rows[parser]
             cells = [row.get(c, row.get("*", "-")) for c in columns]
-            lines.append(f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |")
+            lines.append(f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |")  # a pair shows as pair-T+R
         lines.append("")
     return "\n".join(lines + (["Failures:", *notes] if notes else []))
 
