@@ -124,6 +124,10 @@ REASONING_FORMATS: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 
+# reasoning parsers of models that always open with a thinking block (their parser reads unmarked text as reasoning)
+ALWAYS_THINKS = frozenset({"deepseek_r1", "deepseek-r1", "qwen3", "qwen3-thinking"})
+
+
 def not_drivable_tool(parser: str) -> str | None:
     """Why scripted output cannot drive tool parser ``parser`` (None: it can)."""
     if parser in TOOL_FORMATS:
@@ -143,6 +147,15 @@ def tool_script(parser: str, calls: tuple[Call, ...], content: str = "") -> Scri
         return Script(content, content=content)
     text, markers = TOOL_FORMATS[parser](calls)
     return Script(content + text, markers, calls, content)
+
+
+def thinking_first(reasoning_parser: str | None, script: Script, thought: str = "The user needs a tool.") -> Script:
+    """``script`` after a thinking block where the server's reasoning parser serves models that always think first:
+    a Qwen3 or DeepSeek-R1 model never answers without one, so a script without it is no model's output."""
+    if reasoning_parser not in ALWAYS_THINKS:
+        return script
+    start, end = REASONING_FORMATS[reasoning_parser]
+    return Script(f"{start}{thought}{end}{script.text}", (start, end, *script.markers), script.calls, script.content, thought)
 
 
 def reasoning_script(parser: str, reasoning: str, content: str) -> Script:

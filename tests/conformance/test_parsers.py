@@ -279,3 +279,10 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
     assert "| hermes | not drivable | pass |" in text and "| pythonic | not drivable | FAIL |" in text
     assert "| openai | not drivable: no script for its format | not drivable: no script for its format |" in text
     assert "- tool-pythonic / parsers.tool-single: expected: the scripted calls" in text
+
+
+@pytest.mark.parametrize("check_id", TOOL_CHECKS)
+def test_tool_scripts_without_a_thinking_block_where_no_reasoning_parser_expects_one(check_id: str, make_ctx, server: FakeServer) -> None:
+    """A tool parser alone (or with Mistral's optional [THINK]) gets the bare calls; Qwen3's gets a <think> first."""
+    conformance.run(check_id, make_ctx(reasoning=None))
+    assert not any("<think>" in json.dumps(body) for _, path, body in server.requests if path == CHAT)

@@ -16,7 +16,8 @@ from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange, StreamExchange
 from ..failures import Inconclusive, trim
 from ..registry import check
-from ..scripts import MARKER_BIAS, Call, Script, Scripting, literal_regex, not_drivable_reasoning, not_drivable_tool, reasoning_script, tool_script
+from ..scripts import MARKER_BIAS, Call, Script, Scripting, literal_regex, not_drivable_reasoning, not_drivable_tool, reasoning_script, thinking_first
+from ..scripts import tool_script as bare_tool_script
 from .tools import TIME, WEATHER, assemble
 
 REFERENCE = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionMessageToolCallChunk; the engine's parser docs"
@@ -41,6 +42,11 @@ NESTED = Call("get_forecast", {"query": {"city": "Paris", "days": [1, 2], "units
 # a quote, a backslash, a tab inside, non-ASCII from three scripts: what a JSON or Python escaper must get right
 ESCAPED = Call("get_weather", {"city": 'Zürich "Nord" \\ 東京\tΑθήνα'})
 PLAIN = "It is sunny in Paris today."
+
+
+def tool_script(ctx: CheckContext, parser: str, calls: tuple[Call, ...], content: str = "") -> Script:
+    """The calls in the tool parser's format, after a thinking block where the reasoning parser expects one."""
+    return thinking_first((ctx.scripting or Scripting()).reasoning_parser, bare_tool_script(parser, calls, content))
 
 
 def _scripting(ctx: CheckContext, kind: str) -> tuple[Scripting, str]:
@@ -152,35 +158,35 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
 def tool_single(ctx: CheckContext) -> str:
     """The call a model writes in its parser's format must reach the client as tool_calls, not as text."""
     scripting, parser = _scripting(ctx, "tool")
-    return judge_tool_script(ctx, tool_script(parser, (PARIS,)), scripting)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS,)), scripting)
 
 
 @check("parsers.tool-parallel", "the tool parser turns two scripted calls into two calls, indices 0 and 1", reference=f"{REFERENCE}; sglang#6310", needs=("tools",))
 def tool_parallel(ctx: CheckContext) -> str:
     """Parallel calls are where streamed parsers lose a call or merge two."""
     scripting, parser = _scripting(ctx, "tool")
-    return judge_tool_script(ctx, tool_script(parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
 
 
 @check("parsers.tool-nested", "nested JSON arguments (objects, arrays) survive the tool parser", reference=REFERENCE, needs=("tools",))
 def tool_nested(ctx: CheckContext) -> str:
     """A parser that scans for the first closing brace cuts nested arguments short."""
     scripting, parser = _scripting(ctx, "tool")
-    return judge_tool_script(ctx, tool_script(parser, (NESTED,)), scripting)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (NESTED,)), scripting)
 
 
 @check("parsers.tool-escapes", "quotes, backslashes, tabs and non-ASCII in arguments survive the tool parser", reference=REFERENCE, needs=("tools",))
 def tool_escapes(ctx: CheckContext) -> str:
     """Arguments are re-serialized by the parser: an escape lost or doubled changes what the tool receives."""
     scripting, parser = _scripting(ctx, "tool")
-    return judge_tool_script(ctx, tool_script(parser, (ESCAPED,)), scripting)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (ESCAPED,)), scripting)
 
 
 @check("parsers.tool-no-call", "plain text with tools offered stays content: no call, finish_reason 'stop'", reference=REFERENCE, needs=("tools",))
 def tool_no_call(ctx: CheckContext) -> str:
     """Most answers of an agent are text; a parser that holds it back or invents a call breaks every turn."""
     scripting, parser = _scripting(ctx, "tool")
-    script = tool_script(parser, (), PLAIN)
+    script = tool_script(ctx, parser, (), PLAIN)
     _control(ctx, scripting, script)
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="auto")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
@@ -197,7 +203,7 @@ def tool_no_call(ctx: CheckContext) -> str:
 def tool_choice_none(ctx: CheckContext) -> str:
     """'none' promises the client no call; a parser that runs anyway hands it one it did not ask for."""
     scripting, parser = _scripting(ctx, "tool")
-    script = tool_script(parser, (PARIS,))
+    script = tool_script(ctx, parser, (PARIS,))
     _control(ctx, scripting, script)
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="none")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
@@ -216,7 +222,7 @@ def tool_after_result(ctx: CheckContext) -> str:
         {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature_c": 18}'},
     ]
-    return judge_tool_script(ctx, tool_script(parser, (UTC,)), scripting, messages=history)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (UTC,)), scripting, messages=history)
 
 
 def _reasoning_of(fields: dict[str, Any]) -> dict[str, str]:
@@ -292,4 +298,4 @@ def scripted_parallel(ctx: CheckContext) -> str | None:
     if found is None:
         return None
     scripting, parser = found
-    return judge_tool_script(ctx, tool_script(parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
+    return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
