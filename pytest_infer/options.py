@@ -15,13 +15,14 @@ from urllib.parse import urlparse
 import pytest
 
 from .adapters import registry
-from .adapters.base import Environment
+from .adapters.base import Environment, Parsers
 from .secrets import API_KEY_ENV
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
 ENDPOINT = "--infer-endpoint"
 SERVER_ARG = "--infer-server-arg"
+PARSER = "--infer-parser"
 ENV = "--infer-env"
 STARTUP_TIMEOUT = "--infer-startup-timeout"
 REQUEST_TIMEOUT = "--infer-request-timeout"
@@ -77,6 +78,8 @@ def add_options(parser: pytest.Parser) -> None:
         "repeat as NAME=URL for several (e.g. baseline and candidate in one session, --slo-interleave).",
         ini_type="linelist", action="append", metavar="[NAME=]URL")
     add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
+    add(PARSER, "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server runs: launched "
+        "with it, and what the conformance parser checks script (repeatable; the engine's own names).", ini_type="args", action="append", metavar="PARSER")
     add(
         ENV,
         "FRAMEWORK=PATH: the Python environment (folder or interpreter) or docker:IMAGE that launches FRAMEWORK. "
@@ -107,6 +110,7 @@ class InferOptions:
     model: str = DEFAULT_MODEL
     endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
     server_args: tuple[str, ...] = ()
+    parsers: Parsers = Parsers()
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -210,6 +214,13 @@ def parse_baseline(text: str) -> Path:
     return path
 
 
+def parse_parsers(specs: list[str]) -> Parsers:
+    try:
+        return Parsers.parse(specs)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{PARSER}: {exc}") from None
+
+
 def parse(config: pytest.Config) -> InferOptions:
     frameworks_text = option_value(config, FRAMEWORK)
     frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
@@ -226,6 +237,7 @@ def parse(config: pytest.Config) -> InferOptions:
         model=model,
         endpoints=endpoints,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
+        parsers=parse_parsers(option_value(config, PARSER) or []),
         environments=parse_environments(option_value(config, ENV) or [], frameworks),
         startup_timeout=parse_seconds(STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),
         request_timeout=parse_seconds(REQUEST_TIMEOUT, option_value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT),

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from .adapters import registry
-from .adapters.base import Environment
-from .options import ENV, InferOptions
+from .adapters.base import Environment, Parsers
+from .models.tiny import TINY
+from .options import ENV, PARSER, InferOptions
 from .paths import engines_dir
 
 
@@ -24,6 +25,7 @@ class Target:
     environment: Environment | None = None
     endpoint: str | None = None
     server_args: tuple[str, ...] = ()
+    parsers: Parsers = Parsers()  # the tool-call and reasoning parsers it runs, where known
 
     @property
     def launched(self) -> bool:
@@ -47,10 +49,26 @@ def discover_environment(framework: str) -> Environment | None:
     return None
 
 
+def launched_parsers(framework: str, options: InferOptions) -> tuple[tuple[str, ...], Parsers]:
+    """The launch arguments for the parsers named, and the parsers the server will run (the adapter's own for the
+    tiny model where none is named)."""
+    adapter = registry.get(framework)
+    tiny = options.model == TINY
+    try:
+        args = adapter.parser_args(options.parsers, on_cpu_tiny=tiny) if hasattr(adapter, "parser_args") else ()
+    except ValueError as exc:
+        raise pytest.UsageError(f"{PARSER}: {exc}") from None
+    if args == () and (options.parsers.tool or options.parsers.reasoning):
+        raise pytest.UsageError(f"{PARSER}: {framework} takes no tool-call or reasoning parser at launch")
+    defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
+    named = options.parsers.tool or options.parsers.reasoning  # then the default reasoning parser stays off (vllm.py)
+    return args, Parsers(options.parsers.tool or defaults.tool, options.parsers.reasoning or (None if named else defaults.reasoning))
+
+
 def resolve_targets(options: InferOptions) -> list[Target]:
     if options.endpoints:
         framework = options.frameworks[0] if options.frameworks else "endpoint"
-        return [Target(id=name or framework, framework=framework, model=options.model, endpoint=url) for name, url in options.endpoints]
+        return [Target(id=name or framework, framework=framework, model=options.model, endpoint=url, parsers=options.parsers) for name, url in options.endpoints]
     targets: list[Target] = []
     for framework in options.frameworks:
         environments = options.environments.get(framework)
@@ -65,8 +83,9 @@ def resolve_targets(options: InferOptions) -> list[Target]:
             environments = (found or Environment(label="PATH"),)
         for environment in environments:
             target_id = framework if len(environments) == 1 else f"{framework}@{environment.label}"
+            parser_args, parsers = launched_parsers(framework, options)
             targets.append(
-                Target(target_id, framework, options.model, environment=environment, server_args=options.server_args)
+                Target(target_id, framework, options.model, environment=environment, server_args=options.server_args + parser_args, parsers=parsers)
             )
     ids = [t.id for t in targets]
     if len(set(ids)) != len(ids):

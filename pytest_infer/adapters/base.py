@@ -71,6 +71,31 @@ class Version:
 
 
 @dataclass(frozen=True, slots=True)
+class Parsers:
+    """The tool-call and reasoning parsers a server runs (the engine's own names; None: none, or not known)."""
+
+    tool: str | None = None
+    reasoning: str | None = None
+
+    @classmethod
+    def parse(cls, specs: list[str] | tuple[str, ...]) -> Parsers:
+        """``NAME`` or ``tool:NAME`` for the tool-call parser, ``reasoning:NAME`` for the reasoning parser."""
+        found: dict[str, str] = {}
+        for spec in specs:
+            kind, _, name = spec.rpartition(":")
+            kind = kind or "tool"
+            if kind not in ("tool", "reasoning") or not name:
+                raise ValueError(f"{spec!r}: give a parser as NAME, tool:NAME or reasoning:NAME")
+            if kind in found:
+                raise ValueError(f"two {kind} parsers named: {found[kind]!r} and {name!r}")
+            found[kind] = name
+        return cls(found.get("tool"), found.get("reasoning"))
+
+    def __str__(self) -> str:
+        return ", ".join(f"{kind}:{name}" for kind, name in (("tool", self.tool), ("reasoning", self.reasoning)) if name) or "none"
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchRequest:
     """Everything an adapter needs to build a command line."""
 
@@ -219,6 +244,8 @@ class BaseAdapter:
     known_routes: ClassVar[tuple[KnownRoute, ...]] = OPENAI_ROUTES
     # the Prometheus names of its /metrics (read with getattr: an adapter written to the protocol may lack it)
     server_metrics: ClassVar[ServerMetricNames | None] = None
+    # the parsers ``launch`` runs for the built-in tiny model when none are named (read with getattr, as above)
+    tiny_parsers: ClassVar[Parsers] = Parsers()
 
     def detect_version(self, environment: Environment) -> Version:
         return Version(None, error=f"{type(self).__name__} does not detect versions")
@@ -227,6 +254,18 @@ class BaseAdapter:
         if self.structured_output_field is None:
             raise ValueError(f"{type(self).__name__} has no structured-output field of its own")
         return {self.structured_output_field: schema}
+
+    # Scripted output (conformance parser checks); read with getattr, as server_metrics: an adapter written to
+    # the protocol alone has neither, and then scripted output and --infer-parser are out of its reach.
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """The request fields that make the model write exactly what ``regex`` matches (None: it has none)."""
+        return None
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        """The launch arguments that run ``parsers`` (ValueError: this framework chooses no parser at launch)."""
+        if parsers.tool or parsers.reasoning:
+            raise ValueError(f"{self.title} takes no tool-call or reasoning parser at launch")
+        return ()
 
 
 _PROBE = r"""

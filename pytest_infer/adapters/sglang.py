@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..results.environment import cpuinfo_field
 from .base import (
@@ -18,6 +19,7 @@ from .base import (
     OPENAI_ROUTES,
     LaunchRequest,
     LaunchSpec,
+    Parsers,
     PythonModuleAdapter,
     ServerMetricNames,
     VersionRoute,
@@ -111,6 +113,18 @@ class SGLangAdapter(PythonModuleAdapter):
     expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        args: tuple[str, ...] = ()
+        if parsers.tool:
+            args += ("--tool-call-parser", parsers.tool)
+        if parsers.reasoning:
+            args += ("--reasoning-parser", parsers.reasoning)
+        return args
+
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """SGLang's sampling field ``regex``, which its OpenAI routes pass through."""
+        return {"regex": regex}
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [

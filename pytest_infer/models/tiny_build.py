@@ -9,6 +9,12 @@ bytes, so the output layer is shaped: a constant direction in the residual strea
 (embedding column 0) carries a per-token bias through the final norm, lifting
 printable ASCII and burying control bytes, non-ASCII bytes and special tokens;
 the rest of the network adds context-dependent noise, so text varies.
+
+The markup tokens that tool-call and reasoning parsers look for (``PARSER_TOKENS``) are added tokens, as in
+the models those parsers serve, so that a parser finds them in the vocabulary and forced output can be written
+with them. They are appended after the weights are shaped, with a fixed low logit: the base model is the same
+(weights and text) as without them, and the model writes them only where a grammar allows them and the
+request's ``logit_bias`` lifts them (pytest_infer.conformance.scripts).
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-TINY_VERSION = 1
+TINY_VERSION = 2
 SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|end|>"]
 CHAT_TEMPLATE = (
     "{{ bos_token }}"
@@ -28,6 +34,8 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
+# Not special: an engine's detokenizer keeps them in the text, where the parsers read them.
+PARSER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "[THINK]", "[/THINK]"]
 HIDDEN, LAYERS, HEADS, KV_HEADS, INTERMEDIATE, MAX_POSITIONS = 128, 2, 2, 1, 256, 2048
 
 
@@ -45,7 +53,7 @@ def byte_level_symbols() -> dict[int, str]:
 
 
 def build_tokenizer(out: Path):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     table = byte_level_symbols()
@@ -55,6 +63,7 @@ def build_tokenizer(out: Path):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens(SPECIAL_TOKENS)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in PARSER_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<s>",
@@ -78,7 +87,7 @@ _FAVOURED = {'"': 4.0, "}": 3.8, "]": 3.8, ",": 3.8, ":": 3.8, " ": 2.0}
 def token_bias(tokenizer) -> list[float]:
     """Printable ASCII lifted (shaped by _FAVOURED), everything else buried."""
     bias = []
-    for token_id in range(len(tokenizer)):
+    for token_id in range(len(tokenizer) - len(PARSER_TOKENS)):
         text = tokenizer.decode([token_id])
         if len(text) == 1 and " " <= text <= "~":
             bias.append(_FAVOURED.get(text, 3.5 if text.isalnum() else 3.0))
@@ -95,7 +104,7 @@ def build(out: Path) -> None:
     tokenizer = build_tokenizer(out)
     torch.manual_seed(20261129)
     config = LlamaConfig(
-        vocab_size=len(tokenizer),
+        vocab_size=len(tokenizer) - len(PARSER_TOKENS),  # the parser tokens come after shaping
         hidden_size=HIDDEN,
         intermediate_size=INTERMEDIATE,
         num_hidden_layers=LAYERS,
@@ -122,6 +131,13 @@ def build(out: Path) -> None:
         head.normal_(0.0, 0.25)
         norm_scale = HIDDEN**0.5 * 0.9  # |x0| / rms(x) with the constant column dominant
         head[:, 0] = torch.tensor(token_bias(tokenizer)) / norm_scale
+        base = config.vocab_size
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        rows = torch.Generator().manual_seed(TINY_VERSION)
+        model.model.embed_tokens.weight[base:] = torch.randn(len(PARSER_TOKENS), HIDDEN, generator=rows) * 0.5
+        model.model.embed_tokens.weight[base:, 0] = 8.0
+        model.lm_head.weight[base:] = 0.0
+        model.lm_head.weight[base:, 0] = -30.0 / norm_scale  # buried like the other non-printable tokens
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )

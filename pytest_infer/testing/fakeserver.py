@@ -30,6 +30,11 @@ TYPED_STREAMS = (RESPONSES, MESSAGES)  # streams of typed events: an "event:" li
 ALPHABET = string.ascii_lowercase + "     "
 CONTEXT_LENGTH = 2048
 FINISH_REASONS = ("stop", "length")
+# Scripted output: the fake honours vLLM's forced-text field (a regex that matches one text) and then parses the
+# text as vLLM's hermes tool parser and a <think> reasoning parser do; the markup is one token each in /tokenize.
+MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
+TOOL_PARSER, REASONING_PARSER = "hermes", "qwen3"
+_UNESCAPE = {"n": "\n", "t": "\t", "r": "\r"}
 Event = Any  # a dict (sent as JSON), a str (sent as-is after "data: "), or bytes (sent raw)
 
 
@@ -76,6 +81,36 @@ def generate_text(prompt: str, seed: int | None, temperature: float, length: int
     else:
         rng = random.Random()
     return "".join(rng.choice(ALPHABET) for _ in range(length)).replace("  ", " a")[:length]
+
+
+def forced_text(body: dict) -> str | None:
+    """The text a literal regex in ``structured_outputs.regex`` matches (None: no forced text)."""
+    regex = (body.get("structured_outputs") or {}).get("regex") if isinstance(body.get("structured_outputs"), dict) else None
+    if not isinstance(regex, str):
+        return None
+    out, chars = [], iter(regex)
+    for ch in chars:
+        out.append(_UNESCAPE.get(nxt := next(chars, ""), nxt) if ch == "\\" else ch)
+    return "".join(out)
+
+
+def parse_reasoning(text: str) -> tuple[str | None, str]:
+    """(reasoning, content) of a text with a <think> block, as a reasoning parser splits it."""
+    if MARKERS[1] not in text:
+        return None, text
+    thinking, _, content = text.partition(MARKERS[1])
+    return thinking.removeprefix(MARKERS[0]), content
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(content, [(name, arguments JSON)]) of hermes-format text; no markup: all content."""
+    content, found, rest = text.split(MARKERS[2])[0], [], text
+    while MARKERS[2] in rest and MARKERS[3] in rest:
+        _, _, rest = rest.partition(MARKERS[2])
+        block, _, rest = rest.partition(MARKERS[3])
+        call = json.loads(block)
+        found.append((call["name"], json.dumps(call["arguments"], ensure_ascii=False)))
+    return (content, found) if found else (text, [])
 
 
 def _check_range(body: dict, name: str, low: float, high: float) -> None:
@@ -249,7 +284,11 @@ class Handler(BaseHTTPRequestHandler):
         text = _prompt_text(body) if "messages" in body else body.get("prompt")
         if not isinstance(text, str):
             raise BadRequest("prompt must be a string, or messages given", param="prompt")
-        tokens = [ord(ch) for ch in text]
+        tokens, rest = [], text
+        while rest:
+            marker = next((m for m in MARKERS if rest.startswith(m)), None)
+            tokens.append(0x110000 + MARKERS.index(marker) if marker else ord(rest[0]))
+            rest = rest[len(marker or rest[0]) :]
         return {"count": len(tokens), "max_model_len": CONTEXT_LENGTH, "tokens": tokens}
 
     def _detokenize(self, body: dict) -> dict:
@@ -364,6 +403,14 @@ class Handler(BaseHTTPRequestHandler):
         if rf.get("type") in ("json_object", "json_schema"):
             texts = [(json.dumps({"answer": t[:8]}), "stop") for t, _ in texts]
         tool_calls = self._tool_calls(body)
+        reasoning: str | None = None
+        if (forced := forced_text(body)) is not None:
+            texts = [(forced[: params["limit"]], "stop" if len(forced) <= params["limit"] else "length")] * params["n"]
+            reasoning, content = parse_reasoning(texts[0][0])
+            if body.get("tools") and body.get("tool_choice", "auto") == "auto" and texts[0][1] == "stop":
+                content, calls = parse_tool_calls(content)
+                tool_calls = [{"id": self.state.next_id("call"), "type": "function", "function": {"name": n, "arguments": a}} for n, a in calls] or None
+            texts = [(content, reason) for _, reason in texts]
         prompt_tokens = len(prompt)
         completion_tokens = sum(len(t) for t, _ in texts)
         k = body.get("top_logprobs") or 0
@@ -373,8 +420,10 @@ class Handler(BaseHTTPRequestHandler):
             for i, (text, reason) in enumerate(texts):
                 message: dict[str, Any] = {"role": "assistant", "content": text}
                 if tool_calls is not None:
-                    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+                    message = {"role": "assistant", "content": (text or None) if forced is not None else None, "tool_calls": tool_calls}
                     reason = "tool_calls"
+                if reasoning is not None:
+                    message["reasoning"] = reasoning
                 choices.append(
                     {
                         "index": i,
@@ -402,7 +451,11 @@ class Handler(BaseHTTPRequestHandler):
         events: list[Event] = []
         for i, (text, reason) in enumerate(texts):
             events.append({**base, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]})
+            for piece in (reasoning[: len(reasoning) // 2], reasoning[len(reasoning) // 2 :]) if reasoning else ():
+                events.append({**base, "choices": [{"index": i, "delta": {"reasoning": piece}, "logprobs": None, "finish_reason": None}]})
             if tool_calls is not None:
+                for ch in text if forced is not None else "":
+                    events.append({**base, "choices": [{"index": i, "delta": {"content": ch}, "logprobs": None, "finish_reason": None}]})
                 for j, call in enumerate(tool_calls):
                     args = call["function"]["arguments"]
                     head = {"index": j, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
@@ -544,7 +597,10 @@ class Handler(BaseHTTPRequestHandler):
         cid, created = self.state.next_id("cmpl"), int(time.time())
         choices, completion_tokens = [], 0
         for p_index, p in enumerate(prompts):
-            for j, (text, reason) in enumerate(self._choice_texts(p, params, body.get("stop"))):
+            texts = self._choice_texts(p, params, body.get("stop"))
+            if (forced := forced_text(body)) is not None:
+                texts = [(forced[: params["limit"]], "stop" if len(forced) <= params["limit"] else "length")] * params["n"]
+            for j, (text, reason) in enumerate(texts):
                 shown = (p + text) if body.get("echo") else text
                 completion_tokens += len(text)
                 lp = None

@@ -112,6 +112,8 @@ def test_named_endpoints_are_one_target_each(pytester):
         ([f"{o.ENDPOINT}=a=h:1"], "*--infer-endpoint: 'h:1' is not an http(s) URL*"),
         ([f"{slo_plugin.SLO_INTERLEAVE}", "-n", "2"], "*--slo-interleave measures the targets in turns from one process; run it without -n*"),
         ([f"{o.MODEL}= "], "*--infer-model: empty model name*"),
+        ([f"{o.PARSER}=vision:x"], "*--infer-parser: 'vision:x': give a parser as NAME, tool:NAME or reasoning:NAME*"),
+        ([f"{o.PARSER}=hermes", f"{o.PARSER}=tool:pythonic"], "*--infer-parser: two tool parsers named: 'hermes' and 'pythonic'*"),
         ([f"{slo_plugin.SLO_REPEAT}=0"], "*--slo-repeat: must be at least 1, got '0'*"),
         ([f"{slo_plugin.SLO_REPEAT}=many"], "*--slo-repeat: 'many' is not a whole number*"),
     ],

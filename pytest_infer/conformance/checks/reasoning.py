@@ -19,9 +19,12 @@ def _named(fields: dict[str, Any]) -> dict[str, Any]:
 @check("chat.reasoning", "reasoning comes under one name, outside content, the same in the answer and in its stream", reference=REFERENCE)
 def reasoning(ctx: CheckContext) -> str:
     """A client reads one field; a stream that names it otherwise than the answer, or thinking left in content, breaks it."""
-    ex = ctx.chat(max_tokens=64, temperature=0)
+    from .parsers import scripted_reasoning_fields  # a thinking block scripted where the model writes none itself
+
+    scripted = scripted_reasoning_fields(ctx)
+    ex = ctx.chat(**{"max_tokens": 64, "temperature": 0, **scripted})
     message = ((ctx.expect_json_object(ex, "a chat completion").get("choices") or [{}])[0]).get("message") or {}
-    stream = ctx.chat_stream(max_tokens=64, temperature=0)
+    stream = ctx.chat_stream(**{"max_tokens": 64, "temperature": 0, **scripted})
     deltas = [ch.get("delta") or {} for c in ctx.expect_stream(stream, "a streamed chat") for ch in c.get("choices") or []]
     answered = _named(message)
     streamed: dict[str, str] = {}

@@ -219,6 +219,10 @@ def parallel(ctx: CheckContext) -> str:
     ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
     if len(calls) < 2:
+        from .parsers import scripted_parallel  # parsers builds on this module
+
+        if (scripted := scripted_parallel(ctx)) is not None:
+            return scripted  # type: ignore[return-value]  # the evidence of what was judged
         raise NotExercised(f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}")
     problems = call_problems(calls, ("get_weather", "get_time"))
     ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)

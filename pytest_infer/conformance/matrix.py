@@ -1,0 +1,78 @@
+"""The parser matrix: one results file per parser (scripts/parser-matrix.sh runs one server per parser), folded
+into one table of parsers x cases, and the parsers an engine ships that no script can drive.
+
+    python -m pytest_infer.conformance.matrix REPORT_DIR [--engine-parsers FILE]
+
+reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``, or ``pair-T+R``
+for a tool and a reasoning parser served together, shown in both tables) and writes
+REPORT_DIR/matrix.md; ``FILE`` lists the engine's own parser names (``tool NAME`` / ``reasoning NAME`` per line),
+so that a parser without a script shows as "not drivable", not as absent.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..results.model import SessionResults, atomic_write_text
+from .scripts import REASONING_FORMATS, TOOL_FORMATS
+
+PREFIX = "parsers."
+MATRIX_FILE = "matrix" + ".md"  # a report the script writes, not a document under docs/
+# results outcome -> the cell shown
+CELLS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "xfailed": "FAIL (known)", "xpassed": "pass (fixed)"}
+
+
+def cell(outcome: str, message: str) -> str:
+    if outcome in CELLS:
+        return CELLS[outcome]
+    if "not drivable" in message:
+        return "not drivable"
+    return outcome.replace("_", " ")
+
+
+def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None) -> str:
+    rows: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
+    for path in sorted(report_dir.glob("*/results.json")):
+        results = SessionResults.read(path)
+        parser = path.parent.name
+        for test in results.tests:
+            if test.check and test.check.startswith(PREFIX):
+                rows.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
+                if test.outcome in ("failed", "error"):
+                    notes.append(f"- {parser} / {test.check}: {test.message.splitlines()[0] if test.message else test.outcome}")
+    for kind, name in engine_parsers or []:
+        formats = TOOL_FORMATS if kind == "tool" else REASONING_FORMATS
+        if f"{kind}-{name}" not in rows and name not in formats:
+            rows[f"{kind}-{name}"] = {"*": "not drivable: no script for its format"}
+    cases = sorted({c for r in rows.values() for c in r if c != "*"})
+    kinds = {"tool": [c for c in cases if c.startswith("tool-")], "reasoning": [c for c in cases if c.startswith("reasoning-")]}
+    lines = []
+    for kind, columns in kinds.items():
+        parsers = sorted(p for p in rows if p.startswith((f"{kind}-", "pair-")))
+        if not parsers:
+            continue
+        lines += [f"| {kind} parser | " + " | ".join(c.removeprefix(f"{kind}-") for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+        for parser in parsers:
+            row = rows[parser]
+            cells = [row.get(c, row.get("*", "-")) for c in columns]
+            lines.append(f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |")  # a pair shows as pair-T+R
+        lines.append("")
+    return "\n".join(lines + (["Failures:", *notes] if notes else []))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="pytest_infer.conformance.matrix", description=__doc__.splitlines()[0])
+    parser.add_argument("report_dir", type=Path)
+    parser.add_argument("--engine-parsers", type=Path, help="the engine's parser names: 'tool NAME' or 'reasoning NAME' per line")
+    args = parser.parse_args(argv)
+    listed: list[tuple[str, str]] = []
+    if args.engine_parsers:
+        listed = [(kind, name) for kind, name in (line.split(maxsplit=1) for line in args.engine_parsers.read_text().splitlines() if line.strip())]
+    text = matrix(args.report_dir, listed)
+    atomic_write_text(args.report_dir / MATRIX_FILE, text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
