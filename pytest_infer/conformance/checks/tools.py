@@ -222,7 +222,7 @@ def parallel(ctx: CheckContext) -> str:
         from .parsers import scripted_parallel  # parsers builds on this module
 
         if (scripted := scripted_parallel(ctx)) is not None:
-            return scripted  # type: ignore[return-value]  # the evidence of what was judged
+            return scripted  # the evidence of what was judged
         raise NotExercised(f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}")
     problems = call_problems(calls, ("get_weather", "get_time"))
     ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)
