@@ -7,8 +7,8 @@ suites/, slo/, ARCHITECTURE.md and README.md. Each must name a file under docs/ 
 from __future__ import annotations
 
 import re
-import sys
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
