@@ -23,7 +23,7 @@ USER = [{"role": "user", "content": "Write a short story about a cat who learns 
 CLIENT_ERRORS = (400, 404, 422)
 REFUSALS = (400, 404, 405, 422, 501)
 AnyExchange = TypeVar("AnyExchange", "Exchange", "StreamExchange")
-Absent = TypeVar("Absent")
+Judged = TypeVar("Judged")
 
 
 @dataclass(slots=True)
@@ -273,7 +273,7 @@ class CheckContext:
         return ex.sse.chunks
 
     # --- evidence: what a pass judged --------------------------------------------
-    def nonempty(self, value: Absent, what: str, where: Exchange | StreamExchange | str | None = None) -> Absent:
+    def nonempty(self, value: Judged, what: str, where: Exchange | StreamExchange | str | None = None) -> Judged:
         """``value`` where it holds something to judge; None or an empty string or collection leaves the check nothing
         to judge, so it is inconclusive, naming ``what`` was missing (an ``all()`` over nothing is no pass)."""
         if value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value):
@@ -301,7 +301,7 @@ class CheckContext:
             status, text, answer = ex.sse.status, ex.sse.raw, ex.sse.chunks
         else:
             status, text, answer = ex.status, ex.text, ex.data
-        judge = problems_of or (lambda answer: answer_problems(ex.path, answer, stream=isinstance(ex, StreamExchange)))
+        judge = problems_of or (lambda body: answer_problems(ex.path, body, stream=isinstance(ex, StreamExchange)))
         problems = [f"HTTP {status}"] if status != 200 else judge(answer)
         if problems:
             raise Inconclusive(

@@ -30,6 +30,8 @@ def _run_suite(pytester: pytest.Pytester, info, framework: str) -> dict[str, dic
     assert not [t for t in results["tests"] if t["outcome"] == "error"], "no check may error (a crash in the suite, not a finding)"
     records = {t["check"]: t for t in results["tests"]}
     assert set(records) == {c.id for c in conformance.REGISTRY}
+    unearned = [check for check, t in records.items() if t["outcome"] == "passed" and not t["extra"].get("evidence")]
+    assert not unearned, f"passes without evidence of what they judged: {unearned}"
     return records
 
 
