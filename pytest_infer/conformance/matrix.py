@@ -41,10 +41,15 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
                 rows.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
                 if test.outcome in ("failed", "error"):
                     notes.append(f"- {parser} / {test.check}: {test.message.splitlines()[0] if test.message else test.outcome}")
+    unscripted: dict[str, list[str]] = {"tool": [], "reasoning": []}
+    not_run: dict[str, list[str]] = {"tool": [], "reasoning": []}
+    run = {p.split("-", 1)[1] for p in rows} | {n for p in rows if p.startswith("pair-") for n in p[5:].split("+")}
     for kind, name in engine_parsers or []:
         formats = TOOL_FORMATS if kind == "tool" else REASONING_FORMATS
-        if f"{kind}-{name}" not in rows and name not in formats:
-            rows[f"{kind}-{name}"] = {"*": "not drivable: no script for its format"}
+        if name not in formats:
+            unscripted.setdefault(kind, []).append(name)
+        elif name not in run:
+            not_run.setdefault(kind, []).append(name)
     cases = sorted({c for r in rows.values() for c in r if c != "*"})
     kinds = {"tool": [c for c in cases if c.startswith("tool-")], "reasoning": [c for c in cases if c.startswith("reasoning-")]}
     lines = []
@@ -55,10 +60,15 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
         lines += [f"| {kind} parser | " + " | ".join(c.removeprefix(f"{kind}-") for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
         for parser in parsers:
             row = rows[parser]
-            cells = [row.get(c, row.get("*", "-")) for c in columns]
+            cells = [row.get(c, "-") for c in columns]
             lines.append(f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |")  # a pair shows as pair-T+R
         lines.append("")
-    return "\n".join(lines + (["Failures:", *notes] if notes else []))
+    for kind in ("tool", "reasoning"):
+        if unscripted.get(kind):
+            lines.append(f"Not drivable, no script for its format ({kind}): {', '.join(unscripted[kind])}.")
+        if not_run.get(kind):
+            lines.append(f"Scripted, not run here ({kind}): {', '.join(not_run[kind])}.")
+    return "\n".join(lines + (["", "Failures:", *notes] if notes else []))
 
 
 def main(argv: list[str] | None = None) -> None:

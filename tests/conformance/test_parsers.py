@@ -274,10 +274,11 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
         results.add_test(TestRecord(f"t::{parser}2", "vllm", "not_exercised", "conformance", "parsers.tool-nested", "not exercised: not drivable: x"))
         (tmp_path / parser).mkdir()
         results.write(tmp_path / parser / "results.json")
-    text = matrix(tmp_path, [("tool", "hermes"), ("tool", "openai")])
+    text = matrix(tmp_path, [("tool", "hermes"), ("tool", "openai"), ("tool", "xlam")])
     assert "| tool parser | nested | single |" in text
     assert "| hermes | not drivable | pass |" in text and "| pythonic | not drivable | FAIL |" in text
-    assert "| openai | not drivable: no script for its format | not drivable: no script for its format |" in text
+    assert "Not drivable, no script for its format (tool): openai." in text
+    assert "Scripted, not run here (tool): xlam." in text
     assert "- tool-pythonic / parsers.tool-single: expected: the scripted calls" in text
 
 
