@@ -287,3 +287,9 @@ def test_tool_scripts_without_a_thinking_block_where_no_reasoning_parser_expects
     """A tool parser alone (or with Mistral's optional [THINK]) gets the bare calls; Qwen3's gets a <think> first."""
     conformance.run(check_id, make_ctx(reasoning=None))
     assert not any("<think>" in json.dumps(body) for _, path, body in server.requests if path == CHAT)
+
+
+def test_every_parser_check_has_a_deviation_of_its_own() -> None:
+    """The generic check matrix (test_mutations) leaves the parser checks to this file: none may go unproven."""
+    covered = {check for _, checks in DEVIATIONS.values() for check in checks}
+    assert sorted(set(CHECKS) - covered) == [] and CHECKS

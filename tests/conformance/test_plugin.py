@@ -78,7 +78,7 @@ def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pyte
         ]
     )
     result.stdout.fnmatch_lines(["*chat.fields*pass*", "*myorg.broken*FAIL*", "*myorg.greeting*pass*"], consecutive=False)
-    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed", "myorg.silent": "skipped"}
+    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed", "myorg.silent": "inconclusive"}
     silent = next(t for t in results["tests"] if t["check"] == "myorg.silent")
     assert silent["message"].endswith("inconclusive: myorg.silent judged nothing: the check returned None, not the evidence it judged")
     broken = next(t for t in results["tests"] if t["check"] == "myorg.broken")

@@ -26,7 +26,7 @@ import pytest
 from pytest_infer.paths import bundled
 from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer
 
-SUITES = ("conformance", "structured", "slo", "robustness")
+SUITES = ("conformance", "structured", "slo", "robustness", "security")
 SERVERS = (*(f"fake-{mode}" for mode in NULL_MODES), *(f"wsgi-{mode}" for mode in null_servers.MODES))
 CONTROL = "fake-correct"  # the correct fake server: the SLO profile's positive control
 PASSES = ("passed", "fixed")
@@ -46,12 +46,6 @@ OPTIONS = (
 )  # fmt: skip
 # Passes these suites still earn on a null server at this commit, removed by the conformance and structured evidence
 # work (other branches); strict, so the lead sees each one turn into a failure of the mark once fixed.
-STILL_PASSING = {
-    ("conformance", "fake-empty-object"), ("conformance", "fake-not-found"), ("conformance", "wsgi-echo"),
-    ("structured", "fake-empty-object"), ("structured", "fake-not-found"), ("structured", "wsgi-empty-body"),
-    ("structured", "wsgi-empty-list"), ("structured", "wsgi-echo"), ("structured", "wsgi-done-stream"),
-}  # fmt: skip
-MERGE = pytest.mark.xfail(strict=True, reason="fixed by the conformance/structured evidence work (lead merges)")
 
 
 def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> subprocess.Popen:
@@ -102,7 +96,7 @@ def test_the_slo_profile_passes_on_a_correct_server(results):
 
 @pytest.mark.parametrize(
     ("suite", "server"),
-    [pytest.param(suite, server, marks=[MERGE] if (suite, server) in STILL_PASSING else []) for suite in SUITES for server in SERVERS],
+    [(suite, server) for suite in SUITES for server in SERVERS],
 )
 def test_no_check_passes_against_a_null_server(results, suite, server):
     tests = [t for t in results[server] if t["suite"] == suite]

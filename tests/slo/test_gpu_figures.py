@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
-from results_factory import session
+from results_factory import flat_drift, session
 
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.gating.compare import compare
@@ -181,9 +181,10 @@ def test_a_rise_in_joules_per_token_fails_the_gate_and_a_fall_does_not():
 
     rules = parse_rules("energy_per_output_token:10%")
     base = with_energy("0.31.0", [0.50, 0.51, 0.49, 0.50, 0.52])
-    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), rules)
+    # Two sessions: a figure gates beyond the machine's calibrated drift (here none), like every figure with a rule.
+    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), rules, drift=flat_drift())
     assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [("regression", "h200-smoke/c1: energy_per_output_token_j")]
-    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), rules)
+    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), rules, drift=flat_drift())
     assert not better.failed and [f.kind for f in better.findings] == ["improvement"]
 
 
