@@ -40,7 +40,8 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
             if test.check and test.check.startswith(PREFIX):
                 rows.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
                 if test.outcome in ("failed", "error"):
-                    notes.append(f"- {parser} / {test.check}: {test.message.splitlines()[0] if test.message else test.outcome}")
+                    said = [line.strip() for line in test.message.splitlines() if line.strip().startswith(("expected:", "got:"))]
+                    notes.append(f"- {parser} / {test.check}: {' '.join(said)[:300] or test.outcome}")
     unscripted: dict[str, list[str]] = {"tool": [], "reasoning": []}
     not_run: dict[str, list[str]] = {"tool": [], "reasoning": []}
     run = {p.split("-", 1)[1] for p in rows} | {n for p in rows if p.startswith("pair-") for n in p[5:].split("+")}
