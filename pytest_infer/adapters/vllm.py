@@ -89,7 +89,7 @@ class VLLMAdapter(PythonModuleAdapter):
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
-    tiny_parsers = Parsers(tool="mistral", reasoning="mistral")
+    tiny_parsers = Parsers(tool="pythonic")  # the Mistral pair broke streamed tool fragments and the SLO token count
 
     def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()

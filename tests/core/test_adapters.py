@@ -55,11 +55,11 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
     spec = registry.get("vllm").launch(
         request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
     )
-    assert spec.argv[-12:] == [
+    assert spec.argv[-8:] == [
         "--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details",
-        "--enable-auto-tool-choice", "--tool-call-parser", "mistral",
-        "--reasoning-parser", "mistral", "--structured-outputs-config", '{"enable_in_reasoning": true}',
+        "--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
     ]  # fmt: skip
+    assert "--reasoning-parser" not in spec.argv
     assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_RESPONSES_API_STORE": "1", "VLLM_API_KEY": "sk-secret"}
     assert "sk-secret" not in " ".join(spec.argv)
 
@@ -73,7 +73,7 @@ def test_vllm_tiny_takes_the_users_tool_parser_instead_of_the_default():
 def test_vllm_tiny_takes_the_users_reasoning_parser_instead_of_the_default():
     spec = registry.get("vllm").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--reasoning-parser", "qwen3")))
     assert spec.argv.count("--reasoning-parser") == 1 and spec.argv[-1] == "qwen3"
-    assert spec.argv[spec.argv.index("--tool-call-parser") + 1] == "mistral"
+    assert spec.argv[spec.argv.index("--tool-call-parser") + 1] == "pythonic"
 
 
 def test_sglang_argv_gpu():

@@ -27,7 +27,9 @@ def test_suite_against_a_real_engine(pytester, real_engine, engine):
     results = json.loads((pytester.path / "report" / "results.json").read_text())
     counts = results["robustness"][engine.split("-")[0]]
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == len(results["tests"]) >= 35
+    # a bad request whose positive control the engine does not answer correctly is inconclusive (a skip), not judged
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + outcomes.get("skipped", 0) == len(results["tests"]) >= 35
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) >= 30
     assert counts["tried"] >= 33
     assert counts["tried"] == sum(counts[k] for k in ("4xx", "5xx", "accepted", "dropped", "hangs", "deaths"))
     result.stdout.fnmatch_lines(["robustness *", "tried *", "4xx *", "5xx *", "hangs *", "deaths *"])

@@ -184,6 +184,7 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
+@pytest.mark.integration  # it measures against the paced server: serial lane, away from the parallel fast lane
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning")  # Ray's own
 def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_server, local_ray):
     url = paced_server(50, 10)
