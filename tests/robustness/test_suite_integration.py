@@ -30,7 +30,7 @@ def test_suite_against_a_real_engine(pytester, real_engine, engine):
     # a bad request whose positive control the engine does not answer correctly is inconclusive (a skip), not judged
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + outcomes.get("skipped", 0) == len(results["tests"]) >= 35
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) >= 30
-    assert counts["tried"] >= 33
+    assert counts["tried"] >= 30  # the bad requests sent: not those whose control failed first
     assert counts["tried"] == sum(counts[k] for k in ("4xx", "5xx", "accepted", "dropped", "hangs", "deaths"))
     result.stdout.fnmatch_lines(["robustness *", "tried *", "4xx *", "5xx *", "hangs *", "deaths *"])
     assert elapsed < 300
