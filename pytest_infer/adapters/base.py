@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -266,6 +266,14 @@ class BaseAdapter:
         if parsers.tool or parsers.reasoning:
             raise ValueError(f"{self.title} takes no tool-call or reasoning parser at launch")
         return ()
+
+    def tiny_parser_args(self, named: Sequence[str]) -> tuple[str, ...]:
+        """The launch arguments of the tiny model's default parsers that ``named`` (the user's extra arguments) leaves
+        open: a named parser is judged alone, so beside one the default reasoning parser stays off (vLLM 0.32.0's
+        mistral reasoning parser turns streamed hermes and pythonic calls into content)."""
+        tool_named, alone = "--tool-call-parser" in named, "--tool-call-parser" in named or "--reasoning-parser" in named
+        defaults = self.tiny_parsers
+        return self.parser_args(Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True)
 
 
 _PROBE = r"""

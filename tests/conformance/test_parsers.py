@@ -260,7 +260,10 @@ def test_adapters_force_text_on_their_own_field() -> None:
     assert VLLMAdapter().parser_args(Parsers("hermes", "qwen3"), on_cpu_tiny=True) == (
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
         "--structured-outputs-config", json.dumps({"enable_in_reasoning": True}),
+        "--default-chat-template-kwargs", json.dumps({"enable_thinking": False}),
     )  # fmt: skip
+    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(Parsers("mistral", "mistral"), on_cpu_tiny=True)
+    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(Parsers("hermes", "qwen3"))  # a real model's own
 
 
 def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
@@ -293,3 +296,39 @@ def test_every_parser_check_has_a_deviation_of_its_own() -> None:
     """The generic check matrix (test_mutations) leaves the parser checks to this file: none may go unproven."""
     covered = {check for _, checks in DEVIATIONS.values() for check in checks}
     assert sorted(set(CHECKS) - covered) == [] and CHECKS
+
+
+def _tiny_ctx(server: FakeServer, deviation: Deviation | None = None, **kwargs) -> conformance.CheckContext:
+    server.set_deviation(deviation)
+    server.forget()
+    return conformance.CheckContext(Endpoint(server.base_url, MODEL, timeout=10), framework="fake", tiny=True, scripting=scripting(**kwargs))
+
+
+def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_choice(server: FakeServer) -> None:
+    """The built-in model decides nothing, so tools.auto scripts its call; both the API's ways to ask for auto count."""
+    with _tiny_ctx(server) as ctx:
+        evidence = conformance.run("tools.auto", ctx)
+    assert "tool_choice 'auto' and none given" in evidence and "get_weather" in evidence
+    choices = [body.get("tool_choice", "(none)") for _, path, body in server.requests if path == CHAT and body.get("tools")]
+    assert "auto" in choices and "(none)" in choices
+
+
+def test_tools_auto_on_the_tiny_model_fails_when_auto_never_calls(server: FakeServer) -> None:
+    from .deviations import MUTATIONS
+
+    try:
+        with _tiny_ctx(server, MUTATIONS["tools.auto"]) as ctx, pytest.raises(conformance.CheckFailure, match="scripted calls"):
+            conformance.run("tools.auto", ctx)
+        with _tiny_ctx(server, tool=None) as ctx, pytest.raises(NotExercised, match="not drivable"):
+            conformance.run("tools.auto", ctx)
+    finally:
+        server.set_deviation(None)
+
+
+def test_a_scripted_thinking_block_asks_the_model_to_think(make_ctx, server: FakeServer) -> None:
+    """A Qwen3 server with thinking off by default (the tiny model's launch) thinks only when asked, as its clients ask."""
+    conformance.run("parsers.reasoning-split", make_ctx())
+    asked = [body.get("chat_template_kwargs") for _, path, body in server.requests if path == CHAT]
+    assert asked and all(k == {"enable_thinking": True} for k in asked)
+    conformance.run("parsers.tool-single", make_ctx(reasoning=None))
+    assert not any("chat_template_kwargs" in body for _, path, body in server.requests if path == CHAT)

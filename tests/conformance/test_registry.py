@@ -73,8 +73,12 @@ def test_a_refused_feature_is_unsupported_in_the_servers_words(fake: FakeServer)
 
 
 def test_a_capable_model_check_is_skipped_on_tiny(fake: FakeServer) -> None:
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL), tiny=True) as ctx, pytest.raises(pytest.skip.Exception, match="needs a capable model"):
-        conformance.run("tools.auto", ctx)
+    conformance.REGISTRY.check("test.capable", "a decision only a real model makes", reference="test", capable_model=True)(lambda ctx: "judged")
+    try:
+        with conformance.CheckContext(Endpoint(fake.base_url, MODEL), tiny=True) as ctx, pytest.raises(pytest.skip.Exception, match="needs a capable model"):
+            conformance.run("test.capable", ctx)
+    finally:
+        conformance.REGISTRY.unregister("test.capable")
 
 
 def test_bundled_expectations_load_and_name_registered_checks() -> None:

@@ -55,11 +55,12 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
     spec = registry.get("vllm").launch(
         request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
     )
-    assert spec.argv[-8:] == [
+    assert spec.argv[-14:] == [
         "--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details",
-        "--enable-auto-tool-choice", "--tool-call-parser", "pythonic",
+        "--enable-auto-tool-choice", "--tool-call-parser", "pythonic", "--reasoning-parser", "qwen3",
+        "--structured-outputs-config", '{"enable_in_reasoning": true}',
+        "--default-chat-template-kwargs", '{"enable_thinking": false}',  # thinking only where a request asks for it
     ]  # fmt: skip
-    assert "--reasoning-parser" not in spec.argv
     assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_RESPONSES_API_STORE": "1", "VLLM_API_KEY": "sk-secret"}
     assert "sk-secret" not in " ".join(spec.argv)
 
@@ -95,16 +96,22 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.Monk
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
         "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
-        "--dtype", "float32", "--sleep-on-idle",
+        "--dtype", "float32", "--sleep-on-idle", "--tool-call-parser", "pythonic", "--reasoning-parser", "qwen3",
     ]  # fmt: skip
     assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
+    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--tool-call-parser", "hermes")))
+    assert spec.argv.count("--tool-call-parser") == 1 and spec.argv[-1] == "hermes" and "--reasoning-parser" not in spec.argv
 
 
 def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: True)
     spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
-    assert spec.argv[-8:] == ["--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
-                              "--attention-backend", "torch_native", "--sleep-on-idle"]  # fmt: skip
+    assert spec.argv[-12:-4] == ["--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
+                                 "--attention-backend", "torch_native", "--sleep-on-idle"]  # fmt: skip
 
 
 def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):

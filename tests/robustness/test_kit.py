@@ -395,6 +395,7 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
         (CHAT, 200, '{"choices": [{"message": {"content": ""}}]}', None),  # an empty answer is still an answer
         (COMPLETIONS, 200, '{"choices": [{"text": "Hi"}]}', None),
         ("/v1/other", 200, '{"anything": 1}', None),
+        ("/v1/responses", 200, '{"object": "response", "id": "r", "error": null}', None),  # a Responses object's own field
         (CHAT, 404, "n" * 400, "HTTP 404: " + "n" * 300),
         (CHAT, 200, "Hi", "HTTP 200 but the body is not JSON: 'Hi'"),
         (CHAT, 200, "[]", "HTTP 200 but the body is not a JSON object: '[]'"),

