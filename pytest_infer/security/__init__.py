@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._lazy import exports
 
 _NAMES = {
-    "discover": "routes", "probe_all": "routes", "Probe": "routes", "PROTECTED": "routes",
+    "discover": "routes", "probe_all": "routes", "last_answered_before_silence": "routes", "Probe": "routes", "PROTECTED": "routes",
     "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure", "sent_strings": "disclosure",
     "measure": "stall", "HOSTILE": "stall", "StallLimits": "stall", "response_format": "stall",
     "SecurityTable": "table",

@@ -88,14 +88,19 @@ def discover(client: httpx.Client, known: tuple[KnownRoute, ...] = OPENAI_ROUTES
     return sorted(found.values(), key=lambda r: (ROUTE_KINDS.index(r.kind), r.path)), note
 
 
+UNSERVED_METHODS = ("GET", "DELETE", "PUT", "PATCH", "TRACE")
+
+
 def probe_request(route: Route, model: str) -> tuple[str, dict[str, Any] | None]:
-    """The harmless request for ``route``: (method, JSON body or None)."""
+    """The harmless request for ``route``: (method, JSON body or None). A route that changes state or shows internals
+    gets a method it does not serve, which its router refuses with 405 once past the key check: never acted on (a GET
+    that SGLang 0.5.23's /start_expert_distribution_record serves takes the whole server down)."""
+    if route.kind not in ("read", "generate"):
+        return next((m for m in UNSERVED_METHODS if m not in route.methods), "TRACE"), None
     if "GET" in route.methods:
         return "GET", None
     if route.kind == "read":  # a read acts on nothing: ask it for real (tokenize, detokenize)
         return "POST", {"model": model, "prompt": "Hi", "tokens": [72, 105]}
-    if route.kind != "generate":
-        return "GET", None  # refused by the router with 405 once past the key check; never acted on
     path = route.path
     if "embed" in path or "pooling" in path or "classif" in path or "encode" in path:
         return "POST", {"model": model, "input": "Hi"}
@@ -136,7 +141,8 @@ class Probe:
     no_key: int | str = ""
     wrong_key: int | str = ""
     body_no_key: str = ""
-    reproducer: str = ""
+    reproducer: str = ""  # the request without the key
+    keyed_reproducer: str = ""  # the harmless request itself, with the key
 
     def opened(self, answer: int | str) -> bool:
         """``answer`` (without the right key) is the route's own, not a refusal."""
@@ -176,11 +182,21 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
     else:  # a read route may say nothing (an empty 200 from /health); a generating one must answer
         reached = isinstance(keyed, int) and 200 <= keyed < 300 if route.kind == "read" else _answered(keyed, text)
     found = Probe(route.path, route.kind, method, route.source, keyed, reached, wrong_method)
+    found.keyed_reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=True)
     if found.reached:
         found.no_key, found.body_no_key = _send(base_url, method, route.path, body, {})
         found.wrong_key, _ = _send(base_url, method, route.path, body, {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"})
         found.reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=False)
     return found
+
+
+def last_answered_before_silence(probes: list[Probe]) -> Probe | None:
+    """Where a server that stopped answering during the probes went silent: the last route whose keyed request got
+    anything before the first that could not connect (None: every keyed request connected)."""
+    for i, found in enumerate(probes):
+        if found.keyed == "ConnectError":
+            return probes[i - 1] if i else None
+    return None
 
 
 def probe_all(base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0) -> list[Probe]:

@@ -762,6 +762,7 @@ NULL_MODES: dict[str, Callable[[], Deviation]] = {"empty-object": empty_object, 
 
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
+    "die-after-0": lambda: _die_after(0),  # the first chat request ends the process
     "die-after-1": lambda: _die_after(1),
     "die-after-3": lambda: _die_after(3),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,

@@ -20,6 +20,7 @@ from pytest_infer.security import (
     PROTECTED,
     discover,
     environment_secrets,
+    last_answered_before_silence,
     measure,
     probe_all,
     response_format,
@@ -35,19 +36,36 @@ DEFAULT_CONTEXT = 131_072
 
 
 @pytest.fixture(scope="session")
-def security_routes(infer_endpoint, security_known_routes, security_record):
-    """Every route probed once per target: with the right key, without one, with a wrong one."""
+def security_routes(infer_server, infer_endpoint, security_known_routes, security_record):
+    """Every route probed once per target: with the right key, without one, with a wrong one; and whether the server
+    still answers afterwards (None), or where it went silent."""
     if not infer_endpoint.api_key:
         raise NotExercised("no API key is set (--infer-api-key or $PYTEST_INFER_API_KEY): every route is open by design")
     with InferClient(infer_endpoint) as client:
         routes, note = discover(client, security_known_routes)
     probes = probe_all(infer_endpoint.base_url, infer_endpoint.api_key, routes, infer_endpoint.model)
     security_record["routes"].update({f"{p.method} {p.path}": p.to_json() for p in probes})
-    return probes, note
+    return probes, note, _silence(infer_server, probes)
+
+
+def _silence(infer_server, probes) -> str | None:
+    """Why the server no longer answers after the probes, naming the route it went silent after; None if it answers."""
+    try:
+        answers = httpx.get(infer_server.base_url, timeout=10).status_code > 0
+    except httpx.HTTPError:
+        answers = False
+    if answers and infer_server.alive():
+        return None
+    last = last_answered_before_silence(probes)
+    after = (f"after {last.method} {last.path} [{last.kind}] with the key (HTTP {last.keyed}); every later route could not "
+             f"connect; reproduce: {last.keyed_reproducer}") if last else "before the first route"
+    return f"the server stopped answering during the route check, {after}\nlast lines of its log:\n{infer_server.log_tail()}"
 
 
 def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_record):
-    probes, note = security_routes
+    probes, note, silence = security_routes
+    if silence:
+        pytest.fail(silence, pytrace=False)
     reached = [p for p in probes if p.verdict != "not reached"]
     if not any(p.kind in PROTECTED for p in reached):
         raise Inconclusive(f"{note}; with the right key no protected route answered the harmless request "
@@ -66,7 +84,7 @@ def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_rec
 
 def test_refusals_carry_the_error_envelope(security_routes):
     """Under /v1 the OpenAI API defines the error envelope, a 401 included: clients parse ``error.message``."""
-    probes, _ = security_routes
+    probes, _, _ = security_routes
     refused = [p for p in probes if p.verdict == "refused" and p.path.startswith("/v1/")]
     if not any(p.kind in PROTECTED for p in refused):  # a read route's control is any 2xx: too weak alone
         raise NotExercised("no protected /v1 route that answered with the key refused a caller without it")
@@ -90,7 +108,7 @@ def _provocations(model: str) -> list[tuple[str, str, Any]]:
     ]
 
 
-def test_error_answers_disclose_nothing(infer_server, infer_endpoint, security_record, infer_record):
+def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, security_record, infer_record):
     with InferClient(infer_endpoint) as client:
         control = client.post("/v1/chat/completions", json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
         if control.status_code != 200 or not isinstance(control.json(), dict) or not control.json().get("choices"):

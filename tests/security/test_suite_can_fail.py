@@ -104,3 +104,45 @@ def test_no_check_passes_against_a_null_server(pytester, mode):
         _, results = run_suite(pytester, srv, "-k", "not hostile or n-x-max-tokens")
     found = outcomes(results)
     assert found and not [name for name, (o, _) in found.items() if o == "passed"], found
+
+
+def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pytester):
+    """A request that takes the server down is met by the route check: it fails naming that route, never passes on
+    the routes it saw refused before."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from pytest_infer.server.process import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), "--fault", "die-after-0"],
+                            env={**os.environ, "VLLM_API_KEY": KEY})  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        srv = type("Endpoint", (), {"base_url": f"http://127.0.0.1:{port}"})()
+        _, results = run_suite(pytester, srv, "-k", "refuses_a_caller")
+    finally:
+        proc.kill()
+        proc.wait()
+    outcome, message = outcomes(results)["test_every_route_refuses_a_caller_without_the_key"]
+    assert outcome == "failed", message
+    assert "the server stopped answering during the route check, after POST /v1/chat/completions [generate]" in message
+    assert "Authorization: Bearer $PYTEST_INFER_API_KEY" in message and KEY not in message
+
+
+def test_a_route_that_changes_state_is_probed_with_a_method_it_does_not_serve():
+    """Its router refuses that with 405 once past the key check: the probe never does what the route is for."""
+    from pytest_infer.security.routes import Route, probe_request
+
+    assert probe_request(Route("/start_profile", "change-state", {"GET", "POST"}), "m") == ("DELETE", None)
+    assert probe_request(Route("/flush_cache", "change-state", {"POST"}), "m") == ("GET", None)
+    assert probe_request(Route("/server_info", "internals", {"GET", "DELETE", "PUT", "PATCH"}), "m") == ("TRACE", None)
+    assert probe_request(Route("/health", "read", {"GET"}), "m") == ("GET", None)
