@@ -684,6 +684,19 @@ def _die_after(n: int) -> Deviation:
     return Deviation(request=request)
 
 
+def _die_on_unknown_token_ids() -> Deviation:
+    """Like SGLang 0.5.23 on a completions prompt of token ids outside the vocabulary: the process ends."""
+
+    def request(path: str, body: dict):
+        prompt = body.get("prompt") if path == "/v1/completions" else None
+        ids = [i for part in prompt for i in (part if isinstance(part, list) else [part])] if isinstance(prompt, list) else []
+        if any(isinstance(i, int) and not 0 <= i < 50_000 for i in ids):
+            os._exit(17)
+        return None
+
+    return Deviation(request=request)
+
+
 def _cannot_generate() -> Deviation:
     """Like an engine whose core died at start: routes answer, every generation is a 500."""
     return Deviation(request=lambda path, body: (500, error_body("EngineCore encountered an issue", "InternalServerError")) if path.startswith("/v1/") and path != "/v1/models" else None)
@@ -766,6 +779,7 @@ FAULTS: dict[str, Callable[[], Deviation]] = {
     "die-after-1": lambda: _die_after(1),
     "die-after-3": lambda: _die_after(3),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
+    "die-on-unknown-token-ids": _die_on_unknown_token_ids,
     "grow-memory": _grow_memory,
     **NULL_MODES,
 }

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from pytest_infer import Inconclusive, InferClient
+from pytest_infer.client.curl import curl_command
 from pytest_infer.client.errors import ERRORS, envelope_problem
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.security import (
@@ -48,13 +49,18 @@ def security_routes(infer_server, infer_endpoint, security_known_routes, securit
     return probes, note, _silence(infer_server, probes)
 
 
+def _still_answers(infer_server) -> bool:
+    """The server answers HTTP (any status) and, where launched, its process lives: an endpoint has no pid to watch."""
+    try:
+        httpx.get(infer_server.base_url, timeout=10)
+    except httpx.HTTPError:
+        return False
+    return infer_server.alive()
+
+
 def _silence(infer_server, probes) -> str | None:
     """Why the server no longer answers after the probes, naming the route it went silent after; None if it answers."""
-    try:
-        answers = httpx.get(infer_server.base_url, timeout=10).status_code > 0
-    except httpx.HTTPError:
-        answers = False
-    if answers and infer_server.alive():
+    if _still_answers(infer_server):
         return None
     last = last_answered_before_silence(probes)
     after = (f"after {last.method} {last.path} [{last.kind}] with the key (HTTP {last.keyed}); every later route could not "
@@ -113,16 +119,23 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
         control = client.post("/v1/chat/completions", json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
         if control.status_code != 200 or not isinstance(control.json(), dict) or not control.json().get("choices"):
             raise Inconclusive(f"a normal request was not answered (HTTP {control.status_code}): no error answer can be told from it")
+        unanswered = []
         for method, path, body in _provocations(client.model):
             try:
                 if isinstance(body, bytes):
                     client.request(method, path, content=body, headers={"Content-Type": "application/json"}).read()
                 else:
                     client.request(method, path, json=body).read()
-            except httpx.HTTPError:
-                continue
+            except httpx.HTTPError as exc:
+                unanswered.append(f"{type(exc).__name__} for: {curl_command(method, infer_endpoint.base_url + path, body, authenticated=bool(infer_endpoint.api_key))}")
+    died = ""
+    if unanswered and not _still_answers(infer_live_server):
+        died = (f"the server died on a bad request instead of refusing it; the first left unanswered: {unanswered[0]}\n"
+                f"last lines of its log:\n{infer_live_server.log_tail()}\n")
     mine = [e for e in ERRORS.snapshot() if e.origin == infer_endpoint.base_url.rstrip("/")]
     if not mine:
+        if died:
+            pytest.fail(died, pytrace=False)
         raise Inconclusive("no request was refused: no error answer to judge")
     secrets = [infer_endpoint.api_key or "", *environment_secrets()]
     leaks = []
@@ -135,7 +148,9 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
     if leaks:
         kinds = sorted({leak["what"] for leak in leaks})
         shown = sorted({f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}" for leak in leaks})
-        pytest.fail(f"{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n" + "\n".join(shown[:20]), pytrace=False)
+        pytest.fail(f"{died}{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n" + "\n".join(shown[:20]), pytrace=False)
+    if died:
+        pytest.fail(died, pytrace=False)
 
 
 def _context(infer_endpoint, infer_target) -> int:

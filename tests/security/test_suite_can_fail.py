@@ -106,9 +106,8 @@ def test_no_check_passes_against_a_null_server(pytester, mode):
     assert found and not [name for name, (o, _) in found.items() if o == "passed"], found
 
 
-def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pytester):
-    """A request that takes the server down is met by the route check: it fails naming that route, never passes on
-    the routes it saw refused before."""
+def run_against_a_process(pytester: pytest.Pytester, fault: str, *args: str) -> dict:
+    """The suite against a fake server in a process of its own, with ``fault``: a server that can really die."""
     import os
     import socket
     import subprocess
@@ -118,7 +117,7 @@ def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pyt
     from pytest_infer.server.process import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), "--fault", "die-after-0"],
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), "--fault", fault],
                             env={**os.environ, "VLLM_API_KEY": KEY})  # fmt: skip
     try:
         for _ in range(100):
@@ -128,10 +127,16 @@ def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pyt
             except OSError:
                 time.sleep(0.1)
         srv = type("Endpoint", (), {"base_url": f"http://127.0.0.1:{port}"})()
-        _, results = run_suite(pytester, srv, "-k", "refuses_a_caller")
+        return run_suite(pytester, srv, *args)[1]
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pytester):
+    """A request that takes the server down is met by the route check: it fails naming that route, never passes on
+    the routes it saw refused before."""
+    results = run_against_a_process(pytester, "die-after-0", "-k", "refuses_a_caller")
     outcome, message = outcomes(results)["test_every_route_refuses_a_caller_without_the_key"]
     assert outcome == "failed", message
     assert "the server stopped answering during the route check, after POST /v1/chat/completions [generate]" in message
@@ -146,3 +151,11 @@ def test_a_route_that_changes_state_is_probed_with_a_method_it_does_not_serve():
     assert probe_request(Route("/flush_cache", "change-state", {"POST"}), "m") == ("GET", None)
     assert probe_request(Route("/server_info", "internals", {"GET", "DELETE", "PUT", "PATCH"}), "m") == ("TRACE", None)
     assert probe_request(Route("/health", "read", {"GET"}), "m") == ("GET", None)
+
+
+def test_a_server_that_dies_on_a_bad_request_fails_the_disclosure_check_naming_it(pytester):
+    results = run_against_a_process(pytester, "die-on-unknown-token-ids", "-k", "disclose")
+    outcome, message = outcomes(results)["test_error_answers_disclose_nothing"]
+    assert outcome == "failed", message
+    assert "the server died on a bad request instead of refusing it; the first left unanswered: RemoteProtocolError" in message
+    assert "/v1/completions" in message and "-10" not in message and KEY not in message
