@@ -99,6 +99,38 @@ def test_refusals_carry_the_error_envelope(security_routes):
 
 
 # requests that must be refused, each for its own reason: what a client can make the server say about itself
+def _context(infer_endpoint, infer_target) -> int:
+    return infer_endpoint.context_length() or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_one_hostile_request_does_not_stall_the_others(kind, infer_live_server, infer_endpoint, infer_target,
+                                                      security_limits, security_record):
+    _, build = HOSTILE[kind]
+    body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
+    stall = measure(infer_endpoint, kind, body, security_limits)
+    security_record["stalls"][kind] = stall.to_json()
+    if stall.verdict == "inconclusive":
+        raise Inconclusive(f"hostile request {kind!r}: {stall.why}")
+    if stall.verdict == "failed":
+        pytest.fail(f"hostile request '{kind}' ({HOSTILE[kind][0]}): {stall.why}", pytrace=False)
+
+
+def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_target, infer_record):
+    """The documented limit: a prompt longer than the model's context must be refused, not truncated or served."""
+    context = _context(infer_endpoint, infer_target)
+    with InferClient(infer_endpoint) as client:
+        near = client.chat("a " * max(16, context // 2 - 32), max_tokens=1)
+        if near.status_code != 200:
+            raise Inconclusive(f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}")
+        body = {"model": client.model, "messages": [{"role": "user", "content": "a " * (context + 64)}], "max_tokens": 1}
+        over = client.post("/v1/chat/completions", json=body)
+        if not 400 <= over.status_code < 500:
+            infer_record("infer_reproducer", client.curl("POST", "/v1/chat/completions", body))
+            pytest.fail(f"a request over the documented limit 'prompt over the {context}-token context' got HTTP {over.status_code}, "
+                        f"not a 4xx: {over.text[:200]!r}", pytrace=False)
+
+
 def _provocations(model: str) -> list[tuple[str, str, Any]]:
     chat = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}
     return [
@@ -151,35 +183,3 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
         pytest.fail(f"{died}{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n" + "\n".join(shown[:20]), pytrace=False)
     if died:
         pytest.fail(died, pytrace=False)
-
-
-def _context(infer_endpoint, infer_target) -> int:
-    return infer_endpoint.context_length() or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)
-
-
-@pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_one_hostile_request_does_not_stall_the_others(kind, infer_live_server, infer_endpoint, infer_target,
-                                                      security_limits, security_record):
-    _, build = HOSTILE[kind]
-    body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
-    stall = measure(infer_endpoint, kind, body, security_limits)
-    security_record["stalls"][kind] = stall.to_json()
-    if stall.verdict == "inconclusive":
-        raise Inconclusive(f"hostile request {kind!r}: {stall.why}")
-    if stall.verdict == "failed":
-        pytest.fail(f"hostile request '{kind}' ({HOSTILE[kind][0]}): {stall.why}", pytrace=False)
-
-
-def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_target, infer_record):
-    """The documented limit: a prompt longer than the model's context must be refused, not truncated or served."""
-    context = _context(infer_endpoint, infer_target)
-    with InferClient(infer_endpoint) as client:
-        near = client.chat("a " * max(16, context // 2 - 32), max_tokens=1)
-        if near.status_code != 200:
-            raise Inconclusive(f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}")
-        body = {"model": client.model, "messages": [{"role": "user", "content": "a " * (context + 64)}], "max_tokens": 1}
-        over = client.post("/v1/chat/completions", json=body)
-        if not 400 <= over.status_code < 500:
-            infer_record("infer_reproducer", client.curl("POST", "/v1/chat/completions", body))
-            pytest.fail(f"a request over the documented limit 'prompt over the {context}-token context' got HTTP {over.status_code}, "
-                        f"not a 4xx: {over.text[:200]!r}", pytrace=False)

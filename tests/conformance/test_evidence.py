@@ -128,3 +128,15 @@ def test_an_answer_whose_error_field_is_null_is_an_answer() -> None:
     assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": None}) == []
     assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}) == ["an error body"]
     assert answer_problems("/v1/chat/completions", [{"choices": [], "error": None}], stream=True) == []
+
+
+def test_detokenize_is_read_under_either_engines_field(fake: FakeServer) -> None:
+    """vLLM answers /detokenize with ``prompt``, SGLang 0.5.23 with ``text``: both give the text back."""
+    from .deviations import on_response
+
+    fake.set_deviation(on_response(lambda p, b, r: r.update(text=r.pop("prompt")), path="/detokenize"))
+    try:
+        with conformance.CheckContext(Endpoint(fake.base_url, MODEL)) as ctx:
+            assert "(field 'text')" in conformance.run("tokenize.round-trip", ctx)
+    finally:
+        fake.set_deviation(None)

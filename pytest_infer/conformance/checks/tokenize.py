@@ -25,9 +25,10 @@ def round_trip(ctx: CheckContext) -> str:
     assert isinstance(tokens, list)  # expect() failed the check otherwise
     ctx.expect(data.get("count") == len(tokens), f"count = {len(tokens)}, the number of ids", data.get("count"), ex)
     back = ctx.post("/detokenize", {"model": ctx.model, "tokens": tokens})
-    text = ctx.expect_json_object(back, "POST /detokenize").get("prompt")
-    ctx.expect(text == TEXT, f"the text sent: {TEXT!r}", text, back)
-    return f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it"
+    decoded = ctx.expect_json_object(back, "POST /detokenize")
+    field = next((k for k in ("prompt", "text") if k in decoded), "prompt")  # vLLM names it prompt, SGLang text
+    ctx.expect(decoded.get(field) == TEXT, f"the text sent: {TEXT!r}", decoded.get(field), back)
+    return f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it (field {field!r})"
 
 
 @check("tokenize.chat-count", "/tokenize of a chat counts what the chat completion bills as prompt_tokens", reference=REFERENCE, needs=("tokenize",))
