@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_infer import conformance
+from pytest_infer.adapters import registry
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
@@ -22,9 +23,11 @@ NOT_BROKEN = {"passed", "xfail", "unsupported", "skipped", "not_exercised", "inc
 def _run_suite(pytester: pytest.Pytester, info, framework: str) -> dict[str, dict]:
     shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
     report = pytester.path / "report"
+    tiny = registry.get(framework).tiny_parsers  # what the pool launched the tiny model with; an endpoint is told
+    parsers = [f"--infer-parser={tiny.tool}"] * bool(tiny.tool) + [f"--infer-parser=reasoning:{tiny.reasoning}"] * bool(tiny.reasoning)
     pytester.runpytest(
         "conformance", "-p", "no:cacheprovider", "-m", "conformance", f"--infer-endpoint={info.base_url}",
-        f"--infer-framework={framework}", f"--infer-report-dir={report}", "--infer-request-timeout=60",
+        f"--infer-framework={framework}", f"--infer-report-dir={report}", "--infer-request-timeout=60", *parsers,
     )  # fmt: skip
     results = json.loads((report / "results.json").read_text())
     assert not [t for t in results["tests"] if t["outcome"] == "error"], "no check may error (a crash in the suite, not a finding)"

@@ -98,6 +98,23 @@ def test_a_request_that_stalls_the_others_fails_its_kind(pytester):
     assert results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]["stall_s"] > 1.0
 
 
+def test_a_candidate_that_stalls_longer_fails_the_gate(pytester):
+    """The same hostile kind on a baseline that keeps the others going and on a candidate that stalls them past the
+    limit: the gate names the kind."""
+    from pytest_infer.gating.compare import compare
+    from pytest_infer.results.model import SessionResults
+
+    with FakeServer(api_key=KEY) as srv:
+        _, baseline = run_suite(pytester, srv, "-k", "n-x-max-tokens")
+    (pytester.path / "report" / "results.json").rename(pytester.path / "base.json")
+    with FakeServer(stall_others(lambda body: body.get("n") == 16, 2.0), api_key=KEY) as srv:
+        _, candidate = run_suite(pytester, srv, "-k", "n-x-max-tokens")
+    assert outcomes(baseline)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"][0] == "passed"
+    gate = compare(SessionResults.read(pytester.path / "base.json"), SessionResults.read(pytester.path / "report" / "results.json"))
+    assert gate.verdict.startswith("FAIL"), gate.verdict
+    assert any("n-x-max-tokens" in f.subject and "stalled the others by" in f.detail for f in gate.regressions), [f.line() for f in gate.findings]
+
+
 @pytest.mark.parametrize("mode", sorted(NULL_MODES))
 def test_no_check_passes_against_a_null_server(pytester, mode):
     with FakeServer(NULL_MODES[mode](), api_key=KEY) as srv:
