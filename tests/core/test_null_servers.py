@@ -39,11 +39,15 @@ validity: {max_client_busy: 2.0, max_loop_lag_p99_ms: 10000, max_schedule_lag_p9
 defaults: {api: chat, output_tokens: 4, input_tokens: 8, warmup_requests: 1, requests: 20, timeout_s: 5}
 models:
 """
+# The security suite's stall measurement, shortened: against a null server each kind is inconclusive at once.
+STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 2.0\nafter_s: 1.0\nstall_limit_s: 0.8\n"
 POINT = "    load_points: [{id: lenient, concurrency: 2, thresholds: {ttft_p50_ms: 60000, min_output_tokens_per_s: 0.01, max_error_share: 0}}]\n"
 OPTIONS = (
     "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--slo=profile.yaml", "--infer-report-dir=report", "--infer-request-timeout=5",
-    "--structured-examples=1", "--structured-shrink-seconds=0", "--structured-timeout=5",
+    "--structured-examples=1", "--structured-shrink-seconds=0", "--structured-timeout=5", "--security-stall=stall.yaml",
 )  # fmt: skip
+# One worker computes the sessions for every test here (scripts/test.sh runs xdist with --dist loadgroup).
+pytestmark = pytest.mark.xdist_group("null-servers")
 # Passes these suites still earn on a null server at this commit, removed by the conformance and structured evidence
 # work (other branches); strict, so the lead sees each one turn into a failure of the mark once fixed.
 
@@ -55,6 +59,7 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
     folder.mkdir()
     for suite in suites:
         shutil.copytree(bundled("suites") / suite, folder / suite, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "stall.yaml").write_text(STALL)
     (folder / "profile.yaml").write_text(PROFILE + "".join(f"  {model}:\n{POINT}" for model in ("tiny", "fake-model")))
     argv = [sys.executable, "-m", "pytest", *suites, *OPTIONS, *(f"--infer-endpoint={name}={url}" for name, url in urls.items())]
     return subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
