@@ -1,4 +1,4 @@
-"""Tools: required, named, none, streamed call fragments, tool results; free-text tool use needs a capable model."""
+"""Tools: auto, required, named, none, streamed call fragments, tool results; the built-in model's auto calls are scripted."""
 from __future__ import annotations
 
 import json
