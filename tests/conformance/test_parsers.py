@@ -256,7 +256,8 @@ def test_parser_options_parse_and_refuse_bad_input() -> None:
 def test_adapters_force_text_on_their_own_field() -> None:
     assert VLLMAdapter().forced_text_fields("a", "0.32.0") == {"structured_outputs": {"regex": "a"}}
     assert VLLMAdapter().forced_text_fields("a", "0.11.2") == {"guided_regex": "a"}
-    assert SGLangAdapter().forced_text_fields("a") == {"regex": "a"}
+    # from the first token, a thinking block included (SGLang holds a grammar back until reasoning ends otherwise)
+    assert SGLangAdapter().forced_text_fields("a") == {"regex": "a", "custom_params": {"__sglang_reasoning_in_grammar": True}}
     assert VLLMAdapter().parser_args(Parsers("hermes", "qwen3"), on_cpu_tiny=True) == (
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
         "--structured-outputs-config", json.dumps({"enable_in_reasoning": True}),
