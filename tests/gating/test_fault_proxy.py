@@ -108,17 +108,18 @@ def test_an_event_delay_accumulates_like_a_slower_decode_step():
                              stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert "ready" in (paced.stdout.readline() if paced.stdout else "")
-        body = {"model": "paced-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": True, "ignore_eos": True}
+        body = {"model": "paced-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "stream": True, "ignore_eos": True}
 
         def gaps(fault: str) -> list[float]:
             with FaultProxy(f"http://127.0.0.1:{port}", fault_named(fault)) as proxy, httpx.Client(base_url=proxy.base_url) as client:
                 with client.stream("POST", CHAT, json=body) as resp:
                     times = [time.perf_counter() for line in resp.iter_lines() if line.startswith("data:") and '"content"' in line]
-            return [b - a for a, b in zip(times, times[1:])]
+            return [b - a for a, b in zip(times, times[1:])][1:]  # the first gap holds the first token's own timing
 
         plain, slowed = gaps("none"), gaps("itl+10ms")
         assert len(plain) >= 5 and len(slowed) >= 5
-        assert 0.017 < statistics.median(plain) < 0.025 and 0.027 < statistics.median(slowed) < 0.035
+        # a shift of every event would leave the gaps as they were; on a busy machine each gap also carries noise
+        assert 0.017 < statistics.median(plain) < 0.025 and 0.005 < statistics.median(slowed) - statistics.median(plain) < 0.015, (plain, slowed)
     finally:
         paced.terminate()
         paced.wait(10)
