@@ -18,6 +18,12 @@ KEPT_BYTES = 8192  # of each error body: a stack trace shows itself in its first
 KEPT_ANSWERS = 2000  # the newest ones; a session provokes a few hundred
 
 
+def carries_error(data: object) -> bool:
+    """A JSON object (a body, a stream event) whose ``error`` says something; a Responses object's ``"error": null``
+    is part of an answer, not an error."""
+    return isinstance(data, dict) and data.get("error") is not None
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorAnswer:
     origin: str  # scheme://host:port: which server answered

@@ -10,7 +10,7 @@ import httpx
 
 from .curl import curl_command
 from .endpoint import Endpoint
-from .errors import record_errors
+from .errors import carries_error, record_errors
 
 MAX_RESPONSE_BYTES = 64 << 20  # an answer larger than this is a fault, not something to hold in memory
 
@@ -88,7 +88,7 @@ class InferClient(httpx.Client):
             raise UnexpectedResponse(f"HTTP {resp.status_code}, body is not JSON: {resp.text[:300]!r}\nreproduce: {reproduce}") from None
         if resp.status_code != 200:
             raise UnexpectedResponse(f"HTTP {resp.status_code}: {resp.text[:500]}\nreproduce: {reproduce}")
-        if isinstance(data, dict) and data.get("error") is not None:
+        if carries_error(data):
             raise UnexpectedResponse(f"HTTP 200 with an error body: {json.dumps(data)[:500]}\nreproduce: {reproduce}")
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise UnexpectedResponse(f"HTTP 200 without choices: {resp.text[:500]!r}\nreproduce: {reproduce}")

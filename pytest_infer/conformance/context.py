@@ -11,7 +11,7 @@ import httpx
 
 from ..client.curl import curl_command
 from ..client.endpoint import Endpoint
-from ..client.errors import ERROR_HOOKS
+from ..client.errors import ERROR_HOOKS, carries_error
 from ..client.sse import SSEStream, read_sse
 from .failures import CheckFailure, Inconclusive, Unsupported, trim
 from .table import DONE
@@ -253,7 +253,7 @@ class CheckContext:
         """
         self.expect_ok(ex, what)
         self.expect(ex.sse.chunks, f"JSON chunks in the stream for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
-        errors = [c for c in ex.sse.chunks if c.get("error") is not None]
+        errors = [c for c in ex.sse.chunks if carries_error(c)]
         self.expect(not errors, f"no error event in the stream for {what}", errors, ex)
         return ex.sse.chunks
 
@@ -351,11 +351,11 @@ def answer_problems(path: str, answer: Any, *, stream: bool = False) -> list[str
     if stream:
         if not isinstance(answer, list) or not answer:
             return ["no JSON chunks in the stream"]
-        errors = [c for c in answer if isinstance(c, dict) and c.get("error") is not None]
+        errors = [c for c in answer if carries_error(c)]
         return [f"an error event {trim(errors[0], 200)}"] if errors else []
     if not isinstance(answer, dict) or not answer:
         return [f"the body is {trim(answer, 100)}, not a JSON object with an answer"]
-    if answer.get("error") is not None:  # a Responses object carries "error": null
+    if carries_error(answer):
         return ["an error body"]
     route = path.split("?")[0]
     choices = answer.get("choices")

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from ..client.endpoint import Endpoint
+from ..client.errors import carries_error
 from .sse import SSEParser, chunk_output, parse_payload
 from .trace import RequestTrace
 
@@ -57,7 +58,7 @@ class StreamSink:
             if usage:
                 trace.usage_completion_tokens = usage.get("completion_tokens")
                 trace.usage_prompt_tokens = usage.get("prompt_tokens")
-            if data.get("error") is not None:
+            if carries_error(data):
                 trace.error = f"error event in stream: {json.dumps(data['error'])[:300]}"
 
     def close(self, now: int) -> None:

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from ..client.endpoint import Endpoint
-from ..client.errors import ERROR_HOOKS, envelope_problem
+from ..client.errors import ERROR_HOOKS, carries_error, envelope_problem
 from ..client.http import InferClient
 from ..client.sse import SSEStream, read_sse
 from ..outcomes import Inconclusive
@@ -127,7 +127,7 @@ def completion_problem(path: str, status: int, text: str) -> str | None:
         return f"HTTP 200 but the body is not JSON: {text[:SHOWN]!r}"
     if not isinstance(data, dict):
         return f"HTTP 200 but the body is not a JSON object: {text[:SHOWN]!r}"
-    if data.get("error") is not None:  # a Responses object carries "error": null
+    if carries_error(data):
         return f"HTTP 200 with an error body: {text[:SHOWN]!r}"
     if path not in (CHAT, COMPLETIONS):
         return None

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...client.errors import carries_error
 from ...outcomes import NotExercised
 from ..context import CheckContext, StreamExchange
 from ..registry import check
@@ -154,7 +155,7 @@ def error_event(ctx: CheckContext) -> str:
     """
     ex = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
     ctx.expect_ok(ex, "a streamed chat completion")
-    errors = [i for i, c in enumerate(ex.sse.chunks) if c.get("error") is not None]
+    errors = [i for i, c in enumerate(ex.sse.chunks) if carries_error(c)]
     if not errors:
         raise NotExercised("the stream carried no error event, so there was nothing to judge")
     for i in errors:
