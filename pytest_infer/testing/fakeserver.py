@@ -16,10 +16,14 @@ import hashlib
 import json
 import os
 import random
+import socket
 import string
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -783,6 +787,27 @@ FAULTS: dict[str, Callable[[], Deviation]] = {
     "grow-memory": _grow_memory,
     **NULL_MODES,
 }
+
+
+@contextmanager
+def serving_process(fault: str, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """The fake server with ``fault`` (a name in FAULTS) in a process of its own, one that can really die; its base URL
+    once it listens. ``env``: the process's whole environment (``VLLM_API_KEY`` sets its key)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", __name__, "--port", str(port), "--fault", fault], env=env)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def main(argv: list[str] | None = None) -> None:

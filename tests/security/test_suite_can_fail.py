@@ -9,7 +9,7 @@ from pathlib import Path
 import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/faults/test_faults.py)
 import pytest
 
-from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer, leak_in_errors, open_route, stall_others
+from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer, leak_in_errors, open_route, serving_process, stall_others
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "security"
 KEY = "sk-test-security-0123456789"
@@ -126,28 +126,9 @@ def test_no_check_passes_against_a_null_server(pytester, mode):
 def run_against_a_process(pytester: pytest.Pytester, fault: str, *args: str) -> dict:
     """The suite against a fake server in a process of its own, with ``fault``: a server that can really die."""
     import os
-    import socket
-    import subprocess
-    import sys
-    import time
 
-    from pytest_infer.server.process import free_port
-
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), "--fault", fault],
-                            env={**os.environ, "VLLM_API_KEY": KEY})  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        srv = type("Endpoint", (), {"base_url": f"http://127.0.0.1:{port}"})()
-        return run_suite(pytester, srv, *args)[1]
-    finally:
-        proc.kill()
-        proc.wait()
+    with serving_process(fault, {**os.environ, "VLLM_API_KEY": KEY}) as url:
+        return run_suite(pytester, type("Endpoint", (), {"base_url": url})(), *args)[1]
 
 
 def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pytester):

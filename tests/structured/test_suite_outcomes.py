@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -24,9 +20,8 @@ import pytest
 pytest.importorskip("matplotlib.figure")
 httpx.HTTPTransport()
 
-from pytest_infer.server.process import free_port  # noqa: E402
 from pytest_infer.structured.store import FILE_NAME, SWEEP_DIR  # noqa: E402
-from pytest_infer.testing.fakeserver import FakeServer, error_body  # noqa: E402
+from pytest_infer.testing.fakeserver import FakeServer, error_body, serving_process  # noqa: E402
 
 from . import deviations  # noqa: E402
 
@@ -166,20 +161,8 @@ def test_a_hang_is_a_timeout(suite):
 
 
 def test_server_death_stops_the_sweep_and_names_the_schema(suite):
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), "--fault", "die-after-1"])
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+    with serving_process("die-after-1") as url:
         result = run(suite, url, *NON_STREAMED)
-    finally:
-        proc.kill()
-        proc.wait()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*sweep stopped early: the server died after this schema:*", "*server-died*no longer answers*"])
 
