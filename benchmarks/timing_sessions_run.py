@@ -36,6 +36,12 @@ def session(out: Path, repeat: int, *endpoints: str, interleave: bool = False) -
     subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
 
 
+def logged(log: Path, name: str, fault: str) -> None:
+    """A session's line in ``sessions.txt``: its name, when it ended, the load average then, its fault."""
+    with log.open("a") as fh:
+        fh.write(" ".join([name, time.strftime("%H:%M:%S"), "load=" + " ".join(f"{x:.2f}" for x in os.getloadavg()), *([fault] if fault else [])]) + "\n")
+
+
 def tpot_ms(results: Path) -> float:
     (point,) = SessionResults.read(results).table("slo").points()
     return point.metrics["tpot_p50_ms"]
@@ -63,14 +69,11 @@ def main() -> int:
                     session(args.out / name, args.repeat, same.base_url)
                 if name == "base":
                     delay = tpot_ms(args.out / "base" / "results.json") * args.slower / 100
-                with log.open("a") as fh:
-                    fh.write(f"{name} {time.strftime('%H:%M:%S')} load={' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-                             + (f" itl+{delay:.3f}ms" if name.startswith("slow") else "") + "\n")
+                logged(log, name, f"itl+{delay:.3f}ms" if name.startswith("slow") else "")
             for name, fault in zip(INTERLEAVED, ("none", f"itl+{delay:.3f}ms")):
                 with FaultProxy(url, hide_metrics=True) as base, FaultProxy(url, fault_named(fault), hide_metrics=True) as cand:
                     session(args.out / name, args.repeat, f"baseline={base.base_url}", f"candidate={cand.base_url}", interleave=True)
-                with log.open("a") as fh:
-                    fh.write(f"{name} {time.strftime('%H:%M:%S')} load={' '.join(f'{x:.2f}' for x in os.getloadavg())} {fault}\n")
+                logged(log, name, fault)
     finally:
         if pool is not None:
             pool.stop_all()

@@ -29,7 +29,7 @@ GRAMMAR_BACKEND_NOTE = (
 # served without thinking): the model's own text stays content, and scripted output (conformance/scripts.py), which
 # asks to think, drives both parsers, so tools.parallel and chat.reasoning are judged on it. A real model needs its
 # own (--infer-parser=hermes --infer-parser=reasoning:qwen3). vLLM's qwen3 parser (0.31, 0.32) takes every answer
-# for reasoning until </think> unless enable_thinking is false: Mistral's pair failed streamed tool calls that way.
+# for reasoning until </think> unless enable_thinking is false (docs/parsers.md).
 # vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
 # with the thinking block would then be free text up to the first </think> the random model never writes.
 GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
