@@ -195,12 +195,19 @@ def _ms(seconds: float | None) -> str:
 
 
 def measure(endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLimits) -> Stall:
-    """Run the light load, send ``body`` into it, and judge (every request bounded by the endpoint's timeout)."""
+    """Run the light load, send ``body`` into it, and judge (every request bounded by the endpoint's timeout).
+
+    One light request alone comes first: a server that gives it no first output cannot show a stall, and the
+    measurement would only spend its whole window finding that out."""
     with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
         calibration = calibrate(sync, "chat", endpoint.model)
+    workload = Workload(api="chat", input_tokens=limits.input_tokens, output_tokens=limits.output_tokens, ignore_eos=False)
+    alone = run_load(endpoint, LoadSpec(requests=1, warmup_requests=0, cooldown="cancel"), workload, calibration=calibration).traces
+    if not alone or ttft_s(alone[0]) is None:
+        said = f"HTTP {alone[0].status}, {alone[0].error or 'no output'}" if alone else "not sent"
+        return Stall(kind, "not sent", why=f"a light request alone got no first output ({said}): no stall can be measured")
     spec = LoadSpec(mode="poisson", rate=limits.rate, burstiness=50.0, requests=None, warmup_requests=1,
                     duration_s=limits.before_s + limits.hostile_timeout_s + limits.after_s, cooldown="cancel", drain_timeout_s=30.0)
-    workload = Workload(api="chat", input_tokens=limits.input_tokens, output_tokens=limits.output_tokens, ignore_eos=False)
     hostile = Hostile(kind)
     runs: list[Any] = []
     loader = threading.Thread(target=lambda: runs.append(run_load(endpoint, spec, workload, calibration=calibration)), daemon=True)

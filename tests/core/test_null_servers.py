@@ -65,11 +65,12 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
     return subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[dict]]]:
     """Each server's tests from the results files: every null server under every suite, and the SLO control.
 
-    Three sessions at once (a session's imports cost more than a server's tests, so not one per server)."""
+    Three sessions at once (a session's imports cost more than a server's tests, so not one per server). Session
+    scope: an xdist worker runs other modules' tests between this group's, which would end a module fixture."""
     root = tmp_path_factory.mktemp("null-servers")
     with ExitStack() as stack:
         urls = {f"fake-{mode}": stack.enter_context(FakeServer(make())).base_url for mode, make in NULL_MODES.items()}

@@ -121,6 +121,8 @@ def test_no_check_passes_against_a_null_server(pytester, mode):
         _, results = run_suite(pytester, srv, "-k", "not hostile or n-x-max-tokens")
     found = outcomes(results)
     assert found and not [name for name, (o, _) in found.items() if o == "passed"], found
+    stall = found["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"]
+    assert stall[0] == "inconclusive" and "a light request alone got no first output" in stall[1], stall
 
 
 def run_against_a_process(pytester: pytest.Pytester, fault: str, *args: str) -> dict:
