@@ -48,6 +48,8 @@ def test_vllm_passes_the_suite_apart_from_declared_deviations(pytester: pytest.P
     # the tiny model's calls and thinking are scripted through the default parsers (pythonic, qwen3): judged, not skipped
     assert all(records[c]["outcome"] == "passed" for c in ("tools.auto", "tools.parallel", "chat.reasoning")), {c: records[c]["message"] for c in ("tools.auto", "tools.parallel", "chat.reasoning")}
     assert not [c for c, r in records.items() if "capable model" in (r.get("message") or "")]
+    parsers = {c: (r["outcome"], r["message"][:300]) for c, r in records.items() if c.startswith("parsers.")}
+    assert len(parsers) == 9 and all(o == "passed" for o, _ in parsers.values()), parsers  # every case, scripted
     core = ("chat.stop", "stream.sse-framing", "stream.include-usage", "chat.parameter-ranges", "errors.envelope", "sdk.chat-stream-async")
     assert all(records[c]["outcome"] == "passed" for c in core)
     assert records["stream.error-event"]["outcome"] == "not_exercised"  # a healthy stream has no error event to judge

@@ -267,6 +267,19 @@ def test_adapters_force_text_on_their_own_field() -> None:
     assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(Parsers("hermes", "qwen3"))  # a real model's own
 
 
+@pytest.mark.parametrize("framework", ["vllm", "sglang"])
+def test_the_main_job_judges_the_parsers_the_tiny_model_is_launched_with(framework: str) -> None:
+    """The README's main job names no parser: the launch and the checks' scripts both get the adapter's defaults
+    (the integration lane runs the checks on them against a real vLLM)."""
+    from pytest_infer.options import InferOptions
+    from pytest_infer.targets import launched_parsers
+
+    _, parsers = launched_parsers(framework, InferOptions(frameworks=(framework,), model="tiny"))
+    assert parsers == Parsers("pythonic", "qwen3")
+    _, named = launched_parsers(framework, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes")))
+    assert named == Parsers("hermes")  # a tool parser named alone: no reasoning parser beside it
+
+
 def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
     """Parsers x cases, FAIL with its first line, and an unscripted engine parser listed as not drivable."""
     from pytest_infer.conformance.matrix import matrix
