@@ -3,7 +3,7 @@ into one table of parsers x cases, and the parsers an engine ships that no scrip
 history: the cells that changed across an engine's releases, each with the first release that changed it.
 
     python -m pytest_infer.conformance.matrix REPORT_DIR [--engine-parsers FILE]
-    python -m pytest_infer.conformance.matrix history REPORT_DIR... -o OUT.md
+    python -m pytest_infer.conformance.matrix history REPORT_DIR... -o OUT (a Markdown file)
 
 reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``, or ``pair-T+R``
 for a tool and a reasoning parser served together, shown in both tables) and writes
