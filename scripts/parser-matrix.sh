@@ -37,15 +37,16 @@ fi
 [ -x "$ENV_DIR/bin/python" ] || { echo "parser-matrix: no $FRAMEWORK environment (scripts/install-engines.sh, or MATRIX_ENV=PATH)" >&2; exit 2; }
 mkdir -p "$OUT"
 
-# the engine's own parser names, read from its code: "tool NAME" / "reasoning NAME" per line
+# the engine's own parser names, read from its code: "tool NAME" / "reasoning NAME" per line (log lines dropped:
+# vLLM 0.30.0 logs to stdout on import)
 if [ "$FRAMEWORK" = vllm ]; then
-  "$ENV_DIR/bin/python" - > "$OUT/engine-parsers.txt" <<'PYEOF'
+  "$ENV_DIR/bin/python" - <<'PYEOF' | grep -E '^(tool|reasoning) ' > "$OUT/engine-parsers.txt"
 import vllm.reasoning as r, vllm.tool_parsers as t
 for name in sorted(t._TOOL_PARSERS_TO_REGISTER): print("tool", name)
 for name in sorted(r._REASONING_PARSERS_TO_REGISTER): print("reasoning", name)
 PYEOF
 else
-  "$ENV_DIR/bin/python" - > "$OUT/engine-parsers.txt" <<'PYEOF'
+  "$ENV_DIR/bin/python" - <<'PYEOF' | grep -E '^(tool|reasoning) ' > "$OUT/engine-parsers.txt"
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 for name in sorted(FunctionCallParser.ToolCallParserEnum): print("tool", name)

