@@ -4,4 +4,5 @@ The bundled suites (``suites/``) and benchmarks (``benchmarks/``) are not in
 ``testpaths``: suites run against a server (``pytest suites/ --infer-framework=...``),
 benchmarks on demand (``pytest benchmarks/``).
 """
+
 pytest_plugins = ["pytester"]

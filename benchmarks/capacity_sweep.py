@@ -9,6 +9,7 @@ rate of the sweep that passed (a "step": the sweep's spacing around that rate, o
 own bracket). Sweep first or search first alternates with ``--order``, since the box drifts.
 Results: a table on stdout and ``--output`` JSON.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,12 @@ from pytest_infer.profiles.evaluate import evaluate_point
 
 def row(value: float, status: str, reason: str, result) -> dict:
     figures = result.figures()
-    return {"rate": value, "status": status, "reason": reason[:160], **{k: figures.get(k) for k in ("requests_per_s", *result.point.thresholds)}}
+    return {
+        "rate": value,
+        "status": status,
+        "reason": reason[:160],
+        **{k: figures.get(k) for k in ("requests_per_s", *result.point.thresholds)},
+    }
 
 
 def sweep(point: LoadPoint, rates: list[float], measure) -> list[dict]:
@@ -61,7 +67,7 @@ def main() -> None:
 
     began = time.monotonic()
     found, manual = None, []
-    for step in (("search", "sweep") if args.order == "search-first" else ("sweep", "search")):
+    for step in ("search", "sweep") if args.order == "search-first" else ("sweep", "search"):
         t0 = time.monotonic()
         if step == "search":
             found = evaluate_capacity(point, measure)

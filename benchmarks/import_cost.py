@@ -8,6 +8,7 @@ is its cumulative time minus pytest's in the same interpreter.
 
     python benchmarks/import_cost.py [--rounds 15] [--json benchmarks/results/import_cost.json]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-SUITE_PLUGINS = ("pytest_infer.conformance.plugin", "pytest_infer.structured.plugin", "pytest_infer.slo.plugin", "pytest_infer.robustness.plugin")
+SUITE_PLUGINS = (
+    "pytest_infer.conformance.plugin",
+    "pytest_infer.structured.plugin",
+    "pytest_infer.slo.plugin",
+    "pytest_infer.robustness.plugin",
+)
 # what pytest loads for each: pytest-infer's plugin module registers its installed suites' plugins at start-up
 MODULES = {
     "pytest-infer": ("pytest_infer.plugin",),
@@ -31,9 +37,12 @@ LINE = re.compile(r"import time:\s+\d+ \|\s+(\d+) \|(\s*)(\S+)")
 
 
 def cumulative_us(modules: tuple[str, ...]) -> tuple[int, int]:
-    """(cumulative µs of ``modules``, imported in order, and of the top-level ``pytest`` import) in a fresh interpreter."""
+    """(cumulative µs of ``modules``, imported in order, and of the top-level ``pytest`` import) in a fresh
+    interpreter."""
     code = "; ".join(f"import {m}" for m in modules)
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True).stderr
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
+    ).stderr
     times = {}
     for cumulative, _indent, name in LINE.findall(out):
         if name in (*modules, "pytest") and name not in times:
@@ -54,12 +63,20 @@ def main(argv: list[str] | None = None) -> int:
     for name, pairs in samples.items():
         total = statistics.median(t for t, _ in pairs) / 1000
         own = statistics.median(t - p for t, p in pairs) / 1000
-        rows[name] = {"module": " + ".join(MODULES[name]), "median_ms": round(total, 1), "median_without_pytest_ms": round(own, 1), "rounds": len(pairs)}
+        rows[name] = {
+            "module": " + ".join(MODULES[name]),
+            "median_ms": round(total, 1),
+            "median_without_pytest_ms": round(own, 1),
+            "rounds": len(pairs),
+        }
     base = rows["pytest-xdist"]["median_without_pytest_ms"] or 1.0
     print("| plugin | median import (ms) | without pytest (ms) | ratio to pytest-xdist (without pytest) |")
     print("|---|---|---|---|")
     for name, row in rows.items():
-        print(f"| {name} | {row['median_ms']} | {row['median_without_pytest_ms']} | {row['median_without_pytest_ms'] / base:.1f}x |")
+        print(
+            f"| {name} | {row['median_ms']} | {row['median_without_pytest_ms']} |"
+            f" {row['median_without_pytest_ms'] / base:.1f}x |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

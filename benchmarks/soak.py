@@ -13,6 +13,7 @@ cancelled and no index is missing. Where the server exports Prometheus metrics
 (vLLM's ``/metrics``), its own count of finished requests is compared as well;
 on a server shared with other clients it can only be at least ours.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,7 +67,16 @@ def account(traces: list[RequestTrace]) -> Accounting:
             completed += 1
         else:
             incomplete += 1
-    return Accounting(len(traces), completed, errors, incomplete, cancelled, missing, sum(t.phase == "measured" for t in traces), kinds)
+    return Accounting(
+        len(traces),
+        completed,
+        errors,
+        incomplete,
+        cancelled,
+        missing,
+        sum(t.phase == "measured" for t in traces),
+        kinds,
+    )
 
 
 def server_finished(endpoint: Endpoint) -> float | None:
@@ -89,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", default=None, help="better: $PYTEST_INFER_API_KEY")
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of measured load (default 600)")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=None, help="open loop: requests/s (Poisson) instead of closed loop")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="open loop: requests/s (Poisson) instead of closed loop"
+    )
     parser.add_argument("--input-tokens", type=int, default=64)
     parser.add_argument("--output-tokens", type=int, default=64)
     parser.add_argument("--timeout", type=float, default=120.0)
@@ -137,10 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
     if not acc.balanced:
-        print(f"LOSS: sent {acc.sent} != completed + errors + incomplete + cancelled, or indices missing: {acc.missing_indices[:20]}", file=sys.stderr)
+        print(
+            f"LOSS: sent {acc.sent} != completed + errors + incomplete + cancelled, or indices missing:"
+            f" {acc.missing_indices[:20]}",
+            file=sys.stderr,
+        )
         return 1
     if acc.server_finished_delta is not None and acc.server_finished_delta < acc.completed:
-        print(f"LOSS: the server finished {acc.server_finished_delta:.0f} requests, fewer than the {acc.completed} completed here", file=sys.stderr)
+        print(
+            f"LOSS: the server finished {acc.server_finished_delta:.0f} requests, fewer than the {acc.completed}"
+            " completed here",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -4,6 +4,7 @@ Per SSE event the client parses bytes into events, decodes the JSON, counts the
 tokens and timestamps them; per run it computes the metrics. At 128 streams x 100
 events/s the whole per-event path must stay well under 78 us on one core.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,10 @@ from pytest_infer.load.trace import RequestTrace
 from pytest_infer.metrics import summarize
 
 CHUNK = {
-    "id": "chatcmpl-b5dc053f81e3792a", "object": "chat.completion.chunk", "created": 1795979664, "model": "tiny",
+    "id": "chatcmpl-b5dc053f81e3792a",
+    "object": "chat.completion.chunk",
+    "created": 1795979664,
+    "model": "tiny",
     "choices": [{"index": 0, "delta": {"content": "Q"}, "logprobs": None, "finish_reason": None, "token_ids": [81]}],
 }
 EVENT = f"data: {json.dumps(CHUNK)}\n\n".encode()  # a vLLM 0.32 chat chunk, 230 bytes
@@ -78,7 +82,18 @@ def test_summarize_200_requests_of_128_tokens(benchmark):
     for i in range(200):
         t0 = i * 10_000_000
         times = [t0 + 50_000_000 + k * 10_000_000 + rng.randrange(1_000_000) for k in range(128)]
-        traces.append(RequestTrace(i, sent_ns=t0, first_byte_ns=t0 + 1, event_ns=times, event_tokens=[1] * 128,
-                                   end_ns=times[-1] + 1, done=True, status=200, usage_completion_tokens=128))
+        traces.append(
+            RequestTrace(
+                i,
+                sent_ns=t0,
+                first_byte_ns=t0 + 1,
+                event_ns=times,
+                event_tokens=[1] * 128,
+                end_ns=times[-1] + 1,
+                done=True,
+                status=200,
+                usage_completion_tokens=128,
+            )
+        )
     summary = benchmark(lambda: summarize(traces, 0, traces[-1].end_ns, {"ttft_ms": 100}))
     assert summary.ok == 200 and len(summary.samples["itl"]) == 200 * 127

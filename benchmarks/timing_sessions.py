@@ -4,7 +4,8 @@ slowed candidates measured in sessions of their own, and the same in turns (inte
 The sessions are plain runs of the SLO suite (benchmarks/README.md "Timing across sessions" has the commands);
 this reads their results (``DIR/NAME/results.json`` or ``DIR/NAME.json``) and writes one JSON summary.
 
-    python benchmarks/timing_sessions.py benchmarks/results/timing-sessions --calibrate cal1,cal2,cal3,cal4,cal5 --baseline base \\
+    python benchmarks/timing_sessions.py benchmarks/results/timing-sessions \\
+        --calibrate cal1,cal2,cal3,cal4,cal5 --baseline base \\
         --aa aa1,aa2,aa3,aa4,aa5 --slow slow1,slow2,slow3,ttft400 --interleaved inter-aa,inter-slow,inter-slow-0.3ms \\
         -o benchmarks/results/timing_sessions.json
 """
@@ -26,7 +27,8 @@ SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e
 
 
 def no_drift(drift: DriftCalibration) -> DriftCalibration:
-    """The gate before drift was known: every figure's drift taken as 0, so the runs' Mann-Whitney test alone decides."""
+    """The gate before drift was known: every figure's drift taken as 0, so the runs' Mann-Whitney test alone
+    decides."""
     return DriftCalibration(
         {k: {m: Drift(0.0, 0.0, d.sessions) for m, d in ms.items()} for k, ms in drift.figures.items()},
         drift.sessions,

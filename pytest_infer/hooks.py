@@ -1,4 +1,5 @@
 """Hooks pytest-infer adds to pytest, for users' conftest files and plugins."""
+
 from __future__ import annotations
 
 

@@ -3,6 +3,7 @@
 Every value is parsed in ``pytest_configure``, before any server starts; a bad
 value is a ``pytest.UsageError`` that names the valid choices.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,7 +46,9 @@ DEFAULT_MEMORY_SHARE = 0.5  # of the machine's memory, per launched server
 IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool"]
 
 
-def add_option(parser: pytest.Parser, option: str, help: str, ini_type: IniType | None = "string", **kwargs: Any) -> None:
+def add_option(
+    parser: pytest.Parser, option: str, help: str, ini_type: IniType | None = "string", **kwargs: Any
+) -> None:
     """A command-line option in the ``infer`` group with its ini twin (``--infer-model`` and ``infer_model``)."""
     group = parser.getgroup("infer", "pytest-infer: test LLM inference servers")
     group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)  # argparse %-formats help
@@ -74,12 +77,29 @@ def add_options(parser: pytest.Parser) -> None:
 
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
     add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
-    add(ENDPOINT, "test an already-running OpenAI-compatible server at URL instead of launching one; "
+    add(
+        ENDPOINT,
+        "test an already-running OpenAI-compatible server at URL instead of launching one; "
         "repeat as NAME=URL for several (e.g. baseline and candidate in one session, --slo-interleave).",
-        ini_type="linelist", action="append", metavar="[NAME=]URL")
-    add(SERVER_ARG, "extra argument for the server command line (repeatable).", ini_type="args", action="append", metavar="ARG")
-    add(PARSER, "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server runs: launched "
-        "with it, and what the conformance parser checks script (repeatable; the engine's own names).", ini_type="args", action="append", metavar="PARSER")
+        ini_type="linelist",
+        action="append",
+        metavar="[NAME=]URL",
+    )
+    add(
+        SERVER_ARG,
+        "extra argument for the server command line (repeatable).",
+        ini_type="args",
+        action="append",
+        metavar="ARG",
+    )
+    add(
+        PARSER,
+        "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server runs: launched "
+        "with it, and what the conformance parser checks script (repeatable; the engine's own names).",
+        ini_type="args",
+        action="append",
+        metavar="PARSER",
+    )
     add(
         ENV,
         "FRAMEWORK=PATH: the Python environment (folder or interpreter) or docker:IMAGE that launches FRAMEWORK. "
@@ -88,18 +108,43 @@ def add_options(parser: pytest.Parser) -> None:
         action="append",
         metavar="FRAMEWORK=PATH",
     )
-    add(STARTUP_TIMEOUT, f"seconds a server may take to become ready (default {DEFAULT_STARTUP_TIMEOUT:.0f}).", metavar="S")
+    add(
+        STARTUP_TIMEOUT,
+        f"seconds a server may take to become ready (default {DEFAULT_STARTUP_TIMEOUT:.0f}).",
+        metavar="S",
+    )
     add(REQUEST_TIMEOUT, f"seconds one request may take (default {DEFAULT_REQUEST_TIMEOUT:.0f}).", metavar="S")
     add(REPORT_DIR, f"folder for server logs, results and reports (default ./{DEFAULT_REPORT_DIR}).", metavar="DIR")
     add(HOST, f"address the launched server binds to (default {DEFAULT_HOST}).", metavar="ADDR")
-    add(API_KEY, f"API key for the server (better: set ${API_KEY_ENV}); never written to any log or report.", metavar="KEY")
-    add(BASELINE, "results.json of an earlier run: fail the run when a check, keyword or SLO figure regressed against it.", metavar="FILE")
-    add(MEMORY_LIMIT, "GB of memory a launched server (its whole process tree) may hold; past it the server is stopped, "
-        "so one that grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine. "
-        f"Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.", metavar="GB")
-    add(FAIL_ON, "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g. ttft_p99:10%,output_tps:5%).", metavar="RULES")
-    add(CALIBRATION, f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
-        "in another session gates only beyond it; without it such timing is listed, not gated.", metavar="FILE")
+    add(
+        API_KEY,
+        f"API key for the server (better: set ${API_KEY_ENV}); never written to any log or report.",
+        metavar="KEY",
+    )
+    add(
+        BASELINE,
+        "results.json of an earlier run: fail the run when a check, keyword or SLO figure regressed against it.",
+        metavar="FILE",
+    )
+    add(
+        MEMORY_LIMIT,
+        "GB of memory a launched server (its whole process tree) may hold; past it the server is stopped, so one that"
+        " grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine."
+        f" Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.",
+        metavar="GB",
+    )
+    add(
+        FAIL_ON,
+        "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g."
+        " ttft_p99:10%,output_tps:5%).",
+        metavar="RULES",
+    )
+    add(
+        CALIBRATION,
+        f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
+        "in another session gates only beyond it; without it such timing is listed, not gated.",
+        metavar="FILE",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +201,9 @@ def parse_endpoints(entries: list[str]) -> tuple[tuple[str, str], ...]:
         found.append((name.strip(), parse_endpoint(url.strip())))
     names = [n for n, _ in found]
     if len(found) > 1 and (not all(names) or len(set(names)) != len(names)):
-        raise pytest.UsageError(f"{ENDPOINT}: several servers need a distinct NAME each (NAME=URL), got {', '.join(entries)}")
+        raise pytest.UsageError(
+            f"{ENDPOINT}: several servers need a distinct NAME each (NAME=URL), got {', '.join(entries)}"
+        )
     return tuple(found)
 
 
@@ -239,13 +286,21 @@ def parse(config: pytest.Config) -> InferOptions:
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
         parsers=parse_parsers(option_value(config, PARSER) or []),
         environments=parse_environments(option_value(config, ENV) or [], frameworks),
-        startup_timeout=parse_seconds(STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT),
-        request_timeout=parse_seconds(REQUEST_TIMEOUT, option_value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT),
+        startup_timeout=parse_seconds(
+            STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT
+        ),
+        request_timeout=parse_seconds(
+            REQUEST_TIMEOUT, option_value(config, REQUEST_TIMEOUT) or DEFAULT_REQUEST_TIMEOUT
+        ),
         report_dir=Path(option_value(config, REPORT_DIR) or DEFAULT_REPORT_DIR),
         host=option_value(config, HOST) or DEFAULT_HOST,
         api_key=option_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
         fail_on=fail_on_text,
         calibration=Path(calibration_text) if (calibration_text := option_value(config, CALIBRATION)) else None,
-        memory_limit_gb=parse_positive(MEMORY_LIMIT, limit_text, "GB") if (limit_text := option_value(config, MEMORY_LIMIT)) else None,
+        memory_limit_gb=(
+            parse_positive(MEMORY_LIMIT, limit_text, "GB")
+            if (limit_text := option_value(config, MEMORY_LIMIT))
+            else None
+        ),
     )

@@ -3,6 +3,7 @@
 Kept free of heavy imports: the plugin module needs these on every pytest run, wherever it is
 installed, and must not pull in the conformance checks or jsonschema to get them.
 """
+
 from __future__ import annotations
 
 import pytest

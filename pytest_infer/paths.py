@@ -1,4 +1,5 @@
 """Where bundled data (suites, SLO profiles) and per-user caches live."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The pytest entry point: options, markers, fixtures, and the session's lifecycle hooks."""
+
 from __future__ import annotations
 
 import json
@@ -67,7 +68,9 @@ def _gate_rules(options: opts.InferOptions) -> tuple:
     except RuleError as exc:
         raise pytest.UsageError(f"{opts.FAIL_ON}: {exc}") from None
     if options.baseline is None:
-        raise pytest.UsageError(f"{opts.FAIL_ON} needs {opts.BASELINE}=FILE: the figures are compared with a baseline run")
+        raise pytest.UsageError(
+            f"{opts.FAIL_ON} needs {opts.BASELINE}=FILE: the figures are compared with a baseline run"
+        )
     return rules
 
 
@@ -76,8 +79,9 @@ def _gate_drift(options: opts.InferOptions):
     if options.calibration is None:
         return None
     if options.baseline is None:
-        raise pytest.UsageError(f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between its session "
-                                "and this one")
+        raise pytest.UsageError(
+            f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between its session and this one"
+        )
     from .gating.drift import CalibrationError, DriftCalibration
 
     try:
@@ -145,7 +149,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "infer_target" not in metafunc.fixturenames:
         return
     targets = metafunc.config.stash[session_key].targets
-    params = [pytest.param(t, id=t.id) for t in targets] or [pytest.param(None, id="no-server", marks=pytest.mark.skip(reason=NO_SERVER))]
+    params = [pytest.param(t, id=t.id) for t in targets] or [
+        pytest.param(None, id="no-server", marks=pytest.mark.skip(reason=NO_SERVER))
+    ]
     metafunc.parametrize("infer_target", params, indirect=True, scope="session")
 
 
@@ -273,17 +279,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
     if call.when == "call" or (call.when == "setup" and not report.passed):
         excinfo = call.excinfo
-        skip = next((name for kind, name in SKIP_OUTCOMES.items() if excinfo is not None and excinfo.errisinstance(kind)), None)
+        skip = next(
+            (name for kind, name in SKIP_OUTCOMES.items() if excinfo is not None and excinfo.errisinstance(kind)), None
+        )
         _record(session, item, report, target, skip)
 
 
 # skips that the results record as outcomes of their own, not as "skipped"
 SKIP_OUTCOMES: dict[type[BaseException], str] = {
-    Unsupported: "unsupported", NotRun: "not_run", NotExercised: "not_exercised", Inconclusive: "inconclusive",
+    Unsupported: "unsupported",
+    NotRun: "not_run",
+    NotExercised: "not_exercised",
+    Inconclusive: "inconclusive",
 }
 
 
-def _record(session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, skip: str | None = None) -> None:
+def _record(
+    session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, skip: str | None = None
+) -> None:
     check = item.get_closest_marker("infer_check")
     suite = next((name for name in session.suites if item.get_closest_marker(name)), None)
     if hasattr(report, "wasxfail"):
@@ -338,7 +351,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from .reporting.outputs import finish_session
 
         # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
-        infer.results.environment["run"] = {"exitstatus": int(session.exitstatus), "collected": session.testscollected, "ran": len(infer.results.tests)}
+        infer.results.environment["run"] = {
+            "exitstatus": int(session.exitstatus),
+            "collected": session.testscollected,
+            "ran": len(infer.results.tests),
+        }
         options = infer.options
         infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.rules, infer.drift)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
@@ -368,8 +385,14 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
             from .reporting.terminal import render_gate
 
             gate = written.gate
-            terminalreporter.write_sep("=", "pytest-infer upgrade gate", red=gate.failed, yellow=bool(gate.unmeasured) and not gate.failed,
-                                       green=not gate.failed and not gate.unmeasured, bold=True)
+            terminalreporter.write_sep(
+                "=",
+                "pytest-infer upgrade gate",
+                red=gate.failed,
+                yellow=bool(gate.unmeasured) and not gate.failed,
+                green=not gate.failed and not gate.unmeasured,
+                bold=True,
+            )
             for line in render_gate(written.gate):
                 terminalreporter.write_line(line)
 

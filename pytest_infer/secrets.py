@@ -1,4 +1,5 @@
 """Keeps API keys out of logs, reports, reproducers and result files."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,4 +1,5 @@
 """The object that owns a pytest-infer run, kept in ``config.stash``."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,14 @@ class InferSession:
     id: str = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
 
     @classmethod
-    def create(cls, config: pytest.Config, options: InferOptions, targets: list[Target], suites: dict[str, Suite], rules: tuple = ()) -> InferSession:
+    def create(
+        cls,
+        config: pytest.Config,
+        options: InferOptions,
+        targets: list[Target],
+        suites: dict[str, Suite],
+        rules: tuple = (),
+    ) -> InferSession:
         workerinput = getattr(config, "workerinput", None)
         session = cls(
             options, targets, ServerPool(options, targets, owner=workerinput is None), suites,

@@ -7,6 +7,7 @@ in a ``conftest.py``. The core loops over the registered suites and never names
 one: a suite brings its marker, its pytest plugin (options, fixtures), its typed
 results table, the table's rows in every report, and its findings for the gate.
 """
+
 from __future__ import annotations
 
 import copy
@@ -67,7 +68,8 @@ class Finding:
         return f"{text}; {self.detail}" if self.detail else text
 
 
-# How much a finding matters, worst first: a silent wrong answer or a dead server, a wrong refusal or error, a deviation clients tolerate.
+# How much a finding matters, worst first: a silent wrong answer or a dead server, a wrong refusal or error, a deviation
+# clients tolerate.
 SEVERITIES = ("critical", "major", "minor")
 
 
@@ -163,7 +165,8 @@ class Table:
         return set()
 
     def limits(self) -> list[Limits]:
-        """Each measured unit against its limits (the SLO suite's load points); empty for a suite that measures nothing."""
+        """Each measured unit against its limits (the SLO suite's load points); empty for a suite that measures
+        nothing."""
         return []
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
@@ -228,11 +231,15 @@ class Suite:
     table: type[Table] = Table
     plugin: str | None = None
     runs_last: bool = False
-    RESERVED: ClassVar[frozenset[str]] = frozenset({"schema_version", "plugin_version", "environment", "targets", "tests", "gate"})
+    RESERVED: ClassVar[frozenset[str]] = frozenset(
+        {"schema_version", "plugin_version", "environment", "targets", "tests", "gate"}
+    )
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name in self.RESERVED:
-            raise SuiteError(f"suite name {self.name!r}: must be an identifier and not one of {', '.join(sorted(self.RESERVED))}")
+            raise SuiteError(
+                f"suite name {self.name!r}: must be an identifier and not one of {', '.join(sorted(self.RESERVED))}"
+            )
 
 
 def _load(spec: str, source: str) -> Suite:
@@ -249,7 +256,10 @@ def _load(spec: str, source: str) -> Suite:
 @functools.cache
 def installed() -> tuple[Suite, ...]:
     """The suites of every installed package's ``pytest_infer.suites`` entry points, this one's included."""
-    found = [_load(ep.value, f"entry point {ep.name!r} of {ENTRY_POINT_GROUP}") for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    found = [
+        _load(ep.value, f"entry point {ep.name!r} of {ENTRY_POINT_GROUP}")
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+    ]
     return tuple(sorted(found, key=lambda s: (s.runs_last, s.name)))
 
 
@@ -258,6 +268,8 @@ def by_name(suites: Iterable[Suite]) -> dict[str, Suite]:
     out: dict[str, Suite] = {}
     for suite in suites:
         if suite.name in out and out[suite.name] != suite:
-            raise SuiteError(f"two suites are named {suite.name!r}: {out[suite.name].description!r} and {suite.description!r}")
+            raise SuiteError(
+                f"two suites are named {suite.name!r}: {out[suite.name].description!r} and {suite.description!r}"
+            )
         out[suite.name] = suite
     return out

@@ -1,4 +1,5 @@
 """What a session tests: one Target per framework environment (or the external endpoint)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -62,13 +63,20 @@ def launched_parsers(framework: str, options: InferOptions) -> tuple[tuple[str, 
         raise pytest.UsageError(f"{PARSER}: {framework} takes no tool-call or reasoning parser at launch")
     defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
     named = options.parsers.tool or options.parsers.reasoning  # then the default reasoning parser stays off (vllm.py)
-    return args, Parsers(options.parsers.tool or defaults.tool, options.parsers.reasoning or (None if named else defaults.reasoning))
+    return args, Parsers(
+        options.parsers.tool or defaults.tool, options.parsers.reasoning or (None if named else defaults.reasoning)
+    )
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
     if options.endpoints:
         framework = options.frameworks[0] if options.frameworks else "endpoint"
-        return [Target(id=name or framework, framework=framework, model=options.model, endpoint=url, parsers=options.parsers) for name, url in options.endpoints]
+        return [
+            Target(
+                id=name or framework, framework=framework, model=options.model, endpoint=url, parsers=options.parsers
+            )
+            for name, url in options.endpoints
+        ]
     targets: list[Target] = []
     for framework in options.frameworks:
         environments = options.environments.get(framework)
@@ -85,7 +93,14 @@ def resolve_targets(options: InferOptions) -> list[Target]:
             target_id = framework if len(environments) == 1 else f"{framework}@{environment.label}"
             parser_args, parsers = launched_parsers(framework, options)
             targets.append(
-                Target(target_id, framework, options.model, environment=environment, server_args=options.server_args + parser_args, parsers=parsers)
+                Target(
+                    target_id,
+                    framework,
+                    options.model,
+                    environment=environment,
+                    server_args=options.server_args + parser_args,
+                    parsers=parsers,
+                )
             )
     ids = [t.id for t in targets]
     if len(set(ids)) != len(ids):

@@ -4,6 +4,7 @@ mutmut mutates no decorated function, and every conformance check is registered 
 returns the function unchanged; the call after the def registers the same function, so the check
 bodies, where each judged condition is written, get mutated too.
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,7 +23,11 @@ def unwrap(source: str) -> tuple[str, int]:
     module = cst.parse_module(source)
     body: list[cst.CSTNode] = []
     for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and len(statement.decorators) == 1 and _registers_a_check(statement.decorators[0]):
+        if (
+            isinstance(statement, cst.FunctionDef)
+            and len(statement.decorators) == 1
+            and _registers_a_check(statement.decorators[0])
+        ):
             register = cst.Call(func=statement.decorators[0].decorator, args=[cst.Arg(statement.name)])
             body += [statement.with_changes(decorators=[]), cst.SimpleStatementLine([cst.Expr(register)])]
         else:

@@ -6,6 +6,7 @@ own ServerPool, so integration tests of every suite share three servers instead
 of paying a 90-second vLLM start each. While iterating, point it at servers
 already running: PYTEST_INFER_TEST_ENDPOINTS="vllm-0.32=http://127.0.0.1:18000,transformers=http://127.0.0.1:18001".
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,8 @@ os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.enviro
 # pytester moves HOME; pin the caches so inner runs find the engines and the built tiny model.
 os.environ.setdefault("PYTEST_INFER_CACHE", str(cache_dir()))
 os.environ.setdefault("PYTEST_INFER_ENGINES", str(engines_dir()))
-# ... and vLLM's compile cache, which it keeps under HOME: a launch that finds its compiled model starts in half the time.
+# ... and vLLM's compile cache, which it keeps under HOME: a launch that finds its compiled model starts in half the
+# time.
 os.environ.setdefault("VLLM_CACHE_ROOT", str(Path.home() / ".cache" / "vllm"))
 
 ENGINES = {
@@ -71,7 +73,12 @@ class EnginePool:
         if name not in self.infos:
             framework, _ = ENGINES[name]
             endpoint = _endpoints().get(name)
-            options = InferOptions(frameworks=(framework,), report_dir=self.report_dir, startup_timeout=400, endpoints=((name, endpoint),) if endpoint else ())
+            options = InferOptions(
+                frameworks=(framework,),
+                report_dir=self.report_dir,
+                startup_timeout=400,
+                endpoints=((name, endpoint),) if endpoint else (),
+            )
             if endpoint:
                 target = Target(id=name, framework=framework, model="tiny", endpoint=endpoint)
             else:
@@ -107,7 +114,9 @@ def _quiet_inner_pytest(request: pytest.FixtureRequest) -> None:
     """Inner pytester runs inherit our warnings-as-errors; give them the asyncio setting users would set."""
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when created
-        request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function")
+        request.getfixturevalue("monkeypatch").setenv(
+            "PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,8 @@ def fresh_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshServer
     environment = engine_environment("vllm-0.32")
     port = free_port()
     model = str(tiny_model_dir(python_of(environment)))
-    request = LaunchRequest(model, "tiny", "127.0.0.1", port, environment, on_cpu_tiny=True, version=adapter.detect_version(environment),
+    request = LaunchRequest(model, "tiny", "127.0.0.1", port, environment, on_cpu_tiny=True,
+                            version=adapter.detect_version(environment),
                             extra_args=("--no-enable-prefix-caching",))  # fmt: skip
     spec = adapter.launch(request)
     log = tmp_path_factory.mktemp("fresh-vllm") / "server.log"

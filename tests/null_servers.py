@@ -5,6 +5,7 @@ kind written independently (``wsgiref``, not ``http.server``'s handler; nothing 
 cannot pass by leaning on some habit of the fake server. ``python tests/null_servers.py --port P --mode echo``
 serves one from the command line.
 """
+
 from __future__ import annotations
 
 import argparse

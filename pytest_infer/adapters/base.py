@@ -1,4 +1,5 @@
 """The one small protocol every framework adapter implements, and its value types."""
+
 from __future__ import annotations
 
 import json
@@ -92,7 +93,10 @@ class Parsers:
         return cls(found.get("tool"), found.get("reasoning"))
 
     def __str__(self) -> str:
-        return ", ".join(f"{kind}:{name}" for kind, name in (("tool", self.tool), ("reasoning", self.reasoning)) if name) or "none"
+        return (
+            ", ".join(f"{kind}:{name}" for kind, name in (("tool", self.tool), ("reasoning", self.reasoning)) if name)
+            or "none"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +222,10 @@ class Adapter(Protocol):
 
 def missing_members(adapter: object) -> list[str]:
     """The ``Adapter`` attributes and methods that ``adapter`` lacks."""
-    members = [*Adapter.__annotations__, *(k for k, v in vars(Adapter).items() if callable(v) and not k.startswith("_"))]
+    members = [
+        *Adapter.__annotations__,
+        *(k for k, v in vars(Adapter).items() if callable(v) and not k.startswith("_")),
+    ]
     return [m for m in members if not hasattr(adapter, m)]
 
 
@@ -271,9 +278,14 @@ class BaseAdapter:
         """The launch arguments of the tiny model's default parsers that ``named`` (the user's extra arguments) leaves
         open: a named parser is judged alone, so beside one the default reasoning parser stays off (vLLM 0.32.0's
         mistral reasoning parser turns streamed hermes and pythonic calls into content)."""
-        tool_named, alone = "--tool-call-parser" in named, "--tool-call-parser" in named or "--reasoning-parser" in named
+        tool_named, alone = (
+            "--tool-call-parser" in named,
+            "--tool-call-parser" in named or "--reasoning-parser" in named,
+        )
         defaults = self.tiny_parsers
-        return self.parser_args(Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True)
+        return self.parser_args(
+            Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True
+        )
 
 
 _PROBE = r"""
@@ -302,7 +314,8 @@ if module:
             except Exception:
                 pass
         for holder in holders:
-            commit = next((getattr(holder, a) for a in ("__commit__", "__git_commit__", "__commit_id__", "commit_id") if getattr(holder, a, None)), None)
+            names = ("__commit__", "__git_commit__", "__commit_id__", "commit_id")
+            commit = next((getattr(holder, a) for a in names if getattr(holder, a, None)), None)
             if commit:
                 out["commit"] = str(commit)
                 break

@@ -1,4 +1,5 @@
 """An already-running server (``--infer-endpoint``): nothing to launch, only to detect."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """LMDeploy: ``lmdeploy serve api_server`` (GPU only)."""
+
 from __future__ import annotations
 
 from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter, python_of

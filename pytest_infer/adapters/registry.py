@@ -5,6 +5,7 @@ an ``Adapter`` class or instance).
 Entry points are listed on first use and imported only when their framework is looked up,
 so a broken one costs nothing until it is asked for, and then says which one it is.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -74,7 +75,9 @@ class Registry(Mapping[str, Adapter]):
             raise KeyError(f"unknown framework {name!r}; valid: {', '.join(self)}")
         if len(declared) > 1 or name in self._builtins:
             claims = ["the built-in adapter"] if name in self._builtins else []
-            raise AdapterLoadError(f"framework {name!r} is claimed twice: {', '.join(claims + [_origin(ep) for ep in declared])}")
+            raise AdapterLoadError(
+                f"framework {name!r} is claimed twice: {', '.join(claims + [_origin(ep) for ep in declared])}"
+            )
         self._loaded[name] = _load(declared[0])
         return self._loaded[name]
 
@@ -98,7 +101,10 @@ def _load(ep: EntryPoint) -> Adapter:
 # mypy holds protocol class variables invariant (tuple[str, ...] v a subclass's tuple[str, str]);
 # missing_members checks the protocol at run time for every adapter, entry points included.
 ADAPTERS = Registry(
-    cast("tuple[Adapter, ...]", (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter()))
+    cast(
+        "tuple[Adapter, ...]",
+        (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter()),
+    )
 )
 
 

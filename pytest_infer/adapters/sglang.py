@@ -3,6 +3,7 @@
 On a CPU-only machine (``tiny``) it runs SGLang's torch-native CPU path, set up as in
 ``../shared/engines/sglang-cpu/README.md`` by ``scripts/install-engines.sh sglang``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -70,11 +71,27 @@ METRICS = ServerMetricNames(
 KNOWN_ROUTES = (
     *OPENAI_ROUTES,
     *routes("read", "GET /health", "GET /get_model_info", "GET /model_info", "GET /get_load", "GET /metrics"),
-    *routes("generate", "POST /generate", "GET /health_generate", "POST /encode", "POST /classify", "POST /v1/embeddings"),
-    *routes("change-state", "POST /flush_cache", "POST /start_profile", "POST /stop_profile", "POST /update_weights_from_disk",
-            "POST /release_memory_occupation", "POST /resume_memory_occupation", "POST /slow_down", "POST /abort_request",
-            "POST /pause_generation", "POST /continue_generation", "POST /load_lora_adapter", "POST /unload_lora_adapter",
-            "POST /configure_logging", "POST /open_session", "POST /close_session"),
+    *routes(
+        "generate", "POST /generate", "GET /health_generate", "POST /encode", "POST /classify", "POST /v1/embeddings"
+    ),
+    *routes(
+        "change-state",
+        "POST /flush_cache",
+        "POST /start_profile",
+        "POST /stop_profile",
+        "POST /update_weights_from_disk",
+        "POST /release_memory_occupation",
+        "POST /resume_memory_occupation",
+        "POST /slow_down",
+        "POST /abort_request",
+        "POST /pause_generation",
+        "POST /continue_generation",
+        "POST /load_lora_adapter",
+        "POST /unload_lora_adapter",
+        "POST /configure_logging",
+        "POST /open_session",
+        "POST /close_session",
+    ),
     *routes("internals", "GET /get_server_info", "GET /server_info", "POST /get_weights_by_name"),
 )
 

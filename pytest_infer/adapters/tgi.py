@@ -1,4 +1,5 @@
 """Text Generation Inference: ``text-generation-launcher`` or its container image (GPU only)."""
+
 from __future__ import annotations
 
 import re
@@ -39,7 +40,14 @@ class TGIAdapter(BaseAdapter):
                 argv += ["-e", "API_KEY"]  # value from the environment, not the argv
             argv += [env.image, *args]
             return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
-        argv = [env.executable("text-generation-launcher"), *args, "--hostname", request.host, "--port", str(request.port)]
+        argv = [
+            env.executable("text-generation-launcher"),
+            *args,
+            "--hostname",
+            request.host,
+            "--port",
+            str(request.port),
+        ]
         return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
 
     def detect_version(self, environment: Environment) -> Version:
@@ -52,7 +60,9 @@ class TGIAdapter(BaseAdapter):
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Version(None, error=f"{launcher}: {exc}")
         match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
-        return Version(match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:])
+        return Version(
+            match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:]
+        )
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {"grammar": {"type": "json", "value": schema}}

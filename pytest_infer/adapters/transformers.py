@@ -1,4 +1,5 @@
 """Hugging Face ``transformers serve`` (transformers >= 5): CPU or GPU."""
+
 from __future__ import annotations
 
 from .base import BUNDLED_EXPECTATIONS, OPENAI_ROUTES, LaunchRequest, LaunchSpec, PythonModuleAdapter, routes
@@ -28,7 +29,14 @@ class TransformersAdapter(PythonModuleAdapter):
             "--port", str(request.port),
         ]  # fmt: skip
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
-        if request.on_cpu_tiny:  # on CPU unless the run names a device (``--infer-server-arg=--device --infer-server-arg=cuda``)
+        if (
+            request.on_cpu_tiny
+        ):  # on CPU unless the run names a device (``--infer-server-arg=--device --infer-server-arg=cuda``)
             given = {arg.split("=", 1)[0] for arg in request.extra_args}
-            argv += [x for flag, value in (("--device", "cpu"), ("--dtype", "float32")) if flag not in given for x in (flag, value)]
+            argv += [
+                x
+                for flag, value in (("--device", "cpu"), ("--dtype", "float32"))
+                if flag not in given
+                for x in (flag, value)
+            ]
         return LaunchSpec(argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"))

@@ -1,4 +1,5 @@
 """TensorRT-LLM: ``trtllm-serve`` (GPU only)."""
+
 from __future__ import annotations
 
 from .base import LaunchRequest, LaunchSpec, PythonModuleAdapter
@@ -21,5 +22,9 @@ class TensorRTLLMAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         # trtllm-serve names the model by its path; it has no served-model-name flag
         # and no API-key flag (put it behind a proxy for that).
-        notes = ("trtllm-serve reads no API key: the key is sent, but this server does not check it",) if request.api_key else ()
+        notes = (
+            ("trtllm-serve reads no API key: the key is sent, but this server does not check it",)
+            if request.api_key
+            else ()
+        )
         return LaunchSpec(argv=argv + list(request.extra_args), ready_paths=("/health", "/v1/models"), notes=notes)

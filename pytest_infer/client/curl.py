@@ -1,4 +1,5 @@
 """``curl`` commands that reproduce a request exactly, without leaking the API key."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,9 @@ import shlex
 from ..secrets import API_KEY_ENV
 
 
-def curl_command(method: str, url: str, body: object | None = None, *, authenticated: bool = False, stream: bool = False) -> str:
+def curl_command(
+    method: str, url: str, body: object | None = None, *, authenticated: bool = False, stream: bool = False
+) -> str:
     """A copy-pasteable command; the key is referenced as ``$PYTEST_INFER_API_KEY``, never spelled out."""
     parts = ["curl", "-sS"]
     if stream:

@@ -1,4 +1,5 @@
 """The one value every client, load run and check takes to reach a server: where, which model, which key."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,7 +29,12 @@ class Endpoint:
 
     def openai_kwargs(self) -> dict[str, Any]:
         """Arguments for the official ``openai`` SDK clients: retries off, since a retry must never hide a failure."""
-        return {"base_url": f"{self.base_url}/v1", "api_key": self.api_key or "EMPTY", "max_retries": 0, "timeout": self.timeout}
+        return {
+            "base_url": f"{self.base_url}/v1",
+            "api_key": self.api_key or "EMPTY",
+            "max_retries": 0,
+            "timeout": self.timeout,
+        }
 
     def models(self, client: Any = None, timeout: float | None = None) -> list[dict[str, Any]]:
         """The model cards of ``GET /v1/models``; ``[]`` when the answer is not a model list.

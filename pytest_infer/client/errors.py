@@ -4,6 +4,7 @@ An httpx response hook (``record_errors``) tees the body of each non-2xx answer 
 read that the caller does not read, so streams and size caps behave as before) and files it in ``ERRORS`` when the
 response closes. The log is per process: under xdist each worker judges the errors it saw.
 """
+
 from __future__ import annotations
 
 import json
@@ -75,8 +76,17 @@ class _Tee(httpx.SyncByteStream):
             self.filed = True
             request = self.response.request
             origin = f"{request.url.scheme}://{request.url.netloc.decode()}"
-            self.log.add(ErrorAnswer(origin, request.method, request.url.path, self.response.status_code,
-                                     tuple(self.response.headers.items()), self.kept.decode("utf-8", "replace"), _sent(request)))
+            self.log.add(
+                ErrorAnswer(
+                    origin,
+                    request.method,
+                    request.url.path,
+                    self.response.status_code,
+                    tuple(self.response.headers.items()),
+                    self.kept.decode("utf-8", "replace"),
+                    _sent(request),
+                )
+            )
         self.inner.close()
 
 

@@ -1,4 +1,5 @@
 """The client every test gets: httpx with retries off, plus a curl line for any request."""
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,13 @@ class _BoundedStream(httpx.SyncByteStream):
         for chunk in self.inner:
             seen += len(chunk)
             if seen > self.max_bytes:
-                raise ResponseLimitExceeded(f"the response exceeded {self.max_bytes} bytes; reading stopped", request=self.request)
+                raise ResponseLimitExceeded(
+                    f"the response exceeded {self.max_bytes} bytes; reading stopped", request=self.request
+                )
             if time.monotonic() > self.deadline:
-                raise ResponseLimitExceeded(f"the response was still arriving {self.timeout:.0f}s after its headers", request=self.request)
+                raise ResponseLimitExceeded(
+                    f"the response was still arriving {self.timeout:.0f}s after its headers", request=self.request
+                )
             yield chunk
 
     def close(self) -> None:
@@ -51,9 +56,16 @@ class InferClient(httpx.Client):
     flaky server is seen, never papered over.
     """
 
-    def __init__(self, endpoint: Endpoint, *, timeout: float | None = None, max_response_bytes: int = MAX_RESPONSE_BYTES) -> None:
+    def __init__(
+        self, endpoint: Endpoint, *, timeout: float | None = None, max_response_bytes: int = MAX_RESPONSE_BYTES
+    ) -> None:
         timeout = timeout or endpoint.timeout
-        super().__init__(base_url=endpoint.base_url, timeout=timeout, headers=endpoint.headers, event_hooks={"response": [self._bound, record_errors]})
+        super().__init__(
+            base_url=endpoint.base_url,
+            timeout=timeout,
+            headers=endpoint.headers,
+            event_hooks={"response": [self._bound, record_errors]},
+        )
         self.endpoint = endpoint
         self.model = endpoint.model
         self.authenticated = bool(endpoint.api_key)
@@ -85,7 +97,9 @@ class InferClient(httpx.Client):
         try:
             data = resp.json()
         except ValueError:
-            raise UnexpectedResponse(f"HTTP {resp.status_code}, body is not JSON: {resp.text[:300]!r}\nreproduce: {reproduce}") from None
+            raise UnexpectedResponse(
+                f"HTTP {resp.status_code}, body is not JSON: {resp.text[:300]!r}\nreproduce: {reproduce}"
+            ) from None
         if resp.status_code != 200:
             raise UnexpectedResponse(f"HTTP {resp.status_code}: {resp.text[:500]}\nreproduce: {reproduce}")
         if carries_error(data):

@@ -7,6 +7,7 @@ taps the text httpx-sse reads, decodes events with httpx-sse, and then checks
 the raw lines itself; every fault lands in ``SSEStream.problems`` instead of
 being swallowed.
 """
+
 from __future__ import annotations
 
 import json

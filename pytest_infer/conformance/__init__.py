@@ -13,6 +13,7 @@ Register a check of your own from a ``conftest.py``; the bundled suite
 
 A check that returns no evidence judged nothing: it is inconclusive, never a pass.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """What a check talks to: raw HTTP and SSE through httpx, and the official openai SDK (sync and async)."""
+
 from __future__ import annotations
 
 import json
@@ -68,15 +69,21 @@ class CheckContext:
     tiny: bool = False
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
-    shapes: Callable[[str, Any], None] | None = None  # (endpoint, answer) of every 200 answer and streamed chunk: API drift
-    request_fields: Callable[[str, dict[str, str]], None] | None = None  # (endpoint, {field: honoured|ignored|refused|error})
+    shapes: Callable[[str, Any], None] | None = (
+        None  # (endpoint, answer) of every 200 answer and streamed chunk: API drift
+    )
+    request_fields: Callable[[str, dict[str, str]], None] | None = (
+        None  # (endpoint, {field: honoured|ignored|refused|error})
+    )
     scripting: Scripting | None = None  # how to force the model's text, and the parsers the server runs (scripts.py)
     _openai: Any = None
     _models: Any = None
 
     def __post_init__(self) -> None:
         if self.http is None:
-            self.http = httpx.Client(base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers, event_hooks=ERROR_HOOKS)
+            self.http = httpx.Client(
+                base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers, event_hooks=ERROR_HOOKS
+            )
 
     @property
     def base_url(self) -> str:
@@ -104,7 +111,9 @@ class CheckContext:
 
     # --- raw HTTP --------------------------------------------------------
     def curl(self, method: str, path: str, body: Any = None, *, stream: bool = False) -> str:
-        return curl_command(method, f"{self.base_url}{path}", body, authenticated=bool(self.endpoint.api_key), stream=stream)
+        return curl_command(
+            method, f"{self.base_url}{path}", body, authenticated=bool(self.endpoint.api_key), stream=stream
+        )
 
     def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None) -> Exchange:
         """Send ``body`` as JSON (or ``raw`` bytes as they are) and keep the whole answer."""
@@ -121,7 +130,9 @@ class CheckContext:
             data = None
         if self.shapes is not None and resp.status_code == 200 and isinstance(data, dict):
             self.shapes(f"{method} {path}", data)
-        return Exchange(method, path, shown, resp.status_code, resp.text, self.curl(method, path, shown), data, dict(resp.headers))
+        return Exchange(
+            method, path, shown, resp.status_code, resp.text, self.curl(method, path, shown), data, dict(resp.headers)
+        )
 
     def get(self, path: str) -> Exchange:
         return self.request("GET", path)
@@ -139,7 +150,8 @@ class CheckContext:
         return self.post("/v1/completions", {"model": self.model, "prompt": "Once upon a time", **params})
 
     def stream(self, path: str, body: dict[str, Any], *, terminated: bool = True) -> StreamExchange:
-        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE (``terminated``: ends with [DONE])."""
+        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE (``terminated``: ends with
+        [DONE])."""
         assert self.http is not None
         body = {**body, "stream": True}
         started = time.monotonic()
@@ -179,7 +191,13 @@ class CheckContext:
         which is what OpenAI-compatible servers check (the SDK's own header is ``x-api-key``)."""
         import anthropic
 
-        return anthropic.Anthropic(base_url=self.base_url, api_key=self.endpoint.api_key or "EMPTY", default_headers=self.endpoint.headers, timeout=self.timeout, max_retries=0)
+        return anthropic.Anthropic(
+            base_url=self.base_url,
+            api_key=self.endpoint.api_key or "EMPTY",
+            default_headers=self.endpoint.headers,
+            timeout=self.timeout,
+            max_retries=0,
+        )
 
     def async_openai(self) -> Any:
         """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
@@ -192,7 +210,9 @@ class CheckContext:
         curl = where if isinstance(where, str) else where.curl if where is not None else ""
         raise CheckFailure(expected, got, curl)
 
-    def expect(self, condition: object, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> None:
+    def expect(
+        self, condition: object, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None
+    ) -> None:
         if not condition:
             self.fail(expected, got, where)
 
@@ -226,7 +246,12 @@ class CheckContext:
         text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
         self.expect(status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex)
 
-    def expect_envelope(self, ex: Exchange | StreamExchange, problems_of: Callable[[Any], list[str]] | None = None, expected: str = "the error envelope") -> None:
+    def expect_envelope(
+        self,
+        ex: Exchange | StreamExchange,
+        problems_of: Callable[[Any], list[str]] | None = None,
+        expected: str = "the error envelope",
+    ) -> None:
         """The error body is what the SDK turns into a message (``envelope_problems`` unless told otherwise)."""
         if isinstance(ex, StreamExchange):  # an error answered to stream=true comes as a plain body
             text = ex.sse.raw
@@ -252,24 +277,40 @@ class CheckContext:
         streaming check.
         """
         self.expect_ok(ex, what)
-        self.expect(ex.sse.chunks, f"JSON chunks in the stream for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+        self.expect(
+            ex.sse.chunks,
+            f"JSON chunks in the stream for {what}",
+            "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}",
+            ex,
+        )
         errors = [c for c in ex.sse.chunks if carries_error(c)]
         self.expect(not errors, f"no error event in the stream for {what}", errors, ex)
         return ex.sse.chunks
 
     def expect_framing(self, ex: StreamExchange, what: str) -> None:
-        self.expect(not ex.sse.problems, f"well-formed SSE ending with 'data: [DONE]' for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+        self.expect(
+            not ex.sse.problems,
+            f"well-formed SSE ending with 'data: [DONE]' for {what}",
+            "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}",
+            ex,
+        )
 
     def expect_typed_events(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
         """A stream of typed events (Responses, Anthropic Messages): 200, sound framing, JSON objects whose
         ``type`` is the SSE event name where one is given; returns the events' data in order."""
         self.expect_ok(ex, what)
-        self.expect(not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
-        self.expect(len(ex.sse.chunks) == len(ex.sse.events) and ex.sse.chunks, f"JSON object events for {what}", ex.sse.raw, ex)
+        self.expect(
+            not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex
+        )
+        self.expect(
+            len(ex.sse.chunks) == len(ex.sse.events) and ex.sse.chunks, f"JSON object events for {what}", ex.sse.raw, ex
+        )
         for event, data in zip(ex.sse.events, ex.sse.chunks, strict=True):
             self.expect(isinstance(data.get("type"), str), f"a type in every event of {what}", data, ex)
             named = event.event if event.event != "message" else data["type"]  # no event line: the SSE default name
-            self.expect(named == data["type"], f"the event name to be its type {data['type']!r}", f"event: {event.event}", ex)
+            self.expect(
+                named == data["type"], f"the event name to be its type {data['type']!r}", f"event: {event.event}", ex
+            )
         return ex.sse.chunks
 
     # --- evidence: what a pass judged --------------------------------------------
@@ -282,12 +323,18 @@ class CheckContext:
         return value
 
     def agree(self, want: Any, got: Any, expected: str, where: Exchange | StreamExchange | str | None = None) -> None:
-        """``got`` equals ``want``, where ``want`` is there: two absent values (None on both sides) are not agreement."""
+        """``got`` equals ``want``, where ``want`` is there: two absent values (None on both sides) are not
+        agreement."""
         self.nonempty(want, f"reference value for {expected}", where)
         self.expect(got == want, expected, got, where)
 
     def control(
-        self, ex: AnyExchange, what: str, *, feature: str | None = None, problems_of: Callable[[Any], list[str]] | None = None
+        self,
+        ex: AnyExchange,
+        what: str,
+        *,
+        feature: str | None = None,
+        problems_of: Callable[[Any], list[str]] | None = None,
     ) -> AnyExchange:
         """The positive control of a check that expects a refusal: ``ex`` is the same request without the fault, at
         the same route, and must get a correct answer; otherwise a refusal of the faulty request shows nothing (a
@@ -329,13 +376,15 @@ class CheckContext:
             if choices[0].get("finish_reason") != "length" or (judge_now is not None and judge_now(last.data)):
                 return last
         assert last is not None
-        raise Inconclusive(f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: {last.curl}")
+        raise Inconclusive(
+            f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: {last.curl}"
+        )
 
 
 def envelope_problems(data: Any) -> list[str]:
     """What is wrong with an error body, measured against ``{"error": {"message", "type", "param", "code"}}``."""
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
-        return ["the body is not {\"error\": {...}}"]
+        return ['the body is not {"error": {...}}']
     err = data["error"]
     problems = []
     if not isinstance(err.get("message"), str) or not err.get("message"):
@@ -381,7 +430,7 @@ def object_or_empty(value: Any) -> dict[str, Any]:
 def envelope_type_problems(data: Any) -> list[str]:
     """``param`` and ``code`` must be present and strings or null (the SDK types them so)."""
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
-        return ["the body is not {\"error\": {...}}"]
+        return ['the body is not {"error": {...}}']
     problems = []
     for key in ("param", "code"):
         if key not in data["error"]:

@@ -24,6 +24,7 @@ failure says so. The bundled files are the ones the adapters name
         reason: ...
         reference: ...
 """
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,11 @@ class Entry:
         """A version outside the range, unknown or not PEP 440 gets no declaration: what is known to deviate is a
         range of versions, and a server of unknown version may be any of them or none."""
         parsed = parse_version(version)
-        return framework == self.framework and parsed is not None and parsed in SpecifierSet(self.versions, prereleases=True)
+        return (
+            framework == self.framework
+            and parsed is not None
+            and parsed in SpecifierSet(self.versions, prereleases=True)
+        )
 
     def excuses(self, failure: str) -> bool:
         return re.search(self.matches, failure) is not None
@@ -101,7 +106,11 @@ class Expectations:
             return Verdict(None)
         if parse_version(version) is None:
             ranges = ", ".join(e.versions for e in declared)
-            return Verdict(None, f"no declared deviation applies: the {framework} version is unknown or not PEP 440 ({version!r}); declared for {ranges}")
+            return Verdict(
+                None,
+                f"no declared deviation applies: the {framework} version is unknown or not PEP 440 ({version!r});"
+                f" declared for {ranges}",
+            )
         in_range = [e for e in declared if e.applies(framework, version)]
         if not in_range:
             ranges = ", ".join(e.versions for e in declared)
@@ -135,8 +144,9 @@ def _entries(path: Path, framework: str, items: object, key: str, known: Iterabl
         missing = [k for k in required if not item.get(k)]
         if missing:
             raise ExpectationsError(
-                f"{where} ({item.get(name_key, '?')}) lacks {', '.join(missing)}: every entry needs a version range (an open end"
-                " written out, '>=0.10.1'), a reason and a public reference, and a deviation a 'matches' regex of the failure it excuses"
+                f"{where} ({item.get(name_key, '?')}) lacks {', '.join(missing)}: every entry needs a version range (an"
+                " open end written out, '>=0.10.1'), a reason and a public reference, and a deviation a 'matches'"
+                " regex of the failure it excuses"
             )
         stray = set(item) - set(required)
         if stray:
@@ -148,13 +158,19 @@ def _entries(path: Path, framework: str, items: object, key: str, known: Iterabl
         try:
             SpecifierSet(versions)
         except InvalidSpecifier:
-            raise ExpectationsError(f"{where}: versions {versions!r} is not a PEP 440 range such as '>=0.10,<0.12'") from None
+            raise ExpectationsError(
+                f"{where}: versions {versions!r} is not a PEP 440 range such as '>=0.10,<0.12'"
+            ) from None
         matches = str(item.get("matches") or "")
         try:
             re.compile(matches)
         except re.error as exc:
             raise ExpectationsError(f"{where}: matches {matches!r} is not a regular expression: {exc}") from None
-        out.append(Entry(framework, name, str(item["reason"]), str(item["reference"]), versions, f"{path}: {key}[{i}]", matches))
+        out.append(
+            Entry(
+                framework, name, str(item["reason"]), str(item["reference"]), versions, f"{path}: {key}[{i}]", matches
+            )
+        )
     return out
 
 
@@ -173,7 +189,9 @@ def load_file(path: Path, check_ids: Iterable[str] | None = None, framework: str
     if stray:
         raise ExpectationsError(f"{path}: unknown key(s) {sorted(stray)}")
     if framework is not None and data["framework"] != framework:
-        raise ExpectationsError(f"{path}: names framework {data['framework']!r}, but the {framework} adapter bundles it")
+        raise ExpectationsError(
+            f"{path}: names framework {data['framework']!r}, but the {framework} adapter bundles it"
+        )
     framework = data["framework"]
     ids = set(check_ids) if check_ids is not None else None
     return Expectations(

@@ -1,4 +1,5 @@
 """What a check raises: a typed failure that reproduces itself, or "the framework does not offer this"."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,9 @@ class CheckFailure(AssertionError):
     still fails, not errors, when it lets one through.
     """
 
-    def __init__(self, expected: str, got: Any, curl: str = "", *, check_id: str = "", title: str = "", severity: str = "error") -> None:
+    def __init__(
+        self, expected: str, got: Any, curl: str = "", *, check_id: str = "", title: str = "", severity: str = "error"
+    ) -> None:
         self.expected, self.got, self.curl = expected, trim(got), curl
         self.check_id, self.title, self.severity = check_id, title, severity
         super().__init__(self.render())

@@ -11,6 +11,7 @@ REPORT_DIR/matrix.md; ``FILE`` lists the engine's own parser names (``tool NAME`
 so that a parser without a script shows as "not drivable", not as absent. ``history`` takes one REPORT_DIR per
 release (its version read from its results files, its parser listing from its ``engine-parsers.txt``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,7 +52,11 @@ def rows(report_dir: Path) -> tuple[Rows, list[str], str | None]:
             if test.check and test.check.startswith(PREFIX):
                 found.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
                 if test.outcome in ("failed", "error"):
-                    said = [line.strip() for line in test.message.splitlines() if line.strip().startswith(("expected:", "got:"))]
+                    said = [
+                        line.strip()
+                        for line in test.message.splitlines()
+                        if line.strip().startswith(("expected:", "got:"))
+                    ]
                     notes.append(f"- {parser} / {test.check}: {' '.join(said)[:300] or test.outcome}")
     return found, notes, version
 
@@ -83,17 +88,25 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
         elif name not in run:
             not_run.setdefault(kind, []).append(name)
     cases = sorted({c for r in found.values() for c in r if c != "*"})
-    kinds = {"tool": [c for c in cases if c.startswith("tool-")], "reasoning": [c for c in cases if c.startswith("reasoning-")]}
+    kinds = {
+        "tool": [c for c in cases if c.startswith("tool-")],
+        "reasoning": [c for c in cases if c.startswith("reasoning-")],
+    }
     lines = []
     for kind, columns in kinds.items():
         parsers = sorted(p for p in found if p.startswith((f"{kind}-", "pair-")))
         if not parsers:
             continue
-        lines += [f"| {kind} parser | " + " | ".join(c.removeprefix(f"{kind}-") for c in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+        lines += [
+            f"| {kind} parser | " + " | ".join(c.removeprefix(f"{kind}-") for c in columns) + " |",
+            "|---" * (len(columns) + 1) + "|",
+        ]
         for parser in parsers:
             row = found[parser]
             cells = [row.get(c, "-") for c in columns]
-            lines.append(f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |")  # a pair shows as pair-T+R
+            lines.append(
+                f"| {parser.removeprefix(f'{kind}-')} | " + " | ".join(cells) + " |"
+            )  # a pair shows as pair-T+R
         lines.append("")
     for kind in ("tool", "reasoning"):
         if unscripted.get(kind):

@@ -1,4 +1,5 @@
 """pytest glue of the conformance suite: its ini option, the known-deviation files and the check context per target."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -14,20 +15,29 @@ EXPECTATIONS_INI = "infer_expectations"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(EXPECTATIONS_INI, type="paths", default=[], help="known-deviation YAML files or folders, added to the bundled ones (conformance).")
+    parser.addini(
+        EXPECTATIONS_INI,
+        type="paths",
+        default=[],
+        help="known-deviation YAML files or folders, added to the bundled ones (conformance).",
+    )
 
 
 @pytest.fixture(scope="session")
 def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expectations:
     """The bundled expectations plus any files or folders named by the ``infer_expectations`` ini option."""
     try:
-        return conformance.load_expectations(pytestconfig.getini(EXPECTATIONS_INI), [c.id for c in conformance.REGISTRY])
+        return conformance.load_expectations(
+            pytestconfig.getini(EXPECTATIONS_INI), [c.id for c in conformance.REGISTRY]
+        )
     except conformance.ExpectationsError as exc:
         pytest.fail(f"conformance expectations: {exc}", pytrace=False)
 
 
 @pytest.fixture
-def conformance_ctx(infer_live_server, infer_endpoint, infer_target, infer_session, conformance_expectations) -> Iterator[conformance.CheckContext]:
+def conformance_ctx(
+    infer_live_server, infer_endpoint, infer_target, infer_session, conformance_expectations
+) -> Iterator[conformance.CheckContext]:
     """A ``CheckContext`` for the server under test, with the features its framework does not offer; the shape of
     every answer it gets goes into the suite's table."""
     table = infer_session.results.table("conformance")
@@ -36,7 +46,9 @@ def conformance_ctx(infer_live_server, infer_endpoint, infer_target, infer_sessi
         framework=infer_live_server.framework,
         version=infer_live_server.version,
         tiny=infer_target.model == "tiny",
-        unsupported=conformance_expectations.unsupported_features(infer_live_server.framework, infer_live_server.version),
+        unsupported=conformance_expectations.unsupported_features(
+            infer_live_server.framework, infer_live_server.version
+        ),
         shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
         request_fields=lambda endpoint, statuses: table.record_fields(infer_target.id, endpoint, statuses),
         scripting=scripting(infer_live_server.framework, infer_live_server.version, infer_target.parsers),

@@ -7,6 +7,7 @@ evidence: a short text naming what it judged (answers, fields, events counted).
 A check that returns none judged nothing, and ``run`` makes that inconclusive,
 never a pass.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -23,7 +24,21 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning")
 # Features a framework may not offer; a check that needs one is "unsupported" there, not failed.
-FEATURES = ("completions", "prompt_list", "n", "echo", "logprobs", "tools", "response_format", "seed", "embeddings", "tokenize", "responses", "responses_store", "messages")
+FEATURES = (
+    "completions",
+    "prompt_list",
+    "n",
+    "echo",
+    "logprobs",
+    "tools",
+    "response_format",
+    "seed",
+    "embeddings",
+    "tokenize",
+    "responses",
+    "responses_store",
+    "messages",
+)
 
 
 class DuplicateCheckError(InferError, ValueError):
@@ -53,7 +68,9 @@ class CheckRegistry:
     def register(self, check: Check) -> Check:
         if check.id in self.checks:
             other = self.checks[check.id].func
-            raise DuplicateCheckError(f"check id {check.id!r} is already registered by {other.__module__}.{other.__qualname__}")
+            raise DuplicateCheckError(
+                f"check id {check.id!r} is already registered by {other.__module__}.{other.__qualname__}"
+            )
         if check.severity not in SEVERITIES:
             raise ValueError(f"check {check.id!r}: severity must be one of {SEVERITIES}, got {check.severity!r}")
         unknown = check.needs - set(FEATURES)
@@ -115,7 +132,9 @@ class CheckRegistry:
         except CheckFailure as failure:
             raise failure.attach(check.id, check.title, check.severity) from None
         if not isinstance(evidence, str) or not evidence.strip():
-            raise Inconclusive(f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it judged")
+            raise Inconclusive(
+                f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it judged"
+            )
         return evidence
 
 

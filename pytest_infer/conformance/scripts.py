@@ -12,6 +12,7 @@ built-in model (models/tiny_build.py ``PARSER_TOKENS``), buried at a fixed low l
 those tokens with ``logit_bias``, so that where the grammar allows ``<think>`` the model writes the one token,
 as a real model does, and not its characters one by one.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,12 @@ def _hermes(calls: tuple[Call, ...]) -> tuple[str, tuple[str, ...]]:
 
 def _pythonic(calls: tuple[Call, ...]) -> tuple[str, tuple[str, ...]]:
     """Llama 3.2 / Llama 4 pythonic: a Python list of calls with keyword arguments."""
-    return "[" + ", ".join(f"{c.name}({', '.join(f'{k}={_python(v)}' for k, v in c.arguments.items())})" for c in calls) + "]", ()
+    return (
+        "["
+        + ", ".join(f"{c.name}({', '.join(f'{k}={_python(v)}' for k, v in c.arguments.items())})" for c in calls)
+        + "]",
+        (),
+    )
 
 
 def _llama3_json(calls: tuple[Call, ...]) -> tuple[str, tuple[str, ...]]:
@@ -89,7 +95,9 @@ def _qwen3_xml(calls: tuple[Call, ...]) -> tuple[str, tuple[str, ...]]:
         return v if isinstance(v, str) else _json(v)
 
     blocks = [
-        f"<tool_call>\n<function={c.name}>\n" + "".join(f"<parameter={k}>\n{value(v)}\n</parameter>\n" for k, v in c.arguments.items()) + "</function>\n</tool_call>"
+        f"<tool_call>\n<function={c.name}>\n"
+        + "".join(f"<parameter={k}>\n{value(v)}\n</parameter>\n" for k, v in c.arguments.items())
+        + "</function>\n</tool_call>"
         for c in calls
     ]
     return "\n".join(blocks), ("<tool_call>", "</tool_call>")
@@ -155,7 +163,9 @@ def thinking_first(reasoning_parser: str | None, script: Script, thought: str = 
     if reasoning_parser not in ALWAYS_THINKS:
         return script
     start, end = REASONING_FORMATS[reasoning_parser]
-    return Script(f"{start}{thought}{end}{script.text}", (start, end, *script.markers), script.calls, script.content, thought)
+    return Script(
+        f"{start}{thought}{end}{script.text}", (start, end, *script.markers), script.calls, script.content, thought
+    )
 
 
 def reasoning_script(parser: str, reasoning: str, content: str) -> Script:

@@ -9,6 +9,7 @@ JSON types seen there, and a short digest of each value seen, per endpoint and m
 added, removed, renamed (a removed field's value seen under a new name beside it) and
 retyped; a removed, renamed or retyped field the baseline served is a regression.
 """
+
 from __future__ import annotations
 
 import copy
@@ -62,7 +63,8 @@ def flatten(value: Any, path: str = "") -> list[tuple[str, str, Any]]:
 
 
 def resource(endpoint: str) -> str:
-    """The endpoint an answer's route is an instance of: ``POST /v1/responses/resp_1a2b/cancel`` -> ``POST /v1/responses/{id}/cancel``."""
+    """The endpoint an answer's route is an instance of: ``POST /v1/responses/resp_1a2b/cancel`` -> ``POST
+    /v1/responses/{id}/cancel``."""
     return re.sub(r"^(\w+ /v1/responses)/(?!\{id\})[^/ ]+", r"\1/{id}", endpoint)
 
 
@@ -81,12 +83,19 @@ class ShapeTable(TargetTable):
             seen = paths.setdefault(path, {"types": [], "values": []})
             if kind not in seen["types"]:
                 seen["types"].append(kind)
-            if kind not in ("object", "array", EMPTY_ARRAY) and len(seen["values"]) < MAX_VALUES and (d := digest(value)) not in seen["values"]:
+            if (
+                kind not in ("object", "array", EMPTY_ARRAY)
+                and len(seen["values"]) < MAX_VALUES
+                and (d := digest(value)) not in seen["values"]
+            ):
                 seen["values"].append(d)
 
     def record_fields(self, target: str, endpoint: str, statuses: dict[str, str]) -> None:
-        """What the server did with each request field: honoured, ignored (200 and no effect), refused (4xx) or error."""
-        self.counts.setdefault(target, {})[REQUEST + endpoint] = {name: {"status": status} for name, status in statuses.items()}
+        """What the server did with each request field: honoured, ignored (200 and no effect), refused (4xx) or
+        error."""
+        self.counts.setdefault(target, {})[REQUEST + endpoint] = {
+            name: {"status": status} for name, status in statuses.items()
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> ShapeTable:
@@ -107,7 +116,9 @@ class ShapeTable(TargetTable):
                 for path, seen in paths.items():
                     into = mine.setdefault(path, {"types": [], "values": []})
                     into["types"] += [t for t in seen.get("types", []) if t not in into["types"]]
-                    into["values"] += [v for v in seen.get("values", []) if v not in into["values"]][: max(0, MAX_VALUES - len(into["values"]))]
+                    into["values"] += [v for v in seen.get("values", []) if v not in into["values"]][
+                        : max(0, MAX_VALUES - len(into["values"]))
+                    ]
 
     def sections(self) -> list[Section]:
         rows: dict[str, dict[str, Cell]] = {}
@@ -115,8 +126,12 @@ class ShapeTable(TargetTable):
             for endpoint, paths in endpoints.items():
                 if endpoint.startswith(REQUEST):
                     left = sorted(f for f, seen in paths.items() if seen.get("status") != APPLIED)
-                    text = f"{len(paths) - len(left)} of {len(paths)} applied" + (f"; not: {', '.join(left)}" if left else "")
-                    rows.setdefault(endpoint, {})[target] = Cell(text, detail=", ".join(f"{f}: {seen.get('status')}" for f, seen in sorted(paths.items())))
+                    text = f"{len(paths) - len(left)} of {len(paths)} applied" + (
+                        f"; not: {', '.join(left)}" if left else ""
+                    )
+                    rows.setdefault(endpoint, {})[target] = Cell(
+                        text, detail=", ".join(f"{f}: {seen.get('status')}" for f, seen in sorted(paths.items()))
+                    )
                     continue
                 rows.setdefault(endpoint, {})[target] = Cell(f"{len(paths)} fields", detail=", ".join(sorted(paths)))
         return [Section("API shape: fields seen per endpoint", "endpoint", dict(sorted(rows.items())))] if rows else []
@@ -139,7 +154,11 @@ def field_drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pa
         if old == new:
             continue
         kind = "regression" if old == APPLIED else "improvement" if new == APPLIED else "change"
-        found.append(Finding(kind, "api", pair, f"{endpoint}: {name}", str(old), str(new), f"request field {name}: {old} -> {new}"))
+        found.append(
+            Finding(
+                kind, "api", pair, f"{endpoint}: {name}", str(old), str(new), f"request field {name}: {old} -> {new}"
+            )
+        )
     return found
 
 
@@ -171,13 +190,32 @@ def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: st
     renamed: set[str] = set()
     for old in removed:
         values = set(before[old].get("values", []))
-        new = next((p for p in added if p not in renamed and parent(p) == parent(old) and values & set(after[p].get("values", []))), None)
+        new = next(
+            (
+                p
+                for p in added
+                if p not in renamed and parent(p) == parent(old) and values & set(after[p].get("values", []))
+            ),
+            None,
+        )
         if new is not None:
             renamed.add(new)
-            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", old, new, f"renamed: the same values now come as {new}"))
+            found.append(
+                Finding(
+                    "regression",
+                    "api",
+                    pair,
+                    f"{endpoint}: {old}",
+                    old,
+                    new,
+                    f"renamed: the same values now come as {new}",
+                )
+            )
         else:
             empty = set(before[old].get("types", [])) <= {EMPTY_ARRAY, "null"}
-            why = "removed: the baseline served it" + (" (always empty: a client reading it by key breaks, one reading a value loses none)" if empty else "")
+            why = "removed: the baseline served it" + (
+                " (always empty: a client reading it by key breaks, one reading a value loses none)" if empty else ""
+            )
             found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", why))
     for new in added:
         if new not in renamed:

@@ -10,6 +10,7 @@ whose measurement was invalid on either side (``Table.unmeasured``) is compared
 with nothing, and the gate cannot pass: its verdict is INCOMPLETE. Every step of a check's outcome and the
 finding it makes: docs/gate-outcomes.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -25,7 +26,13 @@ from .stats import ALPHA
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
 ABSENT = "not run"  # the side of a row whose results hold no test of it
-IMPROVED = {"failed": "fixed", "error": "fixed", "not_run": "fixed", "xfail": "known deviation fixed", "unsupported": "now supported"}
+IMPROVED = {
+    "failed": "fixed",
+    "error": "fixed",
+    "not_run": "fixed",
+    "xfail": "known deviation fixed",
+    "unsupported": "now supported",
+}
 KINDS = ("regression", "improvement", "noise", "change")
 NOT_GATED = "not gated"  # a timing move across sessions with no drift calibration: listed, not judged (slo.table)
 UNMEASURED = "measurement invalid on one side: no verdict on the server"
@@ -88,7 +95,11 @@ class GateResult:
 
 
 def pair_targets(
-    baseline: SessionResults, candidate: SessionResults, explicit: dict[str, str] | None = None, *, exclusive: bool = False
+    baseline: SessionResults,
+    candidate: SessionResults,
+    explicit: dict[str, str] | None = None,
+    *,
+    exclusive: bool = False,
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """``[(baseline_id, candidate_id)]`` and the ids left unpaired (with the side they are on).
 
@@ -154,7 +165,12 @@ def _step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | Non
     return "change", detail
 
 
-def _compare_checks(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], pairing: Pairing, unmeasured: set[str]) -> list[Finding]:
+def _compare_checks(
+    before: dict[str, dict[str, CheckCell]],
+    after: dict[str, dict[str, CheckCell]],
+    pairing: Pairing,
+    unmeasured: set[str],
+) -> list[Finding]:
     """``unmeasured``: node ids whose measurement was invalid; a row that holds one is a change, never a regression."""
     found = []
     pair = pairing.label
@@ -175,10 +191,14 @@ def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[s
     b, c = baseline.environment.get("git", {}), candidate.environment.get("git", {})
     warnings = []
     if b.get("commit") and c.get("commit") and b["commit"] != c["commit"]:
-        warnings.append(f"baseline and candidate ran different suite code ({b.get('describe') or b['commit'][:12]} v "
-                        f"{c.get('describe') or c['commit'][:12]}): a difference may come from the suites, not the server")
+        warnings.append(
+            f"baseline and candidate ran different suite code ({b.get('describe') or b['commit'][:12]} v "
+            f"{c.get('describe') or c['commit'][:12]}): a difference may come from the suites, not the server"
+        )
     elif b.get("dirty") or c.get("dirty"):
-        warnings.append("a run came from a checkout with uncommitted changes: the suites may have differed between runs")
+        warnings.append(
+            "a run came from a checkout with uncommitted changes: the suites may have differed between runs"
+        )
     return warnings
 
 
@@ -195,13 +215,20 @@ def compare(
     """``drift``: how far timing moves between sessions on this machine (``pytest-infer calibrate``); without it,
     timing measured in separate sessions is listed, not gated. Timing measured in turns is gated either way."""
     paired, unpaired = pair_targets(baseline, candidate, pairs, exclusive=exclusive)
-    result = GateResult(pairs=paired, unpaired=unpaired, rules=[r.describe() for r in rules], warnings=code_warnings(baseline, candidate))
+    result = GateResult(
+        pairs=paired,
+        unpaired=unpaired,
+        rules=[r.describe() for r in rules],
+        warnings=code_warnings(baseline, candidate),
+    )
     before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:
         label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
         pairing = Pairing(b, c, label, rules, alpha, drift)
         result.pair_labels.append(pairing.label)
-        invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {n for t in candidate.tables.values() for n in t.unmeasured(c)}
+        invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {
+            n for t in candidate.tables.values() for n in t.unmeasured(c)
+        }
         checks = _compare_checks(before, after, pairing, invalid)
         result.findings += checks
         result.unmeasured += [f"{f.subject} on {pairing.label}" for f in checks if f.detail == UNMEASURED]

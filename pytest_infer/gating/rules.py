@@ -7,6 +7,7 @@ relative (``10%``) or absolute in the figure's own unit (``25`` or ``25ms`` for
 a ``*_ms`` figure). The catalogue says which direction is bad: throughput-like
 figures must not fall, all others (latencies, memory) must not rise.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -78,7 +79,9 @@ def parse_rule(text: str) -> Rule:
     number, unit = match.groups()
     relative = unit == "%"
     if unit and not relative and not metric.lower().endswith(f"_{unit.lower()}"):
-        raise RuleError(f"{text!r}: an absolute threshold in {unit!r} needs a metric named *_{unit} (or use a percentage)")
+        raise RuleError(
+            f"{text!r}: an absolute threshold in {unit!r} needs a metric named *_{unit} (or use a percentage)"
+        )
     return Rule(metric.strip(), float(number), relative, text.strip())
 
 

@@ -10,6 +10,7 @@ shared the machine's state, so the pairs' differences are tested instead
 (Wilcoxon signed-rank, exact, again without a normality assumption): the drift
 both saw cancels, which no unpaired test can use.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,7 +62,11 @@ def paired_worse_test(before: list[float], after: list[float], *, higher_is_bett
     differences = [a - b for a, b in zip(after, before)]
     if not any(differences):
         return 1.0  # identical runs: no evidence either way (scipy refuses all-zero differences)
-    return float(wilcoxon(differences, alternative="less" if higher_is_better else "greater", method="auto", zero_method="zsplit").pvalue)
+    return float(
+        wilcoxon(
+            differences, alternative="less" if higher_is_better else "greater", method="auto", zero_method="zsplit"
+        ).pvalue
+    )
 
 
 def significance(

@@ -5,6 +5,7 @@ timestamped the moment it returns; the events it carries share that time, so
 parsing cost never shifts a timestamp, it can only delay the next read (which
 the event-loop lag monitor sees).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,7 +27,9 @@ COMPLETIONS_PATH = "/v1/completions"
 def async_client(endpoint: Endpoint, *, concurrency: int) -> httpx.AsyncClient:
     """One connection per concurrent stream, kept alive, so no request waits on the pool."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    return httpx.AsyncClient(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits)
+    return httpx.AsyncClient(
+        base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits
+    )
 
 
 class StreamSink:
@@ -66,7 +69,9 @@ class StreamSink:
             self.trace.end_ns = now
 
 
-async def stream_request(client: httpx.AsyncClient, path: str, body: dict[str, Any], trace: RequestTrace) -> RequestTrace:
+async def stream_request(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], trace: RequestTrace
+) -> RequestTrace:
     """Send one streamed request through httpx and fill ``trace``; never raises except on cancellation."""
     clock = time.perf_counter_ns
     sink = StreamSink(trace)

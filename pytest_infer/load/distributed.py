@@ -31,6 +31,7 @@ wait). The merged run carries the worst process's (the loop-lag samples of the o
 highest p99, the usage of the busiest), so the validity rules judge it as they judge one client;
 ``DistributedRun.processes`` keeps every process's figures and clock offset.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,7 +68,8 @@ POLL_S = 0.02  # a process's check for "everyone's measured requests have ended"
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """One process's part of a load: its rank among ``processes``, the whole load's spec, the common start (its own clock)."""
+    """One process's part of a load: its rank among ``processes``, the whole load's spec, the common start (its own
+    clock)."""
 
     rank: int
     processes: int
@@ -88,8 +90,11 @@ class ClockOffset:
         return self.offset_ns if self.applied else 0
 
 
-def clock_offset(remote_clock: Callable[[], int], rounds: int = CLOCK_ROUNDS, clock: Callable[[], int] = time.perf_counter_ns) -> ClockOffset:
-    """``remote_clock()`` returns the other process's clock; its offset = remote - (send + receive) / 2 at the fastest round trip."""
+def clock_offset(
+    remote_clock: Callable[[], int], rounds: int = CLOCK_ROUNDS, clock: Callable[[], int] = time.perf_counter_ns
+) -> ClockOffset:
+    """``remote_clock()`` returns the other process's clock; its offset = remote - (send + receive) / 2 at the fastest
+    round trip."""
     best: tuple[int, int] | None = None
     for _ in range(rounds):
         sent = clock()
@@ -137,7 +142,8 @@ class _Signals(Protocol):
 
 
 class _ProcessSignals:
-    """Same host: this process's Event (set when its measured requests have ended) and everyone's (set by the driver)."""
+    """Same host: this process's Event (set when its measured requests have ended) and everyone's (set by the
+    driver)."""
 
     def __init__(self, mine: Any, everyone: Any) -> None:
         self.mine, self.everyone = mine, everyone
@@ -168,12 +174,23 @@ class _ShareRunner(_Runner):
     (so request ``i`` asks what the single client's request ``i`` asks), the open loop's whole schedule,
     and cool-down until every process's measured requests have ended."""
 
-    def __init__(self, client: Any, spec: LoadSpec, workload: Workload, body_for: Callable[[int], dict[str, Any]], *, share: Share, signals: _Signals) -> None:
+    def __init__(
+        self,
+        client: Any,
+        spec: LoadSpec,
+        workload: Workload,
+        body_for: Callable[[int], dict[str, Any]],
+        *,
+        share: Share,
+        signals: _Signals,
+    ) -> None:
         super().__init__(client, spec, workload, body_for)
         self.share, self.signals = share, signals
         self.measured_ended = False
 
-    def _finish(self) -> None:  # this process's measured requests have all ended; the load goes on until everyone's have
+    def _finish(
+        self,
+    ) -> None:  # this process's measured requests have all ended; the load goes on until everyone's have
         if self.measured_ended:
             return
         self.measured_ended = True
@@ -198,7 +215,8 @@ class _ShareRunner(_Runner):
             await asyncio.gather(everyone, return_exceptions=True)
 
     async def closed(self) -> None:
-        """This share's streams; its ticket ``i`` (its own warm-up, measured and cool-down count) is request ``i * P + rank``."""
+        """This share's streams; its ticket ``i`` (its own warm-up, measured and cool-down count) is request ``i * P +
+        rank``."""
         tickets, processes, rank = itertools.count(), self.share.processes, self.share.rank
 
         async def stream() -> None:
@@ -206,7 +224,9 @@ class _ShareRunner(_Runner):
                 i = next(tickets)
                 await self.send(RequestTrace(i * processes + rank, self.phase(i)))
 
-        await self._together(lambda: self._until_done([asyncio.create_task(stream()) for _ in range(self.spec.concurrency)]))
+        await self._together(
+            lambda: self._until_done([asyncio.create_task(stream()) for _ in range(self.spec.concurrency)])
+        )
 
     async def poisson(self) -> None:
         spec = self.share.spec
@@ -227,7 +247,11 @@ class _ShareRunner(_Runner):
         if not self.issuing_measured:
             return "cooldown"
         first = first_measured if first_measured is not None else intended
-        measured = i < spec.warmup_requests + spec.requests if spec.requests else (intended - first) <= (spec.duration_s or 0) * 1e9
+        measured = (
+            i < spec.warmup_requests + spec.requests
+            if spec.requests
+            else (intended - first) <= (spec.duration_s or 0) * 1e9
+        )
         if not measured:
             self.issuing_measured = False
             if self.measured_in_flight == 0:
@@ -259,7 +283,11 @@ class _ShareRunner(_Runner):
                     await asyncio.sleep(delay)
                 if self.done.is_set():
                     return
-                tasks.append(asyncio.create_task(self.send(RequestTrace(i, self.open_phase(i, intended, first_measured), intended_ns=intended))))
+                tasks.append(
+                    asyncio.create_task(
+                        self.send(RequestTrace(i, self.open_phase(i, intended, first_measured), intended_ns=intended))
+                    )
+                )
             self.issuing_measured = False  # a finite schedule (a replayed trace) ran out
             if self.measured_in_flight == 0:
                 self._finish()
@@ -302,11 +330,13 @@ class ProcessFigures:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rank": self.rank, "host": self.host, "node": self.node, "pid": self.pid, "share": self.share, "requests": self.requests,
+            "rank": self.rank, "host": self.host, "node": self.node, "pid": self.pid, "share": self.share,
+            "requests": self.requests,
             "busy_share": round(self.client.busy_share, 3), "cpu_share": round(self.client.cpu_share, 3),
             "wait_share": None if self.client.wait_share is None else round(self.client.wait_share, 3),
-            "loop_lag_p99_ms": None if self.loop_lag_p99_ms is None else round(self.loop_lag_p99_ms, 2), "loop_lag_samples": len(self.loop_lag_ms),
-            "clock_offset_ms": round(self.clock.offset_ns / 1e6, 3), "clock_uncertainty_ms": round(self.clock.uncertainty_ns / 1e6, 3),
+            "loop_lag_p99_ms": None if self.loop_lag_p99_ms is None else round(self.loop_lag_p99_ms, 2),
+            "loop_lag_samples": len(self.loop_lag_ms), "clock_offset_ms": round(self.clock.offset_ns / 1e6, 3),
+            "clock_uncertainty_ms": round(self.clock.uncertainty_ns / 1e6, 3),
             "clock_offset_applied": self.clock.applied,
         }  # fmt: skip
 
@@ -326,7 +356,11 @@ class DistributedRun(LoadRun):
 
     def describe(self) -> dict[str, Any]:
         out = LoadRun.describe(self)  # zero-argument super() does not work in a slots dataclass
-        out["client_processes"] = {"how": self.how, "clock_uncertainty_ms": round(self.clock_uncertainty_ms, 3), "processes": [p.to_dict() for p in self.processes]}
+        out["client_processes"] = {
+            "how": self.how,
+            "clock_uncertainty_ms": round(self.clock_uncertainty_ms, 3),
+            "processes": [p.to_dict() for p in self.processes],
+        }
         return out
 
 
@@ -344,7 +378,15 @@ def _shifted(trace: RequestTrace, shift: int) -> RequestTrace:
     return trace
 
 
-def merge(spec: LoadSpec, workload: Workload, parts: Sequence[_Part], clocks: Sequence[ClockOffset], *, calibration: Calibration, how: str = "processes") -> DistributedRun:
+def merge(
+    spec: LoadSpec,
+    workload: Workload,
+    parts: Sequence[_Part],
+    clocks: Sequence[ClockOffset],
+    *,
+    calibration: Calibration,
+    how: str = "processes",
+) -> DistributedRun:
     """The processes' runs as one: traces on the driver's clock, the window from the first measured send
     to the last measured end across all, the worst process's monitors."""
     traces: list[RequestTrace] = []
@@ -378,21 +420,35 @@ def merge(spec: LoadSpec, workload: Workload, parts: Sequence[_Part], clocks: Se
     )  # fmt: skip
 
 
-async def _run_share(share: Share, spec: LoadSpec, endpoint: Endpoint, workload: Workload, calibration: Calibration, seed: int, transport: str, signals: _Signals) -> LoadRun:
+async def _run_share(
+    share: Share,
+    spec: LoadSpec,
+    endpoint: Endpoint,
+    workload: Workload,
+    calibration: Calibration,
+    seed: int,
+    transport: str,
+    signals: _Signals,
+) -> LoadRun:
     runner = functools.partial(_ShareRunner, share=share, signals=signals)
-    return await run_load_async(endpoint, spec, workload, calibration=calibration, seed=seed, transport=transport, runner_class=runner)
+    return await run_load_async(
+        endpoint, spec, workload, calibration=calibration, seed=seed, transport=transport, runner_class=runner
+    )
 
 
 # -- same host: one process per core ------------------------------------------------------------
 
 
-def _process_main(share: Share, spec: LoadSpec, endpoint: Endpoint, workload: Workload, calibration: Calibration, seed: int, transport: str,
+def _process_main(share: Share, spec: LoadSpec, endpoint: Endpoint, workload: Workload, calibration: Calibration,
+                  seed: int, transport: str,
                   ready: Any, go: Any, start_ns: Any, mine: Any, everyone: Any, results: Any) -> None:  # fmt: skip
     try:
         ready.put(share.rank)
         go.wait()
         share = replace(share, start_ns=start_ns.value)
-        run = asyncio.run(_run_share(share, spec, endpoint, workload, calibration, seed, transport, _ProcessSignals(mine, everyone)))
+        run = asyncio.run(
+            _run_share(share, spec, endpoint, workload, calibration, seed, transport, _ProcessSignals(mine, everyone))
+        )
         results.put((share.rank, _Part(share.rank, socket.gethostname(), os.getpid(), run), None))
     except BaseException:  # noqa: BLE001  reported to the driver, which raises it
         mine.set()
@@ -407,12 +463,15 @@ def _get(q: Any, procs: list[Any], timeout_s: float, what: str) -> Any:
         except queue.Empty:
             dead = [p for p in procs if p.exitcode not in (None, 0)]
             if dead:
-                raise RuntimeError(f"load process {dead[0].name} exited with {dead[0].exitcode} before {what}") from None
+                raise RuntimeError(
+                    f"load process {dead[0].name} exited with {dead[0].exitcode} before {what}"
+                ) from None
             if time.monotonic() > deadline:
                 raise RuntimeError(f"load processes: no {what} within {timeout_s:g} s") from None
 
 
-def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int, calibration: Calibration, seed: int, transport: str,
+def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int, calibration: Calibration,
+                   seed: int, transport: str,
                    at_window_end: Callable[[], Any]) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
     ctx = multiprocessing.get_context("spawn")
     specs = process_specs(spec, processes)
@@ -423,7 +482,8 @@ def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, proce
     mine = [ctx.Event() for _ in range(n)]
     procs = [
         ctx.Process(target=_process_main, name=f"pytest-infer-load-{k}", daemon=True,
-                    args=(Share(k, n, spec), specs[k], endpoint, workload, calibration, seed, transport, ready, go, start_ns, mine[k], everyone, results))
+                    args=(Share(k, n, spec), specs[k], endpoint, workload, calibration, seed, transport, ready, go,
+                          start_ns, mine[k], everyone, results))
         for k in range(n)
     ]  # fmt: skip
     for p in procs:
@@ -437,7 +497,9 @@ def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, proce
             while not event.wait(0.25):
                 dead = [p for p in procs if p.exitcode is not None]
                 if dead:
-                    raise RuntimeError(f"load process {dead[0].name} exited with {dead[0].exitcode} during the measured window")
+                    raise RuntimeError(
+                        f"load process {dead[0].name} exited with {dead[0].exitcode} during the measured window"
+                    )
         everyone.set()
         at_window_end()
         parts: dict[int, _Part] = {}
@@ -471,8 +533,20 @@ class RayLoadWorker:
     def clock(self) -> int:
         return time.perf_counter_ns()
 
-    def run(self, share: Share, spec: LoadSpec, endpoint: Endpoint, workload: Workload, calibration: Calibration, seed: int, transport: str, flags: Any) -> _Part:
-        run = asyncio.run(_run_share(share, spec, endpoint, workload, calibration, seed, transport, _RaySignals(flags, share.rank)))
+    def run(
+        self,
+        share: Share,
+        spec: LoadSpec,
+        endpoint: Endpoint,
+        workload: Workload,
+        calibration: Calibration,
+        seed: int,
+        transport: str,
+        flags: Any,
+    ) -> _Part:
+        run = asyncio.run(
+            _run_share(share, spec, endpoint, workload, calibration, seed, transport, _RaySignals(flags, share.rank))
+        )
         node, host, pid = self.where()
         return _Part(share.rank, host, pid, run, node)
 
@@ -510,8 +584,9 @@ def _ray() -> Any:
     return ray
 
 
-def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int | None, address: str, calibration: Calibration, seed: int,
-             transport: str, at_window_end: Callable[[], Any], apply_clock_offsets: bool | None) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
+def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int | None, address: str,
+             calibration: Calibration, seed: int, transport: str, at_window_end: Callable[[], Any],
+             apply_clock_offsets: bool | None) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
     ray = _ray()
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -529,19 +604,40 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
         try:
             ray.get(pg.ready(), timeout=STARTUP_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
-            raise RuntimeError(f"the Ray cluster at {address} has no room for {n} load actors of one CPU each") from None
+            raise RuntimeError(
+                f"the Ray cluster at {address} has no room for {n} load actors of one CPU each"
+            ) from None
         worker = ray.remote(RayLoadWorker)
-        actors = [worker.options(num_cpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=k)).remote() for k in range(n)]
+        actors = [
+            worker.options(
+                num_cpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=k)
+            ).remote()
+            for k in range(n)
+        ]
         where = ray.get([a.where.remote() for a in actors], timeout=STARTUP_TIMEOUT_S)
         here = ray.get_runtime_context().get_node_id()
         clocks = []
         for actor, (node, _, _) in zip(actors, where):
             measured = clock_offset(functools.partial(_remote_clock, ray, actor))
-            clocks.append(replace(measured, applied=apply_clock_offsets if apply_clock_offsets is not None else node != here))
+            clocks.append(
+                replace(measured, applied=apply_clock_offsets if apply_clock_offsets is not None else node != here)
+            )
         flags = ray.remote(num_cpus=0)(RayFlags).remote(n)  # no CPU of its own: the bundles may hold every one
         everyone = flags.wait_all.remote()
         start = time.perf_counter_ns() + int(RAY_START_LEAD_S * 1e9)
-        refs = [a.run.remote(Share(k, n, spec, start + clocks[k].shift_ns), specs[k], endpoint, workload, calibration, seed, transport, flags) for k, a in enumerate(actors)]
+        refs = [
+            a.run.remote(
+                Share(k, n, spec, start + clocks[k].shift_ns),
+                specs[k],
+                endpoint,
+                workload,
+                calibration,
+                seed,
+                transport,
+                flags,
+            )
+            for k, a in enumerate(actors)
+        ]
         pending = list(refs)
         while True:
             ready, _ = ray.wait([everyone, *pending], num_returns=1)
@@ -599,10 +695,25 @@ def run_load_distributed(
     at_window_end = watch.at_window_end if watch is not None else (lambda: None)
     with ResourceSampler(server_pid) as sampler:
         if ray_address is not None:
-            parts, clocks = _run_ray(endpoint, spec, workload, processes, ray_address, calibration, seed, transport, at_window_end, apply_clock_offsets)
+            parts, clocks = _run_ray(
+                endpoint,
+                spec,
+                workload,
+                processes,
+                ray_address,
+                calibration,
+                seed,
+                transport,
+                at_window_end,
+                apply_clock_offsets,
+            )
         else:
-            parts, clocks = _run_processes(endpoint, spec, workload, processes or os.cpu_count() or 1, calibration, seed, transport, at_window_end)
-    run = merge(spec, workload, parts, clocks, calibration=calibration, how="ray" if ray_address is not None else "processes")
+            parts, clocks = _run_processes(
+                endpoint, spec, workload, processes or os.cpu_count() or 1, calibration, seed, transport, at_window_end
+            )
+    run = merge(
+        spec, workload, parts, clocks, calibration=calibration, how="ray" if ray_address is not None else "processes"
+    )
     sampler.close_window(run.window_start_ns, run.window_end_ns)
     run.resources = sampler.peak
     if watch is not None:

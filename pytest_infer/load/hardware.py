@@ -3,6 +3,7 @@
 NVML is optional (``pip install pytest-infer[gpu]``): without it, or without a
 driver, the host reads as CPU-only, which the SLO suite states in its results.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,9 @@ from .monitor import nvml_status
 @dataclass(slots=True)
 class Hardware:
     accelerator: str  # "gpu" or "cpu"
-    gpus: list[dict[str, Any]] = field(default_factory=list)  # name, memory_gb, energy_counter (NVML's total energy counter readable)
+    gpus: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # name, memory_gb, energy_counter (NVML's total energy counter readable)
     driver: str | None = None
     cuda: str | None = None  # the CUDA version the driver supports (NVML), e.g. "12.4"
     cpu: str = ""
@@ -50,8 +53,13 @@ def detect_hardware() -> Hardware:
         for i in range(nv.nvmlDeviceGetCount()):
             handle = nv.nvmlDeviceGetHandleByIndex(i)
             memory = nv.nvmlDeviceGetMemoryInfo(handle).total
-            hw.gpus.append({"name": _text(nv.nvmlDeviceGetName(handle)), "memory_gb": round(memory / 2**30, 1),
-                            "energy_counter": _has_energy_counter(nv, handle)})
+            hw.gpus.append(
+                {
+                    "name": _text(nv.nvmlDeviceGetName(handle)),
+                    "memory_gb": round(memory / 2**30, 1),
+                    "energy_counter": _has_energy_counter(nv, handle),
+                }
+            )
     except Exception as exc:  # noqa: BLE001  a broken NVML is reported, not fatal
         hw.nvml = f"error: {exc}"
     if hw.gpus:

@@ -1,6 +1,7 @@
 """The client watching itself (event-loop lag, its thread's CPU and run-queue wait)
 and the server's resource use (process-tree RSS; GPU memory through NVML).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -138,7 +139,8 @@ class ResourcePeak:
 
 
 def _between(series: list[tuple[int, list[int]]], start_ns: int, end_ns: int) -> list[float] | None:
-    """Per-GPU counter increase from ``start_ns`` to ``end_ns``, each end read off the line between the samples around it."""
+    """Per-GPU counter increase from ``start_ns`` to ``end_ns``, each end read off the line between the samples around
+    it."""
 
     def at(t: int) -> list[float] | None:
         before = [s for s in series if s[0] <= t]
@@ -183,7 +185,9 @@ class ResourceSampler:
             self.peak.gpu_memory_bytes = [max(a, b) for a, b in zip(old, used)]
             if "energy" not in self.peak.not_measured:
                 try:
-                    self._energy.append((time.perf_counter_ns(), [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles]))
+                    self._energy.append(
+                        (time.perf_counter_ns(), [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles])
+                    )
                 except Exception as exc:  # noqa: BLE001  pre-Volta GPUs and some virtual ones lack the counter
                     self.peak.not_measured["energy"] = f"{ENERGY_COUNTER} not supported here ({exc})"
         self.peak.samples += 1

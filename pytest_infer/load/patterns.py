@@ -19,6 +19,7 @@ over the same window. Where the framework's metric names are known, the server's
 ``/metrics`` are scraped before the first request, at the window's end and after the
 drain (``server_metrics.py``), so no scrape falls inside the measured window.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -104,7 +105,9 @@ class Workload:
     shared_prefix_tokens: int = 0
     ignore_eos: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
-    shared_prefix_share: float = 1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
+    shared_prefix_share: float = (
+        1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
+    )
     turns: int = 1  # > 1: multi-turn conversations, each turn carrying the ones before
     trace_file: str | None = None  # replay: each request's lengths and shared blocks from this trace (mode "replay")
     trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS  # tokens per hash_ids block of the trace
@@ -117,7 +120,9 @@ class Workload:
         if self.turns > 1 and self.api != "chat":
             raise ValueError("multi-turn conversations are chat messages: use api chat")
         if self.trace_file and (self.turns > 1 or self.shared_prefix_tokens):
-            raise ValueError("a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens")
+            raise ValueError(
+                "a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens"
+            )
 
     @property
     def path(self) -> str:
@@ -150,7 +155,13 @@ class LoadRun:
 
 
 class _Runner:
-    def __init__(self, client: httpx.AsyncClient | RawClient, spec: LoadSpec, workload: Workload, body_for: Callable[[int], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient | RawClient,
+        spec: LoadSpec,
+        workload: Workload,
+        body_for: Callable[[int], dict[str, Any]],
+    ) -> None:
         self.client, self.spec, self.workload, self.body_for = client, spec, workload, body_for
         self.traces: list[RequestTrace] = []
         self.window_start_ns: int | None = None
@@ -162,7 +173,9 @@ class _Runner:
         self.times_start: ThreadTimes | None = None
         self.times_end: ThreadTimes | None = None
         self.at_window_end: Callable[[], Any] | None = None  # blocking; run in a thread once the window has closed
-        self.on_end: Callable[[int], None] | None = None  # told each request's index once it has ended (a conversation's next turn waits for it)
+        self.on_end: Callable[[int], None] | None = (
+            None  # told each request's index once it has ended (a conversation's next turn waits for it)
+        )
 
     def phase(self, i: int) -> str:
         spec = self.spec
@@ -326,7 +339,9 @@ async def run_load_async(
     start = runner.window_start_ns or 0
     end = runner.window_end_ns or start
     sampler.close_window(start, end)
-    usage = ClientUsage.between(runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9)
+    usage = ClientUsage.between(
+        runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9
+    )
     return LoadRun(
         spec=spec,
         workload=workload,

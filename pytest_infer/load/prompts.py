@@ -9,6 +9,7 @@ costs on average (two random probes of 16 and 80 words missed it by 16% on the
 tiny model's byte-level tokenizer). The measured prompt length is reported with
 the figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,15 +23,113 @@ from ..adapters.registry import FrameworkTable
 from .client import CHAT_PATH, COMPLETIONS_PATH
 
 WORDS = [
-    "time", "year", "people", "way", "day", "man", "thing", "woman", "life", "child", "world", "school", "state",
-    "family", "student", "group", "country", "problem", "hand", "part", "place", "case", "week", "company",
-    "system", "program", "question", "work", "government", "number", "night", "point", "home", "water", "room",
-    "mother", "area", "money", "story", "fact", "month", "lot", "right", "study", "book", "eye", "job", "word",
-    "business", "issue", "side", "kind", "head", "house", "service", "friend", "father", "power", "hour", "game",
-    "line", "end", "member", "law", "car", "city", "community", "name", "president", "team", "minute", "idea",
-    "kid", "body", "information", "back", "parent", "face", "others", "level", "office", "door", "health", "person",
-    "art", "war", "history", "party", "result", "change", "morning", "reason", "research", "girl", "guy", "moment",
-    "air", "teacher", "force", "education", "river", "stone", "garden", "window", "music", "paper", "light",
+    "time",
+    "year",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+    "car",
+    "city",
+    "community",
+    "name",
+    "president",
+    "team",
+    "minute",
+    "idea",
+    "kid",
+    "body",
+    "information",
+    "back",
+    "parent",
+    "face",
+    "others",
+    "level",
+    "office",
+    "door",
+    "health",
+    "person",
+    "art",
+    "war",
+    "history",
+    "party",
+    "result",
+    "change",
+    "morning",
+    "reason",
+    "research",
+    "girl",
+    "guy",
+    "moment",
+    "air",
+    "teacher",
+    "force",
+    "education",
+    "river",
+    "stone",
+    "garden",
+    "window",
+    "music",
+    "paper",
+    "light",
     "market",
 ]
 # the frameworks whose adapter says they accept ``ignore_eos`` (``framework in IGNORE_EOS_FRAMEWORKS``)
@@ -68,7 +167,14 @@ def seeded_words(key: str, n: float) -> str:
 
 
 def request_body(
-    api: str, model: str, prompt: str | list[dict[str, str]], max_tokens: int, *, stream: bool, ignore_eos: bool, extra: dict[str, Any] | None = None
+    api: str,
+    model: str,
+    prompt: str | list[dict[str, str]],
+    max_tokens: int,
+    *,
+    stream: bool,
+    ignore_eos: bool,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A chat or completions body; ``prompt`` is the user's text, or (chat) the whole message list of a conversation."""
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0}
@@ -111,11 +217,22 @@ class PromptFactory:
     unique words of the same total length instead.
     """
 
-    def __init__(self, calibration: Calibration, input_tokens: int, shared_prefix_tokens: int = 0, seed: int | str = 0, share: float = 1.0) -> None:
+    def __init__(
+        self,
+        calibration: Calibration,
+        input_tokens: int,
+        shared_prefix_tokens: int = 0,
+        seed: int | str = 0,
+        share: float = 1.0,
+    ) -> None:
         self.seed, self.share = seed, share
         self.calibration = calibration
         self.total_words = calibration.words_for(input_tokens)
-        prefix_words = min(int(self.total_words) - 1, round(shared_prefix_tokens / calibration.tokens_per_word)) if shared_prefix_tokens else 0
+        prefix_words = (
+            min(int(self.total_words) - 1, round(shared_prefix_tokens / calibration.tokens_per_word))
+            if shared_prefix_tokens
+            else 0
+        )
         self.unique_words = self.total_words - prefix_words
         self.prefix = _words(random.Random(f"prefix-{seed}"), prefix_words) + " " if prefix_words else ""
 

@@ -10,6 +10,7 @@ Scope, on purpose: plain ``http://`` POST with a JSON body; responses framed by
 ``Content-Length``, chunked transfer-encoding, or connection close; keep-alive
 connections reused one request at a time. ``https://`` endpoints use httpx.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -205,7 +206,10 @@ class RawClient:
     async def stream(self, path: str, body: dict[str, Any], trace: RequestTrace) -> RequestTrace:
         """Send one streamed request and fill ``trace``; never raises except on cancellation."""
         content = json.dumps(body).encode()
-        request = f"POST {self.prefix}{path} HTTP/1.1\r\n{self._header}Content-Length: {len(content)}\r\n\r\n".encode() + content
+        request = (
+            f"POST {self.prefix}{path} HTTP/1.1\r\n{self._header}Content-Length: {len(content)}\r\n\r\n".encode()
+            + content
+        )
         sink = StreamSink(trace)
         conn: _Connection | None = None
         try:

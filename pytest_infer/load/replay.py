@@ -14,6 +14,7 @@ Other keys (``session_id`` ...) are ignored; blank lines are skipped. Each hash 
 same seeded words in every request that lists it, so the server's prefix cache sees the sharing
 the trace recorded; the last block is cut (or unique words added) to meet ``input_length``.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,11 +66,20 @@ def parse_trace(text: str, source: str = "trace") -> tuple[TraceRequest, ...]:
             raise TraceError(f"{where}: timestamp (ms) must be a number, not {stamp!r}")
         first = stamp if first is None else first
         if out and stamp - first < out[-1].offset_ms:
-            raise TraceError(f"{where}: timestamp {stamp:g} is before the previous line's: the trace must be in arrival order")
+            raise TraceError(
+                f"{where}: timestamp {stamp:g} is before the previous line's: the trace must be in arrival order"
+            )
         hash_ids = entry.get("hash_ids", [])
         if not isinstance(hash_ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hash_ids):
             raise TraceError(f"{where}: hash_ids must be a list of integers")
-        out.append(TraceRequest(float(stamp - first), _count(entry, "input_length", where), _count(entry, "output_length", where), tuple(hash_ids)))
+        out.append(
+            TraceRequest(
+                float(stamp - first),
+                _count(entry, "input_length", where),
+                _count(entry, "output_length", where),
+                tuple(hash_ids),
+            )
+        )
     if not out:
         raise TraceError(f"{source}: no requests in the trace")
     return tuple(out)
@@ -97,7 +107,9 @@ def gaps_ns(trace: tuple[TraceRequest, ...], speedup: float = 1.0) -> list[int]:
 class TracePrompts:
     """Prompt text for trace requests: block ``h`` is the same words wherever it appears."""
 
-    def __init__(self, calibration: Calibration, block_tokens: int = MOONCAKE_BLOCK_TOKENS, seed: int | str = 0) -> None:
+    def __init__(
+        self, calibration: Calibration, block_tokens: int = MOONCAKE_BLOCK_TOKENS, seed: int | str = 0
+    ) -> None:
         self.calibration, self.seed = calibration, seed
         self.block_words = max(1.0, block_tokens / calibration.tokens_per_word)
 

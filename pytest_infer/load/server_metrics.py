@@ -11,6 +11,7 @@ compares the two.
 The text is parsed by prometheus_client's ``text_string_to_metric_families``.
 Series of one name are summed over their labels (finish reason, engine, model).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,7 +41,9 @@ class Snapshot:
 
     at_ns: int
     values: dict[str, float] = field(default_factory=dict)
-    buckets: dict[str, dict[float, float]] = field(default_factory=dict)  # histogram base name -> le -> cumulative count
+    buckets: dict[str, dict[float, float]] = field(
+        default_factory=dict
+    )  # histogram base name -> le -> cumulative count
 
     def value(self, name: str | None) -> float | None:
         return None if name is None else self.values.get(name)
@@ -142,7 +145,9 @@ class ServerFigures:
     prefix_cache_hits: float | None = None
     prefix_cache_queries: float | None = None
     preemptions: float | None = None
-    under_load: dict[str, float | None] = field(default_factory=dict)  # gauges at the window's end (cool-down still running)
+    under_load: dict[str, float | None] = field(
+        default_factory=dict
+    )  # gauges at the window's end (cool-down still running)
     span_s: float = 0.0
     error: str | None = None
 
@@ -156,7 +161,14 @@ class ServerFigures:
         if self.error:
             out["error"] = self.error
             return out
-        for key in ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "prefix_cache_queries", "preemptions"):
+        for key in (
+            "requests",
+            "prompt_tokens",
+            "output_tokens",
+            "prefix_cache_hits",
+            "prefix_cache_queries",
+            "preemptions",
+        ):
             value = getattr(self, key)
             if value is not None:
                 out[key] = int(round(value))
@@ -175,7 +187,9 @@ COUNTERS = ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "
 GAUGES = ("kv_cache_usage", "running", "waiting")
 
 
-def figures_between(names: ServerMetricNames, before: Snapshot, after: Snapshot, under_load: Snapshot | None = None) -> ServerFigures:
+def figures_between(
+    names: ServerMetricNames, before: Snapshot, after: Snapshot, under_load: Snapshot | None = None
+) -> ServerFigures:
     out = ServerFigures(names, span_s=(after.at_ns - before.at_ns) / 1e9)
     for key in COUNTERS:
         name = getattr(names, key)
@@ -232,7 +246,9 @@ class ServerWatch:
                 return
             done = self.after.value(self.names.requests)
             running = self.after.value(self.names.running)
-            settled = (done is None or done - (self.before.value(self.names.requests) or 0.0) >= requests_sent) and not running
+            settled = (
+                done is None or done - (self.before.value(self.names.requests) or 0.0) >= requests_sent
+            ) and not running
             if settled:
                 return
             time.sleep(SETTLE_INTERVAL_S)
@@ -241,4 +257,3 @@ class ServerWatch:
         if self.before is None or self.after is None:
             return ServerFigures(self.names, error=self.error or "not scraped")
         return figures_between(self.names, self.before, self.after, self.under_load)
-

@@ -3,6 +3,7 @@
 Kept free of I/O so that it is micro-benchmarked (benchmarks/test_hot_path.py)
 and unit-tested on byte streams cut at every position.
 """
+
 from __future__ import annotations
 
 import json

@@ -4,6 +4,7 @@ Every time is ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on Linux, so it is
 comparable across processes on one host: the client benchmark relies on that).
 Metrics are computed later, from these records only, by ``pytest_infer.metrics``.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

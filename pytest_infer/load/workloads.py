@@ -14,6 +14,7 @@ request continues the conversation that has waited longest since its last turn e
 starts a new one when none is waiting: in a closed loop each stream runs one conversation at a
 time; in an open loop an arrival continues a conversation whose answer is in.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -31,11 +32,19 @@ class Bodies:
 
     def __init__(self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0) -> None:
         self.workload, self.model = workload, model
-        self.prompts = PromptFactory(calibration, workload.input_tokens, workload.shared_prefix_tokens, seed=seed, share=workload.shared_prefix_share)
+        self.prompts = PromptFactory(
+            calibration,
+            workload.input_tokens,
+            workload.shared_prefix_tokens,
+            seed=seed,
+            share=workload.shared_prefix_share,
+        )
 
     def _body(self, prompt: str | list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
         w = self.workload
-        return request_body(w.api, self.model, prompt, max_tokens, stream=True, ignore_eos=w.ignore_eos, extra=w.extra_body)
+        return request_body(
+            w.api, self.model, prompt, max_tokens, stream=True, ignore_eos=w.ignore_eos, extra=w.extra_body
+        )
 
     def body(self, i: int) -> dict[str, Any]:
         return self._body(self.prompts.prompt(i), self.workload.output_tokens)
@@ -60,8 +69,17 @@ class Conversations(Bodies):
         out: list[dict[str, str]] = []
         for k in range(turns):
             if k:
-                out.append({"role": "assistant", "content": self.prompts.text(f"answer-{conversation}.{k}", self.workload.output_tokens)})
-            text = self.prompts.prompt(conversation, self.prefixed[conversation]) if k == 0 else self.prompts.text(f"user-{conversation}.{k}", self.workload.input_tokens)
+                out.append(
+                    {
+                        "role": "assistant",
+                        "content": self.prompts.text(f"answer-{conversation}.{k}", self.workload.output_tokens),
+                    }
+                )
+            text = (
+                self.prompts.prompt(conversation, self.prefixed[conversation])
+                if k == 0
+                else self.prompts.text(f"user-{conversation}.{k}", self.workload.input_tokens)
+            )
             out.append({"role": "user", "content": text})
         return out
 

@@ -1,4 +1,6 @@
-"""Metric definitions (docs/performance-slos.md) and their catalogue, statistics and SLO judging, computed from load traces only."""
+"""Metric definitions (docs/performance-slos.md) and their catalogue, statistics and SLO judging, computed from load
+traces only."""
+
 from __future__ import annotations
 
 from .._lazy import exports
@@ -8,8 +10,8 @@ _NAMES = {
     "higher_is_better": "catalogue", "resolve": "catalogue", "threshold": "catalogue",
     "RequestMetrics": "definitions", "request_metrics": "definitions",
     "Check": "judge", "ValidityRules": "judge", "Verdict": "judge", "request_limits": "judge", "validity": "judge",
-    "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats", "median_interval": "stats",
-    "min_samples": "stats", "percentile": "stats",
+    "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats",
+    "median_interval": "stats", "min_samples": "stats", "percentile": "stats",
     "Summary": "summary", "summarize": "summary",
 }  # fmt: skip
 # ``judge`` the function is imported from ``metrics.judge``: once that module is loaded, the

@@ -10,6 +10,7 @@ optionally a statistic (``_p99``, ``_p99.9`` or ``_p99_9``, ``_mean``, ``_n``
 for the sample count), then optionally a unit (``_ms``): ``ttft_ms`` (the
 per-request samples), ``ttft_p99``, ``ttft_p99_ms``. Names are case-insensitive.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,11 +25,21 @@ HIGHER, LOWER = "higher", "lower"
 PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
 SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 # units a figure name may end in, by what they measure; a metric's name carries its unit when it is one of these
-SUFFIX_UNITS = {"us": "time", "ms": "time", "s": "time", "gb": "memory", "gib": "memory", "mib": "memory", "j": "energy"}
+SUFFIX_UNITS = {
+    "us": "time",
+    "ms": "time",
+    "s": "time",
+    "gb": "memory",
+    "gib": "memory",
+    "mib": "memory",
+    "j": "energy",
+}
 _STAT = re.compile(r"_(?:p(?P<q>\d+(?:[._]\d+)?)|(?P<word>mean|n))$")
 _PERCENTILE_THRESHOLD = re.compile(r"^(?P<name>[a-z0-9_]+?)_p(?P<q>\d+(?:\.\d+)?)_(?P<unit>[a-z]+)$")
 V = TypeVar("V")
-ENERGY_NEEDS = "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer NVIDIA GPU on this machine)"
+ENERGY_NEEDS = (
+    "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer NVIDIA GPU on this machine)"
+)
 
 
 class UnknownMetric(InferError, ValueError):
@@ -42,7 +53,9 @@ class Metric:
     better: str | None  # HIGHER, LOWER, or None: a figure that describes the load, not the server's performance
     description: str
     aliases: tuple[str, ...] = ()
-    samples: str | None = None  # per-request metrics: what one sample is ("request", "event", "tick"); None: one figure per load point
+    samples: str | None = (
+        None  # per-request metrics: what one sample is ("request", "event", "tick"); None: one figure per load point
+    )
     headline: tuple[str, ...] = ()  # the statistics of it a summary shows (PLAIN: the figure itself)
     threshold: str | None = None  # the profile threshold key that bounds it ("ttft_p<q>_ms": a percentile of it)
     goodput: bool = False  # its p99 threshold is also the per-request limit goodput counts against
@@ -55,49 +68,155 @@ class Metric:
         return name if stat == "n" or self.unit not in SUFFIX_UNITS else f"{name}_{self.unit}"
 
 
-def _per_request(name: str, description: str, *, samples: str = "request", headline: tuple[str, ...] = (), goodput: bool = False,
-                 client: bool = False) -> Metric:
-    return Metric(name, "ms", LOWER, description, samples=samples, headline=headline, goodput=goodput, client=client,
-                  threshold=None if client else f"{name}_p<q>_ms")
+def _per_request(
+    name: str,
+    description: str,
+    *,
+    samples: str = "request",
+    headline: tuple[str, ...] = (),
+    goodput: bool = False,
+    client: bool = False,
+) -> Metric:
+    return Metric(
+        name,
+        "ms",
+        LOWER,
+        description,
+        samples=samples,
+        headline=headline,
+        goodput=goodput,
+        client=client,
+        threshold=None if client else f"{name}_p<q>_ms",
+    )
 
 
 # Order matters: it is the order of a summary's headline figures and of the threshold keys an error lists.
 CATALOGUE: tuple[Metric, ...] = (
-    _per_request("ttft", "time to first token: send to the first event carrying output", headline=("p50", "p99"), goodput=True),
+    _per_request(
+        "ttft", "time to first token: send to the first event carrying output", headline=("p50", "p99"), goodput=True
+    ),
     _per_request("ttfb", "time to first byte: send to the first byte of the body (a role-only chunk counts)"),
-    _per_request("tpot", "time per output token after the first: (E2E - TTFT) / (output tokens - 1)", headline=("p99",), goodput=True),
-    _per_request("itl", "inter-token latency: the gap between successive output events", samples="event", headline=("p99",)),
-    _per_request("itl_token", "inter-token latency per token: an event of k tokens gives k gaps of gap/k", samples="event"),
+    _per_request(
+        "tpot",
+        "time per output token after the first: (E2E - TTFT) / (output tokens - 1)",
+        headline=("p99",),
+        goodput=True,
+    ),
+    _per_request(
+        "itl", "inter-token latency: the gap between successive output events", samples="event", headline=("p99",)
+    ),
+    _per_request(
+        "itl_token", "inter-token latency per token: an event of k tokens gives k gaps of gap/k", samples="event"
+    ),
     _per_request("e2e", "end to end: send to [DONE] (or the end of the body)", headline=("p99",), goodput=True),
-    _per_request("schedule_lag", "the client's actual send time minus the one its arrival schedule intended", client=True),
+    _per_request(
+        "schedule_lag", "the client's actual send time minus the one its arrival schedule intended", client=True
+    ),
     _per_request("loop_lag", "how late the client's event loop ran a periodic tick", samples="tick", client=True),
-    Metric("output_tokens_per_s", "tokens/s", HIGHER, "output tokens of the successful measured requests per second of the window",
-           aliases=("output_tps", "tps", "throughput", "output_throughput"), headline=(PLAIN,), threshold="min_output_tokens_per_s"),
-    Metric("requests_per_s", "requests/s", HIGHER, "successful measured requests per second of the window",
-           aliases=("rps", "qps", "request_throughput"), threshold="min_requests_per_s"),
-    Metric("goodput_rps", "requests/s", HIGHER, "measured requests that met every per-request limit, per second of the window",
-           aliases=("goodput",), headline=(PLAIN,)),
-    Metric("attainment", "share", HIGHER, "share of the measured requests that met every per-request limit",
-           aliases=("goodput_share",), threshold="min_goodput_share"),
+    Metric(
+        "output_tokens_per_s",
+        "tokens/s",
+        HIGHER,
+        "output tokens of the successful measured requests per second of the window",
+        aliases=("output_tps", "tps", "throughput", "output_throughput"),
+        headline=(PLAIN,),
+        threshold="min_output_tokens_per_s",
+    ),
+    Metric(
+        "requests_per_s",
+        "requests/s",
+        HIGHER,
+        "successful measured requests per second of the window",
+        aliases=("rps", "qps", "request_throughput"),
+        threshold="min_requests_per_s",
+    ),
+    Metric(
+        "goodput_rps",
+        "requests/s",
+        HIGHER,
+        "measured requests that met every per-request limit, per second of the window",
+        aliases=("goodput",),
+        headline=(PLAIN,),
+    ),
+    Metric(
+        "attainment",
+        "share",
+        HIGHER,
+        "share of the measured requests that met every per-request limit",
+        aliases=("goodput_share",),
+        threshold="min_goodput_share",
+    ),
     Metric("error_share", "share", LOWER, "share of the measured requests that failed", threshold="max_error_share"),
-    Metric("peak_rss", "gb", LOWER, "peak resident memory of the server's process tree (GiB)", aliases=("rss",), threshold="max_rss_gb",
-           needs="the server's process on this machine to watch (one the plugin launched, or one listening on the endpoint's port here)"),
-    Metric("peak_gpu_memory", "gb", LOWER, "peak memory used per GPU (GiB, NVML); a threshold judges the fullest GPU",
-           aliases=("gpu_memory",), threshold="max_gpu_memory_gb", needs="NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"),
-    Metric("energy_per_output_token", "j", LOWER, "GPU energy over the measured window (all GPUs, NVML's total energy counter) "
-           "per output token of the successful measured requests (joules)", aliases=("joules_per_token", "j_per_token"),
-           threshold="max_energy_per_output_token_j", needs=ENERGY_NEEDS),
-    Metric("energy_per_request", "j", LOWER, "GPU energy over the measured window per successful measured request (joules)",
-           aliases=("joules_per_request",), threshold="max_energy_per_request_j", needs=ENERGY_NEEDS),
-    Metric("capacity_rps", "requests/s", HIGHER, "capacity search: the highest offered request rate at which every threshold of the point held",
-           aliases=("capacity",), threshold="min_capacity_rps"),
-    Metric("capacity_concurrency", "streams", HIGHER, "capacity search: the highest concurrency at which every threshold of the point held",
-           threshold="min_capacity_concurrency"),
-    Metric("prefix_cache_hit_share", "share", HIGHER, "the server's prefix-cache hits over its lookups during the load point (its /metrics)",
-           aliases=("prefix_cache_hit_rate", "cache_hit_share")),
+    Metric(
+        "peak_rss",
+        "gb",
+        LOWER,
+        "peak resident memory of the server's process tree (GiB)",
+        aliases=("rss",),
+        threshold="max_rss_gb",
+        needs=(
+            "the server's process on this machine to watch (one the plugin launched, or one listening on the endpoint's"
+            " port here)"
+        ),
+    ),
+    Metric(
+        "peak_gpu_memory",
+        "gb",
+        LOWER,
+        "peak memory used per GPU (GiB, NVML); a threshold judges the fullest GPU",
+        aliases=("gpu_memory",),
+        threshold="max_gpu_memory_gb",
+        needs="NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine",
+    ),
+    Metric(
+        "energy_per_output_token",
+        "j",
+        LOWER,
+        "GPU energy over the measured window (all GPUs, NVML's total energy counter) "
+        "per output token of the successful measured requests (joules)",
+        aliases=("joules_per_token", "j_per_token"),
+        threshold="max_energy_per_output_token_j",
+        needs=ENERGY_NEEDS,
+    ),
+    Metric(
+        "energy_per_request",
+        "j",
+        LOWER,
+        "GPU energy over the measured window per successful measured request (joules)",
+        aliases=("joules_per_request",),
+        threshold="max_energy_per_request_j",
+        needs=ENERGY_NEEDS,
+    ),
+    Metric(
+        "capacity_rps",
+        "requests/s",
+        HIGHER,
+        "capacity search: the highest offered request rate at which every threshold of the point held",
+        aliases=("capacity",),
+        threshold="min_capacity_rps",
+    ),
+    Metric(
+        "capacity_concurrency",
+        "streams",
+        HIGHER,
+        "capacity search: the highest concurrency at which every threshold of the point held",
+        threshold="min_capacity_concurrency",
+    ),
+    Metric(
+        "prefix_cache_hit_share",
+        "share",
+        HIGHER,
+        "the server's prefix-cache hits over its lookups during the load point (its /metrics)",
+        aliases=("prefix_cache_hit_rate", "cache_hit_share"),
+    ),
     Metric("ok", "requests", HIGHER, "measured requests that succeeded"),
     Metric("failed", "requests", LOWER, "measured requests that failed"),
-    Metric("token_mismatches", "requests", LOWER, "requests whose usage count differs from the client's count by more than 2%"),
+    Metric(
+        "token_mismatches",
+        "requests",
+        LOWER,
+        "requests whose usage count differs from the client's count by more than 2%",
+    ),
     Metric("streams_without_done", "requests", LOWER, "streams that ended without [DONE]"),
     Metric("requests", "requests", None, "measured requests (warm-up and cool-down excluded)"),
     Metric("window", "s", None, "the measurement window: first measured send to last measured end"),
@@ -186,7 +305,8 @@ def metric(name: str) -> Metric:
 
 @lru_cache(maxsize=4096)
 def resolve(name: str) -> Figure | None:
-    """The figure a name means (``output_tps`` and ``output_tokens_per_s`` are one), or None when it is not a known metric's."""
+    """The figure a name means (``output_tps`` and ``output_tokens_per_s`` are one), or None when it is not a known
+    metric's."""
     text = name.lower()
     if text in _BY_NAME:
         return Figure(_BY_NAME[text], PLAIN, _BY_NAME[text].unit)
@@ -204,7 +324,8 @@ def resolve(name: str) -> Figure | None:
 
 
 def direction(name: str) -> str | None:
-    """HIGHER or LOWER when a change of this figure is good or bad; None for a count of the load, a sample count, or an unknown name."""
+    """HIGHER or LOWER when a change of this figure is good or bad; None for a count of the load, a sample count, or an
+    unknown name."""
     figure = resolve(name)
     return figure.better if figure else None
 
@@ -228,9 +349,9 @@ def to_seconds(name: str, value: float) -> float | None:
     return None if factor is None else value * factor
 
 
-
 def find(figures: Mapping[str, V], *wanted: str) -> tuple[str, V] | None:
-    """The first of ``wanted`` that ``figures`` holds under any spelling, as (the name it is stored under, its value)."""
+    """The first of ``wanted`` that ``figures`` holds under any spelling, as (the name it is stored under, its
+    value)."""
     for want in wanted:
         target = resolve(want)
         for name, value in figures.items():
@@ -262,7 +383,8 @@ def threshold_keys() -> list[str]:
 
 
 def threshold(key: str) -> Bound:
-    """What a profile threshold key bounds: ``ttft_p99_ms`` -> max of TTFT's p99, ``min_goodput_share`` -> min of attainment.
+    """What a profile threshold key bounds: ``ttft_p99_ms`` -> max of TTFT's p99, ``min_goodput_share`` -> min of
+    attainment.
 
     Keys are spelled exactly as ``threshold_keys`` lists them; raises UnknownMetric, saying why, otherwise.
     """
@@ -271,7 +393,14 @@ def threshold(key: str) -> Bound:
         return Bound(key, Figure(found, PLAIN, found.unit), "max" if found.better == LOWER else "min")
     match = _PERCENTILE_THRESHOLD.match(key)
     m = _BY_NAME.get(match["name"]) if match else None
-    if match is None or m is None or m.name != match["name"] or m.threshold is None or not m.samples or match["unit"] != m.unit:
+    if (
+        match is None
+        or m is None
+        or m.name != match["name"]
+        or m.threshold is None
+        or not m.samples
+        or match["unit"] != m.unit
+    ):
         raise UnknownMetric(f"unknown threshold {key!r}; valid: {', '.join(threshold_keys())}")
     q = float(match["q"])
     if not 0 < q < 100:
@@ -286,4 +415,3 @@ def check_threshold_key(key: str) -> str | None:
     except UnknownMetric as exc:
         return str(exc)
     return None
-

@@ -11,6 +11,7 @@ was written):
 - Output tokens: the server's ``usage.completion_tokens``; the client's own count
   (sum of per-event token counts) is kept to cross-check it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

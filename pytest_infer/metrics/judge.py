@@ -5,6 +5,7 @@ pace (its thread busy most of the window, its event loop or schedule lagging) or
 when the plan gives too few samples for a thresholded percentile. Invalid comes
 first: a figure that cannot be trusted is never compared with a threshold.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,8 @@ from .summary import Summary
 
 
 def request_limits(thresholds: Mapping[str, float]) -> dict[str, float]:
-    """The per-request limits goodput counts against: the p99 thresholds of the goodput metrics, by sample name (``ttft_ms``)."""
+    """The per-request limits goodput counts against: the p99 thresholds of the goodput metrics, by sample name
+    (``ttft_ms``)."""
     limits = {}
     for key, value in thresholds.items():
         figure = threshold(key).figure
@@ -93,7 +95,9 @@ def validity(
         reasons.append(f"client event loop lagged: p99 {lag[1]} > {rules.max_loop_lag_p99_ms:g} ms")
     lag = _p99_at_least(summary.samples.get("schedule_lag", []), "request")
     if lag is not None and lag[0] > rules.max_schedule_lag_p99_ms:
-        reasons.append(f"client fell behind its arrival schedule: p99 lag {lag[1]} > {rules.max_schedule_lag_p99_ms:g} ms")
+        reasons.append(
+            f"client fell behind its arrival schedule: p99 lag {lag[1]} > {rules.max_schedule_lag_p99_ms:g} ms"
+        )
     for key in thresholds:
         figure = threshold(key).figure
         if figure.percentile is None:
@@ -119,7 +123,12 @@ def _p99_at_least(samples: Sequence[float], unit: str) -> tuple[float, str] | No
     return lag, f"at least {lag:.1f} ms (p{q:.3g} of only {len(samples)} {unit}{'s' * (len(samples) > 1)})"
 
 
-def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[str, Any] | None = None, invalid: Sequence[str] = ()) -> Verdict:
+def judge(
+    summary: Summary,
+    thresholds: Mapping[str, float],
+    resources: Mapping[str, Any] | None = None,
+    invalid: Sequence[str] = (),
+) -> Verdict:
     """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright.
 
     A threshold whose figure was not measured (no NVML for GPU memory, no server process to watch) makes the
@@ -140,7 +149,16 @@ def judge(summary: Summary, thresholds: Mapping[str, float], resources: Mapping[
                 measured_q = summary.value(figure.metric.name, figure.percentile)
                 checks.append(Check(key, measured_q, float(limit), bound.op, bound.holds(measured_q, limit)))
             except InsufficientSamples as exc:
-                checks.append(Check(key, None, float(limit), bound.op, False, f"{summary.failed} of {summary.requests} requests failed: {exc}"))
+                checks.append(
+                    Check(
+                        key,
+                        None,
+                        float(limit),
+                        bound.op,
+                        False,
+                        f"{summary.failed} of {summary.requests} requests failed: {exc}",
+                    )
+                )
             continue
         # resources (memory peaks) come from the load run; the rest are Summary properties of the same name
         value = measured[figure.name] if figure.name in measured else getattr(summary, figure.name, None)

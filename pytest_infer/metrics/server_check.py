@@ -36,6 +36,7 @@ The tolerance, and why:
 
   The server's count of observations must equal the client's TTFT count within ``unsure``.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,7 +69,12 @@ class CrossCheck:
             "compared": self.compared,
             "problems": self.problems,
             "client": self.client,
-            "tolerance": {"early_slack_ms": EARLY_SLACK_MS, "late_ms": LATE_MS, "late_share": LATE_SHARE, "ttft_share": TTFT_SHARE},
+            "tolerance": {
+                "early_slack_ms": EARLY_SLACK_MS,
+                "late_ms": LATE_MS,
+                "late_share": LATE_SHARE,
+                "ttft_share": TTFT_SHARE,
+            },
         }
 
 
@@ -95,7 +101,10 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
         out.client[key] = client_value
         if abs(server_value - client_value) > slack:
             allowed = f" (+-{slack:g} for the {unsure} requests of unknown fate)" if slack else ""
-            out.problems.append(f"server metrics disagree: the server counted {server_value:g} {key.replace('_', ' ')}, the client {client_value}{allowed}")
+            out.problems.append(
+                f"server metrics disagree: the server counted {server_value:g} {key.replace('_', ' ')}, the client"
+                f" {client_value}{allowed}"
+            )
 
     counts("requests", server.requests, len(done), unsure)
     if all(p is not None for p in prompts):
@@ -108,7 +117,9 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
     out.compared.append("ttft")
     n = len(ttfts)
     if abs(hist.count - n) > unsure:
-        out.problems.append(f"server metrics disagree: the server's TTFT histogram holds {hist.count:g} requests, the client timed {n}")
+        out.problems.append(
+            f"server metrics disagree: the server's TTFT histogram holds {hist.count:g} requests, the client timed {n}"
+        )
         return out
     k = unsure + max(1, math.ceil(TTFT_SHARE * n))
     early: tuple[float, str] | None = None
@@ -120,15 +131,17 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
         client_early = _count(ttfts, b_ms - EARLY_SLACK_MS)
         if client_early - at_or_below > k and (early is None or client_early - at_or_below > early[0]):
             early = (client_early - at_or_below, (
-                f"server metrics disagree: the client saw {client_early} of {n} first tokens within {b_ms - EARLY_SLACK_MS:g} ms, "
-                f"the server's TTFT histogram puts only {at_or_below:g} at or below {b_ms:g} ms (it cannot be slower than the client)"
+                f"server metrics disagree: the client saw {client_early} of {n} first tokens within "
+                f"{b_ms - EARLY_SLACK_MS:g} ms, the server's TTFT histogram puts only {at_or_below:g} at or below "
+                f"{b_ms:g} ms (it cannot be slower than the client)"
             ))  # fmt: skip
         allow = max(LATE_MS, LATE_SHARE * b_ms)
         client_late = _count(ttfts, b_ms + allow)
         if at_or_below - client_late > k and (late is None or at_or_below - client_late > late[0]):
             late = (at_or_below - client_late, (
-                f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} first tokens at or below {b_ms:g} ms, "
-                f"the client saw only {client_late} within {b_ms + allow:g} ms (more than {allow:g} ms later than the server: the client lagged?)"
+                f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} first tokens at "
+                f"or below {b_ms:g} ms, the client saw only {client_late} within {b_ms + allow:g} ms (more than "
+                f"{allow:g} ms later than the server: the client lagged?)"
             ))  # fmt: skip
     out.problems += [p for _, p in filter(None, (early, late))]
     return out

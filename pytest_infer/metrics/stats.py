@@ -1,6 +1,7 @@
 """Percentiles with a stated method, refused when the sample cannot support them,
 and confidence intervals over repeated runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     need = min_samples(q)
     if len(values) < need:
         raise InsufficientSamples(f"p{q:g} needs at least {need} samples, got {len(values)}")
-    import numpy as np  # here, not at module level: the catalogue (imported by reports and the gate) shares this package
+    # here, not at module level: the catalogue (imported by reports and the gate) shares this package
+    import numpy as np
 
     return float(np.percentile(np.asarray(values, dtype=float), q, method=PERCENTILE_METHOD))
 

@@ -6,6 +6,7 @@ divided by the measurement window (first measured send to last measured end).
 Goodput is the rate of measured requests that met every per-request limit of
 their load point; attainment is their share (a failed request never meets them).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -116,7 +117,9 @@ class Summary:
         return out
 
 
-def summarize(traces: Sequence[RequestTrace], window_start_ns: int, window_end_ns: int, limits: Mapping[str, float] | None = None) -> Summary:
+def summarize(
+    traces: Sequence[RequestTrace], window_start_ns: int, window_end_ns: int, limits: Mapping[str, float] | None = None
+) -> Summary:
     measured = [t for t in traces if t.phase == "measured"]
     metrics = [request_metrics(t) for t in measured]
     ok = [m for m in metrics if m.ok]

@@ -1,4 +1,5 @@
 """The built-in ``tiny`` model: built once per engine interpreter, then cached."""
+
 from __future__ import annotations
 
 import hashlib

@@ -16,6 +16,7 @@ with them. They are appended after the weights are shaped, with a fixed low logi
 (weights and text) as without them, and the model writes them only where a grammar allows them and the
 request's ``logit_bias`` lifts them (pytest_infer.conformance.scripts).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,16 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 # Not special: an engine's detokenizer keeps them in the text, where the parsers read them.
-PARSER_TOKENS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "[THINK]", "[/THINK]"]
+PARSER_TOKENS = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "[TOOL_CALLS]",
+    "<|python_tag|>",
+    "[THINK]",
+    "[/THINK]",
+]
 HIDDEN, LAYERS, HEADS, KV_HEADS, INTERMEDIATE, MAX_POSITIONS = 128, 2, 2, 1, 256, 2048
 
 

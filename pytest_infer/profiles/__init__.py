@@ -4,6 +4,7 @@ A profile names its hardware and, per model, the load points to run and the
 thresholds each must meet, with per-framework overrides. It is validated
 against ``SCHEMA`` when loaded; every error names the file and the key path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,17 +46,33 @@ _POINT_FIELDS: dict[str, Any] = {
     "repeat": {"type": "integer", "minimum": 1},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0},
     "cooldown": {"enum": ["drain", "cancel"]},
-    # what real traffic does (load/workloads.py): conversations, a prefix shared by a share of the prompts, a recorded trace
+    # what real traffic does (load/workloads.py): conversations, a prefix shared by a share of the prompts, a recorded
+    # trace
     "turns": {"type": "integer", "minimum": 1},
     "shared_prefix_share": {"type": "number", "minimum": 0, "maximum": 1},
-    "trace_file": {"type": "string", "minLength": 1, "description": "Mooncake-format JSONL, relative to the profile (load/replay.py)"},
+    "trace_file": {
+        "type": "string",
+        "minLength": 1,
+        "description": "Mooncake-format JSONL, relative to the profile (load/replay.py)",
+    },
     "trace_speedup": {"type": "number", "exclusiveMinimum": 0},
     "trace_block_tokens": {"type": "integer", "minimum": 1},
 }
 # a replayed trace brings its own arrivals and lengths: a point that names one may not set these
-_TRACE_SETS = ("mode", "rate", "burstiness", "concurrency", "input_tokens", "output_tokens", "shared_prefix_tokens", "shared_prefix_share", "turns")
+_TRACE_SETS = (
+    "mode",
+    "rate",
+    "burstiness",
+    "concurrency",
+    "input_tokens",
+    "output_tokens",
+    "shared_prefix_tokens",
+    "shared_prefix_share",
+    "turns",
+)
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
-# a capacity load point: probes at rising rates (or concurrencies), each judged on the point's thresholds (profiles/capacity.py)
+# a capacity load point: probes at rising rates (or concurrencies), each judged on the point's thresholds
+# (profiles/capacity.py)
 _SEARCH = {
     "type": "object",
     "required": ["start", "max"],
@@ -70,7 +87,10 @@ _SEARCH = {
         "saturation_ratio": {"type": "number", "exclusiveMinimum": 1},
     },
 }
-_OVERRIDE_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}  # null: drop it
+_OVERRIDE_THRESHOLDS = {
+    "type": "object",
+    "additionalProperties": {"type": ["number", "null"], "minimum": 0},
+}  # null: drop it
 _ID = {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}
 THRESHOLDS_SOURCES = ("measured", "estimated")
 
@@ -166,7 +186,9 @@ class LoadPoint:
         s = self.settings
         replay = bool(s.get("trace_file"))
         warmup = s.get("warmup_requests", 8)
-        requests = None if s.get("duration_s") else self.trace_length - warmup if replay else 100  # a trace: every line after the warm-up
+        requests = (
+            None if s.get("duration_s") else self.trace_length - warmup if replay else 100
+        )  # a trace: every line after the warm-up
         return LoadSpec(
             mode="replay" if replay else s.get("mode", "closed"),
             concurrency=s.get("concurrency", 1),
@@ -197,7 +219,9 @@ class LoadPoint:
             api=s.get("api", "chat"),
             input_tokens=s.get("input_tokens", 64),
             output_tokens=s.get("output_tokens", 32),
-            shared_prefix_tokens=0 if trace else s.get("shared_prefix_tokens", 0),  # a trace's own sharing wins over the defaults'
+            shared_prefix_tokens=(
+                0 if trace else s.get("shared_prefix_tokens", 0)
+            ),  # a trace's own sharing wins over the defaults'
             ignore_eos=s.get("ignore_eos", True) and (framework is None or framework in IGNORE_EOS_FRAMEWORKS),
             extra_body=dict(FRAMEWORK_EXTRA_BODY.get(framework or "", {})),
             shared_prefix_share=s.get("shared_prefix_share", 1.0),
@@ -237,7 +261,10 @@ class Profile:
     def load_points(self, model: str, framework: str) -> list[LoadPoint]:
         entry = self.models.get(model)
         if entry is None:
-            raise ProfileError(f"{self.path}: profile {self.name!r} has no load points for model {model!r}; it has: {', '.join(self.models)}")
+            raise ProfileError(
+                f"{self.path}: profile {self.name!r} has no load points for model {model!r}; it has:"
+                f" {', '.join(self.models)}"
+            )
         overrides = (entry.get("frameworks") or {}).get(framework, {})
         points = []
         for point in entry["load_points"]:
@@ -247,16 +274,25 @@ class Profile:
             if "trace_file" in settings:
                 settings["trace_file"] = str(self.path.parent / settings["trace_file"])
             thresholds = {**point["thresholds"], **override.get("thresholds", {})}
-            points.append(LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None}))
+            points.append(
+                LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None})
+            )
         return points
 
     def hardware_mismatch(self, hardware) -> str | None:
         """Why this host is not the profile's hardware, or None when it is."""
         want = self.hardware
         if want["accelerator"] == "cpu":
-            return None if hardware.accelerator == "cpu" else f"profile {self.name!r} is for CPU-only hosts; this host has {hardware.gpu_name} GPUs"
+            return (
+                None
+                if hardware.accelerator == "cpu"
+                else f"profile {self.name!r} is for CPU-only hosts; this host has {hardware.gpu_name} GPUs"
+            )
         if hardware.accelerator != "gpu":
-            return f"profile {self.name!r} is for {want['count']}x {want['gpu']} {want['memory_gb']} GB; this host has no GPU visible to NVML ({hardware.nvml})"
+            return (
+                f"profile {self.name!r} is for {want['count']}x {want['gpu']} {want['memory_gb']} GB; this host has no"
+                f" GPU visible to NVML ({hardware.nvml})"
+            )
         names = [g["name"] for g in hardware.gpus]
         problems = []
         if not all(want["gpu"].lower() in n.lower() for n in names):
@@ -291,10 +327,16 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
             if "search" in point:
                 errors += _search_errors(where, merged)
             else:
-                errors += [f"{where}.thresholds.{k}: a capacity threshold needs a search" for k in point["thresholds"] if k.startswith("min_capacity_")]
+                errors += [
+                    f"{where}.thresholds.{k}: a capacity threshold needs a search"
+                    for k in point["thresholds"]
+                    if k.startswith("min_capacity_")
+                ]
         for framework, points in (entry.get("frameworks") or {}).items():
             if framework not in registry.ADAPTERS:
-                errors.append(f"models.{model}.frameworks.{framework}: unknown framework; valid: {', '.join(registry.names())}")
+                errors.append(
+                    f"models.{model}.frameworks.{framework}: unknown framework; valid: {', '.join(registry.names())}"
+                )
             for point_id, override in points.items():
                 where = f"models.{model}.frameworks.{framework}.{point_id}"
                 if point_id not in ids:
@@ -314,11 +356,15 @@ def _unjudged(where: str, point: dict[str, Any], thresholds: dict[str, Any], aft
     from .capacity import CAPACITY_THRESHOLDS
 
     if not thresholds:
-        return [f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge its figures; "
-                "give it at least one (e.g. ttft_p99_ms, max_error_share)"]
+        return [
+            f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge its figures; "
+            "give it at least one (e.g. ttft_p99_ms, max_error_share)"
+        ]
     if "search" in point and set(thresholds) <= set(CAPACITY_THRESHOLDS.values()):
-        return [f"{where}: the capacity search of load point {point['id']!r} has no threshold to judge its probes by{after} "
-                f"(only {', '.join(sorted(thresholds))}); give it one (e.g. ttft_p99_ms, max_error_share)"]
+        return [
+            f"{where}: the capacity search of load point {point['id']!r} has no threshold to judge its probes by{after}"
+            f" (only {', '.join(sorted(thresholds))}); give it one (e.g. ttft_p99_ms, max_error_share)"
+        ]
     return []
 
 
@@ -327,7 +373,9 @@ def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
     over = search.get("over", "rate" if point.get("mode") == "poisson" else "concurrency")
     errors = []
     if (over == "rate") != (point.get("mode") == "poisson"):
-        errors.append(f"{where}.search.over: a search over {over} needs mode {'poisson' if over == 'rate' else 'closed'}")
+        errors.append(
+            f"{where}.search.over: a search over {over} needs mode {'poisson' if over == 'rate' else 'closed'}"
+        )
     if search["max"] < search["start"]:
         errors.append(f"{where}.search: max ({search['max']:g}) is below start ({search['start']:g})")
     wrong = {"rate": "min_capacity_concurrency", "concurrency": "min_capacity_rps"}[over]
@@ -353,14 +401,26 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
             for where, setting in cases:
                 s = {**data.get("defaults", {}), **setting}
                 if s.get("turns", 1) > 1 and s.get("api") == "completions":
-                    errors.append(f"{where}.turns: multi-turn conversations are chat messages; this point's api is completions")
+                    errors.append(
+                        f"{where}.turns: multi-turn conversations are chat messages; this point's api is completions"
+                    )
                 if "shared_prefix_share" in s and not s.get("shared_prefix_tokens") and "trace_file" not in s:
-                    errors.append(f"{where}.shared_prefix_share: the share of prompts that carry a prefix needs shared_prefix_tokens (the prefix)")
+                    errors.append(
+                        f"{where}.shared_prefix_share: the share of prompts that carry a prefix needs"
+                        " shared_prefix_tokens (the prefix)"
+                    )
                 if "trace_file" not in s:
-                    errors += [f"{where}.{key}: only a replayed trace (trace_file) uses it" for key in ("trace_speedup", "trace_block_tokens") if key in s]
+                    errors += [
+                        f"{where}.{key}: only a replayed trace (trace_file) uses it"
+                        for key in ("trace_speedup", "trace_block_tokens")
+                        if key in s
+                    ]
                     continue
                 if clash := [k for k in _TRACE_SETS if k in setting]:
-                    errors.append(f"{where}: a replayed trace (trace_file) brings its own arrivals, lengths and sharing; drop {', '.join(clash)}")
+                    errors.append(
+                        f"{where}: a replayed trace (trace_file) brings its own arrivals, lengths and sharing; drop"
+                        f" {', '.join(clash)}"
+                    )
                 try:
                     length = len(read_trace(base / s["trace_file"]))
                 except TraceError as exc:
@@ -369,7 +429,10 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
                 warmup, asked = s.get("warmup_requests", 8), s.get("requests", 1)
                 if length - warmup < asked:
                     wanted = f", not the {asked} requests asked for" if "requests" in s else ""
-                    errors.append(f"{where}.trace_file: the trace's {length} requests leave {max(0, length - warmup)} to measure after warmup_requests {warmup}{wanted}")
+                    errors.append(
+                        f"{where}.trace_file: the trace's {length} requests leave {max(0, length - warmup)} to measure"
+                        f" after warmup_requests {warmup}{wanted}"
+                    )
     return list(dict.fromkeys(errors))
 
 

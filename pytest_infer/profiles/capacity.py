@@ -10,6 +10,7 @@ server is over-saturated: time to first token in the last third of the window mo
 ``saturation_ratio`` times the first third's, rising through the middle third: a queue that grew all run. An invalid
 probe (the client could not keep up) ends the search: what it would say beyond is unknown.
 """
+
 from __future__ import annotations
 
 import time
@@ -68,8 +69,8 @@ class Capacity:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "over": self.over, "value": self.value, "ceiling": self.ceiling, "stopped": self.stopped, "elapsed_s": round(self.elapsed_s, 1),
-            "probes": [p.row() for p in self.probes],
+            "over": self.over, "value": self.value, "ceiling": self.ceiling, "stopped": self.stopped,
+            "elapsed_s": round(self.elapsed_s, 1), "probes": [p.row() for p in self.probes],
         }  # fmt: skip
 
 
@@ -93,7 +94,10 @@ def saturation(result: PointResult) -> float | None:
     if len(measured) < 9:
         return None
     third = len(measured) // 3
-    first, middle, last = (median(t.event_ns[0] - t.sent_ns for t in part) for part in (measured[:third], measured[third:-third], measured[-third:]))
+    first, middle, last = (
+        median(t.event_ns[0] - t.sent_ns for t in part)
+        for part in (measured[:third], measured[third:-third], measured[-third:])
+    )
     return last / first if 0 < first < middle < last else None
 
 
@@ -106,7 +110,10 @@ def judge_probe(result: PointResult, settings: dict[str, Any]) -> tuple[str, str
         return "errors", f"error share {errors:.0%} over {settings['stop_error_share']:.0%}"
     ratio = saturation(result)
     if ratio is not None and ratio > settings["saturation_ratio"]:
-        return "saturated", f"TTFT median grew {ratio:.1f}x from the first third of the window to the last: the queue grew all run"
+        return (
+            "saturated",
+            f"TTFT median grew {ratio:.1f}x from the first third of the window to the last: the queue grew all run",
+        )
     if verdict.status == "fail":
         return "fail", "; ".join(str(c) for c in verdict.failures)
     return "pass", ""
@@ -175,14 +182,20 @@ class CapacityResult:
         return {} if self.capacity.value is None else {self.capacity.figure: self.capacity.value}
 
     def record(self, **context: Any) -> dict[str, Any]:
-        best = next((p.result for p in reversed(self.capacity.probes) if p.status == "pass" and p.value == self.capacity.value), None)
+        best = next(
+            (p.result for p in reversed(self.capacity.probes) if p.status == "pass" and p.value == self.capacity.value),
+            None,
+        )
         entry = {
             **context,
             "load_point": self.point.id,
             "concurrency": None,
             "rate": None,
             "verdict": self.verdict.status,
-            "failures": [*(f"measurement invalid: {r}" for r in self.verdict.invalid), *(str(c) for c in self.verdict.failures)],
+            "failures": [
+                *(f"measurement invalid: {r}" for r in self.verdict.invalid),
+                *(str(c) for c in self.verdict.failures),
+            ],
             "checks": self.verdict.to_dict()["checks"],
             "thresholds": self.point.thresholds,
             "metrics": self.figures(),
@@ -191,20 +204,28 @@ class CapacityResult:
             "repeat": 1,
         }
         if best is not None:  # what the server did at its capacity: the workload, and the client's own figures
-            entry.update({k: v for k, v in best.record().items() if k in ("load", "workload", "calibration", "client", "server")})
+            entry.update(
+                {k: v for k, v in best.record().items() if k in ("load", "workload", "calibration", "client", "server")}
+            )
         return entry
 
     def table(self) -> str:
-        lines = [f"load point {self.point.id}: {self.verdict.status.upper()}: capacity {self.capacity.describe()} ({self.capacity.stopped}; "
-                 f"{len(self.capacity.probes)} probes in {self.capacity.elapsed_s:.0f} s)"]
+        lines = [
+            f"load point {self.point.id}: {self.verdict.status.upper()}: capacity {self.capacity.describe()}"
+            f" ({self.capacity.stopped}; {len(self.capacity.probes)} probes in {self.capacity.elapsed_s:.0f} s)"
+        ]
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
-        lines += [f"  {self.capacity.over} {p.value:g}: {p.status}{': ' + p.reason if p.reason else ''}" for p in self.capacity.probes]
+        lines += [
+            f"  {self.capacity.over} {p.value:g}: {p.status}{': ' + p.reason if p.reason else ''}"
+            for p in self.capacity.probes
+        ]
         return "\n".join(lines)
 
 
 def capacity_verdict(point: LoadPoint, cap: Capacity) -> Verdict:
-    """Invalid when any probe was (beyond it the client, not the server, set the pace); else the capacity against its minimum."""
+    """Invalid when any probe was (beyond it the client, not the server, set the pace); else the capacity against its
+    minimum."""
     if cap.invalid:
         return Verdict("invalid", invalid=cap.invalid)
     key = CAPACITY_THRESHOLDS[cap.over]
@@ -212,7 +233,10 @@ def capacity_verdict(point: LoadPoint, cap: Capacity) -> Verdict:
     if limit is None:
         ok = cap.value is not None
         start = float(search_settings(point)["start"])
-        return Verdict("pass" if ok else "fail", [Check(cap.figure, cap.value, start, ">=", ok, "" if ok else "no probe held its thresholds")])
+        return Verdict(
+            "pass" if ok else "fail",
+            [Check(cap.figure, cap.value, start, ">=", ok, "" if ok else "no probe held its thresholds")],
+        )
     ok = cap.value is not None and cap.value >= limit
     return Verdict("pass" if ok else "fail", [Check(key, cap.value, limit, ">=", ok)])
 

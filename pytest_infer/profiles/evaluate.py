@@ -7,6 +7,7 @@ Where the framework's adapter names its Prometheus metrics, each run also record
 server's own figures (``server`` in the entry), and a disagreement with the client beyond
 ``metrics.server_check``'s tolerance makes the measurement invalid.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -39,9 +40,27 @@ from . import LoadPoint
 CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
 # the server's one-per-request samples, kept in the results for the gate's significance tests
 SAMPLED = tuple(m for m in PER_REQUEST if m.samples == "request" and not m.client)
-TABLE_FIGURES = ("requests", "failed", "window_s", "output_tokens_per_s", "requests_per_s", "goodput_rps", "attainment",
-                 "ttft_p50_ms", "ttft_p99_ms", "ttfb_p50_ms", "itl_p99_ms", "tpot_p99_ms", "e2e_p99_ms", "prompt_tokens_mean",
-                 "output_tokens_mean", "peak_rss_gb", "peak_gpu_memory_gb", "energy_per_output_token_j", "energy_per_request_j")
+TABLE_FIGURES = (
+    "requests",
+    "failed",
+    "window_s",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "goodput_rps",
+    "attainment",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "ttfb_p50_ms",
+    "itl_p99_ms",
+    "tpot_p99_ms",
+    "e2e_p99_ms",
+    "prompt_tokens_mean",
+    "output_tokens_mean",
+    "peak_rss_gb",
+    "peak_gpu_memory_gb",
+    "energy_per_output_token_j",
+    "energy_per_request_j",
+)
 # what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept with each figure
 NVML_FIGURES = {"gpu_memory": ("peak_gpu_memory_gb",), "energy": ("energy_per_output_token_j", "energy_per_request_j")}
 LOOP_LAG = metric("loop_lag")
@@ -58,7 +77,9 @@ class PointResult:
     confidence: dict[str, str] = field(default_factory=dict)
     per_run: list[dict[str, Any]] = field(default_factory=list)
     server: dict[str, Any] | None = None  # the server's own figures and the cross-check; None: not scraped
-    per_slice: list[dict[str, Any]] = field(default_factory=list)  # each slice's figures, when runs were measured in slices
+    per_slice: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # each slice's figures, when runs were measured in slices
 
     def figures(self) -> dict[str, Any]:
         return {**self.summary.figures(), **self.resources}
@@ -72,10 +93,15 @@ class PointResult:
             "concurrency": spec.concurrency if spec.mode == "closed" else None,
             "rate": spec.rate,
             "verdict": self.verdict.status,
-            "failures": [*(f"measurement invalid: {r}" for r in self.verdict.invalid), *(str(c) for c in self.verdict.failures)],
+            "failures": [
+                *(f"measurement invalid: {r}" for r in self.verdict.invalid),
+                *(str(c) for c in self.verdict.failures),
+            ],
             "checks": self.verdict.to_dict()["checks"],
             "thresholds": self.point.thresholds,
-            "metrics": {k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
+            "metrics": {
+                k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            },
             "figures": self.figures(),
             "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m.name, [])] for m in SAMPLED},
             "client": self.client,
@@ -110,10 +136,16 @@ def server_line(server: dict[str, Any]) -> str:
     if "error" in server:
         return f"not read ({server['error']})"
     client = server.get("check", {}).get("client", {})
-    parts = [f"{k} {server[k]} (client {client[k]})" if k in client else f"{k} {server[k]}" for k in ("requests", "prompt_tokens", "output_tokens") if k in server]
+    parts = [
+        f"{k} {server[k]} (client {client[k]})" if k in client else f"{k} {server[k]}"
+        for k in ("requests", "prompt_tokens", "output_tokens")
+        if k in server
+    ]
     ttft = server.get("ttft") or {}
     if ttft.get("count"):
-        bounds = ", ".join(f"{q} <= {ttft[f'{q}_at_most_ms']:g} ms" for q in ("p50", "p99") if ttft.get(f"{q}_at_most_ms") is not None)
+        bounds = ", ".join(
+            f"{q} <= {ttft[f'{q}_at_most_ms']:g} ms" for q in ("p50", "p99") if ttft.get(f"{q}_at_most_ms") is not None
+        )
         parts.append(f"ttft mean {ttft['mean_ms']:g} ms{', ' + bounds if bounds else ''} (histogram)")
     for key in ("prefix_cache_hit_rate", "preemptions"):
         if key in server:
@@ -142,16 +174,33 @@ def pooled(figures: list[ServerFigures]) -> ServerFigures:
     if len(figures) == 1 or any(f.error for f in figures):
         return next((f for f in figures if f.error), first)
     out = ServerFigures(first.names, span_s=sum(f.span_s for f in figures))
-    for key in ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "prefix_cache_queries", "preemptions"):
+    for key in (
+        "requests",
+        "prompt_tokens",
+        "output_tokens",
+        "prefix_cache_hits",
+        "prefix_cache_queries",
+        "preemptions",
+    ):
         values = [getattr(f, key) for f in figures]
         setattr(out, key, None if None in values else sum(values))
     for key in ("ttft", "itl", "queue"):
         hists = [getattr(f, key) for f in figures]
         if all(h is not None and h.bounds == hists[0].bounds for h in hists):
-            setattr(out, key, replace(hists[0], cumulative=[sum(c) for c in zip(*(h.cumulative for h in hists))],
-                                      count=sum(h.count for h in hists), sum_s=sum(h.sum_s for h in hists)))
+            setattr(
+                out,
+                key,
+                replace(
+                    hists[0],
+                    cumulative=[sum(c) for c in zip(*(h.cumulative for h in hists))],
+                    count=sum(h.count for h in hists),
+                    sum_s=sum(h.sum_s for h in hists),
+                ),
+            )
     gauges = [f.under_load for f in figures if f.under_load]
-    out.under_load = {k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})}
+    out.under_load = {
+        k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})
+    }
     return out
 
 
@@ -205,7 +254,8 @@ def evaluate_interleaved(
     """
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
     plans = [
-        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(), s.point.workload(s.framework))
+        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(),
+         s.point.workload(s.framework))
         for s in subjects
     ]  # fmt: skip
     parts_of = [sliced(spec, slices) for _, spec, _ in plans]
@@ -222,8 +272,8 @@ def evaluate_interleaved(
                 endpoint, _, workload = plans[k]
                 specs = parts_of[k]
                 if i < subjects[k].point.repeat and j < len(specs):
-                    run = runner(endpoint, specs[j], workload, server_pid=subjects[k].pid, calibration=calibrations[k], seed=i * len(specs) + j,
-                                 server_metrics=names[k])  # fmt: skip
+                    run = runner(endpoint, specs[j], workload, server_pid=subjects[k].pid, calibration=calibrations[k],
+                                 seed=i * len(specs) + j, server_metrics=names[k])  # fmt: skip
                     calibrations[k] = run.calibration
                     parts[k].append(run)
             turn += 1
@@ -231,7 +281,10 @@ def evaluate_interleaved(
             if part:
                 runs[k].append(joined(part, plans[k][1]))
                 slices_of[k] += part
-    return [_judged(s.point, r, s.pid, rules, slices=p if len(p) > len(r) else []) for s, r, p in zip(subjects, runs, slices_of)]
+    return [
+        _judged(s.point, r, s.pid, rules, slices=p if len(p) > len(r) else [])
+        for s, r, p in zip(subjects, runs, slices_of)
+    ]
 
 
 def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
@@ -246,7 +299,8 @@ def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
     rewarm = min(spec.warmup_requests, spec.concurrency)
     return [
         replace(spec, requests=spec.requests // n + (j < spec.requests % n) if spec.requests else None,
-                duration_s=spec.duration_s / n if spec.duration_s else None, warmup_requests=spec.warmup_requests if j == 0 else rewarm)
+                duration_s=spec.duration_s / n if spec.duration_s else None,
+                warmup_requests=spec.warmup_requests if j == 0 else rewarm)
         for j in range(n)
     ]  # fmt: skip
 
@@ -271,8 +325,8 @@ def joined(parts: list[LoadRun], spec: LoadSpec) -> LoadRun:
     start = parts[0].window_start_ns
     return LoadRun(
         spec=spec, workload=parts[0].workload, traces=traces, window_start_ns=start, window_end_ns=start + sum(spans),
-        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=_peak(parts), calibration=parts[-1].calibration,
-        server=pooled(scraped) if len(scraped) == len(parts) else None,
+        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=_peak(parts),
+        calibration=parts[-1].calibration, server=pooled(scraped) if len(scraped) == len(parts) else None,
     )  # fmt: skip
 
 
@@ -282,7 +336,8 @@ def _peak(runs: list[LoadRun]) -> ResourcePeak:
     gpus = [run.resources.gpu_memory_bytes for run in runs if run.resources.gpu_memory_bytes]
     energy = [run.resources.energy_mj for run in runs]
     return ResourcePeak(
-        max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [], sum(run.resources.samples for run in runs),
+        max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [],
+        sum(run.resources.samples for run in runs),
         [sum(col) for col in zip(*energy)] if all(e is not None for e in energy) else None,
         {k: v for run in runs for k, v in run.resources.not_measured.items()},
     )  # fmt: skip
@@ -295,7 +350,8 @@ def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[st
     energy = peak.energy_j
     resources: dict[str, Any] = {
         "server_pid": pid, "peak_rss_gb": shown["peak_rss_gb"], "peak_gpu_memory_gb": shown["peak_gpu_memory_gb"],
-        "energy_per_output_token_j": None if energy is None or not summary.output_tokens else round(energy / summary.output_tokens, 6),
+        "energy_per_output_token_j":
+            None if energy is None or not summary.output_tokens else round(energy / summary.output_tokens, 6),
         "energy_per_request_j": None if energy is None or not summary.ok else round(energy / summary.ok, 4),
     }  # fmt: skip
     why = {figure: reason for what, reason in peak.not_measured.items() for figure in NVML_FIGURES.get(what, ())}
@@ -313,8 +369,11 @@ def _figures(run: LoadRun, limits: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None, slices: Sequence[LoadRun] = ()) -> PointResult:
-    """The point's verdict over its runs pooled; each run's figures (and each slice's, measured in slices) for the gate's paired tests."""
+def _judged(
+    point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None, slices: Sequence[LoadRun] = ()
+) -> PointResult:
+    """The point's verdict over its runs pooled; each run's figures (and each slice's, measured in slices) for the
+    gate's paired tests."""
     limits = request_limits(point.thresholds)
     # pooled over repeats: samples concatenated, the windows added up
     traces = [t for run in runs for t in run.traces]
@@ -336,7 +395,13 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
             client[LOOP_LAG.figure(f"p{q}")] = "insufficient samples"
     resources = _resources(_peak(runs), summary, pid)
     invalid = validity(
-        summary, point.thresholds, client_busy=busy, client_cpu=worst.cpu_share, client_wait=worst.wait_share, loop_lag_ms=lag, rules=rules
+        summary,
+        point.thresholds,
+        client_busy=busy,
+        client_cpu=worst.cpu_share,
+        client_wait=worst.wait_share,
+        loop_lag_ms=lag,
+        rules=rules,
     )
     server: dict[str, Any] | None = None
     scraped = [run.server for run in runs if run.server is not None]
@@ -358,4 +423,15 @@ def _judged(point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: Valid
             values = [f[key] for f in per_run if key in f]
             if len(values) == len(runs):
                 confidence[key] = str(confidence_interval(values))
-    return PointResult(point, runs, summary, verdict, client, resources, confidence, per_run, server, [_figures(part, limits) for part in slices])
+    return PointResult(
+        point,
+        runs,
+        summary,
+        verdict,
+        client,
+        resources,
+        confidence,
+        per_run,
+        server,
+        [_figures(part, limits) for part in slices],
+    )

@@ -8,6 +8,7 @@ and throughput-like figures stored as their reciprocal (seconds per token or
 per request), so that their ``ops`` is the throughput itself. ``extra_info``
 keeps the figure as measured, with its unit.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,17 +52,31 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
             data = [s for s in (as_seconds(metric, v) for v in runs) if s is not None]
             if not data:
                 continue
-            benchmarks.append({
-                "group": series["group"],
-                "name": f"{metric}[{label}]",
-                "fullname": f"{name}/{series['key']}::{metric}[{label}]",
-                "params": {"target": label, "load_point": series["key"]},
-                "param": label,
-                "extra_info": {"metric": metric, "value": series["value"], "runs": runs, "verdict": series["verdict"],
-                               "stored_as": "reciprocal seconds (ops = the figure)" if higher_is_better(metric) else "seconds"},
-                "options": {"disable_gc": False, "timer": "pytest-infer", "min_rounds": 1, "max_time": 0, "min_time": 0, "warmup": False},
-                "stats": _stats(data),
-            })
+            benchmarks.append(
+                {
+                    "group": series["group"],
+                    "name": f"{metric}[{label}]",
+                    "fullname": f"{name}/{series['key']}::{metric}[{label}]",
+                    "params": {"target": label, "load_point": series["key"]},
+                    "param": label,
+                    "extra_info": {
+                        "metric": metric,
+                        "value": series["value"],
+                        "runs": runs,
+                        "verdict": series["verdict"],
+                        "stored_as": "reciprocal seconds (ops = the figure)" if higher_is_better(metric) else "seconds",
+                    },
+                    "options": {
+                        "disable_gc": False,
+                        "timer": "pytest-infer",
+                        "min_rounds": 1,
+                        "max_time": 0,
+                        "min_time": 0,
+                        "warmup": False,
+                    },
+                    "stats": _stats(data),
+                }
+            )
     cpu = env.get("cpu", {})
     return {
         "machine_info": {
@@ -76,7 +91,12 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
             "gpu": env.get("gpu", {}),
             "pytest_infer": results.plugin_version or __version__,
         },
-        "commit_info": {"id": git.get("commit"), "dirty": git.get("dirty"), "branch": git.get("branch"), "describe": git.get("describe")},
+        "commit_info": {
+            "id": git.get("commit"),
+            "dirty": git.get("dirty"),
+            "branch": git.get("branch"),
+            "describe": git.get("describe"),
+        },
         "benchmarks": benchmarks,
         "datetime": datetime.now(UTC).isoformat(),
         "version": _benchmark_version(),

@@ -7,6 +7,7 @@ version whose run was cut short or whose server never started is listed as such 
 nothing. Each subject's events along the line show a regression a later release fixed, and a fix
 that regressed again. SLO figures are also drawn as trends.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -65,8 +66,10 @@ class History:
     def timing(self) -> str:
         if self.rules:
             return f"SLO figures compared under {', '.join(self.rules)}, each change tested for significance"
-        return ("SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
-                "compare runs measured in turns in one session (scripts/vendor-history.sh timing)")
+        return (
+            "SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
+            "compare runs measured in turns in one session (scripts/vendor-history.sh timing)"
+        )
 
     def events(self) -> dict[tuple[str, str, str], list[tuple[str, Finding]]]:
         """``{(framework, area, subject): [(version, finding), ...]}`` in release order."""
@@ -78,7 +81,9 @@ class History:
 
     def returns(self) -> list[tuple[str, str, str, list[str]]]:
         """Subjects that moved more than once, each with its marks: regressions fixed and regressed again."""
-        return [(*key, [f"{MARKS[f.kind]} in {v}" for v, f in evs]) for key, evs in self.events().items() if len(evs) > 1]
+        return [
+            (*key, [f"{MARKS[f.kind]} in {v}" for v, f in evs]) for key, evs in self.events().items() if len(evs) > 1
+        ]
 
 
 def run_state(results: SessionResults, target: str) -> str:
@@ -86,17 +91,23 @@ def run_state(results: SessionResults, target: str) -> str:
     run = results.environment.get("run") or {}
     status = run.get("exitstatus")
     if status not in (None, 0, 1):
-        return f"cut short: pytest exited {status} ({run.get('ran', '?')} of {run.get('collected', '?')} tests recorded)"
+        return (
+            f"cut short: pytest exited {status} ({run.get('ran', '?')} of {run.get('collected', '?')} tests recorded)"
+        )
     outcomes = [t.outcome for t in results.tests if t.target == target]
     if not any(o in STARTED for o in outcomes):
-        return f"invalid: no test ran against it ({len(outcomes)} recorded, none passed, failed or skipped: the server did not start)"
+        return (
+            f"invalid: no test ran against it ({len(outcomes)} recorded, none passed, failed or skipped: the server did"
+            " not start)"
+        )
     return "ok"
 
 
 def build_history(
     parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift: DriftCalibration | None = None
 ) -> tuple[SessionResults, History]:
-    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one before it.
+    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one
+    before it.
 
     ``drift``: versions ran in separate sessions, so without a drift calibration their timing is shown, not gated."""
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
@@ -105,7 +116,9 @@ def build_history(
     by_framework: dict[str, list[Version]] = {}
     for tid, target in merged.targets.items():
         counts = dict(views.outcomes.get(tid, {}))
-        by_framework.setdefault(target.framework, []).append(Version(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts))
+        by_framework.setdefault(target.framework, []).append(
+            Version(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts)
+        )
     steps = []
     for framework, versions in sorted(by_framework.items()):
         versions.sort(key=lambda v: version_key(v.version))
@@ -131,7 +144,8 @@ def _failing_side_reproducers(result: GateResult, matrix: dict[str, dict[str, Ch
 
 
 def _changing_rows(views: Views, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
-    """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every version.
+    """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every
+    version.
 
     Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance tests: every
     measured figure differs a little between two runs."""
@@ -159,7 +173,9 @@ def _finding(f: Finding) -> str:
 def terminal_lines(history: History) -> list[str]:
     lines = []
     for framework, versions in history.versions.items():
-        lines.append(f"{framework}: " + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions))
+        lines.append(
+            f"{framework}: " + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions)
+        )
     lines.append(history.timing)
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
@@ -171,35 +187,56 @@ def terminal_lines(history: History) -> list[str]:
 
 
 def render_markdown(history: History, title: str, link: str = "") -> str:
-    """The history for a step summary: versions, each step's verdict and findings, then subjects that moved back and forth."""
+    """The history for a step summary: versions, each step's verdict and findings, then subjects that moved back and
+    forth."""
     out = [f"## {title}", "", history.timing + ".", ""]
     out += ["| framework | version | run | outcomes |", "|---|---|---|---|"]
     for versions in history.versions.values():
         for v in versions:
             counts = ", ".join(f"{n} {k}" for k, n in sorted(v.counts.items()))
-            out.append(f"| {v.framework} | {v.version} | {'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |")
+            out.append(
+                f"| {v.framework} | {v.version} | {'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |"
+            )
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
-        out += ["", f"### {framework}: what differs between versions", "", "| area | row | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
-        out += [f"| {_cell(area)} | {_cell(row)} | " + " | ".join(_cell(c.text) for c in shown) + " |" for area, row, shown in changing]
+        out += [
+            "",
+            f"### {framework}: what differs between versions",
+            "",
+            "| area | row | " + " | ".join(columns) + " |",
+            "|---" * (len(columns) + 2) + "|",
+        ]
+        out += [
+            f"| {_cell(area)} | {_cell(row)} | " + " | ".join(_cell(c.text) for c in shown) + " |"
+            for area, row, shown in changing
+        ]
     returns = history.returns()
     if returns:
-        out += ["", "### Moved more than once", ""] + [f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns]
+        out += ["", "### Moved more than once", ""] + [
+            f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns
+        ]
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)})" if step.skipped else ""
         out += ["", f"### {step.framework} {step.before} → {step.after}{skipped}: {step.result.verdict}", ""]
-        out += [f"- **{MARKS[f.kind]}** {_cell(_finding(f))}" + (f"\n  `{_cell(f.reproducer)}`" if f.reproducer else "") for f in step.findings] or ["- no change"]
+        out += [
+            f"- **{MARKS[f.kind]}** {_cell(_finding(f))}" + (f"\n  `{_cell(f.reproducer)}`" if f.reproducer else "")
+            for f in step.findings
+        ] or ["- no change"]
     text = "\n".join(out) + "\n"
     if len(text) > MAX_MARKDOWN:
         cut = text[:MAX_MARKDOWN].rsplit("\n", 1)[0]
-        text = f"{cut}\n\n… cut at {MAX_MARKDOWN} characters: the whole history is in history.html{f' ({link})' if link else ''}\n"
+        text = (
+            f"{cut}\n\n… cut at {MAX_MARKDOWN} characters: the whole history is in"
+            f" history.html{f' ({link})' if link else ''}\n"
+        )
     elif link:
         text += f"\nThe whole history, with trends: {link}\n"
     return text
 
 
 def trend_figures(results: SessionResults, history: History) -> list[tuple[str, str]]:
-    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load point); sound versions only."""
+    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load point); sound
+    versions only."""
     views = build_views(results)
     figures = []
     for framework, versions in history.versions.items():
@@ -213,40 +250,62 @@ def trend_figures(results: SessionResults, history: History) -> list[tuple[str, 
                 for tid, cell in section.rows.get(row, {}).items():
                     if tid in ids and cell.value is not None:
                         grouped.setdefault(figure, {}).setdefault(line, [None] * len(ids))[ids.index(tid)] = cell.value
-        figures += [(f"{framework}: {figure}", plots.trend([v.version for v in sound], series, figure)) for figure, series in grouped.items()]
+        figures += [
+            (f"{framework}: {figure}", plots.trend([v.version for v in sound], series, figure))
+            for figure, series in grouped.items()
+        ]
     return figures
 
 
 def render_history(results: SessionResults, history: History, title: str = "pytest-infer history") -> str:
     body = f"<p>{_e(history.timing)}.</p><h2>Versions</h2>" + _table(["framework", "version", "run", "outcomes"], [
-        f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td><td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
+        f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td>"
+        f"<td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
         f"<td>{_e(', '.join(f'{n} {k}' for k, n in sorted(v.counts.items())))}</td></tr>"
         for versions in history.versions.values() for v in versions
     ], "versions")  # fmt: skip
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
         cells = [
-            f"<tr><td>{_e(area)}</td><td>{_e(row)}</td>" + "".join(f'<td class="{_e(c.css)}">{_e(c.text)}</td>' for c in shown) + "</tr>"
+            f"<tr><td>{_e(area)}</td><td>{_e(row)}</td>"
+            + "".join(f'<td class="{_e(c.css)}">{_e(c.text)}</td>' for c in shown)
+            + "</tr>"
             for area, row, shown in changing
         ]
-        body += f"<h2>{_e(framework)}: what differs between versions</h2>" + _table(["area", "row", *columns], cells, f"differs-{_e(framework)}")
+        body += f"<h2>{_e(framework)}: what differs between versions</h2>" + _table(
+            ["area", "row", *columns], cells, f"differs-{_e(framework)}"
+        )
     returns = history.returns()
     if returns:
         body += "<h2>Moved more than once</h2>" + _table(["framework", "area", "subject", "along the releases"], [
-            f"<tr><td>{_e(fw)}</td><td>{_e(area)}</td><td>{_e(subject)}</td><td>{_e(', '.join(marks))}</td></tr>" for fw, area, subject, marks in returns
+            f"<tr><td>{_e(fw)}</td><td>{_e(area)}</td><td>{_e(subject)}</td><td>{_e(', '.join(marks))}</td></tr>"
+            for fw, area, subject, marks in returns
         ], "returns")  # fmt: skip
     body += "<h2>Release by release</h2>"
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
-        body += f"<h3>{_e(step.framework)} {_e(step.before)} &rarr; {_e(step.after)}{_e(skipped)}: {_e(step.result.verdict)}</h3>"
+        body += (
+            f"<h3>{_e(step.framework)} {_e(step.before)} &rarr; {_e(step.after)}{_e(skipped)}:"
+            f" {_e(step.result.verdict)}</h3>"
+        )
         rows = [
             f"<tr><td>{_e(MARKS[f.kind])}</td><td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td>"
             f"<td>{_e(f.detail)}</td><td><code>{_e(f.reproducer)}</code></td></tr>"
             for f in step.findings
         ]
-        body += _table(["what", "area", "subject", "before", "after", "detail", "reproducer"], rows, f"step-{_e(step.after)}") if rows else "<p>No change.</p>"
+        body += (
+            _table(
+                ["what", "area", "subject", "before", "after", "detail", "reproducer"], rows, f"step-{_e(step.after)}"
+            )
+            if rows
+            else "<p>No change.</p>"
+        )
     figures = trend_figures(results, history)
-    body += '<h2>Trends</h2><div class="plots">' + "".join(f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures) + "</div>"
+    body += (
+        '<h2>Trends</h2><div class="plots">'
+        + "".join(f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures)
+        + "</div>"
+    )
     if not figures:
         body += "<p>No SLO figures recorded for two or more sound versions of one framework.</p>"
     return page(title, body)

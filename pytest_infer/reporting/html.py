@@ -4,6 +4,7 @@ then the matrix, the gate's list and the plots, in one file that renders offline
 No scripts, no external style sheets or fonts: figures are inline SVG, the style
 is inline CSS, folds are ``<details>``, and every value from the results is escaped.
 """
+
 from __future__ import annotations
 
 import html
@@ -16,14 +17,20 @@ from .terminal import verdict_counts
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}
-th{background:#f3f3f3}td.passed,td.valid{background:#e8f5e9}td.failed,td.error,td.invalid{background:#ffcdd2;font-weight:bold}
-td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised,td.inconclusive{background:#eceff1}td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
-.verdict{font-size:1.3em;padding:.3em .8em;display:inline-block;border-radius:4px;margin:.2em 0}.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
+table{border-collapse:collapse;margin:.5em 0 1.5em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}
+th{background:#f3f3f3}td.passed,td.valid{background:#e8f5e9}
+td.failed,td.error,td.invalid{background:#ffcdd2;font-weight:bold}
+td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised,td.inconclusive{background:#eceff1}
+td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
+.verdict{font-size:1.3em;padding:.3em .8em;display:inline-block;border-radius:4px;margin:.2em 0}
+.pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:.5em;white-space:pre-wrap;font-size:.8em}details{margin:.2em 0}
-#findings li{margin:.3em 0}.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;padding:0 .3em;margin-right:.4em}
-.sev.critical{background:#c62828;color:#fff}.sev.major{background:#ffcdd2}.sev.minor{background:#fff8e1}.where,.ref{color:#555;font-size:.9em}
+#findings li{margin:.3em 0}.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;
+padding:0 .3em;margin-right:.4em}
+.sev.critical{background:#c62828;color:#fff}.sev.major{background:#ffcdd2}.sev.minor{background:#fff8e1}
+.where,.ref{color:#555;font-size:.9em}
 """
 
 
@@ -32,7 +39,11 @@ def _e(value: object) -> str:
 
 
 def _table(header: list[str], rows: list[str], id_: str) -> str:
-    return f'<table id="{id_}"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in header)}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (
+        "<table"
+        f' id="{id_}"><thead><tr>{"".join(f"<th>{_e(h)}</th>" for h in header)}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _section(section: Section, views: Views, id_: str, checks: bool = False, title: str = "") -> str:
@@ -56,11 +67,18 @@ def _checks(views: Views) -> str:
     if not views.checks:
         return "<h2>Checks</h2><p>No checks were recorded.</p>"
     notable = views.notable_checks()
-    shown = (_section(notable, views, "matrix-notable", checks=True, title="Checks: failed or differing") if notable.rows
-             else "<h2>Checks</h2><p>Every check had the same outcome on every target, and none failed.</p>")
+    shown = (
+        _section(notable, views, "matrix-notable", checks=True, title="Checks: failed or differing")
+        if notable.rows
+        else "<h2>Checks</h2><p>Every check had the same outcome on every target, and none failed.</p>"
+    )
     full = views.sections[0]
-    return (shown + f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>"
-            + _section(full, views, "matrix", checks=True).removeprefix(f"<h2>{_e(full.title)}</h2>") + "</details>")
+    return (
+        shown
+        + f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>"
+        + _section(full, views, "matrix", checks=True).removeprefix(f"<h2>{_e(full.title)}</h2>")
+        + "</details>"
+    )
 
 
 def _gate_verdict(gate) -> str:
@@ -70,19 +88,31 @@ def _gate_verdict(gate) -> str:
     css = "none" if not gate.pairs or gate.unmeasured and not gate.failed else "fail" if gate.failed else "pass"
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
     regressions = "".join(f"<li>{_e(f.line())}</li>" for f in gate.of("regression"))
-    return (f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared: {_e(pairs or "nothing")}; '
-            f'rules: {_e(", ".join(gate.rules) or "none")}</p>'
-            + "".join(f"<p>timing: {_e(t)}</p>" for t in gate.timing) + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
-            + (f'<ul id="regressions">{regressions}</ul>' if regressions else ""))
+    return (
+        f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared:'
+        f" {_e(pairs or 'nothing')}; rules: {_e(', '.join(gate.rules) or 'none')}</p>"
+        + "".join(f"<p>timing: {_e(t)}</p>" for t in gate.timing)
+        + "".join(f"<p><strong>warning:</strong> {_e(w)}</p>" for w in gate.warnings)
+        + (f'<ul id="regressions">{regressions}</ul>' if regressions else "")
+    )
 
 
 def _verdict(views: Views, gate) -> str:
     """The answer first: the gate's verdict, then one row per suite with each target's counts of each outcome."""
     cells: dict[str, dict[str, str]] = {}
     for target, suite, counts in views.verdict_rows():
-        css = "failed" if counts.get("failed") or counts.get("error") else "invalid" if counts.get("invalid") else "passed"
+        css = (
+            "failed"
+            if counts.get("failed") or counts.get("error")
+            else "invalid"
+            if counts.get("invalid")
+            else "passed"
+        )
         cells.setdefault(suite, {})[target] = f'<td class="{css}">{_e(verdict_counts(counts))}</td>'
-    body = [f"<tr><td>{_e(suite)}</td>{''.join(row.get(t, '<td>-</td>') for t in views.ids)}</tr>" for suite, row in cells.items()]
+    body = [
+        f"<tr><td>{_e(suite)}</td>{''.join(row.get(t, '<td>-</td>') for t in views.ids)}</tr>"
+        for suite, row in cells.items()
+    ]
     table = _table(["suite", *views.labels], body, "verdict-counts") if body else "<p>No tests were recorded.</p>"
     return f'<section id="verdict-block"><h2>Verdict</h2>{_gate_verdict(gate)}{table}</section>'
 
@@ -97,32 +127,58 @@ def _finding(problem: Problem) -> str:
     if problem.server_log:
         fold += f"<p>Server log while it ran:</p><pre>{_e(problem.server_log[-4000:])}</pre>"
     fold = f"<details><summary>message, reproducer, server log</summary>{fold}</details>" if fold else ""
-    return (f'<li><span class="sev {_e(cause.severity)}">{_e(cause.severity)}</span><strong>{_e(cause.title[:400])}</strong> '
-            f'<span class="where">{n} place{"s" if n > 1 else ""}: {_e(problem.where())}</span>{ref}{fold}</li>')
+    return (
+        '<li><span class="sev'
+        f' {_e(cause.severity)}">{_e(cause.severity)}</span><strong>{_e(cause.title[:400])}</strong> <span'
+        f' class="where">{n} place{"s" if n > 1 else ""}: {_e(problem.where())}</span>{ref}{fold}</li>'
+    )
 
 
 def _findings(views: Views) -> str:
     if not views.problems:
         return '<h2 id="findings-heading">Findings</h2><p id="findings">Nothing failed.</p>'
     failed = sum(len(p.tests) for p in views.problems)
-    return (f'<h2 id="findings-heading">Findings: {len(views.problems)} root causes of {failed} failed tests</h2>'
-            f'<ol id="findings">{"".join(map(_finding, views.problems))}</ol>')
+    return (
+        f'<h2 id="findings-heading">Findings: {len(views.problems)} root causes of {failed} failed tests</h2>'
+        f'<ol id="findings">{"".join(map(_finding, views.problems))}</ol>'
+    )
 
 
 def _limits(views: Views) -> str:
     """Each load point's figures against their limits; the full figure set behind a fold."""
     if not views.limits:
         return ""
-    invalid = "".join(f"<p><strong>{_e(views.label(lim.target))} {_e(lim.title)}: invalid measurement</strong>: {_e(lim.invalid)}</p>"
-                      for lim in views.limits if lim.invalid)
-    rows = [f'<tr><td>{_e(views.label(lim.target))}</td><td>{_e(lim.title)}</td><td class="{_e(VERDICT_CSS.get(lim.verdict, ""))}">{_e(lim.verdict)}</td>'
-            f'<td>{_e(m)}</td><td>{_e(limit)}</td><td class="{_e(css)}">{_e(measured)}</td><td>{_e(margin)}</td></tr>'
-            for lim in views.limits for m, limit, measured, margin, css in lim.rows]
-    table = _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows, "limits") if rows else ""
+    invalid = "".join(
+        f"<p><strong>{_e(views.label(lim.target))} {_e(lim.title)}: invalid measurement</strong>: {_e(lim.invalid)}</p>"
+        for lim in views.limits
+        if lim.invalid
+    )
+    rows = [
+        f"<tr><td>{_e(views.label(lim.target))}</td><td>{_e(lim.title)}</td><td"
+        f' class="{_e(VERDICT_CSS.get(lim.verdict, ""))}">{_e(lim.verdict)}</td><td>{_e(m)}</td><td>{_e(limit)}</td><td'
+        f' class="{_e(css)}">{_e(measured)}</td><td>{_e(margin)}</td></tr>'
+        for lim in views.limits
+        for m, limit, measured, margin, css in lim.rows
+    ]
+    table = (
+        _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows, "limits") if rows else ""
+    )
     names = list(dict.fromkeys(k for lim in views.limits for k in lim.figures))
-    every = ["<tr><td>" + _e(k) + "</td>" + "".join(f"<td>{_e(lim.figures.get(k, '-'))}</td>" for lim in views.limits) + "</tr>" for k in names]
+    every = [
+        "<tr><td>"
+        + _e(k)
+        + "</td>"
+        + "".join(f"<td>{_e(lim.figures.get(k, '-'))}</td>" for lim in views.limits)
+        + "</tr>"
+        for k in names
+    ]
     columns = [f"{views.label(lim.target)} {lim.title}" for lim in views.limits]
-    fold = f"<details><summary>Every figure ({len(names)} per point)</summary>{_table(['figure', *columns], every, 'figures')}</details>" if names else ""
+    fold = (
+        f"<details><summary>Every figure ({len(names)} per"
+        f" point)</summary>{_table(['figure', *columns], every, 'figures')}</details>"
+        if names
+        else ""
+    )
     return f"<h2>Figures against their limits</h2>{invalid}{table}{fold}"
 
 
@@ -132,10 +188,16 @@ VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "invalid"}
 def _differences(gate) -> str:
     if gate is None or not gate.findings:
         return ""
-    rows = [f'<tr><td class="{"failed" if f.kind == "regression" else "passed" if f.kind == "improvement" else ""}">{_e(f.kind)}</td>'
-            f"<td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td><td>{_e(f.pair)}</td><td>{_e(f.detail)}</td></tr>"
-            for f in gate.findings]
-    return "<h2>Differences from the baseline</h2>" + _table(["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "differences")
+    rows = [
+        "<tr><td"
+        f' class="{"failed" if f.kind == "regression" else "passed" if f.kind == "improvement" else ""}">'
+        f"{_e(f.kind)}</td><td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td>"
+        f"<td>{_e(f.pair)}</td><td>{_e(f.detail)}</td></tr>"
+        for f in gate.findings
+    ]
+    return "<h2>Differences from the baseline</h2>" + _table(
+        ["kind", "area", "subject", "before", "after", "targets", "detail"], rows, "differences"
+    )
 
 
 def _plots(results: SessionResults, views: Views) -> str:
@@ -144,24 +206,46 @@ def _plots(results: SessionResults, views: Views) -> str:
         return ""
     shown = [f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures if svg]
     missing = [t for t, svg in figures if not svg]
-    note = f"<p>Nothing to plot for: {_e(', '.join(missing))} (no such figures in these results).</p>" if missing else ""
+    note = (
+        f"<p>Nothing to plot for: {_e(', '.join(missing))} (no such figures in these results).</p>" if missing else ""
+    )
     return f'<h2>Plots</h2><div class="plots">{"".join(shown)}</div>{note}'
 
 
 def page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-            f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>{body}</body></html>\n")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
+        f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>{body}</body></html>\n"
+    )
 
 
-def render_html(results: SessionResults, gate=None, title: str = "pytest-infer report", views: Views | None = None) -> str:
+def render_html(
+    results: SessionResults, gate=None, title: str = "pytest-infer report", views: Views | None = None
+) -> str:
     views = views or build_views(results)
-    targets = _table(["target", "framework", "version", "model", "profile", "state", "tests"], [
-        f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td><td>{_e(t.version or 'unknown')}</td><td>{_e(t.model)}</td>"
-        f"<td>{_e(t.profile or '-')}</td><td>{_e('failed to start: ' + t.error.splitlines()[0] if t.error else 'ok')}</td>"
-        f"<td>{_e(views.outcome_counts(t.id))}</td></tr>"
-        for t in results.targets.values()
-    ], "targets")
+    targets = _table(
+        ["target", "framework", "version", "model", "profile", "state", "tests"],
+        [
+            f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td><td>{_e(t.version or 'unknown')}</td>"
+            f"<td>{_e(t.model)}</td><td>{_e(t.profile or '-')}</td>"
+            f"<td>{_e('failed to start: ' + t.error.splitlines()[0] if t.error else 'ok')}</td>"
+            f"<td>{_e(views.outcome_counts(t.id))}</td></tr>"
+            for t in results.targets.values()
+        ],
+        "targets",
+    )
     env = f"<details><summary>Environment</summary><pre>{_e(json.dumps(results.environment, indent=1))}</pre></details>"
     suites = "".join(_section(s, views, s.suite) for s in views.suite_sections if s.rows)
-    return page(title, _verdict(views, gate) + _findings(views) + _limits(views) + _checks(views) + suites + _differences(gate)
-                + "<h2>Targets</h2>" + targets + env + _plots(results, views))
+    return page(
+        title,
+        _verdict(views, gate)
+        + _findings(views)
+        + _limits(views)
+        + _checks(views)
+        + suites
+        + _differences(gate)
+        + "<h2>Targets</h2>"
+        + targets
+        + env
+        + _plots(results, views),
+    )

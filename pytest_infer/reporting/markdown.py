@@ -4,6 +4,7 @@ It opens with the answer (the verdict, the findings by root cause, the figures
 against their limits) and stays under a pull-request comment's size: parts that
 do not fit are left out, with a note and a link to the full HTML report.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,8 @@ from ..suite import Cell, Section
 from .terminal import verdict_counts
 
 ICONS = {
-    "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail", "fixed": "🎉 FIXED",
+    "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail",
+    "fixed": "🎉 FIXED",
     "not_run": "⛔ not run", "not_exercised": "◌ not exercised", "inconclusive": "❔ inconclusive", "skipped": "⏭ skip",
 }  # fmt: skip
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
@@ -43,7 +45,10 @@ def _text(cell: Cell, checks: bool) -> str:
 
 
 def section_lines(section: Section, views: Views, checks: bool = False, title: str = "") -> list[str]:
-    rows = [[row, *(_text(cells[t], checks) if t in cells else "-" for t in views.ids)] for row, cells in section.rows.items()]
+    rows = [
+        [row, *(_text(cells[t], checks) if t in cells else "-" for t in views.ids)]
+        for row, cells in section.rows.items()
+    ]
     return ["", f"### {title or section.title}", "", *_table([section.heading, *views.labels], rows)]
 
 
@@ -98,7 +103,14 @@ def finding_units(views: Views, room: int | None = None) -> list[str]:
     failed = sum(len(p.tests) for p in views.problems)
     units = ["", f"### Findings: {len(views.problems)} root causes of {failed} failed tests", ""]
     for i, problem in enumerate(views.problems, 1):
-        fold = next((f for f in (finding_fold(problem, c) for c in (MAX_MESSAGE, MAX_MESSAGE // 4)) if room is None or len(f) <= room), "")
+        fold = next(
+            (
+                f
+                for f in (finding_fold(problem, c) for c in (MAX_MESSAGE, MAX_MESSAGE // 4))
+                if room is None or len(f) <= room
+            ),
+            "",
+        )
         if room is not None:
             room -= len(fold)
         units.append(finding_head(i, problem) + fold)
@@ -110,9 +122,16 @@ def limits_units(views: Views) -> list[str]:
     if not views.limits:
         return []
     units = ["", "### Figures against their limits", ""]
-    units += [f"- **{views.label(lim.target)} {lim.title}: invalid measurement**: {_cell(lim.invalid)}" for lim in views.limits if lim.invalid]
-    rows = [[views.label(lim.target), lim.title, lim.verdict, metric, limit, measured, margin]
-            for lim in views.limits for metric, limit, measured, margin, _ in lim.rows]
+    units += [
+        f"- **{views.label(lim.target)} {lim.title}: invalid measurement**: {_cell(lim.invalid)}"
+        for lim in views.limits
+        if lim.invalid
+    ]
+    rows = [
+        [views.label(lim.target), lim.title, lim.verdict, metric, limit, measured, margin]
+        for lim in views.limits
+        for metric, limit, measured, margin, _ in lim.rows
+    ]
     if rows:
         units += _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows)
     return units + ["", "Every figure of every point is in results.json and report.html."]
@@ -129,7 +148,18 @@ def matrix_units(views: Views) -> list[str]:
     else:
         units = ["", "### Checks", "", "Every check had the same outcome on every target, and none failed."]
     folded = section_lines(full, views, checks=True)[3:]
-    units.append("\n".join(["", f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>", "", *folded, "", "</details>"]))
+    units.append(
+        "\n".join(
+            [
+                "",
+                f"<details><summary>Full check matrix ({len(full.rows)} rows)</summary>",
+                "",
+                *folded,
+                "",
+                "</details>",
+            ]
+        )
+    )
     return units
 
 
@@ -148,14 +178,22 @@ def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = N
     for i, unit in enumerate(units):
         if size + len(unit) + 1 > limit - NOTE_ROOM:
             left = sum(1 for u in units[i:] if u.strip())
-            kept += ["", f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): {left} more parts left out; {link}."]
+            kept += [
+                "",
+                (
+                    f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): {left} more parts left"
+                    f" out; {link}."
+                ),
+            ]
             break
         kept.append(unit)
         size += len(unit) + 1
     return "\n".join(kept) + "\n"
 
 
-def render_markdown(results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None, limit: int = MAX_CHARS) -> str:
+def render_markdown(
+    results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None, limit: int = MAX_CHARS
+) -> str:
     """Verdict, findings, figures against limits, the checks that failed or differ, then the rest; under ``limit``
     characters, the findings' folds get what the verdict, every finding's line, the figures and those checks leave."""
     views = views or build_views(results)
@@ -167,19 +205,36 @@ def render_markdown(results: SessionResults, gate=None, title: str = "pytest-inf
             units += section_lines(section, views)
     if gate is not None and gate.findings:
         units += ["", "### Differences from the baseline", ""]
-        units += _table(["kind", "area", "subject", "before", "after", "targets", "detail"], [
-            [f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail] for f in gate.findings
-        ])
+        units += _table(
+            ["kind", "area", "subject", "before", "after", "targets", "detail"],
+            [[f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail] for f in gate.findings],
+        )
     units += ["", "### Targets", ""]
-    units += _table(["target", "framework", "version", "model", "profile", "state", "tests"], [
-        [t.id, t.framework, t.version or "unknown", t.model, t.profile or "-", f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok", views.outcome_counts(t.id)]
-        for t in results.targets.values()
-    ])
+    units += _table(
+        ["target", "framework", "version", "model", "profile", "state", "tests"],
+        [
+            [
+                t.id,
+                t.framework,
+                t.version or "unknown",
+                t.model,
+                t.profile or "-",
+                f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok",
+                views.outcome_counts(t.id),
+            ]
+            for t in results.targets.values()
+        ],
+    )
     env = results.environment
     if env.get("git", {}).get("commit"):
-        units += ["", f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; "
-                  f"Python {env.get('python')}, {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, "
-                  f"GPUs: {env.get('gpu', {}).get('count', 0)}"]
+        units += [
+            "",
+            (
+                f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; Python {env.get('python')},"
+                f" {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, GPUs:"
+                f" {env.get('gpu', {}).get('count', 0)}"
+            ),
+        ]
     return fit(units, limit)
 
 

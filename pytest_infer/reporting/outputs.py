@@ -4,6 +4,7 @@ Shared by the plugin (at the end of a run, in the process that owns the
 results) and by ``pytest-infer report`` (re-rendering a saved file), so both
 produce the same files.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,7 +43,12 @@ def run_gate(
 
 
 def write_renderings(
-    results: SessionResults, out: Path, *, gate: GateResult | None = None, title: str = "pytest-infer", step_summary: bool = True
+    results: SessionResults,
+    out: Path,
+    *,
+    gate: GateResult | None = None,
+    title: str = "pytest-infer",
+    step_summary: bool = True,
 ) -> Written:
     """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``, from one set of views."""
     from ..results.views import build_views

@@ -3,6 +3,7 @@
 SVG text is drawn as paths, so a report renders the same offline, in any
 browser, without fonts or scripts.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ def svg(fig) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def _finish(ax, title: str) -> None:

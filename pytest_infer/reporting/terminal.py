@@ -5,6 +5,7 @@ The single renderer of the terminal table; the gate's full list is printed
 after it (``render_gate``), as pytest-benchmark prints its regressions after
 its table.
 """
+
 from __future__ import annotations
 
 from ..results.model import SessionResults
@@ -13,9 +14,19 @@ from ..suite import Section
 
 MAX_ROW = 60
 # The verdict's columns: (outcome, heading); "invalid" counts measurements that judged nothing.
-VERDICT_COLUMNS = (("passed", "pass"), ("failed", "FAIL"), ("error", "ERROR"), ("unsupported", "unsup"), ("xfail", "xfail"),
-                   ("fixed", "FIXED"), ("inconclusive", "inconclusive"), ("not_exercised", "not exercised"),
-                   ("not_run", "not run"), ("skipped", "skip"), ("invalid", "invalid measurement"))
+VERDICT_COLUMNS = (
+    ("passed", "pass"),
+    ("failed", "FAIL"),
+    ("error", "ERROR"),
+    ("unsupported", "unsup"),
+    ("xfail", "xfail"),
+    ("fixed", "FIXED"),
+    ("inconclusive", "inconclusive"),
+    ("not_exercised", "not exercised"),
+    ("not_run", "not run"),
+    ("skipped", "skip"),
+    ("invalid", "invalid measurement"),
+)
 
 
 def verdict_counts(counts) -> str:
@@ -33,7 +44,7 @@ def gate_headline(gate) -> list[str]:
 def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[str]:
     if not rows:
         return []
-    names = {r: (r if len(r) <= MAX_ROW else r[: MAX_ROW - 1] + "~") for r in rows}
+    names = {r: r if len(r) <= MAX_ROW else r[: MAX_ROW - 1] + "~" for r in rows}
     first = max(len(title), *(len(n) for n in names.values())) + 2
     widths = [max(len(c), *(len(cells[i]) for cells in rows.values())) + 2 for i, c in enumerate(columns)]
     lines = ["".join([title.ljust(first), *(c.ljust(w) for c, w in zip(columns, widths))]).rstrip()]
@@ -84,7 +95,10 @@ def render_summary(results: SessionResults, views: Views | None = None, gate=Non
     lines = [*verdict_lines(views, gate), *finding_lines(views), ""]
     for t in results.targets.values():
         counts = views.outcome_counts(t.id)
-        lines.append(f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})" + (f": {counts}" if counts else ""))
+        lines.append(
+            f"{t.id}: {t.framework} {t.version or 'unknown'} model={t.model} ({target_state(t)})"
+            + (f": {counts}" if counts else "")
+        )
     for i, section in enumerate(s for s in views.sections if s.rows):
         lines += ([""] if i else []) + section_lines(section, views)
     return lines
@@ -94,12 +108,21 @@ def render_gate(gate) -> list[str]:
     """The gate's verdict and its findings, regressions first (a ``gating.compare.GateResult``)."""
     lines = [f"upgrade gate: {gate.verdict}"]
     if gate.pairs:
-        lines.append("compared: " + ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs]) + (f"; rules: {', '.join(gate.rules)}" if gate.rules else ""))
+        lines.append(
+            "compared: "
+            + ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
+            + (f"; rules: {', '.join(gate.rules)}" if gate.rules else "")
+        )
     if gate.unpaired:
         lines.append("not compared: " + ", ".join(gate.unpaired))
     lines += [f"timing: {t}" for t in gate.timing]
     lines += [f"warning: {w}" for w in gate.warnings]
-    for kind, title in (("regression", "REGRESSIONS"), ("improvement", "improvements"), ("noise", "within noise (not gating)"), ("change", "other changes")):
+    for kind, title in (
+        ("regression", "REGRESSIONS"),
+        ("improvement", "improvements"),
+        ("noise", "within noise (not gating)"),
+        ("change", "other changes"),
+    ):
         found = gate.of(kind)
         if found:
             lines.append(f"{title} ({len(found)}):")

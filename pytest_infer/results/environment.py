@@ -4,6 +4,7 @@ Each probe that fails (no ``git``, no driver) leaves an ``error`` entry instead
 of crashing the run, as pytest-benchmark does with its machine info: a report
 from a machine without a GPU must still be written. Stdlib only (values layer).
 """
+
 from __future__ import annotations
 
 import os
@@ -53,7 +54,11 @@ def gpu_info() -> dict[str, Any]:
         header = _run([smi])
     except (OSError, subprocess.SubprocessError) as exc:
         return {"count": 0, "error": f"nvidia-smi failed: {exc}"}
-    gpus = [dict(zip(("name", "driver", "memory_mib"), (c.strip() for c in row.split(",")))) for row in rows.splitlines() if row.strip()]
+    gpus = [
+        dict(zip(("name", "driver", "memory_mib"), (c.strip() for c in row.split(","))))
+        for row in rows.splitlines()
+        if row.strip()
+    ]
     cuda = None
     for token in header.split("CUDA Version:")[1:2]:
         cuda = token.split()[0].strip("|") if token.split() else None
@@ -100,5 +105,7 @@ def capture_environment(project: Path, plugin_version: str) -> dict[str, Any]:
         "cpu": cpu_info(),
         "gpu": gpu_info(),
         "git": git_info(project),
-        "ci": {k: os.environ[k] for k in ("GITHUB_RUN_ID", "GITHUB_SHA", "GITHUB_JOB", "RUNNER_NAME") if k in os.environ},
+        "ci": {
+            k: os.environ[k] for k in ("GITHUB_RUN_ID", "GITHUB_SHA", "GITHUB_JOB", "RUNNER_NAME") if k in os.environ
+        },
     }

@@ -3,6 +3,7 @@
 One JSON document, versioned by ``SCHEMA_VERSION``. Every suite writes into it,
 xdist workers send theirs to the controller, and every report renders it.
 """
+
 from __future__ import annotations
 
 import json

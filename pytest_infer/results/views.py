@@ -4,6 +4,7 @@ The check matrix is the core's own (every test, one row per registered check);
 each suite's table adds its sections. Missing or partial parts are tolerated, so
 a report never fails because one suite did not run.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,9 +15,30 @@ from ..suite import SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
-OUTCOME_SEVERITY = ("error", "not_run", "failed", "fixed", "unsupported", "xfail", "inconclusive", "not_exercised", "skipped", "passed")
-SYMBOLS = {"passed": "pass", "failed": "FAIL", "unsupported": "unsup", "xfail": "xfail", "fixed": "FIXED", "error": "ERROR", "not_run": "n/run", "not_exercised": "n/ex",
-           "inconclusive": "inconc", "skipped": "skip"}
+OUTCOME_SEVERITY = (
+    "error",
+    "not_run",
+    "failed",
+    "fixed",
+    "unsupported",
+    "xfail",
+    "inconclusive",
+    "not_exercised",
+    "skipped",
+    "passed",
+)
+SYMBOLS = {
+    "passed": "pass",
+    "failed": "FAIL",
+    "unsupported": "unsup",
+    "xfail": "xfail",
+    "fixed": "FIXED",
+    "error": "ERROR",
+    "not_run": "n/run",
+    "not_exercised": "n/ex",
+    "inconclusive": "inconc",
+    "skipped": "skip",
+}
 
 
 def target_label(target: TargetRecord) -> str:
@@ -88,7 +110,9 @@ def checks_section(matrix: dict[str, dict[str, CheckCell]]) -> Section:
 PROBLEMS = ("failed", "error")
 NOTABLE = frozenset({"failed", "error", "fixed", "not_run"})
 # An upstream reference in a message: ``xgrammar#749``, ``#895``, ``owner/repo#12``, or a GitHub issue or pull URL.
-_REFERENCE = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+|(?<![\w/&#])(?:[A-Za-z][\w.-]*(?:/[\w.-]+)?)?#\d+\b")
+_REFERENCE = re.compile(
+    r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+|(?<![\w/&#])(?:[A-Za-z][\w.-]*(?:/[\w.-]+)?)?#\d+\b"
+)
 
 
 def references(message: str) -> str:
@@ -110,7 +134,9 @@ class Problem:
     suite: str
     cause: Cause
     tests: list[TestRecord] = field(default_factory=list)
-    places: list[tuple[str, str]] = field(default_factory=list)  # (target label, where on it: "" or a path, mode or case)
+    places: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (target label, where on it: "" or a path, mode or case)
 
     @property
     def rank(self) -> tuple[int, int, str]:
@@ -158,12 +184,18 @@ _DIED = re.compile(r"the server process (\d+) has died")
 def _core_cause(row: str, test: TestRecord) -> Cause | None:
     """A cause the core itself reports, whatever the suite: the tests that met one dead server are one finding."""
     if (died := _DIED.search(test.message)) is not None:
-        return Cause(f"died:{test.target}:{died[1]}", f"the server process died (pid {died[1]}): the tests after it could not run", row, "critical")
+        return Cause(
+            f"died:{test.target}:{died[1]}",
+            f"the server process died (pid {died[1]}): the tests after it could not run",
+            row,
+            "critical",
+        )
     return None
 
 
 def _default_cause(row: str, test: TestRecord) -> Cause:
-    """One finding per matrix row; a check's message that repeats its id (``[chat.n] ...``) is not repeated in the title."""
+    """One finding per matrix row; a check's message that repeats its id (``[chat.n] ...``) is not repeated in the
+    title."""
     severity = "minor" if test.extra.get("severity") == "warning" else "major"
     head = headline_of(test.message).removeprefix(f"[{row}] ")
     return Cause(row, f"{row}: {head}" if head else row, severity=severity, reference=references(test.message))
@@ -201,7 +233,8 @@ def _table_of(results: SessionResults, suite: str) -> Table | None:
 
 
 def notable(cells: dict[str, CheckCell], ids: list[str]) -> bool:
-    """A matrix row worth showing by default: something failed on it, or the targets disagree (a missing cell included)."""
+    """A matrix row worth showing by default: something failed on it, or the targets disagree (a missing cell
+    included)."""
     outcomes = [cells[t].outcome if t in cells else None for t in ids]
     return any(o in NOTABLE for o in outcomes) or len(set(outcomes)) > 1
 
@@ -237,17 +270,24 @@ class Views:
     def notable_checks(self) -> Section:
         """The check matrix's rows where something failed or the targets differ: what the reports show unfolded."""
         full = self.sections[0]
-        return Section(full.title, full.heading, {r: c for r, c in full.rows.items() if notable(self.checks[r], self.ids)})
+        return Section(
+            full.title, full.heading, {r: c for r, c in full.rows.items() if notable(self.checks[r], self.ids)}
+        )
 
     def verdict_rows(self) -> list[tuple[str, str, Counter[str]]]:
-        """``(target, suite, counts)`` per target and suite in registration order; ``invalid`` counts measurements that judged nothing."""
+        """``(target, suite, counts)`` per target and suite in registration order; ``invalid`` counts measurements that
+        judged nothing."""
         order = list(self.results.suites)
         rows = []
         for target in self.ids:
-            seen = {s for t, s in self.by_suite if t == target} | {lim.suite for lim in self.limits if lim.target == target}
+            seen = {s for t, s in self.by_suite if t == target} | {
+                lim.suite for lim in self.limits if lim.target == target
+            }
             for suite in sorted(seen, key=lambda s: (order.index(s) if s in order else len(order), s)):
                 counts = Counter(self.by_suite.get((target, suite), {}))
-                counts["invalid"] = sum(1 for lim in self.limits if lim.target == target and lim.suite == suite and lim.verdict == "invalid")
+                counts["invalid"] = sum(
+                    1 for lim in self.limits if lim.target == target and lim.suite == suite and lim.verdict == "invalid"
+                )
                 rows.append((target, suite, counts))
         return rows
 
@@ -260,7 +300,9 @@ def build_views(results: SessionResults) -> Views:
     checks = check_matrix(results)
     sections = [checks_section(checks)]
     order = list(results.suites)  # registration order, whatever order the tables were filled in
-    for name, table in sorted(results.tables.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)):
+    for name, table in sorted(
+        results.tables.items(), key=lambda item: order.index(item[0]) if item[0] in order else len(order)
+    ):
         for section in table.sections():
             section.suite = name
             sections.append(section)

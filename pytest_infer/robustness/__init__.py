@@ -4,6 +4,7 @@ Public API for the bundled suite and users' own abuse tests: ``Case`` (one bad
 request), ``Guard`` (sends it, checks the server still serves, counts), and the
 helpers ``envelope_problem`` and ``reproducer``.
 """
+
 from __future__ import annotations
 
 from .._lazy import exports

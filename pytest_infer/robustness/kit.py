@@ -11,6 +11,7 @@ request at the same route, answered with a correct completion), and the test is
 inconclusive when that fails. "The server survived" means a known-good request
 answered correctly afterwards, never merely an answer.
 """
+
 from __future__ import annotations
 
 import json
@@ -178,9 +179,15 @@ class Guard:
         started = time.monotonic()
         deadline = started + self.timeout
         try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
-            with httpx.Client(base_url=self.endpoint.base_url, headers=self.endpoint.headers, timeout=self.timeout, event_hooks=ERROR_HOOKS) as fresh, fresh.stream(
-                "POST", case.path, content=case.content(), headers=case.headers
-            ) as resp:
+            with (
+                httpx.Client(
+                    base_url=self.endpoint.base_url,
+                    headers=self.endpoint.headers,
+                    timeout=self.timeout,
+                    event_hooks=ERROR_HOOKS,
+                ) as fresh,
+                fresh.stream("POST", case.path, content=case.content(), headers=case.headers) as resp,
+            ):
                 chunks, size = [], 0
                 for chunk in resp.iter_raw():
                     chunks.append(chunk)
@@ -190,9 +197,17 @@ class Guard:
                         break
                 text = b"".join(chunks)[:MAX_BODY].decode("utf-8", "replace")
                 if time.monotonic() > deadline and not (case.stream and resp.status_code < 300):
-                    return Answer("hang", resp.status_code, text, time.monotonic() - started, f"answer still arriving after {self.timeout:.0f}s")
+                    return Answer(
+                        "hang",
+                        resp.status_code,
+                        text,
+                        time.monotonic() - started,
+                        f"answer still arriving after {self.timeout:.0f}s",
+                    )
         except httpx.TimeoutException as exc:
-            return Answer("hang", None, "", time.monotonic() - started, f"{type(exc).__name__} after {self.timeout:.0f}s")
+            return Answer(
+                "hang", None, "", time.monotonic() - started, f"{type(exc).__name__} after {self.timeout:.0f}s"
+            )
         except httpx.TransportError as exc:
             kind = "death" if not self.reachable() else "dropped"
             return Answer(kind, None, "", time.monotonic() - started, f"{type(exc).__name__}: {exc}")
@@ -232,8 +247,10 @@ class Guard:
         or the case is ``Inconclusive`` (a refusal proves nothing where nothing is served), naming it and its curl."""
         good = case.control if case.control is not None else known_good(case.path, self.server.model, case.stream)
         if good is None:
-            raise Inconclusive(f"{self.target}: bad request {case.id!r}: no known-good request for {case.path} to show it is "
-                               "served (give the Case a control)")
+            raise Inconclusive(
+                f"{self.target}: bad request {case.id!r}: no known-good request for {case.path} to show it is "
+                "served (give the Case a control)"
+            )
         control = Case(f"{case.id}:control", good, case.path, stream=bool(good.get("stream")))
         curl = reproducer(client, control)
         try:
@@ -243,8 +260,10 @@ class Guard:
         except httpx.TransportError as exc:
             why = f"{type(exc).__name__}: {exc}"
         if why is not None:
-            raise Inconclusive(f"{self.target}: bad request {case.id!r} not judged: its positive control (the same request "
-                               f"without the fault) was not answered correctly: {why}\ncontrol: {curl}")
+            raise Inconclusive(
+                f"{self.target}: bad request {case.id!r} not judged: its positive control (the same request "
+                f"without the fault) was not answered correctly: {why}\ncontrol: {curl}"
+            )
 
     def health(self, timeout: float | None = None) -> str | None:
         """None if a normal small chat request gets a correct chat completion now, else why not (and count a death or
@@ -293,16 +312,23 @@ class Guard:
         elif answer.kind == "accepted":
             problems.append(f"accepted with HTTP {answer.status} instead of a 4xx; body starts: {answer.text[:200]!r}")
         elif answer.kind == "5xx":
-            problems.append(f"HTTP {answer.status} (a server error for bad input: clients retry 5xx); body: {answer.text[:300]!r}")
+            problems.append(
+                f"HTTP {answer.status} (a server error for bad input: clients retry 5xx); body: {answer.text[:300]!r}"
+            )
         elif answer.kind == "hang":
             problems.append(f"no answer: {answer.error}")
         else:
-            problems.append(f"connection {'lost, server dead' if answer.kind == 'death' else 'dropped without an answer'}: {answer.error}")
+            problems.append(
+                f"connection {'lost, server dead' if answer.kind == 'death' else 'dropped without an answer'}:"
+                f" {answer.error}"
+            )
         if (after := self.health()) is not None:
             problems.append(f"and afterwards the server is unusable: {after}")
         if problems:
             if record is not None:
                 record("infer_reproducer", curl)
-            pytest.fail(f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {curl}", pytrace=False)
+            pytest.fail(
+                f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {curl}",
+                pytrace=False,
+            )
         return answer
-

@@ -1,4 +1,5 @@
 """pytest glue of the robustness suite: a Guard per target, counting into the suite's table."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -17,12 +18,15 @@ def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) 
     from .kit import REJECT_TIMEOUT, Guard
 
     endpoint = replace(infer_endpoint, timeout=min(REJECT_TIMEOUT, infer_endpoint.timeout))
-    return Guard(infer_target.id, infer_server, endpoint, infer_session.results.table("robustness").tally(infer_target.id))
+    return Guard(
+        infer_target.id, infer_server, endpoint, infer_session.results.table("robustness").tally(infer_target.id)
+    )
 
 
 @pytest.fixture(scope="session")
 def robustness_context_length(infer_target, infer_endpoint) -> int:
-    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a known or large default."""
+    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a known or large
+    default."""
     from .kit import DEFAULT_CONTEXT, TINY_CONTEXT
 
     advertised = infer_endpoint.context_length()

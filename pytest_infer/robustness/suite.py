@@ -1,5 +1,6 @@
 """The robustness suite's registration (entry point ``pytest_infer.suites``). It abuses the server,
 so it runs last: a server it breaks takes no other suite's verdicts with it."""
+
 from ..suite import Suite
 from .table import RobustnessTable
 

@@ -1,4 +1,5 @@
 """The robustness suite's results: per target, how the bad requests and abuses were answered, counted."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,11 @@ BAD_COUNTERS = frozenset({"5xx", "accepted", "dropped", "hangs", "deaths", "wedg
 # the bad requests that met it are its places. (pattern, title, severity)
 ANSWER_CLASSES = (
     (re.compile(r"server dead|unusable"), "the server died or became unusable on bad input", "critical"),
-    (re.compile(r"accepted with HTTP \d+ instead of a 4xx"), "bad input accepted (HTTP 2xx instead of a 4xx)", "critical"),
+    (
+        re.compile(r"accepted with HTTP \d+ instead of a 4xx"),
+        "bad input accepted (HTTP 2xx instead of a 4xx)",
+        "critical",
+    ),
     (re.compile(r"no answer:"), "no answer to bad input (hang)", "critical"),
     (re.compile(r"dropped without an answer"), "connection dropped without an answer to bad input", "major"),
     (re.compile(r"HTTP 5\d\d \(a server error"), "a 5xx for bad input (clients retry it)", "major"),
@@ -57,9 +62,12 @@ class RobustnessTable(TargetTable):
     def sections(self) -> list[Section]:
         counters = list(dict.fromkeys([*COUNTERS, *(k for c in self.counts.values() for k in c)]))
         rows = {
-            counter: {t: Cell(str(c.get(counter, 0)), "failed" if counter in BAD_COUNTERS and c.get(counter) else "")
-                      for t, c in self.counts.items()}
-            for counter in counters if any(counter in c for c in self.counts.values())
+            counter: {
+                t: Cell(str(c.get(counter, 0)), "failed" if counter in BAD_COUNTERS and c.get(counter) else "")
+                for t, c in self.counts.items()
+            }
+            for counter in counters
+            if any(counter in c for c in self.counts.values())
         }
         return [Section("Robustness: answers to bad input and abuse", "robustness", rows)] if rows else []
 
@@ -73,6 +81,15 @@ class RobustnessTable(TargetTable):
         if before is None or after is None:
             return []
         return [
-            Finding("change", "robustness", pairing.label, counter, before.get(counter, 0), after.get(counter, 0), "bad answers to bad input")
-            for counter in sorted(BAD_COUNTERS) if after.get(counter, 0) != before.get(counter, 0)
+            Finding(
+                "change",
+                "robustness",
+                pairing.label,
+                counter,
+                before.get(counter, 0),
+                after.get(counter, 0),
+                "bad answers to bad input",
+            )
+            for counter in sorted(BAD_COUNTERS)
+            if after.get(counter, 0) != before.get(counter, 0)
         ]

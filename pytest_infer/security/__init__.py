@@ -4,13 +4,16 @@ Public API for the bundled suite and users' own security tests: the route probe 
 ``Probe``), the disclosure scan (``scan_body``, ``scan_headers``, ``Leak``), the stall measurement (``measure``,
 ``HOSTILE``, ``StallLimits``) and the suite's table.
 """
+
 from __future__ import annotations
 
 from .._lazy import exports
 
 _NAMES = {
-    "discover": "routes", "probe_all": "routes", "last_answered_before_silence": "routes", "Probe": "routes", "PROTECTED": "routes",
-    "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure", "sent_strings": "disclosure",
+    "discover": "routes", "probe_all": "routes", "last_answered_before_silence": "routes", "Probe": "routes",
+    "PROTECTED": "routes",
+    "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure",
+    "sent_strings": "disclosure",
     "measure": "stall", "HOSTILE": "stall", "StallLimits": "stall", "response_format": "stall",
     "SecurityTable": "table",
 }  # fmt: skip

@@ -7,6 +7,7 @@ by its field (``error.message``); a body that is not JSON is scanned whole (``bo
 that carries one of the patterns below is. The API key and the values of this process's environment variables that
 look secret (names with KEY, TOKEN, SECRET, PASSWORD) are secrets wherever they appear.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,12 +19,30 @@ from typing import Any
 
 # (what leaked, pattern); the match is quoted, cut short, in the finding
 PATTERNS = (
-    ("stack trace", re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|\bat [\w.$]+\([\w.]+:\d+\)", re.M)),
+    (
+        "stack trace",
+        re.compile(
+            r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|\bat [\w.$]+\([\w.]+:\d+\)", re.M
+        ),
+    ),
     ("source file path", re.compile(r"(?:/[\w.+-]+)+/[\w.-]+\.(?:py|pyx|so|cpp|cc|cu|rs|go|java)\b")),
-    ("host path", re.compile(r"(?<![\w/.])(?:/home/|/root/|/usr/(?:local/)?lib/|/opt/|/tmp/|/var/|[A-Z]:\\\\Users\\\\)[\w.@+/\\-]+")),
-    ("internal module", re.compile(r"\b(?:vllm|sglang|transformers|torch|xgrammar|outlines|llguidance|pydantic_core|fastapi|"
-                                   r"starlette|uvicorn|text_generation_server|lmdeploy|tensorrt_llm)(?:\.\w+){2,}")),
-    ("exception name", re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|KeyError|StopIteration|AssertionError)\b(?=\s*[:(']|$)", re.M)),
+    (
+        "host path",
+        re.compile(
+            r"(?<![\w/.])(?:/home/|/root/|/usr/(?:local/)?lib/|/opt/|/tmp/|/var/|[A-Z]:\\\\Users\\\\)[\w.@+/\\-]+"
+        ),
+    ),
+    (
+        "internal module",
+        re.compile(
+            r"\b(?:vllm|sglang|transformers|torch|xgrammar|outlines|llguidance|pydantic_core|fastapi|"
+            r"starlette|uvicorn|text_generation_server|lmdeploy|tensorrt_llm)(?:\.\w+){2,}"
+        ),
+    ),
+    (
+        "exception name",
+        re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|KeyError|StopIteration|AssertionError)\b(?=\s*[:(']|$)", re.M),
+    ),
 )
 SECRET_NAMES = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
 MIN_SECRET = 8  # shorter values ("1", "true") are no secret to look for
@@ -55,7 +74,7 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _excerpt(text: str, start: int, end: int, secrets: Iterable[str]) -> str:
-    shown = text[max(0, start - 20): min(len(text), end + 40)]
+    shown = text[max(0, start - 20) : min(len(text), end + 40)]
     for secret in secrets:
         shown = shown.replace(secret, "***")
     return shown[:QUOTE] + ("…" if len(shown) > QUOTE else "")

@@ -1,4 +1,5 @@
 """pytest glue of the security suite: its stall limits (``--security-stall``), and each target's row of its table."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +12,13 @@ STALL = "--security-stall"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_option(parser, STALL, "the security suite's stall measurement: light load, hostile request's time, limits (YAML; "
-               "default: the bundled stall.yaml).", metavar="PATH")
+    add_option(
+        parser,
+        STALL,
+        "the security suite's stall measurement: light load, hostile request's time, limits (YAML; "
+        "default: the bundled stall.yaml).",
+        metavar="PATH",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -12,6 +12,7 @@ with a wrong one. The harmless request never does what the route is for:
   request went past the key check to the router). A server that checks the key inside its handlers answers 405
   either way and is reported open: the reproducer shows it.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,10 +36,20 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Path words that say what an unknown route does, checked in this order; otherwise it reads.
 _KIND_WORDS = (
     ("internals", re.compile(r"server_info|rpc|debug|config|internal|weights_by_name|weight_info|world_size|dump")),
-    ("change-state", re.compile(r"sleep|wake|reset|flush|load_|unload|update|pause|resume|continue|abort|profile|shutdown|"
-                                r"scale|release|init|open_session|close_session|slow_down|cancel|delete|register|start|stop")),
-    ("generate", re.compile(r"complet|chat|generat|invocation|embed|score|rerank|classif|pooling|respons|messages|encode|"
-                            r"transcri|translat|audio|images")),
+    (
+        "change-state",
+        re.compile(
+            r"sleep|wake|reset|flush|load_|unload|update|pause|resume|continue|abort|profile|shutdown|"
+            r"scale|release|init|open_session|close_session|slow_down|cancel|delete|register|start|stop"
+        ),
+    ),
+    (
+        "generate",
+        re.compile(
+            r"complet|chat|generat|invocation|embed|score|rerank|classif|pooling|respons|messages|encode|"
+            r"transcri|translat|audio|images"
+        ),
+    ),
 )
 
 
@@ -61,7 +72,8 @@ class Route:
 
 
 def _concrete(path: str) -> str:
-    """A path template's parameters filled with a value no server holds (``/v1/responses/{id}`` -> ``.../pytest-infer-probe``)."""
+    """A path template's parameters filled with a value no server holds (``/v1/responses/{id}`` ->
+    ``.../pytest-infer-probe``)."""
     return re.sub(r"\{[^}]+\}", "pytest-infer-probe", path)
 
 
@@ -107,15 +119,33 @@ def probe_request(route: Route, model: str) -> tuple[str, dict[str, Any] | None]
     if "responses" in path:
         return "POST", {"model": model, "input": "Hi", "max_output_tokens": 16}
     if path.endswith("/completions") and "chat" not in path or path.endswith("/generate"):
-        return "POST", {"model": model, "prompt": "Hi", "text": "Hi", "max_tokens": 1, "sampling_params": {"max_new_tokens": 1}}
+        return "POST", {
+            "model": model,
+            "prompt": "Hi",
+            "text": "Hi",
+            "max_tokens": 1,
+            "sampling_params": {"max_new_tokens": 1},
+        }
     return "POST", {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
 
 
-ANSWER_KEYS = ("choices", "data", "output", "text", "embedding", "content", "generated_text", "meta_info", "tokens", "count")
+ANSWER_KEYS = (
+    "choices",
+    "data",
+    "output",
+    "text",
+    "embedding",
+    "content",
+    "generated_text",
+    "meta_info",
+    "tokens",
+    "count",
+)
 
 
 def _answered(status: int | str, body: str) -> bool:
-    """A route's own answer to the harmless request: a 2xx that says something (not ``{}``), or its own validation error."""
+    """A route's own answer to the harmless request: a 2xx that says something (not ``{}``), or its own validation
+    error."""
     if status in (400, 422):
         return True
     if not isinstance(status, int) or not 200 <= status < 300:
@@ -150,7 +180,8 @@ class Probe:
 
     @property
     def verdict(self) -> str:
-        """``refused``, ``open`` (answers a caller without the key), ``not reached`` (the control failed) or ``unclear``."""
+        """``refused``, ``open`` (answers a caller without the key), ``not reached`` (the control failed) or
+        ``unclear``."""
         if not self.reached:
             return "not reached"
         if self.opened(self.no_key) or self.opened(self.wrong_key):
@@ -160,8 +191,16 @@ class Probe:
         return "unclear"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "method": self.method, "source": self.source, "keyed": self.keyed, "no_key": self.no_key,
-                "wrong_key": self.wrong_key, "verdict": self.verdict, "reproducer": self.reproducer}
+        return {
+            "kind": self.kind,
+            "method": self.method,
+            "source": self.source,
+            "keyed": self.keyed,
+            "no_key": self.no_key,
+            "wrong_key": self.wrong_key,
+            "verdict": self.verdict,
+            "reproducer": self.reproducer,
+        }
 
 
 def _send(base_url: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> tuple[int | str, str]:
@@ -185,7 +224,9 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
     found.keyed_reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=True)
     if found.reached:
         found.no_key, found.body_no_key = _send(base_url, method, route.path, body, {})
-        found.wrong_key, _ = _send(base_url, method, route.path, body, {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"})
+        found.wrong_key, _ = _send(
+            base_url, method, route.path, body, {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"}
+        )
         found.reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=False)
     return found
 

@@ -4,9 +4,11 @@ The light load is the load package's open loop at a near-fixed rate (gamma arriv
 hostile request goes out ``before_s`` into it, from another thread, and is cut off (its connection closed) after
 ``hostile_timeout_s``. Each light request's TTFT counts from when the schedule meant to send it, so a request the
 client could not send on time is late too. The figure is the stall: the worst TTFT of the light requests sent while
-the hostile one ran (none: the first one after it) less the median TTFT of those sent before it (0 when less). Recovery: the
-requests sent after it are back within ``recovery_factor`` x the median before (plus ``recovery_slack_s``).
+the hostile one ran (none: the first one after it) less the median TTFT of those sent before it (0 when less).
+Recovery: the requests sent after it are back within ``recovery_factor`` x the median before (plus
+``recovery_slack_s``).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -49,8 +51,13 @@ class StallLimits:
         data = yaml.safe_load(Path(path).read_text()) or {}
         known = set(cls.__dataclass_fields__)
         if not isinstance(data, dict) or (unknown := set(data) - known):
-            raise ValueError(f"{path}: unknown keys {sorted(unknown) if isinstance(data, dict) else data!r}; valid keys: {', '.join(sorted(known))}")
-        values: dict[str, Any] = {k: float(v) if k not in ("input_tokens", "output_tokens") else int(v) for k, v in data.items()}
+            raise ValueError(
+                f"{path}: unknown keys {sorted(unknown) if isinstance(data, dict) else data!r}; valid keys:"
+                f" {', '.join(sorted(known))}"
+            )
+        values: dict[str, Any] = {
+            k: float(v) if k not in ("input_tokens", "output_tokens") else int(v) for k, v in data.items()
+        }
         if any(v <= 0 for v in values.values()):
             raise ValueError(f"{path}: every value must be positive")
         return cls(**values)
@@ -71,14 +78,24 @@ def compile_bomb() -> dict[str, Any]:
 
 # kind -> (what it is, body builder(model, context length, structured-output fields for a schema))
 HOSTILE: dict[str, tuple[str, Callable[[str, int, Callable[[dict], dict]], dict[str, Any]]]] = {
-    "grammar-bomb": ("a schema that is costly to compile (300 enum properties and a bounded-repetition pattern)",
-                     lambda m, c, schema: _chat(m, max_tokens=8, **schema(compile_bomb()))),
-    "n-x-max-tokens": (f"n={MAX_N} choices of the context's worth of tokens each",
-                       lambda m, c, schema: _chat(m, n=MAX_N, max_tokens=max(16, c - 64), temperature=1.0)),
-    "many-stop-strings": (f"{STOP_STRINGS} stop strings",
-                          lambda m, c, schema: _chat(m, stop=[f"zq{i:05d}xv" for i in range(STOP_STRINGS)], max_tokens=max(16, min(512, c - 64)))),
-    "long-prompt": ("a prompt of half to all of the context",
-                    lambda m, c, schema: _chat(m, content="a " * max(16, c // 2 - 32), max_tokens=1)),
+    "grammar-bomb": (
+        "a schema that is costly to compile (300 enum properties and a bounded-repetition pattern)",
+        lambda m, c, schema: _chat(m, max_tokens=8, **schema(compile_bomb())),
+    ),
+    "n-x-max-tokens": (
+        f"n={MAX_N} choices of the context's worth of tokens each",
+        lambda m, c, schema: _chat(m, n=MAX_N, max_tokens=max(16, c - 64), temperature=1.0),
+    ),
+    "many-stop-strings": (
+        f"{STOP_STRINGS} stop strings",
+        lambda m, c, schema: _chat(
+            m, stop=[f"zq{i:05d}xv" for i in range(STOP_STRINGS)], max_tokens=max(16, min(512, c - 64))
+        ),
+    ),
+    "long-prompt": (
+        "a prompt of half to all of the context",
+        lambda m, c, schema: _chat(m, content="a " * max(16, c // 2 - 32), max_tokens=1),
+    ),
 }
 
 
@@ -141,9 +158,17 @@ class Stall:
     def to_json(self) -> dict[str, Any]:
         def r(x: float | None) -> float | None:
             return None if x is None else round(x, 3)
-        return {"hostile": self.hostile, "before_median_s": r(statistics.median(self.before)) if self.before else None,
-                "during_s": [r(x) for x in self.during], "after_median_s": r(_median(self.after)), "stall_s": r(self.stall_s),
-                "recovered": self.recovered, "verdict": self.verdict, "why": self.why}
+
+        return {
+            "hostile": self.hostile,
+            "before_median_s": r(statistics.median(self.before)) if self.before else None,
+            "during_s": [r(x) for x in self.during],
+            "after_median_s": r(_median(self.after)),
+            "stall_s": r(self.stall_s),
+            "recovered": self.recovered,
+            "verdict": self.verdict,
+            "why": self.why,
+        }
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -158,7 +183,10 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
     out.before = [x for at, x in timed if at < hostile.start_ns and x is not None]
     failed_before = sum(1 for at, x in timed if at < hostile.start_ns and x is None)
     if len(out.before) < 2 or failed_before:
-        out.why = f"the light load did not run before the hostile request ({len(out.before)} answered, {failed_before} failed)"
+        out.why = (
+            f"the light load did not run before the hostile request ({len(out.before)} answered, {failed_before}"
+            " failed)"
+        )
         return out
     out.during = [x for at, x in timed if hostile.start_ns <= at <= hostile.end_ns]
     later = [x for at, x in timed if at > hostile.end_ns]
@@ -169,15 +197,22 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         return out
     base = statistics.median(out.before)
     if base > limits.stall_limit_s:
-        out.why = (f"the light load alone queues on this server (median TTFT {base * 1000:.0f} ms before the hostile request, over the "
-                   f"{limits.stall_limit_s * 1000:.0f} ms limit): lower its rate (--security-stall) to measure a stall")
+        out.why = (
+            f"the light load alone queues on this server (median TTFT {base * 1000:.0f} ms before the hostile request,"
+            f" over the {limits.stall_limit_s * 1000:.0f} ms limit): lower its rate (--security-stall) to measure a"
+            " stall"
+        )
         return out
-    stall = out.stall_s = float("inf") if None in affected else max(0.0, max(v for v in affected if v is not None) - base)
+    stall = out.stall_s = (
+        float("inf") if None in affected else max(0.0, max(v for v in affected if v is not None) - base)
+    )
     out.after = later[1:] if not out.during else later
     after = _median(out.after)
     out.recovered = after is not None and after <= max(limits.recovery_factor * base, base + limits.recovery_slack_s)
-    figures = (f"hostile request {hostile.describe()}; light requests' TTFT median {base * 1000:.0f} ms before, "
-               f"worst of {len(affected)} {shown} {_ms(stall + base)}, after {_ms(after)} (of {len(out.after)})")
+    figures = (
+        f"hostile request {hostile.describe()}; light requests' TTFT median {base * 1000:.0f} ms before, "
+        f"worst of {len(affected)} {shown} {_ms(stall + base)}, after {_ms(after)} (of {len(out.after)})"
+    )
     problems = []
     if stall > limits.stall_limit_s:
         problems.append(f"stalled the others by {_ms(stall)} (limit {limits.stall_limit_s * 1000:.0f} ms)")
@@ -201,16 +236,32 @@ def measure(endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLi
     measurement would only spend its whole window finding that out."""
     with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
         calibration = calibrate(sync, "chat", endpoint.model)
-    workload = Workload(api="chat", input_tokens=limits.input_tokens, output_tokens=limits.output_tokens, ignore_eos=False)
-    alone = run_load(endpoint, LoadSpec(requests=1, warmup_requests=0, cooldown="cancel"), workload, calibration=calibration).traces
+    workload = Workload(
+        api="chat", input_tokens=limits.input_tokens, output_tokens=limits.output_tokens, ignore_eos=False
+    )
+    alone = run_load(
+        endpoint, LoadSpec(requests=1, warmup_requests=0, cooldown="cancel"), workload, calibration=calibration
+    ).traces
     if not alone or ttft_s(alone[0]) is None:
         said = f"HTTP {alone[0].status}, {alone[0].error or 'no output'}" if alone else "not sent"
-        return Stall(kind, "not sent", why=f"a light request alone got no first output ({said}): no stall can be measured")
-    spec = LoadSpec(mode="poisson", rate=limits.rate, burstiness=50.0, requests=None, warmup_requests=1,
-                    duration_s=limits.before_s + limits.hostile_timeout_s + limits.after_s, cooldown="cancel", drain_timeout_s=30.0)
+        return Stall(
+            kind, "not sent", why=f"a light request alone got no first output ({said}): no stall can be measured"
+        )
+    spec = LoadSpec(
+        mode="poisson",
+        rate=limits.rate,
+        burstiness=50.0,
+        requests=None,
+        warmup_requests=1,
+        duration_s=limits.before_s + limits.hostile_timeout_s + limits.after_s,
+        cooldown="cancel",
+        drain_timeout_s=30.0,
+    )
     hostile = Hostile(kind)
     runs: list[Any] = []
-    loader = threading.Thread(target=lambda: runs.append(run_load(endpoint, spec, workload, calibration=calibration)), daemon=True)
+    loader = threading.Thread(
+        target=lambda: runs.append(run_load(endpoint, spec, workload, calibration=calibration)), daemon=True
+    )
     loader.start()
     time.sleep(limits.before_s + 1.0 / limits.rate)  # the warm-up request, then before_s of measured ones
     _send_hostile(endpoint, body, hostile, limits.hostile_timeout_s)

@@ -1,5 +1,6 @@
 """The security suite's registration (entry point ``pytest_infer.suites``). It judges the error answers every other
 suite provoked and loads the server with hostile requests, so it runs last (after robustness, by name)."""
+
 from ..suite import Suite
 from .table import SecurityTable
 

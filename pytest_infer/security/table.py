@@ -1,5 +1,6 @@
 """The security suite's results: per target, what each route answered without the key, what error answers disclosed,
 and what one hostile request did to everyone else's latency."""
+
 from __future__ import annotations
 
 import re
@@ -10,15 +11,24 @@ from .routes import PROTECTED
 
 # failure messages of the suite's tests (suites/security) -> root causes: (pattern, title, severity)
 CAUSES = (
-    (re.compile(r"answer(?:s)? a caller without the key: (?P<what>[^\n]*)"), "routes that serve without the API key", "critical"),
+    (
+        re.compile(r"answer(?:s)? a caller without the key: (?P<what>[^\n]*)"),
+        "routes that serve without the API key",
+        "critical",
+    ),
     (re.compile(r"error answers disclose (?P<what>[^\n:]*)"), "error answers disclose internals", "major"),
     (re.compile(r"hostile request '(?P<what>[^']+)'"), "one request stalls every other client", "major"),
-    (re.compile(r"over the documented limit '(?P<what>[^']+)'"), "a request over a documented limit is served", "major"),
+    (
+        re.compile(r"over the documented limit '(?P<what>[^']+)'"),
+        "a request over a documented limit is served",
+        "major",
+    ),
 )
 
 
 class SecurityTable(TargetTable):
-    """``{target: {"routes": {"METHOD path": probe}, "leaks": [leak], "errors_judged": n, "stalls": {kind: stall}}}``."""
+    """``{target: {"routes": {"METHOD path": probe}, "leaks": [leak], "errors_judged": n, "stalls": {kind:
+    stall}}}``."""
 
     kind = "security table"
 
@@ -43,17 +53,27 @@ class SecurityTable(TargetTable):
             for name, probe in data.get("routes", {}).items():
                 verdict = probe.get("verdict", "")
                 bad = verdict == "open" and probe.get("kind") in PROTECTED
-                text = f"{verdict} ({probe.get('no_key')}/{probe.get('wrong_key')})" if verdict != "not reached" else f"not reached ({probe.get('keyed')})"
-                routes.setdefault(f"{name} [{probe.get('kind')}]", {})[target] = Cell(text, "failed" if bad else "", probe.get("reproducer", ""))
+                text = (
+                    f"{verdict} ({probe.get('no_key')}/{probe.get('wrong_key')})"
+                    if verdict != "not reached"
+                    else f"not reached ({probe.get('keyed')})"
+                )
+                routes.setdefault(f"{name} [{probe.get('kind')}]", {})[target] = Cell(
+                    text, "failed" if bad else "", probe.get("reproducer", "")
+                )
         if routes:
-            out.append(Section("Security: each route without the key (answer without / with a wrong key)", "route", routes))
+            out.append(
+                Section("Security: each route without the key (answer without / with a wrong key)", "route", routes)
+            )
         leaks: dict[str, dict[str, Cell]] = {}
         for target, data in self.counts.items():
             for leak in data.get("leaks", []):
                 row = f"{leak['what']} in {leak['where']}"
                 leaks.setdefault(row, {})[target] = Cell(f"{leak['request']}: {leak['excerpt']}", "failed")
             if data.get("errors_judged"):
-                leaks.setdefault("error answers judged", {})[target] = Cell(str(data["errors_judged"]), "", value=float(data["errors_judged"]))
+                leaks.setdefault("error answers judged", {})[target] = Cell(
+                    str(data["errors_judged"]), "", value=float(data["errors_judged"])
+                )
         if leaks:
             out.append(Section("Security: what error answers disclose", "leak", leaks))
         stalls: dict[str, dict[str, Cell]] = {}
@@ -64,9 +84,17 @@ class SecurityTable(TargetTable):
                 if stall.get("recovered") is False:
                     text += ", not recovered"
                 css = {"failed": "failed", "passed": "passed"}.get(stall.get("verdict", ""), "")
-                stalls.setdefault(kind, {})[target] = Cell(text, css, stall.get("why", ""), value=None if value in (None, float("inf")) else value)
+                stalls.setdefault(kind, {})[target] = Cell(
+                    text, css, stall.get("why", ""), value=None if value in (None, float("inf")) else value
+                )
         if stalls:
-            out.append(Section("Security: one hostile request, the others' stall (worst TTFT while it ran less the median before)", "hostile request", stalls))
+            out.append(
+                Section(
+                    "Security: one hostile request, the others' stall (worst TTFT while it ran less the median before)",
+                    "hostile request",
+                    stalls,
+                )
+            )
         return out
 
     def cause(self, row: str, message: str) -> Cause | None:
@@ -86,15 +114,42 @@ class SecurityTable(TargetTable):
             old = before.get("routes", {}).get(name, {})
             if probe.get("verdict") == "open" and old.get("verdict") == "refused":
                 kind = "regression" if probe.get("kind") in PROTECTED else "change"
-                found.append(Finding(kind, "security", pairing.label, f"{name} [{probe.get('kind')}]", "refused without the key",
-                                     "answers without the key", f"HTTP {probe.get('no_key')} without a key", probe.get("reproducer", "")))
+                found.append(
+                    Finding(
+                        kind,
+                        "security",
+                        pairing.label,
+                        f"{name} [{probe.get('kind')}]",
+                        "refused without the key",
+                        "answers without the key",
+                        f"HTTP {probe.get('no_key')} without a key",
+                        probe.get("reproducer", ""),
+                    )
+                )
             elif probe.get("verdict") == "refused" and old.get("verdict") == "open":
-                found.append(Finding("improvement", "security", pairing.label, f"{name} [{probe.get('kind')}]", "answers without the key",
-                                     "refused without the key"))
+                found.append(
+                    Finding(
+                        "improvement",
+                        "security",
+                        pairing.label,
+                        f"{name} [{probe.get('kind')}]",
+                        "answers without the key",
+                        "refused without the key",
+                    )
+                )
         old_leaks = {(leak["what"], leak["where"]) for leak in before.get("leaks", [])}
         for leak in after.get("leaks", []):
             if (leak["what"], leak["where"]) not in old_leaks:
-                found.append(Finding("change", "security", pairing.label, f"{leak['what']} in {leak['where']}", "not seen", leak["excerpt"],
-                                     f"in the answer to {leak['request']}"))
+                found.append(
+                    Finding(
+                        "change",
+                        "security",
+                        pairing.label,
+                        f"{leak['what']} in {leak['where']}",
+                        "not seen",
+                        leak["excerpt"],
+                        f"in the answer to {leak['request']}",
+                    )
+                )
                 old_leaks.add((leak["what"], leak["where"]))
         return found

@@ -5,6 +5,7 @@ use. Under xdist the controller owns them: it starts them all before the
 workers start (``pytest_configure_node``) and hands each worker a ``ServerInfo``
 to connect to; workers never launch anything.
 """
+
 from __future__ import annotations
 
 import os
@@ -84,9 +85,9 @@ class ServerInfo:
         """The complete lines the server logged after ``mark`` (a ``log_mark``), the last ``max_lines`` of them.
 
         A line still being written (no newline yet) is left for a later call; the rest of a line
-        begun before ``mark`` is not returned (it belongs to the time before). The log is already redacted when written (the process's
-        masking copier); this reads nothing else. Lines are decoded as UTF-8, bad bytes replaced.
-        Another request running at the same time logs into the same window: it is the server's log
+        begun before ``mark`` is not returned (it belongs to the time before). The log is already redacted
+        when written (the process's masking copier); this reads nothing else. Lines are decoded as UTF-8, bad
+        bytes replaced. Another request running at the same time logs into the same window: it is the server's log
         for that stretch of time, not for one request alone.
         """
         if not self.log_path or max_lines <= 0:
@@ -193,7 +194,15 @@ class ServerPool:
         )
         base.notes = spec.notes
         endpoint = self.endpoint(base)
-        process = ServerProcess(spec, endpoint, log_path, self.options.startup_timeout, self.secrets, memory_limit=self._memory_limit(), memory_setting=MEMORY_LIMIT)
+        process = ServerProcess(
+            spec,
+            endpoint,
+            log_path,
+            self.options.startup_timeout,
+            self.secrets,
+            memory_limit=self._memory_limit(),
+            memory_setting=MEMORY_LIMIT,
+        )
         self.processes[target.id] = process
         try:
             process.start()
@@ -215,7 +224,12 @@ class ServerPool:
         notes = []
         for path, body in requests:
             try:
-                resp = httpx.post(endpoint.base_url + path, json={"model": endpoint.model, **body}, headers=endpoint.headers, timeout=endpoint.timeout)
+                resp = httpx.post(
+                    endpoint.base_url + path,
+                    json={"model": endpoint.model, **body},
+                    headers=endpoint.headers,
+                    timeout=endpoint.timeout,
+                )
                 if resp.status_code != 200:
                     notes.append(f"the first request to {path} answered HTTP {resp.status_code}: {resp.text[:200]}")
             except httpx.HTTPError as exc:
@@ -249,7 +263,13 @@ class ServerPool:
 
         from ..adapters.external import detect_endpoint
 
-        info = ServerInfo(target=target.id, framework=target.framework, model=target.model, base_url=target.endpoint or "", launched=False)
+        info = ServerInfo(
+            target=target.id,
+            framework=target.framework,
+            model=target.model,
+            base_url=target.endpoint or "",
+            launched=False,
+        )
         try:
             with httpx.Client(base_url=info.base_url, headers=self.endpoint(info).headers, timeout=10) as client:
                 framework, version, models = detect_endpoint(client)

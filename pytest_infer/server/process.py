@@ -1,4 +1,5 @@
 """One server process: started in its own process group, watched, and always stopped."""
+
 from __future__ import annotations
 
 import os
@@ -154,7 +155,10 @@ class MemoryGuard(threading.Thread):
                 return
             rss = process_tree_rss(pid)
             if rss > self.limit:
-                why = f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
+                why = (
+                    f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of"
+                    f" {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
+                )
                 with self.process.log_path.open("a") as log:
                     log.write(f"\n{why}\n")
                 terminate_tree(pid, grace=5)
@@ -197,7 +201,9 @@ class ServerProcess:
         url = urlparse(self.base_url)
         if url.hostname and url.port and port_in_use(url.hostname, url.port):
             # Its readiness probe would succeed against the other process, and the tests would run there.
-            raise ServerStartError(f"port {url.port} on {url.hostname} is already in use by another process; the server was not started")
+            raise ServerStartError(
+                f"port {url.port} on {url.hostname} is already in use by another process; the server was not started"
+            )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             log.write(f"$ {redact(' '.join(self.spec.argv), self.secrets)}\n".encode())
@@ -221,7 +227,9 @@ class ServerProcess:
             except OSError as exc:
                 raise ServerStartError(f"could not run {self.spec.argv[0]!r}: {exc}") from exc
         if self.secrets and self.proc.stdout is not None:
-            self._copier = threading.Thread(target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True)
+            self._copier = threading.Thread(
+                target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True
+            )
             self._copier.start()
         if self.memory_limit:
             self._guard = MemoryGuard(self, self.memory_limit, setting=self.memory_setting)

@@ -3,6 +3,7 @@
 Run as ``python -m pytest_infer.server.watchdog OWNER_PID SERVER_PID`` in a session
 of its own, so that even ``kill -9`` of pytest leaves no server behind.
 """
+
 from __future__ import annotations
 
 import sys

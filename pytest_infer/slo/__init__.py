@@ -3,6 +3,7 @@
 Public API: ``SloTable`` and ``SloPoint`` (the results), ``slo_points`` (read entries as points),
 ``headline`` (the figures a summary shows).
 """
+
 from __future__ import annotations
 
 from .._lazy import exports

@@ -1,9 +1,11 @@
-"""pytest glue of the SLO suite: its options, the chosen profile, this host's hardware, and one measured load point per test.
+"""pytest glue of the SLO suite: its options, the chosen profile, this host's hardware, and one measured load point
+per test.
 
 The measurement runs in a fixture, so a measurement that cannot be trusted (the
 client was the bottleneck, too few samples) ends the test in an ERROR at setup,
 never in a pass or a fail.
 """
+
 from __future__ import annotations
 
 import functools
@@ -68,17 +70,44 @@ interleaved_key = pytest.StashKey[dict[str, Interleaved]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, SLO, "SLO profile from slo/ (or a path to a profile YAML file).", metavar="PROFILE")
-    add_option(parser, SLO_REPEAT, "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
-               "confidence intervals, and a gate that tests timing changes for significance.", metavar="N")
-    add_option(parser, SLO_INTERLEAVE, "measure each load point on all of the session's targets in turns (A B B A ..., by slices of each run: "
-               f"{SLO_SLICES}), "
-               "so drift of a shared machine falls on baseline and candidate alike; compare them with "
-               "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.", ini_type="bool", action="store_true", default=None)
-    add_option(parser, SLO_SLICES, f"with {SLO_INTERLEAVE}: cut each run into N consecutive parts of its requests and take turns part by part "
-               f"(default {DEFAULT_SLICES}; 1 takes turns by whole runs).", metavar="N")
-    add_option(parser, SLO_PROCESSES, "run each load point from N client processes on this host (one per core), their raw traces merged.", metavar="N")
-    add_option(parser, SLO_RAY_ADDRESS, "run the load client as Ray actors on this cluster (auto, ray://HOST:10001; pip install "
-               "'pytest-infer[ray]'); the endpoint must be reachable from its nodes.", metavar="ADDR")
+    add_option(
+        parser,
+        SLO_REPEAT,
+        "run every SLO load point N times (overrides the profile's repeat): per-run figures, "
+        "confidence intervals, and a gate that tests timing changes for significance.",
+        metavar="N",
+    )
+    add_option(
+        parser,
+        SLO_INTERLEAVE,
+        "measure each load point on all of the session's targets in turns (A B B A ..., by slices of each run: "
+        f"{SLO_SLICES}), "
+        "so drift of a shared machine falls on baseline and candidate alike; compare them with "
+        "pytest-infer compare results.json results.json --pair BASELINE=CANDIDATE.",
+        ini_type="bool",
+        action="store_true",
+        default=None,
+    )
+    add_option(
+        parser,
+        SLO_SLICES,
+        f"with {SLO_INTERLEAVE}: cut each run into N consecutive parts of its requests and take turns part by part "
+        f"(default {DEFAULT_SLICES}; 1 takes turns by whole runs).",
+        metavar="N",
+    )
+    add_option(
+        parser,
+        SLO_PROCESSES,
+        "run each load point from N client processes on this host (one per core), their raw traces merged.",
+        metavar="N",
+    )
+    add_option(
+        parser,
+        SLO_RAY_ADDRESS,
+        "run the load client as Ray actors on this cluster (auto, ray://HOST:10001; pip install "
+        "'pytest-infer[ray]'); the endpoint must be reachable from its nodes.",
+        metavar="ADDR",
+    )
 
 
 def parse_profile(text: str) -> Profile:
@@ -106,7 +135,9 @@ def pytest_configure(config: pytest.Config) -> None:
     processes, ray_address = option_value(config, SLO_PROCESSES), option_value(config, SLO_RAY_ADDRESS) or None
     slices = option_value(config, SLO_SLICES)
     if slices is not None and not interleave:
-        raise pytest.UsageError(f"{SLO_SLICES} slices the runs that {SLO_INTERLEAVE} takes in turns; add {SLO_INTERLEAVE}")
+        raise pytest.UsageError(
+            f"{SLO_SLICES} slices the runs that {SLO_INTERLEAVE} takes in turns; add {SLO_INTERLEAVE}"
+        )
     if ray_address is not None and importlib.util.find_spec("ray") is None:
         raise pytest.UsageError(f"{SLO_RAY_ADDRESS} needs Ray on this machine: pip install 'pytest-infer[ray]'")
     options = SloOptions(
@@ -135,11 +166,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     profile = _profile(metafunc.config)
     session = metafunc.config.stash[session_key]
     if profile is None or not session.targets:
-        metafunc.parametrize("slo_point_id", [pytest.param(None, id="no-profile", marks=pytest.mark.skip(reason=NO_PROFILE))])
+        metafunc.parametrize(
+            "slo_point_id", [pytest.param(None, id="no-profile", marks=pytest.mark.skip(reason=NO_PROFILE))]
+        )
         return
     model = session.options.model
     if model not in profile.models:
-        raise pytest.UsageError(f"--slo: {profile.path}: profile {profile.name!r} has no load points for model {model!r}; it has: {', '.join(profile.models)}")
+        raise pytest.UsageError(
+            f"--slo: {profile.path}: profile {profile.name!r} has no load points for model {model!r}; it has:"
+            f" {', '.join(profile.models)}"
+        )
     ids = [p["id"] for p in profile.models[model]["load_points"]]
     metafunc.parametrize("slo_point_id", ids)
 
@@ -153,7 +189,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     problem = profile.hardware_mismatch(detect_hardware())
     lines = [f"pytest-infer SLO profile: {profile.name} ({profile.path})"]
     if profile.thresholds_source == "estimated":
-        lines.append(f"SLO thresholds of {profile.name!r} are ESTIMATES, not measured on this hardware: recalibrate before gating on them")
+        lines.append(
+            f"SLO thresholds of {profile.name!r} are ESTIMATES, not measured on this hardware: recalibrate before"
+            " gating on them"
+        )
     if problem:
         lines.append(f"!!! SLO PROFILE MISMATCH: {problem}; thresholds are judged anyway !!!")
     return lines
@@ -172,7 +211,9 @@ def slo_profile(pytestconfig: pytest.Config, slo_hardware: Hardware) -> Profile:
     assert profile is not None  # the tests are skipped without one
     problem = profile.hardware_mismatch(slo_hardware)
     if problem:
-        warnings.warn(SLOHardwareMismatch(f"{problem}; the figures are judged against its thresholds anyway"), stacklevel=1)
+        warnings.warn(
+            SLOHardwareMismatch(f"{problem}; the figures are judged against its thresholds anyway"), stacklevel=1
+        )
     return profile
 
 
@@ -189,10 +230,14 @@ def slo_result(
     if options.interleave:
         measured = _interleaved(request.config, slo_point_id, slo_profile, infer_session)
         result = measured[infer_target.id]
-        slices = options.slices if result.point.search is None else 1  # a capacity search probes each target in turn, unsliced
+        slices = (
+            options.slices if result.point.search is None else 1
+        )  # a capacity search probes each target in turn, unsliced
         context = {"interleaved": {"id": measured.id, "targets": sorted(measured.results), "slices": slices}}
     else:
-        result = _measure(slo_point_id, slo_profile, options, [(infer_target.model, infer_live_server, infer_endpoint)])[0]
+        result = _measure(
+            slo_point_id, slo_profile, options, [(infer_target.model, infer_live_server, infer_endpoint)]
+        )[0]
     mismatch = slo_profile.hardware_mismatch(slo_hardware)
     infer_session.results.table("slo").add(
         result.record(
@@ -219,7 +264,9 @@ def slo_result(
     return result
 
 
-def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list) -> Sequence[PointResult | CapacityResult]:
+def _measure(
+    point_id: str, profile: Profile, options: SloOptions, servers: list
+) -> Sequence[PointResult | CapacityResult]:
     """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
     from ..metrics import ValidityRules
     from ..profiles.evaluate import Subject, evaluate_interleaved
@@ -228,13 +275,17 @@ def _measure(point_id: str, profile: Profile, options: SloOptions, servers: list
     rules = ValidityRules.from_dict(profile.validity)
     for model, info, endpoint in servers:
         point = next(p for p in profile.load_points(model, info.framework) if p.id == point_id)
-        subjects.append(Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid))
+        subjects.append(
+            Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid)
+        )
     runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
         from ..profiles.capacity import evaluate_capacity
 
         return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
-    return evaluate_interleaved(subjects, rules=rules, runner=runner, slices=options.slices if options.interleave else 1)
+    return evaluate_interleaved(
+        subjects, rules=rules, runner=runner, slices=options.slices if options.interleave else 1
+    )
 
 
 def _runner(options: SloOptions) -> Callable[..., LoadRun]:
@@ -246,7 +297,9 @@ def _runner(options: SloOptions) -> Callable[..., LoadRun]:
     return run_load
 
 
-def _probes_on(subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]) -> Callable[[LoadPoint], PointResult]:
+def _probes_on(
+    subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]
+) -> Callable[[LoadPoint], PointResult]:
     from ..profiles.evaluate import evaluate_interleaved
 
     return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules, runner=runner)[0]
@@ -258,7 +311,8 @@ def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session
     if point_id not in done:
         up = [(t, session.server(t.id)) for t in session.targets]
         up = [(t, info) for t, info in up if not info.error and info.alive()]
-        results = _measure(point_id, profile, config.stash[slo_key], [(t.model, info, session.endpoint(info)) for t, info in up])
+        results = _measure(
+            point_id, profile, config.stash[slo_key], [(t.model, info, session.endpoint(info)) for t, info in up]
+        )
         done[point_id] = Interleaved(uuid.uuid4().hex, {t.id: r for (t, _), r in zip(up, results)})
     return done[point_id]
-

@@ -4,6 +4,7 @@ Entries are plain JSON (``profiles.evaluate.PointResult.record``); entries that
 repeat a (target, profile, load point) are runs of one point, so separate CI jobs
 merge into repeated runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,9 +16,32 @@ from typing import Any
 from ..metrics.catalogue import find, headline, resolve
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
-RESERVED = frozenset({"interleaved", "session", "target", "profile", "load_point", "name", "point", "concurrency", "rate",
-                      "verdict", "passed", "metrics", "samples", "runs", "slices", "thresholds", "failures", "message", "error",
-                      "extra", "server", "thresholds_source"})
+RESERVED = frozenset(
+    {
+        "interleaved",
+        "session",
+        "target",
+        "profile",
+        "load_point",
+        "name",
+        "point",
+        "concurrency",
+        "rate",
+        "verdict",
+        "passed",
+        "metrics",
+        "samples",
+        "runs",
+        "slices",
+        "thresholds",
+        "failures",
+        "message",
+        "error",
+        "extra",
+        "server",
+        "thresholds_source",
+    }
+)
 ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
 
 
@@ -39,7 +63,9 @@ class SloPoint:
     verdict: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     runs: dict[str, list[float]] = field(default_factory=dict)
-    slices: dict[str, list[float]] = field(default_factory=dict)  # each slice's figure, in order, for runs measured in slices
+    slices: dict[str, list[float]] = field(
+        default_factory=dict
+    )  # each slice's figure, in order, for runs measured in slices
     samples: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
@@ -77,12 +103,16 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         concurrency, rate = _number(entry.get("concurrency")), _number(entry.get("rate"))
         name = entry.get("load_point") or entry.get("name") or entry.get("point")
         if not name:
-            name = f"c={concurrency:g}" if concurrency is not None else f"rate={rate:g}" if rate is not None else "default"
+            name = (
+                f"c={concurrency:g}" if concurrency is not None else f"rate={rate:g}" if rate is not None else "default"
+            )
         key = (entry["target"], entry.get("profile"), str(name))
         point = points.get(key)
         metrics = _metrics_of(entry)
         if point is None:
-            point = points[key] = SloPoint(entry["target"], str(name), entry.get("profile"), concurrency, rate, _verdict(entry))
+            point = points[key] = SloPoint(
+                entry["target"], str(name), entry.get("profile"), concurrency, rate, _verdict(entry)
+            )
         elif _verdict(entry) not in (None, "pass"):
             point.verdict = _verdict(entry)
         point.aggregate.update(metrics)
@@ -160,37 +190,66 @@ class SloTable(Table):
             for row, cell in server_cells(point):
                 section.rows.setdefault(f"{point.key} {row}", {})[point.target] = cell
             verdict = point.verdict or "?"
-            section.rows.setdefault(f"{point.key} verdict", {})[point.target] = Cell(verdict, VERDICT_CSS.get(verdict, ""), "; ".join(point.failures))
+            section.rows.setdefault(f"{point.key} verdict", {})[point.target] = Cell(
+                verdict, VERDICT_CSS.get(verdict, ""), "; ".join(point.failures)
+            )
             if point.thresholds_source == ESTIMATED:
-                section.rows.setdefault(f"{point.key} thresholds", {})[point.target] = Cell(ESTIMATED, detail=ESTIMATE_NOTE)
+                section.rows.setdefault(f"{point.key} thresholds", {})[point.target] = Cell(
+                    ESTIMATED, detail=ESTIMATE_NOTE
+                )
         return [section] if section.rows else []
 
     def limits(self) -> list[Limits]:
-        """Per load point, each threshold's limit, the measured figure (over repeated runs their median, with its 95% interval) and the margin."""
+        """Per load point, each threshold's limit, the measured figure (over repeated runs their median, with its 95%
+        interval) and the margin."""
         checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for entry in self.entries:  # the last entry of a point that judged it: repeats of a point judge the same thresholds
+        for (
+            entry
+        ) in self.entries:  # the last entry of a point that judged it: repeats of a point judge the same thresholds
             if isinstance(entry, dict) and isinstance(entry.get("checks"), list):
                 name = entry.get("load_point") or entry.get("name") or entry.get("point")
-                checks[(str(entry.get("target")), f"{entry.get('profile') or '-'}/{name}")] = [c for c in entry["checks"] if isinstance(c, dict)]
+                checks[(str(entry.get("target")), f"{entry.get('profile') or '-'}/{name}")] = [
+                    c for c in entry["checks"] if isinstance(c, dict)
+                ]
         out = []
         for point in self.points():
-            invalid = "; ".join(f.removeprefix("measurement invalid: ") for f in point.failures if f.startswith("measurement invalid"))
+            invalid = "; ".join(
+                f.removeprefix("measurement invalid: ") for f in point.failures if f.startswith("measurement invalid")
+            )
             rows = [_limit_row(point, check) for check in checks.get((point.target, point.key), [])]
             figures = {k: f"{v:.4g}" for k, v in point.metrics.items()}
             out.append(Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures))
         return out
 
     def unmeasured(self, target: str) -> set[str]:
-        return {str(e.get("nodeid")) for e in self.entries if isinstance(e, dict) and e.get("target") == target and e.get("verdict") == "invalid"}
+        return {
+            str(e.get("nodeid"))
+            for e in self.entries
+            if isinstance(e, dict) and e.get("target") == target and e.get("verdict") == "invalid"
+        }
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        before = {p.key: p for p in baseline.points() if p.target == pairing.baseline} if isinstance(baseline, SloTable) else {}
+        before = (
+            {p.key: p for p in baseline.points() if p.target == pairing.baseline}
+            if isinstance(baseline, SloTable)
+            else {}
+        )
         after = {p.key: p for p in self.points() if p.target == pairing.candidate}
         found = []
         for key in [k for k in before if k in after]:
             old, new = before[key], after[key]
             if "invalid" in (old.verdict, new.verdict):  # a saturated client measured itself: nothing to compare
-                found.append(Finding("change", "slo", pairing.label, key, old.verdict, new.verdict, "measurement invalid: figures not compared"))
+                found.append(
+                    Finding(
+                        "change",
+                        "slo",
+                        pairing.label,
+                        key,
+                        old.verdict,
+                        new.verdict,
+                        "measurement invalid: figures not compared",
+                    )
+                )
                 continue
             for metric in [m for m in old.metrics if m in new.metrics]:
                 finding = _compare_metric(old, new, metric, pairing)
@@ -215,8 +274,12 @@ class SloTable(Table):
                 name = f"{source}#{session}" if isinstance(session, str) and session else source
                 by_session.setdefault(name, []).append(entry)
         return {
-            name: {(p.target, p.key, m): v for p in slo_points(entries) if p.verdict != "invalid"
-                   for m, v in p.metrics.items()}
+            name: {
+                (p.target, p.key, m): v
+                for p in slo_points(entries)
+                if p.verdict != "invalid"
+                for m, v in p.metrics.items()
+            }
             for name, entries in by_session.items()
         }
 
@@ -224,18 +287,40 @@ class SloTable(Table):
         from ..reporting import plots
 
         points = self.points()
-        series = [(f"{label(p.target)} {p.name}", k, sorted(p.samples[k])) for p in points
-                  if (k := next((k for k in p.samples if (f := resolve(k)) and f.metric.name == "ttft" and p.samples[k]), None))]
+        series = [
+            (f"{label(p.target)} {p.name}", k, sorted(p.samples[k]))
+            for p in points
+            if (
+                k := next(
+                    (k for k in p.samples if (f := resolve(k)) and f.metric.name == "ttft" and p.samples[k]), None
+                )
+            )
+        ]
         return [
             ("TTFT CDF per framework version", plots.cdf(series, "TTFT, cumulative distribution") if series else None),
-            ("Output throughput against concurrency", _against_concurrency(points, label, ("output_tokens_per_s",), "output throughput v concurrency")),
-            ("TTFT against concurrency", _against_concurrency(points, label, ("ttft_p50", "ttft_p99", "ttft_mean"), "TTFT v concurrency")),
+            (
+                "Output throughput against concurrency",
+                _against_concurrency(points, label, ("output_tokens_per_s",), "output throughput v concurrency"),
+            ),
+            (
+                "TTFT against concurrency",
+                _against_concurrency(points, label, ("ttft_p50", "ttft_p99", "ttft_mean"), "TTFT v concurrency"),
+            ),
         ]
 
     def benchmarks(self) -> list[dict[str, Any]]:
         return [
-            {"group": f"{p.key} {metric}", "key": p.key, "target": p.target, "metric": metric, "value": p.metrics[metric], "runs": runs, "verdict": p.verdict}
-            for p in self.points() for metric, runs in p.runs.items()
+            {
+                "group": f"{p.key} {metric}",
+                "key": p.key,
+                "target": p.target,
+                "metric": metric,
+                "value": p.metrics[metric],
+                "runs": runs,
+                "verdict": p.verdict,
+            }
+            for p in self.points()
+            for metric, runs in p.runs.items()
         ]
 
 
@@ -246,7 +331,8 @@ def _shown(value: float, unit: str) -> str:
 
 
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of it."""
+    """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of
+    it."""
     from ..metrics.catalogue import UnknownMetric, threshold
     from ..metrics.stats import median_interval
 
@@ -273,11 +359,19 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
     if len(runs) >= 2:
         interval = median_interval(runs)
         low, high = interval or (min(runs), max(runs))
-        text += f" [{_shown(low, unit)}, {_shown(high, unit)}] ({len(runs)} runs)" if interval else f" (range {_shown(low, unit)} to {_shown(high, unit)}, {len(runs)} runs)"
+        text += (
+            f" [{_shown(low, unit)}, {_shown(high, unit)}] ({len(runs)} runs)"
+            if interval
+            else f" (range {_shown(low, unit)} to {_shown(high, unit)}, {len(runs)} runs)"
+        )
     if limit is None:
         margin = "-"
     elif limit == 0:
-        margin = "at the limit" if measured == 0 else f"{_shown(abs(measured), unit)} {'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
+        margin = (
+            "at the limit"
+            if measured == 0
+            else f"{_shown(abs(measured), unit)} {'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
+        )
     else:
         inside = (limit - measured) / abs(limit) if op.startswith("<") else (measured - limit) / abs(limit)
         if inside >= 1 and not op.startswith("<"):  # a floor cleared many times over reads better as a ratio
@@ -288,18 +382,23 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
 
 
 def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
-    """The server's own figures beside the client's: counts as ``server / client``, the histogram's TTFT, the cross-check."""
+    """The server's own figures beside the client's: counts as ``server / client``, the histogram's TTFT, the
+    cross-check."""
     if not point.server:
         return []
     if any("error" in s for s in point.server):
-        return [("server metrics", Cell("not read", detail=next(str(s["error"]) for s in point.server if "error" in s)))]
+        return [
+            ("server metrics", Cell("not read", detail=next(str(s["error"]) for s in point.server if "error" in s)))
+        ]
     cells = []
     for key, label in (("requests", "requests"), ("output_tokens", "output tokens")):
         pairs = [(s.get(key), (s.get("check") or {}).get("client", {}).get(key)) for s in point.server]
         ints = [(a, b) for a, b in pairs if isinstance(a, int) and isinstance(b, int)]
         if len(ints) == len(pairs):
             server, client = sum(a for a, _ in ints), sum(b for _, b in ints)
-            cells.append((f"server / client {label}", Cell(f"{server} / {client}", "" if server == client else "failed")))
+            cells.append(
+                (f"server / client {label}", Cell(f"{server} / {client}", "" if server == client else "failed"))
+            )
     ttft = [s["ttft"] for s in point.server if isinstance(s.get("ttft"), dict) and s["ttft"].get("count")]
     if ttft:
         count = sum(h["count"] for h in ttft)
@@ -310,7 +409,12 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
     checks = [c for s in point.server if isinstance(c := s.get("check"), dict)]
     if checks:
         problems = [p for c in checks for p in c.get("problems", [])]
-        cells.append(("server cross-check", Cell("disagree" if problems else "agree", "failed" if problems else "passed", "; ".join(problems))))
+        cells.append(
+            (
+                "server cross-check",
+                Cell("disagree" if problems else "agree", "failed" if problems else "passed", "; ".join(problems)),
+            )
+        )
     return cells
 
 
@@ -320,12 +424,18 @@ def prefix_cache_hit_share(point: SloPoint) -> Cell | None:
     Summed from the counters rather than averaging each run's ``prefix_cache_hit_rate``, so runs weigh by their tokens.
     None where the server does not count lookups; "no lookups" where it counted none (prefix caching off).
     """
-    counts = [(h, q) for s in point.server if isinstance(h := s.get("prefix_cache_hits"), int) and isinstance(q := s.get("prefix_cache_queries"), int)]
+    counts = [
+        (h, q)
+        for s in point.server
+        if isinstance(h := s.get("prefix_cache_hits"), int) and isinstance(q := s.get("prefix_cache_queries"), int)
+    ]
     if not counts or len(counts) < len(point.server):
         return None
     hits, queries = sum(h for h, _ in counts), sum(q for _, q in counts)
     if not queries:
-        return Cell("no lookups", detail="the server looked up no prompt tokens in a prefix cache: prefix caching is off")
+        return Cell(
+            "no lookups", detail="the server looked up no prompt tokens in a prefix cache: prefix caching is off"
+        )
     share = hits / queries
     return Cell(f"{share:.1%}", detail=f"{hits} of {queries} prompt tokens from the prefix cache", value=share)
 
@@ -379,8 +489,11 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
             return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         shift = drift.bound_pct / 100.0
     better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
-    # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of them
-    sliced = paired and len(better.slices.get(metric, [])) == len(worse_side.slices.get(metric, [])) > len(better.runs.get(metric, []))
+    # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of
+    # them
+    sliced = paired and len(better.slices.get(metric, [])) == len(worse_side.slices.get(metric, [])) > len(
+        better.runs.get(metric, [])
+    )
     repeated = "slices" if sliced else "runs"
     up = higher_is_better(metric)
     factor = 1.0 - shift if up else 1.0 + shift  # the better side, moved by the drift towards worse
@@ -390,17 +503,37 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
 
     better_runs = moved_by_drift(getattr(better, repeated).get(metric, []))
     better_samples = {k: moved_by_drift(v) for k, v in better.samples.items()}
-    sig = significance(metric, better_runs, getattr(worse_side, repeated).get(metric, []), better_samples, worse_side.samples,
-                       higher_is_better=up, paired=paired, unit=repeated)
+    sig = significance(
+        metric,
+        better_runs,
+        getattr(worse_side, repeated).get(metric, []),
+        better_samples,
+        worse_side.samples,
+        higher_is_better=up,
+        paired=paired,
+        unit=repeated,
+    )
     p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
     basis = f"{sig.basis} against the other side moved by the drift" if shift and sig.p_value is not None else sig.basis
     detail = f"{moved}, {limit}; {basis}{p}"
     if not sig.significant(pairing.alpha):
-        return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", f"{detail} >= {pairing.alpha}: not significant")
-    return Finding("regression" if worse > 0 else "improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
+        return Finding(
+            "noise",
+            "slo",
+            pairing.label,
+            subject,
+            f"{x:.4g}",
+            f"{y:.4g}",
+            f"{detail} >= {pairing.alpha}: not significant",
+        )
+    return Finding(
+        "regression" if worse > 0 else "improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail
+    )
 
 
-def _against_concurrency(points: list[SloPoint], label: Callable[[str], str], names: tuple[str, ...], title: str) -> str | None:
+def _against_concurrency(
+    points: list[SloPoint], label: Callable[[str], str], names: tuple[str, ...], title: str
+) -> str | None:
     """A figure against concurrency (closed-loop load points), one line per target."""
     from ..reporting import plots
 

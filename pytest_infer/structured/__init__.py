@@ -4,6 +4,7 @@ Public API for users' own tests: ``schemas`` (a Hypothesis strategy of valid,
 satisfiable JSON Schemas), ``classify_output`` and ``Outcome``, and
 ``StructuredRunner`` to send a schema to a server and get a classified ``Attempt``.
 """
+
 from __future__ import annotations
 
 from .._lazy import exports

@@ -8,6 +8,7 @@ A pass needs valid answers (docs/structured-verdicts.md): an answer cut at the t
 shows nothing about the grammar, so a case, a sweep or a probe without enough valid answers is
 inconclusive, and survival or a refusal is judged only next to a known-good schema answered correctly.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,15 @@ MIN_VALID_PER_CASE = 1
 MIN_VALID_SHARE = 0.25
 # Trivial schemas whose answers cannot look valid by accident: used to tell honoured from ignored.
 SUPPORT_PROBES: tuple[tuple[dict, Any], ...] = (
-    ({"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"], "additionalProperties": False}, {"answer": 0}),
+    (
+        {
+            "type": "object",
+            "properties": {"answer": {"type": "integer"}},
+            "required": ["answer"],
+            "additionalProperties": False,
+        },
+        {"answer": 0},
+    ),
     ({"type": "boolean"}, False),
     ({"enum": ["yes", "no"]}, "yes"),
 )
@@ -78,8 +87,9 @@ def too_few_valid(attempts: Sequence[Attempt], min_valid: int = 1, min_share: fl
     return f"{valid} valid answer(s) of {len(attempts)} ({counted(attempts)}); a verdict needs {need}"
 
 
-
-def run_case(runner: StructuredRunner, path: RequestPath, schema: Any, instance: Any, seeds: int = CASE_SEEDS) -> CaseResult:
+def run_case(
+    runner: StructuredRunner, path: RequestPath, schema: Any, instance: Any, seeds: int = CASE_SEEDS
+) -> CaseResult:
     result = CaseResult()
     for i in range(seeds):
         sampling = Sampling(runner.sampling.temperature, runner.sampling.seed + i)
@@ -112,8 +122,14 @@ def judge_support(attempts: list[Attempt]) -> Support:
         return Support("inconclusive", f"no answer finished within its token budget ({counted})", tuple(attempts))
     if all(a.verdict.outcome is Outcome.VALID for a in answered):
         return Support("honoured", f"every finished answer matched its schema ({counted})", tuple(attempts))
-    if all(a.verdict.outcome is Outcome.INVALID_JSON for a in answered) and not any(a.verdict.outcome is Outcome.VALID for a in attempts):
-        return Support("ignored", f"accepted, but no answer was even JSON: the constraint was not applied ({counted})", tuple(attempts))
+    if all(a.verdict.outcome is Outcome.INVALID_JSON for a in answered) and not any(
+        a.verdict.outcome is Outcome.VALID for a in attempts
+    ):
+        return Support(
+            "ignored",
+            f"accepted, but no answer was even JSON: the constraint was not applied ({counted})",
+            tuple(attempts),
+        )
     return Support("partly", f"some answers broke their schema ({counted})", tuple(attempts))
 
 
@@ -137,8 +153,10 @@ class Control:
         """Why the control failed, naming it; None when it passed."""
         if self.good is not None:
             return None
-        return (f"positive control failed: no known-good schema got a valid answer on this route ({counted(self.tried)}; "
-                f"first: {self.tried[0].verdict.signature} {self.tried[0].verdict.message[:200]})")
+        return (
+            f"positive control failed: no known-good schema got a valid answer on this route ({counted(self.tried)}; "
+            f"first: {self.tried[0].verdict.signature} {self.tried[0].verdict.message[:200]})"
+        )
 
 
 def positive_control(runner: StructuredRunner, path: RequestPath) -> Control:
@@ -187,7 +205,10 @@ def survive(runner: StructuredRunner, path: RequestPath, schema: Any, max_tokens
     if again.verdict.outcome is Outcome.VALID:
         return Survival(attempt, True, f"the known-good schema {json.dumps(good.schema)} still gets a valid answer")
     dead = "" if runner.reachable() else "; the server no longer answers"
-    why = f"the known-good schema {json.dumps(good.schema)} then got {again.verdict.signature}: {again.verdict.message[:300]}{dead}"
+    why = (
+        f"the known-good schema {json.dumps(good.schema)} then got {again.verdict.signature}:"
+        f" {again.verdict.message[:300]}{dead}"
+    )
     return Survival(replace(attempt, server_log=runner.logged_since(mark)), False, why)
 
 

@@ -3,6 +3,7 @@
 Kept as data so the suite, the plugin's own tests and a person with curl all
 use the very same schemas. Bug references are in docs/structured-output.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,7 +52,9 @@ CORPUS: dict[str, Case] = {
         {"type": "string", "pattern": "^[a-z]\\n[a-z]$", "maxLength": 3}, "a\nb",
         "a newline (\\n escape) required by a pattern under a length bound (xgrammar#800)",
     ),
-    "unicode-escape-const": Case({"const": "caf\u00e9 \u2603"}, "caf\u00e9 \u2603", "non-ASCII text must come out exactly (xgrammar#800 class)"),
+    "unicode-escape-const": Case(
+        {"const": "caf\u00e9 \u2603"}, "caf\u00e9 \u2603", "non-ASCII text must come out exactly (xgrammar#800 class)"
+    ),
     "empty-schema": Case({}, 0, "the empty schema looped on one unbounded number until max_tokens (vllm#52011)"),
     "enum-behind-ref": Case(
         {"$defs": {"colour": {"enum": ["red", "green"]}}, "type": "object",
@@ -67,7 +70,9 @@ CORPUS: dict[str, Case] = {
         {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}]}, None, "nullable written as anyOf with null",
     ),
     "recursive-linked-list": Case(
-        {"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
+        {"$defs": {"n": {"type": "object",
+                         "properties": {"v": {"type": "integer"},
+                                        "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
                          "required": ["v", "next"], "additionalProperties": False}},
          "$ref": "#/$defs/n"},
         {"v": 0, "next": None},
@@ -104,24 +109,44 @@ BAD_SCHEMAS: dict[str, tuple[str, Any]] = {
     "not-anything": ("unsatisfiable", {"not": {}}),
     "endless-required-recursion": (
         "unsatisfiable",
-        {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/a"}}, "required": ["b"]}}, "$ref": "#/$defs/a"},
+        {
+            "$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/a"}}, "required": ["b"]}},
+            "$ref": "#/$defs/a",
+        },
     ),
     # huge: valid and satisfiable, but large to compile
     "300-required-properties": (
         "huge",
-        {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(300)}, "required": [f"p{i}" for i in range(300)]},
+        {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "integer"} for i in range(300)},
+            "required": [f"p{i}" for i in range(300)],
+        },
     ),
     "2000-value-enum": ("huge", {"enum": [f"value-{i}" for i in range(2000)]}),
     # deeply nested / recursive
-    "arrays-nested-64-deep": ("deep", _nested(64, {"type": "integer"}, lambda n: {"type": "array", "items": n, "maxItems": 1})),
+    "arrays-nested-64-deep": (
+        "deep",
+        _nested(64, {"type": "integer"}, lambda n: {"type": "array", "items": n, "maxItems": 1}),
+    ),
     "objects-nested-32-deep": (
         "deep",
-        _nested(32, {"type": "integer"}, lambda n: {"type": "object", "properties": {"a": n}, "required": ["a"], "additionalProperties": False}),
+        _nested(
+            32,
+            {"type": "integer"},
+            lambda n: {"type": "object", "properties": {"a": n}, "required": ["a"], "additionalProperties": False},
+        ),
     ),
     "recursive-tree": (
         "deep",
         {
-            "$defs": {"t": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}}, "required": ["v"]}},
+            "$defs": {
+                "t": {
+                    "type": "object",
+                    "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+                    "required": ["v"],
+                }
+            },
             "$ref": "#/$defs/t",
         },
     ),

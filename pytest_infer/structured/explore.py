@@ -12,6 +12,7 @@ every time, the finding is reported as flaky with the sweep's original case,
 never with an invented minimum. Shrunk examples go to a Hypothesis example
 database in the report directory, which the next run replays first.
 """
+
 from __future__ import annotations
 
 import re
@@ -98,7 +99,9 @@ def explore(
 
     # Different draws can give one schema; draw a quarter more and stop at ``examples`` distinct ones.
     @seed(options.seed)
-    @_quiet_settings(max_examples=options.examples + options.examples // 4 + 10, phases=(Phase.generate,), database=None)
+    @_quiet_settings(
+        max_examples=options.examples + options.examples // 4 + 10, phases=(Phase.generate,), database=None
+    )
     @given(strategy)
     def sweep(pair: tuple[dict, Any]) -> None:
         if report.stopped or len(report.attempts) >= options.examples:
@@ -148,11 +151,20 @@ def _shrink(
         _check_flaky(runner, path, finding, first)
         return finding
     last: dict[str, Attempt] = {}
-    database = DirectoryBasedExampleDatabase(str(database_dir(options.database_dir, path, signature))) if options.database_dir else None
+    database = (
+        DirectoryBasedExampleDatabase(str(database_dir(options.database_dir, path, signature)))
+        if options.database_dir
+        else None
+    )
     out_of_time = [False]
 
     # @seed under @settings: applied on top, @seed would switch the example database off.
-    @_quiet_settings(max_examples=options.examples, phases=(Phase.reuse, Phase.generate, Phase.shrink), database=database, report_multiple_bugs=False)
+    @_quiet_settings(
+        max_examples=options.examples,
+        phases=(Phase.reuse, Phase.generate, Phase.shrink),
+        database=database,
+        report_multiple_bugs=False,
+    )
     @seed(options.seed)
     @given(strategy)
     def shrink(pair: tuple[dict, Any]) -> None:
@@ -186,7 +198,13 @@ def _check_flaky(runner: StructuredRunner, path: RequestPath, finding: Finding, 
         return
     signatures = []
     for _ in range(FLAKY_RERUNS):
-        again = runner.run(case.schema, path, case.body["max_tokens"], sampling=Sampling(case.body["temperature"], case.body["seed"]), fresh=True)
+        again = runner.run(
+            case.schema,
+            path,
+            case.body["max_tokens"],
+            sampling=Sampling(case.body["temperature"], case.body["seed"]),
+            fresh=True,
+        )
         signatures.append(again.verdict.signature)
     if any(s != finding.signature for s in signatures):
         finding.flaky = True
@@ -197,11 +215,15 @@ def database_dir(root: Path, path: RequestPath, signature: str) -> Path:
     return Path(root) / re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{path.name}-{signature}")
 
 
-def replay(runner: StructuredRunner, path: RequestPath, entries: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], Attempt]]:
+def replay(
+    runner: StructuredRunner, path: RequestPath, entries: Iterable[dict[str, Any]]
+) -> list[tuple[dict[str, Any], Attempt]]:
     """Re-send stored reproducers (same schema, budget and sampling as when found)."""
     out = []
     for entry in entries:
-        sampling = Sampling(float(entry.get("temperature", runner.sampling.temperature)), int(entry.get("seed", runner.sampling.seed)))
+        sampling = Sampling(
+            float(entry.get("temperature", runner.sampling.temperature)), int(entry.get("seed", runner.sampling.seed))
+        )
         attempt = runner.run(entry["schema"], path, int(entry.get("max_tokens") or 64), sampling=sampling)
         out.append((entry, attempt))
     return out

@@ -6,6 +6,7 @@ validation is Draft 2020-12 with format checking. An answer cut at the token
 limit is ``truncated`` only while what was written can still become valid; a prefix
 that already breaks the schema is a ``violation`` (``prefix.py`` decides, soundly).
 """
+
 from __future__ import annotations
 
 import enum
@@ -128,7 +129,10 @@ def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
-    return str(error.validator), f"{error.message} (at /{where}, schema path /{'/'.join(map(str, error.absolute_schema_path))})"
+    return (
+        str(error.validator),
+        f"{error.message} (at /{where}, schema path /{'/'.join(map(str, error.absolute_schema_path))})",
+    )
 
 
 def prefix_verdict(schema: Any, text: str) -> Verdict | None:
@@ -150,11 +154,19 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
         instance = strict_loads(text)
     except NumberRangeError as exc:
         if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
-            return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}")
-        return Verdict(Outcome.INVALID_JSON, f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)", "number-range")
+            return prefix_verdict(schema, text) or Verdict(
+                Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}"
+            )
+        return Verdict(
+            Outcome.INVALID_JSON,
+            f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)",
+            "number-range",
+        )
     except ValueError as exc:
         if finish_reason == "length" and is_json_prefix(text):
-            return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters")
+            return prefix_verdict(schema, text) or Verdict(
+                Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters"
+            )
         return Verdict(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
     if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
         # a bare number cut at the limit may still grow digits, a fraction or an exponent:

@@ -1,11 +1,19 @@
 """The structured suite's plot for the HTML report: a picture of the keyword matrix, not a verdict."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from .table import KEYWORD_CLASSES, keyword_status
 
-KEYWORD_COLOURS = {"valid": "#2e7d32", "truncated": "#f9a825", "rejected": "#90a4ae", "error": "#ef6c00", "invalid": "#c62828", "none": "#eeeeee"}
+KEYWORD_COLOURS = {
+    "valid": "#2e7d32",
+    "truncated": "#f9a825",
+    "rejected": "#90a4ae",
+    "error": "#ef6c00",
+    "invalid": "#c62828",
+    "none": "#eeeeee",
+}
 
 
 def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callable[[str], str]) -> str:
@@ -17,16 +25,25 @@ def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callabl
     ids = list(dict.fromkeys(t for cells in matrix.values() for t in cells))
     keywords = list(matrix)
     classes = [*KEYWORD_CLASSES, "none"]
-    grid = [[classes.index(s) if (s := keyword_status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids] for k in keywords]
+    grid = [
+        [classes.index(s) if (s := keyword_status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids]
+        for k in keywords
+    ]
     fig = figure(1.8 + 1.9 * len(ids), 1.0 + 0.32 * len(keywords))
     ax = fig.add_subplot()
-    ax.imshow(grid, cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]), vmin=0, vmax=len(classes) - 1, aspect="auto")
+    ax.imshow(
+        grid, cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]), vmin=0, vmax=len(classes) - 1, aspect="auto"
+    )
     ax.set_xticks(range(len(ids)), [label(t) for t in ids], fontsize="small")
     ax.set_yticks(range(len(keywords)), keywords, fontsize="small")
     for y, k in enumerate(keywords):
         for x, t in enumerate(ids):
             counts = matrix[k].get(t, {})
             text = " ".join(f"{o[0]}{n}" for o, n in counts.items() if n)
-            ax.text(x, y, text or "-", ha="center", va="center", fontsize="x-small", color="white" if counts else "black")
-    ax.set_title("structured output: keyword x outcome (v=valid, i=invalid, r=rejected, t=truncated, e=error)", fontsize="small")
+            ax.text(
+                x, y, text or "-", ha="center", va="center", fontsize="x-small", color="white" if counts else "black"
+            )
+    ax.set_title(
+        "structured output: keyword x outcome (v=valid, i=invalid, r=rejected, t=truncated, e=error)", fontsize="small"
+    )
     return svg(fig)

@@ -1,4 +1,5 @@
 """pytest glue of the structured-output suite: its options, fixtures and the keyword matrix summary."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -45,19 +46,49 @@ structured_key = pytest.StashKey[StructuredOptions]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("infer")
-    group.addoption(EXAMPLES, dest="structured_examples", metavar="N", default=None,
-                    help=f"generated schemas per request path in the structured suite (default {DEFAULT_EXAMPLES}).")
-    group.addoption(SEED, dest="structured_seed", metavar="N", default=None,
-                    help=f"seed of the schema generator and of the sampling: same seed, same schemas (default {DEFAULT_SEED}).")
-    group.addoption(KEYWORDS_OPTION, dest="structured_keywords", metavar="LIST", default=None,
-                    help="only generate schemas with these JSON-Schema keywords (comma-separated), e.g. the ones a framework claims.")
-    group.addoption(TIMEOUT, dest="structured_timeout", metavar="S", default=None,
-                    help=f"seconds one structured request may take before it counts as a hang (default {DEFAULT_TIMEOUT:g}).")
-    group.addoption(SHRINK_SECONDS, dest="structured_shrink_seconds", metavar="S", default=None,
-                    help=f"time budget per request path for shrinking failures to minimal schemas (default {DEFAULT_SHRINK_SECONDS:g}).")
+    group.addoption(
+        EXAMPLES,
+        dest="structured_examples",
+        metavar="N",
+        default=None,
+        help=f"generated schemas per request path in the structured suite (default {DEFAULT_EXAMPLES}).",
+    )
+    group.addoption(
+        SEED,
+        dest="structured_seed",
+        metavar="N",
+        default=None,
+        help=f"seed of the schema generator and of the sampling: same seed, same schemas (default {DEFAULT_SEED}).",
+    )
+    group.addoption(
+        KEYWORDS_OPTION,
+        dest="structured_keywords",
+        metavar="LIST",
+        default=None,
+        help=(
+            "only generate schemas with these JSON-Schema keywords (comma-separated), e.g. the ones a framework claims."
+        ),
+    )
+    group.addoption(
+        TIMEOUT,
+        dest="structured_timeout",
+        metavar="S",
+        default=None,
+        help=f"seconds one structured request may take before it counts as a hang (default {DEFAULT_TIMEOUT:g}).",
+    )
+    group.addoption(
+        SHRINK_SECONDS,
+        dest="structured_shrink_seconds",
+        metavar="S",
+        default=None,
+        help=(
+            "time budget per request path for shrinking failures to minimal schemas (default"
+            f" {DEFAULT_SHRINK_SECONDS:g})."
+        ),
+    )
     group.addoption(TOKENIZER, dest="structured_tokenizer", metavar="PATH", default=None,
-                    help="the served model's tokenizer.json (or its folder), for the grammar probes on servers without a tokenize "
-                         "route (default: the model folder of a launched server).")  # fmt: skip
+                    help="the served model's tokenizer.json (or its folder), for the grammar probes on servers "
+                         "without a tokenize route (default: the model folder of a launched server).")  # fmt: skip
 
 
 def _int(option: str, text: str, low: int) -> int:
@@ -85,7 +116,9 @@ def parse_keywords(text: str) -> frozenset[str]:
 
     names = frozenset(k.strip() for k in text.split(",") if k.strip())
     if unknown := names - KEYWORDS:
-        raise pytest.UsageError(f"{KEYWORDS_OPTION}: unknown keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}")
+        raise pytest.UsageError(
+            f"{KEYWORDS_OPTION}: unknown keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}"
+        )
     if not names & {"type", "enum", "const"}:
         raise pytest.UsageError(f"{KEYWORDS_OPTION}: needs at least one of type, enum, const")
     return names
@@ -99,7 +132,11 @@ def parse(config: pytest.Config) -> StructuredOptions:
         seed=_int(SEED, get("structured_seed"), 0) if get("structured_seed") else DEFAULT_SEED,
         keywords=parse_keywords(keywords) if keywords else None,
         timeout=_seconds(TIMEOUT, get("structured_timeout")) if get("structured_timeout") else DEFAULT_TIMEOUT,
-        shrink_seconds=_seconds(SHRINK_SECONDS, get("structured_shrink_seconds")) if get("structured_shrink_seconds") else DEFAULT_SHRINK_SECONDS,
+        shrink_seconds=(
+            _seconds(SHRINK_SECONDS, get("structured_shrink_seconds"))
+            if get("structured_shrink_seconds")
+            else DEFAULT_SHRINK_SECONDS
+        ),
         tokenizer=_tokenizer(get("structured_tokenizer")),
     )
 
@@ -147,7 +184,9 @@ def structured_store(infer_session) -> ReproducerStore:
 
 
 @pytest.fixture
-def structured_runner(infer_live_server, infer_endpoint, structured_options: StructuredOptions) -> Iterator[StructuredRunner]:
+def structured_runner(
+    infer_live_server, infer_endpoint, structured_options: StructuredOptions
+) -> Iterator[StructuredRunner]:
     """Sends schemas to the server under test and classifies the answers (seeded sampling); a failing
     answer of a launched server keeps the lines the server logged while it ran."""
     from ..client.http import InferClient

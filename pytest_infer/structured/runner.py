@@ -9,6 +9,7 @@ the server wrote to its log while the request ran (``Attempt.server_log``):
 often the root cause in the server's own words, such as a grammar compiler's
 warning that it ignores a keyword.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,7 +55,12 @@ class RequestPath:
         if self.fields is not None:
             return self.fields(schema)
         if self.field == "response_format":
-            return {"response_format": {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": True}}}
+            return {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                }
+            }
         raise ValueError(f"no way to send a schema on field {self.field!r}")
 
 
@@ -133,7 +139,10 @@ class Attempt:
                 f"{self.verdict.signature} via {self.path}: {self.verdict.message}",
                 f"  schema:   {json.dumps(self.schema, ensure_ascii=False)}",
                 f"  output:   {output!r} (HTTP {self.status}, finish_reason {self.finish_reason})",
-                f"  sampling: temperature {self.body.get('temperature')}, seed {self.body.get('seed')}, max_tokens {self.body.get('max_tokens')}",
+                (
+                    f"  sampling: temperature {self.body.get('temperature')}, seed {self.body.get('seed')}, max_tokens"
+                    f" {self.body.get('max_tokens')}"
+                ),
                 *log_section(self.server_log),
                 f"  request:  {json.dumps(self.body, ensure_ascii=False)}",
                 f"  reproduce: {self.curl}",
@@ -196,11 +205,20 @@ class StructuredRunner:
             body["stream"] = True
         return body
 
-    def cached(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> Attempt | None:
+    def cached(
+        self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None
+    ) -> Attempt | None:
         return self._cache.get((path.name, canonical(schema), max_tokens, sampling or self.sampling))
 
     def run(
-        self, schema: Any, path: RequestPath, max_tokens: int, *, sampling: Sampling | None = None, fresh: bool = False, refuse: bool = False
+        self,
+        schema: Any,
+        path: RequestPath,
+        max_tokens: int,
+        *,
+        sampling: Sampling | None = None,
+        fresh: bool = False,
+        refuse: bool = False,
     ) -> Attempt:
         """One request; answers from the cache unless ``fresh`` (the server is taken as deterministic per seed).
 
@@ -243,9 +261,14 @@ class StructuredRunner:
             time.sleep(LOG_POLL)
         return tuple(lines)
 
-    def send(self, schema: Any, body: dict[str, Any], *, path: RequestPath = RESPONSE_FORMAT, refuse: bool = False) -> Attempt:
-        """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against ``schema``."""
-        attempt = Attempt(schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream))
+    def send(
+        self, schema: Any, body: dict[str, Any], *, path: RequestPath = RESPONSE_FORMAT, refuse: bool = False
+    ) -> Attempt:
+        """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against
+        ``schema``."""
+        attempt = Attempt(
+            schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream)
+        )
         mark = self.mark_log()
         started = time.monotonic()
         try:
@@ -278,7 +301,9 @@ class StructuredRunner:
             choice = resp.json()["choices"][0]
             attempt.output, attempt.finish_reason = choice["message"].get("content"), choice.get("finish_reason")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            attempt.verdict = Verdict(Outcome.SERVER_ERROR, f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}")
+            attempt.verdict = Verdict(
+                Outcome.SERVER_ERROR, f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}"
+            )
             return
         attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
 
@@ -293,7 +318,9 @@ class StructuredRunner:
         if errors:  # refused inside the stream, after HTTP 200 (vLLM does this for a bad schema)
             code = errors[0].get("code")
             status = code if isinstance(code, int) else 500
-            verdict = classify_status(status, json.dumps(errors[0])) or Verdict(Outcome.SERVER_ERROR, json.dumps(errors[0]))
+            verdict = classify_status(status, json.dumps(errors[0])) or Verdict(
+                Outcome.SERVER_ERROR, json.dumps(errors[0])
+            )
             attempt.verdict = Verdict(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
             return
         # a stream cut off is a server error; one that only lacks 'data: [DONE]' after its finish_reason is
@@ -316,7 +343,11 @@ class StructuredRunner:
 
     @staticmethod
     def _finished(stream) -> bool:
-        return any(isinstance(c, dict) and c.get("finish_reason") for chunk in stream.chunks for c in chunk.get("choices") or [])
+        return any(
+            isinstance(c, dict) and c.get("finish_reason")
+            for chunk in stream.chunks
+            for c in chunk.get("choices") or []
+        )
 
     def reachable(self) -> bool:
         """Does the server still answer at all (process alive and ``GET /v1/models`` succeeds)?"""
@@ -332,7 +363,12 @@ class StructuredRunner:
         if not self._process_alive():
             return False, "the server process has died"
         try:
-            body = {"model": self.client.model, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4, "temperature": 0}
+            body = {
+                "model": self.client.model,
+                "messages": [{"role": "user", "content": "Say hi."}],
+                "max_tokens": 4,
+                "temperature": 0,
+            }
             resp = self.client.post(CHAT, json=body, timeout=self.timeout)
         except httpx.HTTPError as exc:
             return False, f"a normal request then failed: {type(exc).__name__}: {exc}"

@@ -5,6 +5,7 @@ before generating new ones, and records per target whether it still fails.
 Written under a file lock and atomically, so xdist workers and cut-short runs
 never leave a half-written file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,20 +52,39 @@ class ReproducerStore:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError) as exc:
-            raise ValueError(f"{self.path}: not a readable reproducer file ({exc}); move it away to start afresh") from exc
-        if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("reproducers"), list):
+            raise ValueError(
+                f"{self.path}: not a readable reproducer file ({exc}); move it away to start afresh"
+            ) from exc
+        if (
+            not isinstance(data, dict)
+            or data.get("version") != VERSION
+            or not isinstance(data.get("reproducers"), list)
+        ):
             raise ValueError(f"{self.path}: not a pytest-infer reproducer file of version {VERSION}")
         return data["reproducers"]
 
     def for_path(self, path_name: str) -> list[dict[str, Any]]:
         return [e for e in self.load() if e.get("path") == path_name]
 
-    def record(self, reproducer: dict[str, Any], *, target: str, version: str | None, minimal: bool, flaky: bool, note: str = "") -> dict[str, Any]:
+    def record(
+        self,
+        reproducer: dict[str, Any],
+        *,
+        target: str,
+        version: str | None,
+        minimal: bool,
+        flaky: bool,
+        note: str = "",
+    ) -> dict[str, Any]:
         """Add a failure (or refresh it) with who found it; returns the stored entry."""
         entry = {
             **reproducer,
             "id": entry_id(reproducer["path"], reproducer["signature"], reproducer["schema"]),
-            "found_by": {"target": target, "version": version, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "found_by": {
+                "target": target,
+                "version": version,
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
             "minimal": minimal,
             "flaky": flaky,
             "note": note,
@@ -84,7 +104,11 @@ class ReproducerStore:
         with self._locked() as entries:
             for entry in entries:
                 if entry.get("id") == entry_id_:
-                    entry.setdefault("replays", {})[target] = {"version": version, "signature": signature, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                    entry.setdefault("replays", {})[target] = {
+                        "version": version,
+                        "signature": signature,
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    }
 
     class _Session:
         def __init__(self, store: ReproducerStore) -> None:

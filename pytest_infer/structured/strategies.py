@@ -13,6 +13,7 @@ simplest first, so a failing schema shrinks towards one keyword on one type.
     @given(schemas(keywords={"type", "properties", "required", "maxLength"}))
     def test_my_server(schema): ...
 """
+
 from __future__ import annotations
 
 import json
@@ -100,7 +101,11 @@ def _string(c: _Context) -> tuple[dict, Any]:
         if c.maybe("pattern"):
             low = c.draw(st.integers(0, length))
             high = length + c.draw(st.integers(0, 3))
-            schema["pattern"] = c.draw(st.sampled_from([f"^{regex}*$", f"^{regex}{{{low},{high}}}$", f"^{regex}+$" if length else f"^{regex}*$"]))
+            schema["pattern"] = c.draw(
+                st.sampled_from(
+                    [f"^{regex}*$", f"^{regex}{{{low},{high}}}$", f"^{regex}+$" if length else f"^{regex}*$"]
+                )
+            )
     if c.maybe("minLength"):
         schema["minLength"] = c.draw(st.integers(0, len(witness)))
     if c.maybe("maxLength"):
@@ -221,7 +226,14 @@ def _all_of(c: _Context, depth: int) -> tuple[dict, Any]:
 
 def _one_of(c: _Context, depth: int) -> tuple[dict, Any]:
     """Branches of pairwise different JSON types, so the witness matches exactly one."""
-    types = c.draw(st.lists(st.sampled_from(("string", "boolean", "null", "integer", "object", "array")), min_size=2, max_size=3, unique=True))
+    types = c.draw(
+        st.lists(
+            st.sampled_from(("string", "boolean", "null", "integer", "object", "array")),
+            min_size=2,
+            max_size=3,
+            unique=True,
+        )
+    )
     branches, witness = [], None
     for i, type_ in enumerate(types):
         if type_ == "object":
@@ -301,7 +313,9 @@ def _allowed(keywords: Iterable[str] | None) -> frozenset[str]:
         return KEYWORDS
     allowed = frozenset(keywords)
     if unknown := allowed - KEYWORDS:
-        raise ValueError(f"unknown JSON-Schema keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}")
+        raise ValueError(
+            f"unknown JSON-Schema keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}"
+        )
     if not allowed & {"type", "enum", "const"}:
         raise ValueError("keywords must include at least one of type, enum, const")
     if "$ref" in allowed:
@@ -309,7 +323,9 @@ def _allowed(keywords: Iterable[str] | None) -> frozenset[str]:
     return allowed
 
 
-def schemas_with_instances(*, keywords: Iterable[str] | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> st.SearchStrategy[tuple[dict, Any]]:
+def schemas_with_instances(
+    *, keywords: Iterable[str] | None = None, max_depth: int = DEFAULT_MAX_DEPTH
+) -> st.SearchStrategy[tuple[dict, Any]]:
     """Pairs (schema, an instance of it). ``keywords`` restricts the schema to those keywords."""
     allowed = _allowed(keywords)
     if max_depth < 0:

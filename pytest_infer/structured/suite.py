@@ -1,4 +1,5 @@
 """The structured-output suite's registration (entry point ``pytest_infer.suites``)."""
+
 from ..suite import Suite
 from .table import StructuredTable
 

@@ -1,8 +1,10 @@
-"""The structured suite's results: per target, JSON-Schema keyword (and corpus case) x outcome class, counted in requests.
+"""The structured suite's results: per target, JSON-Schema keyword (and corpus case) x outcome class, counted in
+requests.
 
 A corpus case counts in its own row, ``case:NAME`` (``CASE_ROW``), besides its keywords' rows: the gate compares
 its share of valid answers as it compares a keyword's.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,7 +41,8 @@ def rise_p_value(before: tuple[int, int], after: tuple[int, int]) -> float:
     return float(fisher_exact([[a, an - a], [b, bn - b]], alternative="greater")[1])
 
 
-# (classes, a significant rise is a ..., a significant fall is a ...); the first that moves significantly names the finding
+# (classes, a significant rise is a ..., a significant fall is a ...); the first that moves significantly names the
+# finding
 SHARE_TESTS = (
     (WRONG_KEYWORD, "regression", "improvement"),  # silent wrong answers and errors
     (frozenset({"rejected"}), "regression", "improvement"),  # support dropped or gained
@@ -68,13 +71,23 @@ def _row_finding(row: str, old: dict[str, int], new: dict[str, int], pairing: Pa
         label = "/".join(sorted(classes))
         detail = f"{label} {b[0]}/{b[1]} -> {a[0]}/{a[1]} (one-sided Fisher p={p:.3g})"
         if p < pairing.alpha:
-            return Finding(rise if up else fall, area, pairing.label, subject, o, n, f"{detail}; {_counts_text(old)} -> {_counts_text(new)}")
+            return Finding(
+                rise if up else fall,
+                area,
+                pairing.label,
+                subject,
+                o,
+                n,
+                f"{detail}; {_counts_text(old)} -> {_counts_text(new)}",
+            )
         moved.append(detail)
     if o == n:
         return None  # the shares that moved did so within chance, and the one-word status did not move
     if not moved:  # one class traded for another of the same group (invalid for error)
         return Finding("change", area, pairing.label, subject, o, n, f"{_counts_text(old)} -> {_counts_text(new)}")
-    return Finding("noise", area, pairing.label, subject, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})")
+    return Finding(
+        "noise", area, pairing.label, subject, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})"
+    )
 
 
 # Failure messages that mean the server answered and the answer broke the schema: silent wrong output.
@@ -83,7 +96,8 @@ _PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<params>.*)\]$")
 
 
 def _cause(row: str, message: str) -> Cause | None:
-    """The same test and case on every request path (``response_format``, its streaming mode, the native field) is one cause."""
+    """The same test and case on every request path (``response_format``, its streaming mode, the native field) is one
+    cause."""
     from .plugin import REQUEST_PATHS
 
     match = _PARAMS.match(row)
@@ -92,7 +106,7 @@ def _cause(row: str, message: str) -> Cause | None:
     test, params = match["test"], match["params"]
     # reverse order tries a path before any path it extends (response_format-stream before response_format)
     path = next((p for p in sorted(REQUEST_PATHS, reverse=True) if params == p or params.startswith(f"{p}-")), "")
-    case = params[len(path):].lstrip("-")
+    case = params[len(path) :].lstrip("-")
     first = next((line for line in message.splitlines() if line.strip()), "").removeprefix("Failed: ").strip()
     key = f"{test}[{case}]" if case else test
     severity = "critical" if _SILENT.search(message.split("\n  request:")[0]) else "major"
@@ -142,8 +156,10 @@ class StructuredTable(TargetTable):
 
             return {name: {t: cell(c) for t, c in cells.items()} for name, cells in table.items()}
 
-        parts = [("Structured output: keyword x outcome", "structured keyword", rows(self.by_keyword())),
-                 ("Structured output: corpus case x outcome", "structured case", rows(self.by_case()))]
+        parts = [
+            ("Structured output: keyword x outcome", "structured keyword", rows(self.by_keyword())),
+            ("Structured output: corpus case x outcome", "structured case", rows(self.by_case())),
+        ]
         return [Section(title, heading, found) for title, heading, found in parts if found]
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
@@ -175,5 +191,3 @@ class StructuredTable(TargetTable):
         from .plots import keyword_heatmap
 
         return [("Keyword matrix", keyword_heatmap(self.by_keyword(), label) if self.counts else None)]
-
-

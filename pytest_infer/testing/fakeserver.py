@@ -9,6 +9,7 @@ death). Text is generated deterministically, one character per token.
 Run in-process (``with FakeServer() as srv``) or as a process for lifecycle
 tests: ``python -m pytest_infer.testing.fakeserver --port P [--fault NAME]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,7 +68,9 @@ class Deviation:
     headers: Callable[[str, int], dict[str, str]] | None = None
 
 
-def error_body(message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
+def error_body(
+    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
@@ -89,7 +92,11 @@ def generate_text(prompt: str, seed: int | None, temperature: float, length: int
 
 def forced_text(body: dict) -> str | None:
     """The text a literal regex in ``structured_outputs.regex`` matches (None: no forced text)."""
-    regex = (body.get("structured_outputs") or {}).get("regex") if isinstance(body.get("structured_outputs"), dict) else None
+    regex = (
+        (body.get("structured_outputs") or {}).get("regex")
+        if isinstance(body.get("structured_outputs"), dict)
+        else None
+    )
     if not isinstance(regex, str):
         return None
     out, chars = [], iter(regex)
@@ -180,7 +187,9 @@ def _logprob_entry(token: str, k: int) -> dict:
 class FakeState:
     """What the server does and what it saw; shared by all handler threads."""
 
-    def __init__(self, deviation: Deviation | None = None, fault: str | None = None, api_key: str | None = None) -> None:
+    def __init__(
+        self, deviation: Deviation | None = None, fault: str | None = None, api_key: str | None = None
+    ) -> None:
         self.deviation = deviation or Deviation()
         self.fault = fault
         self.api_key = api_key  # when set, /v1/* answers 401 without "Authorization: Bearer <api_key>"
@@ -250,9 +259,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _unauthorized(self) -> bool:
         """Answer 401 (as vLLM does with VLLM_API_KEY) when a key is required and missing or wrong."""
-        if not self.state.api_key or not self.path.startswith("/v1") or self.headers.get("Authorization") == f"Bearer {self.state.api_key}":
+        if (
+            not self.state.api_key
+            or not self.path.startswith("/v1")
+            or self.headers.get("Authorization") == f"Bearer {self.state.api_key}"
+        ):
             return False
-        if self.state.deviation.authorize is not None and self.state.deviation.authorize(self.command, self.path) is False:
+        if (
+            self.state.deviation.authorize is not None
+            and self.state.deviation.authorize(self.command, self.path) is False
+        ):
             return False
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self._send_json(401, error_body("Unauthorized", "authentication_error"))
@@ -274,13 +290,18 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith(RESPONSES + "/"):
             stored = self.state.responses.get(self.path.removeprefix(RESPONSES + "/"))
             if stored is None:
-                return self._send_json(404, error_body(f"Response with id {self.path.rsplit('/', 1)[-1]!r} not found.", param="response_id"))
+                return self._send_json(
+                    404,
+                    error_body(f"Response with id {self.path.rsplit('/', 1)[-1]!r} not found.", param="response_id"),
+                )
             return self._send_json(200, _public(stored))
         if self.path.startswith("/v1/models/"):
             name = self.path.removeprefix("/v1/models/")
             if name == MODEL:
                 return self._send_json(200, self._model_card())
-            return self._send_json(404, error_body(f"model {name} not found", "invalid_request_error", "model", "model_not_found"))
+            return self._send_json(
+                404, error_body(f"model {name} not found", "invalid_request_error", "model", "model_not_found")
+            )
         self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
 
     def _tokenize(self, body: dict) -> dict:
@@ -328,7 +349,8 @@ class Handler(BaseHTTPRequestHandler):
         if dev.raw_stream is not None:
             return dev.raw_stream(self.path, body, self)
         routes = {
-            "/v1/chat/completions": self._chat, "/v1/completions": self._completions, "/tokenize": self._tokenize, "/detokenize": self._detokenize,
+            "/v1/chat/completions": self._chat, "/v1/completions": self._completions, "/tokenize": self._tokenize,
+            "/detokenize": self._detokenize,
             RESPONSES: self._responses, MESSAGES: self._messages, MESSAGES + "/count_tokens": self._count_tokens,
         }  # fmt: skip
         route = routes.get(self.path)
@@ -340,9 +362,13 @@ class Handler(BaseHTTPRequestHandler):
             events_or_response = route(body)
         except BadRequest as exc:
             if self.path.startswith(MESSAGES):  # the Anthropic error shape
-                return self._send_json(exc.status, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}})
+                return self._send_json(
+                    exc.status, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
+                )
             return self._send_json(exc.status, error_body(str(exc), param=exc.param, code=exc.code))
-        except Exception as exc:  # what a real server does with a bug: 500 with the envelope, never a dropped connection
+        except (
+            Exception
+        ) as exc:  # what a real server does with a bug: 500 with the envelope, never a dropped connection
             return self._send_json(500, error_body(f"internal error: {type(exc).__name__}", "internal_server_error"))
         if isinstance(events_or_response, list):
             events = dev.events(self.path, body, events_or_response) if dev.events else events_or_response
@@ -353,7 +379,9 @@ class Handler(BaseHTTPRequestHandler):
     # --- shared validation ---------------------------------------------
     def _validate(self, body: dict) -> dict:
         if body.get("model") not in (MODEL, None):
-            raise BadRequest(f"The model `{body.get('model')}` does not exist.", param="model", status=404, code="model_not_found")
+            raise BadRequest(
+                f"The model `{body.get('model')}` does not exist.", param="model", status=404, code="model_not_found"
+            )
         _check_range(body, "temperature", 0, 2)
         _check_range(body, "top_p", 0, 1)
         _check_range(body, "n", 1, 128)
@@ -369,7 +397,11 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body.get("stream", False), bool):
             raise BadRequest("stream must be a boolean", param="stream")
         stop = body.get("stop")
-        if stop is not None and not isinstance(stop, str) and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
+        if (
+            stop is not None
+            and not isinstance(stop, str)
+            and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
+        ):
             raise BadRequest("stop must be a string or a list of strings", param="stop")
         if body.get("stream_options") is not None and not body.get("stream"):
             raise BadRequest("stream_options is only allowed when stream is true", param="stream_options")
@@ -378,7 +410,13 @@ class Handler(BaseHTTPRequestHandler):
         if body.get("top_p") is not None and body["top_p"] <= 1e-6:
             temperature = 0  # only the most likely token is left to sample
         penalties = "".join(f"|{k}={body[k]}" for k in ("frequency_penalty", "presence_penalty") if body.get(k))
-        return {"n": body.get("n") or 1, "limit": limit, "temperature": temperature, "seed": seed, "penalties": penalties}
+        return {
+            "n": body.get("n") or 1,
+            "limit": limit,
+            "temperature": temperature,
+            "seed": seed,
+            "penalties": penalties,
+        }
 
     def _choice_texts(self, prompt: str, params: dict, stop: Any) -> list[tuple[str, str]]:
         return [self._choice(prompt, params, stop, i)[:2] for i in range(params["n"])]
@@ -386,7 +424,12 @@ class Handler(BaseHTTPRequestHandler):
     def _choice(self, prompt: str, params: dict, stop: Any, i: int) -> tuple[str, str, str | None]:
         """Choice ``i``'s text, its finish reason, and the stop string that ended it (None unless one did)."""
         seed = None if params["seed"] is None else params["seed"] + i
-        text = generate_text(prompt + (f"#{i}" if params["n"] > 1 else "") + params.get("penalties", ""), seed, params["temperature"], params["limit"] + 8)
+        text = generate_text(
+            prompt + (f"#{i}" if params["n"] > 1 else "") + params.get("penalties", ""),
+            seed,
+            params["temperature"],
+            params["limit"] + 8,
+        )
         text, fired = _apply_stop(text, stop)
         if fired is not None and len(text) <= params["limit"]:
             return text, "stop", fired
@@ -397,10 +440,16 @@ class Handler(BaseHTTPRequestHandler):
         params = self._validate(body)
         prompt = _prompt_text(body)
         if len(prompt) > CONTEXT_LENGTH:
-            raise BadRequest(f"prompt of {len(prompt)} tokens exceeds the context length {CONTEXT_LENGTH}", param="messages")
+            raise BadRequest(
+                f"prompt of {len(prompt)} tokens exceeds the context length {CONTEXT_LENGTH}", param="messages"
+            )
         rf = body.get("response_format") or {}
-        if body.get("response_format") is not None and (not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema")):
-            raise BadRequest("response_format must be an object with type text, json_object or json_schema", param="response_format")
+        if body.get("response_format") is not None and (
+            not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema")
+        ):
+            raise BadRequest(
+                "response_format must be an object with type text, json_object or json_schema", param="response_format"
+            )
         if rf.get("type") == "json_schema" and not isinstance((rf.get("json_schema") or {}).get("schema"), dict):
             raise BadRequest("response_format.json_schema.schema is required", param="response_format")
         texts = self._choice_texts(prompt, params, body.get("stop"))
@@ -413,7 +462,10 @@ class Handler(BaseHTTPRequestHandler):
             reasoning, content = parse_reasoning(texts[0][0])
             if body.get("tools") and body.get("tool_choice", "auto") == "auto" and texts[0][1] == "stop":
                 content, calls = parse_tool_calls(content)
-                tool_calls = [{"id": self.state.next_id("call"), "type": "function", "function": {"name": n, "arguments": a}} for n, a in calls] or None
+                tool_calls = [
+                    {"id": self.state.next_id("call"), "type": "function", "function": {"name": n, "arguments": a}}
+                    for n, a in calls
+                ] or None
             texts = [(content, reason) for _, reason in texts]
         prompt_tokens = len(prompt)
         completion_tokens = sum(len(t) for t, _ in texts)
@@ -424,7 +476,11 @@ class Handler(BaseHTTPRequestHandler):
             for i, (text, reason) in enumerate(texts):
                 message: dict[str, Any] = {"role": "assistant", "content": text}
                 if tool_calls is not None:
-                    message = {"role": "assistant", "content": (text or None) if forced is not None else None, "tool_calls": tool_calls}
+                    message = {
+                        "role": "assistant",
+                        "content": (text or None) if forced is not None else None,
+                        "tool_calls": tool_calls,
+                    }
                     reason = "tool_calls"
                 if reasoning is not None:
                     message["reasoning"] = reasoning
@@ -451,29 +507,94 @@ class Handler(BaseHTTPRequestHandler):
                 },
             }
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-        base = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": MODEL, "system_fingerprint": "fp_fake"}
+        base = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL,
+            "system_fingerprint": "fp_fake",
+        }
         events: list[Event] = []
         for i, (text, reason) in enumerate(texts):
-            events.append({**base, "choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]})
+            events.append(
+                {
+                    **base,
+                    "choices": [
+                        {
+                            "index": i,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
             for piece in (reasoning[: len(reasoning) // 2], reasoning[len(reasoning) // 2 :]) if reasoning else ():
-                events.append({**base, "choices": [{"index": i, "delta": {"reasoning": piece}, "logprobs": None, "finish_reason": None}]})
+                events.append(
+                    {
+                        **base,
+                        "choices": [
+                            {"index": i, "delta": {"reasoning": piece}, "logprobs": None, "finish_reason": None}
+                        ],
+                    }
+                )
             if tool_calls is not None:
                 for ch in text if forced is not None else "":
-                    events.append({**base, "choices": [{"index": i, "delta": {"content": ch}, "logprobs": None, "finish_reason": None}]})
+                    events.append(
+                        {
+                            **base,
+                            "choices": [
+                                {"index": i, "delta": {"content": ch}, "logprobs": None, "finish_reason": None}
+                            ],
+                        }
+                    )
                 for j, call in enumerate(tool_calls):
                     args = call["function"]["arguments"]
-                    head = {"index": j, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
-                    events.append({**base, "choices": [{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}]})
+                    head = {
+                        "index": j,
+                        "id": call["id"],
+                        "type": "function",
+                        "function": {"name": call["function"]["name"], "arguments": ""},
+                    }
+                    events.append(
+                        {**base, "choices": [{"index": i, "delta": {"tool_calls": [head]}, "finish_reason": None}]}
+                    )
                     for piece in (args[: len(args) // 2], args[len(args) // 2 :]):
-                        events.append({**base, "choices": [{"index": i, "delta": {"tool_calls": [{"index": j, "function": {"arguments": piece}}]}, "finish_reason": None}]})
+                        events.append(
+                            {
+                                **base,
+                                "choices": [
+                                    {
+                                        "index": i,
+                                        "delta": {"tool_calls": [{"index": j, "function": {"arguments": piece}}]},
+                                        "finish_reason": None,
+                                    }
+                                ],
+                            }
+                        )
                 reason = "tool_calls"
             else:
                 for ch in text:
                     lp = {"content": [_logprob_entry(ch, k)]} if body.get("logprobs") else None
-                    events.append({**base, "choices": [{"index": i, "delta": {"content": ch}, "logprobs": lp, "finish_reason": None}]})
+                    events.append(
+                        {
+                            **base,
+                            "choices": [{"index": i, "delta": {"content": ch}, "logprobs": lp, "finish_reason": None}],
+                        }
+                    )
             events.append({**base, "choices": [{"index": i, "delta": {}, "logprobs": None, "finish_reason": reason}]})
         if include_usage:
-            events.append({**base, "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}})
+            events.append(
+                {
+                    **base,
+                    "choices": [],
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    },
+                }
+            )
         events.append("[DONE]")
         return events
 
@@ -489,10 +610,23 @@ class Handler(BaseHTTPRequestHandler):
             if name not in [t.get("function", {}).get("name") for t in tools]:
                 raise BadRequest(f"tool_choice names unknown tool {name!r}", param="tool_choice")
         elif body.get("parallel_tool_calls") and choice == "required":
-            return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": t["function"]["name"], "arguments": json.dumps({"x": i})}} for i, t in enumerate(tools)]
+            return [
+                {
+                    "id": self.state.next_id("call"),
+                    "type": "function",
+                    "function": {"name": t["function"]["name"], "arguments": json.dumps({"x": i})},
+                }
+                for i, t in enumerate(tools)
+            ]
         else:
             name = tools[0]["function"]["name"]
-        return [{"id": self.state.next_id("call"), "type": "function", "function": {"name": name, "arguments": json.dumps({"x": 1})}}]
+        return [
+            {
+                "id": self.state.next_id("call"),
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps({"x": 1})},
+            }
+        ]
 
     # --- Responses API -------------------------------------------------------
     def _responses(self, body: dict) -> dict | list[Event]:
@@ -523,7 +657,8 @@ class Handler(BaseHTTPRequestHandler):
             "previous_response_id": previous, "background": bool(body.get("background")), "max_output_tokens": limit,
             "usage": {
                 "input_tokens": len(prompt), "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": len(text), "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": len(prompt) + len(text),
+                "output_tokens": len(text), "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": len(prompt) + len(text),
             },
         }  # fmt: skip
         if body.get("store", True):
@@ -531,12 +666,43 @@ class Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return response
         events: list[Event] = [
-            {"type": "response.created", "response": {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}},
-            {"type": "response.in_progress", "response": {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}},
-            {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress", "content": []}},
-            {"type": "response.content_part.added", "output_index": 0, "item_id": mid, "content_index": 0, "part": {"type": "output_text", "text": ""}},
+            {
+                "type": "response.created",
+                "response": {
+                    **response,
+                    "status": "in_progress",
+                    "output": [],
+                    "usage": None,
+                    "incomplete_details": None,
+                },
+            },
+            {
+                "type": "response.in_progress",
+                "response": {
+                    **response,
+                    "status": "in_progress",
+                    "output": [],
+                    "usage": None,
+                    "incomplete_details": None,
+                },
+            },
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "status": "in_progress", "content": []},
+            },
+            {
+                "type": "response.content_part.added",
+                "output_index": 0,
+                "item_id": mid,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": ""},
+            },
         ]
-        events += [{"type": "response.output_text.delta", "output_index": 0, "item_id": mid, "content_index": 0, "delta": ch} for ch in text]
+        events += [
+            {"type": "response.output_text.delta", "output_index": 0, "item_id": mid, "content_index": 0, "delta": ch}
+            for ch in text
+        ]
         events += [
             {"type": "response.output_text.done", "output_index": 0, "item_id": mid, "content_index": 0, "text": text},
             {"type": "response.content_part.done", "output_index": 0, "item_id": mid, "content_index": 0, "part": part},
@@ -571,14 +737,29 @@ class Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return message
         events: list[Event] = [
-            {"type": "message_start", "message": {**message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": len(prompt), "output_tokens": 0}}},
+            {
+                "type": "message_start",
+                "message": {
+                    **message,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": len(prompt), "output_tokens": 0},
+                },
+            },
             {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
             {"type": "ping"},
         ]
-        events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ch}} for ch in text]
+        events += [
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ch}} for ch in text
+        ]
         events += [
             {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": stop}, "usage": {"output_tokens": len(text)}},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": stop},
+                "usage": {"output_tokens": len(text)},
+            },
             {"type": "message_stop"},
         ]
         return events
@@ -596,14 +777,18 @@ class Handler(BaseHTTPRequestHandler):
         if any(len(_encodable(p)) > CONTEXT_LENGTH for p in prompts):
             raise BadRequest(f"prompt exceeds the context length {CONTEXT_LENGTH}", param="prompt")
         logprobs = body.get("logprobs")
-        if logprobs is not None and (isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5):
+        if logprobs is not None and (
+            isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5
+        ):
             raise BadRequest("logprobs must be an integer between 0 and 5", param="logprobs")
         cid, created = self.state.next_id("cmpl"), int(time.time())
         choices, completion_tokens = [], 0
         for p_index, p in enumerate(prompts):
             texts = self._choice_texts(p, params, body.get("stop"))
             if (forced := forced_text(body)) is not None:
-                texts = [(forced[: params["limit"]], "stop" if len(forced) <= params["limit"] else "length")] * params["n"]
+                texts = [(forced[: params["limit"]], "stop" if len(forced) <= params["limit"] else "length")] * params[
+                    "n"
+                ]
             for j, (text, reason) in enumerate(texts):
                 shown = (p + text) if body.get("echo") else text
                 completion_tokens += len(text)
@@ -616,20 +801,44 @@ class Handler(BaseHTTPRequestHandler):
                     lp = {
                         "tokens": list(shown),
                         "token_logprobs": [None if body.get("echo") and i == 0 else -0.05 for i in range(len(shown))],
-                        "top_logprobs": [None if body.get("echo") and i == 0 else {ch: -0.05} for i, ch in enumerate(shown)],
+                        "top_logprobs": [
+                            None if body.get("echo") and i == 0 else {ch: -0.05} for i, ch in enumerate(shown)
+                        ],
                         "text_offset": offsets,
                     }
-                choices.append({"index": p_index * params["n"] + j, "text": shown, "logprobs": lp, "finish_reason": reason})
+                choices.append(
+                    {"index": p_index * params["n"] + j, "text": shown, "logprobs": lp, "finish_reason": reason}
+                )
         prompt_tokens = sum(len(p) for p in prompts)
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         if not body.get("stream"):
-            return {"id": cid, "object": "text_completion", "created": created, "model": MODEL, "choices": choices, "usage": usage}
+            return {
+                "id": cid,
+                "object": "text_completion",
+                "created": created,
+                "model": MODEL,
+                "choices": choices,
+                "usage": usage,
+            }
         base = {"id": cid, "object": "text_completion", "created": created, "model": MODEL}
         events: list[Event] = []
         for c in choices:
             for ch in c["text"]:
-                events.append({**base, "choices": [{"index": c["index"], "text": ch, "logprobs": None, "finish_reason": None}]})
-            events.append({**base, "choices": [{"index": c["index"], "text": "", "logprobs": None, "finish_reason": c["finish_reason"]}]})
+                events.append(
+                    {**base, "choices": [{"index": c["index"], "text": ch, "logprobs": None, "finish_reason": None}]}
+                )
+            events.append(
+                {
+                    **base,
+                    "choices": [
+                        {"index": c["index"], "text": "", "logprobs": None, "finish_reason": c["finish_reason"]}
+                    ],
+                }
+            )
         if (body.get("stream_options") or {}).get("include_usage"):
             events.append({**base, "choices": [], "usage": usage})
         events.append("[DONE]")
@@ -639,7 +848,9 @@ class Handler(BaseHTTPRequestHandler):
 class FakeServer:
     """The fake server on a free loopback port, in a background thread."""
 
-    def __init__(self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None) -> None:
+    def __init__(
+        self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None
+    ) -> None:
         self.state = FakeState(deviation, api_key=api_key)
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = ThreadingHTTPServer((host, port), handler)
@@ -693,7 +904,11 @@ def _die_on_unknown_token_ids() -> Deviation:
 
     def request(path: str, body: dict):
         prompt = body.get("prompt") if path == "/v1/completions" else None
-        ids = [i for part in prompt for i in (part if isinstance(part, list) else [part])] if isinstance(prompt, list) else []
+        ids = (
+            [i for part in prompt for i in (part if isinstance(part, list) else [part])]
+            if isinstance(prompt, list)
+            else []
+        )
         if any(isinstance(i, int) and not 0 <= i < 50_000 for i in ids):
             os._exit(17)
         return None
@@ -703,7 +918,13 @@ def _die_on_unknown_token_ids() -> Deviation:
 
 def _cannot_generate() -> Deviation:
     """Like an engine whose core died at start: routes answer, every generation is a 500."""
-    return Deviation(request=lambda path, body: (500, error_body("EngineCore encountered an issue", "InternalServerError")) if path.startswith("/v1/") and path != "/v1/models" else None)
+    return Deviation(
+        request=lambda path, body: (
+            (500, error_body("EngineCore encountered an issue", "InternalServerError"))
+            if path.startswith("/v1/") and path != "/v1/models"
+            else None
+        )
+    )
 
 
 def _grow_memory() -> Deviation:
@@ -744,7 +965,10 @@ def open_route(route: str) -> Deviation:
     return Deviation(authorize=lambda method, path: False if path == route else None)
 
 
-TRACEBACK = 'Traceback (most recent call last):\n  File "/opt/engine/serving/chat.py", line 212, in create\nKeyError: \'messages\''
+TRACEBACK = (
+    'Traceback (most recent call last):\n  File "/opt/engine/serving/chat.py", line 212, in create\nKeyError:'
+    " 'messages'"
+)
 
 
 def leak_in_errors(text: str = TRACEBACK, field: str = "message") -> Deviation:
@@ -781,7 +1005,9 @@ FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-0": lambda: _die_after(0),  # the first chat request ends the process
     "die-after-1": lambda: _die_after(1),
-    "die-after-3": lambda: _die_after(3),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
+    "die-after-3": lambda: _die_after(
+        3
+    ),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
     "die-on-unknown-token-ids": _die_on_unknown_token_ids,
     "grow-memory": _grow_memory,
@@ -817,7 +1043,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fault", choices=sorted(FAULTS), default="none")
     parser.add_argument("--startup-delay", type=float, default=0.0)
     parser.add_argument("--exit-at-start", type=int, default=None, help="print log lines, then exit with this code")
-    parser.add_argument("--print-env", action="append", default=[], help="log this variable's value at start (servers that dump their config)")
+    parser.add_argument(
+        "--print-env",
+        action="append",
+        default=[],
+        help="log this variable's value at start (servers that dump their config)",
+    )
     args = parser.parse_args(argv)
     for name in args.print_env:
         print(f"config: {name}={os.environ.get(name, '')}", flush=True)

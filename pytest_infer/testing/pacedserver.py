@@ -15,6 +15,7 @@ against server cross-check.
 
     python -m pytest_infer.testing.pacedserver --port 8123 --ttft-ms 50 --itl-ms 10
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,12 +50,57 @@ class Pacing:
     role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} at once, as vLLM does
     lie_counts: float = 1.0  # /metrics: every counter multiplied by this
     lie_ttft_ms: float = 0.0  # /metrics: added to every TTFT the histogram observes
-    slots: int | None = None  # at most this many streams generate at once; the rest queue (TTFT counts the wait): a capacity
+    slots: int | None = (
+        None  # at most this many streams generate at once; the rest queue (TTFT counts the wait): a capacity
+    )
 
 
 # vLLM 0.32's bounds (seconds)
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
 
 
 class HistogramText:
@@ -76,7 +122,11 @@ class HistogramText:
     def text(self, labels: str) -> str:
         lines = [f"# TYPE {self.name} histogram"]
         lines += [f'{self.name}_bucket{{{labels},le="{b}"}} {c}.0' for b, c in zip(self.bounds, self.counts)]
-        lines += [f'{self.name}_bucket{{{labels},le="+Inf"}} {self.count}.0', f"{self.name}_count{{{labels}}} {self.count}.0", f"{self.name}_sum{{{labels}}} {self.sum!r}"]
+        lines += [
+            f'{self.name}_bucket{{{labels},le="+Inf"}} {self.count}.0',
+            f"{self.name}_count{{{labels}}} {self.count}.0",
+            f"{self.name}_sum{{{labels}}} {self.sum!r}",
+        ]
         return "\n".join(lines)
 
 
@@ -98,10 +148,14 @@ class Counters:
             return f"{round(value * lie)}.0"
 
         lines = ["# TYPE vllm:request_success_total counter"]
-        lines += [f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {n(v)}' for reason, v in self.finished.items()]
+        lines += [
+            f'vllm:request_success_total{{{labels},finished_reason="{reason}"}} {n(v)}'
+            for reason, v in self.finished.items()
+        ]
         lines += [
             "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{{{labels}}} {n(self.prompt_tokens)}",
-            "# TYPE vllm:generation_tokens_total counter", f"vllm:generation_tokens_total{{{labels}}} {n(self.generation_tokens)}",
+            "# TYPE vllm:generation_tokens_total counter",
+            f"vllm:generation_tokens_total{{{labels}}} {n(self.generation_tokens)}",
             "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{labels}}} {self.running}.0",
             self.ttft.text(labels), self.itl.text(labels),
         ]  # fmt: skip
@@ -133,7 +187,9 @@ class PacedServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
-                headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+                headers = {
+                    k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
+                }
                 body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 recv_ns = time.perf_counter_ns()
                 await self._handle(method, path, body, recv_ns, writer)
@@ -146,7 +202,10 @@ class PacedServer:
 
     def _json(self, writer: asyncio.StreamWriter, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
-        writer.write(f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+        writer.write(
+            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            + data
+        )
 
     async def _handle(self, method: str, path: str, raw: bytes, recv_ns: int, writer: asyncio.StreamWriter) -> None:
         if method == "GET" and path == "/stats":
@@ -156,10 +215,15 @@ class PacedServer:
             return self._json(writer, 200, {})
         if method == "GET" and path == "/metrics":
             data = self.counters.text(self.pacing.lie_counts).encode()
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(data), data)
+            )
             return None
         if method == "GET" and path in ("/health", "/v1/models"):
-            return self._json(writer, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]})
+            return self._json(
+                writer, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]}
+            )
         if path not in ("/v1/chat/completions", "/v1/completions"):
             return self._json(writer, 404, {"error": {"message": f"no route {path}"}})
         body = json.loads(raw or b"{}")
@@ -173,15 +237,21 @@ class PacedServer:
             counters.prompt_tokens += prompt_tokens
             counters.generation_tokens += tokens
             text = "x" * tokens
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
-            return self._json(writer, 200, {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage})
+            choice = (
+                {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+            )
+            return self._json(
+                writer, 200, {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage}
+            )
         record = ServedRequest(recv_ns)
         self.records.append(record)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
         obj = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choice: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> bytes:
-            payload = json.dumps({"id": "paced", "object": obj, "model": MODEL, "choices": [choice] if choice else [], **(extra or {})})
+            payload = json.dumps(
+                {"id": "paced", "object": obj, "model": MODEL, "choices": [choice] if choice else [], **(extra or {})}
+            )
             data = f"data: {payload}\n\n".encode()
             return b"%x\r\n%s\r\n" % (len(data), data)
 
@@ -197,9 +267,19 @@ class PacedServer:
         async with self.slots:  # queued: the schedule starts when a slot frees, TTFT still counts from arrival
             return await self._generate(record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer)
 
-    async def _generate(self, record: ServedRequest, tokens: int, prompt_tokens: int, usage_event: bytes, token: Any, writer: asyncio.StreamWriter) -> None:
+    async def _generate(
+        self,
+        record: ServedRequest,
+        tokens: int,
+        prompt_tokens: int,
+        usage_event: bytes,
+        token: Any,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         recv_ns, counters = record.recv_ns, self.counters
-        start_ns = time.perf_counter_ns() if self.slots is not None else recv_ns  # a queued request starts when it gets a slot
+        start_ns = (
+            time.perf_counter_ns() if self.slots is not None else recv_ns
+        )  # a queued request starts when it gets a slot
         # Every output event is a timer callback writing pre-encoded bytes: a coroutine woken per
         # token (asyncio.sleep) cost the server its schedule at 64+ streams on one core.
         middle, final = token(None), token("length")
@@ -256,9 +336,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-role-chunk", action="store_true")
     parser.add_argument("--lie-counts", type=float, default=1.0, help="/metrics: multiply every counter by this")
     parser.add_argument("--lie-ttft-ms", type=float, default=0.0, help="/metrics: add this to every TTFT observed")
-    parser.add_argument("--slots", type=int, default=None, help="at most this many streams generate at once; the rest queue")
+    parser.add_argument(
+        "--slots", type=int, default=None, help="at most this many streams generate at once; the rest queue"
+    )
     args = parser.parse_args(argv)
-    pacing = Pacing(args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms, args.slots)
+    pacing = Pacing(
+        args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms, args.slots
+    )
 
     async def serve() -> None:
         server = PacedServer(pacing, args.host, args.port)

@@ -8,6 +8,7 @@ of exactly the failure its declaration matches (so a fixed one shows as
 "fixed"); any other failure of the check stays a failure, saying why no
 declaration excused it.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -30,12 +31,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("check_id", params)
 
 
-def test_check(check_id: str, conformance_ctx: conformance.CheckContext, conformance_expectations: conformance.Expectations, request: pytest.FixtureRequest, infer_record) -> None:
+def test_check(
+    check_id: str,
+    conformance_ctx: conformance.CheckContext,
+    conformance_expectations: conformance.Expectations,
+    request: pytest.FixtureRequest,
+    infer_record,
+) -> None:
     ctx = conformance_ctx
     known = conformance_expectations.deviations_of(check_id, ctx.framework, ctx.version)
     if known:  # raises=: only the failure a declaration matches is the expected one
         reason = " | ".join(e.describe() for e in known)
-        request.applymarker(pytest.mark.xfail(reason=f"known deviation: {reason}", strict=False, raises=conformance.DeclaredDeviation))
+        request.applymarker(
+            pytest.mark.xfail(reason=f"known deviation: {reason}", strict=False, raises=conformance.DeclaredDeviation)
+        )
     check = conformance.REGISTRY[check_id]
     infer_record("infer_severity", check.severity)
     try:

@@ -7,6 +7,7 @@ later one is much slower. Before that, a normal request and a normal stream must
 be served correctly (the kit's positive controls), or the test is inconclusive:
 an abuse of a server that serves nothing proves nothing.
 """
+
 from __future__ import annotations
 
 import random
@@ -36,7 +37,13 @@ def _headers(client: httpx.Client) -> dict[str, str]:
 
 def _long_stream_body(model: str, context: int) -> dict:
     """A stream that would run for a long time if nobody stopped it (the tiny model never says EOS at temperature 0)."""
-    return {"model": model, "messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": max(16, min(context - 64, 4096)), "temperature": 0, "stream": True}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "Tell me a long story."}],
+        "max_tokens": max(16, min(context - 64, 4096)),
+        "temperature": 0,
+        "stream": True,
+    }
 
 
 def _controls(guard, client: httpx.Client, abuse: str, stream_body: dict) -> None:
@@ -51,14 +58,23 @@ def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
     machine does not count. Right after abuse one try: the first request is the one that meets a backlog, the second
     would not."""
     best = float("inf")
-    body = {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": PROBE_TOKENS, "temperature": 0}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": PROBE_TOKENS,
+        "temperature": 0,
+    }
     for _ in range(tries):
         started = time.monotonic()
         try:
             why = guard.serves(Case("probe", body))
         except httpx.TimeoutException:
             guard.count("hangs")
-            pytest.fail(f"{guard.target}: {when}, a normal {PROBE_TOKENS}-token request got no answer within {guard.timeout:.0f}s", pytrace=False)
+            pytest.fail(
+                f"{guard.target}: {when}, a normal {PROBE_TOKENS}-token request got no answer within"
+                f" {guard.timeout:.0f}s",
+                pytrace=False,
+            )
         except httpx.TransportError as exc:
             pytest.fail(f"{guard.target}: {when}, a normal request failed: {type(exc).__name__}: {exc}", pytrace=False)
         if why is not None:
@@ -67,7 +83,9 @@ def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
     return best
 
 
-def _drop_after(base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float) -> tuple[str, float]:
+def _drop_after(
+    base_url: str, headers: dict[str, str], body: dict, seconds: float | None, timeout: float
+) -> tuple[str, float]:
     """Open a stream and close the connection: after its first data line (``seconds`` None) or after ``seconds``.
 
     Returns what happened ("dropped" once a data line came) and the seconds until the first data line (or the drop).
@@ -104,12 +122,16 @@ def _check_health(guard) -> None:
         pytest.fail(f"{guard.target}: {why}", pytrace=False)
 
 
-def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, robustness_guard, robustness_context_length):
+def test_disconnect_mid_stream_frees_the_request(
+    infer_client, infer_server, robustness_guard, robustness_context_length
+):
     body = _long_stream_body(infer_server.model, robustness_context_length)
     _controls(robustness_guard, infer_client, "disconnect_mid_stream", body)
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
-    drops = [_drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)]
+    drops = [
+        _drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)
+    ]
     robustness_guard.count("aborted", len(drops))
     assert all(o.startswith("dropped") for o, _ in drops), f"{robustness_guard.target}: streams did not start: {drops}"
     # Each stream starts after the previous one was dropped: waiting long for its first event means
@@ -117,8 +139,8 @@ def test_disconnect_mid_stream_frees_the_request(infer_client, infer_server, rob
     limit = max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
     waits = [round(t, 2) for _, t in drops[1:]]
     assert max(waits, default=0.0) <= limit, (
-        f"{robustness_guard.target}: streams opened after a dropped one waited {waits}s for their first event "
-        f"(a normal request takes {before:.2f}s; limit {limit:.2f}s): the server seems to keep working for clients that are gone"
+        f"{robustness_guard.target}: streams opened after a dropped one waited {waits}s for their first event (a normal"
+        f" request takes {before:.2f}s; limit {limit:.2f}s): the server seems to keep working for clients that are gone"
     )
     time.sleep(1.0)  # time to notice the disconnects
     _check_health(robustness_guard)
@@ -134,18 +156,25 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     rng = random.Random(7)  # the same abort times every run
     delays = [rng.uniform(0.0, 1.5) for _ in range(CONCURRENT_ABORTS)]
     with ThreadPoolExecutor(max_workers=CONCURRENT_ABORTS) as pool:
-        outcomes = [o for o, _ in pool.map(lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays)]
+        outcomes = [
+            o
+            for o, _ in pool.map(
+                lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays
+            )
+        ]
     robustness_guard.count("aborted", len(outcomes))
     refused = [o for o in outcomes if not o.startswith("dropped")]
     assert not refused, (
-        f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams were not served until their client left: "
-        f"{sorted(set(refused))} (an abort test needs streams that run)"
+        f"{robustness_guard.target}: {len(refused)} of {len(outcomes)} concurrent streams were not served until their"
+        f" client left: {sorted(set(refused))} (an abort test needs streams that run)"
     )
     time.sleep(1.0)
     # the probe before the health check: a health check would wait out the backlog and hide it
     after = _probe_seconds(robustness_guard, infer_server.model, "after concurrent aborts", tries=1)
     _check_health(robustness_guard)
-    _assert_not_slowed(robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times")
+    _assert_not_slowed(
+        robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times"
+    )
 
 
 def _read_fast_seconds(client: httpx.Client, body: dict, timeout: float) -> float:
@@ -157,7 +186,9 @@ def _read_fast_seconds(client: httpx.Client, body: dict, timeout: float) -> floa
     return time.monotonic() - started
 
 
-def test_slow_reading_client_does_not_block_others(infer_client, infer_server, robustness_guard, robustness_context_length):
+def test_slow_reading_client_does_not_block_others(
+    infer_client, infer_server, robustness_guard, robustness_context_length
+):
     """A client reading a stream a few hundred bytes at a time must cost others no more than a fast reader does.
 
     Servers that serve one request at a time make the next request wait for the
@@ -171,7 +202,12 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
     fast = _read_fast_seconds(infer_client, stream_body, timeout)
     url = urlparse(infer_server.base_url)
     body = httpx.Request("POST", f"{infer_server.base_url}/v1/chat/completions", json=stream_body).content
-    head = ["POST /v1/chat/completions HTTP/1.1", f"Host: {url.netloc}", "Content-Type: application/json", f"Content-Length: {len(body)}"]
+    head = [
+        "POST /v1/chat/completions HTTP/1.1",
+        f"Host: {url.netloc}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+    ]
     head += [f"{k}: {v}" for k, v in _headers(infer_client).items()]
     sock = socket.socket(socket.AF_INET6 if ":" in (url.hostname or "") else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, so the server's writes can block
@@ -205,6 +241,7 @@ def test_slow_reading_client_does_not_block_others(infer_client, infer_server, r
     _check_health(robustness_guard)
     limit = fast + max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
     assert during <= limit, (
-        f"{robustness_guard.target}: while a slow reader held a {SLOW_STREAM_TOKENS}-token stream, a {PROBE_TOKENS}-token request "
-        f"took {during:.2f}s; a full-speed reader of that stream takes {fast:.2f}s (limit {limit:.2f}s): the slow socket stalls the server"
+        f"{robustness_guard.target}: while a slow reader held a {SLOW_STREAM_TOKENS}-token stream, a"
+        f" {PROBE_TOKENS}-token request took {during:.2f}s; a full-speed reader of that stream takes {fast:.2f}s (limit"
+        f" {limit:.2f}s): the slow socket stalls the server"
     )

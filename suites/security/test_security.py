@@ -5,6 +5,7 @@ The route check needs an API key (``--infer-api-key`` or ``$PYTEST_INFER_API_KEY
 its environment or a private file, never on its command line. The disclosure check judges every error answer this
 process's clients read, from every suite, plus a few it provokes itself; it runs last, after the other suites.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,7 +42,9 @@ def security_routes(infer_server, infer_endpoint, security_known_routes, securit
     """Every route probed once per target: with the right key, without one, with a wrong one; and whether the server
     still answers afterwards (None), or where it went silent."""
     if not infer_endpoint.api_key:
-        raise NotExercised("no API key is set (--infer-api-key or $PYTEST_INFER_API_KEY): every route is open by design")
+        raise NotExercised(
+            "no API key is set (--infer-api-key or $PYTEST_INFER_API_KEY): every route is open by design"
+        )
     with InferClient(infer_endpoint) as client:
         routes, note = discover(client, security_known_routes)
     probes = probe_all(infer_endpoint.base_url, infer_endpoint.api_key, routes, infer_endpoint.model)
@@ -63,9 +66,16 @@ def _silence(infer_server, probes) -> str | None:
     if _still_answers(infer_server):
         return None
     last = last_answered_before_silence(probes)
-    after = (f"after {last.method} {last.path} [{last.kind}] with the key (HTTP {last.keyed}); every later route could not "
-             f"connect; reproduce: {last.keyed_reproducer}") if last else "before the first route"
-    return f"the server stopped answering during the route check, {after}\nlast lines of its log:\n{infer_server.log_tail()}"
+    after = (
+        f"after {last.method} {last.path} [{last.kind}] with the key (HTTP {last.keyed}); every later route could not "
+        f"connect; reproduce: {last.keyed_reproducer}"
+        if last
+        else "before the first route"
+    )
+    return (
+        f"the server stopped answering during the route check, {after}\nlast lines of its"
+        f" log:\n{infer_server.log_tail()}"
+    )
 
 
 def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_record):
@@ -74,16 +84,26 @@ def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_rec
         pytest.fail(silence, pytrace=False)
     reached = [p for p in probes if p.verdict != "not reached"]
     if not any(p.kind in PROTECTED for p in reached):
-        raise Inconclusive(f"{note}; with the right key no protected route answered the harmless request "
-                           f"({', '.join(f'{p.path} {p.keyed}' for p in probes[:8])}): the positive control failed")
+        raise Inconclusive(
+            f"{note}; with the right key no protected route answered the harmless request "
+            f"({', '.join(f'{p.path} {p.keyed}' for p in probes[:8])}): the positive control failed"
+        )
     open_ = [p for p in reached if p.verdict == "open" and p.kind in PROTECTED]
     if open_:
         infer_record("infer_reproducer", open_[0].reproducer)
-        lines = [f"{p.method} {p.path} [{p.kind}]: HTTP {p.no_key} without a key, {p.wrong_key} with a wrong one; "
-                 f"{p.body_no_key[:120]!r}\n  reproduce: {p.reproducer}" for p in open_]
-        pytest.fail(f"{len(open_)} route(s) answer a caller without the key: {', '.join(f'{p.path} [{p.kind}]' for p in open_)}\n"
-                    + "\n".join(lines), pytrace=False)
-    unclear = [f"{p.path} ({p.no_key}/{p.wrong_key})" for p in reached if p.verdict == "unclear" and p.kind in PROTECTED]
+        lines = [
+            f"{p.method} {p.path} [{p.kind}]: HTTP {p.no_key} without a key, {p.wrong_key} with a wrong one; "
+            f"{p.body_no_key[:120]!r}\n  reproduce: {p.reproducer}"
+            for p in open_
+        ]
+        pytest.fail(
+            f"{len(open_)} route(s) answer a caller without the key:"
+            f" {', '.join(f'{p.path} [{p.kind}]' for p in open_)}\n" + "\n".join(lines),
+            pytrace=False,
+        )
+    unclear = [
+        f"{p.path} ({p.no_key}/{p.wrong_key})" for p in reached if p.verdict == "unclear" and p.kind in PROTECTED
+    ]
     if unclear:
         raise Inconclusive(f"neither served nor refused without the key: {', '.join(unclear)}")
 
@@ -94,7 +114,9 @@ def test_refusals_carry_the_error_envelope(security_routes):
     refused = [p for p in probes if p.verdict == "refused" and p.path.startswith("/v1/")]
     if not any(p.kind in PROTECTED for p in refused):  # a read route's control is any 2xx: too weak alone
         raise NotExercised("no protected /v1 route that answered with the key refused a caller without it")
-    bad = [f"{p.path}: {why}; body {p.body_no_key[:100]!r}" for p in refused if (why := envelope_problem(p.body_no_key))]
+    bad = [
+        f"{p.path}: {why}; body {p.body_no_key[:100]!r}" for p in refused if (why := envelope_problem(p.body_no_key))
+    ]
     assert not bad, f"{len(bad)} of {len(refused)} refusals under /v1 lack the error envelope:\n" + "\n".join(bad)
 
 
@@ -104,8 +126,9 @@ def _context(infer_endpoint, infer_target) -> int:
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_one_hostile_request_does_not_stall_the_others(kind, infer_live_server, infer_endpoint, infer_target,
-                                                      security_limits, security_record):
+def test_one_hostile_request_does_not_stall_the_others(
+    kind, infer_live_server, infer_endpoint, infer_target, security_limits, security_record
+):
     _, build = HOSTILE[kind]
     body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
     stall = measure(infer_endpoint, kind, body, security_limits)
@@ -122,13 +145,22 @@ def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint
     with InferClient(infer_endpoint) as client:
         near = client.chat("a " * max(16, context // 2 - 32), max_tokens=1)
         if near.status_code != 200:
-            raise Inconclusive(f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}")
-        body = {"model": client.model, "messages": [{"role": "user", "content": "a " * (context + 64)}], "max_tokens": 1}
+            raise Inconclusive(
+                f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}"
+            )
+        body = {
+            "model": client.model,
+            "messages": [{"role": "user", "content": "a " * (context + 64)}],
+            "max_tokens": 1,
+        }
         over = client.post("/v1/chat/completions", json=body)
         if not 400 <= over.status_code < 500:
             infer_record("infer_reproducer", client.curl("POST", "/v1/chat/completions", body))
-            pytest.fail(f"a request over the documented limit 'prompt over the {context}-token context' got HTTP {over.status_code}, "
-                        f"not a 4xx: {over.text[:200]!r}", pytrace=False)
+            pytest.fail(
+                f"a request over the documented limit 'prompt over the {context}-token context' got HTTP"
+                f" {over.status_code}, not a 4xx: {over.text[:200]!r}",
+                pytrace=False,
+            )
 
 
 def _provocations(model: str) -> list[tuple[str, str, Any]]:
@@ -148,9 +180,14 @@ def _provocations(model: str) -> list[tuple[str, str, Any]]:
 
 def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, security_record, infer_record):
     with InferClient(infer_endpoint) as client:
-        control = client.post("/v1/chat/completions", json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+        control = client.post(
+            "/v1/chat/completions",
+            json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
+        )
         if control.status_code != 200 or not isinstance(control.json(), dict) or not control.json().get("choices"):
-            raise Inconclusive(f"a normal request was not answered (HTTP {control.status_code}): no error answer can be told from it")
+            raise Inconclusive(
+                f"a normal request was not answered (HTTP {control.status_code}): no error answer can be told from it"
+            )
         unanswered = []
         for method, path, body in _provocations(client.model):
             try:
@@ -159,11 +196,16 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
                 else:
                     client.request(method, path, json=body).read()
             except httpx.HTTPError as exc:
-                unanswered.append(f"{type(exc).__name__} for: {curl_command(method, infer_endpoint.base_url + path, body, authenticated=bool(infer_endpoint.api_key))}")
+                command = curl_command(
+                    method, infer_endpoint.base_url + path, body, authenticated=bool(infer_endpoint.api_key)
+                )
+                unanswered.append(f"{type(exc).__name__} for: {command}")
     died = ""
     if unanswered and not _still_answers(infer_live_server):
-        died = (f"the server died on a bad request instead of refusing it; the first left unanswered: {unanswered[0]}\n"
-                f"last lines of its log:\n{infer_live_server.log_tail()}\n")
+        died = (
+            f"the server died on a bad request instead of refusing it; the first left unanswered: {unanswered[0]}\n"
+            f"last lines of its log:\n{infer_live_server.log_tail()}\n"
+        )
     mine = [e for e in ERRORS.snapshot() if e.origin == infer_endpoint.base_url.rstrip("/")]
     if not mine:
         if died:
@@ -172,14 +214,30 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
     secrets = [infer_endpoint.api_key or "", *environment_secrets()]
     leaks = []
     for answer in mine:
-        public = [infer_endpoint.model, *sent_strings(answer.sent)]  # what the client sent or reads in /v1/models anyway
+        public = [
+            infer_endpoint.model,
+            *sent_strings(answer.sent),
+        ]  # what the client sent or reads in /v1/models anyway
         for leak in [*scan_body(answer.body, secrets, public), *scan_headers(answer.headers, secrets)]:
-            leaks.append({"what": leak.what, "where": leak.where, "excerpt": leak.excerpt, "request": f"{answer.method} {answer.path} -> {answer.status}"})
+            leaks.append(
+                {
+                    "what": leak.what,
+                    "where": leak.where,
+                    "excerpt": leak.excerpt,
+                    "request": f"{answer.method} {answer.path} -> {answer.status}",
+                }
+            )
     security_record["errors_judged"] = len(mine)
     security_record["leaks"] = [dict(t) for t in {tuple(sorted(d.items())) for d in leaks}]
     if leaks:
         kinds = sorted({leak["what"] for leak in leaks})
-        shown = sorted({f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}" for leak in leaks})
-        pytest.fail(f"{died}{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n" + "\n".join(shown[:20]), pytrace=False)
+        shown = sorted(
+            {f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}" for leak in leaks}
+        )
+        pytest.fail(
+            f"{died}{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n"
+            + "\n".join(shown[:20]),
+            pytrace=False,
+        )
     if died:
         pytest.fail(died, pytrace=False)

@@ -1,10 +1,17 @@
 """Hand-written schemas, one per known bug class (docs/structured-output.md), each a named test."""
+
 from __future__ import annotations
 
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import positive_control, record_evidence, refusal_problem, refused_everything, run_case
+from pytest_infer.structured.checks import (
+    positive_control,
+    record_evidence,
+    refusal_problem,
+    refused_everything,
+    run_case,
+)
 from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
 
 pytestmark = pytest.mark.structured

@@ -5,6 +5,7 @@ unsupported keyword, truncation at the token budget is counted, not failed. A pa
 needs valid answers: at least one, and ``MIN_VALID_SHARE`` of the accepted schemas;
 with fewer the sweep is inconclusive, with its counts.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -21,17 +22,29 @@ pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    structured_request_path, structured_runner, structured_explore_settings, structured_store, structured_record, infer_live_server, infer_target, infer_session, infer_record
+    structured_request_path,
+    structured_runner,
+    structured_explore_settings,
+    structured_store,
+    structured_record,
+    infer_live_server,
+    infer_target,
+    infer_session,
+    infer_record,
 ):
     stored = structured_store.for_path(structured_request_path.name)
     still_failing = []
     for entry, attempt in replay(structured_runner, structured_request_path, stored):
         structured_record(attempt)
-        structured_store.record_replay(entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature)
+        structured_store.record_replay(
+            entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature
+        )
         if attempt.verdict.outcome.failed:
             still_failing.append(attempt)
 
-    report = explore(structured_runner, structured_request_path, structured_explore_settings, on_attempt=structured_record)
+    report = explore(
+        structured_runner, structured_request_path, structured_explore_settings, on_attempt=structured_record
+    )
     for finding in report.findings:
         structured_store.record(
             finding.shown.reproducer(),
@@ -41,11 +54,15 @@ def test_generated_schemas(
             flaky=finding.flaky,
             note=finding.note,
         )
-    rows = [{"schema": a.schema, "verdict": a.verdict.signature, "max_tokens": a.body["max_tokens"]} for a in report.attempts]
+    rows = [
+        {"schema": a.schema, "verdict": a.verdict.signature, "max_tokens": a.body["max_tokens"]}
+        for a in report.attempts
+    ]
     write_sweep(infer_session.options.report_dir, infer_target.id, structured_request_path.name, rows)
     counts = Counter(a.verdict.outcome.value for a in report.attempts)
-    summary = f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): " + ", ".join(
-        f"{k} {v}" for k, v in counts.most_common()
+    summary = (
+        f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): "
+        + ", ".join(f"{k} {v}" for k, v in counts.most_common())
     )
     infer_record("infer_structured_summary", summary)
     shown = [f.shown for f in report.findings] + still_failing
@@ -60,6 +77,9 @@ def test_generated_schemas(
     if report.attempts and all(a.verdict.outcome is Outcome.REJECTED for a in report.attempts):
         if (problem := refused_everything(structured_runner)) is not None:
             raise Inconclusive(f"{summary}: {problem}")
-        raise Unsupported(f"json_schema via {structured_request_path.name}", f"every schema was refused: {report.attempts[0].verdict.message}")
+        raise Unsupported(
+            f"json_schema via {structured_request_path.name}",
+            f"every schema was refused: {report.attempts[0].verdict.message}",
+        )
     if (problem := too_few_valid(report.attempts, 1, MIN_VALID_SHARE)) is not None:
         raise Inconclusive(f"{summary}: {problem}")

@@ -1,4 +1,5 @@
 """What the server does with ``response_format`` at all: honoured, ignored, or rejected."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,4 +24,7 @@ def test_schema_is_honoured(structured_request_path, structured_runner, structur
     if support.word != "honoured":
         bad = next(a for a in support.attempts if a.verdict.outcome.failed)
         record_evidence(infer_record, bad)
-        pytest.fail(f"{structured_request_path.name} is {support.word.upper()}: {support.detail}\n{bad.describe()}", pytrace=False)
+        pytest.fail(
+            f"{structured_request_path.name} is {support.word.upper()}: {support.detail}\n{bad.describe()}",
+            pytrace=False,
+        )

@@ -6,6 +6,7 @@ a known-good schema still gets a valid answer. Refusal: a schema no answer can h
 judged only after the route answered a known-good schema validly (the positive control):
 otherwise they are inconclusive, naming the control.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -27,11 +28,17 @@ def test_server_survives(name, structured_runner, infer_record):
         raise Inconclusive(f"{kind} schema {name!r} not sent: {survival.why}")
     if not survival.healthy:
         record_evidence(infer_record, survival.attempt)
-        pytest.fail(f"the server did not survive {kind} schema {name!r}: {survival.why}\n{survival.attempt.describe()}", pytrace=False)
+        pytest.fail(
+            f"the server did not survive {kind} schema {name!r}: {survival.why}\n{survival.attempt.describe()}",
+            pytrace=False,
+        )
     answer = survival.attempt.verdict
     if kind in ("huge", "deep") and answer.outcome.failed:
         record_evidence(infer_record, survival.attempt)
-        pytest.fail(f"{kind} schema {name!r} survived, but its answer is {answer.signature}\n{survival.attempt.describe()}", pytrace=False)
+        pytest.fail(
+            f"{kind} schema {name!r} survived, but its answer is {answer.signature}\n{survival.attempt.describe()}",
+            pytrace=False,
+        )
 
 
 @pytest.mark.parametrize("name", REFUSABLE)

@@ -1,4 +1,5 @@
 """The conformance tests' server: the fake one made complete (``BASE``), reset for every test."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -3,6 +3,7 @@
 ``BASE`` turns the spec-correct fake server into one that passes every check;
 ``MUTATIONS`` maps each check id to the one deviation that check exists for.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,7 +43,13 @@ def embeddings(body: dict, *, float64: bool = False, ignore_dimensions: bool = F
 
 def base_request(path: str, body: dict):
     if path == "/v1/models":
-        card = {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver", "max_model_len": CONTEXT_LENGTH}
+        card = {
+            "id": MODEL,
+            "object": "model",
+            "created": 1_700_000_000,
+            "owned_by": "fakeserver",
+            "max_model_len": CONTEXT_LENGTH,
+        }
         return 200, {"object": "list", "data": [card]}
     if path == "/v1/embeddings":
         return 200, embeddings(body)
@@ -54,7 +61,17 @@ def base_response(path: str, body: dict, response: dict) -> dict:
     if path == CHAT and body.get("tools") and body.get("tool_choice", "auto") == "auto":
         name = body["tools"][0]["function"]["name"]
         for choice in response["choices"]:
-            choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_auto", "type": "function", "function": {"name": name, "arguments": '{"city": "Paris"}'}}]}
+            choice["message"] = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_auto",
+                        "type": "function",
+                        "function": {"name": name, "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            }
             choice["finish_reason"] = "tool_calls"
     return response
 
@@ -74,7 +91,13 @@ def compose(mutation: Deviation) -> Deviation:
         resp = base_response(path, body, resp)
         return mutation.response(path, body, resp) if mutation.response else resp
 
-    return Deviation(request=request, response=response, events=mutation.events, raw_stream=mutation.raw_stream, malformed=mutation.malformed)
+    return Deviation(
+        request=request,
+        response=response,
+        events=mutation.events,
+        raw_stream=mutation.raw_stream,
+        malformed=mutation.malformed,
+    )
 
 
 # --- small builders -----------------------------------------------------------
@@ -102,7 +125,14 @@ def canned_chat(content: str = "ok") -> dict:
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": None, "finish_reason": "stop"}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
         "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
     }
 
@@ -120,11 +150,19 @@ def empty_messages(p: str, body: dict) -> bool:
 
 
 def long_prompt(p: str, body: dict) -> bool:
-    return p == CHAT and sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict)) > CONTEXT_LENGTH
+    return (
+        p == CHAT
+        and sum(len(str(m.get("content") or "")) for m in body.get("messages") or [] if isinstance(m, dict))
+        > CONTEXT_LENGTH
+    )
 
 
 def content_events(events: list) -> list[int]:
-    return [i for i, e in enumerate(events) if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("content")]
+    return [
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("content")
+    ]
 
 
 # --- one deviation per check ---------------------------------------------------------
@@ -178,7 +216,11 @@ def _usage_always(body: dict, events: list) -> list:
     if (body.get("stream_options") or {}).get("include_usage"):
         return events
     first = events[0]
-    usage = {**{k: v for k, v in first.items() if k != "choices"}, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    usage = {
+        **{k: v for k, v in first.items() if k != "choices"},
+        "choices": [],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
     return events[:-1] + [usage, events[-1]]
 
 
@@ -206,7 +248,10 @@ def _error_mid_stream(body: dict, events: list) -> list:
 
 def sdk_breaking_error(body: dict, events: list) -> list:
     idx = content_events(events)
-    return events[: idx[0] + 1] + [{"error": {"message": "engine overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"]
+    return events[: idx[0] + 1] + [
+        {"error": {"message": "engine overloaded", "type": "server_error", "param": None, "code": None}},
+        "[DONE]",
+    ]
 
 
 def _prompt_list_first_only(p: str, body: dict, resp: dict) -> None:
@@ -286,7 +331,9 @@ def _wrong_named(p: str, body: dict, resp: dict) -> None:
 
 def _call_despite_none(p: str, body: dict, resp: dict) -> None:
     if body.get("tool_choice") == "none" and body.get("tools"):
-        _choice(resp)["message"]["tool_calls"] = [{"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+        _choice(resp)["message"]["tool_calls"] = [
+            {"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        ]
         _choice(resp)["finish_reason"] = "tool_calls"
 
 
@@ -306,12 +353,16 @@ def _embeddings(**kwargs: Any) -> Deviation:
 
 def _models_without_owner(p: str, body: dict):
     if p == "/v1/models":
-        return 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 1_700_000_000, "max_model_len": CONTEXT_LENGTH}]}
+        return 200, {
+            "object": "list",
+            "data": [{"id": MODEL, "object": "model", "created": 1_700_000_000, "max_model_len": CONTEXT_LENGTH}],
+        }
     return None
 
 
 FLAT_ERROR = {"error": "messages is required"}
 INT_CODE = {"error": {"message": "messages is required", "type": "BadRequestError", "param": "messages", "code": 400}}
+
 
 def ignoring(name: str) -> Deviation:
     """Takes the request with ``name`` and drops it before answering: accepted with 200, never applied."""
@@ -333,7 +384,11 @@ MUTATIONS: dict[str, Deviation] = {
     "chat.logprobs-off": on_response(_logprobs_when_off),
     "chat.json-object": on_response(_json_broken("json_object")),
     "chat.json-schema": on_response(_json_broken("json_schema")),
-    "chat.json-schema-missing": answer_when(lambda p, b: (b.get("response_format") or {}) == {"type": "json_schema"}, 500, {"detail": "Internal Server Error"}),
+    "chat.json-schema-missing": answer_when(
+        lambda p, b: (b.get("response_format") or {}) == {"type": "json_schema"},
+        500,
+        {"detail": "Internal Server Error"},
+    ),
     "completions.fields": on_response(lambda p, b, r: _set(r, object="completion"), COMPLETIONS),
     "completions.prompt-list-n": on_response(_prompt_list_first_only, COMPLETIONS),
     "completions.echo": on_response(_echo_ignored, COMPLETIONS),
@@ -342,13 +397,19 @@ MUTATIONS: dict[str, Deviation] = {
     "embeddings.fields": _embeddings(no_index=True),
     "embeddings.base64": _embeddings(float64=True),
     "embeddings.dimensions": _embeddings(ignore_dimensions=True),
-    "errors.bad-input-4xx": answer_when(lambda p, b: p == CHAT and not isinstance(b.get("messages"), list), 500, {"detail": "Internal Server Error"}),
+    "errors.bad-input-4xx": answer_when(
+        lambda p, b: p == CHAT and not isinstance(b.get("messages"), list), 500, {"detail": "Internal Server Error"}
+    ),
     "errors.bad-input-stream": answer_when(lambda p, b: bad_temperature(p, b) and b.get("stream"), 200, canned_chat()),
     "errors.context-overflow": answer_when(long_prompt, 500, {"detail": "Internal Server Error"}),
-    "errors.context-overflow-stream": answer_when(lambda p, b: long_prompt(p, b) and b.get("stream"), 200, canned_chat()),
+    "errors.context-overflow-stream": answer_when(
+        lambda p, b: long_prompt(p, b) and b.get("stream"), 200, canned_chat()
+    ),
     "errors.envelope": answer_when(no_messages, 400, FLAT_ERROR),
     "errors.envelope-types": answer_when(no_messages, 400, INT_CODE),
-    "errors.unknown-model": answer_when(lambda p, b: p == CHAT and b.get("model") not in (MODEL, None), 400, error_body("unknown model")),
+    "errors.unknown-model": answer_when(
+        lambda p, b: p == CHAT and b.get("model") not in (MODEL, None), 400, error_body("unknown model")
+    ),
     "models.list": Deviation(request=_models_without_owner),
     "models.retrieve": answer_when(lambda p, b: p.startswith("/v1/models/"), 404, {"detail": "Not Found"}),
     "sdk.chat": on_response(lambda p, b, r: _rename_choices(p, b, r) if not b.get("stream") else None),
@@ -356,7 +417,10 @@ MUTATIONS: dict[str, Deviation] = {
     "sdk.chat-stream": on_events(sdk_breaking_error),
     "sdk.chat-stream-async": on_events(sdk_breaking_error),
     "sdk.completions": on_events(
-        _sdk_breaking_error_completions := lambda body, events: events[:2] + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"],
+        _sdk_breaking_error_completions := lambda body, events: (
+            events[:2]
+            + [{"error": {"message": "overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"]
+        ),
         COMPLETIONS,
     ),
     "sdk.embeddings": _embeddings(float64=True),
@@ -364,29 +428,44 @@ MUTATIONS: dict[str, Deviation] = {
     "sdk.errors-stream-async": answer_when(lambda p, b: empty_messages(p, b) and b.get("stream"), 200, canned_chat()),
     "sdk.tool-stream": on_events(_tool_fragment_without_id),
     "stream.sse-framing": on_events(lambda body, events: events[:-1]),
-    "stream.chunk-identity": on_events(lambda body, events: [events[0], {**events[1], "id": "chatcmpl-other"}, *events[2:]]),
-    "stream.first-delta-role": on_events(lambda body, events: [{**events[0], "choices": [{**events[0]["choices"][0], "delta": {"content": ""}}]}, *events[1:]]),
+    "stream.chunk-identity": on_events(
+        lambda body, events: [events[0], {**events[1], "id": "chatcmpl-other"}, *events[2:]]
+    ),
+    "stream.first-delta-role": on_events(
+        lambda body, events: [
+            {**events[0], "choices": [{**events[0]["choices"][0], "delta": {"content": ""}}]},
+            *events[1:],
+        ]
+    ),
     "stream.text-equals-nonstream": on_events(_cumulative),
     "stream.one-finish-reason": on_events(_finish_twice),
     "stream.stop": on_events(_stop_leak),
     "stream.usage-off": on_events(_usage_always),
     "stream.include-usage": on_events(_usage_everywhere),
-    "stream.options-without-stream": answer_when(lambda p, b: p == CHAT and b.get("stream_options") is not None and not b.get("stream"), 200, canned_chat()),
+    "stream.options-without-stream": answer_when(
+        lambda p, b: p == CHAT and b.get("stream_options") is not None and not b.get("stream"), 200, canned_chat()
+    ),
     "stream.error-event": on_events(_error_mid_stream),
     "tools.required": on_response(_empty_required),
     "tools.named": on_response(_wrong_named),
     "tools.none": on_response(_call_despite_none),
     "tools.stream-fragments": on_events(_tool_fragment_without_id),
     "tools.result-message": answer_when(
-        lambda p, b: p == CHAT and any(isinstance(m, dict) and m.get("role") == "tool" for m in b.get("messages") or []),
+        lambda p, b: (
+            p == CHAT and any(isinstance(m, dict) and m.get("role") == "tool" for m in b.get("messages") or [])
+        ),
         400,
         error_body("role 'tool' is not supported", param="messages"),
     ),
     "tools.auto": on_response(_auto_never_calls),
     "chat.request-fields": ignoring("frequency_penalty"),
     "tokenize.round-trip": on_response(lambda p, b, r: r.update(prompt="<s>" + r["prompt"]), path="/detokenize"),
-    "chat.usage-details": on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=r["usage"]["prompt_tokens"] + 5)),
-    "tokenize.chat-count": on_response(lambda p, b, r: r.update(count=r["count"] - 5) if "messages" in b else None, path="/tokenize"),
+    "chat.usage-details": on_response(
+        lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=r["usage"]["prompt_tokens"] + 5)
+    ),
+    "tokenize.chat-count": on_response(
+        lambda p, b, r: r.update(count=r["count"] - 5) if "messages" in b else None, path="/tokenize"
+    ),
 }
 
 # What each mutation's failure message must mention, so a check that fails for the wrong reason is caught.
@@ -488,8 +567,12 @@ def _in_usage_chunk(change: Callable[[dict], None]) -> Callable[[dict, list], li
     return events_
 
 
-_usage_chunk_with_choices = _in_usage_chunk(lambda c: c.update(choices=[{"index": 0, "delta": {}, "finish_reason": None}]))
-_usage_that_does_not_add_up = _in_usage_chunk(lambda c: c.update(usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 9}))
+_usage_chunk_with_choices = _in_usage_chunk(
+    lambda c: c.update(choices=[{"index": 0, "delta": {}, "finish_reason": None}])
+)
+_usage_that_does_not_add_up = _in_usage_chunk(
+    lambda c: c.update(usage={"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 9})
+)
 
 
 def _message(change: Callable[[dict], None]) -> Deviation:
@@ -507,7 +590,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("usage", on_response(lambda p, b, r: r.pop("usage")), "usage is missing"),
     ],
     "chat.stop": [
-        ("finish_reason", on_response(lambda p, b, r: _choice(r).update(finish_reason="length") if b.get("stop") else None), '"finish_reason": "length"'),
+        (
+            "finish_reason",
+            on_response(lambda p, b, r: _choice(r).update(finish_reason="length") if b.get("stop") else None),
+            '"finish_reason": "length"',
+        ),
     ],
     "chat.parameter-ranges": [
         (name, _accept_chat(predicate), f"{name} -> HTTP 200")
@@ -520,10 +607,12 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         }.items()
     ],
     "errors.bad-input-4xx": [
-        (name, _bad_input_500(predicate), "HTTP 500: {\"detail\": \"boom\"}")
+        (name, _bad_input_500(predicate), 'HTTP 500: {"detail": "boom"}')
         for name, predicate in {
             "temperature out of range": lambda b: b.get("temperature") == 5.0,
-            "message without role": lambda b: any(isinstance(m, dict) and "role" not in m for m in b.get("messages") or []),
+            "message without role": lambda b: any(
+                isinstance(m, dict) and "role" not in m for m in b.get("messages") or []
+            ),
             "max_tokens negative": lambda b: b.get("max_tokens") == -1,
         }.items()
     ],
@@ -531,29 +620,52 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("none", on_events(_no_finish), '{"0": 0}'),
     ],
     "stream.include-usage": [
-        ("choices", on_events(_usage_chunk_with_choices), '"choices": [{"index": 0, "delta": {}, "finish_reason": null}]'),
+        (
+            "choices",
+            on_events(_usage_chunk_with_choices),
+            '"choices": [{"index": 0, "delta": {}, "finish_reason": null}]',
+        ),
         ("sum", on_events(_usage_that_does_not_add_up), '"total_tokens": 9'),
     ],
 }
-
 
 
 BRANCHES["chat.request-fields"] = [
     (name, ignoring(name), "-> HTTP 200, ignored")
     for name in ("max_completion_tokens", "n", "logprobs", "response_format", "top_p", "presence_penalty")
 ] + [
-    ("error", answer_when(lambda p, b: p == CHAT and b.get("presence_penalty") == 2.0, 500, {"detail": "boom"}), '{"presence_penalty": 2.0} -> HTTP 500, error'),
+    (
+        "error",
+        answer_when(lambda p, b: p == CHAT and b.get("presence_penalty") == 2.0, 500, {"detail": "boom"}),
+        '{"presence_penalty": 2.0} -> HTTP 500, error',
+    ),
 ]
 
 BRANCHES["tokenize.round-trip"] = [
     ("count", on_response(lambda p, b, r: r.update(count=r["count"] + 1), path="/tokenize"), "got:      29"),
-    ("ids", on_response(lambda p, b, r: r.update(tokens=[str(t) for t in r["tokens"]]), path="/tokenize"), '["72", "101"'),
+    (
+        "ids",
+        on_response(lambda p, b, r: r.update(tokens=[str(t) for t in r["tokens"]]), path="/tokenize"),
+        '["72", "101"',
+    ),
 ]
 
 BRANCHES["chat.usage-details"] = [
-    ("no-cache-hit", on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=0)), "cached_tokens > 0"),
-    ("not-a-count", on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens="12")), '"cached_tokens": "12"'),
-    ("reasoning", on_response(lambda p, b, r: r["usage"].update(completion_tokens_details={"reasoning_tokens": 9})), '"reasoning_tokens": 9'),
+    (
+        "no-cache-hit",
+        on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens=0)),
+        "cached_tokens > 0",
+    ),
+    (
+        "not-a-count",
+        on_response(lambda p, b, r: r["usage"]["prompt_tokens_details"].update(cached_tokens="12")),
+        '"cached_tokens": "12"',
+    ),
+    (
+        "reasoning",
+        on_response(lambda p, b, r: r["usage"].update(completion_tokens_details={"reasoning_tokens": 9})),
+        '"reasoning_tokens": 9',
+    ),
 ]
 
 
@@ -617,18 +729,41 @@ def _stop_fired(p: str, b: dict, r: dict) -> bool:
 MUTATIONS |= {
     "responses.create": on_response(lambda p, b, r: _set(r, object="responses"), path=RESPONSES),
     "responses.usage": _usage(total_tokens=1),
-    "responses.stream-events": on_events(lambda b, events: [{**e, "sequence_number": i + 1} for i, e in enumerate(events)], path=RESPONSES),
+    "responses.stream-events": on_events(
+        lambda b, events: [{**e, "sequence_number": i + 1} for i, e in enumerate(events)], path=RESPONSES
+    ),
     "responses.stream-terminal": on_events(_terminal_named("response.completed"), path=RESPONSES),
-    "responses.structured": on_response(lambda p, b, r: _message_item(r)["content"][0].update(text="Sure! Here it is.") if b.get("text") else None, path=RESPONSES),
+    "responses.structured": on_response(
+        lambda p, b, r: _message_item(r)["content"][0].update(text="Sure! Here it is.") if b.get("text") else None,
+        path=RESPONSES,
+    ),
     "responses.retrieve": Deviation(request=_stored_elsewhere),
-    "responses.chain": Deviation(request=lambda p, body: None if p != RESPONSES else body.pop("previous_response_id", None) and None),
-    "responses.cancel": answer_when(lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p, 200, {"id": "x", "object": "response", "status": "in_progress"}),
-    "responses.errors": answer_when(lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1, 200, {"object": "response", "status": "completed"}),
+    "responses.chain": Deviation(
+        request=lambda p, body: None if p != RESPONSES else body.pop("previous_response_id", None) and None
+    ),
+    "responses.cancel": answer_when(
+        lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p,
+        200,
+        {"id": "x", "object": "response", "status": "in_progress"},
+    ),
+    "responses.errors": answer_when(
+        lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1,
+        200,
+        {"object": "response", "status": "completed"},
+    ),
     "messages.create": on_response(lambda p, b, r: r.pop("stop_sequence"), path=MESSAGES),
-    "messages.stop-sequence": on_response(lambda p, b, r: _set(r, stop_sequence=None) if _stop_fired(p, b, r) else None, path=MESSAGES),
+    "messages.stop-sequence": on_response(
+        lambda p, b, r: _set(r, stop_sequence=None) if _stop_fired(p, b, r) else None, path=MESSAGES
+    ),
     "messages.stream-events": on_events(_without("message_delta"), path=MESSAGES),
-    "messages.count-tokens": on_response(lambda p, b, r: _set(r, input_tokens=r["input_tokens"] - 3), path=MESSAGES + "/count_tokens"),
-    "messages.errors": answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 400, error_body("max_tokens is required", param="max_tokens")),
+    "messages.count-tokens": on_response(
+        lambda p, b, r: _set(r, input_tokens=r["input_tokens"] - 3), path=MESSAGES + "/count_tokens"
+    ),
+    "messages.errors": answer_when(
+        lambda p, b: p == MESSAGES and "max_tokens" not in b,
+        400,
+        error_body("max_tokens is required", param="max_tokens"),
+    ),
 }
 EXPECTED_IN_MESSAGE |= {
     "responses.create": "object is 'responses'",
@@ -649,13 +784,33 @@ EXPECTED_IN_MESSAGE |= {
 BRANCHES |= {
     "responses.create": [
         ("status", on_response(lambda p, b, r: _set(r, status="done"), path=RESPONSES), "status is 'done'"),
-        ("incomplete-details", on_response(lambda p, b, r: _set(r, incomplete_details=None), path=RESPONSES), "status 'incomplete' with incomplete_details None"),
-        ("no-message", on_response(lambda p, b, r: _set(r, output=[]), path=RESPONSES), "output has no message item: []"),
+        (
+            "incomplete-details",
+            on_response(lambda p, b, r: _set(r, incomplete_details=None), path=RESPONSES),
+            "status 'incomplete' with incomplete_details None",
+        ),
+        (
+            "no-message",
+            on_response(lambda p, b, r: _set(r, output=[]), path=RESPONSES),
+            "output has no message item: []",
+        ),
         ("role", on_response(lambda p, b, r: _message_item(r).update(role="user"), path=RESPONSES), "['user']"),
-        ("part-type", on_response(lambda p, b, r: _message_item(r)["content"][0].update(type="text"), path=RESPONSES), "'type': 'text'"),
+        (
+            "part-type",
+            on_response(lambda p, b, r: _message_item(r)["content"][0].update(type="text"), path=RESPONSES),
+            "'type': 'text'",
+        ),
         ("id", on_response(lambda p, b, r: _set(r, id=""), path=RESPONSES), "id is ''"),
-        ("streams-by-default", answer_when(lambda p, b: p == RESPONSES and "stream" not in b, 200, "data: {}"), 'got:      "data: {}"'),
-        ("created_at", on_response(lambda p, b, r: _set(r, created_at="today"), path=RESPONSES), "created_at is 'today'"),
+        (
+            "streams-by-default",
+            answer_when(lambda p, b: p == RESPONSES and "stream" not in b, 200, "data: {}"),
+            'got:      "data: {}"',
+        ),
+        (
+            "created_at",
+            on_response(lambda p, b, r: _set(r, created_at="today"), path=RESPONSES),
+            "created_at is 'today'",
+        ),
     ],
     "responses.usage": [
         ("over-limit", _usage(output_tokens=20, total_tokens=71), '"output_tokens": 20'),
@@ -667,59 +822,149 @@ BRANCHES |= {
     "responses.stream-events": [
         ("first", on_events(_without("response.created"), path=RESPONSES), '["response.in_progress"'),
         ("stray-delta", on_events(_stray_delta, path=RESPONSES), '["msg-bogus"]'),
-        ("lost-delta", on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES), "the deltas to join"),
+        (
+            "lost-delta",
+            on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES),
+            "the deltas to join",
+        ),
         ("event-name", on_events(_misnamed_event, path=RESPONSES), "event: wrong"),
         ("no-terminal", on_events(lambda b, events: events[:-1], path=RESPONSES), '"response.output_item.done"]'),
     ],
     "responses.stream-terminal": [
-        ("twice", on_events(lambda b, events: _renumbered(events + events[-1:]), path=RESPONSES), '["response.incomplete", "response.incomplete"]'),
-        ("not-last", on_events(lambda b, events: _renumbered(events[:-2] + events[-1:] + events[-2:-1]), path=RESPONSES), 'got:      ["response.incomplete"]'),
+        (
+            "twice",
+            on_events(lambda b, events: _renumbered(events + events[-1:]), path=RESPONSES),
+            '["response.incomplete", "response.incomplete"]',
+        ),
+        (
+            "not-last",
+            on_events(lambda b, events: _renumbered(events[:-2] + events[-1:] + events[-2:-1]), path=RESPONSES),
+            'got:      ["response.incomplete"]',
+        ),
     ],
     "responses.structured": [
-        ("invalid", on_response(lambda p, b, r: _message_item(r)["content"][0].update(text='{"ok": true, "extra": 1}') if b.get("text") else None, path=RESPONSES), "'extra' was unexpected"),
+        (
+            "invalid",
+            on_response(
+                lambda p, b, r: (
+                    _message_item(r)["content"][0].update(text='{"ok": true, "extra": 1}') if b.get("text") else None
+                ),
+                path=RESPONSES,
+            ),
+            "'extra' was unexpected",
+        ),
     ],
     "responses.retrieve": [
-        ("text", on_response(lambda p, b, r: _message_item(r)["content"][0].update(text=_message_item(r)["content"][0]["text"] + "!"), path=RESPONSES), "!'"),
+        (
+            "text",
+            on_response(
+                lambda p, b, r: _message_item(r)["content"][0].update(
+                    text=_message_item(r)["content"][0]["text"] + "!"
+                ),
+                path=RESPONSES,
+            ),
+            "!'",
+        ),
     ],
     "responses.cancel": [
-        ("unknown-id", answer_when(lambda p, b: "does_not_exist" in p, 500, {"detail": "boom"}), "HTTP 500: {\"detail\": \"boom\"}"),
-        ("refused", answer_when(lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p, 400, error_body("no")), "HTTP 400"),
+        (
+            "unknown-id",
+            answer_when(lambda p, b: "does_not_exist" in p, 500, {"detail": "boom"}),
+            'HTTP 500: {"detail": "boom"}',
+        ),
+        (
+            "refused",
+            answer_when(lambda p, b: p.endswith("/cancel") and "does_not_exist" not in p, 400, error_body("no")),
+            "HTTP 400",
+        ),
     ],
     "responses.errors": [
         ("unknown-id", answer_when(lambda p, b: "does_not_exist" in p, 500, {"detail": "boom"}), "HTTP 500"),
-        ("envelope", answer_when(lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1, 400, {"detail": "bad"}), '{"detail": "bad"}'),
+        (
+            "envelope",
+            answer_when(lambda p, b: p == RESPONSES and b.get("max_output_tokens") == -1, 400, {"detail": "bad"}),
+            '{"detail": "bad"}',
+        ),
     ],
     "messages.create": [
         ("type", on_response(lambda p, b, r: _set(r, type="msg"), path=MESSAGES), "type is 'msg'"),
         ("role", on_response(lambda p, b, r: _set(r, role="model"), path=MESSAGES), "role is 'model'"),
         ("id", on_response(lambda p, b, r: _set(r, id=None), path=MESSAGES), "id is None"),
-        ("stop-reason", on_response(lambda p, b, r: _set(r, stop_reason="length"), path=MESSAGES), "stop_reason is 'length'"),
-        ("content", on_response(lambda p, b, r: _set(r, content=[{"type": "output_text", "text": "x"}]), path=MESSAGES), "content has no text block"),
+        (
+            "stop-reason",
+            on_response(lambda p, b, r: _set(r, stop_reason="length"), path=MESSAGES),
+            "stop_reason is 'length'",
+        ),
+        (
+            "content",
+            on_response(lambda p, b, r: _set(r, content=[{"type": "output_text", "text": "x"}]), path=MESSAGES),
+            "content has no text block",
+        ),
         ("usage", on_response(lambda p, b, r: r["usage"].update(output_tokens=0), path=MESSAGES), "'output_tokens': 0"),
     ],
     "messages.stop-sequence": [
-        ("reason", on_response(lambda p, b, r: _set(r, stop_reason="end_turn") if _stop_fired(p, b, r) else None, path=MESSAGES), '"stop_reason": "end_turn"'),
-        ("text", on_response(lambda p, b, r: r["content"][0].update(text=r["content"][0]["text"] + r["stop_sequence"]) if _stop_fired(p, b, r) else None, path=MESSAGES), "'text': '"),
+        (
+            "reason",
+            on_response(
+                lambda p, b, r: _set(r, stop_reason="end_turn") if _stop_fired(p, b, r) else None, path=MESSAGES
+            ),
+            '"stop_reason": "end_turn"',
+        ),
+        (
+            "text",
+            on_response(
+                lambda p, b, r: (
+                    r["content"][0].update(text=r["content"][0]["text"] + r["stop_sequence"])
+                    if _stop_fired(p, b, r)
+                    else None
+                ),
+                path=MESSAGES,
+            ),
+            "'text': '",
+        ),
     ],
     "messages.stream-events": [
         ("start", on_events(_without("message_start"), path=MESSAGES), "got:      content_block_start"),
-        ("stray-delta", on_events(lambda b, events: [{**e, "index": 1} if _typed("content_block_delta")(e) else e for e in events], path=MESSAGES), '"stray deltas": [1'),
+        (
+            "stray-delta",
+            on_events(
+                lambda b, events: [{**e, "index": 1} if _typed("content_block_delta")(e) else e for e in events],
+                path=MESSAGES,
+            ),
+            '"stray deltas": [1',
+        ),
         ("lost-delta", on_events(_without("content_block_delta", first_only=True), path=MESSAGES), "'text': '"),
         ("event-name", on_events(_misnamed_event, path=MESSAGES), "event: wrong"),
     ],
     "messages.errors": [
-        ("accepted", answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 200, {"type": "message"}), "HTTP 200"),
-        ("no-message", answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 400, {"type": "error", "error": {"type": "invalid_request_error", "message": ""}}), "error.message is not"),
+        (
+            "accepted",
+            answer_when(lambda p, b: p == MESSAGES and "max_tokens" not in b, 200, {"type": "message"}),
+            "HTTP 200",
+        ),
+        (
+            "no-message",
+            answer_when(
+                lambda p, b: p == MESSAGES and "max_tokens" not in b,
+                400,
+                {"type": "error", "error": {"type": "invalid_request_error", "message": ""}},
+            ),
+            "error.message is not",
+        ),
     ],
 }
 
 
 def _stop_reason_streamed(reason: str) -> Callable[[dict, list], list]:
-    return lambda body, events: [{**e, "delta": {**e["delta"], "stop_reason": reason}} if _typed("message_delta")(e) else e for e in events]
+    return lambda body, events: [
+        {**e, "delta": {**e["delta"], "stop_reason": reason}} if _typed("message_delta")(e) else e for e in events
+    ]
 
 
 MUTATIONS |= {
-    "sdk.responses": on_events(lambda body, events: events[:-1] + [{k: v for k, v in events[-1].items() if k != "response"}], path=RESPONSES),
+    "sdk.responses": on_events(
+        lambda body, events: events[:-1] + [{k: v for k, v in events[-1].items() if k != "response"}], path=RESPONSES
+    ),
     "sdk.responses-async": on_response(lambda p, b, r: _set(r, output="Sure."), path=RESPONSES),
     "sdk.anthropic": on_response(lambda p, b, r: _set(r, content="Sure."), path=MESSAGES),
 }
@@ -729,9 +974,15 @@ EXPECTED_IN_MESSAGE |= {
     "sdk.anthropic": "the SDK to consume a message and its stream",
 }
 BRANCHES |= {
-    "sdk.responses": [("stream", on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES), '"deltas": "')],
+    "sdk.responses": [
+        ("stream", on_events(_without("response.output_text.delta", first_only=True), path=RESPONSES), '"deltas": "')
+    ],
     "sdk.anthropic": [
-        ("stream-text", on_events(_without("content_block_delta", first_only=True), path=MESSAGES), '"streamed": {"text": "'),
+        (
+            "stream-text",
+            on_events(_without("content_block_delta", first_only=True), path=MESSAGES),
+            '"streamed": {"text": "',
+        ),
         ("stream-stop", on_events(_stop_reason_streamed("end_turn"), path=MESSAGES), '"stop_reason": "end_turn"'),
     ],
 }
@@ -739,7 +990,12 @@ BRANCHES |= {
 
 # --- reasoning and parallel tool calls ------------------------------------------------
 def _fragments(events: list) -> list[dict]:
-    return [f for e in events if isinstance(e, dict) and e.get("choices") for f in (e["choices"][0].get("delta") or {}).get("tool_calls") or []]
+    return [
+        f
+        for e in events
+        if isinstance(e, dict) and e.get("choices")
+        for f in (e["choices"][0].get("delta") or {}).get("tool_calls") or []
+    ]
 
 
 def _one_index(body: dict, events: list) -> list:
@@ -758,12 +1014,22 @@ def _swapped_calls(body: dict, events: list) -> list:
 
 def _first_arguments_cut(body: dict, events: list) -> list:
     """The second half of call 0's arguments never sent: its fragments join into '{"x'."""
-    last = max(i for i, e in enumerate(events) if any(f.get("index") == 0 and (f.get("function") or {}).get("arguments") for f in _fragments([e])))
+    last = max(
+        i
+        for i, e in enumerate(events)
+        if any(f.get("index") == 0 and (f.get("function") or {}).get("arguments") for f in _fragments([e]))
+    )
     return events[:last] + events[last + 1 :]
 
 
-def reasoning(answer_names: tuple[str, ...] = ("reasoning",), stream_name: str = "reasoning", streamed: str = "let me think", content_prefix: str = "") -> Deviation:
-    """A reasoning model behind a reasoning parser: the thought beside the content, in the answer and before it in the stream."""
+def reasoning(
+    answer_names: tuple[str, ...] = ("reasoning",),
+    stream_name: str = "reasoning",
+    streamed: str = "let me think",
+    content_prefix: str = "",
+) -> Deviation:
+    """A reasoning model behind a reasoning parser: the thought beside the content, in the answer and before it in the
+    stream."""
 
     def response(p: str, body: dict, resp: dict) -> dict:
         if p == CHAT and not body.get("tools"):
@@ -795,12 +1061,26 @@ EXPECTED_IN_MESSAGE |= {
 BRANCHES |= {
     "chat.reasoning": [
         ("think-tags", reasoning(content_prefix="<think>let me think</think>"), "<think>let me think</think>"),
-        ("two-names", reasoning(answer_names=("reasoning", "reasoning_content")), '"reasoning_content": "let me think"'),
+        (
+            "two-names",
+            reasoning(answer_names=("reasoning", "reasoning_content")),
+            '"reasoning_content": "let me think"',
+        ),
         ("stream-text", reasoning(streamed="hmm"), '"reasoning": "hmm"'),
     ],
     "tools.parallel": [
         ("no-id", on_events(_tool_fragment_without_id), "has no id"),
-        ("duplicate-ids", on_response(lambda p, b, r: [c.update(id="call_1") for c in _choice(r)["message"]["tool_calls"]] if b.get("parallel_tool_calls") else None), "duplicate call ids"),
+        (
+            "duplicate-ids",
+            on_response(
+                lambda p, b, r: (
+                    [c.update(id="call_1") for c in _choice(r)["message"]["tool_calls"]]
+                    if b.get("parallel_tool_calls")
+                    else None
+                )
+            ),
+            "duplicate call ids",
+        ),
         ("order", on_events(_swapped_calls), "the same calls as the non-streamed answer"),
         ("arguments", on_events(_first_arguments_cut), "is not valid JSON"),
     ],

@@ -20,14 +20,24 @@ def test_content_of_reads_the_choice_asked_for() -> None:
     assert [content_of(data), content_of(data, 1), content_of(data, 2)] == ["first", "second", None]
 
 
-def test_request_fields_records_each_field_for_the_chat_endpoint(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_request_fields_records_each_field_for_the_chat_endpoint(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """The fields table reads a refusal as a field the server is honest about, unlike one it ignores."""
     recorded = []
     ctx.request_fields = lambda endpoint, statuses: recorded.append((endpoint, statuses))
-    fake.set_deviation(compose(answer_when(lambda p, b: p == CHAT and b.get("n") == 2, 400, error_body("n > 1 is not supported", param="n"))))
+    fake.set_deviation(
+        compose(
+            answer_when(
+                lambda p, b: p == CHAT and b.get("n") == 2, 400, error_body("n > 1 is not supported", param="n")
+            )
+        )
+    )
     with answers():
         conformance.run("chat.request-fields", ctx)
-    assert recorded == [("POST /v1/chat/completions", {name: "refused" if name == "n" else "honoured" for name in REQUEST_FIELDS})]
+    assert recorded == [
+        ("POST /v1/chat/completions", {name: "refused" if name == "n" else "honoured" for name in REQUEST_FIELDS})
+    ]
 
 
 def test_seed_failing_on_its_second_request_names_that_request(ctx: conformance.CheckContext, fake: FakeServer) -> None:

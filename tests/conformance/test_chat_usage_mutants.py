@@ -39,7 +39,9 @@ def test_usage_with_a_one_token_prompt_passes(ctx: conformance.CheckContext, fak
 
 def test_usage_details_with_the_whole_prompt_cached_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """A cache may hold every prompt token: cached_tokens equal to prompt_tokens is within the total."""
-    fake.set_deviation(compose(on_response(_usage(lambda u: u.update(prompt_tokens_details={"cached_tokens": u["prompt_tokens"]})))))
+    fake.set_deviation(
+        compose(on_response(_usage(lambda u: u.update(prompt_tokens_details={"cached_tokens": u["prompt_tokens"]}))))
+    )
     with answers():
         conformance.run("chat.usage-details", ctx)
 
@@ -51,17 +53,35 @@ def test_usage_details_with_a_one_token_cache_hit_passes(ctx: conformance.CheckC
         conformance.run("chat.usage-details", ctx)
 
 
-def test_usage_details_with_every_completion_token_reasoning_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_details_with_every_completion_token_reasoning_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A reasoning model cut off by max_tokens may spend all of its completion thinking: reasoning_tokens equal to
     completion_tokens is within the total."""
-    fake.set_deviation(compose(on_response(_usage(lambda u: u.update(completion_tokens_details={"reasoning_tokens": u["completion_tokens"]})))))
+    fake.set_deviation(
+        compose(
+            on_response(
+                _usage(lambda u: u.update(completion_tokens_details={"reasoning_tokens": u["completion_tokens"]}))
+            )
+        )
+    )
     with answers():
         conformance.run("chat.usage-details", ctx)
 
 
-def test_usage_details_without_reasoning_tokens_and_nothing_generated_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_details_without_reasoning_tokens_and_nothing_generated_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """completion_tokens_details may carry only other counts: a missing reasoning_tokens is none reasoned, which
     fits even a completion of zero tokens."""
-    fake.set_deviation(compose(on_response(_usage(lambda u: u.update(completion_tokens=0, completion_tokens_details={"accepted_prediction_tokens": 0})))))
+    fake.set_deviation(
+        compose(
+            on_response(
+                _usage(
+                    lambda u: u.update(completion_tokens=0, completion_tokens_details={"accepted_prediction_tokens": 0})
+                )
+            )
+        )
+    )
     with answers():
         conformance.run("chat.usage-details", ctx)

@@ -4,6 +4,7 @@ The check tests run whole checks against the fake server, which only ever
 exercises each helper's happy path; these tests give each helper the inputs
 where its constants and conditions decide the answer.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,16 @@ from typing import Any
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.conformance.checks.chat import _json_object, _limit_problems, greedy, logprob_problems, not_json_start, stop_across_tokens, stop_case, token_texts
+from pytest_infer.conformance.checks.chat import (
+    _json_object,
+    _limit_problems,
+    greedy,
+    logprob_problems,
+    not_json_start,
+    stop_across_tokens,
+    stop_case,
+    token_texts,
+)
 from pytest_infer.conformance.checks.stream import chat_stream
 from pytest_infer.conformance.context import USER
 from pytest_infer.outcomes import Inconclusive
@@ -27,7 +37,11 @@ def sent(fake: FakeServer, since: int) -> list[dict[str, Any]]:
 
 
 def refuse_logprobs() -> Deviation:
-    return compose(answer_when(lambda p, b: p == CHAT and "logprobs" in b, 400, error_body("logprobs are not supported", param="logprobs")))
+    return compose(
+        answer_when(
+            lambda p, b: p == CHAT and "logprobs" in b, 400, error_body("logprobs are not supported", param="logprobs")
+        )
+    )
 
 
 SERVER_ERROR = compose(answer_when(lambda p, b: p == CHAT, 500, error_body("boom", "internal_server_error")))
@@ -42,7 +56,9 @@ SERVER_ERROR = compose(answer_when(lambda p, b: p == CHAT, 500, error_body("boom
         pytest.param(lambda c: token_texts(c, {}), "a greedy completion", id="token_texts"),
     ],
 )
-def test_a_failed_request_names_what_it_was(call: Any, what: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_failed_request_names_what_it_was(
+    call: Any, what: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """The failure's 'expected' line is all a reader has to tell which request of a check broke."""
     fake.set_deviation(SERVER_ERROR)
     with pytest.raises(conformance.CheckFailure) as info:
@@ -56,7 +72,12 @@ def test_token_texts_asks_once_for_greedy_logprobs(ctx: conformance.CheckContext
     before = len(fake.requests)
     text, tokens = token_texts(ctx, {})
     [body] = sent(fake, before)
-    assert {k: v for k, v in body.items() if k != "max_tokens"} == {"model": MODEL, "messages": USER, "temperature": 0, "logprobs": True}
+    assert {k: v for k, v in body.items() if k != "max_tokens"} == {
+        "model": MODEL,
+        "messages": USER,
+        "temperature": 0,
+        "logprobs": True,
+    }
     assert isinstance(body["max_tokens"], int) and body["max_tokens"] > 0
     assert text and tokens == list(text)
 
@@ -69,7 +90,9 @@ def test_token_texts_lets_the_caller_override_the_request(ctx: conformance.Check
     assert body["max_tokens"] == 3 and body["logprobs"] is False
 
 
-def test_token_texts_retries_without_logprobs_when_they_are_refused(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_retries_without_logprobs_when_they_are_refused(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A server without logprobs still gives the greedy text; only the token boundaries are unknown."""
     fake.set_deviation(refuse_logprobs())
     before = len(fake.requests)
@@ -98,7 +121,13 @@ def test_token_texts_reads_an_entry_without_a_token_as_empty(ctx: conformance.Ch
 
 def test_token_texts_null_content_is_empty_text(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """A null content is no text, not the text 'None' or anything else a stop could be placed in."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": None}, logprobs=None))))
+    fake.set_deviation(
+        compose(
+            on_response(
+                lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": None}, logprobs=None)
+            )
+        )
+    )
     assert token_texts(ctx, {}) == ("", None)
 
 
@@ -143,7 +172,13 @@ def test_stop_case_places_the_stop_across_the_fifth_token(ctx: conformance.Check
 
 def test_stop_case_on_a_short_answer_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """A greedy answer too short for a stop is no verdict on the server, and the skip says why."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": "hi"}, logprobs=None))))
+    fake.set_deviation(
+        compose(
+            on_response(
+                lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": "hi"}, logprobs=None)
+            )
+        )
+    )
     with pytest.raises(Inconclusive, match="the greedy answer 'hi' is too short to place a stop string in"):
         stop_case(ctx)
 
@@ -191,23 +226,72 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
         pytest.param([entry(top=[{"token": "a", "logprob": 0}])], "a", 1, [], id="top-logprob-0"),
         pytest.param([], "", 0, ["logprobs.content is [], not a list of token entries"], id="empty-list"),
         pytest.param(None, "", 0, ["logprobs.content is None, not a list of token entries"], id="null"),
-        pytest.param([without(entry(), "logprob")], "a", 0, ["entry 0 lacks token/logprob: {'token': 'a', 'bytes': [97], 'top_logprobs': []}"], id="no-logprob"),
-        pytest.param([without(entry(), "token")], "a", 0, ["entry 0 lacks token/logprob: {'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"], id="no-token"),
+        pytest.param(
+            [without(entry(), "logprob")],
+            "a",
+            0,
+            ["entry 0 lacks token/logprob: {'token': 'a', 'bytes': [97], 'top_logprobs': []}"],
+            id="no-logprob",
+        ),
+        pytest.param(
+            [without(entry(), "token")],
+            "a",
+            0,
+            ["entry 0 lacks token/logprob: {'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
+            id="no-token",
+        ),
         pytest.param(["a"], "a", 0, ["entry 0 lacks token/logprob: 'a'"], id="entry-not-an-object"),
         pytest.param([entry(logprob=0.5)], "a", 0, ["entry 0 logprob 0.5 > 0"], id="positive-logprob"),
         pytest.param([entry(logprob=float("nan"))], "a", 0, ["entry 0 logprob nan > 0"], id="nan-logprob"),
         pytest.param([without(entry(), "bytes")], "a", 0, ["entry 0 bytes is 'missing'"], id="no-bytes"),
         pytest.param([entry(bytes="a")], "a", 0, ["entry 0 bytes is 'a'"], id="bytes-a-string"),
         pytest.param([entry(top_logprobs=None)], "a", 3, ["entry 0 has None top_logprobs, not 3"], id="top-null"),
-        pytest.param([entry(top=[{"token": "a", "logprob": -1}] * 2)], "a", 3, ["entry 0 has 2 top_logprobs, not 3"], id="top-too-few"),
-        pytest.param([entry(top=[{"token": "a", "logprob": 0.5}])], "a", 1, ["entry 0 top_logprobs malformed: [{'token': 'a', 'logprob': 0.5}]"], id="top-positive"),
-        pytest.param([entry(top=[{"token": "a"}])], "a", 1, ["entry 0 top_logprobs malformed: [{'token': 'a'}]"], id="top-no-logprob"),
+        pytest.param(
+            [entry(top=[{"token": "a", "logprob": -1}] * 2)],
+            "a",
+            3,
+            ["entry 0 has 2 top_logprobs, not 3"],
+            id="top-too-few",
+        ),
+        pytest.param(
+            [entry(top=[{"token": "a", "logprob": 0.5}])],
+            "a",
+            1,
+            ["entry 0 top_logprobs malformed: [{'token': 'a', 'logprob': 0.5}]"],
+            id="top-positive",
+        ),
+        pytest.param(
+            [entry(top=[{"token": "a"}])],
+            "a",
+            1,
+            ["entry 0 top_logprobs malformed: [{'token': 'a'}]"],
+            id="top-no-logprob",
+        ),
         pytest.param([entry(top=["a"])], "a", 1, ["entry 0 top_logprobs malformed: ['a']"], id="top-not-an-object"),
-        pytest.param([entry(), entry(logprob=1.0), entry(logprob=2.0)], "aaa", 0, ["entry 1 logprob 1.0 > 0"], id="first-bad-entry-only"),
-        pytest.param([entry(), entry("b")], "abc", 0, ["tokens join to 'ab', not the content 'abc'"], id="tokens-not-joining"),
-        pytest.param([entry(None), entry(None)], "", 0, ["entry 0 lacks token/logprob: {'token': None, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
-                     id="null-tokens-named-not-joined"),
-        pytest.param([entry(5)], "5", 0, ["entry 0 lacks token/logprob: {'token': 5, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"], id="token-a-number"),
+        pytest.param(
+            [entry(), entry(logprob=1.0), entry(logprob=2.0)],
+            "aaa",
+            0,
+            ["entry 1 logprob 1.0 > 0"],
+            id="first-bad-entry-only",
+        ),
+        pytest.param(
+            [entry(), entry("b")], "abc", 0, ["tokens join to 'ab', not the content 'abc'"], id="tokens-not-joining"
+        ),
+        pytest.param(
+            [entry(None), entry(None)],
+            "",
+            0,
+            ["entry 0 lacks token/logprob: {'token': None, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
+            id="null-tokens-named-not-joined",
+        ),
+        pytest.param(
+            [entry(5)],
+            "5",
+            0,
+            ["entry 0 lacks token/logprob: {'token': 5, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
+            id="token-a-number",
+        ),
     ],
 )
 def test_logprob_problems(entries: Any, content: str, k: int, expected: list[str]) -> None:

@@ -4,6 +4,7 @@ Whole checks run against a correct fake server cannot tell a helper's exact requ
 body, its feature name for "unsupported", or the words of its failures from slightly
 different ones; these tests name each exactly.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,7 +23,13 @@ PINNED = "resp_pinned"
 
 def _refuse(path: str, status: int, *, stream_only: bool = False) -> Deviation:
     """Answer POSTs to ``path`` (only streamed ones with ``stream_only``) with ``status`` and the error envelope."""
-    return compose(answer_when(lambda p, b: p == path and (not stream_only or b.get("stream") is True), status, error_body(f"HTTP {status} on purpose")))
+    return compose(
+        answer_when(
+            lambda p, b: p == path and (not stream_only or b.get("stream") is True),
+            status,
+            error_body(f"HTTP {status} on purpose"),
+        )
+    )
 
 
 def _call(helper: Any, *args: Any, **params: Any) -> Any:
@@ -33,28 +40,55 @@ def _call(helper: Any, *args: Any, **params: Any) -> Any:
 # --- request bodies ------------------------------------------------------------
 def test_messages_body_is_the_exact_anthropic_request(ctx: conformance.CheckContext) -> None:
     """Anthropic's required names (model, max_tokens, messages), greedy; a param overrides a default."""
-    assert messages.body(ctx) == {"model": MODEL, "max_tokens": messages.LIMIT, "messages": messages.ASK, "temperature": 0}
-    assert messages.body(ctx, max_tokens=3, stop_sequences=["x"]) == {"model": MODEL, "max_tokens": 3, "messages": messages.ASK, "temperature": 0, "stop_sequences": ["x"]}
+    assert messages.body(ctx) == {
+        "model": MODEL,
+        "max_tokens": messages.LIMIT,
+        "messages": messages.ASK,
+        "temperature": 0,
+    }
+    assert messages.body(ctx, max_tokens=3, stop_sequences=["x"]) == {
+        "model": MODEL,
+        "max_tokens": 3,
+        "messages": messages.ASK,
+        "temperature": 0,
+        "stop_sequences": ["x"],
+    }
 
 
 def test_responses_body_is_the_exact_responses_request(ctx: conformance.CheckContext) -> None:
     """The Responses names (input, max_output_tokens) and ``stream: false`` said outright."""
-    want = {"model": MODEL, "input": responses.INPUT, "max_output_tokens": responses.LIMIT, "temperature": 0, "stream": False}
+    want = {
+        "model": MODEL,
+        "input": responses.INPUT,
+        "max_output_tokens": responses.LIMIT,
+        "temperature": 0,
+        "stream": False,
+    }
     assert responses.body(ctx) == want
     assert responses.body(ctx, store=True, max_output_tokens=32) == {**want, "max_output_tokens": 32, "store": True}
 
 
 # --- create(): what it sends, its feature, its failure ----------------------------
-@pytest.mark.parametrize(("module", "params"), [(messages, {"max_tokens": 5}), (responses, {"max_output_tokens": 5})], ids=["messages", "responses"])
-def test_create_posts_the_body_and_returns_the_json(module: Any, params: dict, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+@pytest.mark.parametrize(
+    ("module", "params"),
+    [(messages, {"max_tokens": 5}), (responses, {"max_output_tokens": 5})],
+    ids=["messages", "responses"],
+)
+def test_create_posts_the_body_and_returns_the_json(
+    module: Any, params: dict, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """``create`` posts ``body(**params)`` as JSON to its path and hands back the parsed answer."""
     ex, data = _call(module.create, ctx, **params)
     assert posted(fake, module.PATH) == [module.body(ctx, **params)]
     assert ex.path == module.PATH and ex.status == 200 and data is ex.data and isinstance(data.get("id"), str)
 
 
-@pytest.mark.parametrize(("module", "feature"), [(messages, "messages"), (responses, "responses")], ids=["messages", "responses"])
-def test_create_refused_is_unsupported_under_its_feature(module: Any, feature: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+@pytest.mark.parametrize(
+    ("module", "feature"), [(messages, "messages"), (responses, "responses")], ids=["messages", "responses"]
+)
+def test_create_refused_is_unsupported_under_its_feature(
+    module: Any, feature: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A refusal is reported against the feature ``needs=`` names, so the report groups it right."""
     fake.set_deviation(_refuse(module.PATH, 501))
     with pytest.raises(Unsupported) as info:
@@ -63,8 +97,14 @@ def test_create_refused_is_unsupported_under_its_feature(module: Any, feature: s
     assert str(info.value.msg).startswith(f"unsupported: {feature}: the server refuses it: HTTP 501")
 
 
-@pytest.mark.parametrize(("module", "what"), [(messages, "POST /v1/messages"), (responses, "POST /v1/responses")], ids=["messages", "responses"])
-def test_create_broken_fails_naming_the_request(module: Any, what: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+@pytest.mark.parametrize(
+    ("module", "what"),
+    [(messages, "POST /v1/messages"), (responses, "POST /v1/responses")],
+    ids=["messages", "responses"],
+)
+def test_create_broken_fails_naming_the_request(
+    module: Any, what: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A 500 is a failure whose 'expected' names the request that got it."""
     fake.set_deviation(_refuse(module.PATH, 500))
     with pytest.raises(CheckFailure) as info:
@@ -137,7 +177,10 @@ def test_stored_get_broken_fails_naming_the_id(ctx: conformance.CheckContext, fa
 # --- pure readers ----------------------------------------------------------------------
 def test_output_text_joins_parts_without_separator() -> None:
     """As the SDK's ``output_text``: every output_text part of every message, concatenated."""
-    first = {"type": "message", "content": [{"type": "output_text", "text": "ab"}, {"type": "output_text", "text": "c"}]}
+    first = {
+        "type": "message",
+        "content": [{"type": "output_text", "text": "ab"}, {"type": "output_text", "text": "c"}],
+    }
     second = {"type": "message", "content": [{"type": "output_text", "text": "d"}]}
     assert responses.output_text({"output": [first, second]}) == "abcd"
 
@@ -148,20 +191,31 @@ def test_text_of_joins_blocks_without_separator() -> None:
 
 
 def _response(*output: Any) -> dict[str, Any]:
-    return {"object": "response", "id": "resp_1", "created_at": 1, "status": "completed", "incomplete_details": None, "output": list(output)}
+    return {
+        "object": "response",
+        "id": "resp_1",
+        "created_at": 1,
+        "status": "completed",
+        "incomplete_details": None,
+        "output": list(output),
+    }
 
 
 MESSAGE = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
 
 
 def test_problems_look_only_at_message_items() -> None:
-    """Reasoning items (no role) sit beside the message in real outputs and are no problem; alone they are no message."""
+    """Reasoning items (no role) sit beside the message in real outputs and are no problem; alone they are no
+    message."""
     reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": []}
     assert responses._problems(_response(reasoning_item, MESSAGE)) == []
     assert responses._problems(_response(reasoning_item)) == [f"output has no message item: {[reasoning_item]!r}"]
 
 
-@pytest.mark.parametrize(("value", "ok"), [(0, True), (7, True), (-1, False), (True, False), (False, False), (1.5, False), (0.0, False), (None, False)])
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [(0, True), (7, True), (-1, False), (True, False), (False, False), (1.5, False), (0.0, False), (None, False)],
+)
 def test_count_is_a_non_negative_int_not_a_bool(value: Any, ok: bool) -> None:
     """Token counts may be 0 (an empty prompt, nothing generated); a bool or float is not a count."""
     assert messages._count(value) is ok
@@ -171,10 +225,16 @@ def test_count_is_a_non_negative_int_not_a_bool(value: Any, ok: bool) -> None:
     ("data", "problems"),
     [
         ({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}}, []),
-        ({"error": {"type": "invalid_request_error", "message": "m"}}, ['the body is not {"type": "error", "error": {...}}']),
+        (
+            {"error": {"type": "invalid_request_error", "message": "m"}},
+            ['the body is not {"type": "error", "error": {...}}'],
+        ),
         ({"type": "error", "error": "m"}, ['the body is not {"type": "error", "error": {...}}']),
         (None, ['the body is not {"type": "error", "error": {...}}']),
-        ({"type": "error", "error": {"type": "", "message": 3}}, ["error.type is not a non-empty string", "error.message is not a non-empty string"]),
+        (
+            {"type": "error", "error": {"type": "", "message": 3}},
+            ["error.type is not a non-empty string", "error.message is not a non-empty string"],
+        ),
     ],
     ids=["anthropic", "openai-envelope", "error-not-object", "no-body", "empty-fields"],
 )
@@ -185,7 +245,9 @@ def test_anthropic_error_problems_exact(data: Any, problems: list[str]) -> None:
 
 def test_named_keeps_only_non_empty_reasoning_fields() -> None:
     """Either name counts when it carries something; an empty one (vLLM sends both) does not, nor does content."""
-    assert reasoning._named({"reasoning": "think", "reasoning_content": "", "content": "answer"}) == {"reasoning": "think"}
+    assert reasoning._named({"reasoning": "think", "reasoning_content": "", "content": "answer"}) == {
+        "reasoning": "think"
+    }
     assert reasoning._named({"reasoning": None, "reasoning_content": "t"}) == {"reasoning_content": "t"}
 
 
@@ -195,7 +257,11 @@ def test_sdk_error_keeps_the_curl_line(ctx: conformance.CheckContext) -> None:
     with pytest.raises(CheckFailure) as info:
         sdk._sdk_error(ctx, ValueError("boom"), "a chat completion", "curl -sS http://x")
     failure = info.value
-    assert (failure.expected, failure.got, failure.curl) == ("the SDK to consume a chat completion", "ValueError: boom", "curl -sS http://x")
+    assert (failure.expected, failure.got, failure.curl) == (
+        "the SDK to consume a chat completion",
+        "ValueError: boom",
+        "curl -sS http://x",
+    )
 
 
 def test_greedy_text_of_a_null_content_is_empty(ctx: conformance.CheckContext, fake: FakeServer) -> None:

@@ -3,6 +3,7 @@
 A check's probes are its claim (a request that no longer carries the field it exists for tests nothing) and
 its failure text is what a user reads and reruns; both change only by a reviewed edit of the snapshot.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,14 +60,17 @@ def _failure(check_id: str, deviation, ctx: conformance.CheckContext, fake: Fake
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_failure_on_its_deviation_says(check_id: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot) -> None:
+def test_failure_on_its_deviation_says(
+    check_id: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot
+) -> None:
     assert _failure(check_id, MUTATIONS[check_id], ctx, fake) == snapshot
 
 
 @pytest.mark.parametrize(("check_id", "deviation", "quoted"), BRANCH_CASES)
-def test_failure_on_each_further_branch_says(check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot) -> None:
+def test_failure_on_each_further_branch_says(
+    check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot
+) -> None:
     assert _failure(check_id, deviation, ctx, fake) == snapshot
-
 
 
 # Servers that fail every check at its first step: what each check then says names that step (a crash is no verdict).
@@ -80,7 +84,9 @@ BROKEN = {
 
 @pytest.mark.parametrize("broken", sorted(BROKEN))
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_outcome_on_a_broken_server_says(check_id: str, broken: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot) -> None:
+def test_outcome_on_a_broken_server_says(
+    check_id: str, broken: str, ctx: conformance.CheckContext, fake: FakeServer, snapshot
+) -> None:
     """None of them answers anything: a check that passes on one has judged nothing, whatever the snapshot says."""
     fake.set_deviation(BROKEN[broken])
     try:

@@ -1,5 +1,6 @@
 """A pass names what it judged; no check passes against a null server; a check that expects a refusal first sees
 the same request without the fault answered, and is inconclusive when that control fails."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,7 +36,9 @@ NEGATIVE = {
 
 @pytest.mark.parametrize("mode", sorted(NULL_MODES))
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_no_check_passes_against_a_null_server(check_id: str, mode: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_no_check_passes_against_a_null_server(
+    check_id: str, mode: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """HTTP 200 {} to everything, or a 404 envelope to everything: nothing answered, so nothing may pass."""
     fake.set_deviation(NULL_MODES[mode]())
     try:
@@ -50,7 +53,9 @@ def _route_answers(route: str, status: int, body: object) -> Deviation:
 
 
 @pytest.mark.parametrize("check_id", sorted(NEGATIVE))
-def test_a_negative_check_is_inconclusive_when_its_control_gets_no_answer(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_negative_check_is_inconclusive_when_its_control_gets_no_answer(
+    check_id: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """The route answers HTTP 200 {} to the good request: the refusal the check expects would show nothing."""
     fake.set_deviation(_route_answers(NEGATIVE[check_id], 200, {}))
     with pytest.raises(Inconclusive) as info:
@@ -61,7 +66,9 @@ def test_a_negative_check_is_inconclusive_when_its_control_gets_no_answer(check_
 
 @pytest.mark.parametrize("status", [400, 404])
 @pytest.mark.parametrize("check_id", sorted(NEGATIVE))
-def test_a_negative_check_is_no_pass_on_a_route_that_refuses_everything(check_id: str, status: int, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_negative_check_is_no_pass_on_a_route_that_refuses_everything(
+    check_id: str, status: int, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Every refusal the check expects comes, and so does a refusal of the good request: inconclusive, naming the
     control, or unsupported where the refused control is a feature the server does not offer."""
     fake.set_deviation(_route_answers(NEGATIVE[check_id], status, error_body(f"refused {status}")))
@@ -76,7 +83,9 @@ def test_a_negative_check_is_no_pass_on_a_route_that_refuses_everything(check_id
 @pytest.mark.parametrize(("answered", "second"), [(None, None), ("", ""), ({"content": None}, {"content": None})])
 def test_two_absent_values_are_not_agreement(answered: object, second: object, ctx: conformance.CheckContext) -> None:
     with pytest.raises(Inconclusive, match="nothing to judge: no reference value"):
-        ctx.agree(answered if not isinstance(answered, dict) else answered["content"], second, "the same text", "curl x")
+        ctx.agree(
+            answered if not isinstance(answered, dict) else answered["content"], second, "the same text", "curl x"
+        )
 
 
 def test_an_empty_collection_is_nothing_to_judge(ctx: conformance.CheckContext) -> None:
@@ -113,7 +122,9 @@ def _reasoning_cut(seed_varies: bool) -> Deviation:
 
 
 @pytest.mark.parametrize("check_id", ["chat.seed", "chat.max-completion-tokens"])
-def test_content_null_answers_with_different_reasoning_are_not_the_same(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_content_null_answers_with_different_reasoning_are_not_the_same(
+    check_id: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(_reasoning_cut(seed_varies=True))
     with pytest.raises(conformance.CheckFailure, match="thinking 1"):
         conformance.run(check_id, ctx)
@@ -126,7 +137,9 @@ def test_an_answer_whose_error_field_is_null_is_an_answer() -> None:
     from pytest_infer.conformance.context import answer_problems
 
     assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": None}) == []
-    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}) == ["an error body"]
+    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}) == [
+        "an error body"
+    ]
     assert answer_problems("/v1/chat/completions", [{"choices": [], "error": None}], stream=True) == []
 
 

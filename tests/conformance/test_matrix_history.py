@@ -1,6 +1,7 @@
 """The parser history across releases (pytest_infer.conformance.matrix history): only the cells that changed, each
 with the first release that changed it, releases ordered as versions (not as text), and a parser a release does
 not ship told apart from one it ships but did not run."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -17,7 +17,11 @@ THINKING = {"type": "thinking", "thinking": "let me think", "signature": "c2ln"}
 
 def test_a_refused_message_stream_is_unsupported_messages(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """A server without streamed messages lacks part of the Messages API: the report files it under "messages"."""
-    fake.set_deviation(compose(answer_when(lambda p, b: p == MESSAGES and b.get("stream"), 501, error_body("streaming is not supported"))))
+    fake.set_deviation(
+        compose(
+            answer_when(lambda p, b: p == MESSAGES and b.get("stream"), 501, error_body("streaming is not supported"))
+        )
+    )
     with pytest.raises(Unsupported) as info:
         conformance.run("messages.stream-events", ctx)
     assert info.value.feature == "messages"
@@ -29,8 +33,16 @@ def _thinking_first(body: dict, events: list) -> list:
     moved = [{**e, "index": e["index"] + 1} if "index" in e else e for e in events]
     thinking = [
         {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": THINKING["thinking"]}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": THINKING["signature"]}},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": THINKING["thinking"]},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": THINKING["signature"]},
+        },
         {"type": "content_block_stop", "index": 0},
     ]
     return moved[:1] + thinking + moved[1:]

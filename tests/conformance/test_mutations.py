@@ -1,4 +1,5 @@
 """Every check passes on the (completed) fake server and fails, with a clear message, on its own deviation."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,17 +9,33 @@ from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
 from pytest_infer.testing.fakeserver import FakeServer
 
 from .branches import BRANCHES as MORE_BRANCHES
-from .deviations import BRANCHES, EXERCISED_ONLY_BY_DIALECTS, EXPECTED_IN_MESSAGE, MUTATIONS, answers, compose, on_events, on_response, sdk_breaking_error
+from .deviations import (
+    BRANCHES,
+    EXERCISED_ONLY_BY_DIALECTS,
+    EXPECTED_IN_MESSAGE,
+    MUTATIONS,
+    answers,
+    compose,
+    on_events,
+    on_response,
+    sdk_breaking_error,
+)
 
 # checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
 EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)} | EXERCISED_ONLY_BY_DIALECTS
 
 # The parser checks need a server that forces scripted text: tests/conformance/test_parsers.py proves each of them.
-CHECK_IDS = [c.id for c in conformance.REGISTRY if c.func.__module__.startswith("pytest_infer.conformance.checks") and not c.id.startswith("parsers.")]
+CHECK_IDS = [
+    c.id
+    for c in conformance.REGISTRY
+    if c.func.__module__.startswith("pytest_infer.conformance.checks") and not c.id.startswith("parsers.")
+]
 
 
 def test_every_check_has_a_mutation() -> None:
-    assert sorted(MUTATIONS) == sorted(CHECK_IDS), f"missing: {sorted(set(CHECK_IDS) - set(MUTATIONS))}, stale: {sorted(set(MUTATIONS) - set(CHECK_IDS))}"
+    assert sorted(MUTATIONS) == sorted(CHECK_IDS), (
+        f"missing: {sorted(set(CHECK_IDS) - set(MUTATIONS))}, stale: {sorted(set(MUTATIONS) - set(CHECK_IDS))}"
+    )
     assert sorted(EXPECTED_IN_MESSAGE) == sorted(MUTATIONS)
 
 
@@ -34,7 +51,9 @@ def test_passes_on_the_correct_server(check_id: str, ctx: conformance.CheckConte
         evidence = conformance.run(check_id, ctx)
     except (Unsupported, Inconclusive) as gave_up:
         pytest.fail(f"{check_id} gave up on the correct server: {gave_up.msg}")
-    assert isinstance(evidence, str) and len(evidence.strip()) >= 10, f"{check_id} passed with the evidence {evidence!r}"
+    assert isinstance(evidence, str) and len(evidence.strip()) >= 10, (
+        f"{check_id} passed with the evidence {evidence!r}"
+    )
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
@@ -53,12 +72,16 @@ def test_fails_on_its_deviation(check_id: str, ctx: conformance.CheckContext, fa
 
 BRANCH_CASES = [
     pytest.param(check_id, deviation, quoted, id=f"{check_id}:{branch}")
-    for table in (BRANCHES, MORE_BRANCHES) for check_id, cases in table.items() for branch, deviation, quoted in cases
+    for table in (BRANCHES, MORE_BRANCHES)
+    for check_id, cases in table.items()
+    for branch, deviation, quoted in cases
 ]
 
 
 @pytest.mark.parametrize(("check_id", "deviation", "quoted"), BRANCH_CASES)
-def test_fails_on_each_further_branch(check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_fails_on_each_further_branch(
+    check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A check with several conditions fails on each alone, quoting what the server sent."""
     fake.set_deviation(compose(deviation))
     with answers(), pytest.raises(conformance.CheckFailure) as info:
@@ -66,7 +89,9 @@ def test_fails_on_each_further_branch(check_id: str, deviation, quoted: str, ctx
     assert info.value.check_id == check_id and quoted in str(info.value), str(info.value)
 
 
-def test_usage_details_a_server_does_not_report_are_not_exercised(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_details_a_server_does_not_report_are_not_exercised(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(compose(on_response(lambda p, b, r: r["usage"].pop("prompt_tokens_details"))))
     with pytest.raises(NotExercised, match="no prompt_tokens_details"):
         conformance.run("chat.usage-details", ctx)

@@ -1,6 +1,7 @@
 """The parser checks on the fake server, which forces text as vLLM does and parses it as hermes and a <think>
 reasoning parser do: each check passes on it with evidence, fails on the deviation it exists for, is "not
 drivable" where nothing can be forced, and earns no pass against the null modes."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,15 @@ from pytest_infer.adapters.vllm import VLLMAdapter
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.conformance.scripts import Call, Scripting, literal_regex, reasoning_script, tool_script
 from pytest_infer.outcomes import NotExercised
-from pytest_infer.testing.fakeserver import MODEL, NULL_MODES, REASONING_PARSER, TOOL_PARSER, Deviation, FakeServer, forced_text
+from pytest_infer.testing.fakeserver import (
+    MODEL,
+    NULL_MODES,
+    REASONING_PARSER,
+    TOOL_PARSER,
+    Deviation,
+    FakeServer,
+    forced_text,
+)
 
 from .deviations import CHAT, _choice
 
@@ -26,7 +35,9 @@ TOOL_CHECKS = [c for c in CHECKS if c.startswith("parsers.tool-")]
 VLLM_FORCING = VLLMAdapter().forced_text_fields
 
 
-def scripting(tool: str | None = TOOL_PARSER, reasoning: str | None = REASONING_PARSER, force=VLLM_FORCING) -> Scripting:
+def scripting(
+    tool: str | None = TOOL_PARSER, reasoning: str | None = REASONING_PARSER, force=VLLM_FORCING
+) -> Scripting:
     return Scripting(tool, reasoning, force, "fake")
 
 
@@ -43,7 +54,11 @@ def make_ctx(server: FakeServer) -> Iterator[Callable[..., conformance.CheckCont
     def make(deviation: Deviation | None = None, **kwargs) -> conformance.CheckContext:
         server.set_deviation(deviation)
         server.forget()
-        made.append(conformance.CheckContext(Endpoint(server.base_url, MODEL, timeout=10), framework="fake", scripting=scripting(**kwargs)))
+        made.append(
+            conformance.CheckContext(
+                Endpoint(server.base_url, MODEL, timeout=10), framework="fake", scripting=scripting(**kwargs)
+            )
+        )
         return made[-1]
 
     yield make
@@ -61,11 +76,21 @@ def test_literal_regex_is_read_back_as_the_text_it_forces() -> None:
 def test_each_parser_format_is_the_documented_one() -> None:
     """Spot checks against the formats in each parser's documentation."""
     calls = (Call("f", {"a": 1, "b": True}),)
-    assert tool_script("hermes", calls).text == '<tool_call>\n{"name": "f", "arguments": {"a": 1, "b": true}}\n</tool_call>'
+    assert (
+        tool_script("hermes", calls).text
+        == '<tool_call>\n{"name": "f", "arguments": {"a": 1, "b": true}}\n</tool_call>'
+    )
     assert tool_script("pythonic", calls).text == "[f(a=1, b=True)]"
-    assert tool_script("llama3_json", calls * 2).text == '{"name": "f", "parameters": {"a": 1, "b": true}}; {"name": "f", "parameters": {"a": 1, "b": true}}'
+    assert (
+        tool_script("llama3_json", calls * 2).text
+        == '{"name": "f", "parameters": {"a": 1, "b": true}}; {"name": "f", "parameters": {"a": 1, "b": true}}'
+    )
     assert tool_script("mistral", calls).text == '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1, "b": true}}]'
-    assert tool_script("qwen3_coder", calls).text == "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\ntrue\n</parameter>\n</function>\n</tool_call>"
+    assert (
+        tool_script("qwen3_coder", calls).text
+        == "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\ntrue\n</parameter>\n"
+        "</function>\n</tool_call>"
+    )
     assert reasoning_script("deepseek_r1", "r", "c").text == "<think>r</think>c"
 
 
@@ -134,7 +159,9 @@ def _rename_streamed_reasoning(path: str, body: dict, evs: list) -> list:
 
 def _invent_call(body: dict, choice: dict) -> None:
     if body.get("tools"):
-        choice["message"]["tool_calls"] = [{"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+        choice["message"]["tool_calls"] = [
+            {"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        ]
         choice["finish_reason"] = "tool_calls"
 
 
@@ -176,16 +203,45 @@ def _parse_anyway(body: dict, choice: dict) -> None:
 
 def _refuse_tool_results(path: str, body: dict):
     roles = [m.get("role") for m in body.get("messages") or []]
-    return (400, {"error": {"message": "tool role not supported", "type": "invalid_request_error", "param": None, "code": None}}) if "tool" in roles else None
+    return (
+        (
+            400,
+            {
+                "error": {
+                    "message": "tool role not supported",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        )
+        if "tool" in roles
+        else None
+    )
 
 
-CALL_CHECKS = ["parsers.tool-single", "parsers.tool-parallel", "parsers.tool-nested", "parsers.tool-escapes", "parsers.tool-after-result"]
+CALL_CHECKS = [
+    "parsers.tool-single",
+    "parsers.tool-parallel",
+    "parsers.tool-nested",
+    "parsers.tool-escapes",
+    "parsers.tool-after-result",
+]
 DEVIATIONS: dict[str, tuple[Deviation, list[str]]] = {
     "streamed arguments lose their opening brace": (_stream_args(lambda a: a.removeprefix("{")), CALL_CHECKS),
-    "answered arguments cut at the first closing brace": (_answered(_args(lambda a: a[: a.index("}") + 1])), ["parsers.tool-nested"]),
-    "a tab in an argument doubled into backslash-t": (_answered(_args(lambda a: a.replace("\\t", "\\\\t"))), ["parsers.tool-escapes"]),
+    "answered arguments cut at the first closing brace": (
+        _answered(_args(lambda a: a[: a.index("}") + 1])),
+        ["parsers.tool-nested"],
+    ),
+    "a tab in an argument doubled into backslash-t": (
+        _answered(_args(lambda a: a.replace("\\t", "\\\\t"))),
+        ["parsers.tool-escapes"],
+    ),
     "non-ASCII lost to '?'": (_stream_args(lambda a: a.encode("ascii", "replace").decode()), ["parsers.tool-escapes"]),
-    "parallel calls merged into one index in the stream": (Deviation(events=_merge_streamed_indices), ["parsers.tool-parallel"]),
+    "parallel calls merged into one index in the stream": (
+        Deviation(events=_merge_streamed_indices),
+        ["parsers.tool-parallel"],
+    ),
     "the second of two calls dropped": (_answered(_drop_second_call), ["parsers.tool-parallel"]),
     "plain text held back": (_answered(_hold_back_text), ["parsers.tool-no-call"]),
     "a call invented from plain text": (_answered(_invent_call_from_text), ["parsers.tool-no-call"]),
@@ -257,14 +313,21 @@ def test_adapters_force_text_on_their_own_field() -> None:
     assert VLLMAdapter().forced_text_fields("a", "0.32.0") == {"structured_outputs": {"regex": "a"}}
     assert VLLMAdapter().forced_text_fields("a", "0.11.2") == {"guided_regex": "a"}
     # from the first token, a thinking block included (SGLang holds a grammar back until reasoning ends otherwise)
-    assert SGLangAdapter().forced_text_fields("a") == {"regex": "a", "custom_params": {"__sglang_reasoning_in_grammar": True}}
+    assert SGLangAdapter().forced_text_fields("a") == {
+        "regex": "a",
+        "custom_params": {"__sglang_reasoning_in_grammar": True},
+    }
     assert VLLMAdapter().parser_args(Parsers("hermes", "qwen3"), on_cpu_tiny=True) == (
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
         "--structured-outputs-config", json.dumps({"enable_in_reasoning": True}),
         "--default-chat-template-kwargs", json.dumps({"enable_thinking": False}),
     )  # fmt: skip
-    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(Parsers("mistral", "mistral"), on_cpu_tiny=True)
-    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(Parsers("hermes", "qwen3"))  # a real model's own
+    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(
+        Parsers("mistral", "mistral"), on_cpu_tiny=True
+    )
+    assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(
+        Parsers("hermes", "qwen3")
+    )  # a real model's own
 
 
 @pytest.mark.parametrize("framework", ["vllm", "sglang"])
@@ -276,7 +339,9 @@ def test_the_main_job_judges_the_parsers_the_tiny_model_is_launched_with(framewo
 
     _, parsers = launched_parsers(framework, InferOptions(frameworks=(framework,), model="tiny"))
     assert parsers == Parsers("pythonic", "qwen3")
-    _, named = launched_parsers(framework, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes")))
+    _, named = launched_parsers(
+        framework, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes"))
+    )
     assert named == Parsers("hermes")  # a tool parser named alone: no reasoning parser beside it
 
 
@@ -285,10 +350,22 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
     from pytest_infer.conformance.matrix import matrix
     from pytest_infer.results.model import SessionResults, TestRecord
 
-    for parser, outcome, message in (("tool-hermes", "passed", ""), ("tool-pythonic", "failed", "expected: the scripted calls\ngot: []")):
+    for parser, outcome, message in (
+        ("tool-hermes", "passed", ""),
+        ("tool-pythonic", "failed", "expected: the scripted calls\ngot: []"),
+    ):
         results = SessionResults()
         results.add_test(TestRecord(f"t::{parser}", "vllm", outcome, "conformance", "parsers.tool-single", message))
-        results.add_test(TestRecord(f"t::{parser}2", "vllm", "not_exercised", "conformance", "parsers.tool-nested", "not exercised: not drivable: x"))
+        results.add_test(
+            TestRecord(
+                f"t::{parser}2",
+                "vllm",
+                "not_exercised",
+                "conformance",
+                "parsers.tool-nested",
+                "not exercised: not drivable: x",
+            )
+        )
         (tmp_path / parser).mkdir()
         results.write(tmp_path / parser / "results.json")
     text = matrix(tmp_path, [("tool", "hermes"), ("tool", "openai"), ("tool", "xlam")])
@@ -300,7 +377,9 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("check_id", TOOL_CHECKS)
-def test_tool_scripts_without_a_thinking_block_where_no_reasoning_parser_expects_one(check_id: str, make_ctx, server: FakeServer) -> None:
+def test_tool_scripts_without_a_thinking_block_where_no_reasoning_parser_expects_one(
+    check_id: str, make_ctx, server: FakeServer
+) -> None:
     """A tool parser alone (or with Mistral's optional [THINK]) gets the bare calls; Qwen3's gets a <think> first."""
     conformance.run(check_id, make_ctx(reasoning=None))
     assert not any("<think>" in json.dumps(body) for _, path, body in server.requests if path == CHAT)
@@ -315,7 +394,9 @@ def test_every_parser_check_has_a_deviation_of_its_own() -> None:
 def _tiny_ctx(server: FakeServer, deviation: Deviation | None = None, **kwargs) -> conformance.CheckContext:
     server.set_deviation(deviation)
     server.forget()
-    return conformance.CheckContext(Endpoint(server.base_url, MODEL, timeout=10), framework="fake", tiny=True, scripting=scripting(**kwargs))
+    return conformance.CheckContext(
+        Endpoint(server.base_url, MODEL, timeout=10), framework="fake", tiny=True, scripting=scripting(**kwargs)
+    )
 
 
 def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_choice(server: FakeServer) -> None:
@@ -323,7 +404,9 @@ def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_c
     with _tiny_ctx(server) as ctx:
         evidence = conformance.run("tools.auto", ctx)
     assert "tool_choice 'auto' and none given" in evidence and "get_weather" in evidence
-    choices = [body.get("tool_choice", "(none)") for _, path, body in server.requests if path == CHAT and body.get("tools")]
+    choices = [
+        body.get("tool_choice", "(none)") for _, path, body in server.requests if path == CHAT and body.get("tools")
+    ]
     assert "auto" in choices and "(none)" in choices
 
 
@@ -331,7 +414,10 @@ def test_tools_auto_on_the_tiny_model_fails_when_auto_never_calls(server: FakeSe
     from .deviations import MUTATIONS
 
     try:
-        with _tiny_ctx(server, MUTATIONS["tools.auto"]) as ctx, pytest.raises(conformance.CheckFailure, match="scripted calls"):
+        with (
+            _tiny_ctx(server, MUTATIONS["tools.auto"]) as ctx,
+            pytest.raises(conformance.CheckFailure, match="scripted calls"),
+        ):
             conformance.run("tools.auto", ctx)
         with _tiny_ctx(server, tool=None) as ctx, pytest.raises(NotExercised, match="not drivable"):
             conformance.run("tools.auto", ctx)
@@ -340,7 +426,8 @@ def test_tools_auto_on_the_tiny_model_fails_when_auto_never_calls(server: FakeSe
 
 
 def test_a_scripted_thinking_block_asks_the_model_to_think(make_ctx, server: FakeServer) -> None:
-    """A Qwen3 server with thinking off by default (the tiny model's launch) thinks only when asked, as its clients ask."""
+    """A Qwen3 server with thinking off by default (the tiny model's launch) thinks only when asked, as its clients
+    ask."""
     conformance.run("parsers.reasoning-split", make_ctx())
     asked = [body.get("chat_template_kwargs") for _, path, body in server.requests if path == CHAT]
     assert asked and all(k == {"enable_thinking": True} for k in asked)

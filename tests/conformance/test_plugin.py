@@ -1,4 +1,5 @@
 """The suite through pytest: outcomes per check land in results.json and in the checks x targets table."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from pytest_infer.testing.fakeserver import Deviation, FakeServer
 from .deviations import BASE
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
-USER_CHECKS = '''
+USER_CHECKS = """
 from pytest_infer import conformance
 
 @conformance.check("myorg.greeting", "the model answers", reference="our contract")
@@ -33,7 +34,7 @@ def silent(ctx):
 def broken(ctx):
     ex = ctx.chat(max_tokens=4)
     ctx.expect(ex.data["object"] == "chat.completion.v2", "object 'chat.completion.v2'", ex.data["object"], ex)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -77,35 +78,61 @@ def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pyte
             "*reproduce: curl -sS -X POST http://127.0.0.1:*/v1/chat/completions*",
         ]
     )
-    result.stdout.fnmatch_lines(["*chat.fields*pass*", "*myorg.broken*FAIL*", "*myorg.greeting*pass*"], consecutive=False)
-    assert _outcomes(results) == {"chat.fields": "passed", "myorg.broken": "failed", "myorg.greeting": "passed", "myorg.silent": "inconclusive"}
+    result.stdout.fnmatch_lines(
+        ["*chat.fields*pass*", "*myorg.broken*FAIL*", "*myorg.greeting*pass*"], consecutive=False
+    )
+    assert _outcomes(results) == {
+        "chat.fields": "passed",
+        "myorg.broken": "failed",
+        "myorg.greeting": "passed",
+        "myorg.silent": "inconclusive",
+    }
     silent = next(t for t in results["tests"] if t["check"] == "myorg.silent")
-    assert silent["message"].endswith("inconclusive: myorg.silent judged nothing: the check returned None, not the evidence it judged")
+    assert silent["message"].endswith(
+        "inconclusive: myorg.silent judged nothing: the check returned None, not the evidence it judged"
+    )
     broken = next(t for t in results["tests"] if t["check"] == "myorg.broken")
-    assert broken["reproducer"].startswith("curl -sS") and broken["extra"] == {"severity": "warning"} and broken["suite"] == "conformance"
+    assert (
+        broken["reproducer"].startswith("curl -sS")
+        and broken["extra"] == {"severity": "warning"}
+        and broken["suite"] == "conformance"
+    )
 
 
 def test_a_duplicate_check_id_in_a_conftest_is_refused(pytester: pytest.Pytester, suite) -> None:
-    pytester.makeconftest('from pytest_infer import conformance\n\n@conformance.check("chat.fields", "mine", reference="r")\ndef mine(ctx):\n    pass\n')
+    pytester.makeconftest(
+        'from pytest_infer import conformance\n\n@conformance.check("chat.fields", "mine", reference="r")\ndef'
+        " mine(ctx):\n    pass\n"
+    )
     result, _ = suite()
     assert result.ret != 0
-    result.stderr.fnmatch_lines(["*DuplicateCheckError: check id *chat.fields* is already registered by pytest_infer.conformance.checks.chat.fields"])
+    result.stderr.fnmatch_lines(
+        [
+            "*DuplicateCheckError: check id *chat.fields* is already registered by"
+            " pytest_infer.conformance.checks.chat.fields"
+        ]
+    )
 
 
-def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_unsupported(pytester: pytest.Pytester, suite) -> None:
+def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_unsupported(
+    pytester: pytest.Pytester, suite
+) -> None:
     pytester.makeconftest(USER_CHECKS)
     (pytester.path / "known.yaml").write_text(
-        "framework: vllm\n"
-        "deviations:\n"
-        "  - {check: myorg.broken, versions: '>=9', matches: 'got: +chat.completion$', reason: answers chat.completion, reference: 'https://example.org/1'}\n"
-        "  - {check: chat.usage, versions: '>=1.0', matches: 'usage', reason: usage was wrong, reference: 'https://example.org/2'}\n"
-        "unsupported:\n"
-        "  - {feature: n, versions: '>=9', reason: n>1 is refused, reference: 'https://example.org/3'}\n"
+        "framework: vllm\ndeviations:\n  - {check: myorg.broken, versions: '>=9', matches: 'got: +chat.completion$',"
+        " reason: answers chat.completion, reference: 'https://example.org/1'}\n  - {check: chat.usage, versions:"
+        " '>=1.0', matches: 'usage', reason: usage was wrong, reference: 'https://example.org/2'}\nunsupported:\n  -"
+        " {feature: n, versions: '>=9', reason: n>1 is refused, reference: 'https://example.org/3'}\n"
     )
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
     result, results = suite("-k", "(myorg.broken or chat.usage or chat.n or chat.fields) and not details")
     result.assert_outcomes(passed=1, xfailed=1, xpassed=1, skipped=1)
-    assert _outcomes(results) == {"chat.fields": "passed", "chat.n": "unsupported", "chat.usage": "fixed", "myorg.broken": "xfail"}
+    assert _outcomes(results) == {
+        "chat.fields": "passed",
+        "chat.n": "unsupported",
+        "chat.usage": "fixed",
+        "myorg.broken": "xfail",
+    }
     result.stdout.fnmatch_lines(["*chat.n*unsup*", "*chat.usage*FIXED*", "*myorg.broken*xfail*"], consecutive=False)
     evidence = {t["check"]: t["extra"].get("evidence") for t in results["tests"]}
     assert evidence["chat.fields"].startswith("id ") and "usage" in evidence["chat.fields"]  # what the pass judged
@@ -113,8 +140,8 @@ def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_uns
 
 
 RETRIEVE_404 = (
-    "framework: vllm\ndeviations:\n"
-    "  - {check: models.retrieve, versions: '>=9', matches: 'got: +HTTP 404: ', reason: it answers 404, reference: 'https://example.org/1'}\n"
+    "framework: vllm\ndeviations:\n  - {check: models.retrieve, versions: '>=9', matches: 'got: +HTTP 404: ', reason:"
+    " it answers 404, reference: 'https://example.org/1'}\n"
 )
 
 
@@ -133,7 +160,9 @@ def _test(results: dict, check: str) -> dict:
     return next(t for t in results["tests"] if t["check"] == check)
 
 
-def test_a_declared_deviation_excuses_only_the_failure_it_names(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+def test_a_declared_deviation_excuses_only_the_failure_it_names(
+    pytester: pytest.Pytester, suite, fake: FakeServer
+) -> None:
     """models.retrieve declared as "it answers 404": a 404 is xfail, another model's card a failure that says the
     declaration did not match."""
     (pytester.path / "known.yaml").write_text(RETRIEVE_404)
@@ -153,7 +182,9 @@ def test_a_declared_deviation_excuses_only_the_failure_it_names(pytester: pytest
     assert "it answers 404 (matches 'got: +HTTP 404: '" in test["message"]
 
 
-def test_on_an_unknown_server_version_no_declaration_applies(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+def test_on_an_unknown_server_version_no_declaration_applies(
+    pytester: pytest.Pytester, suite, fake: FakeServer
+) -> None:
     """A version that is not PEP 440 (a nightly build's name) may be inside a declared range or not: none applies."""
     (pytester.path / "known.yaml").write_text(RETRIEVE_404)
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
@@ -165,27 +196,50 @@ def test_on_an_unknown_server_version_no_declaration_applies(pytester: pytest.Py
     result.assert_outcomes(failed=1)
     test = _test(results, "models.retrieve")
     assert results["targets"][test["target"]]["version"] == "nightly-build"
-    assert "no declared deviation applies: the vllm version is unknown or not PEP 440 ('nightly-build')" in test["message"]
+    assert (
+        "no declared deviation applies: the vllm version is unknown or not PEP 440 ('nightly-build')" in test["message"]
+    )
 
 
 def test_a_broken_expectations_file_fails_with_its_name(pytester: pytest.Pytester, suite) -> None:
-    (pytester.path / "known.yaml").write_text("framework: vllm\ndeviations:\n  - {check: chat.nope, versions: '>=1', matches: x, reason: r, reference: u}\n")
+    (pytester.path / "known.yaml").write_text(
+        "framework: vllm\ndeviations:\n  - {check: chat.nope, versions: '>=1', matches: x, reason: r, reference: u}\n"
+    )
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
     result, _ = suite("-k", "chat.fields")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*conformance expectations: *known.yaml: deviations[[]0[]]: unknown check 'chat.nope'*"])
+    result.stdout.fnmatch_lines(
+        ["*conformance expectations: *known.yaml: deviations[[]0[]]: unknown check 'chat.nope'*"]
+    )
 
 
 def test_one_table_shows_every_outcome_for_several_targets() -> None:
     results = results_model.SessionResults()
     for tid in ("vllm", "transformers"):
         results.targets[tid] = results_model.TargetRecord(id=tid, framework=tid, model="tiny", version="1.0")
-    cells = {"chat.n": ("passed", "unsupported"), "chat.stop": ("passed", "failed"), "errors.envelope-types": ("xfail", "fixed"), "stream.options-without-stream": ("passed", "failed")}
+    cells = {
+        "chat.n": ("passed", "unsupported"),
+        "chat.stop": ("passed", "failed"),
+        "errors.envelope-types": ("xfail", "fixed"),
+        "stream.options-without-stream": ("passed", "failed"),
+    }
     for check, outcomes in cells.items():
         severity = "warning" if check == "stream.options-without-stream" else "error"
         for tid, outcome in zip(("vllm", "transformers"), outcomes):
-            record = results_model.TestRecord(nodeid=f"t.py::test_check[{check}-{tid}]", target=tid, outcome=outcome, suite="conformance", check=check, extra={"severity": severity})
+            record = results_model.TestRecord(
+                nodeid=f"t.py::test_check[{check}-{tid}]",
+                target=tid,
+                outcome=outcome,
+                suite="conformance",
+                check=check,
+                extra={"severity": severity},
+            )
             results.add_test(record)
     lines = render_summary(results)
     row = {line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in cells}
-    assert row == {"chat.n": ["pass", "unsup"], "chat.stop": ["pass", "FAIL"], "errors.envelope-types": ["xfail", "FIXED"], "stream.options-without-stream": ["pass", "FAIL(w)"]}
+    assert row == {
+        "chat.n": ["pass", "unsup"],
+        "chat.stop": ["pass", "FAIL"],
+        "errors.envelope-types": ["xfail", "FIXED"],
+        "stream.options-without-stream": ["pass", "FAIL(w)"],
+    }

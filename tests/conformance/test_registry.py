@@ -1,4 +1,5 @@
 """The registry refuses ambiguity; failures carry expected, got and a reproducer; needs become "unsupported"."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -31,7 +32,9 @@ def test_the_bundled_registry_refuses_a_bundled_id() -> None:
         conformance.check("chat.fields", "a copy", reference="r")(_noop)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"severity": "fatal"}, "severity"), ({"needs": ("teleport",)}, "unknown feature")])
+@pytest.mark.parametrize(
+    ("kwargs", "match"), [({"severity": "fatal"}, "severity"), ({"needs": ("teleport",)}, "unknown feature")]
+)
 def test_bad_metadata_is_refused(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         conformance.CheckRegistry().check("x.bad", "bad", reference="r", **kwargs)(_noop)
@@ -58,24 +61,43 @@ def fake() -> Iterator[FakeServer]:
 
 def test_a_declared_missing_feature_is_unsupported_without_a_request(fake: FakeServer) -> None:
     before = len(fake.requests)
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL), unsupported={"n": "declared"}) as ctx, pytest.raises(conformance.Unsupported, match="unsupported: n: declared"):
+    with (
+        conformance.CheckContext(Endpoint(fake.base_url, MODEL), unsupported={"n": "declared"}) as ctx,
+        pytest.raises(conformance.Unsupported, match="unsupported: n: declared"),
+    ):
         conformance.run("chat.n", ctx)
     assert len(fake.requests) == before
 
 
 def test_a_refused_feature_is_unsupported_in_the_servers_words(fake: FakeServer) -> None:
-    fake.set_deviation(compose(answer_when(lambda p, b: b.get("n", 1) > 1, 400, {"error": {"message": "n>1 is not supported", "type": "invalid_request_error"}})))
+    fake.set_deviation(
+        compose(
+            answer_when(
+                lambda p, b: b.get("n", 1) > 1,
+                400,
+                {"error": {"message": "n>1 is not supported", "type": "invalid_request_error"}},
+            )
+        )
+    )
     try:
-        with conformance.CheckContext(Endpoint(fake.base_url, MODEL)) as ctx, pytest.raises(conformance.Unsupported, match="n>1 is not supported"):
+        with (
+            conformance.CheckContext(Endpoint(fake.base_url, MODEL)) as ctx,
+            pytest.raises(conformance.Unsupported, match="n>1 is not supported"),
+        ):
             conformance.run("chat.n", ctx)
     finally:
         fake.set_deviation(BASE)
 
 
 def test_a_capable_model_check_is_skipped_on_tiny(fake: FakeServer) -> None:
-    conformance.REGISTRY.check("test.capable", "a decision only a real model makes", reference="test", capable_model=True)(lambda ctx: "judged")
+    conformance.REGISTRY.check(
+        "test.capable", "a decision only a real model makes", reference="test", capable_model=True
+    )(lambda ctx: "judged")
     try:
-        with conformance.CheckContext(Endpoint(fake.base_url, MODEL), tiny=True) as ctx, pytest.raises(pytest.skip.Exception, match="needs a capable model"):
+        with (
+            conformance.CheckContext(Endpoint(fake.base_url, MODEL), tiny=True) as ctx,
+            pytest.raises(pytest.skip.Exception, match="needs a capable model"),
+        ):
             conformance.run("test.capable", ctx)
     finally:
         conformance.REGISTRY.unregister("test.capable")
@@ -84,7 +106,9 @@ def test_a_capable_model_check_is_skipped_on_tiny(fake: FakeServer) -> None:
 def test_bundled_expectations_load_and_name_registered_checks() -> None:
     expectations = conformance.load_expectations([], [c.id for c in conformance.REGISTRY])
     assert expectations.deviations, "the bundled files declare known deviations"
-    assert all(e.reference.startswith("https://") and e.reason for e in expectations.deviations + expectations.unsupported)
+    assert all(
+        e.reference.startswith("https://") and e.reason for e in expectations.deviations + expectations.unsupported
+    )
 
 
 def test_version_ranges_decide_what_applies() -> None:
@@ -102,15 +126,60 @@ def test_version_ranges_decide_what_applies() -> None:
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n    reason: r\n", "lacks reference"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    matches: x\n    reason: r\n    reference: u\n", r"deviations\[0\] \(chat.fields\) lacks versions"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    reason: r\n    reference: u\n", "lacks matches"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: '(x'\n    reason: r\n    reference: u\n", "not a regular expression"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n    match: y\n    reason: r\n    reference: u\n", "unknown key"),
-        ("framework: vllm\ndeviations:\n  - check: chat.nope\n    versions: '>=1'\n    matches: x\n    reason: r\n    reference: u\n", "unknown check 'chat.nope'"),
-        ("framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: 'about 3'\n    matches: x\n    reason: r\n    reference: u\n", "PEP 440"),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n   "
+                " reason: r\n"
+            ),
+            "lacks reference",
+        ),
+        (
+            "framework: vllm\ndeviations:\n  - check: chat.fields\n    matches: x\n    reason: r\n    reference: u\n",
+            r"deviations\[0\] \(chat.fields\) lacks versions",
+        ),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    reason: r\n   "
+                " reference: u\n"
+            ),
+            "lacks matches",
+        ),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: '(x'\n   "
+                " reason: r\n    reference: u\n"
+            ),
+            "not a regular expression",
+        ),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: '>=1'\n    matches: x\n    match:"
+                " y\n    reason: r\n    reference: u\n"
+            ),
+            "unknown key",
+        ),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.nope\n    versions: '>=1'\n    matches: x\n    reason:"
+                " r\n    reference: u\n"
+            ),
+            "unknown check 'chat.nope'",
+        ),
+        (
+            (
+                "framework: vllm\ndeviations:\n  - check: chat.fields\n    versions: 'about 3'\n    matches: x\n   "
+                " reason: r\n    reference: u\n"
+            ),
+            "PEP 440",
+        ),
         ("framework: vllm\nunsupported:\n  - feature: n\n    reason: r\n    reference: u\n", "lacks versions"),
-        ("framework: vllm\nunsupported:\n  - feature: telepathy\n    versions: '>=1'\n    reason: r\n    reference: u\n", "unknown feature"),
+        (
+            (
+                "framework: vllm\nunsupported:\n  - feature: telepathy\n    versions: '>=1'\n    reason: r\n   "
+                " reference: u\n"
+            ),
+            "unknown feature",
+        ),
         ("deviations: []\n", "framework: NAME"),
         ("framework: vllm\nfixes: []\n", "unknown key"),
     ],
@@ -126,8 +195,8 @@ def test_a_bad_expectations_file_names_file_and_entry(tmp_path: Path, text: str,
 def _declared(tmp_path: Path, matches: str, versions: str = ">=0.31.0") -> conformance.Expectations:
     path = tmp_path / "vllm.yaml"
     path.write_text(
-        "framework: vllm\ndeviations:\n"
-        f"  - {{check: models.retrieve, versions: '{versions}', matches: '{matches}', reason: it answers 404, reference: 'https://example.org/1'}}\n"
+        f"framework: vllm\ndeviations:\n  - {{check: models.retrieve, versions: '{versions}', matches: '{matches}',"
+        " reason: it answers 404, reference: 'https://example.org/1'}\n"
     )
     return load_file(path, [c.id for c in conformance.REGISTRY])
 
@@ -141,20 +210,30 @@ def test_a_declaration_excuses_only_the_failure_it_matches(tmp_path: Path) -> No
     assert expectations.judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged).entry is not None
     verdict = expectations.judge("models.retrieve", "vllm", "0.32.0", OTHER_CARD.judged)
     assert verdict.entry is None
-    assert verdict.note.startswith("the declared deviation did not match this failure, so it stays a failure: it answers 404")
+    assert verdict.note.startswith(
+        "the declared deviation did not match this failure, so it stays a failure: it answers 404"
+    )
 
 
 @pytest.mark.parametrize("version", [None, "", "a-nightly-build"])
 def test_an_unknown_version_gets_no_declaration_and_says_so(tmp_path: Path, version: str | None) -> None:
     verdict = _declared(tmp_path, r"got: +HTTP 404: ").judge("models.retrieve", "vllm", version, NOT_FOUND.judged)
     assert verdict.entry is None
-    assert verdict.note == f"no declared deviation applies: the vllm version is unknown or not PEP 440 ({version!r}); declared for >=0.31.0"
+    assert (
+        verdict.note
+        == f"no declared deviation applies: the vllm version is unknown or not PEP 440 ({version!r}); declared for"
+        " >=0.31.0"
+    )
 
 
 def test_a_version_outside_the_range_gets_no_declaration(tmp_path: Path) -> None:
-    verdict = _declared(tmp_path, r"got: +HTTP 404: ", "<0.31").judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged)
+    verdict = _declared(tmp_path, r"got: +HTTP 404: ", "<0.31").judge(
+        "models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged
+    )
     assert verdict == type(verdict)(None, "no declared deviation applies: declared for vllm <0.31, not 0.32.0")
-    assert _declared(tmp_path, "x").judge("models.retrieve", "sglang", "0.32.0", NOT_FOUND.judged) == type(verdict)(None, "")
+    assert _declared(tmp_path, "x").judge("models.retrieve", "sglang", "0.32.0", NOT_FOUND.judged) == type(verdict)(
+        None, ""
+    )
 
 
 def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> None:
@@ -165,26 +244,104 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
     enveloped = '{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'
     anthropic_shape = 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
     cases = [
-        ("vllm", "0.32.0", "errors.envelope-types", "error.param and error.code present, each a string or null", 'error.code is 400, not a string or null: ' + enveloped),
-        ("vllm", "0.9.2", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
+        (
+            "vllm",
+            "0.32.0",
+            "errors.envelope-types",
+            "error.param and error.code present, each a string or null",
+            "error.code is 400, not a string or null: " + enveloped,
+        ),
+        (
+            "vllm",
+            "0.9.2",
+            "errors.envelope",
+            '{"error": {"message": str, "type": str, ...}}',
+            f'the body is not {{"error": {{...}}}}: {flat}',
+        ),
         ("vllm", "0.32.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
-        ("vllm", "0.32.0", "responses.stream-terminal", "event response.incomplete for a response whose status is 'incomplete'", "response.completed"),
-        ("vllm", "0.32.0", "messages.create", "a well-formed message (max_tokens 8)", "stop_sequence is 'missing' with stop_reason 'max_tokens'"),
-        ("vllm", "0.32.0", "messages.errors", anthropic_shape, 'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}'),
-        ("sglang", "0.5.23", "errors.envelope", '{"error": {"message": str, "type": str, ...}}', f'the body is not {{"error": {{...}}}}: {flat}'),
-        ("sglang", "0.5.23", "errors.envelope-types", "error.param and error.code present, each a string or null", f'the body is not {{"error": {{...}}}}: {flat}'),
-        ("sglang", "0.5.23", "errors.context-overflow", "the error envelope", f'the body is not {{"error": {{...}}}}: {flat}'),
-        ("sglang", "0.5.23", "errors.context-overflow-stream", "the error envelope", f'the body is not {{"error": {{...}}}}: {flat}'),
-        ("sglang", "0.5.23", "errors.unknown-model", "HTTP 404 for an unknown model", 'HTTP 200: {"id":"x","model":"no-such-model-pytest-infer"}'),
+        (
+            "vllm",
+            "0.32.0",
+            "responses.stream-terminal",
+            "event response.incomplete for a response whose status is 'incomplete'",
+            "response.completed",
+        ),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.create",
+            "a well-formed message (max_tokens 8)",
+            "stop_sequence is 'missing' with stop_reason 'max_tokens'",
+        ),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.errors",
+            anthropic_shape,
+            'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}',
+        ),
+        (
+            "sglang",
+            "0.5.23",
+            "errors.envelope",
+            '{"error": {"message": str, "type": str, ...}}',
+            f'the body is not {{"error": {{...}}}}: {flat}',
+        ),
+        (
+            "sglang",
+            "0.5.23",
+            "errors.envelope-types",
+            "error.param and error.code present, each a string or null",
+            f'the body is not {{"error": {{...}}}}: {flat}',
+        ),
+        (
+            "sglang",
+            "0.5.23",
+            "errors.context-overflow",
+            "the error envelope",
+            f'the body is not {{"error": {{...}}}}: {flat}',
+        ),
+        (
+            "sglang",
+            "0.5.23",
+            "errors.context-overflow-stream",
+            "the error envelope",
+            f'the body is not {{"error": {{...}}}}: {flat}',
+        ),
+        (
+            "sglang",
+            "0.5.23",
+            "errors.unknown-model",
+            "HTTP 404 for an unknown model",
+            'HTTP 200: {"id":"x","model":"no-such-model-pytest-infer"}',
+        ),
         ("sglang", "0.5.23", "sdk.errors", "NotFoundError for an unknown model", "no exception: the request succeeded"),
         ("sglang", "0.5.23", "chat.seed", "the same text twice for seed 4242: 'a b'", "b a"),
-        ("sglang", "0.5.23", "stream.options-without-stream", "HTTP 400/404/422 for stream_options with stream=false", "HTTP 200: {}"),
-        ("transformers", "5.24.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
+        (
+            "sglang",
+            "0.5.23",
+            "stream.options-without-stream",
+            "HTTP 400/404/422 for stream_options with stream=false",
+            "HTTP 200: {}",
+        ),
+        (
+            "transformers",
+            "5.24.0",
+            "models.retrieve",
+            "HTTP 200 for GET /v1/models/tiny",
+            'HTTP 404: {"detail":"Not Found"}',
+        ),
     ]
     declared = {(e.framework, e.name) for e in expectations.deviations}
-    assert declared == {(framework, check_id) for framework, _, check_id, _, _ in cases}, "a bundled declaration without a case here"
+    assert declared == {(framework, check_id) for framework, _, check_id, _, _ in cases}, (
+        "a bundled declaration without a case here"
+    )
     for framework, version, check_id, expected, got in cases:
         failure = conformance.CheckFailure(expected, got)
-        assert expectations.judge(check_id, framework, version, failure.judged).entry is not None, (framework, check_id, failure.judged)
+        assert expectations.judge(check_id, framework, version, failure.judged).entry is not None, (
+            framework,
+            check_id,
+            failure.judged,
+        )
         other = conformance.CheckFailure(expected, "HTTP 500: Internal Server Error")
         assert expectations.judge(check_id, framework, version, other.judged).entry is None, (framework, check_id)

@@ -1,6 +1,7 @@
 """The sdk checks at the edges a correct fake server never shows: a valid answer it never sends (no usage, two
 text blocks, embeddings that differ within the tolerance), the seeds a retry sends, and what a check that gives
 up then says."""
+
 from __future__ import annotations
 
 import base64
@@ -35,8 +36,11 @@ def _embeddings_answering(floats: list[float], base64_values: list[float]) -> De
     return Deviation(request=request)
 
 
-def test_embeddings_accept_a_difference_of_exactly_the_tolerance(ctx: conformance.CheckContext, fake: FakeServer) -> None:
-    """The tolerance (1e-3 for values up to 1) is itself within it: 0.0 against -0.001 is a float32 rounding, not a bug."""
+def test_embeddings_accept_a_difference_of_exactly_the_tolerance(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
+    """The tolerance (1e-3 for values up to 1) is itself within it: 0.0 against -0.001 is a float32 rounding, not a
+    bug."""
     fake.set_deviation(compose(_embeddings_answering([-0.001] + [0.25] * 15, [0.0] + [0.25] * 15)))
     with answers():
         conformance.run("sdk.embeddings", ctx)
@@ -61,11 +65,27 @@ def _two_streamed_text_blocks(body: dict, events: list) -> list:
     head = [e for e in events if e["type"] in ("message_start", "content_block_start", "ping")]
     tail = [e for e in events if e["type"] in ("message_delta", "message_stop")]
     start_1 = {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
-    return head + first + [{"type": "content_block_stop", "index": 0}, start_1] + second + [{"type": "content_block_stop", "index": 1}] + tail
+    return (
+        head
+        + first
+        + [{"type": "content_block_stop", "index": 0}, start_1]
+        + second
+        + [{"type": "content_block_stop", "index": 1}]
+        + tail
+    )
 
 
-def test_anthropic_reads_a_message_of_two_text_blocks_as_their_joined_text(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_anthropic_reads_a_message_of_two_text_blocks_as_their_joined_text(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A model may answer in several text blocks; the user reads them one after the other, created or streamed."""
-    fake.set_deviation(compose(chain(on_response(lambda p, b, r: _two_text_blocks(r), path=MESSAGES), on_events(_two_streamed_text_blocks, path=MESSAGES))))
+    fake.set_deviation(
+        compose(
+            chain(
+                on_response(lambda p, b, r: _two_text_blocks(r), path=MESSAGES),
+                on_events(_two_streamed_text_blocks, path=MESSAGES),
+            )
+        )
+    )
     with answers():
         conformance.run("sdk.anthropic", ctx)

@@ -1,4 +1,5 @@
 """The strict SSE reader reports the framing faults a forgiving decoder would swallow."""
+
 from __future__ import annotations
 
 import httpx
@@ -8,7 +9,9 @@ from pytest_infer.client.sse import framing_problems, read_sse
 
 
 def _read(body: bytes, content_type: str = "text/event-stream") -> object:
-    transport = httpx.MockTransport(lambda request: httpx.Response(200, headers={"content-type": content_type}, content=body))
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, headers={"content-type": content_type}, content=body)
+    )
     with httpx.Client(transport=transport) as client, client.stream("POST", "http://sse.test/") as resp:
         return read_sse(resp)
 

@@ -1,4 +1,5 @@
 """The shape table's edges that the drift tests leave open: deep parents, value caps, merge order, the report rows."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,7 +22,9 @@ def test_a_same_valued_field_under_another_parent_two_levels_deep_is_no_rename()
 def test_object_and_array_fields_keep_no_value_digests():
     seen = shapes({"choices": [{"message": {"content": "hi"}}], "usage": {"total_tokens": 5}})
     assert [seen[p]["values"] for p in ("choices", "choices[]", "choices[].message", "usage")] == [[], [], [], []]
-    assert seen["choices[].message.content"]["values"] == [digest("hi")] and seen["usage.total_tokens"]["values"] == [digest(5)]
+    assert seen["choices[].message.content"]["values"] == [digest("hi")] and seen["usage.total_tokens"]["values"] == [
+        digest(5)
+    ]
 
 
 def test_recording_keeps_the_first_eight_values_of_a_field():
@@ -51,7 +54,10 @@ def test_request_fields_recorded_before_the_answers_hide_neither_from_a_merge_no
     merged.merge(part)
     assert list(merged.counts["t"]) == [f"request {CHAT}", CHAT]
     (section,) = merged.sections()
-    assert {row: cells["t"].text for row, cells in section.rows.items()} == {CHAT: "1 fields", f"request {CHAT}": "1 of 1 applied"}
+    assert {row: cells["t"].text for row, cells in section.rows.items()} == {
+        CHAT: "1 fields",
+        f"request {CHAT}": "1 of 1 applied",
+    }
 
 
 def test_the_report_section_is_titled_and_a_request_row_names_each_field_s_status():
@@ -78,7 +84,12 @@ def test_a_target_or_an_endpoint_only_one_run_has_gives_no_finding_and_a_finding
     assert candidate.compare(baseline, Pairing("elsewhere", "c", "elsewhere -> c")) == []
     assert candidate.compare(baseline, Pairing("b", "elsewhere", "b -> elsewhere")) == []
     (finding,) = candidate.compare(baseline, Pairing("b", "c", "b -> c"))
-    assert (finding.kind, finding.pair, finding.subject, finding.after) == ("regression", "b -> c", f"{CHAT}: created", "absent")
+    assert (finding.kind, finding.pair, finding.subject, finding.after) == (
+        "regression",
+        "b -> c",
+        f"{CHAT}: created",
+        "absent",
+    )
 
 
 def test_a_removed_object_is_reported_once_not_with_each_of_its_fields():
@@ -99,7 +110,10 @@ def test_an_added_field_whose_entry_lacks_values_is_no_rename():
 def test_a_field_seen_only_as_an_empty_array_and_as_null_is_always_empty():
     """Both empty kinds at once are still never a value: its removal breaks key readers only."""
     removed = drift(CHAT, shapes({"refusal": None}, {"refusal": []}), shapes({}), "p")
-    assert [f.detail for f in removed] == ["removed: the baseline served it (always empty: a client reading it by key breaks, one reading a value loses none)"]
+    assert [f.detail for f in removed] == [
+        "removed: the baseline served it (always empty: a client reading it by key breaks, one reading a value loses"
+        " none)"
+    ]
 
 
 def test_a_results_file_whose_table_is_not_an_object_says_what_it_is():

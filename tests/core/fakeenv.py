@@ -5,6 +5,7 @@ path; a launch (``-m vllm.entrypoints...``, ``-m sglang.launch_server``) starts
 the programmable fake server instead, and appends its pid to ``launches.txt`` so
 tests can count server processes.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,7 @@ def make_fake_env(
     bindir.mkdir(exist_ok=True)
     launches = root / "launches.txt"
     script = bindir / "python"
-    script.write_text(
-        f"""#!/bin/bash
+    script.write_text(f"""#!/bin/bash
 export PYTHONPATH={site}:{Path(__file__).resolve().parents[2]}${{PYTHONPATH:+:$PYTHONPATH}}
 if [ "$1" = "-m" ] && [ "$2" = "{LAUNCH_MODULES.get(module, module)}" ]; then
   port=""; prev=""
@@ -46,8 +46,7 @@ if [ "$1" = "-m" ] && [ "$2" = "{LAUNCH_MODULES.get(module, module)}" ]; then
   exec {sys.executable} -m pytest_infer.testing.fakeserver --port "$port" {server_args}
 fi
 exec {sys.executable} "$@"
-"""
-    )
+""")
     script.chmod(0o755)
     return root
 

@@ -1,5 +1,6 @@
 """A framework added from another package: its adapter, declared in the ``pytest_infer.adapters``
 entry-point group, is found, launched and reported like a built-in; a broken one names itself."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import pytest
 from pytest_infer.adapters.registry import GROUP, AdapterLoadError, FrameworkTable, Registry
 from pytest_infer.adapters.vllm import VLLMAdapter
 
-TOY_ADAPTER = '''
+TOY_ADAPTER = """
 import sys
 
 from pytest_infer.adapters.base import BaseAdapter, LaunchSpec, Version
@@ -26,7 +27,9 @@ class ToyAdapter(BaseAdapter):
     accepts_ignore_eos = True
 
     def launch(self, request):
-        argv = [sys.executable, "-m", "pytest_infer.testing.fakeserver", "--host", request.host, "--port", str(request.port)]
+        argv = [
+            sys.executable, "-m", "pytest_infer.testing.fakeserver", "--host", request.host, "--port", str(request.port)
+        ]
         return LaunchSpec(argv=argv, notes=("launched by ToyAdapter",))
 
     def detect_version(self, environment):
@@ -44,7 +47,7 @@ class Renamed(ToyAdapter):
 class Broken(ToyAdapter):
     def __init__(self):
         raise RuntimeError("the toy adapter cannot start today")
-'''
+"""
 
 CHAT_TEST = """
 def test_chat(infer_client, infer_server):
@@ -65,12 +68,19 @@ def install_toy(root: Path, value: str = "toy_adapter:ToyAdapter") -> Path:
     return root
 
 
-def test_an_installed_entry_point_launches_its_framework(pytester: pytest.Pytester, tmp_path: Path, monkeypatch) -> None:
+def test_an_installed_entry_point_launches_its_framework(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("PYTHONPATH", str(install_toy(tmp_path / "site")))
     pytester.makepyfile(test_toy=CHAT_TEST)
     report = pytester.path / "report"
     result = pytester.runpytest_subprocess(
-        "--infer-framework=toy", "--infer-model=toy-model", f"--infer-report-dir={report}", "-p", "no:cacheprovider", "-v"
+        "--infer-framework=toy",
+        "--infer-model=toy-model",
+        f"--infer-report-dir={report}",
+        "-p",
+        "no:cacheprovider",
+        "-v",
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*test_chat*[[]toy[]] PASSED*", "*launched by ToyAdapter*"])
@@ -81,7 +91,9 @@ def test_an_installed_entry_point_launches_its_framework(pytester: pytest.Pytest
     assert "pytest_infer.testing.fakeserver" in (report / "servers" / "toy.log").read_text()
 
 
-def test_an_unknown_framework_lists_the_entry_point_ones(pytester: pytest.Pytester, tmp_path: Path, monkeypatch) -> None:
+def test_an_unknown_framework_lists_the_entry_point_ones(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("PYTHONPATH", str(install_toy(tmp_path / "site")))
     pytester.makepyfile(test_toy=CHAT_TEST)
     result = pytester.runpytest_subprocess("--infer-framework=nosuch", "-p", "no:cacheprovider")
@@ -89,15 +101,19 @@ def test_an_unknown_framework_lists_the_entry_point_ones(pytester: pytest.Pytest
     result.stderr.fnmatch_lines(["ERROR: *unknown framework 'nosuch'*valid: vllm, *, transformers, toy*"])
 
 
-def test_a_broken_entry_point_is_a_usage_error_only_when_asked_for(pytester: pytest.Pytester, tmp_path: Path, monkeypatch) -> None:
+def test_a_broken_entry_point_is_a_usage_error_only_when_asked_for(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("PYTHONPATH", str(install_toy(tmp_path / "site", "toy_adapter:Broken")))
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
     result = pytester.runpytest_subprocess("--infer-framework=toy", "--infer-model=toy-model", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: entry point 'toy = toy_adapter:Broken' (pytest_infer.adapters from toy-adapter 0.1) failed to load: "
-         "RuntimeError: the toy adapter cannot start today"]
+        [
+            "ERROR: entry point 'toy = toy_adapter:Broken' (pytest_infer.adapters from toy-adapter 0.1) failed to load:"
+            " RuntimeError: the toy adapter cannot start today"
+        ]
     )
     assert "Traceback" not in result.stderr.str()
 
@@ -131,11 +147,34 @@ def test_a_class_entry_point_is_instantiated_once() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("toy", "no_such_module:ToyAdapter", "*'toy = no_such_module:ToyAdapter'*failed to load: ModuleNotFoundError: No module named 'no_such_module'"),
-        ("toy", "toy_adapter:Broken", "*'toy = toy_adapter:Broken'*failed to load: RuntimeError: the toy adapter cannot start today"),
-        ("toy", "toy_adapter:Nameless", "*'toy = toy_adapter:Nameless'*is no Adapter: it lacks name, module, *, launch, detect_version, structured_output_body*BaseAdapter*"),
-        ("toy", "toy_adapter:Renamed", "*'toy = toy_adapter:Renamed'*loads an adapter named 'other'; the two names must match"),
-        ("vllm", "toy_adapter:ToyAdapter", "framework 'vllm' is claimed twice: the built-in adapter, entry point 'vllm = toy_adapter:ToyAdapter'*"),
+        (
+            "toy",
+            "no_such_module:ToyAdapter",
+            "*'toy = no_such_module:ToyAdapter'*failed to load: ModuleNotFoundError: No module named 'no_such_module'",
+        ),
+        (
+            "toy",
+            "toy_adapter:Broken",
+            "*'toy = toy_adapter:Broken'*failed to load: RuntimeError: the toy adapter cannot start today",
+        ),
+        (
+            "toy",
+            "toy_adapter:Nameless",
+            (
+                "*'toy = toy_adapter:Nameless'*is no Adapter: it lacks name, module, *, launch, detect_version,"
+                " structured_output_body*BaseAdapter*"
+            ),
+        ),
+        (
+            "toy",
+            "toy_adapter:Renamed",
+            "*'toy = toy_adapter:Renamed'*loads an adapter named 'other'; the two names must match",
+        ),
+        (
+            "vllm",
+            "toy_adapter:ToyAdapter",
+            "framework 'vllm' is claimed twice: the built-in adapter, entry point 'vllm = toy_adapter:ToyAdapter'*",
+        ),
     ],
 )
 def test_a_broken_entry_point_names_itself(name: str, value: str, message: str) -> None:
@@ -153,4 +192,3 @@ def test_framework_tables_read_the_adapters() -> None:
     assert "toy" in ignore_eos and "vllm" in ignore_eos and "nosuch" not in ignore_eos
     assert dict(native) == {"vllm": "structured_outputs"}  # the toy has no field of its own
     assert native.get("toy") is None and native.get("nosuch") is None
-

@@ -1,4 +1,5 @@
 """Each adapter's exact command line and environment, and version detection per adapter."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,14 @@ import pytest
 import yaml
 
 from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import BUNDLED_EXPECTATIONS, Environment, LaunchRequest, Version, VersionRoute, probe_python_version
+from pytest_infer.adapters.base import (
+    BUNDLED_EXPECTATIONS,
+    Environment,
+    LaunchRequest,
+    Version,
+    VersionRoute,
+    probe_python_version,
+)
 from pytest_infer.adapters.external import detect_endpoint
 from pytest_infer.adapters.lmdeploy import LMDeployAdapter
 from pytest_infer.adapters.sglang import SGLangAdapter
@@ -53,7 +61,13 @@ def test_vllm_argv_gpu_build():
 
 def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
     spec = registry.get("vllm").launch(
-        request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, api_key="sk-secret", version=Version("0.32.0", distribution="vllm-cpu"))
+        request(
+            model="/cache/tiny",
+            served_model_name="tiny",
+            on_cpu_tiny=True,
+            api_key="sk-secret",
+            version=Version("0.32.0", distribution="vllm-cpu"),
+        )
     )
     assert spec.argv[-14:] == [
         "--max-model-len", "1024", "--dtype", "float32", "--enable-prompt-tokens-details",
@@ -61,18 +75,34 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
         "--structured-outputs-config", '{"enable_in_reasoning": true}',
         "--default-chat-template-kwargs", '{"enable_thinking": false}',  # thinking only where a request asks for it
     ]  # fmt: skip
-    assert spec.env == {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_RESPONSES_API_STORE": "1", "VLLM_API_KEY": "sk-secret"}
+    assert spec.env == {
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_RESPONSES_API_STORE": "1",
+        "VLLM_API_KEY": "sk-secret",
+    }
     assert "sk-secret" not in " ".join(spec.argv)
 
 
 def test_vllm_tiny_takes_the_users_tool_parser_instead_of_the_default():
-    spec = registry.get("vllm").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--enable-auto-tool-choice", "--tool-call-parser", "hermes")))
+    spec = registry.get("vllm").launch(
+        request(
+            model="/cache/tiny",
+            served_model_name="tiny",
+            on_cpu_tiny=True,
+            extra_args=("--enable-auto-tool-choice", "--tool-call-parser", "hermes"),
+        )
+    )
     assert spec.argv.count("--tool-call-parser") == 1 and spec.argv[-1] == "hermes"
     assert "--reasoning-parser" not in spec.argv  # a named parser is judged alone
 
 
 def test_vllm_tiny_takes_the_users_reasoning_parser_instead_of_the_default():
-    spec = registry.get("vllm").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--reasoning-parser", "qwen3")))
+    spec = registry.get("vllm").launch(
+        request(
+            model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--reasoning-parser", "qwen3")
+        )
+    )
     assert spec.argv.count("--reasoning-parser") == 1 and spec.argv[-1] == "qwen3"
     assert spec.argv[spec.argv.index("--tool-call-parser") + 1] == "pythonic"
 
@@ -95,7 +125,8 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.Monk
     spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
-        "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096",
+        "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule",
+        "--max-total-tokens", "4096",
         "--dtype", "float32", "--sleep-on-idle", "--tool-call-parser", "pythonic", "--reasoning-parser", "qwen3",
     ]  # fmt: skip
     assert spec.env == {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1"}
@@ -103,8 +134,16 @@ def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.Monk
 
 def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
-    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--tool-call-parser", "hermes")))
-    assert spec.argv.count("--tool-call-parser") == 1 and spec.argv[-1] == "hermes" and "--reasoning-parser" not in spec.argv
+    spec = registry.get("sglang").launch(
+        request(
+            model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--tool-call-parser", "hermes")
+        )
+    )
+    assert (
+        spec.argv.count("--tool-call-parser") == 1
+        and spec.argv[-1] == "hermes"
+        and "--reasoning-parser" not in spec.argv
+    )
 
 
 def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(monkeypatch: pytest.MonkeyPatch):
@@ -118,11 +157,20 @@ def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):
     from pytest_infer.adapters.sglang import cpu_has_amx
     from pytest_infer.results.environment import cpuinfo_field
 
-    (tmp_path / "amx").write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: fpu avx512f amx_bf16 amx_tile amx_int8\n")
+    (tmp_path / "amx").write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: fpu avx512f amx_bf16 amx_tile"
+        " amx_int8\n"
+    )
     (tmp_path / "zen4").write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\nbugs\t\t: amx_tile_like\n")
-    assert cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(tmp_path / "zen4") and not cpu_has_amx(tmp_path / "missing")
-    assert cpuinfo_field("model name", tmp_path / "amx") == "Intel(R) Xeon(R) Platinum 8481C"  # the name the results record
-    assert cpuinfo_field("model name", tmp_path / "zen4") is None and cpuinfo_field("flags", tmp_path / "missing") is None
+    assert (
+        cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(tmp_path / "zen4") and not cpu_has_amx(tmp_path / "missing")
+    )
+    assert (
+        cpuinfo_field("model name", tmp_path / "amx") == "Intel(R) Xeon(R) Platinum 8481C"
+    )  # the name the results record
+    assert (
+        cpuinfo_field("model name", tmp_path / "zen4") is None and cpuinfo_field("flags", tmp_path / "missing") is None
+    )
 
 
 def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
@@ -131,7 +179,9 @@ def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
     assert not any("secret" in arg for arg in spec.argv) and not any("secret" in v for v in spec.env.values())
     config = Path(spec.argv[spec.argv.index("--config") + 1])
     assert config.suffix == ".yaml"  # SGLang refuses other suffixes
-    assert yaml.safe_load(config.read_text()) == {"api-key": key}  # the flag's spelling: SGLang appends --KEY as written
+    assert yaml.safe_load(config.read_text()) == {
+        "api-key": key
+    }  # the flag's spelling: SGLang appends --KEY as written
     assert stat.S_IMODE(config.stat().st_mode) == 0o600 and stat.S_IMODE(config.parent.stat().st_mode) == 0o700
     again = registry.get("sglang").launch(request(api_key=key, port=9000))
     assert again.argv[again.argv.index("--config") + 1] == str(config)  # one file per key
@@ -154,11 +204,20 @@ def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_pa
     fake = tmp_path / "site" / "lmdeploy" / "cli"
     fake.mkdir(parents=True)
     (fake.parent / "__init__.py").write_text("")
-    (fake / "__init__.py").write_text("import json, os, sys\ndef run():\n    print(json.dumps({'argv': sys.argv, 'cmdline': open(f'/proc/{os.getpid()}/cmdline').read().split(chr(0))}))\n")
+    (fake / "__init__.py").write_text(
+        "import json, os, sys\ndef run():\n    print(json.dumps({'argv': sys.argv, 'cmdline':"
+        " open(f'/proc/{os.getpid()}/cmdline').read().split(chr(0))}))\n"
+    )
     env = Environment(label="lm", python=sys.executable, bin_dir=tmp_path / "bin")
     spec = registry.get("lmdeploy").launch(request(environment=env, api_key="sk-lm-secret", extra_args=("--tp", "2")))
     assert "sk-lm-secret" not in " ".join(spec.argv) and spec.argv[:2] == [sys.executable, "-c"]
-    run = subprocess.run(spec.argv, env={**os.environ, **spec.env, "PYTHONPATH": str(tmp_path / "site")}, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        spec.argv,
+        env={**os.environ, **spec.env, "PYTHONPATH": str(tmp_path / "site")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     seen = json.loads(run.stdout)
     assert seen["argv"] == [
         "lmdeploy", "serve", "api_server", "org/model-7b", "--model-name", "org/model-7b",
@@ -173,7 +232,9 @@ def test_trtllm_argv():
     assert spec.argv[0].endswith("trtllm-serve")
     assert spec.notes == ()
     keyed = registry.get("trtllm").launch(request(api_key="sk-t"))
-    assert "sk-t" not in " ".join(keyed.argv) and keyed.notes == ("trtllm-serve reads no API key: the key is sent, but this server does not check it",)
+    assert "sk-t" not in " ".join(keyed.argv) and keyed.notes == (
+        "trtllm-serve reads no API key: the key is sent, but this server does not check it",
+    )
 
 
 def test_tgi_launcher_argv():
@@ -196,15 +257,31 @@ def test_tgi_container_argv_publishes_loopback_port_only():
 
 def test_transformers_argv_cpu_tiny():
     spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True))
-    assert spec.argv[1:] == ["serve", "/cache/tiny", "--host", "127.0.0.1", "--port", "8123", "--device", "cpu", "--dtype", "float32"]
+    assert spec.argv[1:] == [
+        "serve",
+        "/cache/tiny",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8123",
+        "--device",
+        "cpu",
+        "--dtype",
+        "float32",
+    ]
     assert spec.env == {"HF_HUB_OFFLINE": "1"}
 
 
 def test_transformers_tiny_goes_to_the_device_the_run_names():
-    """scripts/gpu-smoke.sh puts the tiny model on the GPU: a --device (and a --dtype) of the run's replaces the CPU defaults."""
-    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--device", "cuda")))
+    """scripts/gpu-smoke.sh puts the tiny model on the GPU: a --device (and a --dtype) of the run's replaces the CPU
+    defaults."""
+    spec = registry.get("transformers").launch(
+        request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--device", "cuda"))
+    )
     assert spec.argv[5:] == ["--port", "8123", "--dtype", "float32", "--device", "cuda"]
-    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--dtype=bfloat16",)))
+    spec = registry.get("transformers").launch(
+        request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--dtype=bfloat16",))
+    )
     assert spec.argv[5:] == ["--port", "8123", "--device", "cpu", "--dtype=bfloat16"]
 
 
@@ -271,10 +348,15 @@ def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
     assert version.version == "1.0"
 
 
-@pytest.mark.parametrize("listing", [[], {"data": 5}, {"data": "m"}, "m", None], ids=["list", "number", "string", "json-string", "null"])
+@pytest.mark.parametrize(
+    "listing", [[], {"data": 5}, {"data": "m"}, "m", None], ids=["list", "number", "string", "json-string", "null"]
+)
 def test_external_endpoint_detection_survives_a_models_list_of_another_shape(listing):
     """A null server answering ``[]`` to everything crashed the detection (AttributeError) and so every test of it."""
-    with FakeServer(Deviation(request=lambda path, body: (200, listing))) as server, httpx.Client(base_url=server.base_url) as client:
+    with (
+        FakeServer(Deviation(request=lambda path, body: (200, listing))) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
         framework, version, models = detect_endpoint(client)
     assert (framework, models) == (None, [])
 
@@ -310,7 +392,10 @@ def test_the_load_generator_takes_ignore_eos_and_extra_fields_from_the_adapter(m
     monkeypatch.setattr(TransformersAdapter, "accepts_ignore_eos", True)
     monkeypatch.setattr(TransformersAdapter, "load_extra_body", {"return_tokens": True})
     assert "transformers" in IGNORE_EOS_FRAMEWORKS
-    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (True, {"return_tokens": True})
+    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (
+        True,
+        {"return_tokens": True},
+    )
 
 
 def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
@@ -322,7 +407,10 @@ def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
     }
     monkeypatch.setattr(SGLangAdapter, "structured_output_field", "json_schema")
     (path,) = paths_for("sglang")[2:]
-    assert (path.name, path.schema_fields(schema)) == ("sglang-json_schema", {"json_schema": schema})  # the default shape
+    assert (path.name, path.schema_fields(schema)) == (
+        "sglang-json_schema",
+        {"json_schema": schema},
+    )  # the default shape
 
 
 def test_endpoint_detection_asks_the_adapters(monkeypatch):
@@ -335,8 +423,12 @@ def test_endpoint_detection_asks_the_adapters(monkeypatch):
 
 def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
     assert {name: path.name for path, name in bundled_files()} == {
-        "vllm": "vllm.yaml", "sglang": "sglang.yaml", "transformers": "transformers.yaml",
+        "vllm": "vllm.yaml",
+        "sglang": "sglang.yaml",
+        "transformers": "transformers.yaml",
     }
     monkeypatch.setattr(TransformersAdapter, "expectations", BUNDLED_EXPECTATIONS / "vllm.yaml")
-    with pytest.raises(ExpectationsError, match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it"):
+    with pytest.raises(
+        ExpectationsError, match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it"
+    ):
         load_expectations()

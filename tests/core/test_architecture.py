@@ -1,5 +1,6 @@
 """ARCHITECTURE.md's layering is enforced: import-linter's contracts (pyproject.toml) hold, and they
 do catch an import that breaks them."""
+
 from __future__ import annotations
 
 import shutil
@@ -36,7 +37,14 @@ def copy_with(tmp_path: Path, module: str, appended: str) -> Path:
 def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
     """The same contracts on a copy of the package where the results model imports the reporting layer."""
     copy_with(tmp_path, "results/model.py", "\nfrom ..reporting import terminal  # noqa: E402\n")
-    run = subprocess.run([lint_imports(), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    run = subprocess.run(
+        [lint_imports(), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pytest_infer.results.model -> pytest_infer.reporting.terminal" in run.stdout
 
@@ -49,16 +57,33 @@ def tool(name: str) -> str:
 
 
 def test_the_linter_passes_on_the_package_its_suites_and_tests():
-    run = subprocess.run([tool("ruff"), "check", "--no-cache", "pytest_infer", "suites", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [tool("ruff"), "check", "--no-cache", "pytest_infer", "suites", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_the_type_checker_passes_on_the_package_and_catches_a_wrong_type(tmp_path: Path):
     """One mypy run (the slowest tool here) on a copy of the package where a results field gets the wrong type: the
     injected error is the only one, so the package itself type-checks and the configuration catches a wrong type."""
-    copy_with(tmp_path, "results/views.py", "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n")
-    run = subprocess.run([tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    copy_with(
+        tmp_path, "results/views.py", "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n"
+    )
+    run = subprocess.run(
+        [tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")' in errors[0], run.stdout[-4000:]
+    assert (
+        len(errors) == 1
+        and 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")' in errors[0]
+    ), run.stdout[-4000:]
     assert "Found 1 error in 1 file" in run.stdout

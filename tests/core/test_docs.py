@@ -4,6 +4,7 @@ A citation is any of ``docs/<name>.md``, ``docs: <name>``, ``docs (<name>.md)`` 
 ``<name>.md`` (as in a check's ``reference="openai-conformance.md"``), found in pytest_infer/,
 suites/, slo/, ARCHITECTURE.md and README.md. Each must name a file under docs/ that git tracks.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,7 +51,9 @@ def find_citations(text: str, source: str = "<text>") -> list[Citation]:
 
 def missing(citations: list[Citation], root: Path = ROOT) -> list[str]:
     """The citations whose document is not a file under ``root``, one message each."""
-    return [f"{c.source} cites {c.doc}, which is not in the repository" for c in citations if not (root / c.doc).is_file()]
+    return [
+        f"{c.source} cites {c.doc}, which is not in the repository" for c in citations if not (root / c.doc).is_file()
+    ]
 
 
 def _scanned_files() -> list[Path]:
@@ -60,7 +63,9 @@ def _scanned_files() -> list[Path]:
         if path.is_file():
             files.append(path)
         elif path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+            files += sorted(
+                p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+            )
     return files
 
 
@@ -83,7 +88,9 @@ def repository_citations() -> list[Citation]:
 def _untracked(paths: set[str]) -> list[str] | None:
     """Of these repository paths, those git does not track; None when this is not a git work tree."""
     try:
-        run = subprocess.run(["git", "ls-files", "--", *sorted(paths)], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        run = subprocess.run(
+            ["git", "ls-files", "--", *sorted(paths)], cwd=ROOT, capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if run.returncode != 0:
@@ -162,13 +169,21 @@ def test_a_broken_link_fails_the_site_build(tmp_path: Path):
     (tmp_path / "docs" / "index.md").write_text("# home\n\nSee [the missing page](missing.md).\n")
     (tmp_path / "mkdocs.yml").write_text("site_name: t\nstrict: true\n")
     mkdocs = Path(sys.executable).with_name("mkdocs")
-    run = subprocess.run([str(mkdocs), "build", "-d", str(tmp_path / "site")], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [str(mkdocs), "build", "-d", str(tmp_path / "site")], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode != 0 and "missing.md" in run.stdout + run.stderr
 
 
 def _infer_options() -> list[str]:
     """Every long option of the ``infer`` group that ``pytest --help`` prints (the suites' options included)."""
-    run = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:randomly"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:randomly"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     group = run.stdout.split("\npytest-infer: ", 1)[1].split("\n\n", 1)[0]
     return sorted(set(re.findall(r"^\s{2}(--[a-z][a-z0-9-]+)", group, re.MULTILINE)))
 

@@ -1,5 +1,6 @@
 """The server lifecycle as users meet it: launch through the options, share under xdist,
 stop on every kind of ending, fail fast and clearly when the server breaks."""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,14 @@ def fake_vllm(tmp_path_factory) -> Path:
 
 
 def infer_args(env: Path, *extra: str) -> list[str]:
-    return ["--infer-framework=vllm", f"--infer-env=vllm={env}", "--infer-model=/models/m", "-p", "no:cacheprovider", *extra]
+    return [
+        "--infer-framework=vllm",
+        f"--infer-env=vllm={env}",
+        "--infer-model=/models/m",
+        "-p",
+        "no:cacheprovider",
+        *extra,
+    ]
 
 
 def test_launch_version_in_report_and_results(pytester, fake_vllm, monkeypatch, tmp_path):
@@ -55,7 +63,9 @@ def test_launch_version_in_report_and_results(pytester, fake_vllm, monkeypatch, 
     chat_tests(pytester, 1)
     result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "--junitxml=junit.xml", "-v"))
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s): 1 passed"])
+    result.stdout.fnmatch_lines(
+        ["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s): 1 passed"]
+    )
     junit = (pytester.path / "junit.xml").read_text()
     assert '<property name="infer_framework" value="vllm"' in junit
     assert '<property name="infer_version" value="0.99.0"' in junit
@@ -82,9 +92,15 @@ def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_pa
     assert len(results["tests"]) == 6, "the controller merged both workers' results"
 
 
-@pytest.mark.parametrize(("xdist", "sig"), [(False, signal.SIGINT), (True, signal.SIGINT), (False, signal.SIGTERM)], ids=["plain", "xdist", "sigterm"])
+@pytest.mark.parametrize(
+    ("xdist", "sig"),
+    [(False, signal.SIGINT), (True, signal.SIGINT), (False, signal.SIGTERM)],
+    ids=["plain", "xdist", "sigterm"],
+)
 def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, xdist, sig):
-    pytester.makepyfile("import time\ndef test_fast(infer_client):\n    pass\ndef test_slow(infer_client):\n    time.sleep(120)\n")
+    pytester.makepyfile(
+        "import time\ndef test_fast(infer_client):\n    pass\ndef test_slow(infer_client):\n    time.sleep(120)\n"
+    )
     args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
     # A terminal's Ctrl-C reaches a process that handles SIGINT; a shell that starts a job in the
     # background (nohup cmd &, as CI runners may) makes it ignore SIGINT, and Python keeps that.
@@ -130,20 +146,32 @@ def test_server_exiting_at_start_fails_the_run_fast_with_its_log(pytester, tmp_p
     assert float(seconds) < 10
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1, skipped=1)  # the start failure once; the other test not run
-    result.stdout.fnmatch_lines(["*server exited with code 3 during start-up; last lines of *vllm.log:*", "*RuntimeError: simulated start-up crash*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*server exited with code 3 during start-up; last lines of *vllm.log:*",
+            "*RuntimeError: simulated start-up crash*",
+        ]
+    )
     assert len(launches(env)) == 1, "a failed start is not retried for every test"
-    outcomes = [t["outcome"] for t in json.loads((pytester.path / "infer-report" / "results.json").read_text())["tests"]]
+    outcomes = [
+        t["outcome"] for t in json.loads((pytester.path / "infer-report" / "results.json").read_text())["tests"]
+    ]
     assert outcomes == ["error", "not_run"]
 
 
 def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_start(pytester, tmp_path):
     """Ready means able to generate: /health and /v1/models answering is not enough."""
     env = make_fake_env(tmp_path / "dead-core-vllm", server_args="--fault cannot-generate")
-    pytester.makepyfile("".join(f"def test_{i}(infer_client):\n    assert infer_client.chat('hi').status_code == 200\n" for i in range(4)))
+    pytester.makepyfile(
+        "".join(
+            f"def test_{i}(infer_client):\n    assert infer_client.chat('hi').status_code == 200\n" for i in range(4)
+        )
+    )
     result = pytester.runpytest_subprocess(*infer_args(env), "-rs")
     result.assert_outcomes(errors=1, skipped=3)
     result.stdout.fnmatch_lines([
-        "*vllm: the server answers its routes but cannot generate: POST /v1/chat/completions -> HTTP 500 *EngineCore encountered an issue*",
+        "*vllm: the server answers its routes but cannot generate: POST /v1/chat/completions -> HTTP 500 "
+        "*EngineCore encountered an issue*",
         "*last lines of *vllm.log:*",
         "*not run: vllm did not start (the server answers its routes but cannot generate*",
     ])  # fmt: skip
@@ -156,11 +184,10 @@ def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_star
 def test_server_dying_mid_session_fails_the_tests_that_meet_it(pytester, tmp_path):
     env = make_fake_env(tmp_path / "dying-vllm", server_args="--fault die-after-3")
     pytester.makepyfile(
-        "import httpx, pytest\n"
-        "def test_1_ok(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n"
-        "def test_2_kills(infer_client):\n    with pytest.raises(httpx.HTTPError):\n        infer_client.chat('hi', max_tokens=2)\n"
-        "def test_3_meets_dead_server(infer_client):\n    pass\n"
-        "def test_4_needs_no_server():\n    pass\n"
+        "import httpx, pytest\ndef test_1_ok(infer_client):\n    assert infer_client.chat('hi',"
+        " max_tokens=2).status_code == 200\ndef test_2_kills(infer_client):\n    with pytest.raises(httpx.HTTPError):\n"
+        "        infer_client.chat('hi', max_tokens=2)\ndef test_3_meets_dead_server(infer_client):\n    pass\ndef"
+        " test_4_needs_no_server():\n    pass\n"
     )
     result = pytester.runpytest_subprocess(*infer_args(env))
     result.assert_outcomes(passed=3, errors=1)
@@ -178,13 +205,11 @@ def test_a_server_growing_past_its_memory_limit_is_stopped_and_the_run_goes_on(p
     guard stops it at the limit; the tests that meet it fail with the reason in its log tail."""
     env = make_fake_env(tmp_path / "growing-vllm", server_args="--fault grow-memory")
     pytester.makepyfile(
-        "import time\n"
-        "def test_1_huge_n(infer_client):\n    infer_client.post('/v1/chat/completions', json={'model': infer_client.model, 'n': 10**6, 'messages': [{'role': 'user', 'content': 'hi'}]})\n"
-        "def test_2_waits_for_the_guard(infer_server):\n"
-        "    deadline = time.monotonic() + 120\n"
-        "    while 'stopped the server' not in open(infer_server.log_path).read() and time.monotonic() < deadline:\n"
-        "        time.sleep(0.2)\n"
-        "def test_3_meets_the_stopped_server(infer_client):\n    pass\n"
+        "import time\ndef test_1_huge_n(infer_client):\n    infer_client.post('/v1/chat/completions', json={'model':"
+        " infer_client.model, 'n': 10**6, 'messages': [{'role': 'user', 'content': 'hi'}]})\ndef"
+        " test_2_waits_for_the_guard(infer_server):\n    deadline = time.monotonic() + 120\n    while 'stopped the"
+        " server' not in open(infer_server.log_path).read() and time.monotonic() < deadline:\n       "
+        " time.sleep(0.2)\ndef test_3_meets_the_stopped_server(infer_client):\n    pass\n"
     )
     result = pytester.runpytest_subprocess(*infer_args(env, "--infer-server-memory-limit=0.4"))
     result.assert_outcomes(passed=2, errors=1)

@@ -10,6 +10,7 @@ The same sessions pass against a correct server elsewhere (tests/conformance/tes
 tests/structured/test_suite_outcomes.py, tests/robustness/test_suite_can_fail.py); the SLO profile used here is
 shown passing on the correct fake server below, so its failures on the null servers are theirs.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,9 +42,13 @@ models:
 """
 # The security suite's stall measurement, shortened: against a null server each kind is inconclusive at once.
 STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 2.0\nafter_s: 1.0\nstall_limit_s: 0.8\n"
-POINT = "    load_points: [{id: lenient, concurrency: 2, thresholds: {ttft_p50_ms: 60000, min_output_tokens_per_s: 0.01, max_error_share: 0}}]\n"
+POINT = (
+    "    load_points: [{id: lenient, concurrency: 2, thresholds: {ttft_p50_ms: 60000, min_output_tokens_per_s: 0.01,"
+    " max_error_share: 0}}]\n"
+)
 OPTIONS = (
-    "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--slo=profile.yaml", "--infer-report-dir=report", "--infer-request-timeout=5",
+    "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "--slo=profile.yaml", "--infer-report-dir=report",
+    "--infer-request-timeout=5",
     "--structured-examples=1", "--structured-shrink-seconds=0", "--structured-timeout=5", "--security-stall=stall.yaml",
 )  # fmt: skip
 # One worker computes the sessions for every test here (scripts/test.sh runs xdist with --dist loadgroup).
@@ -61,7 +66,14 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
         shutil.copytree(bundled("suites") / suite, folder / suite, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "stall.yaml").write_text(STALL)
     (folder / "profile.yaml").write_text(PROFILE + "".join(f"  {model}:\n{POINT}" for model in ("tiny", "fake-model")))
-    argv = [sys.executable, "-m", "pytest", *suites, *OPTIONS, *(f"--infer-endpoint={name}={url}" for name, url in urls.items())]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *suites,
+        *OPTIONS,
+        *(f"--infer-endpoint={name}={url}" for name, url in urls.items()),
+    ]
     return subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -76,9 +88,16 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list
         urls = {f"fake-{mode}": stack.enter_context(FakeServer(make())).base_url for mode, make in NULL_MODES.items()}
         urls |= {f"wsgi-{mode}": stack.enter_context(null_servers.serving(mode)) for mode in null_servers.MODES}
         control = stack.enter_context(FakeServer()).base_url
-        groups = {"nulls-1": (SERVERS[0::2], SUITES), "nulls-2": (SERVERS[1::2], SUITES), "control": ((CONTROL,), ("slo",))}
+        groups = {
+            "nulls-1": (SERVERS[0::2], SUITES),
+            "nulls-2": (SERVERS[1::2], SUITES),
+            "control": ((CONTROL,), ("slo",)),
+        }
         urls[CONTROL] = control
-        runs = {group: _session(root / group, {name: urls[name] for name in names}, suites) for group, (names, suites) in groups.items()}
+        runs = {
+            group: _session(root / group, {name: urls[name] for name in names}, suites)
+            for group, (names, suites) in groups.items()
+        }
         found: dict[str, list[dict]] = {}
         for group, run in runs.items():
             try:
@@ -89,7 +108,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list
                 pytest.fail(f"the session {group} ran past {SESSION_SECONDS}s", pytrace=False)
             report = root / group / "report" / "results.json"
             if run.returncode not in (0, 1) or not report.is_file():
-                pytest.fail(f"the session {group} ended with exit status {run.returncode}:\n{output[-3000:]}", pytrace=False)
+                pytest.fail(
+                    f"the session {group} ended with exit status {run.returncode}:\n{output[-3000:]}", pytrace=False
+                )
             for test in json.loads(report.read_text())["tests"]:
                 found.setdefault(test["target"], []).append(test)
     yield found

@@ -1,4 +1,5 @@
 """The wheel ships the plugin entry point, the suites and the SLO profiles."""
+
 from __future__ import annotations
 
 import subprocess
@@ -43,12 +44,29 @@ def test_wheel_ships_suites_and_profiles(wheel, tmp_path):
 def test_installed_layout_finds_the_bundled_folders(wheel, tmp_path):
     wheel.extractall(tmp_path)
     probe = "from pytest_infer.paths import bundled; print(bundled('suites')); print(bundled('slo'))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True, env={"PYTHONPATH": str(tmp_path)})
-    assert out.stdout.split() == [str(tmp_path / "pytest_infer/_bundled/suites"), str(tmp_path / "pytest_infer/_bundled/slo")]
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert out.stdout.split() == [
+        str(tmp_path / "pytest_infer/_bundled/suites"),
+        str(tmp_path / "pytest_infer/_bundled/slo"),
+    ]
 
 
 def test_cli_prints_where_the_installed_suites_are(wheel, tmp_path):
     wheel.extractall(tmp_path)
     probe = "import sys; from pytest_infer.cli import main; sys.exit(main(['path', 'suites']))"
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True, env={"PYTHONPATH": str(tmp_path)})
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
     assert out.stdout.strip() == str(tmp_path / "pytest_infer/_bundled/suites")

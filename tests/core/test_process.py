@@ -1,4 +1,5 @@
 """ServerProcess: readiness with liveness, fast failure with the log tail, whole-tree teardown."""
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ def fake_spec(port: int, *extra: str) -> LaunchSpec:
 
 def started(tmp_path, *extra: str, timeout: float = 30.0) -> ServerProcess:
     port = free_port()
-    proc = ServerProcess(fake_spec(port, *extra), Endpoint(f"http://127.0.0.1:{port}"), tmp_path / "server.log", timeout)
+    proc = ServerProcess(
+        fake_spec(port, *extra), Endpoint(f"http://127.0.0.1:{port}"), tmp_path / "server.log", timeout
+    )
     proc.start()
     return proc
 
@@ -89,7 +92,9 @@ def test_stop_reaches_children_in_the_group_and_children_that_left_it(tmp_path):
         "print('CHILDREN:', a.pid, b.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
-    proc = ServerProcess(LaunchSpec(argv=[sys.executable, str(script)]), Endpoint("http://127.0.0.1:9"), tmp_path / "log", 10)
+    proc = ServerProcess(
+        LaunchSpec(argv=[sys.executable, str(script)]), Endpoint("http://127.0.0.1:9"), tmp_path / "log", 10
+    )
     proc.start()
     deadline = time.monotonic() + 10
     while "CHILDREN:" not in proc.log_tail() and time.monotonic() < deadline:
@@ -107,14 +112,14 @@ def test_watchdog_stops_the_server_when_its_owner_is_killed(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time\n"
-            "from pathlib import Path\n"
-            "from pytest_infer.adapters.base import LaunchSpec\n"
-            "from pytest_infer.client.endpoint import Endpoint\n"
-            "from pytest_infer.server.process import ServerProcess\n"
-            f"p = ServerProcess(LaunchSpec(argv=[sys.executable, '-m', 'pytest_infer.testing.fakeserver', '--port', '{port}']),"
-            f" Endpoint('http://127.0.0.1:{port}'), Path({str(tmp_path / 'log')!r}), 30)\n"
-            "p.start(); p.wait_ready(); print(p.pid, flush=True); time.sleep(600)\n",
+            (
+                "import sys, time\nfrom pathlib import Path\nfrom pytest_infer.adapters.base import LaunchSpec\nfrom"
+                " pytest_infer.client.endpoint import Endpoint\nfrom pytest_infer.server.process import"
+                " ServerProcess\np = ServerProcess(LaunchSpec(argv=[sys.executable, '-m',"
+                f" 'pytest_infer.testing.fakeserver', '--port', '{port}']), Endpoint('http://127.0.0.1:{port}'),"
+                f" Path({str(tmp_path / 'log')!r}), 30)\np.start(); p.wait_ready(); print(p.pid, flush=True);"
+                " time.sleep(600)\n"
+            ),
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -1,5 +1,6 @@
 """A suite is one folder and one registration: a toy suite from a test directory reaches the matrix,
 the results file, every report and the gate without a line of the core naming it."""
+
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ from pytest_infer.suite import RawTable, SuiteError, by_name, installed
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 # The toy suite counts the words of the answer: a drop in words is its regression.
-TOY_CONFTEST = '''
+TOY_CONFTEST = """
 import pytest
 from pytest_infer import Cell, Finding, Section, Suite, Table
 
@@ -40,7 +41,8 @@ class WordTable(Table):
             self.words[new] = self.words.pop(old)
 
     def sections(self):
-        return [Section("Toy: words answered", "toy probe", {"toy.words": {t: Cell(str(n), "passed" if n else "failed") for t, n in self.words.items()}})]
+        cells = {t: Cell(str(n), "passed" if n else "failed") for t, n in self.words.items()}
+        return [Section("Toy: words answered", "toy probe", {"toy.words": cells})]
 
     def compare(self, baseline, pairing):
         before, after = baseline.to_json().get(pairing.baseline), self.words.get(pairing.candidate)
@@ -59,9 +61,9 @@ def pytest_infer_suites():
 @pytest.fixture
 def toy_table(infer_session):
     return infer_session.results.table("toy")
-'''
+"""
 
-TOY_TEST = '''
+TOY_TEST = """
 import pytest
 
 pytestmark = pytest.mark.toy
@@ -70,7 +72,7 @@ pytestmark = pytest.mark.toy
 def test_words(infer_client, infer_target, toy_table):
     answer = infer_client.chat("hi", max_tokens=8, temperature=0).json()["choices"][0]["message"]["content"]
     toy_table.words[infer_target.id] = toy_table.words.get(infer_target.id, 0) + len(answer.split())
-'''
+"""
 
 
 def fewer_words() -> Deviation:
@@ -90,7 +92,9 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, server: FakeServer, name: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", "--strict-markers", *args)
+    return pytester.runpytest(
+        f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", "--strict-markers", *args
+    )
 
 
 def test_a_toy_suite_reaches_the_matrix_the_results_every_report_and_the_gate(toy: pytest.Pytester):
@@ -110,7 +114,9 @@ def test_a_toy_suite_reaches_the_matrix_the_results_every_report_and_the_gate(to
     assert 'id="toy"' in html and "toy.words" in html and f'<td class="passed" title="">{words}</td>' in html
     assert cand.ret == pytest.ExitCode.TESTS_FAILED  # only the toy suite's gate finding fails this run
     cand.assert_outcomes(passed=1)
-    cand.stdout.fnmatch_lines(["upgrade gate: FAIL: 1 regression", f"  [[]toy] toy.words: {words} -> 1 (*); fewer words"])
+    cand.stdout.fnmatch_lines(
+        ["upgrade gate: FAIL: 1 regression", f"  [[]toy] toy.words: {words} -> 1 (*); fewer words"]
+    )
     gate = json.loads((toy.path / "cand" / "results.json").read_text())["gate"]
     assert [f["area"] for f in gate["findings"] if f["kind"] == "regression"] == ["toy"]
 
@@ -145,7 +151,9 @@ def test_a_suite_may_not_take_a_reserved_name():
 
 
 def test_a_suite_named_twice_by_conftests_is_a_usage_error(pytester: pytest.Pytester):
-    pytester.makeconftest("from pytest_infer import Suite\ndef pytest_infer_suites():\n    return [Suite('slo', 'a second slo')]\n")
+    pytester.makeconftest(
+        "from pytest_infer import Suite\ndef pytest_infer_suites():\n    return [Suite('slo', 'a second slo')]\n"
+    )
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

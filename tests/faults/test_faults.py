@@ -6,6 +6,7 @@ affected test fails with a message that names the fault, within the request
 timeout; the tests before and after it pass; results.json and the JUnit file
 hold every test; no process is left behind.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,14 +34,16 @@ def test_3_after(infer_client):
     infer_client.chat_completion("hi", max_tokens=2)
 
 def test_4_after_stream(infer_client):
-    with infer_client.stream("POST", "/v1/chat/completions", json={{"model": infer_client.model, "stream": True, "max_tokens": 4,
-                             "messages": [{{"role": "user", "content": "hi"}}]}}) as resp:
+    with infer_client.stream("POST", "/v1/chat/completions",
+                             json={{"model": infer_client.model, "stream": True, "max_tokens": 4,
+                                   "messages": [{{"role": "user", "content": "hi"}}]}}) as resp:
         stream = read_sse(resp)
     assert not stream.problems, stream.problems
 """
 NON_STREAMED = 'infer_client.chat_completion("FAULT", max_tokens=8)'
-STREAMED = """with infer_client.stream("POST", "/v1/chat/completions", json={"model": infer_client.model, "stream": True, "max_tokens": 8,
-                             "messages": [{"role": "user", "content": "FAULT"}]}) as resp:
+STREAMED = """with infer_client.stream("POST", "/v1/chat/completions",
+                             json={"model": infer_client.model, "stream": True, "max_tokens": 8,
+                                   "messages": [{"role": "user", "content": "FAULT"}]}) as resp:
         stream = read_sse(resp)
     assert not stream.problems, "; ".join(stream.problems)"""
 
@@ -62,7 +65,11 @@ def run_session(pytester: pytest.Pytester, deviation: Deviation, affected: str) 
     pytester.makepyfile(test_session=SESSION.format(affected=affected))
     with FakeServer(deviation) as srv:
         result = pytester.runpytest(
-            f"--infer-endpoint={srv.base_url}", f"--infer-request-timeout={REQUEST_TIMEOUT}", "-p", "no:cacheprovider", "--junitxml=junit.xml"
+            f"--infer-endpoint={srv.base_url}",
+            f"--infer-request-timeout={REQUEST_TIMEOUT}",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml=junit.xml",
         )
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     left = [p for p in psutil.Process().children(recursive=True) if p.pid not in children_before]
@@ -70,11 +77,18 @@ def run_session(pytester: pytest.Pytester, deviation: Deviation, affected: str) 
     return result, results
 
 
-def assert_only_affected_failed(result: pytest.RunResult, results: dict, pytester: pytest.Pytester, message: str) -> dict:
+def assert_only_affected_failed(
+    result: pytest.RunResult, results: dict, pytester: pytest.Pytester, message: str
+) -> dict:
     """The affected test failed with ``message``, the others passed, every report lists them all; returns its record."""
     result.assert_outcomes(passed=3, failed=1)
     outcomes = {t["nodeid"].split("::")[1].split("[")[0]: t["outcome"] for t in results["tests"]}
-    assert outcomes == {"test_1_before": "passed", "test_2_affected": "failed", "test_3_after": "passed", "test_4_after_stream": "passed"}
+    assert outcomes == {
+        "test_1_before": "passed",
+        "test_2_affected": "failed",
+        "test_3_after": "passed",
+        "test_4_after_stream": "passed",
+    }
     affected = next(t for t in results["tests"] if "test_2_affected" in t["nodeid"])
     assert message in affected["message"], affected["message"]
     cases = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
@@ -85,7 +99,9 @@ def assert_only_affected_failed(result: pytest.RunResult, results: dict, pyteste
 
 def assert_within_timeout(affected: dict) -> None:
     """A hang costs the affected test about one request timeout (twice at most: headers, then body), not more."""
-    assert affected["duration"] < 2 * REQUEST_TIMEOUT + 3, f"the fault cost {affected['duration']:.1f}s; the request timeout is {REQUEST_TIMEOUT}s"
+    assert affected["duration"] < 2 * REQUEST_TIMEOUT + 3, (
+        f"the fault cost {affected['duration']:.1f}s; the request timeout is {REQUEST_TIMEOUT}s"
+    )
 
 
 def events_fault(change: Callable[[list], list]) -> Deviation:
@@ -93,7 +109,10 @@ def events_fault(change: Callable[[list], list]) -> Deviation:
 
 
 FAULTS_IN_EVENTS = {
-    "malformed_sse": (lambda ev: ev[:2] + [b"this line is no SSE field\n\n", "{not json"] + ev[2:], "is not an SSE field"),
+    "malformed_sse": (
+        lambda ev: ev[:2] + [b"this line is no SSE field\n\n", "{not json"] + ev[2:],
+        "is not an SSE field",
+    ),
     "truncated_without_done": (lambda ev: ev[:3], "does not end with 'data: [DONE]'"),
     "event_cut_in_half": (lambda ev: ev[:2] + [b'data: {"id": "x", "obj'], "the stream ends inside an event"),
 }
@@ -107,7 +126,11 @@ def test_broken_stream_fails_only_its_test(pytester, fault):
 
 
 def test_http_200_with_an_error_body(pytester):
-    deviation = Deviation(response=lambda path, body, resp: {"error": {"message": "CUDA out of memory", "type": "server_error"}} if faulty(body) else resp)
+    deviation = Deviation(
+        response=lambda path, body, resp: (
+            {"error": {"message": "CUDA out of memory", "type": "server_error"}} if faulty(body) else resp
+        )
+    )
     result, results = run_session(pytester, deviation, NON_STREAMED)
     assert_only_affected_failed(result, results, pytester, "HTTP 200 with an error body")
 
@@ -141,7 +164,9 @@ def _stream_then(handler, body: dict, after_two: Callable[[Callable[[bytes], Non
 
 
 def test_hang_during_a_stream(pytester, release):
-    deviation = Deviation(raw_stream=lambda path, body, handler: _stream_then(handler, body, lambda write: release.wait(60)))
+    deviation = Deviation(
+        raw_stream=lambda path, body, handler: _stream_then(handler, body, lambda write: release.wait(60))
+    )
     result, results = run_session(pytester, deviation, STREAMED)
     assert_within_timeout(assert_only_affected_failed(result, results, pytester, "the stream broke off: ReadTimeout"))
 

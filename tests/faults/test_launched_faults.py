@@ -5,6 +5,7 @@ A launched server here is the fake server behind a fake vLLM environment
 happened, the others pass, results.json holds them all, and no server,
 watchdog or child process of the fake environment is left.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,15 @@ def test_4_needs_no_server():
 
 
 def args(env: Path, *extra: str) -> list[str]:
-    return ["--infer-framework=vllm", f"--infer-env=vllm={env}", "--infer-model=/models/m", "-p", "no:cacheprovider", "--junitxml=junit.xml", *extra]
+    return [
+        "--infer-framework=vllm",
+        f"--infer-env=vllm={env}",
+        "--infer-model=/models/m",
+        "-p",
+        "no:cacheprovider",
+        "--junitxml=junit.xml",
+        *extra,
+    ]
 
 
 def leftovers(env: Path) -> list[psutil.Process]:
@@ -48,7 +57,11 @@ def leftovers(env: Path) -> list[psutil.Process]:
             continue
         if proc.info["status"] == psutil.STATUS_ZOMBIE:
             continue
-        if str(env) in cmd or proc.info["pid"] in pids or ("pytest_infer.server.watchdog" in cmd and any(str(p) in cmd for p in pids)):
+        if (
+            str(env) in cmd
+            or proc.info["pid"] in pids
+            or ("pytest_infer.server.watchdog" in cmd and any(str(p) in cmd for p in pids))
+        ):
             found.append(proc)
     return found
 

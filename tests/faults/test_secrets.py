@@ -6,6 +6,7 @@ test fails with a curl reproducer and the server's log tail, the openai SDK is
 used, and every report the plugin writes is written. Then every byte of every
 artifact is searched for the key.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,7 +34,9 @@ def test_openai_sdk_sends_it_too(infer_openai_client, infer_client):
 def test_fails_with_a_reproducer(infer_client):
     resp = infer_client.post("/v1/chat/completions", json=chat_body(infer_client))
     print("reproduce:", infer_client.curl("POST", "/v1/chat/completions", chat_body(infer_client)))
-    assert resp.status_code == 418, "reproduce: " + infer_client.curl("POST", "/v1/chat/completions", chat_body(infer_client))
+    assert resp.status_code == 418, "reproduce: " + infer_client.curl(
+        "POST", "/v1/chat/completions", chat_body(infer_client)
+    )
 """
 
 

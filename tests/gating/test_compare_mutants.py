@@ -1,5 +1,6 @@
 """What mutation testing left untested in gating/compare.py: explicit pairs, one-sided checks, the second
 regression branch, several pairs and a suite table the baseline lacks."""
+
 from __future__ import annotations
 
 from results_factory import session
@@ -22,16 +23,32 @@ def test_a_check_run_on_one_side_only_is_a_step_with_every_field_named():
     fewer = session("0.31.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (added,) = compare(fewer, session("0.32.0")).findings
-    assert (added.kind, added.area, added.pair, added.subject, added.before, added.after) == ("improvement", "check", PAIR, CHECK, "not run", "passed")
+    assert (added.kind, added.area, added.pair, added.subject, added.before, added.after) == (
+        "improvement",
+        "check",
+        PAIR,
+        CHECK,
+        "not run",
+        "passed",
+    )
     fewer = session("0.32.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (dropped,) = compare(session("0.31.0"), fewer).findings
-    assert (dropped.kind, dropped.area, dropped.pair, dropped.subject, dropped.before, dropped.after) == ("regression", "check", PAIR, CHECK, "passed", "not run")
+    assert (dropped.kind, dropped.area, dropped.pair, dropped.subject, dropped.before, dropped.after) == (
+        "regression",
+        "check",
+        PAIR,
+        CHECK,
+        "passed",
+        "not run",
+    )
 
 
 def test_a_regression_from_a_not_passing_outcome_without_a_message_has_no_detail():
     """``xfail -> not_run`` takes the second regression branch (the first is for a check that passed)."""
-    (finding,) = compare(session("0.31.0", outcomes={CHECK: "xfail"}), session("0.32.0", outcomes={CHECK: "not_run"})).findings
+    (finding,) = compare(
+        session("0.31.0", outcomes={CHECK: "xfail"}), session("0.32.0", outcomes={CHECK: "not_run"})
+    ).findings
     assert (finding.kind, finding.detail) == ("regression", "")
 
 
@@ -43,7 +60,10 @@ def test_a_regression_from_a_not_passing_outcome_cuts_its_message_to_300_charact
 
 
 def test_every_pair_keeps_its_findings():
-    baseline, candidate = session("0.31.0", target="a"), session("0.32.0", target="a", outcomes={"chat.basic": "failed"})
+    baseline, candidate = (
+        session("0.31.0", target="a"),
+        session("0.32.0", target="a", outcomes={"chat.basic": "failed"}),
+    )
     baseline.merge(session("0.31.0", target="b"))
     candidate.merge(session("0.32.0", target="b", outcomes={CHECK: "failed"}))
     gate = compare(baseline, candidate)

@@ -1,5 +1,6 @@
 """Every branch of the gate's check comparison, the result's round trip and its warnings, each pinned exactly
 (these are what mutation testing found untested in gating/compare.py)."""
+
 from __future__ import annotations
 
 import pytest
@@ -57,27 +58,55 @@ def test_each_outcome_transition_has_its_kind_and_detail(old, new):
     gate = compare(session("0.31.0", outcomes={CHECK: old}), session("0.32.0", outcomes={CHECK: new}))
     (finding,) = gate.findings
     assert (finding.kind, finding.detail) == TRANSITIONS[old, new]
-    assert (finding.area, finding.subject, finding.before, finding.after, finding.pair) == ("check", CHECK, old, new, "vllm 0.31.0 -> vllm 0.32.0")
+    assert (finding.area, finding.subject, finding.before, finding.after, finding.pair) == (
+        "check",
+        CHECK,
+        old,
+        new,
+        "vllm 0.31.0 -> vllm 0.32.0",
+    )
     assert finding.line().startswith(f"[check] {CHECK}: {old} -> {new} (vllm 0.31.0 -> vllm 0.32.0)")  # the step, named
     assert finding.reproducer == (f"curl -sS http://127.0.0.1:8000/v1/{CHECK}" if new in ("failed", "error") else "")
     assert gate.verdict.startswith("FAIL") == (TRANSITIONS[old, new][0] == "regression")
 
 
-@pytest.mark.parametrize("outcome", ["passed", "fixed", "failed", "error", "not_run", "unsupported", "xfail", "not_exercised",
-                                     "inconclusive", "skipped"])
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        "passed",
+        "fixed",
+        "failed",
+        "error",
+        "not_run",
+        "unsupported",
+        "xfail",
+        "not_exercised",
+        "inconclusive",
+        "skipped",
+    ],
+)
 def test_an_unchanged_outcome_says_nothing(outcome):
     gate = compare(session("0.31.0", outcomes={CHECK: outcome}), session("0.32.0", outcomes={CHECK: outcome}))
     assert gate.findings == [] and gate.verdict == "PASS: no regressions"
 
 
 def test_the_reason_of_a_step_away_from_a_pass_is_the_finding_detail():
-    """A skip, an inconclusive check, an unsupported feature: the reason the candidate gave is what the reviewer reads."""
-    for outcome, reason in (("skipped", "Skipped: needs a real model"), ("inconclusive", "inconclusive: the model never ended its JSON"),
-                            ("unsupported", "unsupported: logprobs: not offered")):
+    """A skip, an inconclusive check, an unsupported feature: the reason the candidate gave is what the reviewer
+    reads."""
+    for outcome, reason in (
+        ("skipped", "Skipped: needs a real model"),
+        ("inconclusive", "inconclusive: the model never ended its JSON"),
+        ("unsupported", "unsupported: logprobs: not offered"),
+    ):
         candidate = session("0.32.0", outcomes={CHECK: outcome})
         next(t for t in candidate.tests if t.check == CHECK).message = f"{reason}\nmore"
         (finding,) = compare(session("0.31.0"), candidate).findings
-        assert (finding.kind, finding.before, finding.after, finding.detail) == ("regression", "passed", outcome, reason)
+        assert (finding.kind, finding.before, finding.after, finding.detail) == (
+            "regression",
+            "passed",
+            outcome,
+            reason,
+        )
 
 
 def xfail_under(version: str, declaration: str | None):
@@ -104,8 +133,14 @@ def test_a_long_failure_message_is_cut_to_its_first_line_and_300_characters():
 
 
 def test_findings_come_regressions_first_then_improvements_noise_and_changes():
-    baseline = session("0.31.0", outcomes={"chat.basic": "failed", CHECK: "failed"}, keywords={"enum": {"valid": 39, "invalid": 1}})
-    candidate = session("0.32.0", outcomes={"chat.basic": "passed", "chat.n_choices": "failed", CHECK: "error"}, keywords={"enum": {"valid": 40}})
+    baseline = session(
+        "0.31.0", outcomes={"chat.basic": "failed", CHECK: "failed"}, keywords={"enum": {"valid": 39, "invalid": 1}}
+    )
+    candidate = session(
+        "0.32.0",
+        outcomes={"chat.basic": "passed", "chat.n_choices": "failed", CHECK: "error"},
+        keywords={"enum": {"valid": 40}},
+    )
     assert [f.kind for f in compare(baseline, candidate).findings] == ["regression", "improvement", "noise", "change"]
 
 
@@ -114,7 +149,9 @@ def test_explicit_pairs_reach_the_comparison_and_alpha_reaches_the_tables():
     candidate = session("0.32.0", target="new", keywords={"enum": {"valid": 35, "invalid": 5}})
     candidate.targets.update(session("0.32.0", target="other").targets)
     gate = compare(baseline, candidate, pairs={"old": "new"})
-    assert gate.pairs == [("old", "new")] and [f.subject for f in gate.regressions] == ["enum"]  # 0/40 -> 5/40: p = 0.027
+    assert gate.pairs == [("old", "new")] and [f.subject for f in gate.regressions] == [
+        "enum"
+    ]  # 0/40 -> 5/40: p = 0.027
     strict = compare(baseline, candidate, pairs={"old": "new"}, alpha=0.01)
     assert strict.regressions == [] and [f.kind for f in strict.findings] == ["noise"]
     assert "(alpha 0.01)" in strict.findings[0].detail
@@ -139,16 +176,21 @@ def test_a_gate_result_survives_its_round_trip_through_json():
 
 def git(commit=None, describe=None, dirty=False):
     out = session()
-    out.environment["git"] = {k: v for k, v in {"commit": commit, "describe": describe, "dirty": dirty}.items() if v is not None}
+    out.environment["git"] = {
+        k: v for k, v in {"commit": commit, "describe": describe, "dirty": dirty}.items() if v is not None
+    }
     return out
 
 
 def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
     long_a, long_b = "a" * 40, "b" * 40
     assert code_warnings(git(long_a), git(long_b)) == [
-        f"baseline and candidate ran different suite code ({'a' * 12} v {'b' * 12}): a difference may come from the suites, not the server"
+        f"baseline and candidate ran different suite code ({'a' * 12} v {'b' * 12}): a difference may come from the"
+        " suites, not the server"
     ]
-    assert code_warnings(git(long_a, "v1"), git(long_b, "v2"))[0].startswith("baseline and candidate ran different suite code (v1 v v2)")
+    assert code_warnings(git(long_a, "v1"), git(long_b, "v2"))[0].startswith(
+        "baseline and candidate ran different suite code (v1 v v2)"
+    )
     uncommitted = ["a run came from a checkout with uncommitted changes: the suites may have differed between runs"]
     assert code_warnings(git(long_a, dirty=True), git(long_a)) == uncommitted
     assert code_warnings(git(long_a), git(long_a, dirty=True)) == uncommitted
@@ -156,7 +198,10 @@ def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
     assert code_warnings(git(None), git(long_b)) == [] and code_warnings(git(long_a), git(None)) == []
     no_git = session()
     del no_git.environment["git"]
-    assert code_warnings(no_git, git(long_b, dirty=True)) == uncommitted and code_warnings(git(long_a, dirty=True), no_git) == uncommitted
+    assert (
+        code_warnings(no_git, git(long_b, dirty=True)) == uncommitted
+        and code_warnings(git(long_a, dirty=True), no_git) == uncommitted
+    )
 
 
 def test_a_gate_result_with_rules_and_unpaired_targets_survives_its_round_trip():
@@ -172,18 +217,38 @@ def without(results, *checks):
     return results
 
 
-@pytest.mark.parametrize(("old", "new", "kind", "detail"), [
-    ("passed", None, "regression", "the candidate did not run it"),  # a pass that went away is a step away from a pass
-    ("fixed", None, "regression", "the candidate did not run it"),
-    ("skipped", None, "change", "the candidate did not run it"),
-    ("failed", None, "change", "the candidate did not run it"),
-    (None, "passed", "improvement", "now passes (was not run)"),
-    (None, "skipped", "change", "the baseline did not run it"),
-    (None, "failed", "change", f"the baseline did not run it; {FAILURE}"),  # never judged before: not known to have got worse
-])
+@pytest.mark.parametrize(
+    ("old", "new", "kind", "detail"),
+    [
+        (
+            "passed",
+            None,
+            "regression",
+            "the candidate did not run it",
+        ),  # a pass that went away is a step away from a pass
+        ("fixed", None, "regression", "the candidate did not run it"),
+        ("skipped", None, "change", "the candidate did not run it"),
+        ("failed", None, "change", "the candidate did not run it"),
+        (None, "passed", "improvement", "now passes (was not run)"),
+        (None, "skipped", "change", "the baseline did not run it"),
+        (
+            None,
+            "failed",
+            "change",
+            f"the baseline did not run it; {FAILURE}",
+        ),  # never judged before: not known to have got worse
+    ],
+)
 def test_a_check_only_one_side_ran_is_a_step_from_or_to_not_run(old, new, kind, detail):
     baseline = session("0.31.0", outcomes={CHECK: old}) if old else without(session("0.31.0"), CHECK)
     candidate = session("0.32.0", outcomes={CHECK: new}) if new else without(session("0.32.0"), CHECK)
     (finding,) = compare(baseline, candidate).findings
-    assert (finding.kind, finding.area, finding.pair, finding.subject, finding.before, finding.after, finding.detail) == (
-        kind, "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, old or "not run", new or "not run", detail)
+    assert (
+        finding.kind,
+        finding.area,
+        finding.pair,
+        finding.subject,
+        finding.before,
+        finding.after,
+        finding.detail,
+    ) == (kind, "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, old or "not run", new or "not run", detail)

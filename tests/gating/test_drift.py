@@ -76,7 +76,8 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
         and detail.startswith("+33.")
         and detail.endswith("% worse, limit output_tps:5%; separate sessions, not gated: no calibration")
     )
-    # the same figures, the same session id on both sides: one session, measured one target after the other, is no pairing either
+    # the same figures, the same session id on both sides: one session, measured one target after the other, is no
+    # pairing either
     same = compare(one_session("0.32.0", 536, session="s"), one_session("0.32.0", 350, session="s"), RULES)
     assert (
         same.timing == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"]
@@ -116,8 +117,8 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
     (finding,) = [f for f in beyond.findings if f.subject.endswith("output_tokens_per_s")]
     assert beyond.failed and finding.kind == "regression"
     assert (
-        f"limit output_tps:5% + calibrated drift {bound:g}% (separate sessions, calibration (3 sessions, largest move x1.5))"
-        in finding.detail
+        f"limit output_tps:5% + calibrated drift {bound:g}% (separate sessions, calibration (3 sessions, largest move"
+        " x1.5))" in finding.detail
     )
     assert "runs (n=6 v 6) against the other side moved by the drift, p=0.00" in finding.detail
     assert beyond.timing == [
@@ -237,7 +238,8 @@ def test_calibrate_and_compare_from_the_command_line(tmp_path: Path, capsys: pyt
     out = capsys.readouterr().out
     assert (
         "upgrade gate: FAIL: 1 regression" in out
-        and f"timing: vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of calibration ({calibration_file}"
+        and "timing: vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of calibration"
+        f" ({calibration_file}"
         in out
     )
     assert main([*compare_args, "--calibration", str(tmp_path / "base.json")]) == 2

@@ -1,4 +1,5 @@
 """The gate-accuracy benchmark's fault proxy changes exactly what each fault names, and nothing when it has none."""
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,19 @@ CHAT = "/v1/chat/completions"
 
 
 def chat(client: httpx.Client, **params) -> httpx.Response:
-    return client.post(CHAT, json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, **params})
+    return client.post(
+        CHAT, json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, **params}
+    )
 
 
 def stream(client: httpx.Client, **params) -> list[str]:
-    body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "stream": True, **params}
+    body = {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 8,
+        "stream": True,
+        **params,
+    }
     with client.stream("POST", CHAT, json=body) as resp:
         return [line[5:].strip() for line in resp.iter_lines() if line.startswith("data:")]
 
@@ -40,7 +49,11 @@ def proxied(upstream: FakeServer, fault: str):
 
 
 def test_no_fault_passes_answers_and_streams_through_unchanged(upstream):
-    with proxied(upstream, "none") as proxy, httpx.Client(base_url=proxy.base_url) as client, httpx.Client(base_url=upstream.base_url) as direct:
+    with (
+        proxied(upstream, "none") as proxy,
+        httpx.Client(base_url=proxy.base_url) as client,
+        httpx.Client(base_url=upstream.base_url) as direct,
+    ):
         assert chat(client, temperature=0).json()["choices"] == chat(direct, temperature=0).json()["choices"]
         assert stream(client, temperature=0)[-1] == "[DONE]"
         assert chat(client, temperature=5).status_code == 400
@@ -81,7 +94,16 @@ def test_answer_faults_change_errors_logprobs_and_structured_strings(upstream):
 def test_timing_faults_delay_the_first_or_every_event(upstream):
     def first_event_seconds(client: httpx.Client) -> float:
         started = time.perf_counter()
-        with client.stream("POST", CHAT, json={"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}) as resp:
+        with client.stream(
+            "POST",
+            CHAT,
+            json={
+                "model": "fake-model",
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 4,
+                "stream": True,
+            },
+        ) as resp:
             next(resp.iter_lines())
             return time.perf_counter() - started
 
@@ -104,22 +126,38 @@ def test_an_event_delay_accumulates_like_a_slower_decode_step():
     from pytest_infer.server.process import free_port
 
     port = free_port("127.0.0.1")
-    paced = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", "5", "--itl-ms", "20"],
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    paced = subprocess.Popen([sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port),
+                              "--ttft-ms", "5", "--itl-ms", "20"], stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert "ready" in (paced.stdout.readline() if paced.stdout else "")
-        body = {"model": "paced-model", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 12, "stream": True, "ignore_eos": True}
+        body = {
+            "model": "paced-model",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 12,
+            "stream": True,
+            "ignore_eos": True,
+        }
 
         def gaps(fault: str) -> list[float]:
-            with FaultProxy(f"http://127.0.0.1:{port}", fault_named(fault)) as proxy, httpx.Client(base_url=proxy.base_url) as client:
+            with (
+                FaultProxy(f"http://127.0.0.1:{port}", fault_named(fault)) as proxy,
+                httpx.Client(base_url=proxy.base_url) as client,
+            ):
                 with client.stream("POST", CHAT, json=body) as resp:
-                    times = [time.perf_counter() for line in resp.iter_lines() if line.startswith("data:") and '"content"' in line]
+                    times = [
+                        time.perf_counter()
+                        for line in resp.iter_lines()
+                        if line.startswith("data:") and '"content"' in line
+                    ]
             return [b - a for a, b in zip(times, times[1:])][1:]  # the first gap holds the first token's own timing
 
         plain, slowed = gaps("none"), gaps("itl+10ms")
         assert len(plain) >= 5 and len(slowed) >= 5
         # a shift of every event would leave the gaps as they were; on a busy machine each gap also carries noise
-        assert 0.017 < statistics.median(plain) < 0.025 and 0.005 < statistics.median(slowed) - statistics.median(plain) < 0.015, (plain, slowed)
+        assert (
+            0.017 < statistics.median(plain) < 0.025
+            and 0.005 < statistics.median(slowed) - statistics.median(plain) < 0.015
+        ), (plain, slowed)
     finally:
         paced.terminate()
         paced.wait(10)
@@ -128,7 +166,10 @@ def test_an_event_delay_accumulates_like_a_slower_decode_step():
 def test_a_keyword_loosened_on_a_share_of_requests(upstream):
     rf = {"type": "json_schema", "json_schema": {"name": "s", "schema": {"type": "string", "maxLength": 3}}}
     with proxied(upstream, "maxlength-loosened@30%") as proxy, httpx.Client(base_url=proxy.base_url) as client:
-        loosened = [len(json.loads(chat(client, response_format=rf).json()["choices"][0]["message"]["content"])) > 3 for _ in range(10)]
+        loosened = [
+            len(json.loads(chat(client, response_format=rf).json()["choices"][0]["message"]["content"])) > 3
+            for _ in range(10)
+        ]
     assert sum(loosened) == 3
 
 

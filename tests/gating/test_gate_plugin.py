@@ -4,6 +4,7 @@ The inner suite is small but real: it talks HTTP to a server and times the
 first streamed token, so a regression here went through the whole path
 (recording, results.json, comparison, terminal, exit code).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from pytest_infer.gating.drift import Drift, DriftCalibration
 from pytest_infer.options import BASELINE, CALIBRATION, ENDPOINT, FAIL_ON, REPORT_DIR
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
-SUITE = '''
+SUITE = """
 import statistics, time
 import pytest
 
@@ -33,15 +34,17 @@ def test_ttft(infer_client, infer_session, infer_target):
     samples = []
     for _ in range(20):
         t0 = time.perf_counter()
-        body = {"model": infer_client.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}
+        body = {"model": infer_client.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+                "stream": True}
         with infer_client.stream("POST", "/v1/chat/completions", json=body) as r:
             for line in r.iter_lines():
                 if '"content": "' in line and '"content": ""' not in line:
                     break
         samples.append((time.perf_counter() - t0) * 1000)
-    infer_session.results.table("slo").add({"target": infer_target.id, "load_point": "c=1", "concurrency": 1, "verdict": "pass",
-        "metrics": {"ttft_p50_ms": statistics.median(samples)}, "samples": {"ttft_ms": samples}, "session": infer_session.id})
-'''
+    infer_session.results.table("slo").add({"target": infer_target.id, "load_point": "c=1", "concurrency": 1,
+        "verdict": "pass", "metrics": {"ttft_p50_ms": statistics.median(samples)}, "samples": {"ttft_ms": samples},
+        "session": infer_session.id})
+"""
 
 
 def slow(seconds: float) -> Deviation:
@@ -83,22 +86,29 @@ def test_a_regression_fails_the_run_and_is_listed_after_the_tables(suite: pytest
     with FakeServer(slow(0.02)) as server:
         run(suite, server, "base").assert_outcomes(passed=2)
         server.set_deviation(Deviation(request=slow(0.08).request, response=empty_content().response))
-        result = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20))
+        result = run(
+            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20)
+        )
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "*= pytest-infer =*",
-        "check*",
-        "chat.answers*FAIL",
-        "load point*",
-        "results: cand/results.json",
-        "*= pytest-infer upgrade gate =*",
-        "upgrade gate: FAIL: 2 regressions",
-        "REGRESSIONS (2):",
-        "  [[]check] chat.answers: passed -> failed *empty content*",
-        "  [[]slo] -/c=1: ttft_p50_ms: * -> * *% worse, limit ttft_p50:50% + calibrated drift 20% (separate sessions, calibration (*"
-        "calibration.json, 3 sessions, largest move x1.5)); samples of ttft_ms (n=20 v 20) against the other side moved by the drift, p=*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*= pytest-infer =*",
+            "check*",
+            "chat.answers*FAIL",
+            "load point*",
+            "results: cand/results.json",
+            "*= pytest-infer upgrade gate =*",
+            "upgrade gate: FAIL: 2 regressions",
+            "REGRESSIONS (2):",
+            "  [[]check] chat.answers: passed -> failed *empty content*",
+            (
+                "  [[]slo] -/c=1: ttft_p50_ms: * -> * *% worse, limit ttft_p50:50% + calibrated drift 20% (separate"
+                " sessions, calibration (*calibration.json, 3 sessions, largest move x1.5)); samples of ttft_ms (n=20 v"
+                " 20) against the other side moved by the drift, p=*"
+            ),
+        ]
+    )
     saved = json.loads((suite.path / "cand" / "results.json").read_text())
     assert saved["gate"]["failed"] is True and saved["gate"]["baseline"] == "base/results.json"
 
@@ -107,35 +117,55 @@ def test_the_gate_alone_fails_a_run_whose_tests_all_pass(suite: pytest.Pytester)
     with FakeServer(slow(0.01)) as server:
         run(suite, server, "base").assert_outcomes(passed=2)
         server.set_deviation(slow(0.06))
-        result = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20))
+        result = run(
+            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20)
+        )
         ungated = run(suite, server, "cand2", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["upgrade gate: FAIL: 1 regression", "timing: * separate sessions, gated beyond the calibrated drift*",
-                                 "  [[]slo] -/c=1: ttft_p50_ms:*"])
+    result.stdout.fnmatch_lines(
+        [
+            "upgrade gate: FAIL: 1 regression",
+            "timing: * separate sessions, gated beyond the calibrated drift*",
+            "  [[]slo] -/c=1: ttft_p50_ms:*",
+        ]
+    )
     # without a calibration the same move across sessions is shown, labelled, and does not decide the run
     assert ungated.ret == pytest.ExitCode.OK, ungated.stdout.str()
-    ungated.stdout.fnmatch_lines(["upgrade gate: PASS: no regressions (1 timing move across sessions not gated: no drift calibration for them)",
-                                  "timing: * separate sessions, not gated: no calibration", "other changes (1):",
-                                  "  [[]slo] -/c=1: ttft_p50_ms: * worse, limit ttft_p50:50%; separate sessions, not gated: no calibration"])
+    ungated.stdout.fnmatch_lines(
+        [
+            (
+                "upgrade gate: PASS: no regressions (1 timing move across sessions not gated: no drift calibration for"
+                " them)"
+            ),
+            "timing: * separate sessions, not gated: no calibration",
+            "other changes (1):",
+            "  [[]slo] -/c=1: ttft_p50_ms: * worse, limit ttft_p50:50%; separate sessions, not gated: no calibration",
+        ]
+    )
 
 
 def test_an_improvement_passes_and_is_listed(suite: pytest.Pytester):
     with FakeServer(Deviation(request=slow(0.08).request, response=empty_content().response)) as server:
         run(suite, server, "base").assert_outcomes(passed=1, failed=1)
         server.set_deviation(slow(0.02))
-        result = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 5))
+        result = run(
+            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 5)
+        )
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines([
-        "upgrade gate: PASS: no regressions",
-        "improvements (2):",
-        "  [[]check] chat.answers: failed -> passed *fixed",
-        "  [[]slo] -/c=1: ttft_p50_ms: * better, limit *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "upgrade gate: PASS: no regressions",
+            "improvements (2):",
+            "  [[]check] chat.answers: failed -> passed *fixed",
+            "  [[]slo] -/c=1: ttft_p50_ms: * better, limit *",
+        ]
+    )
 
 
 def test_the_same_server_twice_passes(suite: pytest.Pytester):
-    """No false alarm: a fixed 50 ms delay dominates, and 50% is beyond what a loaded 2-core machine adds between runs."""
+    """No false alarm: a fixed 50 ms delay dominates, and 50% is beyond what a loaded 2-core machine adds between
+    runs."""
     with FakeServer(slow(0.05)) as server:
         run(suite, server, "base").assert_outcomes(passed=2)
         result = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%")
@@ -163,4 +193,7 @@ def test_a_calibration_needs_a_baseline_and_must_be_one(suite: pytest.Pytester):
     with FakeServer() as server:
         run(suite, server, "base").assert_outcomes(passed=2)
         foreign = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{CALIBRATION}=junk.json")
-    assert foreign.ret == pytest.ExitCode.USAGE_ERROR and "is not a drift calibration (make one with pytest-infer calibrate)" in foreign.stderr.str()
+    assert (
+        foreign.ret == pytest.ExitCode.USAGE_ERROR
+        and "is not a drift calibration (make one with pytest-infer calibrate)" in foreign.stderr.str()
+    )

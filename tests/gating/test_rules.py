@@ -1,4 +1,5 @@
 """``--infer-fail-on`` rules: parsed at parse time, bad values are usage errors that say what is valid."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,15 +44,23 @@ def test_a_rule_matches_the_metric_with_a_unit_suffix_or_a_pattern():
     assert rule_for(rules, "ttft_p99_ms").threshold == 10 and rule_for(rules, "ttft_p50_ms").threshold == 30
     assert rule_for(rules, "output_tps") is None
     assert parse_rule("output_tps:5%").matches("output_tokens_per_s")  # the SLO suite's name for it
-    assert parse_rule("output_tokens_per_s:5%").matches("throughput") and parse_rule("goodput:5%").matches("goodput_rps")
+    assert parse_rule("output_tokens_per_s:5%").matches("throughput") and parse_rule("goodput:5%").matches(
+        "goodput_rps"
+    )
 
 
 def test_names_match_through_the_catalogue_and_patterns_skip_counts():
-    assert parse_rule("ttft_p99_ms:25").matches("ttft_p99_ms") and not parse_rule("ttft_p99_ms:25").matches("ttft_p99_s")  # absolute: same unit
+    assert parse_rule("ttft_p99_ms:25").matches("ttft_p99_ms") and not parse_rule("ttft_p99_ms:25").matches(
+        "ttft_p99_s"
+    )  # absolute: same unit
     assert parse_rule("ttft_p99:10%").matches("ttft_p99_s")  # relative: any unit
     assert parse_rule("*:10%").matches("ttft_p50_ms") and parse_rule("output_*:5%").matches("tps")
-    assert not any(parse_rule("*:10%").matches(m) for m in ("requests", "window_s", "server_pid", "ttft_n"))  # no direction
-    assert parse_rule("lag_p99:10%").matches("lag_p99_ms") and parse_rule("*_p99:10%").matches("lag_p99_ms")  # names it does not know
+    assert not any(
+        parse_rule("*:10%").matches(m) for m in ("requests", "window_s", "server_pid", "ttft_n")
+    )  # no direction
+    assert parse_rule("lag_p99:10%").matches("lag_p99_ms") and parse_rule("*_p99:10%").matches(
+        "lag_p99_ms"
+    )  # names it does not know
 
 
 def test_direction_follows_the_name():

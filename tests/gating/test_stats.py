@@ -1,4 +1,5 @@
 """The gate's one-sided Mann-Whitney test (scipy's), on the cases the gate relies on."""
+
 from __future__ import annotations
 
 import pytest

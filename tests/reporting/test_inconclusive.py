@@ -1,5 +1,6 @@
-""""inconclusive" is an outcome of its own: recorded by the plugin, counted and shown by every report, and read
+""" "inconclusive" is an outcome of its own: recorded by the plugin, counted and shown by every report, and read
 from files written when it was recorded as a skip."""
+
 from __future__ import annotations
 
 import json
@@ -42,10 +43,16 @@ def test_the_plugin_records_inconclusive_apart_from_skips_and_the_xfail_declarat
     with FakeServer() as server:
         result = pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=3, xfailed=1)
-    tests = {t["nodeid"].split("::")[-1].split("[")[0]: t for t in json.loads((pytester.path / "out" / "results.json").read_text())["tests"]}
+    tests = {
+        t["nodeid"].split("::")[-1].split("[")[0]: t
+        for t in json.loads((pytester.path / "out" / "results.json").read_text())["tests"]
+    }
     assert {name: t["outcome"] for name, t in tests.items()} == {
-        "test_model_never_decided": "inconclusive", "test_nothing_to_judge": "not_exercised", "test_plain_skip": "skipped",
-        "test_known_deviation": "xfail"}
+        "test_model_never_decided": "inconclusive",
+        "test_nothing_to_judge": "not_exercised",
+        "test_plain_skip": "skipped",
+        "test_known_deviation": "xfail",
+    }
     assert "inconclusive: the model never ended its JSON" in tests["test_model_never_decided"]["message"]
     assert tests["test_known_deviation"]["extra"]["xfail"] == "known deviation: stop strings ignored (vllm#1)"
     result.stdout.fnmatch_lines(["*1 inconclusive*"])  # the terminal summary counts it

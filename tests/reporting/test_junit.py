@@ -1,6 +1,7 @@
 """``--junitxml`` is a first-class output: every bundled suite runs with it from the project root
 (where warnings are errors) under the default ``junit_family``, and the XML carries each test's
 framework, version, reproducer, severity and SLO figures as testcase properties."""
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,13 @@ models:
 """
 SUITES = {
     "conformance": ("-k", "chat or errors"),
-    "structured": ("--structured-examples=2", "--structured-keywords=enum,const", "--structured-shrink-seconds=5", "-k", "response_format and not stream"),
+    "structured": (
+        "--structured-examples=2",
+        "--structured-keywords=enum,const",
+        "--structured-shrink-seconds=5",
+        "-k",
+        "response_format and not stream",
+    ),
     "slo": (),
     "robustness": ("-k", "test_bad_request_is_refused"),
 }
@@ -72,7 +79,9 @@ def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(sui
     assert "record_property is incompatible" not in out and "PytestWarning" not in out, out[-3000:]
     cases = junit_cases(xml)
     assert cases, out[-3000:]
-    assert not [c for c in cases if c.find("error") is not None and "incompatible" in ET.tostring(c, encoding="unicode")]
+    assert not [
+        c for c in cases if c.find("error") is not None and "incompatible" in ET.tostring(c, encoding="unicode")
+    ]
     for case in cases:
         props = properties(case)
         assert props["infer_framework"] == "vllm" and "infer_version" in props and props["infer_target"], props

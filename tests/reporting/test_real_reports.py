@@ -3,6 +3,7 @@ gated against the first) and the smoke suite against transformers serve, merged 
 
 transformers serve gets only the smoke suite here: the conformance suite's slow paths on it take many
 minutes (tests/conformance covers them); this test is about the reports, on real data."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,10 +21,20 @@ ROOT = Path(__file__).parents[2]
 SMOKE, CONFORMANCE = str(ROOT / "suites" / "smoke"), str(ROOT / "suites" / "conformance")
 
 
-def run_suites(pytester: pytest.Pytester, server, framework: str, out: Path, *extra: str, suites=(SMOKE, CONFORMANCE)) -> pytest.RunResult:
+def run_suites(
+    pytester: pytest.Pytester, server, framework: str, out: Path, *extra: str, suites=(SMOKE, CONFORMANCE)
+) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
-        *suites, f"--infer-endpoint={server.base_url}", "--infer-request-timeout=60", f"--infer-framework={framework}", f"--infer-report-dir={out}",
-        "-p", "no:cacheprovider", "-q", *extra, timeout=600,
+        *suites,
+        f"--infer-endpoint={server.base_url}",
+        "--infer-request-timeout=60",
+        f"--infer-framework={framework}",
+        f"--infer-report-dir={out}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *extra,
+        timeout=600,
     )
 
 
@@ -32,14 +43,33 @@ def test_real_matrix_and_a_gate_that_does_not_cry_wolf(pytester: pytest.Pytester
     run_suites(pytester, vllm, "vllm", tmp_path / "vllm-a")
     run_suites(pytester, hf, "transformers", tmp_path / "transformers", suites=(SMOKE,)).assert_outcomes(passed=1)
     # the same server again, gated against the first run: real data, and no check may regress
-    again = run_suites(pytester, vllm, "vllm", tmp_path / "vllm-b", f"--infer-baseline={tmp_path / 'vllm-a' / 'results.json'}")
-    again.stdout.fnmatch_lines(["*= pytest-infer upgrade gate =*", "upgrade gate: PASS: no regressions", "compared: vllm 0.32.0 -> vllm 0.32.0*"])
+    again = run_suites(
+        pytester, vllm, "vllm", tmp_path / "vllm-b", f"--infer-baseline={tmp_path / 'vllm-a' / 'results.json'}"
+    )
+    again.stdout.fnmatch_lines(
+        [
+            "*= pytest-infer upgrade gate =*",
+            "upgrade gate: PASS: no regressions",
+            "compared: vllm 0.32.0 -> vllm 0.32.0*",
+        ]
+    )
 
     first = SessionResults.read(tmp_path / "vllm-a" / "results.json")
     assert first.targets["vllm"].version == "0.32.0" and len(first.tests) > 10
     assert first.environment["git"]["commit"] and first.environment["cpu"]["count"]
     capsys.readouterr()  # drop the runs' echoed output
-    assert main(["merge", str(tmp_path / "vllm-a"), str(tmp_path / "transformers"), "-o", str(tmp_path / "merged" / "results.json")]) == 0
+    assert (
+        main(
+            [
+                "merge",
+                str(tmp_path / "vllm-a"),
+                str(tmp_path / "transformers"),
+                "-o",
+                str(tmp_path / "merged" / "results.json"),
+            ]
+        )
+        == 0
+    )
     merged = SessionResults.read(tmp_path / "merged" / "results.json")
     # transformers serve has no version endpoint: behind --infer-endpoint its column is its id
     assert {t.framework: t.version for t in merged.targets.values()} == {"vllm": "0.32.0", "transformers": None}
@@ -52,4 +82,7 @@ def test_real_matrix_and_a_gate_that_does_not_cry_wolf(pytester: pytest.Pytester
     matrix = check_matrix(merged)
     ids = {t.framework: tid for tid, t in merged.targets.items()}
     assert {matrix["test_chat_completion_answers"][ids[f]].outcome for f in ("vllm", "transformers")} == {"passed"}
-    assert matrix["stream.sse-framing"][ids["vllm"]].outcome == "passed" and ids["transformers"] not in matrix["stream.sse-framing"]
+    assert (
+        matrix["stream.sse-framing"][ids["vllm"]].outcome == "passed"
+        and ids["transformers"] not in matrix["stream.sse-framing"]
+    )

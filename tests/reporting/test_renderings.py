@@ -1,4 +1,5 @@
 """Every rendering of the one results model: terminal, Markdown, JUnit properties, pytest-benchmark JSON, HTML."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,24 @@ RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 def matrix():
     """vLLM 0.31 (baseline), vLLM 0.32 (a failing check, a broken keyword, slower) and transformers serve, merged."""
     base = session("0.31.0", samples=150)
-    cand = session("0.32.0", outcomes={"chat.stop_strings": "failed"}, keywords={"pattern": {"valid": 2, "invalid": 2}}, ttft_ms=48, seed=1, samples=150)
-    hf = session("5.24.0", target="transformers", framework="transformers", outcomes={"completions.logprobs": "unsupported"}, ttft_ms=80, output_tps=100, seed=2, samples=150)
+    cand = session(
+        "0.32.0",
+        outcomes={"chat.stop_strings": "failed"},
+        keywords={"pattern": {"valid": 2, "invalid": 2}},
+        ttft_ms=48,
+        seed=1,
+        samples=150,
+    )
+    hf = session(
+        "5.24.0",
+        target="transformers",
+        framework="transformers",
+        outcomes={"completions.logprobs": "unsupported"},
+        ttft_ms=80,
+        output_tps=100,
+        seed=2,
+        samples=150,
+    )
     gate = compare(base, cand, RULES, drift=flat_drift())
     merged = combine([("base", base), ("cand", cand), ("hf", hf)])
     merged.gate = gate.to_dict()
@@ -45,8 +62,18 @@ def test_terminal_has_one_column_per_framework_version(matrix):
     lines = render_summary(merged)
     header = next(line for line in lines if line.startswith("check"))
     assert re.split(r"\s{2,}", header) == ["check", "vllm 0.31.0", "vllm 0.32.0", "transformers 5.24.0"]
-    assert re.split(r"\s{2,}", next(line for line in lines if line.startswith("chat.stop_strings"))) == ["chat.stop_strings", "pass", "FAIL", "pass"]
-    assert re.split(r"\s{2,}", next(line for line in lines if line.startswith("pattern"))) == ["pattern", "valid", "invalid", "valid"]
+    assert re.split(r"\s{2,}", next(line for line in lines if line.startswith("chat.stop_strings"))) == [
+        "chat.stop_strings",
+        "pass",
+        "FAIL",
+        "pass",
+    ]
+    assert re.split(r"\s{2,}", next(line for line in lines if line.startswith("pattern"))) == [
+        "pattern",
+        "valid",
+        "invalid",
+        "valid",
+    ]
     assert any(line.startswith("cpu/c=8 ttft_p99_ms") for line in lines)
     gate_lines = render_gate(gate)
     assert gate_lines[0] == "upgrade gate: FAIL: 5 regressions" and "REGRESSIONS (5):" in gate_lines
@@ -61,11 +88,15 @@ def test_markdown_has_the_verdict_the_matrix_and_the_differences(matrix):
     assert "| regression | keyword | pattern | valid | invalid | vllm 0.31.0 -> vllm 0.32.0 |" in md
 
 
-def test_a_run_appends_its_markdown_to_the_github_step_summary(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+def test_a_run_appends_its_markdown_to_the_github_step_summary(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
     summary = pytester.path / "step-summary.md"
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    pytester.makepyfile("def test_answers(infer_client):\n    assert infer_client.chat('hi', max_tokens=4).status_code == 200\n")
+    pytester.makepyfile(
+        "def test_answers(infer_client):\n    assert infer_client.chat('hi', max_tokens=4).status_code == 200\n"
+    )
     with FakeServer() as server:
         result = pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
@@ -77,9 +108,18 @@ def test_a_run_appends_its_markdown_to_the_github_step_summary(pytester: pytest.
 
 
 def test_junit_xml_carries_framework_version_model_and_profile(pytester: pytest.Pytester):
-    pytester.makepyfile("def test_answers(infer_client):\n    assert infer_client.chat('hi', max_tokens=4).status_code == 200\n")
+    pytester.makepyfile(
+        "def test_answers(infer_client):\n    assert infer_client.chat('hi', max_tokens=4).status_code == 200\n"
+    )
     with FakeServer() as server:
-        result = pytester.runpytest(f"{ENDPOINT}={server.base_url}", "--infer-framework=vllm", "--slo=cpu", "--junitxml=junit.xml", "-p", "no:cacheprovider")
+        result = pytester.runpytest(
+            f"{ENDPOINT}={server.base_url}",
+            "--infer-framework=vllm",
+            "--slo=cpu",
+            "--junitxml=junit.xml",
+            "-p",
+            "no:cacheprovider",
+        )
     result.assert_outcomes(passed=1)
     case = ET.parse(pytester.path / "junit.xml").getroot().find(".//testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -92,10 +132,20 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(matrix, tmp_path: Pa
     data = to_benchmark_json(merged)
     by_name = {b["name"]: b for b in data["benchmarks"]}
     tps = by_name["output_tps[vllm 0.31.0]"]
-    point = next(b for b in data["benchmarks"] if b["name"] == "output_tps[vllm 0.31.0]" and b["params"]["load_point"] == "cpu/c=8")
+    point = next(
+        b
+        for b in data["benchmarks"]
+        if b["name"] == "output_tps[vllm 0.31.0]" and b["params"]["load_point"] == "cpu/c=8"
+    )
     assert point["stats"]["rounds"] == 5 and point["extra_info"]["stored_as"].startswith("reciprocal")
-    assert 1 / point["stats"]["median"] == pytest.approx(point["extra_info"]["value"])  # ops of the median round is the throughput
-    ttft = next(b for b in data["benchmarks"] if b["name"] == "ttft_p99_ms[vllm 0.31.0]" and b["params"]["load_point"] == "cpu/c=8")
+    assert 1 / point["stats"]["median"] == pytest.approx(
+        point["extra_info"]["value"]
+    )  # ops of the median round is the throughput
+    ttft = next(
+        b
+        for b in data["benchmarks"]
+        if b["name"] == "ttft_p99_ms[vllm 0.31.0]" and b["params"]["load_point"] == "cpu/c=8"
+    )
     assert ttft["stats"]["median"] == pytest.approx(ttft["extra_info"]["value"] / 1000)  # seconds
     assert tps["stats"]["ops"] > 0
     single = to_benchmark_json(session("0.31.0"))
@@ -106,7 +156,13 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(matrix, tmp_path: Pa
     if tool is None:
         pytest.skip("the pytest-benchmark command is not on PATH")
     # From a neutral folder: pytest-benchmark loads pytest, which would read this project's warnings-as-errors.
-    out = subprocess.run([tool, "compare", str(path), "--columns=min,median,ops,rounds", "--group-by=name"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [tool, "compare", str(path), "--columns=min,median,ops,rounds", "--group-by=name"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "ttft_p99_ms[vllm 0.32.0]" in out.stdout and "output_tps[transformers 5.24.0]" in out.stdout
 
@@ -144,16 +200,33 @@ def test_html_report_in_a_headless_browser_shows_the_matrix_and_the_plots(matrix
     report_dir = tmp_path / "infer-report"
     written = write_renderings(merged, report_dir, step_summary=False)
     url = written.paths["html"].resolve().as_uri()
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert dom.stdout.count("<svg") == 4 and 'id="matrix"' in dom.stdout and 'id="structured"' in dom.stdout and 'id="slo"' in dom.stdout
+    assert (
+        dom.stdout.count("<svg") == 4
+        and 'id="matrix"' in dom.stdout
+        and 'id="structured"' in dom.stdout
+        and 'id="slo"' in dom.stdout
+    )
     shot = report_dir / "report.png"
-    run = subprocess.run([browser, *flags, "--window-size=1400,2600", f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [browser, *flags, "--window-size=1400,2600", f"--screenshot={shot}", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0 and shot.exists(), run.stderr[-2000:]
     pixels = Image.open(shot).convert("RGB")
     colours = {c for _, c in pixels.getcolors(maxcolors=1 << 20)}
-    assert (0xff, 0xcd, 0xd2) in colours  # a failed cell / a regression
-    assert (0xe8, 0xf5, 0xe9) in colours  # passed cells
-    assert (0xc6, 0x28, 0x28) in colours  # the heat map's invalid keyword
-    assert (0x2e, 0x7d, 0x32) in colours  # the heat map's valid keywords
+    assert (0xFF, 0xCD, 0xD2) in colours  # a failed cell / a regression
+    assert (0xE8, 0xF5, 0xE9) in colours  # passed cells
+    assert (0xC6, 0x28, 0x28) in colours  # the heat map's invalid keyword
+    assert (0x2E, 0x7D, 0x32) in colours  # the heat map's valid keywords

@@ -1,4 +1,5 @@
 """The results file: whole or rejected, with the environment it ran in, mergeable across CI jobs."""
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,8 @@ def test_a_writer_killed_mid_write_leaves_a_file_that_is_rejected(tmp_path: Path
 
 
 def test_the_atomic_writer_killed_mid_write_leaves_the_previous_file_whole(tmp_path: Path):
-    """``SessionResults.write`` killed while writing: the old file stays whole, and no temporary file is taken for it."""
+    """``SessionResults.write`` killed while writing: the old file stays whole, and no temporary file is taken for
+    it."""
     target = tmp_path / "results.json"
     session("0.30.0").write(target)
     script = textwrap.dedent(f"""
@@ -144,20 +146,36 @@ def test_gpu_info_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     smi = tmp_path / "nvidia-smi"
     smi.write_text(FAKE_SMI)
     smi.chmod(0o755)
-    assert gpu_info() == {"count": 2, "names": ["NVIDIA H100 80GB HBM3"], "driver": "550.54.15", "cuda": "12.4", "memory_mib": [81559, 81559]}
+    assert gpu_info() == {
+        "count": 2,
+        "names": ["NVIDIA H100 80GB HBM3"],
+        "driver": "550.54.15",
+        "cuda": "12.4",
+        "memory_mib": [81559, 81559],
+    }
     smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n")
     broken = gpu_info()
     assert broken["count"] == 0 and broken["error"].startswith("nvidia-smi failed")
 
 
 def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
-    job_a, job_b, job_c = session("0.31.0", runs=1), session("0.32.0", runs=1, seed=1), session("0.31.0", runs=1, seed=2)
+    job_a, job_b, job_c = (
+        session("0.31.0", runs=1),
+        session("0.32.0", runs=1, seed=1),
+        session("0.31.0", runs=1, seed=2),
+    )
     merged = combine([("a.json", job_a), ("b.json", job_b), ("c.json", job_c)])
     assert {t: r.version for t, r in merged.targets.items()} == {"vllm": "0.31.0", "vllm@0.32.0": "0.32.0"}
     assert [p["source"] for p in merged.environment["parts"]] == ["a.json", "b.json", "c.json"]
     runs = {(p.target, p.name): len(p.runs["ttft_p99_ms"]) for p in merged.table("slo").points()}
-    assert runs == {("vllm", "c=1"): 2, ("vllm", "c=8"): 2, ("vllm", "c=16"): 2,
-                    ("vllm@0.32.0", "c=1"): 1, ("vllm@0.32.0", "c=8"): 1, ("vllm@0.32.0", "c=16"): 1}
+    assert runs == {
+        ("vllm", "c=1"): 2,
+        ("vllm", "c=8"): 2,
+        ("vllm", "c=16"): 2,
+        ("vllm@0.32.0", "c=1"): 1,
+        ("vllm@0.32.0", "c=8"): 1,
+        ("vllm@0.32.0", "c=16"): 1,
+    }
     assert set(check_matrix(merged)["chat.basic"]) == {"vllm", "vllm@0.32.0"}
     for results in (job_a, job_b):  # tests without a registered check line up by node id
         for test in results.tests:
@@ -181,7 +199,11 @@ def test_rows_name_the_check_or_the_test_without_its_target():
 
 def test_slo_entries_of_unknown_shape_are_tolerated():
     results = session(runs=0)
-    results.table("slo").entries += ["junk", {"no": "target"}, {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"}]
+    results.table("slo").entries += [
+        "junk",
+        {"no": "target"},
+        {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"},
+    ]
     (point,) = results.table("slo").points()
     assert (point.name, point.verdict, point.metrics) == ("c=2", "fail", {"ttft_p50_ms": 10.0})
 

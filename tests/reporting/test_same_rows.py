@@ -1,5 +1,6 @@
 """Terminal, Markdown and HTML draw the same sections with the same rows and cells: every suite's,
 robustness included, because all three render the one set of views."""
+
 from __future__ import annotations
 
 import html
@@ -29,7 +30,13 @@ def with_robustness(results: SessionResults, target: str, fives: int) -> Session
 @pytest.fixture(scope="module")
 def gated():
     base = with_robustness(session("0.31.0"), "vllm", 0)
-    cand = with_robustness(session("0.32.0", outcomes={"chat.stop_strings": "failed"}, keywords={"pattern": {"valid": 2, "invalid": 2}}, seed=1), "vllm", 3)
+    cand = with_robustness(
+        session(
+            "0.32.0", outcomes={"chat.stop_strings": "failed"}, keywords={"pattern": {"valid": 2, "invalid": 2}}, seed=1
+        ),
+        "vllm",
+        3,
+    )
     gate = compare(base, cand, parse_rules("ttft_p99:10%"))
     merged = combine([("base", base), ("cand", cand)])
     return merged, gate
@@ -68,7 +75,10 @@ def html_rows(page: str, headings: list[str]) -> dict[str, list[str]]:
         if heading not in headings:
             continue
         for row in re.findall(r"<tr>(.*?)</tr>", table[1]):
-            cells = [html.unescape(re.sub(r"<small>.*?</small>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            cells = [
+                html.unescape(re.sub(r"<small>.*?</small>", "", c)).strip()
+                for c in re.findall(r"<td[^>]*>(.*?)</td>", row)
+            ]
             rows[f"{heading}/{cells[0]}"] = cells[1:]
     return rows
 
@@ -85,8 +95,15 @@ def test_the_three_renderers_show_the_same_rows_robustness_included(gated):
     assert set(terminal) == set(markdown) == set(page) == expected
     assert terminal["robustness/5xx"] == page["robustness/5xx"] == ["0", "3"]
     assert markdown["robustness/5xx"] == ["0", "3"]
-    assert terminal["check/chat.stop_strings"] == ["pass", "FAIL"] and markdown["check/chat.stop_strings"] == ["✅ pass", "❌ FAIL"]
-    assert terminal["structured keyword/pattern"] == ["valid", "invalid"] == [c.split(" (")[0] for c in markdown["structured keyword/pattern"]]
+    assert terminal["check/chat.stop_strings"] == ["pass", "FAIL"] and markdown["check/chat.stop_strings"] == [
+        "✅ pass",
+        "❌ FAIL",
+    ]
+    assert (
+        terminal["structured keyword/pattern"]
+        == ["valid", "invalid"]
+        == [c.split(" (")[0] for c in markdown["structured keyword/pattern"]]
+    )
     assert page["structured keyword/pattern"] == ["valid", "invalid"]
     for key in (k for k in expected if k.startswith("load point/")):
         assert terminal[key] == markdown[key] == page[key], key

@@ -5,6 +5,7 @@ tallies or reproducers exactly. Here a scripted HTTP server on a free port answe
 test's way (a status, a body in parts, a stall, a dropped connection), so every message,
 counter and boundary is pinned in a few seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,16 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.client.sse import SSEStream
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.robustness.kit import Answer, Case, Guard, completion_problem, envelope_problem, known_good, reproducer, stream_problem
+from pytest_infer.robustness.kit import (
+    Answer,
+    Case,
+    Guard,
+    completion_problem,
+    envelope_problem,
+    known_good,
+    reproducer,
+    stream_problem,
+)
 
 PATIENT = 5.0  # the deadline where an answer is expected at once: ample on a loaded machine
 SHORT = 1.0  # the deadline where a test waits it out; messages show it as "1s"
@@ -31,7 +41,10 @@ MEGABYTE = 1 << 20  # the documented cap on an answer's bytes read
 SPELLED_OUT = 4096  # the largest body a reproducer spells out
 DISCONNECTED = "RemoteProtocolError: Server disconnected without sending a response."
 ENVELOPE = b'{"error": {"message": "n must be positive", "type": "invalid_request_error"}}'
-COMPLETION = b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "length"}]}'
+COMPLETION = (
+    b'{"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},'
+    b' "finish_reason": "length"}]}'
+)
 CHUNK = b'data: {"choices": [{"index": 0, "delta": {"content": "Hi"}}]}\n\n'
 
 Reply = Callable[["Handler"], None]
@@ -65,7 +78,10 @@ class Scripted(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
-        self.plan: dict[str, Reply] = {"/v1/models": answer(200, b'{"object": "list", "data": []}'), "/v1/chat/completions": answer(200, COMPLETION)}
+        self.plan: dict[str, Reply] = {
+            "/v1/models": answer(200, b'{"object": "list", "data": []}'),
+            "/v1/chat/completions": answer(200, COMPLETION),
+        }
         self.seen: list[tuple[str, str, dict[str, str], bytes]] = []
         self.released = threading.Event()  # set at teardown: every stalled answer ends
 
@@ -78,7 +94,8 @@ class Scripted(ThreadingHTTPServer):
 
 
 def answer(status: int, *parts: bytes, gap: float = 0.0, hold: bool = False, content_type: str | None = None) -> Reply:
-    """HTTP ``status``, then ``parts`` each after ``gap`` seconds, read until close (no Content-Length); ``hold`` keeps it open."""
+    """HTTP ``status``, then ``parts`` each after ``gap`` seconds, read until close (no Content-Length); ``hold`` keeps
+    it open."""
 
     def reply(handler: Handler) -> None:
         handler.send_response(status)
@@ -179,7 +196,8 @@ def test_bytes_are_sent_as_they_are():
 
 
 def test_a_dict_is_sent_as_utf8_json_even_with_a_lone_surrogate():
-    """Non-ASCII stays raw UTF-8 (not \\u escapes) and a lone surrogate is encoded, not refused: both are test inputs."""
+    """Non-ASCII stays raw UTF-8 (not \\u escapes) and a lone surrogate is encoded, not refused: both are test
+    inputs."""
     assert Case("c", {"text": "é", "half": "\ud800"}).content() == b'{"text": "\xc3\xa9", "half": "\xed\xa0\x80"}'
 
 
@@ -211,9 +229,16 @@ def test_envelope_problem_names_what_is_wrong(text, problem):
 
 # --- reproducer --------------------------------------------------------------------------------
 def test_a_reproducer_passes_path_and_stream_and_quotes_each_header():
-    case = Case("c", {"text": "é 'q'"}, path="/v1/completions", headers={"Content-Type": "text/plain", "X-Note": "it's"}, stream=True)
-    assert reproducer(Curl(), case) == (
-        "curl POST /v1/completions body=None stream=True -H 'Content-Type: text/plain' -H 'X-Note: it'\"'\"'s'"
+    case = Case(
+        "c",
+        {"text": "é 'q'"},
+        path="/v1/completions",
+        headers={"Content-Type": "text/plain", "X-Note": "it's"},
+        stream=True,
+    )
+    assert (
+        reproducer(Curl(), case)
+        == "curl POST /v1/completions body=None stream=True -H 'Content-Type: text/plain' -H 'X-Note: it'\"'\"'s'"
         " --data-raw '{\"text\": \"é '\"'\"'q'\"'\"'\"}'"
     )
 
@@ -226,22 +251,28 @@ def test_a_body_of_the_limit_is_spelled_out():
 
 def test_a_body_over_the_limit_is_described_not_spelled_out():
     assert reproducer(Curl(), Case("c", b"a" * (SPELLED_OUT + 1), headers={})) == (
-        "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-binary @body.json  # body: 4097 bytes, starting b'" + "a" * 120 + "'"
+        "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-binary @body.json  # body:"
+        " 4097 bytes, starting b'" + "a" * 120 + "'"
     )
 
 
 def test_a_non_utf8_body_is_piped_through_printf_with_escapes():
-    """Printable ASCII passes as is; a backslash and every byte outside 32..126 become \\0ddd, which POSIX printf %b turns back."""
+    """Printable ASCII passes as is; a backslash and every byte outside 32..126 become \\0ddd, which POSIX printf %b
+    turns back."""
     case = Case("c", b' ~\x1f\x7f\\\xff"', headers={})
-    assert reproducer(Curl(), case) == (
-        r"""printf '%b' ' ~\0037\0177\0134\0377"' | curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-binary @-"""
+    assert (
+        reproducer(Curl(), case)
+        == r"""printf '%b' ' ~\0037\0177\0134\0377"' | curl POST /v1/chat/completions body=None stream=False """
+        r"""-H 'Content-Type:' --data-binary @-"""
     )
 
 
 def test_a_utf8_body_with_a_nul_is_piped_too():
     """An argument cannot carry a NUL: such a body goes through printf although it is valid UTF-8."""
-    assert reproducer(Curl(), Case("c", b'{"a": "\x00"}')) == (
-        r"""printf '%b' '{"a": "\0000"}' | curl POST /v1/chat/completions body=None stream=False -H 'Content-Type: application/json' --data-binary @-"""
+    assert (
+        reproducer(Curl(), Case("c", b'{"a": "\x00"}'))
+        == r"""printf '%b' '{"a": "\0000"}' | curl POST /v1/chat/completions body=None stream=False """
+        r"""-H 'Content-Type: application/json' --data-binary @-"""
     )
 
 
@@ -266,7 +297,13 @@ def test_a_reproducer_run_in_a_shell_sends_the_same_request(server, body, header
     guard_of(server, api_key="sk-test").send(case)
     with InferClient(Endpoint(server.base_url, "tiny", "sk-test")) as client:
         line = reproducer(client, case)
-    subprocess.run([shell, "-c", line], env={**os.environ, "PYTEST_INFER_API_KEY": "sk-test"}, check=True, capture_output=True, timeout=10)
+    subprocess.run(
+        [shell, "-c", line],
+        env={**os.environ, "PYTEST_INFER_API_KEY": "sk-test"},
+        check=True,
+        capture_output=True,
+        timeout=10,
+    )
     (_, _, sent_headers, sent), (_, path, curl_headers, curled) = server.seen
     assert sent == case.content()
     assert (path, curled) == ("/bad", sent)
@@ -282,7 +319,9 @@ def test_an_answer_carries_how_long_it_took(server):
     assert got.kind == "4xx" and 0.3 <= got.seconds < PATIENT
 
 
-@pytest.mark.parametrize(("status", "kind"), [(200, "accepted"), (399, "accepted"), (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx")])
+@pytest.mark.parametrize(
+    ("status", "kind"), [(200, "accepted"), (399, "accepted"), (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx")]
+)
 def test_the_status_decides_the_kind(server, status, kind):
     server.plan["/bad"] = answer(status, b"no \xff")
     got = guard_of(server).send(Case("c", b"{}", path="/bad"))
@@ -292,10 +331,16 @@ def test_the_status_decides_the_kind(server, status, kind):
 
 def test_send_sends_the_case_bytes_its_headers_and_the_key(server):
     server.plan["/bad"] = answer(400, ENVELOPE)
-    guard_of(server, api_key="sk-test").send(Case("c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"}))
+    guard_of(server, api_key="sk-test").send(
+        Case("c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"})
+    )
     [(method, path, headers, body)] = server.seen
     assert (method, path, body) == ("POST", "/bad", b"\x00raw")
-    assert (headers["content-type"], headers["x-case"], headers["authorization"]) == ("text/plain", "c", "Bearer sk-test")
+    assert (headers["content-type"], headers["x-case"], headers["authorization"]) == (
+        "text/plain",
+        "c",
+        "Bearer sk-test",
+    )
 
 
 def test_an_answer_in_parts_is_read_whole(server):
@@ -318,7 +363,9 @@ def test_an_accepted_stream_is_left_after_its_first_bytes(server):
 
 
 def test_a_stream_accepted_after_the_deadline_is_accepted_not_a_hang(server):
-    server.plan["/bad"] = late(0.8, answer(200, b"data: {}\n\n", gap=0.8, hold=True))  # each wait under the timeout, the first bytes past the deadline
+    server.plan["/bad"] = late(
+        0.8, answer(200, b"data: {}\n\n", gap=0.8, hold=True)
+    )  # each wait under the timeout, the first bytes past the deadline
     got = guard_of(server, timeout=1.5).send(Case("c", b"{}", path="/bad", stream=True))
     assert (got.kind, got.status, got.text, got.error) == ("accepted", 200, "data: {}\n\n", "")
 
@@ -380,8 +427,19 @@ def test_a_dropped_connection_is_death_when_the_port_no_longer_answers(server):
 # --- known_good, completion_problem, stream_problem ----------------------------------------------
 def test_the_known_good_request_of_each_route():
     hello = [{"role": "user", "content": "Hello"}]
-    assert known_good("/v1/chat/completions", "m") == {"model": "m", "messages": hello, "max_tokens": 4, "temperature": 0}
-    assert known_good("/v1/completions", "m", stream=True) == {"model": "m", "prompt": "Hello", "max_tokens": 4, "temperature": 0, "stream": True}
+    assert known_good("/v1/chat/completions", "m") == {
+        "model": "m",
+        "messages": hello,
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    assert known_good("/v1/completions", "m", stream=True) == {
+        "model": "m",
+        "prompt": "Hello",
+        "max_tokens": 4,
+        "temperature": 0,
+        "stream": True,
+    }
     assert known_good("/v1/embeddings", "m") is None
 
 
@@ -395,18 +453,38 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
         (CHAT, 200, '{"choices": [{"message": {"content": ""}}]}', None),  # an empty answer is still an answer
         (COMPLETIONS, 200, '{"choices": [{"text": "Hi"}]}', None),
         ("/v1/other", 200, '{"anything": 1}', None),
-        ("/v1/responses", 200, '{"object": "response", "id": "r", "error": null}', None),  # a Responses object's own field
+        (
+            "/v1/responses",
+            200,
+            '{"object": "response", "id": "r", "error": null}',
+            None,
+        ),  # a Responses object's own field
         (CHAT, 404, "n" * 400, "HTTP 404: " + "n" * 300),
         (CHAT, 200, "Hi", "HTTP 200 but the body is not JSON: 'Hi'"),
         (CHAT, 200, "[]", "HTTP 200 but the body is not a JSON object: '[]'"),
-        ("/v1/other", 200, '{"error": {"message": "m"}}', "HTTP 200 with an error body: '{\"error\": {\"message\": \"m\"}}'"),
+        (
+            "/v1/other",
+            200,
+            '{"error": {"message": "m"}}',
+            'HTTP 200 with an error body: \'{"error": {"message": "m"}}\'',
+        ),
         (CHAT, 200, "{}", "HTTP 200 without choices: '{}'"),
         (CHAT, 200, '{"choices": []}', "HTTP 200 without choices: '{\"choices\": []}'"),
-        (CHAT, 200, '{"choices": {"0": 1}}', "HTTP 200 without choices: '{\"choices\": {\"0\": 1}}'"),
+        (CHAT, 200, '{"choices": {"0": 1}}', 'HTTP 200 without choices: \'{"choices": {"0": 1}}\''),
         (CHAT, 200, '{"choices": [1]}', "HTTP 200 but choices[0] is not an object: 1"),
         (CHAT, 200, '{"choices": [{"text": "Hi"}]}', "HTTP 200 but choices[0].message is not an object: None"),
-        (CHAT, 200, '{"choices": [{"message": {"content": null}}]}', "HTTP 200 but choices[0].message.content is not a string: None"),
-        (CHAT, 200, '{"choices": [{"message": {"content": ["Hi"]}}]}', "HTTP 200 but choices[0].message.content is not a string: ['Hi']"),
+        (
+            CHAT,
+            200,
+            '{"choices": [{"message": {"content": null}}]}',
+            "HTTP 200 but choices[0].message.content is not a string: None",
+        ),
+        (
+            CHAT,
+            200,
+            '{"choices": [{"message": {"content": ["Hi"]}}]}',
+            "HTTP 200 but choices[0].message.content is not a string: ['Hi']",
+        ),
         (COMPLETIONS, 200, COMPLETION.decode(), "HTTP 200 but choices[0].text is not a string: None"),
     ],
 )
@@ -421,19 +499,57 @@ def chunks(*choices: object) -> list[dict]:
 @pytest.mark.parametrize(
     ("path", "stream", "problem"),
     [
-        (CHAT, SSEStream(200, {}, "raw", chunks={"choices": []} and chunks({"delta": {"role": "assistant"}}, {"delta": {"content": "Hi"}}), done=True), None),
+        (
+            CHAT,
+            SSEStream(
+                200,
+                {},
+                "raw",
+                chunks={"choices": []} and chunks({"delta": {"role": "assistant"}}, {"delta": {"content": "Hi"}}),
+                done=True,
+            ),
+            None,
+        ),
         (COMPLETIONS, SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"text": "i"}), done=True), None),
         (CHAT, SSEStream(429, {}, "s" * 400), "HTTP 429: " + "s" * 300),
         (CHAT, SSEStream(200, {}, "{}", problems=["a", "b", "c", "d"]), "HTTP 200 but the stream is broken: a; b; c"),
-        (CHAT, SSEStream(200, {}, "raw", chunks=[{"choices": []}, {"usage": {}}]), "HTTP 200 but no chunk carries a choice: 'raw'"),
-        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": "Hi"}}, {"message": {"content": "Hi"}})),
-         "HTTP 200 but a chunk's choices[0].delta is not an object: None"),
-        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": 1}})), "HTTP 200 but a chunk's choices[0].delta.content is not a string: 1"),
-        (CHAT, SSEStream(200, {}, "raw", chunks=chunks({"delta": {}}, {"delta": {"content": None}})), "HTTP 200 but no chunk carries delta.content: 'raw'"),
-        (COMPLETIONS, SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"delta": {"content": "i"}})),
-         "HTTP 200 but a chunk's choices[0].text is not a string: None"),
+        (
+            CHAT,
+            SSEStream(200, {}, "raw", chunks=[{"choices": []}, {"usage": {}}]),
+            "HTTP 200 but no chunk carries a choice: 'raw'",
+        ),
+        (
+            CHAT,
+            SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": "Hi"}}, {"message": {"content": "Hi"}})),
+            "HTTP 200 but a chunk's choices[0].delta is not an object: None",
+        ),
+        (
+            CHAT,
+            SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": 1}})),
+            "HTTP 200 but a chunk's choices[0].delta.content is not a string: 1",
+        ),
+        (
+            CHAT,
+            SSEStream(200, {}, "raw", chunks=chunks({"delta": {}}, {"delta": {"content": None}})),
+            "HTTP 200 but no chunk carries delta.content: 'raw'",
+        ),
+        (
+            COMPLETIONS,
+            SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"delta": {"content": "i"}})),
+            "HTTP 200 but a chunk's choices[0].text is not a string: None",
+        ),
     ],
-    ids=["chat", "completions", "refused", "broken", "no-choice", "no-delta", "content-not-text", "no-content", "no-text"],
+    ids=[
+        "chat",
+        "completions",
+        "refused",
+        "broken",
+        "no-choice",
+        "no-delta",
+        "content-not-text",
+        "no-content",
+        "no-text",
+    ],
 )
 def test_stream_problem_names_what_is_not_a_streamed_answer(path, stream, problem):
     assert stream_problem(path, stream) == problem
@@ -444,7 +560,10 @@ def test_serves_reads_a_stream_to_its_end_and_judges_it(server):
     server.plan["/v1/chat/completions"] = sse(CHUNK, b"data: [DONE]\n\n")
     assert guard_of(server).serves(Case("c", {}, stream=True)) is None
     server.plan["/v1/chat/completions"] = sse(CHUNK)
-    assert guard_of(server).serves(Case("c", {}, stream=True)) == "HTTP 200 but the stream is broken: the stream does not end with 'data: [DONE]'"
+    assert (
+        guard_of(server).serves(Case("c", {}, stream=True))
+        == "HTTP 200 but the stream is broken: the stream does not end with 'data: [DONE]'"
+    )
 
 
 def test_serves_caps_the_answer_it_reads(server):
@@ -461,7 +580,11 @@ def test_a_served_control_sends_the_known_good_request_of_the_route_and_counts_n
     guard = guard_of(server)
     guard.control(Curl(), Case("c", {"prompt": 1}, path="/v1/completions", stream=True))
     [(method, path, _, body)] = server.seen
-    assert (method, path, json.loads(body)) == ("POST", "/v1/completions", known_good("/v1/completions", "tiny", stream=True))
+    assert (method, path, json.loads(body)) == (
+        "POST",
+        "/v1/completions",
+        known_good("/v1/completions", "tiny", stream=True),
+    )
     assert guard.tally == {}
 
 
@@ -486,15 +609,22 @@ def test_a_control_not_served_makes_the_case_inconclusive_naming_it_and_its_curl
     guard = guard_of(server, timeout=SHORT)
     with pytest.raises(Inconclusive) as inconclusive:
         guard.control(Curl(), BAD)
-    assert str(inconclusive.value) == (
-        f"inconclusive: t1: bad request 'bad' not judged: its positive control (the same request without the fault) was not answered "
-        f"correctly: {why}\ncontrol: {CONTROL_OF_BAD}"
+    assert (
+        str(inconclusive.value)
+        == "inconclusive: t1: bad request 'bad' not judged: its positive control (the same request without the fault)"
+        f" was not answered correctly: {why}\ncontrol: {CONTROL_OF_BAD}"
     )
     assert guard.tally == {} and guard.down is None
 
 
 def test_a_case_at_a_route_without_a_known_good_request_is_inconclusive_unasked(server):
-    with pytest.raises(Inconclusive, match=r"^inconclusive: t1: bad request 'c': no known-good request for /v1/embeddings to show it is served \(give the Case a control\)$"):
+    with pytest.raises(
+        Inconclusive,
+        match=(
+            r"^inconclusive: t1: bad request 'c': no known-good request for /v1/embeddings to show it is served \(give"
+            r" the Case a control\)$"
+        ),
+    ):
         guard_of(server).control(Curl(), Case("c", {}, path="/v1/embeddings"))
     assert server.seen == []
 
@@ -505,7 +635,9 @@ def test_an_exited_process_is_unreachable_without_asking_the_port(server):
     assert server.seen == []
 
 
-@pytest.mark.parametrize(("models", "reachable"), [(answer(200, b'{"data": []}'), True), (answer(500, b"<html>"), True), (drop, False)])
+@pytest.mark.parametrize(
+    ("models", "reachable"), [(answer(200, b'{"data": []}'), True), (answer(500, b"<html>"), True), (drop, False)]
+)
 def test_reachable_means_the_port_answers_at_all(server, models, reachable):
     server.plan["/v1/models"] = models
     assert guard_of(server).reachable() is reachable
@@ -526,7 +658,12 @@ def test_health_sends_a_small_chat_with_the_key_and_clears_down(server):
     assert guard.down is None and guard.tally == {}
     [(method, path, headers, body)] = server.seen
     assert (method, path, headers["authorization"]) == ("POST", "/v1/chat/completions", "Bearer sk-test")
-    assert json.loads(body) == {"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4, "temperature": 0}
+    assert json.loads(body) == {
+        "model": "tiny",
+        "messages": [{"role": "user", "content": "Hello"}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
 
 
 def test_health_refused_is_a_wedge_with_the_start_of_the_answer(server):
@@ -539,7 +676,10 @@ def test_health_refused_is_a_wedge_with_the_start_of_the_answer(server):
 
 @pytest.mark.parametrize(
     ("reply", "got"),
-    [(answer(200, b"{}", content_type="application/json"), "HTTP 200 without choices: '{}'"), (answer(200, b'{"error": "x"}'), "HTTP 200 with an error body: '{\"error\": \"x\"}'")],
+    [
+        (answer(200, b"{}", content_type="application/json"), "HTTP 200 without choices: '{}'"),
+        (answer(200, b'{"error": "x"}'), 'HTTP 200 with an error body: \'{"error": "x"}\''),
+    ],
     ids=["empty-object", "error-body"],
 )
 def test_health_answered_without_a_completion_is_a_wedge(server, reply, got):
@@ -652,7 +792,10 @@ def test_a_refusal_with_the_envelope_passes_and_records_nothing(server):
     got = guard.expect_rejected(Curl(), BAD, record)
     assert (got.kind, got.status, got.text, got.error) == ("4xx", 400, ENVELOPE.decode(), "")
     assert (guard.tally, guard.down, record) == ({"tried": 1, "4xx": 1}, None, [])
-    assert [(path, body) for _, path, _, body in server.seen[:2]] == [("/bad", GOOD), ("/bad", b'{"n": -1}')]  # control first
+    assert [(path, body) for _, path, _, body in server.seen[:2]] == [
+        ("/bad", GOOD),
+        ("/bad", b'{"n": -1}'),
+    ]  # control first
     assert [path for _, path, _, _ in server.seen[2:]] == ["/v1/chat/completions"]  # the health check after it
 
 
@@ -670,14 +813,23 @@ def test_a_refusal_without_the_envelope_fails_saying_why(server, body, why):
     server.plan["/bad"] = unless_control(answer(422, body))
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
-    assert str(failure) == f"t1: bad request 'bad': HTTP 422 without the error envelope: {why}; body: {body.decode()!r}" + REPRODUCE
+    assert (
+        str(failure)
+        == f"t1: bad request 'bad': HTTP 422 without the error envelope: {why}; body: {body.decode()!r}" + REPRODUCE
+    )
     assert (guard.tally, record) == ({"tried": 1, "4xx": 1}, [("infer_reproducer", REPRODUCER)])
 
 
 def test_a_refusal_without_the_envelope_shows_its_first_300_characters(server):
     server.plan["/bad"] = unless_control(answer(400, b"x" * 400))
     failure = rejected_failure(guard_of(server))
-    assert str(failure) == "t1: bad request 'bad': HTTP 400 without the error envelope: the body is not JSON; body: '" + "x" * 300 + "'" + REPRODUCE
+    assert (
+        str(failure)
+        == "t1: bad request 'bad': HTTP 400 without the error envelope: the body is not JSON; body: '"
+        + "x" * 300
+        + "'"
+        + REPRODUCE
+    )
 
 
 @pytest.mark.parametrize(
@@ -717,7 +869,8 @@ def test_a_death_fails_once_counted_and_leaves_the_target_down(server):
     guard, record = guard_of(server, running=False), Record()
     failure = rejected_failure(guard, record)
     assert str(failure) == (
-        f"t1: bad request 'bad': connection lost, server dead: {DISCONNECTED}; and afterwards the server is unusable: the server is gone ({DISCONNECTED})" + REPRODUCE
+        f"t1: bad request 'bad': connection lost, server dead: {DISCONNECTED}; and afterwards the server is unusable:"
+        f" the server is gone ({DISCONNECTED})" + REPRODUCE
     )
     assert (guard.tally, guard.down) == ({"tried": 1, "deaths": 1}, f"the server is gone ({DISCONNECTED})")
     assert record == [("infer_reproducer", REPRODUCER)]
@@ -728,8 +881,15 @@ def test_a_refusal_that_wedges_the_server_fails_for_the_wedge(server):
     server.plan["/v1/chat/completions"] = answer(503, b"overloaded")
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
-    assert str(failure) == "t1: bad request 'bad': and afterwards the server is unusable: a normal request got HTTP 503: overloaded" + REPRODUCE
-    assert (guard.tally, guard.down) == ({"tried": 1, "4xx": 1, "wedged": 1}, "a normal request got HTTP 503: overloaded")
+    assert (
+        str(failure)
+        == "t1: bad request 'bad': and afterwards the server is unusable: a normal request got HTTP 503: overloaded"
+        + REPRODUCE
+    )
+    assert (guard.tally, guard.down) == (
+        {"tried": 1, "4xx": 1, "wedged": 1},
+        "a normal request got HTTP 503: overloaded",
+    )
     assert record == [("infer_reproducer", REPRODUCER)]
 
 
@@ -737,7 +897,9 @@ def test_a_target_left_down_fails_before_sending_anything(server):
     server.plan["/v1/chat/completions"] = answer(503, b"busy")
     guard = guard_of(server)
     guard.down = "earlier"
-    with pytest.raises(pytest.fail.Exception, match=r"^t1: server unusable since an earlier test: a normal request got HTTP 503: busy$"):
+    with pytest.raises(
+        pytest.fail.Exception, match=r"^t1: server unusable since an earlier test: a normal request got HTTP 503: busy$"
+    ):
         guard.expect_rejected(Curl(), BAD, Record())
     assert guard.tally == {}
     assert [path for _, path, _, _ in server.seen] == ["/v1/chat/completions"]

@@ -1,4 +1,5 @@
 """The soak script's accounting: every request it started is classified once, and a gap is a loss."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,7 +26,10 @@ def soak():
 
 
 def test_a_gap_in_the_traces_is_a_loss(soak):
-    traces = [RequestTrace(0, status=200, done=True, end_ns=1), RequestTrace(2, status=500, error="HTTP 500: x", end_ns=1)]
+    traces = [
+        RequestTrace(0, status=200, done=True, end_ns=1),
+        RequestTrace(2, status=500, error="HTTP 500: x", end_ns=1),
+    ]
     acc = soak.account(traces)
     assert acc.missing_indices == [1] and not acc.balanced
     assert (acc.completed, acc.errors) == (1, 1)
@@ -40,10 +44,27 @@ def test_every_request_is_accounted_for_when_the_server_breaks_some(soak, tmp_pa
         return evs[:2] if seen["n"] % 3 == 0 else evs
 
     def request(path, body):
-        return (500, {"error": {"message": "overloaded", "type": "server_error"}}) if path.endswith("completions") and seen["n"] % 5 == 4 else None
+        return (
+            (500, {"error": {"message": "overloaded", "type": "server_error"}})
+            if path.endswith("completions") and seen["n"] % 5 == 4
+            else None
+        )
 
     with FakeServer(Deviation(events=events, request=request)) as srv:
-        code = soak.main(["--url", srv.base_url, "--duration", "1.5", "--concurrency", "3", "--output-tokens", "8", "--out", str(tmp_path)])
+        code = soak.main(
+            [
+                "--url",
+                srv.base_url,
+                "--duration",
+                "1.5",
+                "--concurrency",
+                "3",
+                "--output-tokens",
+                "8",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert code == 0 and summary["balanced"]
     assert summary["incomplete"] > 0 and summary["errors"] > 0 and summary["completed"] > 0

@@ -1,5 +1,6 @@
 """The robustness suite against the fake server: all green when the server is right, and each check
 fails, with its own message and count, when the server is wrong in exactly that way."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "robustness"
 
 
-def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str, timeout: float = 3.0) -> tuple[pytest.RunResult, dict]:
+def run_suite(
+    pytester: pytest.Pytester, srv: FakeServer, *args: str, timeout: float = 3.0
+) -> tuple[pytest.RunResult, dict]:
     result = pytester.runpytest(
         str(SUITE), "-m", "robustness", f"--infer-endpoint={srv.base_url}", f"--infer-request-timeout={timeout}",
         "-p", "no:cacheprovider", "--infer-report-dir=report", *args,
@@ -26,7 +29,11 @@ def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str, timeout: f
 
 
 def failures(results: dict) -> dict[str, str]:
-    return {t["nodeid"].split("[")[-1].rstrip("]").removeprefix("endpoint-"): t["message"] for t in results["tests"] if t["outcome"] == "failed"}
+    return {
+        t["nodeid"].split("[")[-1].rstrip("]").removeprefix("endpoint-"): t["message"]
+        for t in results["tests"]
+        if t["outcome"] == "failed"
+    }
 
 
 @pytest.fixture
@@ -45,7 +52,9 @@ def test_a_correct_server_passes_the_catalogue_and_is_counted(pytester):
     counts = results["robustness"]["endpoint"]
     assert counts["tried"] == counts["4xx"] == cases
     assert counts["5xx"] == counts["hangs"] == counts["deaths"] == counts["accepted"] == 0
-    result.stdout.fnmatch_lines(["robustness *endpoint*", f"tried *{cases}", f"4xx *{cases}", "5xx *0", "accepted *0", "hangs *0", "deaths *0"])
+    result.stdout.fnmatch_lines(
+        ["robustness *endpoint*", f"tried *{cases}", f"4xx *{cases}", "5xx *0", "accepted *0", "hangs *0", "deaths *0"]
+    )
 
 
 def when(field: str, value: object, answer: tuple[int, object]) -> Deviation:
@@ -56,9 +65,24 @@ def when(field: str, value: object, answer: tuple[int, object]) -> Deviation:
 @pytest.mark.parametrize(
     ("case", "deviation", "message", "counter"),
     [
-        ("negative_temperature", when("temperature", -1.0, (500, error_body("boom", "server_error"))), "HTTP 500 (a server error for bad input", "5xx"),
-        ("top_p_over_1", when("top_p", 1.5, (400, {"detail": "top_p"})), "HTTP 400 without the error envelope: no 'error' object", "4xx"),
-        ("n_zero", when("n", 0, (200, {"id": "x", "object": "chat.completion", "choices": []})), "accepted with HTTP 200 instead of a 4xx", "accepted"),
+        (
+            "negative_temperature",
+            when("temperature", -1.0, (500, error_body("boom", "server_error"))),
+            "HTTP 500 (a server error for bad input",
+            "5xx",
+        ),
+        (
+            "top_p_over_1",
+            when("top_p", 1.5, (400, {"detail": "top_p"})),
+            "HTTP 400 without the error envelope: no 'error' object",
+            "4xx",
+        ),
+        (
+            "n_zero",
+            when("n", 0, (200, {"id": "x", "object": "chat.completion", "choices": []})),
+            "accepted with HTTP 200 instead of a 4xx",
+            "accepted",
+        ),
     ],
 )
 def test_each_wrong_answer_fails_its_case(pytester, case, deviation, message, counter):
@@ -95,7 +119,9 @@ def test_a_server_death_is_counted_once_and_later_cases_fail_fast(pytester):
 
     with FakeServer(Deviation(request=die)) as srv:
         holder["srv"] = srv
-        result, results = run_suite(pytester, srv, "-k", "refused and (seed_over_64_bits or unknown_model or lone_surrogate)")
+        result, results = run_suite(
+            pytester, srv, "-k", "refused and (seed_over_64_bits or unknown_model or lone_surrogate)"
+        )
     result.assert_outcomes(passed=0, failed=3)
     found = failures(results)
     assert "the server is gone" in found["seed_over_64_bits"]
@@ -108,7 +134,11 @@ def test_the_generated_check_finds_a_5xx_nobody_listed(pytester):
 
     def bad_stop(path: str, body: dict):
         stop = body.get("stop")
-        return (500, error_body("stop crashed", "server_error")) if stop is not None and not isinstance(stop, (str, list)) else None
+        return (
+            (500, error_body("stop crashed", "server_error"))
+            if stop is not None and not isinstance(stop, (str, list))
+            else None
+        )
 
     with FakeServer(Deviation(request=bad_stop)) as srv:
         result, results = run_suite(pytester, srv, "-k", "generated")
@@ -119,7 +149,8 @@ def test_the_generated_check_finds_a_5xx_nobody_listed(pytester):
 
 
 class OneAtATime:
-    """A server that generates for one request at a time; ``frees_aborted`` says whether it stops for a client that left."""
+    """A server that generates for one request at a time; ``frees_aborted`` says whether it stops for a client that
+    left."""
 
     def __init__(self, frees_aborted: bool, events: int = 60, delay: float = 0.05) -> None:
         self.frees_aborted, self.events, self.delay = frees_aborted, events, delay
@@ -168,7 +199,11 @@ def refuse_streams(status: int, longer_than: int = 0) -> Deviation:
 
     def refuse(path: str, body: dict):
         long = (body.get("max_tokens") or 0) > longer_than
-        return (status, error_body("too many streams", "rate_limit_error")) if body.get("stream") and long and path.endswith("/chat/completions") else None
+        return (
+            (status, error_body("too many streams", "rate_limit_error"))
+            if body.get("stream") and long and path.endswith("/chat/completions")
+            else None
+        )
 
     return Deviation(request=refuse)
 
@@ -181,11 +216,17 @@ def test_the_concurrent_abort_check_fails_when_the_streams_are_refused(pytester,
         result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=20)
     result.assert_outcomes(failed=1)
     message = next(iter(failures(results).values()))
-    assert re.search(rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]", message), message
+    assert re.search(
+        rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]", message
+    ), message
 
 
 def skips(results: dict) -> dict[str, str]:
-    return {t["nodeid"].split("::")[-1]: t["message"] for t in results["tests"] if t["outcome"] in ("skipped", "inconclusive")}
+    return {
+        t["nodeid"].split("::")[-1]: t["message"]
+        for t in results["tests"]
+        if t["outcome"] in ("skipped", "inconclusive")
+    }
 
 
 def test_an_abuse_of_a_server_that_serves_no_stream_is_inconclusive_naming_the_control(pytester):
@@ -193,8 +234,10 @@ def test_an_abuse_of_a_server_that_serves_no_stream_is_inconclusive_naming_the_c
         result, results = run_suite(pytester, srv, "-k", "concurrent_aborts", timeout=20)
     result.assert_outcomes(skipped=1)
     [message] = skips(results).values()
-    assert "bad request 'many_concurrent_aborts:stream' not judged: its positive control (the same request without the fault) " \
-           "was not answered correctly: HTTP 503: " in message
+    assert (
+        "bad request 'many_concurrent_aborts:stream' not judged: its positive control (the same request without the"
+        " fault) was not answered correctly: HTTP 503: " in message
+    )
     assert "control: curl " in message and '"stream": true' in message
     assert results["robustness"]["endpoint"]["aborted"] == 0
 
@@ -202,9 +245,17 @@ def test_an_abuse_of_a_server_that_serves_no_stream_is_inconclusive_naming_the_c
 def test_a_bad_request_whose_route_serves_nothing_is_inconclusive_and_not_counted(pytester):
     """The catalogue's refusal counts only where the same request without the fault is served: a server refusing
     everything at /v1/completions gets no credit for refusing a prompt over the context there."""
-    refuse = Deviation(request=lambda path, body: (404, error_body("no such route", "not_found_error")) if path == "/v1/completions" else None)
+    refuse = Deviation(
+        request=lambda path, body: (
+            (404, error_body("no such route", "not_found_error")) if path == "/v1/completions" else None
+        )
+    )
     with FakeServer(refuse) as srv:
-        result, results = run_suite(pytester, srv, "-k", "refused and (missing_prompt or completions_prompt_over_context or malformed_json)")
+        result, results = run_suite(
+            pytester, srv, "-k", "refused and (missing_prompt or completions_prompt_over_context or malformed_json)"
+        )
     result.assert_outcomes(passed=1, skipped=2)
-    assert all("its positive control" in m and "HTTP 404" in m and "/v1/completions" in m for m in skips(results).values())
+    assert all(
+        "its positive control" in m and "HTTP 404" in m and "/v1/completions" in m for m in skips(results).values()
+    )
     assert results["robustness"]["endpoint"]["tried"] == 1

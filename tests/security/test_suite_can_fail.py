@@ -1,6 +1,7 @@
 """The security suite against the fake server: each check passes on the correct server with a key, fails on exactly
 its deviation (an open route, a leaking error answer, a request that stalls the others), and earns no pass against
 the null servers."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,14 @@ from pathlib import Path
 import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/faults/test_faults.py)
 import pytest
 
-from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer, leak_in_errors, open_route, serving_process, stall_others
+from pytest_infer.testing.fakeserver import (
+    NULL_MODES,
+    FakeServer,
+    leak_in_errors,
+    open_route,
+    serving_process,
+    stall_others,
+)
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "security"
 KEY = "sk-test-security-0123456789"
@@ -17,19 +25,27 @@ KEY = "sk-test-security-0123456789"
 STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.5\nstall_limit_s: 0.8\n"
 
 
-def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str, key: str | None = KEY) -> tuple[pytest.RunResult, dict]:
+def run_suite(
+    pytester: pytest.Pytester, srv: FakeServer, *args: str, key: str | None = KEY
+) -> tuple[pytest.RunResult, dict]:
     (pytester.path / "stall.yaml").write_text(STALL)
     keyed = [f"--infer-api-key={key}"] if key else []
     result = pytester.runpytest(
-        str(SUITE), "-m", "security", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p", "no:cacheprovider",
+        str(SUITE), "-m", "security", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p",
+        "no:cacheprovider",
         "--infer-report-dir=report", f"--security-stall={pytester.path / 'stall.yaml'}", *keyed, *args,
     )  # fmt: skip
     return result, json.loads((pytester.path / "report" / "results.json").read_text())
 
 
 def outcomes(results: dict) -> dict[str, tuple[str, str]]:
-    return {t["nodeid"].split("::")[-1].replace("[endpoint]", "").replace("endpoint-", ""): (t["outcome"], t.get("message") or "")
-            for t in results["tests"]}
+    return {
+        t["nodeid"].split("::")[-1].replace("[endpoint]", "").replace("endpoint-", ""): (
+            t["outcome"],
+            t.get("message") or "",
+        )
+        for t in results["tests"]
+    }
 
 
 def test_a_correct_server_passes_every_check(pytester):
@@ -110,9 +126,13 @@ def test_a_candidate_that_stalls_longer_fails_the_gate(pytester):
     with FakeServer(stall_others(lambda body: body.get("n") == 16, 2.0), api_key=KEY) as srv:
         _, candidate = run_suite(pytester, srv, "-k", "n-x-max-tokens")
     assert outcomes(baseline)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"][0] == "passed"
-    gate = compare(SessionResults.read(pytester.path / "base.json"), SessionResults.read(pytester.path / "report" / "results.json"))
+    gate = compare(
+        SessionResults.read(pytester.path / "base.json"), SessionResults.read(pytester.path / "report" / "results.json")
+    )
     assert gate.verdict.startswith("FAIL"), gate.verdict
-    assert any("n-x-max-tokens" in f.subject and "stalled the others by" in f.detail for f in gate.regressions), [f.line() for f in gate.findings]
+    assert any("n-x-max-tokens" in f.subject and "stalled the others by" in f.detail for f in gate.regressions), [
+        f.line() for f in gate.findings
+    ]
 
 
 @pytest.mark.parametrize("mode", sorted(NULL_MODES))
@@ -157,5 +177,8 @@ def test_a_server_that_dies_on_a_bad_request_fails_the_disclosure_check_naming_i
     results = run_against_a_process(pytester, "die-on-unknown-token-ids", "-k", "disclose")
     outcome, message = outcomes(results)["test_error_answers_disclose_nothing"]
     assert outcome == "failed", message
-    assert "the server died on a bad request instead of refusing it; the first left unanswered: RemoteProtocolError" in message
+    assert (
+        "the server died on a bad request instead of refusing it; the first left unanswered: RemoteProtocolError"
+        in message
+    )
     assert "/v1/completions" in message and "-10" not in message and KEY not in message

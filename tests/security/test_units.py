@@ -1,4 +1,6 @@
-"""The security suite's parts on their own: route classes, the disclosure scan, the error log, the stall judge, the table."""
+"""The security suite's parts on their own: route classes, the disclosure scan, the error log, the stall judge, the
+table."""
+
 from __future__ import annotations
 
 import httpx
@@ -16,8 +18,16 @@ from pytest_infer.suite import Pairing
 
 @pytest.mark.parametrize(
     ("path", "kind"),
-    [("/invocations", "generate"), ("/v1/chat/completions", "generate"), ("/sleep", "change-state"), ("/flush_cache", "change-state"),
-     ("/get_server_info", "internals"), ("/collective_rpc", "internals"), ("/health", "read"), ("/version", "read")],
+    [
+        ("/invocations", "generate"),
+        ("/v1/chat/completions", "generate"),
+        ("/sleep", "change-state"),
+        ("/flush_cache", "change-state"),
+        ("/get_server_info", "internals"),
+        ("/collective_rpc", "internals"),
+        ("/health", "read"),
+        ("/version", "read"),
+    ],
 )
 def test_unknown_routes_are_classed_by_their_words(path, kind):
     assert classify(path) == kind
@@ -39,17 +49,27 @@ def test_an_open_route_and_a_refused_one():
     refused = Probe("/v1/completions", "generate", "POST", "openapi", 200, True, no_key=401, wrong_key=401)
     past_the_key = Probe("/scale", "change-state", "GET", "openapi", 405, True, True, no_key=405, wrong_key=405)
     unrouted = Probe("/x", "generate", "POST", "openapi", 200, True, no_key=404, wrong_key=401)
-    assert (opened.verdict, refused.verdict, past_the_key.verdict, unrouted.verdict) == ("open", "refused", "open", "unclear")
+    assert (opened.verdict, refused.verdict, past_the_key.verdict, unrouted.verdict) == (
+        "open",
+        "refused",
+        "open",
+        "unclear",
+    )
     assert Probe("/x", "generate", "POST", "openapi", 404, False).verdict == "not reached"
 
 
 def test_the_scan_names_each_leak_by_its_field_and_masks_secrets():
-    body = ('{"error": {"message": "Traceback (most recent call last):\\n  File \\"/usr/lib/python3/site.py\\", line 3\\nKeyError: x", '
-            '"type": "BadRequestError", "detail": "key sk-secret-1234 rejected"}}')
+    body = (
+        '{"error": {"message": "Traceback (most recent call last):\\n  File \\"/usr/lib/python3/site.py\\", line'
+        ' 3\\nKeyError: x", "type": "BadRequestError", "detail": "key sk-secret-1234 rejected"}}'
+    )
     leaks = scan_body(body, ["sk-secret-1234"])
     assert {(leak.what, leak.where) for leak in leaks} == {
-        ("stack trace", "error.message"), ("source file path", "error.message"), ("host path", "error.message"),
-        ("exception name", "error.message"), ("secret", "error.detail"),
+        ("stack trace", "error.message"),
+        ("source file path", "error.message"),
+        ("host path", "error.message"),
+        ("exception name", "error.message"),
+        ("secret", "error.detail"),
     }
     assert all("sk-secret-1234" not in leak.excerpt for leak in leaks)
     assert scan_body('{"error": {"message": "max_tokens must be at least 1", "type": "BadRequestError"}}') == []
@@ -72,11 +92,20 @@ def test_the_error_log_keeps_what_the_caller_read_of_an_error_only():
         status = 200 if request.url.path == "/ok" else 400
         return httpx.Response(status, stream=Streamed(b'{"error": {"message": "%s"}}' % request.url.path.encode()))
 
-    with httpx.Client(transport=httpx.MockTransport(answer), base_url="http://x:1", event_hooks={"response": [lambda r: record_errors(r, log)]}) as c:
+    with httpx.Client(
+        transport=httpx.MockTransport(answer),
+        base_url="http://x:1",
+        event_hooks={"response": [lambda r: record_errors(r, log)]},
+    ) as c:
         c.get("/ok")
         c.get("/bad")
     [only] = log.snapshot()
-    assert (only.origin, only.method, only.path, only.status) == ("http://x:1", "GET", "/bad", 400) and "/bad" in only.body
+    assert (only.origin, only.method, only.path, only.status) == (
+        "http://x:1",
+        "GET",
+        "/bad",
+        400,
+    ) and "/bad" in only.body
 
 
 def _trace(i: int, at_s: float, ttft_s: float | None, phase: str = "measured") -> RequestTrace:
@@ -101,12 +130,21 @@ def test_the_judge_measures_the_stall_and_the_recovery():
 def test_the_gate_fails_a_route_the_candidate_opened():
     def table(target: str, verdict: str) -> SecurityTable:
         t = SecurityTable()
-        t.target(target)["routes"]["POST /invocations"] = {"kind": "generate", "verdict": verdict, "no_key": 200, "reproducer": "curl x"}
+        t.target(target)["routes"]["POST /invocations"] = {
+            "kind": "generate",
+            "verdict": verdict,
+            "no_key": 200,
+            "reproducer": "curl x",
+        }
         return t
 
     pairing = Pairing("a", "b", "a -> b")
     [finding] = table("b", "open").compare(table("a", "refused"), pairing)
-    assert (finding.kind, finding.subject, finding.reproducer) == ("regression", "POST /invocations [generate]", "curl x")
+    assert (finding.kind, finding.subject, finding.reproducer) == (
+        "regression",
+        "POST /invocations [generate]",
+        "curl x",
+    )
     assert table("b", "refused").compare(table("a", "open"), pairing)[0].kind == "improvement"
     assert table("b", "open").compare(table("a", "open"), pairing) == []
     merged = table("a", "open")
@@ -126,4 +164,4 @@ def test_an_error_that_echoes_the_request_or_the_model_id_discloses_nothing():
 def test_a_body_nested_past_the_parser_is_scanned_as_text():
     deep = "[" * 5000 + "]" * 5000
     assert sent_strings(deep) == [deep]
-    assert {leak.what for leak in scan_body(deep + ' Traceback (most recent call last):')} == {"stack trace"}
+    assert {leak.what for leak in scan_body(deep + " Traceback (most recent call last):")} == {"stack trace"}

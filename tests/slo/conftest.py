@@ -1,4 +1,5 @@
 """Fixtures of the SLO tests: the paced server as a process (the client's ground truth)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -26,7 +27,18 @@ def paced_server() -> Iterator[Callable[..., str]]:
 
     def start(ttft_ms: float = 50, itl_ms: float = 10, *extra: str) -> str:
         port = free_port("127.0.0.1")
-        argv = [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms), *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest_infer.testing.pacedserver",
+            "--port",
+            str(port),
+            "--ttft-ms",
+            str(ttft_ms),
+            "--itl-ms",
+            str(itl_ms),
+            *extra,
+        ]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         procs.append(proc)
         line = proc.stdout.readline() if proc.stdout else ""

@@ -1,4 +1,5 @@
 """The metric catalogue: every spelling of a figure resolves to one metric, with one unit and one direction."""
+
 from __future__ import annotations
 
 import pytest
@@ -61,7 +62,17 @@ def test_every_spelling_resolves_to_one_figure(name, canonical):
 
 @pytest.mark.parametrize(
     "name",
-    ["latency", "lag_p99_ms", "median_ms", "ttft_gb", "output_tps_ms", "output_tokens_per_s_p99", "ttft_p99_ms_ms", "ok_n", ""],
+    [
+        "latency",
+        "lag_p99_ms",
+        "median_ms",
+        "ttft_gb",
+        "output_tps_ms",
+        "output_tokens_per_s_p99",
+        "ttft_p99_ms_ms",
+        "ok_n",
+        "",
+    ],
 )
 def test_unknown_names_resolve_to_nothing_and_have_no_direction(name):
     assert resolve(name) is None and direction(name) is None and not higher_is_better(name)
@@ -72,8 +83,13 @@ def test_unknown_names_resolve_to_nothing_and_have_no_direction(name):
 def test_every_headline_figure_has_a_direction_and_the_expected_one():
     shown = {m.figure(stat): m.better for m, stat in HEADLINE}
     assert shown == {
-        "ttft_p50_ms": LOWER, "ttft_p99_ms": LOWER, "tpot_p99_ms": LOWER, "itl_p99_ms": LOWER, "e2e_p99_ms": LOWER,
-        "output_tokens_per_s": HIGHER, "goodput_rps": HIGHER,
+        "ttft_p50_ms": LOWER,
+        "ttft_p99_ms": LOWER,
+        "tpot_p99_ms": LOWER,
+        "itl_p99_ms": LOWER,
+        "e2e_p99_ms": LOWER,
+        "output_tokens_per_s": HIGHER,
+        "goodput_rps": HIGHER,
     }
     for name in shown:
         assert higher_is_better(name) == (shown[name] == HIGHER)
@@ -83,16 +99,37 @@ def test_direction_units_and_seconds():
     assert higher_is_better("output_tps") and higher_is_better("attainment") and higher_is_better("throughput")
     assert direction("ttft_p99_ms") == LOWER and direction("peak_rss_gb") == LOWER and direction("error_share") == LOWER
     assert direction("requests") is None and direction("server_pid") is None and direction("ttft_n") is None
-    assert unit("ttft_p99") == "ms" and unit("ttft_p99_us") == "us" and unit("output_tps") == "tokens/s" and unit("foo_ms") == "ms"
+    assert (
+        unit("ttft_p99") == "ms"
+        and unit("ttft_p99_us") == "us"
+        and unit("output_tps") == "tokens/s"
+        and unit("foo_ms") == "ms"
+    )
     assert to_seconds("ttft_p99_ms", 250) == pytest.approx(0.25) and to_seconds("e2e_p50_us", 5) == pytest.approx(5e-6)
     assert to_seconds("ttft_p99", 250) == pytest.approx(0.25)  # no suffix: the metric's own unit
     assert to_seconds("median_ms", 3) == pytest.approx(0.003)  # an unknown figure by its suffix
-    assert to_seconds("output_tps", 100) is None and to_seconds("ttft_n", 100) is None and to_seconds("peak_rss_gb", 1) is None
+    assert (
+        to_seconds("output_tps", 100) is None
+        and to_seconds("ttft_n", 100) is None
+        and to_seconds("peak_rss_gb", 1) is None
+    )
 
 
 def test_headline_keeps_the_stored_names_in_catalogue_order():
-    stored = {"output_tps": 300.0, "requests": 100, "ttft_p99_ms": 90.0, "ttft_p50": 41.0, "goodput_rps": 9.5, "ttft_p90_ms": 70.0}
-    assert list(headline(stored).items()) == [("ttft_p50", 41.0), ("ttft_p99_ms", 90.0), ("output_tps", 300.0), ("goodput_rps", 9.5)]
+    stored = {
+        "output_tps": 300.0,
+        "requests": 100,
+        "ttft_p99_ms": 90.0,
+        "ttft_p50": 41.0,
+        "goodput_rps": 9.5,
+        "ttft_p90_ms": 70.0,
+    }
+    assert list(headline(stored).items()) == [
+        ("ttft_p50", 41.0),
+        ("ttft_p99_ms", 90.0),
+        ("output_tps", 300.0),
+        ("goodput_rps", 9.5),
+    ]
     both = {"output_tokens_per_s": 1.0, "output_tps": 2.0}
     assert headline(both) == {"output_tokens_per_s": 1.0}  # one figure, shown once
     assert find({"throughput": 5.0, "x": 1.0}, "output_tokens_per_s") == ("throughput", 5.0)
@@ -117,7 +154,9 @@ def test_headline_keeps_the_stored_names_in_catalogue_order():
 def test_threshold_keys_map_to_a_figure_and_a_side(key, figure, kind):
     bound = threshold(key)
     assert bound.figure.name == figure and bound.kind == kind
-    assert bound.holds(1.0, 1.0) and bound.holds(0.5, 1.0) == (kind == "max") and bound.holds(2.0, 1.0) == (kind == "min")
+    assert (
+        bound.holds(1.0, 1.0) and bound.holds(0.5, 1.0) == (kind == "max") and bound.holds(2.0, 1.0) == (kind == "min")
+    )
 
 
 @pytest.mark.parametrize(
@@ -149,8 +188,17 @@ def test_every_threshold_key_and_bundled_profile_key_is_known():
 
 
 def test_names_the_suite_stores_are_the_catalogues_own():
-    traces = [trace(i, sent=i * 1000, first_byte=i * 1000 + 5, events=[(i * 1000 + 50, 1), (i * 1000 + 60, 1)], end=i * 1000 + 60, usage=2)
-              for i in range(1, 5)]
+    traces = [
+        trace(
+            i,
+            sent=i * 1000,
+            first_byte=i * 1000 + 5,
+            events=[(i * 1000 + 50, 1), (i * 1000 + 60, 1)],
+            end=i * 1000 + 60,
+            usage=2,
+        )
+        for i in range(1, 5)
+    ]
     traces.append(trace(9, **BASIC))
     figures = summarize(traces, 0, 10_000 * MS).figures()
     for name in [*figures, *CI_FIGURES, *TABLE_FIGURES]:
@@ -159,7 +207,11 @@ def test_names_the_suite_stores_are_the_catalogues_own():
         figure = resolve(name)
         assert figure is not None and figure.name == name, name
     assert [m.figure() for m in SAMPLED] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
-    assert samples_of("ttft_p99_ms") == ["ttft_ms", "ttft"] and samples_of("output_tps") == [] and samples_of("ttft_n") == []
+    assert (
+        samples_of("ttft_p99_ms") == ["ttft_ms", "ttft"]
+        and samples_of("output_tps") == []
+        and samples_of("ttft_n") == []
+    )
 
 
 def test_the_catalogue_has_one_owner_per_name():

@@ -1,5 +1,6 @@
 """Load from several client processes (same host) and from Ray actors (a local Ray cluster), against
 the paced server: the merged run is the single client's load, on one clock, with exact percentiles."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -72,25 +73,57 @@ def test_a_clock_offset_is_found_within_half_the_fastest_round_trip():
 def test_the_load_divides_into_whole_shares():
     assert split(10, [1, 1, 1]) == [4, 3, 3] and sum(split(7, [5, 3])) == 7
     specs = process_specs(LoadSpec(concurrency=5, requests=21, warmup_requests=5), 2)
-    assert [s.concurrency for s in specs] == [3, 2] and [s.requests for s in specs] == [13, 8] and [s.warmup_requests for s in specs] == [3, 2]
+    assert (
+        [s.concurrency for s in specs] == [3, 2]
+        and [s.requests for s in specs] == [13, 8]
+        and [s.warmup_requests for s in specs] == [3, 2]
+    )
     assert len(process_specs(LoadSpec(concurrency=2, requests=10), 8)) == 2  # never more processes than streams
     assert len(process_specs(LoadSpec(concurrency=8, requests=3), 8)) == 3  # ... or measured requests
-    assert [s.requests for s in process_specs(LoadSpec(concurrency=4, requests=None, duration_s=1.0), 2)] == [None, None]
+    assert [s.requests for s in process_specs(LoadSpec(concurrency=4, requests=None, duration_s=1.0), 2)] == [
+        None,
+        None,
+    ]
     open_loop = process_specs(LoadSpec(mode="poisson", rate=10, requests=50, max_in_flight=9), 2)
     assert [(s.requests, s.max_in_flight) for s in open_loop] == [(50, 5), (50, 5)]  # the schedule stays whole
 
 
 def _run(traces: list[RequestTrace], lag: list[float], busy: float, start: int, end: int) -> LoadRun:
-    return LoadRun(spec=LoadSpec(concurrency=1, requests=1), workload=Workload(), traces=traces, window_start_ns=start, window_end_ns=end,
-                   loop_lag_ms=lag, client=ClientUsage(1.0, busy, 0.0), resources=ResourcePeak(), calibration=FIXED)
+    return LoadRun(
+        spec=LoadSpec(concurrency=1, requests=1),
+        workload=Workload(),
+        traces=traces,
+        window_start_ns=start,
+        window_end_ns=end,
+        loop_lag_ms=lag,
+        client=ClientUsage(1.0, busy, 0.0),
+        resources=ResourcePeak(),
+        calibration=FIXED,
+    )
 
 
 def test_the_merged_run_carries_every_trace_on_the_drivers_clock_and_the_worst_monitors():
     a = _run([RequestTrace(0, sent_ns=100, event_ns=[150], end_ns=160)], [1.0] * 200, 0.9, 100, 160)
-    b = _run([RequestTrace(0, sent_ns=1_090, event_ns=[1_140], end_ns=1_200), RequestTrace(1, "cooldown", sent_ns=1_210)], [0.1] * 150 + [30.0] * 50, 0.4, 1_090, 1_200)
+    b = _run(
+        [RequestTrace(0, sent_ns=1_090, event_ns=[1_140], end_ns=1_200), RequestTrace(1, "cooldown", sent_ns=1_210)],
+        [0.1] * 150 + [30.0] * 50,
+        0.4,
+        1_090,
+        1_200,
+    )
     clocks = [ClockOffset(), ClockOffset(1_000, 5, applied=True)]
-    run = merge(LoadSpec(concurrency=2, requests=2), Workload(), [_Part(0, "h0", 1, a), _Part(1, "h1", 2, b)], clocks, calibration=FIXED)
-    assert [(t.index, t.sent_ns) for t in run.traces] == [(0, 90), (1, 100), (2, 210)]  # on the driver's clock, in send order
+    run = merge(
+        LoadSpec(concurrency=2, requests=2),
+        Workload(),
+        [_Part(0, "h0", 1, a), _Part(1, "h1", 2, b)],
+        clocks,
+        calibration=FIXED,
+    )
+    assert [(t.index, t.sent_ns) for t in run.traces] == [
+        (0, 90),
+        (1, 100),
+        (2, 210),
+    ]  # on the driver's clock, in send order
     assert run.traces[0].event_ns == [140] and run.traces[0].end_ns == 200
     assert (run.window_start_ns, run.window_end_ns) == (90, 200)
     assert run.loop_lag_ms == b.loop_lag_ms  # the worse p99
@@ -102,15 +135,22 @@ def test_the_merged_run_carries_every_trace_on_the_drivers_clock_and_the_worst_m
 def test_two_processes_run_one_closed_loop(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(concurrency=8, requests=48, warmup_requests=8)
-    run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=6, ignore_eos=False), processes=2, calibration=FIXED)
+    run = run_load_distributed(
+        Endpoint(url, "paced-model"), spec, Workload(output_tokens=6, ignore_eos=False), processes=2, calibration=FIXED
+    )
     assert len(run.processes) == 2 and len({p.pid for p in run.processes} | {os.getpid()}) == 3
-    assert [p.requests for p in run.processes] == [24, 24] and all(p.clock.offset_ns == 0 and not p.clock.applied for p in run.processes)
+    assert [p.requests for p in run.processes] == [24, 24] and all(
+        p.clock.offset_ns == 0 and not p.clock.applied for p in run.processes
+    )
     phases = [t.phase for t in run.traces]
     assert phases.count("warmup") == 8 and phases.count("measured") == 48
     assert all(t.ok and t.client_tokens == 6 for t in run.measured)
     assert all(t.ok for t in run.traces if t.phase == "cooldown")  # drained
-    assert run.window_start_ns <= min(t.sent_ns for t in run.measured) and run.window_end_ns == max(t.end_ns for t in run.measured)
-    # cool-down held the load: as the last measured request ended, both processes had streams busy (request i is process i % 2's)
+    assert run.window_start_ns <= min(t.sent_ns for t in run.measured) and run.window_end_ns == max(
+        t.end_ns for t in run.measured
+    )
+    # cool-down held the load: as the last measured request ended, both processes had streams busy (request i is process
+    # i % 2's)
     at = run.window_end_ns - 1_000_000
     assert {t.index % 2 for t in run.traces if t.sent_ns <= at < (t.end_ns or 0)} == {0, 1}
     # one clock: every client event comes after the server wrote it
@@ -123,14 +163,18 @@ def test_two_processes_run_one_closed_loop(paced_server):
 def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=30, warmup_requests=5, seed=7)
-    run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, calibration=FIXED)
+    run = run_load_distributed(
+        Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, calibration=FIXED
+    )
     n = len(run.traces)
     assert [t.index for t in run.traces] == list(range(n)) and n >= 35
     rng = random.Random(7)
     gaps = [int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(n)]
     intended = [t.intended_ns for t in run.traces]
     assert [b - a for a, b in zip(intended, intended[1:])] == gaps[1:]  # gap for gap the single client's schedule
-    assert [t.phase for t in run.traces[:35]] == ["warmup"] * 5 + ["measured"] * 30 and {t.phase for t in run.traces[35:]} <= {"cooldown"}
+    assert [t.phase for t in run.traces[:35]] == ["warmup"] * 5 + ["measured"] * 30 and {
+        t.phase for t in run.traces[35:]
+    } <= {"cooldown"}
     lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples["schedule_lag"]
     assert len(lags) == 30 and all(lag >= 0 for lag in lags)
     assert sorted(p.requests for p in run.processes) == [15, 15]
@@ -139,7 +183,14 @@ def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
 def test_a_failing_process_fails_the_run(paced_server):
     url = paced_server(5, 2)
     with pytest.raises(RuntimeError, match="ValueError: transport"):
-        run_load_distributed(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=4), Workload(output_tokens=2), processes=2, calibration=FIXED, transport="bogus")
+        run_load_distributed(
+            Endpoint(url, "paced-model"),
+            LoadSpec(concurrency=2, requests=4),
+            Workload(output_tokens=2),
+            processes=2,
+            calibration=FIXED,
+            transport="bogus",
+        )
 
 
 def _errors(url: str, run: LoadRun) -> dict[str, float]:
@@ -148,9 +199,14 @@ def _errors(url: str, run: LoadRun) -> dict[str, float]:
     lo, hi = min(t.sent_ns for t in measured), max(t.sent_ns for t in measured)
     records = [r for r in served(url) if lo <= r["recv_ns"] <= hi + 5_000_000 and r["first_content_ns"]]
     return {
-        "ttft": statistics.median((t.event_ns[0] - t.sent_ns) / 1e6 for t in measured) - statistics.median((r["first_content_ns"] - r["recv_ns"]) / 1e6 for r in records),
-        "itl": statistics.median((b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:]))
-        - statistics.median((b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:])),
+        "ttft": (
+            statistics.median((t.event_ns[0] - t.sent_ns) / 1e6 for t in measured)
+            - statistics.median((r["first_content_ns"] - r["recv_ns"]) / 1e6 for r in records)
+        ),
+        "itl": (
+            statistics.median((b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:]))
+            - statistics.median((b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:]))
+        ),
     }
 
 
@@ -192,7 +248,11 @@ def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_se
     single, run = single_then_distributed(url, processes=2, ray_address="auto", apply_clock_offsets=True)
     assert run.how == "ray" and len(run.processes) == 2 and all(p.node and p.pid != os.getpid() for p in run.processes)
     for p in run.processes:
-        assert p.clock.applied and 0 < p.clock.uncertainty_ns < 5_000_000 and abs(p.clock.offset_ns) <= p.clock.uncertainty_ns + 200_000, p.clock
+        assert (
+            p.clock.applied
+            and 0 < p.clock.uncertainty_ns < 5_000_000
+            and abs(p.clock.offset_ns) <= p.clock.uncertainty_ns + 200_000
+        ), p.clock
     assert [t.phase for t in run.traces].count("measured") == 64 and all(t.ok for t in run.measured)
     ray_errors = _errors(url, run)
     margin = 1 + run.clock_uncertainty_ms
@@ -204,9 +264,18 @@ def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_se
 def test_ray_open_loop_is_the_single_clients_schedule(paced_server, local_ray):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=20, warmup_requests=4, seed=3)
-    run = run_load_distributed(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, ray_address="auto", calibration=FIXED)
+    run = run_load_distributed(
+        Endpoint(url, "paced-model"),
+        spec,
+        Workload(output_tokens=3, ignore_eos=False),
+        processes=2,
+        ray_address="auto",
+        calibration=FIXED,
+    )
     rng = random.Random(3)
     intended = [t.intended_ns for t in run.traces]
     gaps = [int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(len(intended))]
     assert [b - a for a, b in zip(intended, intended[1:])] == gaps[1:]
-    assert [t.phase for t in run.traces].count("measured") == 20 and all(p.clock.applied is False for p in run.processes)  # one host: not applied
+    assert [t.phase for t in run.traces].count("measured") == 20 and all(
+        p.clock.applied is False for p in run.processes
+    )  # one host: not applied

@@ -4,6 +4,7 @@ It shows NVML's peak memory and the energy per output token and per request meas
 measured window, judged against a profile's thresholds (a costlier server fails), gated between two
 sessions and rendered; and, without NVML, every NVML threshold "not measured" naming why, never a pass.
 """
+
 from __future__ import annotations
 
 import sys
@@ -81,12 +82,19 @@ def nvml(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError, as on a host without the package
+    monkeypatch.setitem(
+        sys.modules, "pynvml", None
+    )  # import pynvml raises ImportError, as on a host without the package
 
 
 def measure(url: str, thresholds: dict[str, float], rules: ValidityRules):
     """One load point on transformers serve's terms (no /metrics to scrape)."""
-    return evaluate_point(LoadPoint("c2", POINT, thresholds), Endpoint(url, "paced-model", timeout=30), framework="transformers", rules=rules)
+    return evaluate_point(
+        LoadPoint("c2", POINT, thresholds),
+        Endpoint(url, "paced-model", timeout=30),
+        framework="transformers",
+        rules=rules,
+    )
 
 
 def test_the_energy_of_a_window_is_read_off_the_line_between_the_samples_around_it():
@@ -132,14 +140,18 @@ def test_energy_per_output_token_is_measured_judged_and_a_costlier_server_fails(
     assert figures["energy_per_output_token_j"] == pytest.approx(joules / figures["output_tokens"], rel=0.02)
     assert figures["energy_per_request_j"] == pytest.approx(joules / figures["ok"], rel=0.02)
     assert figures["peak_gpu_memory_gb"] == [2.5] and "not_measured" not in figures
-    limit = round(figures["energy_per_output_token_j"] * 10, 6)  # ten times the frugal server's figure: room for this box's noise
+    limit = round(
+        figures["energy_per_output_token_j"] * 10, 6
+    )  # ten times the frugal server's figure: room for this box's noise
     thresholds = {"max_energy_per_output_token_j": limit, "max_gpu_memory_gb": 16}
     nvml(watts=200.0)
     within = measure(url, thresholds, lenient_validity)
     nvml(watts=20_000.0, used_gib=20.0)  # a hundred times the power and more memory for the same work
     costly = measure(url, thresholds, lenient_validity)
     assert within.verdict.status == "pass", within.table()
-    assert costly.verdict.status == "fail" and {c.name for c in costly.verdict.failures} == set(thresholds), costly.table()
+    assert costly.verdict.status == "fail" and {c.name for c in costly.verdict.failures} == set(thresholds), (
+        costly.table()
+    )
     entry = costly.record(target="transformers", profile="h200-smoke")
     assert entry["metrics"]["energy_per_output_token_j"] > limit
     results = SessionResults(plugin_version="0.1.0")
@@ -148,12 +160,25 @@ def test_energy_per_output_token_is_measured_judged_and_a_costlier_server_fails(
     assert "| max_energy_per_output_token_j | <= " in markdown and "past the limit" in markdown
 
 
-def test_without_nvml_the_gpu_thresholds_are_not_measured_naming_nvml_never_passed(paced_server, no_nvml, lenient_validity):
+def test_without_nvml_the_gpu_thresholds_are_not_measured_naming_nvml_never_passed(
+    paced_server, no_nvml, lenient_validity
+):
     url = paced_server(5, 2, "--tokens", "8")
-    result = measure(url, {"ttft_p50_ms": 10_000, "max_gpu_memory_gb": 16, "max_energy_per_output_token_j": 100, "max_energy_per_request_j": 100}, lenient_validity)
+    result = measure(
+        url,
+        {
+            "ttft_p50_ms": 10_000,
+            "max_gpu_memory_gb": 16,
+            "max_energy_per_output_token_j": 100,
+            "max_energy_per_request_j": 100,
+        },
+        lenient_validity,
+    )
     assert result.verdict.status == "invalid"
     why = f"not measured: {NVML_MISSING}"
-    assert result.verdict.invalid == [f"{key} {why}" for key in ("max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j")]
+    assert result.verdict.invalid == [
+        f"{key} {why}" for key in ("max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j")
+    ]
     assert result.figures()["energy_per_output_token_j"] is None
     results = SessionResults(plugin_version="0.1.0")
     results.table("slo").add(result.record(target="transformers", profile="h200-smoke"))
@@ -166,23 +191,35 @@ def test_a_gpu_without_the_energy_counter_is_named_as_such(paced_server, nvml, l
     nvml(energy_counter=False)
     result = measure(url, {"max_gpu_memory_gb": 16, "max_energy_per_request_j": 100}, lenient_validity)
     assert result.verdict.status == "invalid" and [c.ok for c in result.verdict.checks] == [True, False]
-    assert result.verdict.invalid == ["max_energy_per_request_j not measured: NVML's total energy counter "
-                                      "(nvmlDeviceGetTotalEnergyConsumption) not supported here (Not Supported)"]
+    assert result.verdict.invalid == [
+        "max_energy_per_request_j not measured: NVML's total energy counter "
+        "(nvmlDeviceGetTotalEnergyConsumption) not supported here (Not Supported)"
+    ]
 
 
 def test_a_rise_in_joules_per_token_fails_the_gate_and_a_fall_does_not():
     def with_energy(version: str, joules: list[float]) -> SessionResults:
         results = session(version, runs=0)
         for j in joules:
-            results.table("slo").add({"target": "vllm", "profile": "h200-smoke", "load_point": "c1", "concurrency": 1, "verdict": "pass",
-                                      "metrics": {"energy_per_output_token_j": j}})
+            results.table("slo").add(
+                {
+                    "target": "vllm",
+                    "profile": "h200-smoke",
+                    "load_point": "c1",
+                    "concurrency": 1,
+                    "verdict": "pass",
+                    "metrics": {"energy_per_output_token_j": j},
+                }
+            )
         return results
 
     rules = parse_rules("energy_per_output_token:10%")
     base = with_energy("0.31.0", [0.50, 0.51, 0.49, 0.50, 0.52])
     # Two sessions: a figure gates beyond the machine's calibrated drift (here none), like every figure with a rule.
     worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), rules, drift=flat_drift())
-    assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [("regression", "h200-smoke/c1: energy_per_output_token_j")]
+    assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [
+        ("regression", "h200-smoke/c1: energy_per_output_token_j")
+    ]
     better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), rules, drift=flat_drift())
     assert not better.failed and [f.kind for f in better.findings] == ["improvement"]
 
@@ -191,7 +228,9 @@ def test_the_smoke_profile_is_labelled_as_such_and_bounds_every_nvml_figure():
     profile = load_profile("h200-smoke")
     assert "SMOKE PROFILE, not a performance claim" in profile.description and profile.hardware["gpu"] == "H200"
     for point in profile.load_points("tiny", "transformers"):
-        assert {"max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j"} <= set(point.thresholds)
+        assert {"max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j"} <= set(
+            point.thresholds
+        )
     assert Path(profile.path).name == "h200-smoke.yaml"
 
 
@@ -201,6 +240,11 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
     from pytest_infer.metrics.judge import judge
 
     resources = {"peak_gpu_memory_gb": None, "not_measured": {"peak_gpu_memory_gb": NVML_MISSING}}
-    verdict = judge(Summary(20, 20, 1.0, 320), {"max_error_share": 0, "max_gpu_memory_gb": 16}, resources, ["client event loop lagged"])
+    verdict = judge(
+        Summary(20, 20, 1.0, 320),
+        {"max_error_share": 0, "max_gpu_memory_gb": 16},
+        resources,
+        ["client event loop lagged"],
+    )
     assert verdict.status == "invalid" and verdict.checks == []
     assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]

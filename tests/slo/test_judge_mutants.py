@@ -1,5 +1,6 @@
 """What mutation testing left untested in metrics/judge.py: the sample check of each threshold, and figures
 that nothing measured."""
+
 from __future__ import annotations
 
 from pytest_infer.load.trace import RequestTrace
@@ -14,7 +15,8 @@ def _summary(n: int, events: int = 2) -> Summary:
     traces = [
         RequestTrace(index=i, phase="measured", intended_ns=None, sent_ns=i * 1000 * MS, first_byte_ns=None,
                      event_ns=[(i * 1000 + 50 + 10 * k) * MS for k in range(events)], event_tokens=[1] * events,
-                     end_ns=(i * 1000 + 50 + 10 * events) * MS, done=True, status=200, error=None, usage_completion_tokens=events)
+                     end_ns=(i * 1000 + 50 + 10 * events) * MS, done=True, status=200, error=None,
+                     usage_completion_tokens=events)
         for i in range(n)
     ]  # fmt: skip
     return summarize(traces, 0, n * 1000 * MS)
@@ -41,12 +43,15 @@ def test_a_summary_without_schedule_lag_samples_is_valid():
 def test_a_resource_threshold_judged_without_resources_is_not_measured_and_names_what_it_needs():
     verdict = judge(_summary(10), {"max_rss_gb": 16})
     assert verdict.status == "invalid" and verdict.checks[0].unmeasured
-    assert verdict.invalid == ["max_rss_gb not measured: needs the server's process on this machine to watch "
-                               "(one the plugin launched, or one listening on the endpoint's port here)"]
+    assert verdict.invalid == [
+        "max_rss_gb not measured: needs the server's process on this machine to watch "
+        "(one the plugin launched, or one listening on the endpoint's port here)"
+    ]
 
 
 def test_an_unmeasured_figure_that_needs_nothing_in_particular_is_just_not_measured():
-    """Capacity is the catalogue's one threshold figure without ``needs``: the capacity search judges it, ``judge`` never measures it."""
+    """Capacity is the catalogue's one threshold figure without ``needs``: the capacity search judges it, ``judge``
+    never measures it."""
     verdict = judge(_summary(10), {"min_capacity_rps": 5})
     assert verdict.status == "invalid" and verdict.invalid == ["min_capacity_rps not measured"]
     assert str(verdict.checks[0]) == "NOT MEASURED min_capacity_rps: n/a >= 5 (not measured)"
@@ -55,4 +60,8 @@ def test_an_unmeasured_figure_that_needs_nothing_in_particular_is_just_not_measu
 def test_no_thresholds_judge_nothing_and_never_pass():
     """``all([])`` is true: twenty failed requests would pass a point with no limits."""
     verdict = judge(_summary(10), {})
-    assert (verdict.status, verdict.checks, verdict.invalid) == ("invalid", [], ["no thresholds: nothing judged the figures"])
+    assert (verdict.status, verdict.checks, verdict.invalid) == (
+        "invalid",
+        [],
+        ["no thresholds: nothing judged the figures"],
+    )

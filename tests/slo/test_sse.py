@@ -1,4 +1,5 @@
 """The client's hot path: incremental SSE parsing and the token count of a chunk."""
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,7 @@ def chat(delta, **choice):
         (chat({"reasoning_content": "hmm"}), 1),
         (chat({"reasoning": "hmm"}), 1),
         (chat({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ""}}]}), 0),
-        (chat({"tool_calls": [{"index": 0, "function": {"arguments": "{\"x\""}}]}), 1),
+        (chat({"tool_calls": [{"index": 0, "function": {"arguments": '{"x"'}}]}), 1),
         (chat({"content": "abc"}, token_ids=[1, 2, 3]), 3),  # vLLM return_token_ids
         (chat({"content": "ab"}, logprobs={"content": [{"token": "a"}, {"token": "b"}]}), 2),
         ({"choices": [{"index": 0, "text": "xy", "logprobs": {"tokens": ["x", "y"]}}]}, 2),  # completions

@@ -3,6 +3,7 @@
 Pass, fail and "measurement invalid" each come from a load point built to produce
 it; starving the client of CPU turns a verdict into the invalid ERROR.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,8 @@ defaults: {{api: chat, output_tokens: 8, input_tokens: 16, warmup_requests: 2, r
 models:
   tiny:
     load_points:
-      - {{id: meets, concurrency: 2, thresholds: {{ttft_p50_ms: 5000, tpot_p90_ms: 5000, min_output_tokens_per_s: 1, min_goodput_share: 0.9, max_error_share: 0}}}}
+      - {{id: meets, concurrency: 2, thresholds: {{ttft_p50_ms: 5000, tpot_p90_ms: 5000, min_output_tokens_per_s: 1,
+                                                   min_goodput_share: 0.9, max_error_share: 0}}}}
       - {{id: misses, concurrency: 2, thresholds: {{ttft_p50_ms: {fast}}}}}
       - {{id: too-few, concurrency: 2, thresholds: {{ttft_p99_ms: 5000}}}}
 """
@@ -32,7 +34,17 @@ def copy_suite(pytester) -> None:
 
 
 def run_suite(pytester, url: str, *args: str, subprocess: bool = False):
-    args = ("slo", "-m", "slo", f"--infer-endpoint={url}", "--infer-framework=vllm", "--infer-report-dir=report", "-p", "no:cacheprovider", *args)
+    args = (
+        "slo",
+        "-m",
+        "slo",
+        f"--infer-endpoint={url}",
+        "--infer-framework=vllm",
+        "--infer-report-dir=report",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
     return pytester.runpytest_subprocess(*args, timeout=300) if subprocess else pytester.runpytest(*args)
 
 
@@ -58,7 +70,10 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
     assert len(meets["samples"]["ttft_ms"]) == 20 and meets["concurrency"] == 2
     assert meets["hardware"]["accelerator"] in ("cpu", "gpu") and meets["client"]["busy_share"] >= 0
     params = [t["nodeid"].split("[")[1].rstrip("]") for t in results["tests"]]
-    outcomes = {p.removeprefix("vllm-").removesuffix("-vllm").split("-")[0]: t["outcome"] for p, t in zip(params, results["tests"])}
+    outcomes = {
+        p.removeprefix("vllm-").removesuffix("-vllm").split("-")[0]: t["outcome"]
+        for p, t in zip(params, results["tests"])
+    }
     assert outcomes == {"meets": "passed", "misses": "failed", "too": "error"}
     junit = (pytester.path / "junit.xml").read_text()
     assert 'name="slo_verdict" value="pass"' in junit and 'name="slo_ttft_p50_ms"' in junit
@@ -87,28 +102,45 @@ def test_a_bad_profile_is_a_usage_error_naming_file_and_key(pytester, paced_serv
     (pytester.path / "bad.yaml").write_text(PROFILE.format(fast=1).replace("ttft_p50_ms: 1}", "ttft_p50: 1}"))
     result = run_suite(pytester, paced_server(5, 1), "--slo=bad.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --slo: bad.yaml: invalid SLO profile:*", "*models.tiny.load_points[[]1].thresholds.ttft_p50: unknown threshold 'ttft_p50'*"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --slo: bad.yaml: invalid SLO profile:*",
+            "*models.tiny.load_points[[]1].thresholds.ttft_p50: unknown threshold 'ttft_p50'*",
+        ]
+    )
 
 
 def test_profile_for_other_hardware_warns_loudly(pytester, paced_server):
     copy_suite(pytester)
-    gpu = PROFILE.format(fast=1).replace("hardware: {accelerator: cpu}", "hardware: {accelerator: gpu, gpu: H200, count: 1, memory_gb: 141}")
+    gpu = PROFILE.format(fast=1).replace(
+        "hardware: {accelerator: cpu}", "hardware: {accelerator: gpu, gpu: H200, count: 1, memory_gb: 141}"
+    )
     (pytester.path / "gpu.yaml").write_text(gpu)
     result = run_suite(pytester, paced_server(5, 1), "--slo=gpu.yaml", "-k", "meets", "-W", "default")
-    result.stdout.fnmatch_lines(["*!!! SLO PROFILE MISMATCH: profile 'test' is for 1x H200 141 GB; this host has no GPU visible to NVML*", "*SLOHardwareMismatch*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*!!! SLO PROFILE MISMATCH: profile 'test' is for 1x H200 141 GB; this host has no GPU visible to NVML*",
+            "*SLOHardwareMismatch*",
+        ]
+    )
 
 
-
-def test_thresholds_of_an_estimated_profile_are_marked_in_the_header_the_results_and_the_summary(pytester, paced_server):
+def test_thresholds_of_an_estimated_profile_are_marked_in_the_header_the_results_and_the_summary(
+    pytester, paced_server
+):
     copy_suite(pytester)
-    (pytester.path / "guess.yaml").write_text(PROFILE.format(fast=1).replace("name: test", "name: test\nthresholds_source: estimated"))
+    (pytester.path / "guess.yaml").write_text(
+        PROFILE.format(fast=1).replace("name: test", "name: test\nthresholds_source: estimated")
+    )
     result = run_suite(pytester, paced_server(5, 1), "--slo=guess.yaml", "-k", "not misses and not too")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["SLO thresholds of 'test' are ESTIMATES, not measured on this hardware*",
-                                 "test/meets thresholds*estimated*"])
+    result.stdout.fnmatch_lines(
+        ["SLO thresholds of 'test' are ESTIMATES, not measured on this hardware*", "test/meets thresholds*estimated*"]
+    )
     (entry,) = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
     assert entry["thresholds_source"] == "estimated" and entry["verdict"] == "pass"
     assert "(estimated)" in (pytester.path / "report" / "summary.md").read_text()  # beside each limit
+
 
 STARVE = """
 import os, subprocess, sys
@@ -133,7 +165,8 @@ def pytest_runtest_setup(item):
     # priority (nice 10: about a twentieth of the core), however quiet the rest of the machine is,
     # and is paused for 100-200 ms at random moments, as a host that steals its CPU would
     for _ in range(2):
-        SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0})))
+        SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                        preexec_fn=lambda: os.sched_setaffinity(0, {0})))
     SPINNER.append(subprocess.Popen([sys.executable, "-c", FREEZER, str(os.getpid())]))
     os.sched_setaffinity(0, {0})
     os.nice(10)
@@ -155,12 +188,15 @@ hardware: {accelerator: cpu}
 models:
   tiny:
     load_points:
-      - {id: fast-stream, concurrency: 16, output_tokens: 32, input_tokens: 16, warmup_requests: 2, requests: 48, thresholds: {ttft_p50_ms: 5000}}
+      - {id: fast-stream, concurrency: 16, output_tokens: 32, input_tokens: 16, warmup_requests: 2, requests: 48,
+         thresholds: {ttft_p50_ms: 5000}}
 """
 
 
 @pytest.mark.integration  # a minute: it loads a core of the host and runs a starved pytest process
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores")
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores"
+)
 def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, paced_server):
     """16 streams of one token per ms need a good share of a core; the client gets ~5% of one,
     between pauses of 100-200 ms (long enough for the server's histogram buckets to resolve on
@@ -179,9 +215,14 @@ def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, p
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["verdict"] == "invalid"
     # the first witness: the client's own figures (its loop thread starved, or its loop ticking late)
-    assert entry["client"]["busy_share"] > 0.8 or any(f.startswith("measurement invalid: client event loop lagged: p99") for f in entry["failures"])
+    assert entry["client"]["busy_share"] > 0.8 or any(
+        f.startswith("measurement invalid: client event loop lagged: p99") for f in entry["failures"]
+    )
     # the second witness: the paced server's own TTFT histogram shows the client stamping first tokens late
-    assert any(f.startswith("measurement invalid: server metrics disagree") and "the client lagged?" in f for f in entry["failures"])
+    assert any(
+        f.startswith("measurement invalid: server metrics disagree") and "the client lagged?" in f
+        for f in entry["failures"]
+    )
 
 
 def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester, paced_server, capsys):
@@ -191,14 +232,23 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     base, cand = paced_server(10, 2), paced_server(60, 2)
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
-    args = ("slo", "-m", "slo", f"--infer-endpoint=base={base}", f"--infer-endpoint=cand={cand}", "--infer-framework=vllm",
-            "--infer-report-dir=report", "-p", "no:cacheprovider", "--slo=test.yaml", "--slo-repeat=5", "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
+    args = ("slo", "-m", "slo", f"--infer-endpoint=base={base}", f"--infer-endpoint=cand={cand}",
+            "--infer-framework=vllm",
+            "--infer-report-dir=report", "-p", "no:cacheprovider", "--slo=test.yaml", "--slo-repeat=5",
+            "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
     pytester.runpytest(*args).assert_outcomes(passed=2)
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
     assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 5 for e in entries)
-    assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == ["base", "cand"]
-    assert entries[0]["interleaved"]["slices"] == 5 and entries[0]["runs"][0]["requests"] == 20  # each run's parts pooled back into one
-    assert entries[0]["session"] == entries[1]["session"] and len(entries[0]["session"]) == 32  # the pytest run, for the gate
+    assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == [
+        "base",
+        "cand",
+    ]
+    assert (
+        entries[0]["interleaved"]["slices"] == 5 and entries[0]["runs"][0]["requests"] == 20
+    )  # each run's parts pooled back into one
+    assert (
+        entries[0]["session"] == entries[1]["session"] and len(entries[0]["session"]) == 32
+    )  # the pytest run, for the gate
     results = str(pytester.path / "report" / "results.json")
     assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
     out = capsys.readouterr().out
@@ -211,21 +261,31 @@ def test_slices_without_interleave_is_a_usage_error(pytester, paced_server):
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     result = run_suite(pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave-slices=3")
-    result.stderr.fnmatch_lines(["*--slo-interleave-slices slices the runs that --slo-interleave takes in turns; add --slo-interleave*"])
+    result.stderr.fnmatch_lines(
+        ["*--slo-interleave-slices slices the runs that --slo-interleave takes in turns; add --slo-interleave*"]
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result = run_suite(pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave", "--slo-interleave-slices=0")
+    result = run_suite(
+        pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave", "--slo-interleave-slices=0"
+    )
     result.stderr.fnmatch_lines(["*--slo-interleave-slices: must be at least 1*"])
 
 
 def test_slo_processes_runs_each_load_point_from_several_client_processes(pytester, paced_server):
     url = paced_server(30, 5)
     copy_suite(pytester)
-    (pytester.path / "test.yaml").write_text("\n".join(line for line in PROFILE.format(fast=1).splitlines() if "misses" not in line and "too-few" not in line))
+    (pytester.path / "test.yaml").write_text(
+        "\n".join(
+            line for line in PROFILE.format(fast=1).splitlines() if "misses" not in line and "too-few" not in line
+        )
+    )
     result = run_suite(pytester, url, "--slo=test.yaml", "--slo-processes=2")
     result.assert_outcomes(passed=1)
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     processes = entry["client_processes"]["processes"]
-    assert entry["client_processes"]["how"] == "processes" and len(processes) == 2 and entry["metrics"]["requests"] == 20
+    assert (
+        entry["client_processes"]["how"] == "processes" and len(processes) == 2 and entry["metrics"]["requests"] == 20
+    )
     assert entry["metrics"]["ttft_p50_ms"] >= 30  # the paced server's TTFT, measured from two processes on one clock
 
 

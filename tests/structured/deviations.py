@@ -5,6 +5,7 @@ the schema says; these hooks replace that answer (non-streamed and streamed
 alike) with what a test wants: a value that obeys the schema, broken JSON, a
 cut-off document, an HTTP error, or a hang.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,7 +16,18 @@ from typing import Any
 
 from pytest_infer.testing.fakeserver import Deviation, error_body
 
-__all__ = ["Deviation", "alternating", "answering", "constant", "correct", "hang", "logging_on", "obey", "schema_of", "status"]
+__all__ = [
+    "Deviation",
+    "alternating",
+    "answering",
+    "constant",
+    "correct",
+    "hang",
+    "logging_on",
+    "obey",
+    "schema_of",
+    "status",
+]
 
 
 def schema_of(body: dict) -> Any | None:

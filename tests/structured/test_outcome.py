@@ -1,4 +1,5 @@
 """Outcome classification: strict RFC 8259 parsing, schema validation, truncation, HTTP status."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,12 @@ JSON_VALUES = st.recursive(
         ('{"a": "toolo', "length", Outcome.VIOLATION, "maxLength"),  # cut, but already past maxLength (test_prefix.py)
         ('{"a', "length", Outcome.TRUNCATED, None),
         ("{t", "length", Outcome.INVALID_JSON, "json"),  # no document starts so
-        ("[" * 3000 + "]" * 3000, "stop", Outcome.INVALID_JSON, "json"),  # deeper than the parser goes: refused, not a crash
+        (
+            "[" * 3000 + "]" * 3000,
+            "stop",
+            Outcome.INVALID_JSON,
+            "json",
+        ),  # deeper than the parser goes: refused, not a crash
     ],
 )
 def test_classify_output(text, finish, outcome, keyword):
@@ -57,7 +63,11 @@ def test_classify_output(text, finish, outcome, keyword):
         ({"type": ["string", "null"]}, '"abc', Outcome.TRUNCATED),
         ({"type": "number"}, "845e3855419557194546", Outcome.TRUNCATED),
         ({"type": "integer"}, "12", Outcome.TRUNCATED),
-        ({"anyOf": [{"type": "string"}, {"type": "integer", "multipleOf": 2}]}, "1438943870245579455", Outcome.TRUNCATED),  # parity unknown yet
+        (
+            {"anyOf": [{"type": "string"}, {"type": "integer", "multipleOf": 2}]},
+            "1438943870245579455",
+            Outcome.TRUNCATED,
+        ),  # parity unknown yet
         ({"type": "integer", "maximum": 5}, "1438", Outcome.TRUNCATED),  # could still become 1438e-9
         ({"type": "array", "maxItems": 1}, "[1, 2]", Outcome.VIOLATION),  # closed: judged in full
         ({}, "845e3855419557194546", Outcome.TRUNCATED),
@@ -76,7 +86,16 @@ def test_missing_content_is_a_server_error():
     assert classify_output(SCHEMA, None, "stop").outcome is Outcome.SERVER_ERROR
 
 
-@pytest.mark.parametrize(("status", "outcome"), [(200, None), (400, Outcome.REJECTED), (422, Outcome.REJECTED), (500, Outcome.SERVER_ERROR), (503, Outcome.SERVER_ERROR)])
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        (200, None),
+        (400, Outcome.REJECTED),
+        (422, Outcome.REJECTED),
+        (500, Outcome.SERVER_ERROR),
+        (503, Outcome.SERVER_ERROR),
+    ],
+)
 def test_classify_status(status, outcome):
     verdict = classify_status(status, "{}")
     assert (verdict.outcome if verdict else None) is outcome
@@ -90,7 +109,10 @@ def test_every_prefix_of_a_document_is_a_prefix(value, data):
     assert is_json_prefix(text[:cut]), repr(text[:cut])
 
 
-@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', '[1, NaN', '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "0nu", "[1e999"])
+@pytest.mark.parametrize(
+    "text",
+    ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', "[1, NaN", '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "0nu", "[1e999"],
+)
 def test_non_prefixes_are_detected(text):
     assert not is_json_prefix(text)
 
@@ -119,19 +141,78 @@ def test_judge_support(outcomes, word):
     ("schema", "text", "finish", "outcome", "keyword", "detail"),
     [
         (SCHEMA, 7, "stop", Outcome.SERVER_ERROR, None, "the answer has no text content (got int)"),
-        ({"type": "number"}, "1" * 45 + "e999", "stop", Outcome.INVALID_JSON, "number-range",
-         f"the number {'1' * 40} is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict parsers reject it)"),
-        ({"type": "number"}, "1e999", "length", Outcome.TRUNCATED, None, "cut at the token limit inside a number: the number 1e999 is outside the IEEE 754 double range"),
-        ({"type": "number"}, "1e999", "stop", Outcome.INVALID_JSON, "number-range",
-         "the number 1e999 is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict parsers reject it)"),
+        (
+            {"type": "number"},
+            "1" * 45 + "e999",
+            "stop",
+            Outcome.INVALID_JSON,
+            "number-range",
+            (
+                f"the number {'1' * 40} is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable;"
+                " strict parsers reject it)"
+            ),
+        ),
+        (
+            {"type": "number"},
+            "1e999",
+            "length",
+            Outcome.TRUNCATED,
+            None,
+            "cut at the token limit inside a number: the number 1e999 is outside the IEEE 754 double range",
+        ),
+        (
+            {"type": "number"},
+            "1e999",
+            "stop",
+            Outcome.INVALID_JSON,
+            "number-range",
+            (
+                "the number 1e999 is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict"
+                " parsers reject it)"
+            ),
+        ),
         (SCHEMA, '{"a": "x', "length", Outcome.TRUNCATED, None, "cut at the token limit after 8 characters"),
-        (SCHEMA, '{"a": NaN}', "stop", Outcome.INVALID_JSON, "json", "not strict JSON: NaN is not JSON (RFC 8259 has no NaN or Infinity)"),
+        (
+            SCHEMA,
+            '{"a": NaN}',
+            "stop",
+            Outcome.INVALID_JSON,
+            "json",
+            "not strict JSON: NaN is not JSON (RFC 8259 has no NaN or Infinity)",
+        ),
         ({"type": "integer"}, "12", "length", Outcome.TRUNCATED, None, "a number still growing at the token limit"),
-        ({"type": "string"}, "12", "length", Outcome.VIOLATION, "type", None),  # a number where a string must be, cut or not
-        ({"type": "integer", "maximum": 5}, "12", "stop", Outcome.VIOLATION, "maximum", "12 is greater than the maximum of 5 (at /, schema path /maximum)"),
-        (SCHEMA, '{"a": "xy"}', "length", Outcome.TRUNCATED, None, "the token limit was hit: the value parses but the model had not finished"),
-        ({"type": "object", "properties": {"a": {"type": "array", "items": {"maxLength": 1}}}}, '{"a": ["x", "yy"]}', "stop", Outcome.VIOLATION, "maxLength",
-         "'yy' is too long (at /a/1, schema path /properties/a/items/maxLength)"),
+        (
+            {"type": "string"},
+            "12",
+            "length",
+            Outcome.VIOLATION,
+            "type",
+            None,
+        ),  # a number where a string must be, cut or not
+        (
+            {"type": "integer", "maximum": 5},
+            "12",
+            "stop",
+            Outcome.VIOLATION,
+            "maximum",
+            "12 is greater than the maximum of 5 (at /, schema path /maximum)",
+        ),
+        (
+            SCHEMA,
+            '{"a": "xy"}',
+            "length",
+            Outcome.TRUNCATED,
+            None,
+            "the token limit was hit: the value parses but the model had not finished",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "array", "items": {"maxLength": 1}}}},
+            '{"a": ["x", "yy"]}',
+            "stop",
+            Outcome.VIOLATION,
+            "maxLength",
+            "'yy' is too long (at /a/1, schema path /properties/a/items/maxLength)",
+        ),
     ],
 )
 def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finish, outcome, keyword, detail):
@@ -151,23 +232,37 @@ def test_a_refused_or_failed_request_quotes_the_status_and_the_first_300_charact
 
 
 def test_a_prefix_that_already_breaks_the_schema_says_how():
-    verdict = classify_output({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length")
-    assert verdict == Verdict(Outcome.VIOLATION, "truncated output already violates the schema at /a: string of 7+ characters exceeds maxLength 3", "maxLength")
+    verdict = classify_output(
+        {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length"
+    )
+    assert verdict == Verdict(
+        Outcome.VIOLATION,
+        "truncated output already violates the schema at /a: string of 7+ characters exceeds maxLength 3",
+        "maxLength",
+    )
 
 
 def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
     from pytest_infer.structured.outcome import validate
 
     keyword, detail = validate({"type": "string", "pattern": "(?<=a"}, "x")  # a pattern jsonschema cannot compile
-    assert keyword == "validator-error" and detail.startswith("jsonschema could not check the value: error: ")  # re.error
+    assert keyword == "validator-error" and detail.startswith(
+        "jsonschema could not check the value: error: "
+    )  # re.error
 
 
 def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
     from pytest_infer.structured.outcome import matrix_cells
 
-    assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [("all", "invalid"), ("maxLength", "invalid"), ("pattern", "invalid")]
+    assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [
+        ("all", "invalid"),
+        ("maxLength", "invalid"),
+        ("pattern", "invalid"),
+    ]
 
 
 def test_json_nested_past_the_parsers_depth_is_invalid_and_says_so():
     verdict = classify_output({}, "[" * 100_000 + "]" * 100_000, "stop")
-    assert verdict.outcome == Outcome.INVALID_JSON and verdict.message.startswith("not strict JSON: nested too deeply to parse (")
+    assert verdict.outcome == Outcome.INVALID_JSON and verdict.message.startswith(
+        "not strict JSON: nested too deeply to parse ("
+    )

@@ -4,6 +4,7 @@ Each rule has a row: a truncated answer turned ``invalid`` and a clean prefix of
 that stays ``truncated``. Soundness is a property: no prefix of a valid document is ever invalid.
 The last test runs the bundled suite against a fake server that ignores ``maxLength``.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,14 +39,21 @@ def obj(**properties) -> dict:
     return {"type": "object", "properties": properties}
 
 
-CLOSED = {"type": "object", "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}}, "additionalProperties": False}
+CLOSED = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "ab": {"type": "integer"}},
+    "additionalProperties": False,
+}
 POSITIVES = {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0}}
 NUMBERS = obj(n={"type": "number", "minimum": 1, "maximum": 10, "exclusiveMinimum": 0, "exclusiveMaximum": 11})
 LINKED = {
     "$defs": {
         "n": {
             "type": "object",
-            "properties": {"value": {"type": "string", "maxLength": 1}, "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
+            "properties": {
+                "value": {"type": "string", "maxLength": 1},
+                "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]},
+            },
             "required": ["value", "next"],
         }
     },
@@ -53,55 +61,296 @@ LINKED = {
 }
 LINKED_CUT = '{"value": "a", "next": {"value": '
 
-# (schema, an answer cut at the limit that already breaks it, the keyword, what the message says, a clean cut that stays truncated)
+# (schema, an answer cut at the limit that already breaks it, the keyword, what the message says, a clean cut that stays
+# truncated)
 RULES = {
-    "maxLength-open-string": (obj(a={"type": "string", "maxLength": 3}), '{"a": "toolongtool', "maxLength", "at /a: string of 11+ characters exceeds maxLength 3", '{"a": "too'),
-    "maxLength-complete-string": (obj(a={"type": "string", "maxLength": 3}), '{"a": "toolong", ', "maxLength", "at /a: 'toolong' is too long", '{"a": "abc", '),
-    "maxLength-counts-code-points": ({"type": "string", "maxLength": 3}, '"\\u00e9\\u00e9\\u00e9\\u00e9', "maxLength", "string of 4+ characters", '"\\u00e9\\u00e9\\u00e9\\u00'),
-    "maxLength-surrogate-pair-is-one": ({"type": "string", "maxLength": 2}, '"\\ud83d\\ude00ab', "maxLength", "string of 3+ characters", '"\\ud83d\\ude00\\ud83d\\ude'),
-    "maxItems-open-array": ({"type": "array", "maxItems": 2}, "[1, 2, 3", "maxItems", "at /: array of 3+ items exceeds maxItems 2", "[1, 2"),
-    "maxItems-item-after-comma": ({"type": "array", "maxItems": 2}, "[1, 2, ", "maxItems", "array of 3+ items", "[1, 2 "),
-    "maxItems-complete-array": (obj(a={"type": "array", "maxItems": 2}), '{"a": [1, 2, 3], ', "maxItems", "at /a:", '{"a": [1, 2], '),
-    "minItems-closed-array": (obj(a={"type": "array", "minItems": 2}), '{"a": [1], ', "minItems", "at /a: [1] is too short", '{"a": [1, '),
-    "additionalProperties-complete-key": (CLOSED, '{"a": 1, "b": ', "additionalProperties", "at /: property 'b' is not allowed", '{"a": 1, "a'),
-    "additionalProperties-key-without-colon": (CLOSED, '{"b"', "additionalProperties", "property 'b' is not allowed", '{"ab"'),
-    "additionalProperties-open-key": (CLOSED, '{"x', "additionalProperties", "a property name starting 'x' is not allowed", '{"a'),
-    "additionalProperties-schema": ({"type": "object", "additionalProperties": {"type": "integer"}}, '{"z": "', "type", "at /z: a string has begun here", '{"z": -'),
-    "required-closed-object": (obj(o={"type": "object", "required": ["x"]}), '{"o": {"y": 1}, ', "required", "at /o: 'x' is a required property", '{"o": {"y": 1, '),
+    "maxLength-open-string": (
+        obj(a={"type": "string", "maxLength": 3}),
+        '{"a": "toolongtool',
+        "maxLength",
+        "at /a: string of 11+ characters exceeds maxLength 3",
+        '{"a": "too',
+    ),
+    "maxLength-complete-string": (
+        obj(a={"type": "string", "maxLength": 3}),
+        '{"a": "toolong", ',
+        "maxLength",
+        "at /a: 'toolong' is too long",
+        '{"a": "abc", ',
+    ),
+    "maxLength-counts-code-points": (
+        {"type": "string", "maxLength": 3},
+        '"\\u00e9\\u00e9\\u00e9\\u00e9',
+        "maxLength",
+        "string of 4+ characters",
+        '"\\u00e9\\u00e9\\u00e9\\u00',
+    ),
+    "maxLength-surrogate-pair-is-one": (
+        {"type": "string", "maxLength": 2},
+        '"\\ud83d\\ude00ab',
+        "maxLength",
+        "string of 3+ characters",
+        '"\\ud83d\\ude00\\ud83d\\ude',
+    ),
+    "maxItems-open-array": (
+        {"type": "array", "maxItems": 2},
+        "[1, 2, 3",
+        "maxItems",
+        "at /: array of 3+ items exceeds maxItems 2",
+        "[1, 2",
+    ),
+    "maxItems-item-after-comma": (
+        {"type": "array", "maxItems": 2},
+        "[1, 2, ",
+        "maxItems",
+        "array of 3+ items",
+        "[1, 2 ",
+    ),
+    "maxItems-complete-array": (
+        obj(a={"type": "array", "maxItems": 2}),
+        '{"a": [1, 2, 3], ',
+        "maxItems",
+        "at /a:",
+        '{"a": [1, 2], ',
+    ),
+    "minItems-closed-array": (
+        obj(a={"type": "array", "minItems": 2}),
+        '{"a": [1], ',
+        "minItems",
+        "at /a: [1] is too short",
+        '{"a": [1, ',
+    ),
+    "additionalProperties-complete-key": (
+        CLOSED,
+        '{"a": 1, "b": ',
+        "additionalProperties",
+        "at /: property 'b' is not allowed",
+        '{"a": 1, "a',
+    ),
+    "additionalProperties-key-without-colon": (
+        CLOSED,
+        '{"b"',
+        "additionalProperties",
+        "property 'b' is not allowed",
+        '{"ab"',
+    ),
+    "additionalProperties-open-key": (
+        CLOSED,
+        '{"x',
+        "additionalProperties",
+        "a property name starting 'x' is not allowed",
+        '{"a',
+    ),
+    "additionalProperties-schema": (
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        '{"z": "',
+        "type",
+        "at /z: a string has begun here",
+        '{"z": -',
+    ),
+    "required-closed-object": (
+        obj(o={"type": "object", "required": ["x"]}),
+        '{"o": {"y": 1}, ',
+        "required",
+        "at /o: 'x' is a required property",
+        '{"o": {"y": 1, ',
+    ),
     "enum-complete": (obj(a={"enum": ["x", "y"]}), '{"a": "z", ', "enum", "at /a: 'z' is not one of", '{"a": "x", '),
     "const-complete": (obj(a={"const": 2}), '{"a": 3, ', "const", "at /a: 2 was expected", '{"a": 2, '),
-    "enum-open-string": (obj(a={"enum": ["xy", "q"]}), '{"a": "xz', "enum", "at /a: a string starting 'xz' can no longer become any of", '{"a": "x'),
+    "enum-open-string": (
+        obj(a={"enum": ["xy", "q"]}),
+        '{"a": "xz',
+        "enum",
+        "at /a: a string starting 'xz' can no longer become any of",
+        '{"a": "x',
+    ),
     "const-open-string": ({"const": "hello"}, '"hellx', "const", "a string starting 'hellx'", '"hell'),
-    "enum-open-value-of-another-type": (obj(a={"enum": ["x", "y"]}), '{"a": [', "enum", "at /a: an array has begun here", '{"a": "'),
+    "enum-open-value-of-another-type": (
+        obj(a={"enum": ["x", "y"]}),
+        '{"a": [',
+        "enum",
+        "at /a: an array has begun here",
+        '{"a": "',
+    ),
     "enum-cut-literal": (obj(a={"enum": [True, None]}), '{"a": f', "enum", "at /a: False is not one of", '{"a": tr'),
-    "maximum-complete": (NUMBERS, '{"n": 10.5, ', "maximum", "at /n: 10.5 is greater than the maximum of 10", '{"n": 10, '),
+    "maximum-complete": (
+        NUMBERS,
+        '{"n": 10.5, ',
+        "maximum",
+        "at /n: 10.5 is greater than the maximum of 10",
+        '{"n": 10, ',
+    ),
     "minimum-complete": (NUMBERS, '{"n": 0.5, ', "minimum", "at /n: 0.5 is less than the minimum of 1", '{"n": 1, '),
-    "exclusiveMaximum-complete": ({"exclusiveMaximum": 11}, "11 ", "exclusiveMaximum", "at /: 11 is greater than or equal", "10 "),
-    "exclusiveMinimum-complete": (obj(n={"exclusiveMinimum": 0}), '{"n": 0, ', "exclusiveMinimum", "at /n: 0 is less than or equal", '{"n": 0'),
-    "integer-complete": (obj(n={"type": "integer"}), '{"n": 1.5, ', "type", "at /n: 1.5 is not of type 'integer'", '{"n": 2.0, '),
-    "maximum-open-number-with-exponent": (obj(n={"type": "number", "maximum": 100}), '{"n": 5e3', "maximum", "at /n: a number starting '5e3' can only end at least 5000", '{"n": 5e'),
-    "maximum-open-number-plus-exponent": ({"type": "number", "maximum": 100}, "200e+", "maximum", "can only end at least 200,", "200e"),
-    "minimum-open-negative-number": ({"type": "number", "minimum": 1}, "-3", "minimum", "a number starting '-3' can only end at most 0, beyond minimum 1", "3"),
-    "exclusiveMinimum-open-negative-number": (POSITIVES, "[1, -0.2", "exclusiveMinimum", "at /1: a number starting '-0.2' can only end at most 0", "[1, 0.2"),
-    "minimum-open-number-negative-exponent": ({"type": "number", "minimum": 1}, "9e-5", "minimum", "can only end at most 0.00009", "9e-"),
-    "exclusiveMaximum-open-positive-number": ({"type": "number", "exclusiveMaximum": 0}, "0.5", "exclusiveMaximum", "can only end at least 0", "-0.5"),
-    "type-complete": (obj(a={"type": "string"}), '{"a": true, ', "type", "at /a: True is not of type 'string'", '{"a": "t'),
-    "type-open-string-where-number": (obj(a={"type": "number"}), '{"a": "', "type", "at /a: a string has begun here, the schema allows only number", '{"a": -'),
-    "type-open-array": ({"type": ["object", "null"]}, "[", "type", "an array has begun here, the schema allows only null, object", "{"),
+    "exclusiveMaximum-complete": (
+        {"exclusiveMaximum": 11},
+        "11 ",
+        "exclusiveMaximum",
+        "at /: 11 is greater than or equal",
+        "10 ",
+    ),
+    "exclusiveMinimum-complete": (
+        obj(n={"exclusiveMinimum": 0}),
+        '{"n": 0, ',
+        "exclusiveMinimum",
+        "at /n: 0 is less than or equal",
+        '{"n": 0',
+    ),
+    "integer-complete": (
+        obj(n={"type": "integer"}),
+        '{"n": 1.5, ',
+        "type",
+        "at /n: 1.5 is not of type 'integer'",
+        '{"n": 2.0, ',
+    ),
+    "maximum-open-number-with-exponent": (
+        obj(n={"type": "number", "maximum": 100}),
+        '{"n": 5e3',
+        "maximum",
+        "at /n: a number starting '5e3' can only end at least 5000",
+        '{"n": 5e',
+    ),
+    "maximum-open-number-plus-exponent": (
+        {"type": "number", "maximum": 100},
+        "200e+",
+        "maximum",
+        "can only end at least 200,",
+        "200e",
+    ),
+    "minimum-open-negative-number": (
+        {"type": "number", "minimum": 1},
+        "-3",
+        "minimum",
+        "a number starting '-3' can only end at most 0, beyond minimum 1",
+        "3",
+    ),
+    "exclusiveMinimum-open-negative-number": (
+        POSITIVES,
+        "[1, -0.2",
+        "exclusiveMinimum",
+        "at /1: a number starting '-0.2' can only end at most 0",
+        "[1, 0.2",
+    ),
+    "minimum-open-number-negative-exponent": (
+        {"type": "number", "minimum": 1},
+        "9e-5",
+        "minimum",
+        "can only end at most 0.00009",
+        "9e-",
+    ),
+    "exclusiveMaximum-open-positive-number": (
+        {"type": "number", "exclusiveMaximum": 0},
+        "0.5",
+        "exclusiveMaximum",
+        "can only end at least 0",
+        "-0.5",
+    ),
+    "type-complete": (
+        obj(a={"type": "string"}),
+        '{"a": true, ',
+        "type",
+        "at /a: True is not of type 'string'",
+        '{"a": "t',
+    ),
+    "type-open-string-where-number": (
+        obj(a={"type": "number"}),
+        '{"a": "',
+        "type",
+        "at /a: a string has begun here, the schema allows only number",
+        '{"a": -',
+    ),
+    "type-open-array": (
+        {"type": ["object", "null"]},
+        "[",
+        "type",
+        "an array has begun here, the schema allows only null, object",
+        "{",
+    ),
     "type-open-number-where-string": ({"type": "string"}, "12", "type", "a number has begun here", '"12'),
     "type-cut-literal": ({"type": "object"}, "nu", "type", "None is not of type 'object'", "{"),
-    "pattern-complete": (obj(a={"type": "string", "pattern": "^[a-z]+$"}), '{"a": "AB", ', "pattern", "at /a: 'AB' does not match", '{"a": "AB'),
-    "format-complete": (obj(d={"type": "string", "format": "date"}), '{"d": "soon"', "format", "at /d: 'soon' is not a 'date'", '{"d": "2024-13'),
-    "uniqueItems-complete-items": ({"type": "array", "uniqueItems": True}, "[1, 1, ", "uniqueItems", "the complete items so far repeat a value", "[1, 2, "),
-    "items-false-after-prefixItems": ({"type": "array", "prefixItems": [{"type": "integer"}], "items": False}, "[1, ", "items", "item 1 has begun, but items is false after 1 prefixItems", "[1"),
-    "false-subschema": (obj(a=False), '{"a": ', "false", "at /a: a value must follow where the schema allows none", '{"b": '),
-    "maxProperties-open-object": ({"type": "object", "maxProperties": 1}, '{"a": 1, "b": ', "maxProperties", "object of 2+ properties exceeds maxProperties 1", '{"a": 1, "'),
-    "propertyNames-complete-key": ({"type": "object", "propertyNames": {"maxLength": 2}}, '{"abc": ', "propertyNames", "property name 'abc'", '{"ab'),
-    "ref-to-defs": ({"$defs": {"s": {"type": "string", "maxLength": 2}}, **obj(a={"$ref": "#/$defs/s"})}, '{"a": "abc', "maxLength", "at /a: string of 3+", '{"a": "ab'),
-    "recursive-ref": (LINKED, LINKED_CUT + '"bb', "anyOf", "at /next: no anyOf branch can still match (2 branches; the first: at /next/value: string of 2+", LINKED_CUT + '"b'),
-    "anyOf-every-branch": ({"anyOf": [{"type": "string", "maxLength": 2}, {"enum": ["abcdef", 1]}]}, '"abcx', "anyOf", "no anyOf branch can still match", '"abc'),
-    "anyOf-same-keyword": ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "string", "maxLength": 3}]}, '"abcd', "maxLength", "no anyOf branch", '"abc'),
-    "oneOf-every-branch": ({"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]}, '"ab', "oneOf", "no oneOf branch can still match", '"a'),
+    "pattern-complete": (
+        obj(a={"type": "string", "pattern": "^[a-z]+$"}),
+        '{"a": "AB", ',
+        "pattern",
+        "at /a: 'AB' does not match",
+        '{"a": "AB',
+    ),
+    "format-complete": (
+        obj(d={"type": "string", "format": "date"}),
+        '{"d": "soon"',
+        "format",
+        "at /d: 'soon' is not a 'date'",
+        '{"d": "2024-13',
+    ),
+    "uniqueItems-complete-items": (
+        {"type": "array", "uniqueItems": True},
+        "[1, 1, ",
+        "uniqueItems",
+        "the complete items so far repeat a value",
+        "[1, 2, ",
+    ),
+    "items-false-after-prefixItems": (
+        {"type": "array", "prefixItems": [{"type": "integer"}], "items": False},
+        "[1, ",
+        "items",
+        "item 1 has begun, but items is false after 1 prefixItems",
+        "[1",
+    ),
+    "false-subschema": (
+        obj(a=False),
+        '{"a": ',
+        "false",
+        "at /a: a value must follow where the schema allows none",
+        '{"b": ',
+    ),
+    "maxProperties-open-object": (
+        {"type": "object", "maxProperties": 1},
+        '{"a": 1, "b": ',
+        "maxProperties",
+        "object of 2+ properties exceeds maxProperties 1",
+        '{"a": 1, "',
+    ),
+    "propertyNames-complete-key": (
+        {"type": "object", "propertyNames": {"maxLength": 2}},
+        '{"abc": ',
+        "propertyNames",
+        "property name 'abc'",
+        '{"ab',
+    ),
+    "ref-to-defs": (
+        {"$defs": {"s": {"type": "string", "maxLength": 2}}, **obj(a={"$ref": "#/$defs/s"})},
+        '{"a": "abc',
+        "maxLength",
+        "at /a: string of 3+",
+        '{"a": "ab',
+    ),
+    "recursive-ref": (
+        LINKED,
+        LINKED_CUT + '"bb',
+        "anyOf",
+        "at /next: no anyOf branch can still match (2 branches; the first: at /next/value: string of 2+",
+        LINKED_CUT + '"b',
+    ),
+    "anyOf-every-branch": (
+        {"anyOf": [{"type": "string", "maxLength": 2}, {"enum": ["abcdef", 1]}]},
+        '"abcx',
+        "anyOf",
+        "no anyOf branch can still match",
+        '"abc',
+    ),
+    "anyOf-same-keyword": (
+        {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "string", "maxLength": 3}]},
+        '"abcd',
+        "maxLength",
+        "no anyOf branch",
+        '"abc',
+    ),
+    "oneOf-every-branch": (
+        {"oneOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]},
+        '"ab',
+        "oneOf",
+        "no oneOf branch can still match",
+        '"a',
+    ),
     "allOf-any-branch": ({"allOf": [{"type": "string"}, {"maxLength": 2}]}, '"abc', "maxLength", "string of 3+", '"ab'),
 }
 
@@ -119,7 +368,10 @@ def test_a_prefix_that_already_breaks_the_schema_is_invalid(schema, broken, keyw
 
 def test_the_message_names_the_path_and_the_rule():
     verdict = cut(obj(a={"type": "string", "maxLength": 3}), '{"a": "toolongtool')
-    assert verdict.message == "truncated output already violates the schema at /a: string of 11+ characters exceeds maxLength 3"
+    assert (
+        verdict.message
+        == "truncated output already violates the schema at /a: string of 11+ characters exceeds maxLength 3"
+    )
 
 
 @pytest.mark.parametrize(
@@ -139,10 +391,20 @@ def test_the_message_names_the_path_and_the_rule():
         pytest.param({"not": {"type": "string"}}, '"a', id="not"),
         pytest.param({"$ref": "#"}, '"a', id="a-reference-cycle-reading-no-input"),
         pytest.param({"$ref": "https://example.com/s.json"}, '"a', id="a-remote-reference"),
-        pytest.param({"$defs": {"s": {"$id": "s.json", "maxLength": 0}}, "$ref": "#/$defs/s"}, '"a', id="under-a-nested-$id"),
+        pytest.param(
+            {"$defs": {"s": {"$id": "s.json", "maxLength": 0}}, "$ref": "#/$defs/s"}, '"a', id="under-a-nested-$id"
+        ),
         pytest.param({"anyOf": [{"maxLength": 1}, {"$ref": "#/nowhere"}]}, '"abc', id="an-undecided-anyOf-branch"),
-        pytest.param({"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": False}, '{"y', id="open-key-with-patternProperties"),
-        pytest.param({"type": "object", "properties": {"a": {"maxLength": 1}}}, '{"a": "toolong", "a": "', id="a-repeated-key-replaces-the-value"),
+        pytest.param(
+            {"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": False},
+            '{"y',
+            id="open-key-with-patternProperties",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"a": {"maxLength": 1}}},
+            '{"a": "toolong", "a": "',
+            id="a-repeated-key-replaces-the-value",
+        ),
         pytest.param({"type": "string"}, "   ", id="blank"),
     ],
 )
@@ -153,12 +415,18 @@ def test_what_cannot_be_decided_stays_truncated(schema, text):
 
 def test_a_number_outside_the_double_range_is_judged_by_its_bounds_only():
     assert cut({"type": "string"}, "845e3855419557194546").signature == "violation:type"
-    assert cut({"type": "array", "items": {"type": "string"}}, '[1e999, "x').signature == "violation:type"  # the closed number's type still counts
-    assert cut({"type": "array", "maxItems": 3}, "[1e999, 2]").outcome is Outcome.TRUNCATED  # closed, value unknown: as before
+    assert (
+        cut({"type": "array", "items": {"type": "string"}}, '[1e999, "x').signature == "violation:type"
+    )  # the closed number's type still counts
+    assert (
+        cut({"type": "array", "maxItems": 3}, "[1e999, 2]").outcome is Outcome.TRUNCATED
+    )  # closed, value unknown: as before
 
 
 def test_a_whole_document_cut_at_the_limit_is_still_judged_in_full():
-    assert cut({"type": "integer", "maximum": 5}, "1438 ").signature == "violation:maximum"  # the space ended the number
+    assert (
+        cut({"type": "integer", "maximum": 5}, "1438 ").signature == "violation:maximum"
+    )  # the space ended the number
     assert cut({"type": "boolean"}, "tru").outcome is Outcome.TRUNCATED
 
 
@@ -209,7 +477,13 @@ def test_the_last_value_of_a_prefix(text, last):
     root = parse_prefix(text)
     assert root is not None
     got = root.items[-1] if root.kind == "array" else list(root.members.values())[-1]
-    assert (got.kind, got.path, got.complete, got.value, got.text) == (last.kind, last.path, last.complete, last.value, last.text)
+    assert (got.kind, got.path, got.complete, got.value, got.text) == (
+        last.kind,
+        last.path,
+        last.complete,
+        last.value,
+        last.text,
+    )
 
 
 def test_an_open_key_is_kept():
@@ -217,8 +491,34 @@ def test_an_open_key_is_kept():
     assert root is not None and root.open_key == "xy" and list(root.members) == ["a"]
 
 
-@pytest.mark.parametrize("text", ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', "[1, NaN", '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "[[]t", "0nu", "[1,]", "[01", '{"a": 1,}', "-Infinity",
-                                  "-.5", "-e5", "-.", "-E", "0.e5", "1.e", "[1.E+"])  # digits before . or e, and after . before e
+@pytest.mark.parametrize(
+    "text",
+    [
+        "abc",
+        '{"a": 1}}',
+        '{"a": tx',
+        '["a\x01',
+        "[1, NaN",
+        '"\\q',
+        '{"a" 1',
+        "[1.2.3",
+        "{t",
+        "{}t",
+        "[[]t",
+        "0nu",
+        "[1,]",
+        "[01",
+        '{"a": 1,}',
+        "-Infinity",
+        "-.5",
+        "-e5",
+        "-.",
+        "-E",
+        "0.e5",
+        "1.e",
+        "[1.E+",
+    ],
+)  # digits before . or e, and after . before e
 def test_non_prefixes_are_refused(text):
     with pytest.raises(ValueError):
         parse_prefix(text)
@@ -265,9 +565,21 @@ def _tight(value):
     if isinstance(value, (int, float)):
         return {"type": "integer" if isinstance(value, int) else "number", "minimum": value, "maximum": value}
     if isinstance(value, str):
-        return {"type": "string", "minLength": len(value), "maxLength": len(value), "enum": [value], "pattern": "^" + re.escape(value) + "$"}
+        return {
+            "type": "string",
+            "minLength": len(value),
+            "maxLength": len(value),
+            "enum": [value],
+            "pattern": "^" + re.escape(value) + "$",
+        }
     if isinstance(value, list):
-        return {"type": "array", "prefixItems": [_tight(v) for v in value], "items": False, "minItems": len(value), "maxItems": len(value)}
+        return {
+            "type": "array",
+            "prefixItems": [_tight(v) for v in value],
+            "items": False,
+            "minItems": len(value),
+            "maxItems": len(value),
+        }
     return {
         "type": "object",
         "properties": {k: _tight(v) for k, v in value.items()},
@@ -282,7 +594,15 @@ def _tight(value):
 @given(JSON_VALUES, st.data())
 def test_no_prefix_of_a_document_breaks_the_tightest_schema_it_meets(value, data):
     """Other instances than the strategy's witnesses (long strings, escapes, big numbers), each bound met exactly."""
-    schema = data.draw(st.sampled_from([_tight(value), {"anyOf": [{"type": "null"}, _tight(value)]}, {"$defs": {"t": _tight(value)}, "$ref": "#/$defs/t"}]))
+    schema = data.draw(
+        st.sampled_from(
+            [
+                _tight(value),
+                {"anyOf": [{"type": "null"}, _tight(value)]},
+                {"$defs": {"t": _tight(value)}, "$ref": "#/$defs/t"},
+            ]
+        )
+    )
     assume(validate(schema, value) is None)
     text = json.dumps(value, ensure_ascii=data.draw(st.booleans()), indent=data.draw(st.sampled_from([None, 1])))
     for end in range(len(text) + 1):
@@ -316,7 +636,12 @@ def test_a_cut_answer_past_maxLength_is_invalid_end_to_end(pytester):
             "-k", "response_format and not stream",
         )  # fmt: skip
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*violation:maxLength: shrunk case*", "*truncated output already violates the schema at /: string of *+ characters exceeds maxLength *"])
+    result.stdout.fnmatch_lines(
+        [
+            "*violation:maxLength: shrunk case*",
+            "*truncated output already violates the schema at /: string of *+ characters exceeds maxLength *",
+        ]
+    )
     (table,) = json.loads((pytester.path / "report" / "results.json").read_text())["structured"].values()
     assert set(table["maxLength"]) == {"invalid"}, table
     assert table["all"]["invalid"] == table["maxLength"]["invalid"] and table["all"].get("truncated", 0) > 0, table

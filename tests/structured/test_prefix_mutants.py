@@ -5,6 +5,7 @@ without a test noticing (docs/mutation-survivors.md, "The prefix reader"): the p
 past the first value, a value written right after the ``:``, the kind of a complete literal, and
 the bound shown for an exponent of more than six digits.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -35,7 +36,9 @@ def test_a_value_right_after_the_colon_is_read_whole():
     root = parse_prefix('{"a":1}')
     assert root is not None and root.complete and root.value == {"a": 1}
     schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 1}}}
-    assert prefix_violation(schema, '{"a":"xyz') == PrefixViolation("/a", "maxLength", "string of 3+ characters exceeds maxLength 1")
+    assert prefix_violation(schema, '{"a":"xyz') == PrefixViolation(
+        "/a", "maxLength", "string of 3+ characters exceeds maxLength 1"
+    )
 
 
 @pytest.mark.parametrize(
@@ -51,8 +54,16 @@ def test_a_complete_literal_keeps_its_kind(text, kind, value):
 @pytest.mark.parametrize(
     ("schema", "text", "reason"),
     [
-        ({"maximum": 1}, "1e1000000", "a number starting '1e1000000' can only end at least 1.0e+100000, beyond maximum 1"),
-        ({"minimum": 1}, "1e-1000000", "a number starting '1e-1000000' can only end at most 1.0e-100000, beyond minimum 1"),
+        (
+            {"maximum": 1},
+            "1e1000000",
+            "a number starting '1e1000000' can only end at least 1.0e+100000, beyond maximum 1",
+        ),
+        (
+            {"minimum": 1},
+            "1e-1000000",
+            "a number starting '1e-1000000' can only end at most 1.0e-100000, beyond minimum 1",
+        ),
     ],
     ids=["maximum", "minimum"],
 )

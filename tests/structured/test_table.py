@@ -1,4 +1,5 @@
 """The structured suite's table: counting, merging, the rows every report draws, and a keyword's one word."""
+
 from __future__ import annotations
 
 from pytest_infer.structured.table import StructuredTable, keyword_status

@@ -1,5 +1,6 @@
 """What mutation testing left untested in structured/table.py: the share tests at their edges (one answer, p equal
 to alpha, a share that falls), keywords one side lacks, and the keyword matrix's figure."""
+
 from __future__ import annotations
 
 from pytest_infer.structured.table import StructuredTable, keyword_status, rise_p_value
@@ -30,22 +31,36 @@ def test_a_side_without_answers_gives_no_evidence_of_a_rise():
 
 def test_a_side_of_a_single_answer_is_still_tested():
     assert finding({"valid": 1}, {"invalid": 40}) == (
-        "regression", "valid", "invalid", "error/invalid 0/1 -> 40/40 (one-sided Fisher p=0.0244); 1 valid -> 40 invalid")
+        "regression",
+        "valid",
+        "invalid",
+        "error/invalid 0/1 -> 40/40 (one-sided Fisher p=0.0244); 1 valid -> 40 invalid",
+    )
     assert finding({"valid": 40}, {"invalid": 1}) == (
-        "regression", "valid", "invalid", "error/invalid 0/40 -> 1/1 (one-sided Fisher p=0.0244); 40 valid -> 1 invalid")
+        "regression",
+        "valid",
+        "invalid",
+        "error/invalid 0/40 -> 1/1 (one-sided Fisher p=0.0244); 40 valid -> 1 invalid",
+    )
     assert finding({"invalid": 40}, {"valid": 1})[0] == "improvement"
 
 
 def test_the_p_value_weighs_the_baseline_answers_that_were_already_wrong():
     assert finding({"valid": 38, "invalid": 2}, {"valid": 30, "invalid": 10}) == (
-        "regression", "invalid", "invalid",
-        "error/invalid 2/40 -> 10/40 (one-sided Fisher p=0.0126); 38 valid, 2 invalid -> 30 valid, 10 invalid")
+        "regression",
+        "invalid",
+        "invalid",
+        "error/invalid 2/40 -> 10/40 (one-sided Fisher p=0.0126); 38 valid, 2 invalid -> 30 valid, 10 invalid",
+    )
 
 
 def test_a_share_of_wrong_answers_that_falls_but_stays_above_zero_is_an_improvement():
     assert finding({"invalid": 20, "valid": 20}, {"invalid": 2, "valid": 38}) == (
-        "improvement", "invalid", "invalid",
-        "error/invalid 20/40 -> 2/40 (one-sided Fisher p=4.17e-06); 20 invalid, 20 valid -> 2 invalid, 38 valid")
+        "improvement",
+        "invalid",
+        "invalid",
+        "error/invalid 20/40 -> 2/40 (one-sided Fisher p=4.17e-06); 20 invalid, 20 valid -> 2 invalid, 38 valid",
+    )
 
 
 def test_a_p_value_equal_to_alpha_is_not_significant():
@@ -55,15 +70,22 @@ def test_a_p_value_equal_to_alpha_is_not_significant():
 
 def test_noise_names_every_share_that_moved_below_significance():
     assert finding({"valid": 40}, {"valid": 38, "invalid": 1, "rejected": 1}) == (
-        "noise", "valid", "invalid",
-        "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); rejected 0/40 -> 1/40 (one-sided Fisher p=0.5); "
-        "valid 40/40 -> 38/40 (one-sided Fisher p=0.247): below significance (alpha 0.05)")
+        "noise",
+        "valid",
+        "invalid",
+        (
+            "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); rejected 0/40 -> 1/40 (one-sided Fisher p=0.5); "
+            "valid 40/40 -> 38/40 (one-sided Fisher p=0.247): below significance (alpha 0.05)"
+        ),
+    )
 
 
 def test_a_keyword_only_one_side_counted_is_skipped_and_the_rest_still_compared():
     """Sorted, ``additionalProperties`` (baseline only) and ``allOf`` (candidate only) come before ``pattern``."""
-    baseline, candidate = tables({"additionalProperties": {"valid": 40}, "pattern": {"valid": 40}},
-                                 {"allOf": {"invalid": 40}, "pattern": {"valid": 30, "invalid": 10}})
+    baseline, candidate = tables(
+        {"additionalProperties": {"valid": 40}, "pattern": {"valid": 40}},
+        {"allOf": {"invalid": 40}, "pattern": {"valid": 30, "invalid": 10}},
+    )
     assert [(f.kind, f.subject) for f in candidate.compare(baseline, PAIRING)] == [("regression", "pattern")]
 
 
@@ -86,27 +108,59 @@ def cause(row: str, message: str):
 
 def test_a_cause_is_the_test_and_case_without_the_request_path():
     assert cause("test_corpus[response_format-stream-escapes]", "Failed: escapes broke the schema") == (
-        "test_corpus[escapes]", "escapes broke the schema", "response_format-stream", "critical")
-    assert cause("test_corpus[response_format-escapes]", "Failed: boom") == ("test_corpus[escapes]", "test_corpus[escapes]: boom", "response_format", "major")
-    assert cause("test_corpus[native-Xcase]", "boom")[:3] == ("test_corpus[Xcase]", "test_corpus[Xcase]: boom", "native")
+        "test_corpus[escapes]",
+        "escapes broke the schema",
+        "response_format-stream",
+        "critical",
+    )
+    assert cause("test_corpus[response_format-escapes]", "Failed: boom") == (
+        "test_corpus[escapes]",
+        "test_corpus[escapes]: boom",
+        "response_format",
+        "major",
+    )
+    assert cause("test_corpus[native-Xcase]", "boom")[:3] == (
+        "test_corpus[Xcase]",
+        "test_corpus[Xcase]: boom",
+        "native",
+    )
 
 
 def test_a_row_without_a_request_path_keeps_its_whole_case_and_no_place():
-    assert cause("test_survival[abc-def]", "Failed: boom") == ("test_survival[abc-def]", "test_survival[abc-def]: boom", "", "major")
+    assert cause("test_survival[abc-def]", "Failed: boom") == (
+        "test_survival[abc-def]",
+        "test_survival[abc-def]: boom",
+        "",
+        "major",
+    )
     assert cause("test_support", "boom") is None
 
 
 def test_a_row_that_is_only_a_request_path_is_the_bare_test():
-    assert cause("test_sweep[native]", "\n \nFailed: zzz broke the schema") == ("test_sweep", "test_sweep: zzz broke the schema", "native", "critical")
-    assert cause("test_sweep[native-zzz]", "Failed: boom")[1] == "test_sweep[zzz]: boom"  # the case is not in the message
+    assert cause("test_sweep[native]", "\n \nFailed: zzz broke the schema") == (
+        "test_sweep",
+        "test_sweep: zzz broke the schema",
+        "native",
+        "critical",
+    )
+    assert (
+        cause("test_sweep[native-zzz]", "Failed: boom")[1] == "test_sweep[zzz]: boom"
+    )  # the case is not in the message
 
 
 def test_a_failure_without_a_message_is_titled_by_its_key():
-    assert cause("test_corpus[native-escapes]", "") == ("test_corpus[escapes]", "test_corpus[escapes]", "native", "major")
+    assert cause("test_corpus[native-escapes]", "") == (
+        "test_corpus[escapes]",
+        "test_corpus[escapes]",
+        "native",
+        "major",
+    )
     assert cause("test_corpus[native-escapes]", " \n ")[1] == "test_corpus[escapes]"
 
 
 def test_severity_reads_the_failure_not_the_request_it_quotes():
-    message = "Failed: HTTP 500\n  request: {\"note\": \"a violation\"}"
+    message = 'Failed: HTTP 500\n  request: {"note": "a violation"}'
     assert cause("test_corpus[native-escapes]", message)[3] == "major"
-    assert cause("test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}")[3] == "critical"
+    assert (
+        cause("test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}")[3] == "critical"
+    )

@@ -1,2 +1,17 @@
 """The bundled checks; importing this package registers them all."""
-from . import chat, completions, embeddings, errors, messages, models, parsers, reasoning, responses, sdk, stream, tokenize, tools  # noqa: F401
+
+from . import (  # noqa: F401
+    chat,
+    completions,
+    embeddings,
+    errors,
+    messages,
+    models,
+    parsers,
+    reasoning,
+    responses,
+    sdk,
+    stream,
+    tokenize,
+    tools,
+)

@@ -1,4 +1,5 @@
 """Chat completions, non-streamed: fields, n, finish_reason, token limits, usage, stop, seed, ranges, logprobs, JSON."""
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,16 @@ def fields(ctx: CheckContext) -> str:
         problems.append("choices[0].message.role is not 'assistant'")
     if not isinstance(data.get("usage"), dict):
         problems.append("usage is missing")
-    ctx.expect(not problems, "id, object='chat.completion', integer created, model, choices[].message, usage", f"{'; '.join(problems)}: {ex.text}", ex)
-    return f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, {len(data['choices'])} choice(s), content {shown(content_of(data))}, usage"
+    ctx.expect(
+        not problems,
+        "id, object='chat.completion', integer created, model, choices[].message, usage",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
+    )
+    return (
+        f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, {len(data['choices'])} choice(s),"
+        f" content {shown(content_of(data))}, usage"
+    )
 
 
 @check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))
@@ -94,7 +103,11 @@ def n_choices(ctx: CheckContext) -> str:
     return "n=2: 2 choices with index [0, 1]"
 
 
-@check("chat.finish-reason", "finish_reason is one of the documented values", reference=f"{SPEC} (finish_reason); TGI PR #2344")
+@check(
+    "chat.finish-reason",
+    "finish_reason is one of the documented values",
+    reference=f"{SPEC} (finish_reason); TGI PR #2344",
+)
 def finish_reason(ctx: CheckContext) -> str:
     """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
     ex, data = greedy(ctx)
@@ -118,13 +131,25 @@ def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
     return problems
 
 
-@check("chat.max-tokens", "max_tokens caps the completion and hitting it gives finish_reason 'length'", reference=f"{SPEC} (max_tokens)")
+@check(
+    "chat.max-tokens",
+    "max_tokens caps the completion and hitting it gives finish_reason 'length'",
+    reference=f"{SPEC} (max_tokens)",
+)
 def max_tokens(ctx: CheckContext) -> str:
     """A client that sees 'stop' for a cut answer shows a truncated answer as complete."""
     ex, data = greedy(ctx, max_tokens=5)
     problems = _limit_problems(data, 5)
-    ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length' when 5 are used", f"{'; '.join(problems)}: {ex.text}", ex)
-    return f"max_tokens=5: completion_tokens {data['usage']['completion_tokens']}, finish_reason {choice_of(data).get('finish_reason')!r}"
+    ctx.expect(
+        not problems,
+        "completion_tokens <= 5 and finish_reason 'length' when 5 are used",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
+    )
+    return (
+        f"max_tokens=5: completion_tokens {data['usage']['completion_tokens']}, finish_reason"
+        f" {choice_of(data).get('finish_reason')!r}"
+    )
 
 
 @check(
@@ -139,13 +164,25 @@ def max_completion_tokens(ctx: CheckContext) -> str:
     ex = ctx.post("/v1/chat/completions", body)
     new = ctx.expect_json_object(ex, "max_completion_tokens=5")
     problems = _limit_problems(new, 5)
-    ctx.expect(not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex)
+    ctx.expect(
+        not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex
+    )
     before = generated_of(old)
-    ctx.agree(before, generated_of(new), f"the same text (reasoning and content) as max_tokens=5 at temperature 0: {before!r}", ex)
-    return f"max_completion_tokens=5: completion_tokens {new['usage']['completion_tokens']}, the text of max_tokens=5: {shown(before)}"
+    ctx.agree(
+        before,
+        generated_of(new),
+        f"the same text (reasoning and content) as max_tokens=5 at temperature 0: {before!r}",
+        ex,
+    )
+    return (
+        f"max_completion_tokens=5: completion_tokens {new['usage']['completion_tokens']}, the text of max_tokens=5:"
+        f" {shown(before)}"
+    )
 
 
-@check("chat.usage", "usage.total_tokens == prompt_tokens + completion_tokens", reference="openai-openapi CompletionUsage")
+@check(
+    "chat.usage", "usage.total_tokens == prompt_tokens + completion_tokens", reference="openai-openapi CompletionUsage"
+)
 def usage(ctx: CheckContext) -> str:
     """Billing and rate limiting add these numbers up."""
     ex, data = greedy(ctx)
@@ -169,7 +206,9 @@ def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, li
     data = ctx.expect_json_object(ex, "a greedy completion")
     entries = object_or_empty(choice_of(data).get("logprobs")).get("content") or None
     tokens = [object_or_empty(e).get("token", "") for e in entries] if isinstance(entries, list) else None
-    tokens = tokens if tokens and all(isinstance(t, str) for t in tokens) else None  # malformed logprobs: place the stop by the text
+    tokens = (
+        tokens if tokens and all(isinstance(t, str) for t in tokens) else None
+    )  # malformed logprobs: place the stop by the text
     return content_of(data) or "", tokens
 
 
@@ -221,12 +260,20 @@ def stop(ctx: CheckContext) -> str:
     return f"stop {stop_string!r} cut the greedy text {shown(text)} to {shown(got)}, finish_reason 'stop'"
 
 
-@check("chat.seed", "the same seed at the same temperature gives the same output", reference=f"{SPEC} (seed)", needs=("seed",))
+@check(
+    "chat.seed",
+    "the same seed at the same temperature gives the same output",
+    reference=f"{SPEC} (seed)",
+    needs=("seed",),
+)
 def seed(ctx: CheckContext) -> str:
     """Evaluation pipelines rely on seeds to reproduce a sample."""
     first = ctx.offered("seed", ctx.chat(max_tokens=12, temperature=1.0, seed=4242))
     second = ctx.chat(max_tokens=12, temperature=1.0, seed=4242)
-    a, b = generated_of(ctx.expect_json_object(first, "seed=4242")), generated_of(ctx.expect_json_object(second, "seed=4242"))
+    a, b = (
+        generated_of(ctx.expect_json_object(first, "seed=4242")),
+        generated_of(ctx.expect_json_object(second, "seed=4242")),
+    )
     ctx.agree(a, b, f"the same text twice for seed 4242: {a!r}", second)
     return f"2 answers for seed 4242 at temperature 1, reasoning and content identical: {shown(a)}"
 
@@ -241,7 +288,11 @@ RANGES: dict[str, dict[str, Any]] = {
 }
 
 
-@check("chat.parameter-ranges", "out-of-range temperature, top_p, n, top_logprobs, seed get 400", reference=f"{SPEC} (parameter bounds)")
+@check(
+    "chat.parameter-ranges",
+    "out-of-range temperature, top_p, n, top_logprobs, seed get 400",
+    reference=f"{SPEC} (parameter bounds)",
+)
 def parameter_ranges(ctx: CheckContext) -> str:
     """A silently clamped parameter is a client bug nobody notices."""
     ctx.control(ctx.chat(max_tokens=2), "a chat of 2 tokens with every parameter in range")
@@ -263,7 +314,11 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
         return [f"logprobs.content is {entries!r}, not a list of token entries"]
     problems = []
     for i, e in enumerate(entries):
-        if not isinstance(e, dict) or not isinstance(e.get("token"), str) or not isinstance(e.get("logprob"), (int, float)):
+        if (
+            not isinstance(e, dict)
+            or not isinstance(e.get("token"), str)
+            or not isinstance(e.get("logprob"), (int, float))
+        ):
             problems.append(f"entry {i} lacks token/logprob: {e!r}")
             break
         if e["logprob"] > 0 or math.isnan(e["logprob"]):
@@ -273,11 +328,15 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
         top = e.get("top_logprobs")
         if not isinstance(top, list) or len(top) != k:
             problems.append(f"entry {i} has {len(top) if isinstance(top, list) else top!r} top_logprobs, not {k}")
-        elif any(not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)) or t["logprob"] > 0 for t in top):
+        elif any(
+            not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)) or t["logprob"] > 0 for t in top
+        ):
             problems.append(f"entry {i} top_logprobs malformed: {top!r}")
         if problems:
             break
-    if not problems and (joined := "".join(e["token"] for e in entries)) != content:  # every entry checked: each token a string
+    if (
+        not problems and (joined := "".join(e["token"] for e in entries)) != content
+    ):  # every entry checked: each token a string
         problems.append(f"tokens join to {joined!r}, not the content {content!r}")
     return problems
 
@@ -299,8 +358,16 @@ def logprobs(ctx: CheckContext) -> str:
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True, top_logprobs=3))
     ex, data = greedy(ctx, logprobs=True, top_logprobs=3)
     problems = logprob_problems(logprobs_content(data), content_of(data) or "", 3)
-    ctx.expect(not problems, "logprobs.content: [{token, logprob <= 0, bytes, top_logprobs (3)}] joining to the content", f"{'; '.join(problems)}", ex)
-    return f"{len(logprobs_content(data))} token entries, each with logprob <= 0, bytes and 3 top_logprobs, joining to {shown(content_of(data))}"
+    ctx.expect(
+        not problems,
+        "logprobs.content: [{token, logprob <= 0, bytes, top_logprobs (3)}] joining to the content",
+        f"{'; '.join(problems)}",
+        ex,
+    )
+    return (
+        f"{len(logprobs_content(data))} token entries, each with logprob <= 0, bytes and 3 top_logprobs, joining to"
+        f" {shown(content_of(data))}"
+    )
 
 
 @check(
@@ -318,7 +385,9 @@ def logprobs_without_top(ctx: CheckContext) -> str:
     return f"{len(logprobs_content(data))} token entries with empty top_logprobs, joining to {shown(content_of(data))}"
 
 
-@check("chat.logprobs-off", "logprobs=false gives logprobs: null", reference="openai-openapi (choices[].logprobs nullable)")
+@check(
+    "chat.logprobs-off", "logprobs=false gives logprobs: null", reference="openai-openapi (choices[].logprobs nullable)"
+)
 def logprobs_off(ctx: CheckContext) -> str:
     """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
     ex, data = greedy(ctx, logprobs=False)
@@ -344,7 +413,10 @@ def json_object(ctx: CheckContext) -> str:
     messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
     json_object = {"type": "json_object"}
     ex = ctx.seeded(
-        lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=json_object)),
+        lambda s: ctx.post(
+            "/v1/chat/completions",
+            ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=json_object),
+        ),
         "response_format",
         not_json_start,
     )
@@ -368,7 +440,14 @@ def json_schema(ctx: CheckContext) -> str:
     """Structured outputs are parsed straight into typed objects (``client.beta.chat.completions.parse``)."""
     rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}
     messages = [{"role": "user", "content": "Give a person as JSON."}]
-    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=rf)), "response_format", not_json_start)
+    ex = ctx.seeded(
+        lambda s: ctx.post(
+            "/v1/chat/completions",
+            ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=rf),
+        ),
+        "response_format",
+        not_json_start,
+    )
     data = ctx.expect_json_object(ex, "response_format json_schema")
     text = content_of(data) or ""
     try:
@@ -387,7 +466,11 @@ def json_schema(ctx: CheckContext) -> str:
 def json_schema_missing(ctx: CheckContext) -> str:
     """A malformed request is the client's error and must say so."""
     whole = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA}}
-    ctx.control(ctx.chat(max_tokens=4, response_format=whole), "response_format json_schema with its schema", feature="response_format")
+    ctx.control(
+        ctx.chat(max_tokens=4, response_format=whole),
+        "response_format json_schema with its schema",
+        feature="response_format",
+    )
     ex = ctx.chat(max_tokens=4, response_format={"type": "json_schema"})
     ctx.expect_client_error(ex, "response_format json_schema without json_schema")
     return f"HTTP {ex.status} for json_schema without a schema; HTTP 200 with one"
@@ -406,7 +489,10 @@ def _json_object(data: dict[str, Any]) -> bool:
 
 # field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
 REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
-    "max_completion_tokens": ({"max_completion_tokens": 2}, lambda d, c: _count(used := object_or_empty(d.get("usage")).get("completion_tokens", 99)) and used <= 2),
+    "max_completion_tokens": (
+        {"max_completion_tokens": 2},
+        lambda d, c: _count(used := object_or_empty(d.get("usage")).get("completion_tokens", 99)) and used <= 2,
+    ),
     "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),  # n > 1 needs sampling
     "logprobs": ({"logprobs": True}, lambda d, c: (choice_of(d).get("logprobs") or None) is not None),
     "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(d)),
@@ -443,7 +529,9 @@ def request_fields(ctx: CheckContext) -> str:
             last = last or ex
     if ctx.request_fields is not None:
         ctx.request_fields("POST /v1/chat/completions", statuses)
-    ctx.expect(not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last)
+    ctx.expect(
+        not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last
+    )
     return "; ".join(f"{name} {status}" for name, status in statuses.items())
 
 
@@ -456,8 +544,8 @@ def _count(value: Any) -> bool:
 
 @check(
     "chat.usage-details",
-    "usage's prompt_tokens_details.cached_tokens (and completion_tokens_details.reasoning_tokens) are counts within the totals, "
-    "and a repeated long prompt reports cached tokens",
+    "usage's prompt_tokens_details.cached_tokens (and completion_tokens_details.reasoning_tokens) are counts within the"
+    " totals, and a repeated long prompt reports cached tokens",
     reference=f"{SPEC} (CompletionUsage: prompt_tokens_details, completion_tokens_details)",
     severity="warning",
 )
@@ -469,17 +557,44 @@ def usage_details(ctx: CheckContext) -> str:
     answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
     usages = [object_or_empty(data.get("usage")) for _, data in answers]
     if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):
-        raise NotExercised("the server reports no prompt_tokens_details or completion_tokens_details (vLLM: --enable-prompt-tokens-details)")
+        raise NotExercised(
+            "the server reports no prompt_tokens_details or completion_tokens_details (vLLM:"
+            " --enable-prompt-tokens-details)"
+        )
     for (ex, _), usage in zip(answers, usages):
         prompt_details, completion_details = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
         if prompt_details is not None:
             cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else prompt_details
-            ctx.expect(_count(cached) and _count(usage.get("prompt_tokens")) and cached <= usage["prompt_tokens"], "cached_tokens: a count within prompt_tokens", usage, ex)
+            ctx.expect(
+                _count(cached) and _count(usage.get("prompt_tokens")) and cached <= usage["prompt_tokens"],
+                "cached_tokens: a count within prompt_tokens",
+                usage,
+                ex,
+            )
         if completion_details is not None:
-            reasoning = completion_details.get("reasoning_tokens", 0) if isinstance(completion_details, dict) else completion_details
-            ctx.expect(_count(reasoning) and _count(usage.get("completion_tokens")) and reasoning <= usage["completion_tokens"], "reasoning_tokens: a count within completion_tokens", usage, ex)
+            reasoning = (
+                completion_details.get("reasoning_tokens", 0)
+                if isinstance(completion_details, dict)
+                else completion_details
+            )
+            ctx.expect(
+                _count(reasoning)
+                and _count(usage.get("completion_tokens"))
+                and reasoning <= usage["completion_tokens"],
+                "reasoning_tokens: a count within completion_tokens",
+                usage,
+                ex,
+            )
     repeat = usages[1].get("prompt_tokens_details")
     if isinstance(repeat, dict):
-        ctx.expect(repeat["cached_tokens"] > 0, "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)", usages[1], answers[1][0])
-    details = [{k: u[k] for k in ("prompt_tokens_details", "completion_tokens_details") if u.get(k) is not None} for u in usages]
+        ctx.expect(
+            repeat["cached_tokens"] > 0,
+            "cached_tokens > 0 for a ~540-token prompt sent a second time (prefix caching)",
+            usages[1],
+            answers[1][0],
+        )
+    details = [
+        {k: u[k] for k in ("prompt_tokens_details", "completion_tokens_details") if u.get(k) is not None}
+        for u in usages
+    ]
     return f"usage details of 2 answers to one long prompt, within their totals: {shown(details, 160)}"

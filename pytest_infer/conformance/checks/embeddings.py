@@ -1,4 +1,5 @@
 """Embeddings, where the server serves an embedding model: base64 (the SDK's default), fields, dimensions."""
+
 from __future__ import annotations
 
 import base64
@@ -32,20 +33,47 @@ def first_vector(ctx: CheckContext, ex: Exchange, what: str) -> list[float]:
     return vector
 
 
-@check("embeddings.fields", "embeddings have data[i].object 'embedding', index, a float vector, and usage", reference=SPEC, needs=("embeddings",))
+@check(
+    "embeddings.fields",
+    "embeddings have data[i].object 'embedding', index, a float vector, and usage",
+    reference=SPEC,
+    needs=("embeddings",),
+)
 def fields(ctx: CheckContext) -> str:
     """RAG pipelines map ``data[i].index`` back to their inputs."""
     ex = plain(ctx)
     data = ctx.expect_json_object(ex, "embeddings")
     items = data.get("data") or []
-    ctx.expect(isinstance(items, list) and all(isinstance(d, dict) for d in items), "data: a list of objects", items, ex)
-    ctx.expect([d.get("index") for d in items] == [0, 1], "data with index 0 and 1", [d.get("index") for d in items], ex)
-    ctx.expect(all(d.get("object") == "embedding" and isinstance(d.get("embedding"), list) and d["embedding"] for d in items), "object 'embedding' with a float list", items[:1], ex)
-    ctx.expect(isinstance(data.get("usage"), dict) and isinstance(data["usage"].get("prompt_tokens"), int), "usage.prompt_tokens", data.get("usage"), ex)
-    return f"2 embeddings with index 0 and 1, {len(items[0]['embedding'])} floats each, usage.prompt_tokens {data['usage']['prompt_tokens']}"
+    ctx.expect(
+        isinstance(items, list) and all(isinstance(d, dict) for d in items), "data: a list of objects", items, ex
+    )
+    ctx.expect(
+        [d.get("index") for d in items] == [0, 1], "data with index 0 and 1", [d.get("index") for d in items], ex
+    )
+    ctx.expect(
+        all(d.get("object") == "embedding" and isinstance(d.get("embedding"), list) and d["embedding"] for d in items),
+        "object 'embedding' with a float list",
+        items[:1],
+        ex,
+    )
+    ctx.expect(
+        isinstance(data.get("usage"), dict) and isinstance(data["usage"].get("prompt_tokens"), int),
+        "usage.prompt_tokens",
+        data.get("usage"),
+        ex,
+    )
+    return (
+        f"2 embeddings with index 0 and 1, {len(items[0]['embedding'])} floats each, usage.prompt_tokens"
+        f" {data['usage']['prompt_tokens']}"
+    )
 
 
-@check("embeddings.base64", "encoding_format base64 decodes to the same vector as float", reference=f"{SPEC}; vllm#5734, llama.cpp#10887", needs=("embeddings",))
+@check(
+    "embeddings.base64",
+    "encoding_format base64 decodes to the same vector as float",
+    reference=f"{SPEC}; vllm#5734, llama.cpp#10887",
+    needs=("embeddings",),
+)
 def base64_format(ctx: CheckContext) -> str:
     """The SDK asks for base64 by default and decodes float32 little-endian."""
     floats = first_vector(ctx, plain(ctx), "float embeddings")
@@ -65,15 +93,30 @@ def base64_format(ctx: CheckContext) -> str:
     return f"base64 decodes to the {len(floats)} float32 values of encoding_format=float"
 
 
-@check("embeddings.dimensions", "dimensions is honoured or refused with 400", reference=f"{SPEC} (dimensions)", needs=("embeddings",), severity="warning")
+@check(
+    "embeddings.dimensions",
+    "dimensions is honoured or refused with 400",
+    reference=f"{SPEC} (dimensions)",
+    needs=("embeddings",),
+    severity="warning",
+)
 def dimensions(ctx: CheckContext) -> str:
     """A silently ignored ``dimensions`` breaks a vector index of fixed width; a refusal is an answer, once the same
     request without ``dimensions`` is seen to succeed."""
-    full = len(first_vector(ctx, ctx.control(embed(ctx, encoding_format="float"), "embeddings without dimensions", feature="embeddings"), "float embeddings"))
+    full = len(
+        first_vector(
+            ctx,
+            ctx.control(embed(ctx, encoding_format="float"), "embeddings without dimensions", feature="embeddings"),
+            "float embeddings",
+        )
+    )
     ex = embed(ctx, encoding_format="float", dimensions=8)
     if ex.status in (400, 422):
         return f"dimensions=8 refused with HTTP {ex.status}; {full} values without it"
     data = ctx.expect_json_object(ex, "dimensions=8")
-    lengths = [len(d["embedding"]) if isinstance(d, dict) and isinstance(d.get("embedding"), list) else None for d in data.get("data") or []]
+    lengths = [
+        len(d["embedding"]) if isinstance(d, dict) and isinstance(d.get("embedding"), list) else None
+        for d in data.get("data") or []
+    ]
     ctx.expect(lengths and all(n == 8 for n in lengths), "vectors of 8 values, or HTTP 400", lengths, ex)
     return f"dimensions=8: {len(lengths)} vectors of 8 values ({full} without it)"

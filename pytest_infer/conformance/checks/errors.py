@@ -1,4 +1,5 @@
 """Transport and errors: the envelope, 4xx (never 5xx) for bad input, unknown models, context overflow."""
+
 from __future__ import annotations
 
 from ..context import CheckContext, Exchange, StreamExchange, envelope_type_problems
@@ -25,7 +26,10 @@ def refused(ex: Exchange | StreamExchange) -> str:
 
 def without_messages(ctx: CheckContext) -> Exchange:
     """A chat request every server must refuse, after the same request with messages is seen to succeed."""
-    ctx.control(ctx.post("/v1/chat/completions", NO_MESSAGES | {"model": ctx.model, "messages": ctx.chat_body()["messages"]}), "a chat request with messages")
+    ctx.control(
+        ctx.post("/v1/chat/completions", NO_MESSAGES | {"model": ctx.model, "messages": ctx.chat_body()["messages"]}),
+        "a chat request with messages",
+    )
     return ctx.post("/v1/chat/completions", NO_MESSAGES | {"model": ctx.model})
 
 
@@ -50,10 +54,17 @@ def envelope_types(ctx: CheckContext) -> str:
     ctx.expect_client_error(ex, "a chat request without messages")
     ctx.expect_envelope(ex, envelope_type_problems, "error.param and error.code present, each a string or null")
     err = ex.data["error"]
-    return f"a chat without messages: HTTP {ex.status}, error.param {err['param']!r}, error.code {err['code']!r}; HTTP 200 with messages"
+    return (
+        f"a chat without messages: HTTP {ex.status}, error.param {err['param']!r}, error.code {err['code']!r}; HTTP 200"
+        " with messages"
+    )
 
 
-@check("errors.bad-input-4xx", "malformed or out-of-range requests get 4xx, never 5xx", reference="openai-conformance.md; vllm#17038")
+@check(
+    "errors.bad-input-4xx",
+    "malformed or out-of-range requests get 4xx, never 5xx",
+    reference="openai-conformance.md; vllm#17038",
+)
 def bad_input(ctx: CheckContext) -> str:
     """The SDK retries 5xx twice, so a 500 for bad input triples the load and hides the cause."""
     ctx.control(ctx.post("/v1/chat/completions", ctx.chat_body(max_tokens=4)), "a well-formed chat of 4 tokens")
@@ -67,10 +78,17 @@ def bad_input(ctx: CheckContext) -> str:
     return f"HTTP {statuses} for invalid JSON, {', '.join(BAD_INPUTS)}; HTTP 200 for the well-formed chat"
 
 
-@check("errors.unknown-model", "an unknown model gets 404 with the error envelope", reference="openai-conformance.md (model_not_found)")
+@check(
+    "errors.unknown-model",
+    "an unknown model gets 404 with the error envelope",
+    reference="openai-conformance.md (model_not_found)",
+)
 def unknown_model(ctx: CheckContext) -> str:
     """A typo in the model name must not silently run another model."""
-    ctx.control(ctx.post("/v1/chat/completions", ctx.chat_body(max_tokens=4)), f"the same chat for the served model {ctx.model!r}")
+    ctx.control(
+        ctx.post("/v1/chat/completions", ctx.chat_body(max_tokens=4)),
+        f"the same chat for the served model {ctx.model!r}",
+    )
     ex = ctx.post("/v1/chat/completions", {**ctx.chat_body(max_tokens=4), "model": "no-such-model-pytest-infer"})
     ctx.expect(ex.status == 404, "HTTP 404 for an unknown model", f"HTTP {ex.status}: {ex.text}", ex)
     ctx.expect_envelope(ex)
@@ -82,16 +100,25 @@ def _overflow_prompt(ctx: CheckContext) -> str:
     if length is None:
         import pytest
 
-        pytest.skip("the server does not expose its context length (max_model_len in /v1/models); an over-long prompt could exhaust its memory")
+        pytest.skip(
+            "the server does not expose its context length (max_model_len in /v1/models); an over-long prompt could"
+            " exhaust its memory"
+        )
     return "hello " * (length * 2)
 
 
-@check("errors.context-overflow", "a prompt longer than the context gets 4xx with the envelope", reference="openai-conformance.md")
+@check(
+    "errors.context-overflow",
+    "a prompt longer than the context gets 4xx with the envelope",
+    reference="openai-conformance.md",
+)
 def context_overflow(ctx: CheckContext) -> str:
     """Users send long documents; they need a 400 that says so, not a 500 or a truncated answer."""
     prompt = _overflow_prompt(ctx)
     ctx.control(ctx.post("/v1/chat/completions", ctx.chat_body(max_tokens=4)), "the same chat with a short prompt")
-    ex = ctx.post("/v1/chat/completions", ctx.chat_body(max_tokens=4) | {"messages": [{"role": "user", "content": prompt}]})
+    ex = ctx.post(
+        "/v1/chat/completions", ctx.chat_body(max_tokens=4) | {"messages": [{"role": "user", "content": prompt}]}
+    )
     ctx.expect_refused(ex, "a prompt twice the context length")
     return f"a prompt twice the context: {refused(ex)}; HTTP 200 for a short one"
 
@@ -110,10 +137,17 @@ def context_overflow_stream(ctx: CheckContext) -> str:
     return f"a streamed prompt twice the context: {refused(ex)}; a stream for a short one"
 
 
-@check("errors.bad-input-stream", "with stream=true, bad parameters get 4xx before the stream starts", reference="openai-conformance.md")
+@check(
+    "errors.bad-input-stream",
+    "with stream=true, bad parameters get 4xx before the stream starts",
+    reference="openai-conformance.md",
+)
 def bad_input_stream(ctx: CheckContext) -> str:
     """Validation must not depend on ``stream``."""
-    ctx.control(ctx.stream("/v1/chat/completions", ctx.chat_body(max_tokens=4, temperature=1.0)), "the same stream with temperature=1.0")
+    ctx.control(
+        ctx.stream("/v1/chat/completions", ctx.chat_body(max_tokens=4, temperature=1.0)),
+        "the same stream with temperature=1.0",
+    )
     ex = ctx.stream("/v1/chat/completions", ctx.chat_body(max_tokens=4, temperature=5.0))
     ctx.expect_refused(ex, "temperature=5.0 with stream=true")
     return f"temperature=5.0 with stream=true: {refused(ex)}; a stream with temperature=1.0"

@@ -1,4 +1,5 @@
 """The Anthropic Messages API (``/v1/messages``) as vLLM and SGLang serve it: what Claude clients and their SDK send."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +13,14 @@ PATH = "/v1/messages"
 ASK = [{"role": "user", "content": "Write a short story about a cat who learns to sail."}]
 LIMIT = 8
 STOP_REASONS = ("end_turn", "max_tokens", "stop_sequence", "tool_use", "pause_turn", "refusal")
-STREAM_ORDER = ("message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop")
+STREAM_ORDER = (
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+)
 
 
 def body(ctx: CheckContext, **params: Any) -> dict[str, Any]:
@@ -34,9 +42,15 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-@check("messages.create", "a message: id, type, role, text content blocks, a stop_reason, stop_sequence and usage", reference=REFERENCE, needs=("messages",))
+@check(
+    "messages.create",
+    "a message: id, type, role, text content blocks, a stop_reason, stop_sequence and usage",
+    reference=REFERENCE,
+    needs=("messages",),
+)
 def create_fields(ctx: CheckContext) -> str:
-    """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop sequence ended the turn."""
+    """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop sequence ended the
+    turn."""
     ex, m = create(ctx)
     problems = [f"{k} is {m.get(k)!r}" for k, want in (("type", "message"), ("role", "assistant")) if m.get(k) != want]
     if not isinstance(m.get("id"), str) or not m.get("id"):
@@ -46,15 +60,30 @@ def create_fields(ctx: CheckContext) -> str:
     if m.get("stop_reason") not in STOP_REASONS:
         problems.append(f"stop_reason is {m.get('stop_reason')!r}")
     if "stop_sequence" not in m or m["stop_sequence"] is not None:
-        problems.append(f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason {m.get('stop_reason')!r}")
+        problems.append(
+            f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason {m.get('stop_reason')!r}"
+        )
     u = m.get("usage") or {}
-    if not (isinstance(u, dict) and _count(u.get("input_tokens")) and _count(u.get("output_tokens")) and 0 < u["output_tokens"] <= LIMIT):
+    if not (
+        isinstance(u, dict)
+        and _count(u.get("input_tokens"))
+        and _count(u.get("output_tokens"))
+        and 0 < u["output_tokens"] <= LIMIT
+    ):
         problems.append(f"usage is {u!r}")
     ctx.expect(not problems, f"a well-formed message (max_tokens {LIMIT})", "; ".join(problems), ex)
-    return f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, stop_sequence null, usage {m['usage']}"
+    return (
+        f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, stop_sequence null, usage"
+        f" {m['usage']}"
+    )
 
 
-@check("messages.stop-sequence", "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut before it", reference=REFERENCE, needs=("messages",))
+@check(
+    "messages.stop-sequence",
+    "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut before it",
+    reference=REFERENCE,
+    needs=("messages",),
+)
 def stop_sequence(ctx: CheckContext) -> str:
     """Agents stop generation on their own markers and read which one fired."""
     _, free = create(ctx, max_tokens=24)
@@ -69,7 +98,12 @@ def stop_sequence(ctx: CheckContext) -> str:
     return f"stop_sequences [{stop!r}]: stop_reason 'stop_sequence', the sequence named, text {shown(want['text'])}"
 
 
-@check("messages.stream-events", "a stream: message_start, content blocks with text deltas, message_delta with the stop reason, message_stop", reference=REFERENCE, needs=("messages",))
+@check(
+    "messages.stream-events",
+    "a stream: message_start, content blocks with text deltas, message_delta with the stop reason, message_stop",
+    reference=REFERENCE,
+    needs=("messages",),
+)
 def stream_events(ctx: CheckContext) -> str:
     """The SDK's ``messages.stream`` builds the message from exactly this sequence; ping events may come anywhere."""
     _, whole = create(ctx)
@@ -77,23 +111,53 @@ def stream_events(ctx: CheckContext) -> str:
     events = [e for e in ctx.expect_typed_events(ex, "a streamed message") if e["type"] != "ping"]
     kinds = [e["type"] for e in events]
     ranks = [STREAM_ORDER.index(k) if k in STREAM_ORDER else -1 for k in kinds]
-    order_ok = kinds[:1] == ["message_start"] and kinds[-1:] == ["message_stop"] and kinds.count("message_delta") == 1 and -1 not in ranks
-    blocks_ok = all(ranks[i] >= 1 and ranks[i] <= 3 for i in range(1, len(kinds) - 2)) and kinds[-2:-1] == ["message_delta"]
+    order_ok = (
+        kinds[:1] == ["message_start"]
+        and kinds[-1:] == ["message_stop"]
+        and kinds.count("message_delta") == 1
+        and -1 not in ranks
+    )
+    blocks_ok = all(ranks[i] >= 1 and ranks[i] <= 3 for i in range(1, len(kinds) - 2)) and kinds[-2:-1] == [
+        "message_delta"
+    ]
     ctx.expect(order_ok and blocks_ok, " -> ".join(STREAM_ORDER), " -> ".join(kinds), ex)
     started = {e.get("index") for e in events if e["type"] == "content_block_start"}
     stopped = {e.get("index") for e in events if e["type"] == "content_block_stop"}
     strays = [e.get("index") for e in events if e["type"] == "content_block_delta" and e.get("index") not in started]
     blocks = {"started": sorted(map(str, started)), "stopped": sorted(map(str, stopped)), "stray deltas": strays}
-    ctx.expect(started == stopped and not strays, "every delta's index opened by content_block_start and closed by content_block_stop", blocks, ex)
-    text = "".join(str(object_or_empty(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta")
+    ctx.expect(
+        started == stopped and not strays,
+        "every delta's index opened by content_block_start and closed by content_block_stop",
+        blocks,
+        ex,
+    )
+    text = "".join(
+        str(object_or_empty(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta"
+    )
     final = next(e for e in events if e["type"] == "message_delta")
-    got = {"text": text, "stop_reason": object_or_empty(final.get("delta")).get("stop_reason"), "output_tokens": object_or_empty(final.get("usage")).get("output_tokens")}
-    want = {"text": text_of(whole), "stop_reason": whole.get("stop_reason"), "output_tokens": object_or_empty(whole.get("usage")).get("output_tokens")}
+    got = {
+        "text": text,
+        "stop_reason": object_or_empty(final.get("delta")).get("stop_reason"),
+        "output_tokens": object_or_empty(final.get("usage")).get("output_tokens"),
+    }
+    want = {
+        "text": text_of(whole),
+        "stop_reason": whole.get("stop_reason"),
+        "output_tokens": object_or_empty(whole.get("usage")).get("output_tokens"),
+    }
     ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
-    return f"{len(events)} events in order ({len(started)} content block(s)), text, stop_reason and output_tokens of the non-streamed message"
+    return (
+        f"{len(events)} events in order ({len(started)} content block(s)), text, stop_reason and output_tokens of the"
+        " non-streamed message"
+    )
 
 
-@check("messages.count-tokens", "/v1/messages/count_tokens counts what the message bills as usage.input_tokens", reference=REFERENCE, needs=("messages",))
+@check(
+    "messages.count-tokens",
+    "/v1/messages/count_tokens counts what the message bills as usage.input_tokens",
+    reference=REFERENCE,
+    needs=("messages",),
+)
 def count_tokens(ctx: CheckContext) -> str:
     """Clients trim history to a budget with count_tokens before they send."""
     counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
@@ -109,7 +173,11 @@ def anthropic_error_problems(data: Any) -> list[str]:
     if not isinstance(data, dict) or data.get("type") != "error" or not isinstance(data.get("error"), dict):
         return ['the body is not {"type": "error", "error": {...}}']
     err = data["error"]
-    return [f"error.{k} is not a non-empty string" for k in ("type", "message") if not isinstance(err.get(k), str) or not err.get(k)]
+    return [
+        f"error.{k} is not a non-empty string"
+        for k in ("type", "message")
+        if not isinstance(err.get(k), str) or not err.get(k)
+    ]
 
 
 @check("messages.errors", "bad input gets 4xx with the Anthropic error shape", reference=REFERENCE, needs=("messages",))
@@ -118,5 +186,10 @@ def errors(ctx: CheckContext) -> str:
     ctx.control(ctx.post(PATH, body(ctx)), "the same message with max_tokens", feature="messages")
     bad = ctx.post(PATH, {"model": ctx.model, "messages": ASK})  # max_tokens is required
     ctx.expect_client_error(bad, "a message without max_tokens")
-    ctx.expect_envelope(bad, anthropic_error_problems, 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}')
-    return f"a message without max_tokens: HTTP {bad.status}, error.type {bad.data['error']['type']!r}; a message with it answered"
+    ctx.expect_envelope(
+        bad, anthropic_error_problems, 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
+    )
+    return (
+        f"a message without max_tokens: HTTP {bad.status}, error.type {bad.data['error']['type']!r}; a message with it"
+        " answered"
+    )

@@ -1,4 +1,5 @@
 """``/v1/models``: what clients list and look up before they send anything."""
+
 from __future__ import annotations
 
 from ..context import CheckContext
@@ -27,8 +28,15 @@ def models_list(ctx: CheckContext) -> str:
     """``client.models.list()`` is how tools discover the model id."""
     ex = ctx.get("/v1/models")
     data = ctx.expect_json_object(ex, "GET /v1/models")
-    ctx.expect(data.get("object") == "list" and isinstance(data.get("data"), list), '{"object": "list", "data": [...]}', ex.text, ex)
-    problems = [f"{(c or {}).get('id') if isinstance(c, dict) else c}: {p}" for c in data["data"] for p in _card_problems(c)]
+    ctx.expect(
+        data.get("object") == "list" and isinstance(data.get("data"), list),
+        '{"object": "list", "data": [...]}',
+        ex.text,
+        ex,
+    )
+    problems = [
+        f"{(c or {}).get('id') if isinstance(c, dict) else c}: {p}" for c in data["data"] for p in _card_problems(c)
+    ]
     ctx.expect(not problems, "every entry has id, object='model', integer created, owned_by", "; ".join(problems), ex)
     ids = [c.get("id") for c in data["data"] if isinstance(c, dict)]
     ctx.expect(ctx.model in ids, f"the served model {ctx.model!r} among the entries", ids, ex)
@@ -41,5 +49,10 @@ def models_retrieve(ctx: CheckContext) -> str:
     ex = ctx.get(f"/v1/models/{ctx.model}")
     data = ctx.expect_json_object(ex, f"GET /v1/models/{ctx.model}")
     problems = _card_problems(data)
-    ctx.expect(not problems and data.get("id") == ctx.model, f"the model card of {ctx.model!r}", f"{'; '.join(problems)}: {ex.text}", ex)
+    ctx.expect(
+        not problems and data.get("id") == ctx.model,
+        f"the model card of {ctx.model!r}",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
+    )
     return f"the card of {ctx.model!r}: id, object 'model', created, owned_by {data['owned_by']!r}"

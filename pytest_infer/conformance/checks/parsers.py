@@ -7,6 +7,7 @@ built-in model); a parser, or an engine, that scripted output cannot drive is "n
 Before judging a tool script, a control request without tools shows the forced text came out verbatim, so a
 failure is the parser's, never the forcing's.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,17 @@ from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange, StreamExchange
 from ..failures import Inconclusive, trim
 from ..registry import check
-from ..scripts import MARKER_BIAS, Call, Script, Scripting, literal_regex, not_drivable_reasoning, not_drivable_tool, reasoning_script, thinking_first
+from ..scripts import (
+    MARKER_BIAS,
+    Call,
+    Script,
+    Scripting,
+    literal_regex,
+    not_drivable_reasoning,
+    not_drivable_tool,
+    reasoning_script,
+    thinking_first,
+)
 from ..scripts import tool_script as bare_tool_script
 from .tools import TIME, WEATHER, assemble
 
@@ -31,7 +42,16 @@ FORECAST = {
         "description": "Forecast for a place, filtered.",
         "parameters": {
             "type": "object",
-            "properties": {"query": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "array", "items": {"type": "integer"}}, "units": {"type": "object"}}}},
+            "properties": {
+                "query": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string"},
+                        "days": {"type": "array", "items": {"type": "integer"}},
+                        "units": {"type": "object"},
+                    },
+                }
+            },
             "required": ["query"],
         },
     },
@@ -54,7 +74,9 @@ def _scripting(ctx: CheckContext, kind: str) -> tuple[Scripting, str]:
     scripting = ctx.scripting or Scripting()
     parser = scripting.tool_parser if kind == "tool" else scripting.reasoning_parser
     if not parser:
-        raise NotExercised(f"not drivable: no {kind} parser known for this server (name the one it runs with --infer-parser)")
+        raise NotExercised(
+            f"not drivable: no {kind} parser known for this server (name the one it runs with --infer-parser)"
+        )
     why = scripting.forcing() or (not_drivable_tool(parser) if kind == "tool" else not_drivable_reasoning(parser))
     if why:
         raise NotExercised(f"not drivable: {why}")
@@ -69,10 +91,15 @@ def _marker_bias(ctx: CheckContext, scripting: Scripting, script: Script) -> dic
         if marker not in scripting.markers:
             ex = ctx.post("/tokenize", {"model": ctx.model, "prompt": marker, "add_special_tokens": False})
             tokens = (ex.data or {}).get("tokens") if ex.ok and isinstance(ex.data, dict) else None
-            scripting.markers[marker] = tokens[0] if isinstance(tokens, list) and len(tokens) == 1 and isinstance(tokens[0], int) else None
+            scripting.markers[marker] = (
+                tokens[0] if isinstance(tokens, list) and len(tokens) == 1 and isinstance(tokens[0], int) else None
+            )
         token = scripting.markers[marker]
         if token is None:
-            raise NotExercised(f"not drivable: the model has no single token for {marker!r} (its parser reads it as one), or no /tokenize")
+            raise NotExercised(
+                f"not drivable: the model has no single token for {marker!r} (its parser reads it as one), or no"
+                " /tokenize"
+            )
         bias[str(token)] = MARKER_BIAS
     return bias
 
@@ -82,7 +109,9 @@ def scripted_body(ctx: CheckContext, scripting: Scripting, script: Script, **par
     assert scripting.force is not None
     body = ctx.chat_body(**{"messages": ASK, "temperature": 0, "max_tokens": len(script.text.encode()) + 16, **params})
     body |= scripting.force(literal_regex(script.text)) or {}
-    if script.reasoning:  # asked to think, as Qwen3's clients ask; a server may default thinking off (adapters' THINKING_OFF)
+    if (
+        script.reasoning
+    ):  # asked to think, as Qwen3's clients ask; a server may default thinking off (adapters' THINKING_OFF)
         body["chat_template_kwargs"] = {"enable_thinking": True}
     if script.markers:
         body["logit_bias"] = _marker_bias(ctx, scripting, script)
@@ -100,14 +129,21 @@ def _control(ctx: CheckContext, scripting: Scripting, script: Script) -> None:
     """The forced text comes back verbatim from /v1/completions, where no parser runs: the forcing works, so a
     deviation in the chat answer is the parser's. (A chat request without tools is no control: a parser that
     also reads tool markup, as vLLM's mistral one does, may take the text even then.)"""
-    body = {k: v for k, v in scripted_body(ctx, scripting, script).items() if k not in ("messages", "chat_template_kwargs")}
+    body = {
+        k: v for k, v in scripted_body(ctx, scripting, script).items() if k not in ("messages", "chat_template_kwargs")
+    }
     ex = ctx.post("/v1/completions", {**body, "prompt": ASK[0]["content"]})
     choice = ((ex.data.get("choices") or [{}])[0] if ex.ok and isinstance(ex.data, dict) else None) or {}
     if choice.get("text") != script.text:
-        raise Inconclusive(f"the forcing did not take: asked for {script.text!r}, /v1/completions wrote {trim(choice.get('text', ex.text), 300)!r}: {ex.curl}")
+        raise Inconclusive(
+            f"the forcing did not take: asked for {script.text!r}, /v1/completions wrote"
+            f" {trim(choice.get('text', ex.text), 300)!r}: {ex.curl}"
+        )
 
 
-def _streamed(ctx: CheckContext, body: dict[str, Any]) -> tuple[StreamExchange, dict[int, dict[str, Any]], str, list[Any]]:
+def _streamed(
+    ctx: CheckContext, body: dict[str, Any]
+) -> tuple[StreamExchange, dict[int, dict[str, Any]], str, list[Any]]:
     ex = ctx.stream("/v1/chat/completions", body)
     chunks = ctx.expect_stream(ex, "the scripted answer, streamed")
     calls, problems = assemble(chunks)
@@ -125,12 +161,27 @@ def _arguments(ctx: CheckContext, raw: Any, where: Exchange | StreamExchange) ->
         ctx.fail("arguments that are a JSON string", raw, where)
 
 
-def _judge_calls(ctx: CheckContext, script: Script, calls: list[dict[str, Any]], where: Exchange | StreamExchange, how: str) -> None:
+def _judge_calls(
+    ctx: CheckContext, script: Script, calls: list[dict[str, Any]], where: Exchange | StreamExchange, how: str
+) -> None:
     want = [(c.name, c.arguments) for c in script.calls]
-    got = [((c.get("function") or {}).get("name"), _arguments(ctx, (c.get("function") or {}).get("arguments"), where)) for c in calls]
-    ctx.expect(got == want, f"the scripted calls {json.dumps(want, ensure_ascii=False)} parsed ({how})", json.dumps(got, ensure_ascii=False), where)
+    got = [
+        ((c.get("function") or {}).get("name"), _arguments(ctx, (c.get("function") or {}).get("arguments"), where))
+        for c in calls
+    ]
+    ctx.expect(
+        got == want,
+        f"the scripted calls {json.dumps(want, ensure_ascii=False)} parsed ({how})",
+        json.dumps(got, ensure_ascii=False),
+        where,
+    )
     ids = [c.get("id") for c in calls]
-    ctx.expect(all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids), f"a distinct id per call ({how})", ids, where)
+    ctx.expect(
+        all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids),
+        f"a distinct id per call ({how})",
+        ids,
+        where,
+    )
 
 
 def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, **params: Any) -> str:
@@ -148,45 +199,78 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
     calls = message.get("tool_calls") or []
     _judge_calls(ctx, script, calls, ex, "answered")
     ctx.expect(reason == "tool_calls", "finish_reason 'tool_calls'", reason, ex)
-    ctx.expect((message.get("content") or "") == script.content, f"content {script.content!r} (the text before the calls)", message.get("content"), ex)
+    ctx.expect(
+        (message.get("content") or "") == script.content,
+        f"content {script.content!r} (the text before the calls)",
+        message.get("content"),
+        ex,
+    )
     stream, joined, content, reasons = _streamed(ctx, body)
     streamed = [joined[i] for i in sorted(joined)]
     _judge_calls(ctx, script, streamed, stream, "streamed")
     answered_args = [(c.get("function") or {}).get("arguments") for c in calls]
     ctx.expect(reasons == ["tool_calls"], "one finish_reason 'tool_calls' in the stream", reasons, stream)
     ctx.expect(content == script.content, f"streamed content {script.content!r}", content, stream)
-    return f"{scripting.tool_parser}: {len(script.calls)} scripted call(s) {', '.join(c.name for c in script.calls)} parsed alike answered and streamed: {answered_args}"
+    return (
+        f"{scripting.tool_parser}: {len(script.calls)} scripted call(s) {', '.join(c.name for c in script.calls)}"
+        f" parsed alike answered and streamed: {answered_args}"
+    )
 
 
-@check("parsers.tool-single", "the tool parser turns one scripted call into one call, answered and streamed", reference=REFERENCE, needs=("tools",))
+@check(
+    "parsers.tool-single",
+    "the tool parser turns one scripted call into one call, answered and streamed",
+    reference=REFERENCE,
+    needs=("tools",),
+)
 def tool_single(ctx: CheckContext) -> str:
     """The call a model writes in its parser's format must reach the client as tool_calls, not as text."""
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS,)), scripting)
 
 
-@check("parsers.tool-parallel", "the tool parser turns two scripted calls into two calls, indices 0 and 1", reference=f"{REFERENCE}; sglang#6310", needs=("tools",))
+@check(
+    "parsers.tool-parallel",
+    "the tool parser turns two scripted calls into two calls, indices 0 and 1",
+    reference=f"{REFERENCE}; sglang#6310",
+    needs=("tools",),
+)
 def tool_parallel(ctx: CheckContext) -> str:
     """Parallel calls are where streamed parsers lose a call or merge two."""
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
 
 
-@check("parsers.tool-nested", "nested JSON arguments (objects, arrays) survive the tool parser", reference=REFERENCE, needs=("tools",))
+@check(
+    "parsers.tool-nested",
+    "nested JSON arguments (objects, arrays) survive the tool parser",
+    reference=REFERENCE,
+    needs=("tools",),
+)
 def tool_nested(ctx: CheckContext) -> str:
     """A parser that scans for the first closing brace cuts nested arguments short."""
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (NESTED,)), scripting)
 
 
-@check("parsers.tool-escapes", "quotes, backslashes, tabs and non-ASCII in arguments survive the tool parser", reference=REFERENCE, needs=("tools",))
+@check(
+    "parsers.tool-escapes",
+    "quotes, backslashes, tabs and non-ASCII in arguments survive the tool parser",
+    reference=REFERENCE,
+    needs=("tools",),
+)
 def tool_escapes(ctx: CheckContext) -> str:
     """Arguments are re-serialized by the parser: an escape lost or doubled changes what the tool receives."""
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (ESCAPED,)), scripting)
 
 
-@check("parsers.tool-no-call", "plain text with tools offered stays content: no call, finish_reason 'stop'", reference=REFERENCE, needs=("tools",))
+@check(
+    "parsers.tool-no-call",
+    "plain text with tools offered stays content: no call, finish_reason 'stop'",
+    reference=REFERENCE,
+    needs=("tools",),
+)
 def tool_no_call(ctx: CheckContext) -> str:
     """Most answers of an agent are text; a parser that holds it back or invents a call breaks every turn."""
     scripting, parser = _scripting(ctx, "tool")
@@ -195,15 +279,30 @@ def tool_no_call(ctx: CheckContext) -> str:
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="auto")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
     message, reason = _message(ctx, ex, "a scripted text answer with tools offered")
-    ctx.expect(not message.get("tool_calls") and reason == "stop", "no tool_calls and finish_reason 'stop'", {"finish_reason": reason, "tool_calls": message.get("tool_calls")}, ex)
+    ctx.expect(
+        not message.get("tool_calls") and reason == "stop",
+        "no tool_calls and finish_reason 'stop'",
+        {"finish_reason": reason, "tool_calls": message.get("tool_calls")},
+        ex,
+    )
     ctx.expect(message.get("content") == PLAIN, f"content {PLAIN!r}", message.get("content"), ex)
     stream, calls, content, reasons = _streamed(ctx, body)
-    ctx.expect(not calls and reasons == ["stop"], "no call fragments and finish_reason 'stop' in the stream", {"calls": calls, "finish_reasons": reasons}, stream)
+    ctx.expect(
+        not calls and reasons == ["stop"],
+        "no call fragments and finish_reason 'stop' in the stream",
+        {"calls": calls, "finish_reasons": reasons},
+        stream,
+    )
     ctx.expect(content == PLAIN, f"streamed content {PLAIN!r}", content, stream)
     return f"{parser}: a scripted text answer with 3 tools offered stayed content, answered and streamed: {PLAIN!r}"
 
 
-@check("parsers.tool-choice-none", "tool_choice 'none' leaves a scripted call unparsed: no tool_calls", reference=REFERENCE, needs=("tools",))
+@check(
+    "parsers.tool-choice-none",
+    "tool_choice 'none' leaves a scripted call unparsed: no tool_calls",
+    reference=REFERENCE,
+    needs=("tools",),
+)
 def tool_choice_none(ctx: CheckContext) -> str:
     """'none' promises the client no call; a parser that runs anyway hands it one it did not ask for."""
     scripting, parser = _scripting(ctx, "tool")
@@ -212,18 +311,46 @@ def tool_choice_none(ctx: CheckContext) -> str:
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="none")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
     message, reason = _message(ctx, ex, "a scripted call under tool_choice 'none'")
-    ctx.expect(not message.get("tool_calls") and reason != "tool_calls", "no tool_calls under tool_choice 'none'", {"finish_reason": reason, "tool_calls": message.get("tool_calls")}, ex)
+    ctx.expect(
+        not message.get("tool_calls") and reason != "tool_calls",
+        "no tool_calls under tool_choice 'none'",
+        {"finish_reason": reason, "tool_calls": message.get("tool_calls")},
+        ex,
+    )
     stream, calls, _, reasons = _streamed(ctx, body)
-    ctx.expect(not calls and "tool_calls" not in reasons, "no call fragments in the stream under tool_choice 'none'", {"calls": calls, "finish_reasons": reasons}, stream)
-    return f"{parser}: a scripted call under tool_choice 'none' came back as text, answered and streamed: {message.get('content')!r}"
+    ctx.expect(
+        not calls and "tool_calls" not in reasons,
+        "no call fragments in the stream under tool_choice 'none'",
+        {"calls": calls, "finish_reasons": reasons},
+        stream,
+    )
+    return (
+        f"{parser}: a scripted call under tool_choice 'none' came back as text, answered and streamed:"
+        f" {message.get('content')!r}"
+    )
 
 
-@check("parsers.tool-after-result", "after a tool result is fed back, the next scripted call is parsed", reference=f"{REFERENCE}; ChatCompletionRequestToolMessage", needs=("tools",))
+@check(
+    "parsers.tool-after-result",
+    "after a tool result is fed back, the next scripted call is parsed",
+    reference=f"{REFERENCE}; ChatCompletionRequestToolMessage",
+    needs=("tools",),
+)
 def tool_after_result(ctx: CheckContext) -> str:
     """The second turn of every tool loop: the template renders the result, the parser meets the next call."""
     scripting, parser = _scripting(ctx, "tool")
     history = ASK + [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature_c": 18}'},
     ]
     return judge_tool_script(ctx, tool_script(ctx, parser, (UTC,)), scripting, messages=history)
@@ -242,36 +369,78 @@ def _reasoning_answer(ctx: CheckContext) -> tuple[Script, dict[str, Any], Exchan
     message, _ = _message(ctx, ex, "a scripted thinking block and answer")
     written = "".join(str(message.get(k) or "") for k in (*REASONING_NAMES, "content"))
     if script.reasoning not in written and script.content not in written:
-        raise Inconclusive(f"the forcing did not take: asked for {script.text!r}, the model wrote {written!r}: {ex.curl}")
+        raise Inconclusive(
+            f"the forcing did not take: asked for {script.text!r}, the model wrote {written!r}: {ex.curl}"
+        )
     return script, body, ex, message
 
 
-@check("parsers.reasoning-split", "the reasoning parser puts the thinking under one reasoning field and the answer, without markup, in content", reference=REASONING_REFERENCE)
+@check(
+    "parsers.reasoning-split",
+    "the reasoning parser puts the thinking under one reasoning field and the answer, without markup, in content",
+    reference=REASONING_REFERENCE,
+)
 def reasoning_split(ctx: CheckContext) -> str:
     """Thinking left in content is shown to the user; an answer swallowed as reasoning is lost to them."""
     script, _, ex, message = _reasoning_answer(ctx)
     named = _reasoning_of(message)
-    ctx.expect(list(named.values()) == [script.reasoning], f"the thinking {script.reasoning!r} under one of {REASONING_NAMES}", named, ex)
-    ctx.expect(message.get("content") == script.content, f"content {script.content!r}, the markup parsed out", message.get("content"), ex)
-    return f"{(ctx.scripting or Scripting()).reasoning_parser}: scripted thinking under {next(iter(named))!r}, answer alone in content: {script.content!r}"
+    ctx.expect(
+        list(named.values()) == [script.reasoning],
+        f"the thinking {script.reasoning!r} under one of {REASONING_NAMES}",
+        named,
+        ex,
+    )
+    ctx.expect(
+        message.get("content") == script.content,
+        f"content {script.content!r}, the markup parsed out",
+        message.get("content"),
+        ex,
+    )
+    return (
+        f"{(ctx.scripting or Scripting()).reasoning_parser}: scripted thinking under {next(iter(named))!r}, answer"
+        f" alone in content: {script.content!r}"
+    )
 
 
-@check("parsers.reasoning-stream", "streamed reasoning and content join into the answered ones, under the same field name", reference=f"{REASONING_REFERENCE}; chat.completion.chunk delta")
+@check(
+    "parsers.reasoning-stream",
+    "streamed reasoning and content join into the answered ones, under the same field name",
+    reference=f"{REASONING_REFERENCE}; chat.completion.chunk delta",
+)
 def reasoning_stream(ctx: CheckContext) -> str:
     """A client that reads the stream must see what one that waits for the answer sees."""
     script, body, ex, message = _reasoning_answer(ctx)
     stream = ctx.stream("/v1/chat/completions", body)
-    deltas = [ch.get("delta") or {} for c in ctx.expect_stream(stream, "the scripted thinking, streamed") for ch in c.get("choices") or []]
+    deltas = [
+        ch.get("delta") or {}
+        for c in ctx.expect_stream(stream, "the scripted thinking, streamed")
+        for ch in c.get("choices") or []
+    ]
     streamed: dict[str, str] = {}
     for delta in deltas:
         for name, piece in _reasoning_of(delta).items():
             streamed[name] = streamed.get(name, "") + piece
     content = "".join(str(d.get("content") or "") for d in deltas)
     answered = _reasoning_of(message)
-    ctx.expect(streamed == answered, "the streamed reasoning to join into the answered one, under its name", {"streamed": streamed, "answered": answered}, stream)
-    ctx.expect(content == (message.get("content") or ""), "the streamed content to join into the answered content", content, stream)
-    ctx.expect(not any(m in content for m in script.markers), f"no {script.markers} in the streamed content", content, stream)
-    return f"{(ctx.scripting or Scripting()).reasoning_parser}: streamed reasoning {sorted(streamed)} and content joined into the answer's ({len(content)} chars)"
+    ctx.expect(
+        streamed == answered,
+        "the streamed reasoning to join into the answered one, under its name",
+        {"streamed": streamed, "answered": answered},
+        stream,
+    )
+    ctx.expect(
+        content == (message.get("content") or ""),
+        "the streamed content to join into the answered content",
+        content,
+        stream,
+    )
+    ctx.expect(
+        not any(m in content for m in script.markers), f"no {script.markers} in the streamed content", content, stream
+    )
+    return (
+        f"{(ctx.scripting or Scripting()).reasoning_parser}: streamed reasoning {sorted(streamed)} and content joined"
+        f" into the answer's ({len(content)} chars)"
+    )
 
 
 def scripted_auto(ctx: CheckContext) -> str:
@@ -299,7 +468,9 @@ def scripted_reasoning_fields(ctx: CheckContext) -> dict[str, Any]:
         return {}
     scripting, parser = found
     try:
-        body = scripted_body(ctx, scripting, reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN))
+        body = scripted_body(
+            ctx, scripting, reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN)
+        )
     except NotExercised:
         return {}
     return {k: v for k, v in body.items() if k != "model"}

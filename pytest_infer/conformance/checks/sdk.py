@@ -4,6 +4,7 @@ Each check makes the request through the SDK and compares what the SDK hands
 the user with what the raw HTTP answer carried, so an exception or a silently
 dropped field both fail.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,11 +42,20 @@ def chat(ctx: CheckContext) -> str:
     text, raw, curl = _greedy_text(ctx)
     try:
         resp = ctx.openai().chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0)
-        got = {"content": resp.choices[0].message.content, "total_tokens": resp.usage.total_tokens if resp.usage else None, "id": resp.id}
+        got = {
+            "content": resp.choices[0].message.content,
+            "total_tokens": resp.usage.total_tokens if resp.usage else None,
+            "id": resp.id,
+        }
     except Exception as exc:  # noqa: BLE001 - any SDK exception (or a field it cannot reach) is the finding
         _sdk_error(ctx, exc, "a chat completion", curl)
     want = {"content": _compared(ctx, text, curl), "total_tokens": (raw.get("usage") or {}).get("total_tokens")}
-    ctx.expect(got["content"] == want["content"] and got["total_tokens"] == want["total_tokens"] and got["id"], f"SDK fields equal to the raw ones {want} and an id", got, curl)
+    ctx.expect(
+        got["content"] == want["content"] and got["total_tokens"] == want["total_tokens"] and got["id"],
+        f"SDK fields equal to the raw ones {want} and an id",
+        got,
+        curl,
+    )
     return f"the SDK's content {shown(text)}, total_tokens {want['total_tokens']} and id equal to the raw answer's"
 
 
@@ -70,17 +80,31 @@ def _stream_text(chunks: list[Any]) -> tuple[str, Any, list[str]]:
     return text, usage, reasons
 
 
-@check("sdk.chat-stream", "the sync SDK stream yields the non-streamed text, one finish_reason, and usage", reference=SPEC)
+@check(
+    "sdk.chat-stream", "the sync SDK stream yields the non-streamed text, one finish_reason, and usage", reference=SPEC
+)
 def chat_stream(ctx: CheckContext) -> str:
     """``for chunk in client.chat.completions.create(stream=True)`` is how chat UIs render."""
     text, _, curl = _greedy_text(ctx)
     try:
-        stream = ctx.openai().chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0, stream=True, stream_options={"include_usage": True})
+        stream = ctx.openai().chat.completions.create(
+            model=ctx.model,
+            messages=USER,
+            max_tokens=LIMIT,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
         got, usage, reasons = _stream_text(list(stream))
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat stream", curl)
     got_all = {"text": got, "finish_reasons": reasons, "usage": str(usage)}
-    ctx.expect(got == _compared(ctx, text, curl) and len(reasons) == 1 and usage is not None, f"text {text!r}, one finish_reason, a usage chunk", got_all, curl)
+    ctx.expect(
+        got == _compared(ctx, text, curl) and len(reasons) == 1 and usage is not None,
+        f"text {text!r}, one finish_reason, a usage chunk",
+        got_all,
+        curl,
+    )
     return f"the SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}, a usage chunk"
 
 
@@ -90,15 +114,26 @@ async def chat_stream_async(ctx: CheckContext) -> str:
     text, _, curl = _greedy_text(ctx)
     try:
         async with ctx.async_openai() as client:
-            stream = await client.chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0, stream=True)
+            stream = await client.chat.completions.create(
+                model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0, stream=True
+            )
             got, _, reasons = _stream_text([c async for c in stream])
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat stream", curl)
-    ctx.expect(got == _compared(ctx, text, curl) and len(reasons) == 1, f"text {text!r} and one finish_reason", {"text": got, "finish_reasons": reasons}, curl)
+    ctx.expect(
+        got == _compared(ctx, text, curl) and len(reasons) == 1,
+        f"text {text!r} and one finish_reason",
+        {"text": got, "finish_reasons": reasons},
+        curl,
+    )
     return f"the async SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}"
 
 
-@check("sdk.errors", "the SDK raises the status's exception class with the server's message", reference=f"{SPEC} (openai.BadRequestError, NotFoundError)")
+@check(
+    "sdk.errors",
+    "the SDK raises the status's exception class with the server's message",
+    reference=f"{SPEC} (openai.BadRequestError, NotFoundError)",
+)
 def errors(ctx: CheckContext) -> str:
     """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
     import openai
@@ -115,7 +150,12 @@ def errors(ctx: CheckContext) -> str:
         try:
             ctx.openai().chat.completions.create(**params)
         except classes as exc:
-            ctx.expect(isinstance(exc.message, str) and exc.message and exc.body is not None, "an exception carrying the server's message and body", repr(exc), curl)
+            ctx.expect(
+                isinstance(exc.message, str) and exc.message and exc.body is not None,
+                "an exception carrying the server's message and body",
+                repr(exc),
+                curl,
+            )
             raised.append(f"{type(exc).__name__} for {what}")
             continue
         except Exception as exc:  # noqa: BLE001
@@ -124,7 +164,11 @@ def errors(ctx: CheckContext) -> str:
     return f"{'; '.join(raised)}, each with the server's message; HTTP 200 for the good chat"
 
 
-@check("sdk.errors-stream-async", "the async SDK raises BadRequestError for a streamed request without messages", reference=SPEC)
+@check(
+    "sdk.errors-stream-async",
+    "the async SDK raises BadRequestError for a streamed request without messages",
+    reference=SPEC,
+)
 async def errors_stream_async(ctx: CheckContext) -> str:
     """An error must surface when the stream is opened, where users wrap it in try/except."""
     import openai
@@ -137,13 +181,21 @@ async def errors_stream_async(ctx: CheckContext) -> str:
             stream = await client.chat.completions.create(**params)
             chunks = [c async for c in stream]
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-        return f"{type(exc).__name__} ({exc.status_code}) when the stream without messages was opened; the stream with messages ran"
+        return (
+            f"{type(exc).__name__} ({exc.status_code}) when the stream without messages was opened; the stream with"
+            " messages ran"
+        )
     except Exception as exc:  # noqa: BLE001
         ctx.fail("BadRequestError when the stream is opened", f"{type(exc).__name__}: {exc}", curl)
     ctx.fail("BadRequestError when the stream is opened", f"a stream of {len(chunks)} chunks", curl)
 
 
-@check("sdk.completions", "the sync and async SDK consume completions and their streams", reference=SPEC, needs=("completions",))
+@check(
+    "sdk.completions",
+    "the sync and async SDK consume completions and their streams",
+    reference=SPEC,
+    needs=("completions",),
+)
 async def completions(ctx: CheckContext) -> str:
     """``client.completions.create`` still backs evaluation harnesses."""
     ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
@@ -151,11 +203,15 @@ async def completions(ctx: CheckContext) -> str:
     text = choices[0].get("text") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
     if not isinstance(text, str):
         ctx.fail("choices[0].text in the raw completion", ex.text[:300], ex)
-    curl = ctx.curl("POST", "/v1/completions", {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0})
+    curl = ctx.curl(
+        "POST", "/v1/completions", {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}
+    )
     try:
         sync = ctx.openai().completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0)
         async with ctx.async_openai() as client:
-            stream = await client.completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0, stream=True)
+            stream = await client.completions.create(
+                model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0, stream=True
+            )
             streamed = "".join([c.choices[0].text async for c in stream if c.choices])
         got = {"sync": sync.choices[0].text, "async stream": streamed}
     except Exception as exc:  # noqa: BLE001
@@ -164,12 +220,24 @@ async def completions(ctx: CheckContext) -> str:
     return f"the sync completion and the async stream both gave the raw text {shown(text)}"
 
 
-@check("sdk.tool-stream", "the SDK assembles a streamed tool call into valid JSON arguments", reference=SPEC, needs=("tools",))
+@check(
+    "sdk.tool-stream",
+    "the SDK assembles a streamed tool call into valid JSON arguments",
+    reference=SPEC,
+    needs=("tools",),
+)
 def tool_stream(ctx: CheckContext) -> str:
     """Agent frameworks accumulate ``delta.tool_calls`` by index exactly like this."""
     from ..failures import Inconclusive
 
-    params = {"model": ctx.model, "messages": ASK, "tools": [WEATHER, TIME], "tool_choice": "required", "max_tokens": 128, "temperature": 0.8}
+    params = {
+        "model": ctx.model,
+        "messages": ASK,
+        "tools": [WEATHER, TIME],
+        "tool_choice": "required",
+        "max_tokens": 128,
+        "temperature": 0.8,
+    }
     ctx.offered("tools", ctx.post("/v1/chat/completions", params | {"max_tokens": 2}))
     for seed in (1234, 1235, 1236):
         curl = ctx.curl("POST", "/v1/chat/completions", params | {"seed": seed, "stream": True}, stream=True)
@@ -196,15 +264,31 @@ def tool_stream(ctx: CheckContext) -> str:
         parsed = [json.loads(c["arguments"]) for c in calls.values()]
     except ValueError:
         parsed = None
-    ctx.expect(calls and parsed is not None and all(c["id"] and c["name"] for c in calls.values()), "calls with id, name and JSON arguments", calls, curl)
-    return f"the SDK assembled {len(calls)} streamed call(s) " + ", ".join(f"{c['name']}({shown(c['arguments'], 40)})" for c in calls.values())
+    ctx.expect(
+        calls and parsed is not None and all(c["id"] and c["name"] for c in calls.values()),
+        "calls with id, name and JSON arguments",
+        calls,
+        curl,
+    )
+    return f"the SDK assembled {len(calls)} streamed call(s) " + ", ".join(
+        f"{c['name']}({shown(c['arguments'], 40)})" for c in calls.values()
+    )
 
 
-@check("sdk.embeddings", "the SDK's default (base64) embeddings decode to the float vector", reference=f"{SPEC}; vllm#5734", needs=("embeddings",))
+@check(
+    "sdk.embeddings",
+    "the SDK's default (base64) embeddings decode to the float vector",
+    reference=f"{SPEC}; vllm#5734",
+    needs=("embeddings",),
+)
 def embeddings(ctx: CheckContext) -> str:
     """``client.embeddings.create`` asks for base64 unless told otherwise."""
     floats = first_vector(ctx, plain(ctx), "float embeddings")
-    curl = ctx.curl("POST", "/v1/embeddings", {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"})
+    curl = ctx.curl(
+        "POST",
+        "/v1/embeddings",
+        {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"},
+    )
     try:
         got = ctx.openai().embeddings.create(model=ctx.model, input=["hello world", "good night"]).data[0].embedding
     except Exception as exc:  # noqa: BLE001
@@ -212,7 +296,12 @@ def embeddings(ctx: CheckContext) -> str:
     # the SDK hands on an embedding that is not a base64 string as the server sent it: judged, never a crash
     numbers = isinstance(got, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in got)
     head = got[:4] if isinstance(got, list) else got
-    ctx.expect(numbers and len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)), f"{len(floats)} floats equal to encoding_format=float", head, curl)
+    ctx.expect(
+        numbers and len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)),
+        f"{len(floats)} floats equal to encoding_format=float",
+        head,
+        curl,
+    )
     return f"the SDK's default embedding: {len(floats)} floats equal to encoding_format=float"
 
 
@@ -221,7 +310,12 @@ def _greedy_response(ctx: CheckContext) -> tuple[str | None, str]:
     return responses.output_text(data), ex.curl
 
 
-@check("sdk.responses", "the sync SDK's responses client returns the raw output_text, and its stream ends in the same response", reference=SPEC, needs=("responses",))
+@check(
+    "sdk.responses",
+    "the sync SDK's responses client returns the raw output_text, and its stream ends in the same response",
+    reference=SPEC,
+    needs=("responses",),
+)
 def responses_sync(ctx: CheckContext) -> str:
     """``client.responses.create(...).output_text`` and ``for event in client.responses.create(stream=True)``."""
     text, curl = _greedy_response(ctx)
@@ -234,17 +328,31 @@ def responses_sync(ctx: CheckContext) -> str:
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a response and its stream", curl)
     seen = {"output_text": got, "deltas": deltas, "final": final}
-    ctx.expect(got == _compared(ctx, text, curl) and deltas == text and final == text, f"output_text, joined deltas and the final response's text all {text!r}", seen, curl)
+    ctx.expect(
+        got == _compared(ctx, text, curl) and deltas == text and final == text,
+        f"output_text, joined deltas and the final response's text all {text!r}",
+        seen,
+        curl,
+    )
     return f"the SDK's output_text, its {len(events)} streamed events' deltas and final response all {shown(text)}"
 
 
-@check("sdk.responses-async", "the async SDK's responses client returns the raw output_text", reference=SPEC, needs=("responses",))
+@check(
+    "sdk.responses-async",
+    "the async SDK's responses client returns the raw output_text",
+    reference=SPEC,
+    needs=("responses",),
+)
 async def responses_async(ctx: CheckContext) -> str:
     """``await client.responses.create(...)`` in async agent frameworks."""
     text, curl = _greedy_response(ctx)
     try:
         async with ctx.async_openai() as client:
-            got = (await client.responses.create(model=ctx.model, input=responses.INPUT, max_output_tokens=responses.LIMIT, temperature=0)).output_text
+            got = (
+                await client.responses.create(
+                    model=ctx.model, input=responses.INPUT, max_output_tokens=responses.LIMIT, temperature=0
+                )
+            ).output_text
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a response", curl)
     ctx.expect(got == _compared(ctx, text, curl), f"the raw output_text {text!r}", got, curl)
@@ -262,15 +370,31 @@ def anthropic_sdk(ctx: CheckContext) -> str:
     ex, raw = messages.create(ctx)
     want = {"text": messages.text_of(raw), "stop_reason": raw.get("stop_reason")}
     # greedy through extra_body: this SDK's create() takes no temperature argument
-    params = {"model": ctx.model, "max_tokens": messages.LIMIT, "messages": messages.ASK, "extra_body": {"temperature": 0}}
+    params = {
+        "model": ctx.model,
+        "max_tokens": messages.LIMIT,
+        "messages": messages.ASK,
+        "extra_body": {"temperature": 0},
+    }
     try:
         with ctx.anthropic() as client:
             message = client.messages.create(**params)
             with client.messages.stream(**params) as stream:
                 streamed = stream.get_final_message()
         got = {"text": "".join(b.text for b in message.content if b.type == "text"), "stop_reason": message.stop_reason}
-        built = {"text": "".join(b.text for b in streamed.content if b.type == "text"), "stop_reason": streamed.stop_reason}
+        built = {
+            "text": "".join(b.text for b in streamed.content if b.type == "text"),
+            "stop_reason": streamed.stop_reason,
+        }
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a message and its stream", ex.curl)
-    ctx.expect(got == want and built == want, f"the raw message's {want}, created and streamed", {"created": got, "streamed": built}, ex.curl)
-    return f"the anthropic SDK's created and streamed messages: the raw text {shown(want['text'])}, stop_reason {want['stop_reason']!r}"
+    ctx.expect(
+        got == want and built == want,
+        f"the raw message's {want}, created and streamed",
+        {"created": got, "streamed": built},
+        ex.curl,
+    )
+    return (
+        f"the anthropic SDK's created and streamed messages: the raw text {shown(want['text'])}, stop_reason"
+        f" {want['stop_reason']!r}"
+    )

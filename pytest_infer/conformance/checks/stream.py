@@ -1,4 +1,5 @@
 """Streaming: SSE framing, [DONE], stable id/created, role first, same text as non-streamed, finish_reason, usage."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -30,26 +31,49 @@ def joined(chunks: list[dict[str, Any]], index: int = 0) -> str:
     )
 
 
-@check("stream.sse-framing", "the stream is 'data: {json}' events ending with 'data: [DONE]'", reference="WHATWG SSE; openai-openapi (stream); TGI PR #2221")
+@check(
+    "stream.sse-framing",
+    "the stream is 'data: {json}' events ending with 'data: [DONE]'",
+    reference="WHATWG SSE; openai-openapi (stream); TGI PR #2221",
+)
 def sse_framing(ctx: CheckContext) -> str:
     """The SDK's SSE decoder stops at ``[DONE]``; anything else hangs it or raises."""
     ex = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
     ctx.expect_ok(ex, "a streamed chat completion")
-    ctx.expect(not ex.sse.problems, "only 'data: {json}' events, each closed by a blank line, then 'data: [DONE]'", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex)
+    ctx.expect(
+        not ex.sse.problems,
+        "only 'data: {json}' events, each closed by a blank line, then 'data: [DONE]'",
+        "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}",
+        ex,
+    )
     ctx.expect(ex.sse.chunks, "at least one chunk before [DONE]", ex.sse.raw, ex)
     return f"{len(ex.sse.chunks)} 'data: {{json}}' events, then 'data: [DONE]'"
 
 
-@check("stream.chunk-identity", "every chunk has object 'chat.completion.chunk' and the same id and created", reference=SPEC)
+@check(
+    "stream.chunk-identity",
+    "every chunk has object 'chat.completion.chunk' and the same id and created",
+    reference=SPEC,
+)
 def chunk_identity(ctx: CheckContext) -> str:
     """Clients group chunks by ``id``; a changing id splits one answer into many."""
     ex, chunks = chat_stream(ctx)
     objects = {c.get("object") for c in chunks}
     ids = {c.get("id") for c in chunks}
     created = {c.get("created") for c in chunks}
-    ctx.expect(objects == {"chat.completion.chunk"}, "object 'chat.completion.chunk' in every chunk", sorted(map(str, objects)), ex)
+    ctx.expect(
+        objects == {"chat.completion.chunk"},
+        "object 'chat.completion.chunk' in every chunk",
+        sorted(map(str, objects)),
+        ex,
+    )
     ctx.expect(len(ids) == 1 and next(iter(ids)), "one non-empty id across the stream", sorted(map(str, ids)), ex)
-    ctx.expect(len(created) == 1 and isinstance(next(iter(created)), int), "one integer created across the stream", sorted(map(str, created)), ex)
+    ctx.expect(
+        len(created) == 1 and isinstance(next(iter(created)), int),
+        "one integer created across the stream",
+        sorted(map(str, created)),
+        ex,
+    )
     return f"{len(chunks)} chunks of object 'chat.completion.chunk', one id {shown(next(iter(ids)), 40)}, one created"
 
 
@@ -57,8 +81,18 @@ def chunk_identity(ctx: CheckContext) -> str:
 def first_delta_role(ctx: CheckContext) -> str:
     """Chat UIs create the message bubble from the role of the first delta."""
     ex, chunks = chat_stream(ctx)
-    first = next((ch.get("delta") for c in content_chunks(chunks) for ch in c["choices"] if isinstance(ch, dict) and ch.get("index", 0) == 0), None)
-    ctx.expect(isinstance(first, dict) and first.get("role") == "assistant", "role 'assistant' in the first delta", first, ex)
+    first = next(
+        (
+            ch.get("delta")
+            for c in content_chunks(chunks)
+            for ch in c["choices"]
+            if isinstance(ch, dict) and ch.get("index", 0) == 0
+        ),
+        None,
+    )
+    ctx.expect(
+        isinstance(first, dict) and first.get("role") == "assistant", "role 'assistant' in the first delta", first, ex
+    )
     return f"role 'assistant' in the first delta of {len(chunks)} chunks"
 
 
@@ -75,7 +109,11 @@ def text_equals_nonstream(ctx: CheckContext) -> str:
     return f"{len(chunks)} chunks joining to the non-streamed text {shown(content_of(data))}"
 
 
-@check("stream.one-finish-reason", "each choice gets exactly one non-null finish_reason", reference=f"{SPEC}; SGLang PR #8417")
+@check(
+    "stream.one-finish-reason",
+    "each choice gets exactly one non-null finish_reason",
+    reference=f"{SPEC}; SGLang PR #8417",
+)
 def one_finish_reason(ctx: CheckContext) -> str:
     """The SDK's stream helpers finish a choice on its ``finish_reason``; two end it twice, none never."""
     ex, chunks = chat_stream(ctx)
@@ -86,11 +124,17 @@ def one_finish_reason(ctx: CheckContext) -> str:
             counts.setdefault(ch.get("index", 0), 0)
             if ch.get("finish_reason") is not None:
                 counts[ch.get("index", 0)] += 1
-    ctx.expect(counts and all(n == 1 for n in counts.values()), "one non-null finish_reason per choice index", counts, ex)
+    ctx.expect(
+        counts and all(n == 1 for n in counts.values()), "one non-null finish_reason per choice index", counts, ex
+    )
     return f"one finish_reason for each of {len(counts)} choice index(es) in {len(chunks)} chunks"
 
 
-@check("stream.stop", "a stop string spanning token boundaries also ends a streamed text before it", reference="vllm#3574; TGI#1979")
+@check(
+    "stream.stop",
+    "a stop string spanning token boundaries also ends a streamed text before it",
+    reference="vllm#3574; TGI#1979",
+)
 def stream_stop(ctx: CheckContext) -> str:
     """Streaming servers check stops on detokenized fragments, where boundaries hide them."""
     text, stop_string, expected = stop_case(ctx)
@@ -105,7 +149,11 @@ def stream_stop(ctx: CheckContext) -> str:
     return f"stop {stop_string!r} cut the streamed greedy text {shown(text)} to {shown(expected)}, finish_reason 'stop'"
 
 
-@check("stream.usage-off", "without stream_options.include_usage no chunk carries usage", reference=f"{SPEC} (usage); llama.cpp#16048")
+@check(
+    "stream.usage-off",
+    "without stream_options.include_usage no chunk carries usage",
+    reference=f"{SPEC} (usage); llama.cpp#16048",
+)
 def usage_off(ctx: CheckContext) -> str:
     """Clients that did not ask for usage do not expect a chunk with empty ``choices``."""
     ex, chunks = chat_stream(ctx)
@@ -125,18 +173,49 @@ def include_usage(ctx: CheckContext) -> str:
     """Token accounting of streamed requests depends on exactly one usage chunk, last."""
     ex, chunks = chat_stream(ctx, stream_options={"include_usage": True})
     with_usage = [i for i, c in enumerate(chunks) if c.get("usage") is not None]
-    ctx.expect(with_usage == [len(chunks) - 1], "usage only in the last chunk", f"usage in chunks {with_usage} of {len(chunks)}", ex)
+    ctx.expect(
+        with_usage == [len(chunks) - 1],
+        "usage only in the last chunk",
+        f"usage in chunks {with_usage} of {len(chunks)}",
+        ex,
+    )
     last = chunks[-1]
     ctx.expect(last.get("choices") == [], "choices [] in the usage chunk", last, ex)
     u = last["usage"]
-    ok = isinstance(u, dict) and all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
-    ctx.expect(ok and u["prompt_tokens"] + u["completion_tokens"] == u["total_tokens"], "prompt + completion = total tokens", u, ex)
-    pieces = len([1 for c in content_chunks(chunks) if any((ch.get("delta") or {}).get("content") for ch in c["choices"] if isinstance(ch, dict))])
-    ctx.expect(u["completion_tokens"] >= 1 and u["completion_tokens"] <= LIMIT, f"1..{LIMIT} completion tokens ({pieces} content chunks)", u, ex)
-    return f"usage only in the last of {len(chunks)} chunks, choices []: {u['prompt_tokens']} + {u['completion_tokens']} = {u['total_tokens']}"
+    ok = isinstance(u, dict) and all(
+        isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+    )
+    ctx.expect(
+        ok and u["prompt_tokens"] + u["completion_tokens"] == u["total_tokens"],
+        "prompt + completion = total tokens",
+        u,
+        ex,
+    )
+    pieces = len(
+        [
+            1
+            for c in content_chunks(chunks)
+            if any((ch.get("delta") or {}).get("content") for ch in c["choices"] if isinstance(ch, dict))
+        ]
+    )
+    ctx.expect(
+        u["completion_tokens"] >= 1 and u["completion_tokens"] <= LIMIT,
+        f"1..{LIMIT} completion tokens ({pieces} content chunks)",
+        u,
+        ex,
+    )
+    return (
+        f"usage only in the last of {len(chunks)} chunks, choices []: {u['prompt_tokens']} + {u['completion_tokens']} ="
+        f" {u['total_tokens']}"
+    )
 
 
-@check("stream.options-without-stream", "stream_options with stream=false gets 400", reference="openai-openapi (stream_options: only set this when stream is true)", severity="warning")
+@check(
+    "stream.options-without-stream",
+    "stream_options with stream=false gets 400",
+    reference="openai-openapi (stream_options: only set this when stream is true)",
+    severity="warning",
+)
 def options_without_stream(ctx: CheckContext) -> str:
     """A client that sets ``stream_options`` by mistake should learn it, not have it ignored."""
     ctx.control(ctx.chat(max_tokens=2, stream=False), "the same chat with stream=false and no stream_options")
@@ -145,7 +224,11 @@ def options_without_stream(ctx: CheckContext) -> str:
     return f"stream_options with stream=false: HTTP {ex.status}; HTTP 200 without stream_options"
 
 
-@check("stream.error-event", "an error inside a stream is an {error: {...}} event followed by [DONE]", reference="openai-conformance.md (errors during a stream)")
+@check(
+    "stream.error-event",
+    "an error inside a stream is an {error: {...}} event followed by [DONE]",
+    reference="openai-conformance.md (errors during a stream)",
+)
 def error_event(ctx: CheckContext) -> str:
     """The SDK raises ``APIError`` from an error event; a bare or unterminated one hangs or is dropped.
 
@@ -161,6 +244,11 @@ def error_event(ctx: CheckContext) -> str:
     for i in errors:
         c = ex.sse.chunks[i]
         err = c["error"]
-        ctx.expect(isinstance(err, dict) and isinstance(err.get("message"), str), "error event {\"error\": {\"message\": ...}}", c, ex)
+        ctx.expect(
+            isinstance(err, dict) and isinstance(err.get("message"), str),
+            'error event {"error": {"message": ...}}',
+            c,
+            ex,
+        )
         ctx.expect(i == len(ex.sse.chunks) - 1 and ex.sse.done, "the error event last, then [DONE]", ex.sse.raw, ex)
     return f"the error event {shown(ex.sse.chunks[errors[0]], 80)}: an error object with a message, last, then [DONE]"

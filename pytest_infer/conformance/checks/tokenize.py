@@ -1,4 +1,5 @@
 """``/tokenize`` and ``/detokenize``: how clients count tokens before they send (vLLM, SGLang extensions)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,13 +13,22 @@ ASK = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 def _token_ids(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    return (
+        isinstance(value, list) and bool(value) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    )
 
 
-@check("tokenize.round-trip", "/tokenize gives integer ids and their count; /detokenize gives the text back", reference=REFERENCE, needs=("tokenize",))
+@check(
+    "tokenize.round-trip",
+    "/tokenize gives integer ids and their count; /detokenize gives the text back",
+    reference=REFERENCE,
+    needs=("tokenize",),
+)
 def round_trip(ctx: CheckContext) -> str:
     """A client that trims a prompt to fit in tokens relies on ids that decode to what it sent."""
-    ex = ctx.offered("tokenize", ctx.post("/tokenize", {"model": ctx.model, "prompt": TEXT, "add_special_tokens": False}))
+    ex = ctx.offered(
+        "tokenize", ctx.post("/tokenize", {"model": ctx.model, "prompt": TEXT, "add_special_tokens": False})
+    )
     data = ctx.expect_json_object(ex, "POST /tokenize")
     tokens = data.get("tokens")
     ctx.expect(_token_ids(tokens), "tokens: a non-empty list of integer ids", tokens, ex)
@@ -31,7 +41,12 @@ def round_trip(ctx: CheckContext) -> str:
     return f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it (field {field!r})"
 
 
-@check("tokenize.chat-count", "/tokenize of a chat counts what the chat completion bills as prompt_tokens", reference=REFERENCE, needs=("tokenize",))
+@check(
+    "tokenize.chat-count",
+    "/tokenize of a chat counts what the chat completion bills as prompt_tokens",
+    reference=REFERENCE,
+    needs=("tokenize",),
+)
 def chat_count(ctx: CheckContext) -> str:
     """A client budgets context with /tokenize; a count that is not the billed one overflows or wastes it."""
     ex = ctx.offered("tokenize", ctx.post("/tokenize", {"model": ctx.model, "messages": ASK}))

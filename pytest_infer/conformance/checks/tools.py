@@ -1,4 +1,6 @@
-"""Tools: auto, required, named, none, streamed call fragments, tool results; the built-in model's auto calls are scripted."""
+"""Tools: auto, required, named, none, streamed call fragments, tool results; the built-in model's auto calls are
+scripted."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +18,11 @@ WEATHER = {
     "function": {
         "name": "get_weather",
         "description": "Current weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "maxLength": 20}},
+            "required": ["city"],
+        },
     },
 }
 TIME = {
@@ -33,7 +39,9 @@ ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."
 def tool_request(ctx: CheckContext, tool_choice: Any, *, seed: int = 1234, **params: Any) -> dict[str, Any]:
     """A weather question with two tools; seeded sampling, so a random model's constrained call ends (a whole
     forced call with a 20-character argument takes about 75 tokens of a byte-level tokenizer)."""
-    body = ctx.chat_body(**{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 128, "temperature": 0.8, "seed": seed, **params})
+    body = ctx.chat_body(
+        **{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 128, "temperature": 0.8, "seed": seed, **params}
+    )
     if tool_choice is not None:
         body["tool_choice"] = tool_choice
     return body
@@ -85,7 +93,11 @@ def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], l
                 if idx not in calls:
                     if not frag.get("id"):
                         problems.append(f"the first fragment of call {idx} has no id: {frag}")
-                    calls[idx] = {"id": frag.get("id"), "type": frag.get("type", "function"), "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""}}
+                    calls[idx] = {
+                        "id": frag.get("id"),
+                        "type": frag.get("type", "function"),
+                        "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""},
+                    }
                 elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
                     problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
                 piece = (frag.get("function") or {}).get("arguments") or ""
@@ -98,7 +110,9 @@ def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], l
 
 def described(calls: list[Any]) -> str:
     """Calls as evidence: how many, and each one's name and arguments."""
-    return f"{len(calls)} call(s) " + ", ".join(f"{c['function']['name']}({shown(c['function']['arguments'], 40)})" for c in calls)
+    return f"{len(calls)} call(s) " + ", ".join(
+        f"{c['function']['name']}({shown(c['function']['arguments'], 40)})" for c in calls
+    )
 
 
 def no_call(data: dict[str, Any]) -> bool:
@@ -112,19 +126,39 @@ def no_call(data: dict[str, Any]) -> bool:
 
 
 def forced_call(ctx: CheckContext, tool_choice: Any, **params: Any) -> tuple[Exchange, dict[str, Any]]:
-    ex = ctx.seeded(lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s, **params)), "tools", no_call)
+    ex = ctx.seeded(
+        lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s, **params)), "tools", no_call
+    )
     return ex, ctx.expect_json_object(ex, f"tool_choice={json.dumps(tool_choice)}")
 
 
-@check("tools.required", "tool_choice 'required' yields at least one well-formed call", reference=f"{SPEC}; vllm#53255", needs=("tools",))
+@check(
+    "tools.required",
+    "tool_choice 'required' yields at least one well-formed call",
+    reference=f"{SPEC}; vllm#53255",
+    needs=("tools",),
+)
 def required(ctx: CheckContext) -> str:
     """Agents use 'required' to force an action; no call (or a malformed one) stalls them."""
     ex, data = forced_call(ctx, "required")
     choice = (data.get("choices") or [{}])[0]
     problems = call_problems((choice.get("message") or {}).get("tool_calls"), ("get_weather", "get_time"))
-    ctx.expect(not problems, "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]", f"{'; '.join(problems)}: {ex.text}", ex)
-    ctx.expect(choice.get("finish_reason") in ("tool_calls", "stop"), "finish_reason 'tool_calls' (or 'stop', as OpenAI sends for forced calls)", choice.get("finish_reason"), ex)
-    return f"tool_choice 'required': {described(choice['message']['tool_calls'])}, finish_reason {choice['finish_reason']!r}"
+    ctx.expect(
+        not problems,
+        "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
+    )
+    ctx.expect(
+        choice.get("finish_reason") in ("tool_calls", "stop"),
+        "finish_reason 'tool_calls' (or 'stop', as OpenAI sends for forced calls)",
+        choice.get("finish_reason"),
+        ex,
+    )
+    return (
+        f"tool_choice 'required': {described(choice['message']['tool_calls'])}, finish_reason"
+        f" {choice['finish_reason']!r}"
+    )
 
 
 @check("tools.named", "a named tool_choice calls that tool", reference=SPEC, needs=("tools",))
@@ -144,9 +178,14 @@ def none(ctx: CheckContext) -> str:
     data = ctx.expect_json_object(ex, "tool_choice='none'")
     choice = (data.get("choices") or [{}])[0]
     message = choice.get("message") or {}
-    ctx.expect(not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls", "no tool_calls", message, ex)
+    ctx.expect(
+        not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls", "no tool_calls", message, ex
+    )
     ctx.expect(isinstance(message.get("content"), str), "a string content", message, ex)
-    return f"tool_choice 'none': no tool call, finish_reason {choice.get('finish_reason')!r}, content {shown(message['content'])}"
+    return (
+        f"tool_choice 'none': no tool call, finish_reason {choice.get('finish_reason')!r}, content"
+        f" {shown(message['content'])}"
+    )
 
 
 @check(
@@ -162,25 +201,47 @@ def stream_fragments(ctx: CheckContext) -> str:
         ctx.offered("tools", ex)
         chunks = ctx.expect_stream(ex, "a streamed tool call")
         reasons = [ch.get("finish_reason") for c in chunks for ch in c.get("choices") or [] if ch.get("finish_reason")]
-        if reasons != ["length"] or not any((ch.get("delta") or {}).get("tool_calls") for c in chunks for ch in c.get("choices") or []):
+        if reasons != ["length"] or not any(
+            (ch.get("delta") or {}).get("tool_calls") for c in chunks for ch in c.get("choices") or []
+        ):
             break  # ended by itself, or already judged: a forced call that streamed no fragment at all
     else:
         raise Inconclusive(f"the model ran to max_tokens in 3 streamed tool calls: {ex.curl}")
     calls, problems = assemble(chunks)
     ctx.expect(not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex)
     problems = call_problems([calls[i] for i in sorted(calls)], ("get_weather", "get_time"))
-    ctx.expect(not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex)
+    ctx.expect(
+        not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex
+    )
     return f"{len(chunks)} chunks joining by index into {described([calls[i] for i in sorted(calls)])}"
 
 
-@check("tools.result-message", "a tool result (role 'tool') in the next turn is accepted", reference="openai-openapi ChatCompletionRequestToolMessage", needs=("tools",))
+@check(
+    "tools.result-message",
+    "a tool result (role 'tool') in the next turn is accepted",
+    reference="openai-openapi ChatCompletionRequestToolMessage",
+    needs=("tools",),
+)
 def result_message(ctx: CheckContext) -> str:
     """Every tool loop sends the result back; a 4xx there ends the conversation."""
     messages = ASK + [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature_c": 18}'},
     ]
-    ex = ctx.post("/v1/chat/completions", ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0))
+    ex = ctx.post(
+        "/v1/chat/completions",
+        ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0),
+    )
     data = ctx.expect_json_object(ex, "a conversation with a tool result")
     content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
     ctx.expect(isinstance(content, str), "a text answer", ex.text, ex)
@@ -201,11 +262,18 @@ def auto(ctx: CheckContext) -> str:
 
         return scripted_auto(ctx)
     for choice in ("auto", None):
-        ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, choice, temperature=0) | {"max_tokens": 256}))
+        ex = ctx.offered(
+            "tools", ctx.post("/v1/chat/completions", tool_request(ctx, choice, temperature=0) | {"max_tokens": 256})
+        )
         data = ctx.expect_json_object(ex, f"tool_choice={choice}")
         ch = (data.get("choices") or [{}])[0]
         problems = call_problems((ch.get("message") or {}).get("tool_calls"), ("get_weather",))
-        ctx.expect(not problems and ch.get("finish_reason") == "tool_calls", "a get_weather call with finish_reason 'tool_calls'", f"{'; '.join(problems)}: {ex.text}", ex)
+        ctx.expect(
+            not problems and ch.get("finish_reason") == "tool_calls",
+            "a get_weather call with finish_reason 'tool_calls'",
+            f"{'; '.join(problems)}: {ex.text}",
+            ex,
+        )
     return "tool_choice 'auto' and no tool_choice: each a get_weather call with finish_reason 'tool_calls'"
 
 
@@ -214,7 +282,8 @@ PARALLEL_ASK = [{"role": "user", "content": "What is the weather in Paris and th
 
 @check(
     "tools.parallel",
-    "parallel calls in one answer and in its stream: distinct ids, indices 0..n-1, id first, arguments that join into JSON per call",
+    "parallel calls in one answer and in its stream: distinct ids, indices 0..n-1, id first, arguments that join into"
+    " JSON per call",
     reference="openai-openapi parallel_tool_calls, ChatCompletionMessageToolCallChunk; sglang#6310",
     needs=("tools",),
 )
@@ -227,15 +296,38 @@ def parallel(ctx: CheckContext) -> str:
 
         if (scripted := scripted_parallel(ctx)) is not None:
             return scripted  # the evidence of what was judged
-        raise NotExercised(f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}")
+        raise NotExercised(
+            f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}"
+        )
     problems = call_problems(calls, ("get_weather", "get_time"))
     ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)
     seed = ex.body["seed"]  # the seed of the answer judged above (forced_call may have moved on from 1234)
-    streamed = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=seed, messages=PARALLEL_ASK, parallel_tool_calls=True))
+    streamed = ctx.stream(
+        "/v1/chat/completions",
+        tool_request(ctx, "required", seed=seed, messages=PARALLEL_ASK, parallel_tool_calls=True),
+    )
     joined, problems = assemble(ctx.expect_stream(streamed, "streamed parallel calls"))
-    ctx.expect(not problems and sorted(joined) == list(range(len(joined))), "indices 0..n-1, each call's id on its first fragment", "; ".join(problems) or sorted(joined), streamed)
+    ctx.expect(
+        not problems and sorted(joined) == list(range(len(joined))),
+        "indices 0..n-1, each call's id on its first fragment",
+        "; ".join(problems) or sorted(joined),
+        streamed,
+    )
     problems = call_problems([joined[i] for i in sorted(joined)], ("get_weather", "get_time"))
-    ctx.expect(not problems, "fragments that join into well-formed calls, one per index", f"{'; '.join(problems)}; joined: {joined}", streamed)
+    ctx.expect(
+        not problems,
+        "fragments that join into well-formed calls, one per index",
+        f"{'; '.join(problems)}; joined: {joined}",
+        streamed,
+    )
     names = [c["function"]["name"] for c in calls]
-    ctx.expect([joined[i]["function"]["name"] for i in sorted(joined)] == names, f"the same calls as the non-streamed answer ({names})", joined, streamed)
-    return f"{len(calls)} parallel calls {names} with distinct ids, the same joined from the stream by index 0..{len(calls) - 1}"
+    ctx.expect(
+        [joined[i]["function"]["name"] for i in sorted(joined)] == names,
+        f"the same calls as the non-streamed answer ({names})",
+        joined,
+        streamed,
+    )
+    return (
+        f"{len(calls)} parallel calls {names} with distinct ids, the same joined from the stream by index"
+        f" 0..{len(calls) - 1}"
+    )

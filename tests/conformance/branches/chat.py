@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/chat.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -40,11 +41,16 @@ def _first_top(change: Callable[[list], None]) -> Deviation:
 
 
 def _logprobs_are(value: object, *, top: int | None) -> Deviation:
-    return on_response(lambda p, b, r: _choice(r).update(logprobs=value) if b.get("logprobs") and b.get("top_logprobs") == top else None)
+    return on_response(
+        lambda p, b, r: (
+            _choice(r).update(logprobs=value) if b.get("logprobs") and b.get("top_logprobs") == top else None
+        )
+    )
 
 
 def _content_with_logprobs(content: str | None) -> Deviation:
-    """The text of each answer that asked for logprobs is ``content``, its logprobs still the tokens of the real text."""
+    """The text of each answer that asked for logprobs is ``content``, its logprobs still the tokens of the real
+    text."""
     return on_response(lambda p, b, r: _choice(r)["message"].update(content=content) if b.get("logprobs") else None)
 
 
@@ -53,7 +59,8 @@ def _message_is(value: object) -> Deviation:
 
 
 def _json_content(kind: str, content: str, reason: str = "stop", seed: int | None = None) -> Deviation:
-    """The answer to each response_format ``kind`` request (with ``seed``, where given) is ``content``, ending with ``reason``."""
+    """The answer to each response_format ``kind`` request (with ``seed``, where given) is ``content``, ending with
+    ``reason``."""
 
     def change(p: str, b: dict, r: dict) -> None:
         if (b.get("response_format") or {}).get("type") == kind and seed in (None, b.get("seed")):
@@ -86,7 +93,9 @@ def _ignoring_both(first: str, second: str) -> Deviation:
 
 def _refusing_n_ignoring_frequency_penalty(p: str, body: dict):
     if p == CHAT and body.get("n") == 2:
-        return 400, {"error": {"message": "n > 1 is not supported", "type": "invalid_request_error", "param": "n", "code": None}}
+        return 400, {
+            "error": {"message": "n > 1 is not supported", "type": "invalid_request_error", "param": "n", "code": None}
+        }
     if p == CHAT:
         body.pop("frequency_penalty", None)
     return None
@@ -119,62 +128,118 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     ],
     "chat.n": [
         ("index-repeated", on_response(lambda p, b, r: [c.update(index=0) for c in r["choices"]]), "index [0, 0]"),
-        ("choices-not-objects", on_response(lambda p, b, r: _set(r, choices=["a", "b"])), "2 choice(s) with index [None, None]"),  # crashed before
+        (
+            "choices-not-objects",
+            on_response(lambda p, b, r: _set(r, choices=["a", "b"])),
+            "2 choice(s) with index [None, None]",
+        ),  # crashed before
     ],
     "chat.finish-reason": [
         ("no-choices", on_response(lambda p, b, r: _set(r, choices=[])), "got:      []"),
         ("null", on_response(lambda p, b, r: _choice(r).update(finish_reason=None)), "got:      [null]"),
-        ("choices-not-list", on_response(lambda p, b, r: _set(r, choices={"0": _choice(r)})), "got:      []"),  # crashed before
+        (
+            "choices-not-list",
+            on_response(lambda p, b, r: _set(r, choices={"0": _choice(r)})),
+            "got:      []",
+        ),  # crashed before
     ],
     "chat.max-tokens": [
-        ("completion-tokens-not-int", _limited(_at_5, lambda r: r["usage"].update(completion_tokens="5")), "usage.completion_tokens is '5'"),
-        ("over-limit", _limited(_at_5, lambda r: r["usage"].update(completion_tokens=6)), "completion_tokens 6 > the limit 5"),
+        (
+            "completion-tokens-not-int",
+            _limited(_at_5, lambda r: r["usage"].update(completion_tokens="5")),
+            "usage.completion_tokens is '5'",
+        ),
+        (
+            "over-limit",
+            _limited(_at_5, lambda r: r["usage"].update(completion_tokens=6)),
+            "completion_tokens 6 > the limit 5",
+        ),
         ("length-early", _limited(_at_5, lambda r: r["usage"].update(completion_tokens=4)), "after 4 of 5 tokens"),
         ("usage-not-object", _limited(_at_5, lambda r: _set(r, usage="n/a")), '"usage": "n/a"'),  # crashed before
     ],
     "chat.max-completion-tokens": [
-        ("says-stop", _limited(lambda b: b.get("max_completion_tokens") == 5, lambda r: _choice(r).update(finish_reason="stop")), "finish_reason is 'stop'"),
+        (
+            "says-stop",
+            _limited(lambda b: b.get("max_completion_tokens") == 5, lambda r: _choice(r).update(finish_reason="stop")),
+            "finish_reason is 'stop'",
+        ),
         (
             "other-text",
-            _limited(lambda b: b.get("max_completion_tokens") == 5, lambda r: _choice(r)["message"].update(content="ZYXWV")),
+            _limited(
+                lambda b: b.get("max_completion_tokens") == 5, lambda r: _choice(r)["message"].update(content="ZYXWV")
+            ),
             "got:      ZYXWV",
         ),
         # the failure names the request that failed, not the max_tokens one before it
         (
             "refused",
-            answer_when(lambda p, b: p == CHAT and b.get("max_completion_tokens") == 5, 400, error_body("unknown field max_completion_tokens", param="max_completion_tokens")),
+            answer_when(
+                lambda p, b: p == CHAT and b.get("max_completion_tokens") == 5,
+                400,
+                error_body("unknown field max_completion_tokens", param="max_completion_tokens"),
+            ),
             "HTTP 200 for max_completion_tokens=5",
         ),
     ],
     "chat.usage": [
-        ("float", on_response(lambda p, b, r: r["usage"].update(prompt_tokens=float(r["usage"]["prompt_tokens"]))), '"prompt_tokens": 51.0'),
+        (
+            "float",
+            on_response(lambda p, b, r: r["usage"].update(prompt_tokens=float(r["usage"]["prompt_tokens"]))),
+            '"prompt_tokens": 51.0',
+        ),
         (
             "negative",
-            on_response(lambda p, b, r: r["usage"].update(completion_tokens=-1, total_tokens=r["usage"]["prompt_tokens"] - 1)),
+            on_response(
+                lambda p, b, r: r["usage"].update(completion_tokens=-1, total_tokens=r["usage"]["prompt_tokens"] - 1)
+            ),
             '"completion_tokens": -1',
         ),
         (
             "bool",
-            on_response(lambda p, b, r: r["usage"].update(completion_tokens=True, total_tokens=r["usage"]["prompt_tokens"] + 1)),
+            on_response(
+                lambda p, b, r: r["usage"].update(completion_tokens=True, total_tokens=r["usage"]["prompt_tokens"] + 1)
+            ),
             '"completion_tokens": true',
         ),
-        ("zero-prompt", on_response(lambda p, b, r: r["usage"].update(prompt_tokens=0, total_tokens=r["usage"]["completion_tokens"])), '"prompt_tokens": 0'),
-        ("missing", on_response(lambda p, b, r: r["usage"].pop("total_tokens")), '"completion_tokens": 8, "prompt_tokens_details"'),
-        ("not-object", on_response(lambda p, b, r: _set(r, usage=[3, 8, 11])), "got:      [3, 8, 11]"),  # crashed before
+        (
+            "zero-prompt",
+            on_response(
+                lambda p, b, r: r["usage"].update(prompt_tokens=0, total_tokens=r["usage"]["completion_tokens"])
+            ),
+            '"prompt_tokens": 0',
+        ),
+        (
+            "missing",
+            on_response(lambda p, b, r: r["usage"].pop("total_tokens")),
+            '"completion_tokens": 8, "prompt_tokens_details"',
+        ),
+        (
+            "not-object",
+            on_response(lambda p, b, r: _set(r, usage=[3, 8, 11])),
+            "got:      [3, 8, 11]",
+        ),  # crashed before
     ],
     "chat.stop": [
         # a token that is not a string crashed placing the stop (TypeError in str.join): the stop is placed by the text
         ("logprobs-malformed", _stop_leaking_with_malformed_logprobs(), '"content": "mxqrnx uop"'),
-        ("server-error", answer_when(lambda p, b: p == CHAT and "stop" in b, 500, {"detail": "boom"}), "HTTP 200 for stop='rn'"),
+        (
+            "server-error",
+            answer_when(lambda p, b: p == CHAT and "stop" in b, 500, {"detail": "boom"}),
+            "HTTP 200 for stop='rn'",
+        ),
     ],
     "chat.parameter-ranges": [
         (
             "two-and-a-422",
             Deviation(
                 request=lambda p, b: (
-                    (200, canned_chat()) if p == CHAT and (b.get("temperature") == 2.5 or b.get("top_p") == 1.5)
-                    else (422, {"detail": "temperature must be >= 0"}) if p == CHAT and b.get("temperature") == -1
-                    else None
+                    (200, canned_chat())
+                    if p == CHAT and (b.get("temperature") == 2.5 or b.get("top_p") == 1.5)
+                    else (
+                        (422, {"detail": "temperature must be >= 0"})
+                        if p == CHAT and b.get("temperature") == -1
+                        else None
+                    )
                 )
             ),
             '[{"index; top_p=1.5 -> HTTP 200',
@@ -195,36 +260,76 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("top-logprob-positive", _first_top(lambda t: t[2].update(logprob=0.5)), "'logprob': 0.5"),
         ("tokens-join", _entries(lambda e: e[0].update(token="#")), "tokens join to '#"),
         # entry 1 broken too: the failure names the first bad entry only (its full text is pinned by the snapshot)
-        ("two-at-once", _entries(lambda e: (e[0].update(logprob=0.5, bytes="ab"), e[1].update(logprob=0.75))), "entry 0 logprob 0.5 > 0; entry 0 bytes is 'ab'"),
+        (
+            "two-at-once",
+            _entries(lambda e: (e[0].update(logprob=0.5, bytes="ab"), e[1].update(logprob=0.75))),
+            "entry 0 logprob 0.5 > 0; entry 0 bytes is 'ab'",
+        ),
         ("logprobs-not-object", _logprobs_are("none", top=3), "logprobs.content is 'none'"),  # crashed before
         ("text-empty", _content_with_logprobs(""), "not the content ''"),
     ],
     "chat.logprobs-without-top": [
-        ("top-not-empty", _entries(lambda e: e[0].update(top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]), top=None), "entry 0 has 1 top_logprobs, not 0"),
+        (
+            "top-not-empty",
+            _entries(lambda e: e[0].update(top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]), top=None),
+            "entry 0 has 1 top_logprobs, not 0",
+        ),
         ("positive", _entries(lambda e: e[0].update(logprob=0.25), top=None), "logprob 0.25 > 0"),
         ("logprobs-not-object", _logprobs_are("none", top=None), "logprobs.content is 'none'"),  # crashed before
         ("content-null", _content_with_logprobs(None), "not the content ''"),
         (
             "two-at-once",
-            _entries(lambda e: e[0].update(logprob=0.25, top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]), top=None),
+            _entries(
+                lambda e: e[0].update(logprob=0.25, top_logprobs=[{"token": "q", "logprob": -1.0, "bytes": [113]}]),
+                top=None,
+            ),
             "entry 0 logprob 0.25 > 0; entry 0 has 1 top_logprobs, not 0",
         ),
     ],
-    # cut-prose: prose cut at max_tokens for the first seed only; a check that retried past it would pass on the next seed's JSON
+    # cut-prose: prose cut at max_tokens for the first seed only; a check that retried past it would pass on the next
+    # seed's JSON
     "chat.json-object": [
         ("array", _json_content("json_object", "[1, 2]"), "got:      [1, 2]"),
         ("cut-prose", _json_content("json_object", "Here is a cat", reason="length", seed=1234), "'Here is a cat'"),
-        ("server-error", answer_when(lambda p, b: p == CHAT and (b.get("response_format") or {}).get("type") == "json_object", 500, {"detail": "boom"}), '{"detail": "boom"}'),
+        (
+            "server-error",
+            answer_when(
+                lambda p, b: p == CHAT and (b.get("response_format") or {}).get("type") == "json_object",
+                500,
+                {"detail": "boom"},
+            ),
+            '{"detail": "boom"}',
+        ),
     ],
     "chat.json-schema": [
         ("not-json", _json_content("json_schema", "{not json"), "'{not json'"),
-        ("cut-prose", _json_content("json_schema", "Here is a person", reason="length", seed=1234), "'Here is a person'"),
-        ("too-long", _json_content("json_schema", '{"answer": "a very long answer"}'), "'a very long answer' is too long"),
+        (
+            "cut-prose",
+            _json_content("json_schema", "Here is a person", reason="length", seed=1234),
+            "'Here is a person'",
+        ),
+        (
+            "too-long",
+            _json_content("json_schema", '{"answer": "a very long answer"}'),
+            "'a very long answer' is too long",
+        ),
     ],
     "chat.request-fields": [
-        ("temperature", Deviation(request=lambda p, b: _greedy_at_2(p, b)), '{"temperature": 2.0} -> HTTP 200, ignored'),
-        ("two-at-once", _ignoring_both("top_p", "presence_penalty"), '; {"presence_penalty": 2.0} -> HTTP 200, ignored'),
-        ("refused-is-no-failure", Deviation(request=_refusing_n_ignoring_frequency_penalty), 'got:      {"frequency_penalty": 2.0} -> HTTP 200, ignored'),
+        (
+            "temperature",
+            Deviation(request=lambda p, b: _greedy_at_2(p, b)),
+            '{"temperature": 2.0} -> HTTP 200, ignored',
+        ),
+        (
+            "two-at-once",
+            _ignoring_both("top_p", "presence_penalty"),
+            '; {"presence_penalty": 2.0} -> HTTP 200, ignored',
+        ),
+        (
+            "refused-is-no-failure",
+            Deviation(request=_refusing_n_ignoring_frequency_penalty),
+            'got:      {"frequency_penalty": 2.0} -> HTTP 200, ignored',
+        ),
         (
             "completion-tokens-not-int",  # crashed before (TypeError: '<=' between str and int)
             _limited(lambda b: b.get("max_completion_tokens") == 2, lambda r: r["usage"].update(completion_tokens="2")),
@@ -234,14 +339,26 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "chat.usage-details": [
         ("details-not-object", _details(prompt_tokens_details="cached"), '"prompt_tokens_details": "cached"'),
         ("no-prompt-tokens", on_response(lambda p, b, r: r["usage"].pop("prompt_tokens")), '"cached_tokens": 0'),
-        ("reasoning-not-a-count", _details(completion_tokens_details={"reasoning_tokens": -1}), '"reasoning_tokens": -1'),
+        (
+            "reasoning-not-a-count",
+            _details(completion_tokens_details={"reasoning_tokens": -1}),
+            '"reasoning_tokens": -1',
+        ),
         ("completion-details-not-object", _details(completion_tokens_details=[]), '"completion_tokens_details": []'),
         ("reasoning-only", on_response(_only_reasoning_details), '"reasoning_tokens": 99'),
         # these crashed the check before (TypeError: '<=' between int and str)
-        ("prompt-tokens-not-int", on_response(lambda p, b, r: r["usage"].update(prompt_tokens=str(r["usage"]["prompt_tokens"]))), '"prompt_tokens": "540"'),
+        (
+            "prompt-tokens-not-int",
+            on_response(lambda p, b, r: r["usage"].update(prompt_tokens=str(r["usage"]["prompt_tokens"]))),
+            '"prompt_tokens": "540"',
+        ),
         (
             "completion-tokens-not-int",
-            on_response(lambda p, b, r: r["usage"].update(completion_tokens="4", completion_tokens_details={"reasoning_tokens": 0})),
+            on_response(
+                lambda p, b, r: r["usage"].update(
+                    completion_tokens="4", completion_tokens_details={"reasoning_tokens": 0}
+                )
+            ),
             '"completion_tokens": "4"',
         ),
     ],

@@ -1,4 +1,6 @@
-"""Further failure branches of the checks in `pytest_infer/conformance/checks/completions.py`, each its own deviation."""
+"""Further failure branches of the checks in `pytest_infer/conformance/checks/completions.py`, each its own
+deviation."""
+
 from __future__ import annotations
 
 import copy
@@ -47,40 +49,76 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("choices-not-list", _completion(choices={"text": "x"}), '"choices": {"text": "x"}'),
         ("text-not-str", on_response(lambda p, b, r: r["choices"][0].update(text=None), COMPLETIONS), '"text": null'),
         ("usage-missing", _completion(usage=None), '"usage": null'),
-        ("usage-not-int", _completion(usage={"prompt_tokens": "4", "completion_tokens": 8, "total_tokens": 12}), "'prompt_tokens': '4'"),
-        ("usage-sum", _completion(usage={"prompt_tokens": 4, "completion_tokens": 8, "total_tokens": 13}), "'total_tokens': 13"),
+        (
+            "usage-not-int",
+            _completion(usage={"prompt_tokens": "4", "completion_tokens": 8, "total_tokens": 12}),
+            "'prompt_tokens': '4'",
+        ),
+        (
+            "usage-sum",
+            _completion(usage={"prompt_tokens": 4, "completion_tokens": 8, "total_tokens": 13}),
+            "'total_tokens': 13",
+        ),
         ("two-at-once", _completion(id="", created="now"), "id is ''; created is 'now'"),
         # these crashed the check (AttributeError) before it named them
         ("choice-not-object", _completion(choices=["x"]), '"choices": ["x"]'),
         ("usage-not-object", _completion(usage="x"), '"usage": "x"'),
     ],
     "completions.prompt-list-n": [  # crashed the check (TypeError: sorting None among ints)
-        ("index-missing", on_response(lambda p, b, r: r["choices"][0].pop("index") if b.get("n") == 2 else None, COMPLETIONS), "got:      [1, 2, 3, null]"),
-        ("choice-not-object", on_response(lambda p, b, r: r["choices"].__setitem__(3, "3") if b.get("n") == 2 else None, COMPLETIONS), 'got:      [0, 1, 2, "3"]'),
+        (
+            "index-missing",
+            on_response(lambda p, b, r: r["choices"][0].pop("index") if b.get("n") == 2 else None, COMPLETIONS),
+            "got:      [1, 2, 3, null]",
+        ),
+        (
+            "choice-not-object",
+            on_response(lambda p, b, r: r["choices"].__setitem__(3, "3") if b.get("n") == 2 else None, COMPLETIONS),
+            'got:      [0, 1, 2, "3"]',
+        ),
     ],
     "completions.echo": [
-        ("prompt-only", _first_choice(lambda b, c: c.update(text=b["prompt"]), "echo"), 'got:      Once upon a time\n'),
+        ("prompt-only", _first_choice(lambda b, c: c.update(text=b["prompt"]), "echo"), "got:      Once upon a time\n"),
         ("text-not-str", _first_choice(lambda b, c: c.update(text=None), "echo"), "got:      null"),
-        ("choice-not-object", on_response(lambda p, b, r: r.update(choices=[b["prompt"] + "!"]) if b.get("echo") else None, COMPLETIONS), "got:      null"),  # crashed
+        (
+            "choice-not-object",
+            on_response(lambda p, b, r: r.update(choices=[b["prompt"] + "!"]) if b.get("echo") else None, COMPLETIONS),
+            "got:      null",
+        ),  # crashed
     ],
     "completions.logprobs": [
         ("lengths", _logprobs(lambda lp: lp["token_logprobs"].pop()), '"token_logprobs": 5'),
-        ("empty", _logprobs(lambda lp: lp.update(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])), '"tokens": 0'),
+        (
+            "empty",
+            _logprobs(lambda lp: lp.update(tokens=[], token_logprobs=[], top_logprobs=[], text_offset=[])),
+            '"tokens": 0',
+        ),
         ("positive", _logprobs(_set_item("token_logprobs", 1, 0.25)), "[0.25]"),
         ("not-a-number", _logprobs(_set_item("token_logprobs", 1, "-0.05")), '["-0.05"]'),
-        ("top-too-many", _logprobs(_set_item("top_logprobs", 1, {"a": -1.0, "b": -2.0, "c": -3.0, "d": -4.0})), '"d": -4.0'),
+        (
+            "top-too-many",
+            _logprobs(_set_item("top_logprobs", 1, {"a": -1.0, "b": -2.0, "c": -3.0, "d": -4.0})),
+            '"d": -4.0',
+        ),
         ("top-not-dict", _logprobs(_set_item("top_logprobs", 1, [["a", -1.0]])), '[[["a", -1.0]]]'),
         ("offset-order", _logprobs(lambda lp: lp["text_offset"].reverse()), "[5, 4, 3, 2, 1, 0]"),
         ("tokens-text", _logprobs(_set_item("tokens", 0, "XYZ")), '"XYZ"'),
         # these crashed the check (AttributeError, TypeError) before it named them
         ("not-an-object", _first_choice(lambda b, c: c.update(logprobs="x"), "logprobs"), "got:      x\n"),
-        ("choice-not-object", on_response(lambda p, b, r: r.update(choices=["x"]) if b.get("logprobs") else None, COMPLETIONS), "got:      {}"),
+        (
+            "choice-not-object",
+            on_response(lambda p, b, r: r.update(choices=["x"]) if b.get("logprobs") else None, COMPLETIONS),
+            "got:      {}",
+        ),
         ("offset-null", _logprobs(_set_item("text_offset", 0, None)), "got:      [null, 1, 2"),
         ("token-not-str", _logprobs(_set_item("tokens", 0, 7)), "got:      [7, "),
     ],
     "completions.stream": [
         ("object", _each_chunk(lambda c: c.update(object="text_completion.chunk")), '"text_completion.chunk"'),
         ("framing", on_events(lambda body, events: events[:-1], COMPLETIONS), '"finish_reason": "length"}]}'),
-        ("choice-not-object", on_events(lambda body, events: [{**events[0], "choices": ["WRONG"]}, *events[1:]], COMPLETIONS), "got:      WRONG"),  # crashed
+        (
+            "choice-not-object",
+            on_events(lambda body, events: [{**events[0], "choices": ["WRONG"]}, *events[1:]], COMPLETIONS),
+            "got:      WRONG",
+        ),  # crashed
     ],
 }

@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/embeddings.py`, each its own deviation."""
+
 from __future__ import annotations
 
 import base64
@@ -36,7 +37,9 @@ def _encoding(name: str) -> Callable[[dict], bool]:
 
 def _slightly_off(body: dict, answer: dict) -> None:
     """Each value 0.0015 off the float answer: beyond the 1e-3 tolerance (values under 1 in size)."""
-    answer["data"][0]["embedding"] = base64.b64encode(struct.pack("<16f", *[x + 0.0015 for x in _vector("hello world", 16)])).decode()
+    answer["data"][0]["embedding"] = base64.b64encode(
+        struct.pack("<16f", *[x + 0.0015 for x in _vector("hello world", 16)])
+    ).decode()
 
 
 OFF_BY_0_0015 = struct.unpack("<f", struct.pack("<f", _vector("hello world", 16)[0] + 0.0015))[0]
@@ -55,28 +58,86 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("usage", _answer(lambda body, a: a.update(usage={"total_tokens": 4})), 'got:      {"total_tokens": 4}'),
         # these crashed the check (AttributeError) before it named them
         ("items-not-objects", _answer(lambda body, a: a.update(data=["x", "y"])), 'got:      ["x", "y"]'),
-        ("data-not-list", _answer(lambda body, a: a.update(data={"first": a["data"][0]})), 'got:      {"first": {"object": "embedding"'),
+        (
+            "data-not-list",
+            _answer(lambda body, a: a.update(data={"first": a["data"][0]})),
+            'got:      {"first": {"object": "embedding"',
+        ),
         ("usage-not-object", _answer(lambda body, a: a.update(usage="4 tokens")), "got:      4 tokens"),
     ],
     "embeddings.base64": [
-        ("float-not-numbers", _answer(lambda body, a: a["data"][0].update(embedding=["0.5", "0.25"]), _encoding("float")), '"embedding": ["0.5", "0.25"]'),
+        (
+            "float-not-numbers",
+            _answer(lambda body, a: a["data"][0].update(embedding=["0.5", "0.25"]), _encoding("float")),
+            '"embedding": ["0.5", "0.25"]',
+        ),
         ("float-no-data", _answer(lambda body, a: a.update(data=[]), _encoding("float")), '"data": []'),
-        ("float-data-not-list", _answer(lambda body, a: a.update(data={"first": a["data"][0]}), _encoding("float")), '"data": {"first": {'),
-        ("float-item-not-object", _answer(lambda body, a: a.update(data=[[0.5, 0.25]]), _encoding("float")), '"data": [[0.5, 0.25]]'),
-        ("float-bools", _answer(lambda body, a: a["data"][0].update(embedding=[True, False]), _encoding("float")), '"embedding": [true, false]'),
+        (
+            "float-data-not-list",
+            _answer(lambda body, a: a.update(data={"first": a["data"][0]}), _encoding("float")),
+            '"data": {"first": {',
+        ),
+        (
+            "float-item-not-object",
+            _answer(lambda body, a: a.update(data=[[0.5, 0.25]]), _encoding("float")),
+            '"data": [[0.5, 0.25]]',
+        ),
+        (
+            "float-bools",
+            _answer(lambda body, a: a["data"][0].update(embedding=[True, False]), _encoding("float")),
+            '"embedding": [true, false]',
+        ),
         ("slightly-off", _answer(_slightly_off, _encoding("base64")), f"16 values: [{OFF_BY_0_0015!r}, "),
-        ("not-base64", _answer(lambda body, a: a["data"][0].update(embedding="not base64!"), _encoding("base64")), "not base64!"),
-        ("floats-for-base64", _answer(lambda body, a: a["data"][0].update(embedding=[0.5, 0.25]), _encoding("base64")), "[0.5, 0.25]"),
-        ("odd-length", _answer(lambda body, a: a["data"][0].update(embedding="AAAAAAAA"), _encoding("base64")), "AAAAAAAA"),
+        (
+            "not-base64",
+            _answer(lambda body, a: a["data"][0].update(embedding="not base64!"), _encoding("base64")),
+            "not base64!",
+        ),
+        (
+            "floats-for-base64",
+            _answer(lambda body, a: a["data"][0].update(embedding=[0.5, 0.25]), _encoding("base64")),
+            "[0.5, 0.25]",
+        ),
+        (
+            "odd-length",
+            _answer(lambda body, a: a["data"][0].update(embedding="AAAAAAAA"), _encoding("base64")),
+            "AAAAAAAA",
+        ),
         ("values", _answer(_zeros, _encoding("base64")), "16 values: [0.0, 0.0, 0.0, 0.0]"),
-        ("item-not-object", _answer(lambda body, a: a.update(data=[d["embedding"] for d in a["data"]]), _encoding("base64")), '"data": ["'),  # crashed
-        ("not-an-object", answer_when(lambda p, b: p == EMBEDDINGS and b.get("encoding_format") == "base64", 200, ["AAAAAA=="]), 'a JSON object for base64 embeddings\ngot:      ["AAAAAA=="]'),
+        (
+            "item-not-object",
+            _answer(lambda body, a: a.update(data=[d["embedding"] for d in a["data"]]), _encoding("base64")),
+            '"data": ["',
+        ),  # crashed
+        (
+            "not-an-object",
+            answer_when(lambda p, b: p == EMBEDDINGS and b.get("encoding_format") == "base64", 200, ["AAAAAA=="]),
+            'a JSON object for base64 embeddings\ngot:      ["AAAAAA=="]',
+        ),
         ("no-data", _answer(lambda body, a: a.update(data=[]), _encoding("base64")), '"data": []'),
-        ("data-not-list", _answer(lambda body, a: a.update(data={"0": a["data"][0]}), _encoding("base64")), '"data": {"0": {'),
+        (
+            "data-not-list",
+            _answer(lambda body, a: a.update(data={"0": a["data"][0]}), _encoding("base64")),
+            '"data": {"0": {',
+        ),
     ],
     "embeddings.dimensions": [
-        ("no-data", _answer(lambda body, a: a.update(data=[]), lambda body: body.get("dimensions") == 8), "got:      []"),
-        ("item-not-object", _answer(lambda body, a: a.update(data=[8, 8]), lambda body: body.get("dimensions") == 8), "got:      [null, null]"),  # crashed
-        ("server-error", answer_when(lambda p, b: p == EMBEDDINGS and b.get("dimensions") == 8, 500, {"detail": "dimensions crashed"}), "dimensions crashed"),
+        (
+            "no-data",
+            _answer(lambda body, a: a.update(data=[]), lambda body: body.get("dimensions") == 8),
+            "got:      []",
+        ),
+        (
+            "item-not-object",
+            _answer(lambda body, a: a.update(data=[8, 8]), lambda body: body.get("dimensions") == 8),
+            "got:      [null, null]",
+        ),  # crashed
+        (
+            "server-error",
+            answer_when(
+                lambda p, b: p == EMBEDDINGS and b.get("dimensions") == 8, 500, {"detail": "dimensions crashed"}
+            ),
+            "dimensions crashed",
+        ),
     ],
 }

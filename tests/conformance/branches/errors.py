@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/errors.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -11,7 +12,11 @@ FLAT = {"detail": "bad request, flatly"}
 
 
 def _envelope(**error: object) -> dict:
-    return {"error": {"message": "messages is required", "type": "invalid_request_error", "param": None, "code": None} | error}
+    return {
+        "error": (
+            {"message": "messages is required", "type": "invalid_request_error", "param": None, "code": None} | error
+        )
+    }
 
 
 def _without(key: str) -> dict:
@@ -33,23 +38,39 @@ def _unknown_model(p: str, b: dict) -> bool:
 
 
 # a body that is not JSON reaches only ``Deviation.malformed``: the parser's exception escapes as a 500
-INVALID_JSON_500 = Deviation(malformed=lambda p, raw: (500, error_body("Expecting value: line 1 column 29", "internal_server_error")) if p == CHAT else None)
+INVALID_JSON_500 = Deviation(
+    malformed=lambda p, raw: (
+        (500, error_body("Expecting value: line 1 column 29", "internal_server_error")) if p == CHAT else None
+    )
+)
 
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "errors.envelope": [
-        ("accepted", answer_when(no_messages, 200, canned_chat()), "HTTP 200: {\"id\": \"chatcmpl-canned\""),
+        ("accepted", answer_when(no_messages, 200, canned_chat()), 'HTTP 200: {"id": "chatcmpl-canned"'),
         ("empty-message", answer_when(no_messages, 400, _envelope(message="")), '"message": ""'),
         ("type-not-str", answer_when(no_messages, 400, _envelope(type=400)), '"type": 400'),
     ],
     "errors.envelope-types": [
-        ("accepted", answer_when(no_messages, 200, canned_chat()), "HTTP 200: {\"id\": \"chatcmpl-canned\""),
+        ("accepted", answer_when(no_messages, 200, canned_chat()), 'HTTP 200: {"id": "chatcmpl-canned"'),
         ("flat", answer_when(no_messages, 400, FLAT), '{"detail": "bad request, flatly"}'),
-        ("param-missing", answer_when(no_messages, 400, _without("param")), '"type": "invalid_request_error", "code": null}}'),
+        (
+            "param-missing",
+            answer_when(no_messages, 400, _without("param")),
+            '"type": "invalid_request_error", "code": null}}',
+        ),
         ("param-int", answer_when(no_messages, 400, _envelope(param=0)), "error.param is 0"),
-        ("both", answer_when(no_messages, 400, _envelope(param=["messages"], code=400)), 'error.param is ["messages"], not a string or null; error.code is 400'),
+        (
+            "both",
+            answer_when(no_messages, 400, _envelope(param=["messages"], code=400)),
+            'error.param is ["messages"], not a string or null; error.code is 400',
+        ),
     ],
     "errors.bad-input-4xx": [
-        ("invalid-json", INVALID_JSON_500, 'for a request body that is not valid JSON\ngot:      HTTP 500: {"error": {"message": "Expecting value'),
+        (
+            "invalid-json",
+            INVALID_JSON_500,
+            'for a request body that is not valid JSON\ngot:      HTTP 500: {"error": {"message": "Expecting value',
+        ),
     ],
     "errors.unknown-model": [
         ("envelope", answer_when(_unknown_model, 404, FLAT), '{"detail": "bad request, flatly"}'),

@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/messages.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -58,7 +59,10 @@ def _bad_request(p: str, b: dict) -> bool:
 
 
 def _anthropic_error(**error: Any) -> dict:
-    return {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required", **error}}
+    return {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "max_tokens: Field required", **error},
+    }
 
 
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
@@ -72,7 +76,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("output-over-limit", _usage(output_tokens=9), "'output_tokens': 9"),
         ("usage-not-object", _fields(usage="8"), "usage is '8'"),  # crashed the check
         # usage at its low edges is valid (all input read from the cache, one token out): only the stop_reason is wrong
-        ("usage-low-edges", _fields(usage={"input_tokens": 0, "output_tokens": 1}, stop_reason="length"), "stop_reason is 'length'\n"),
+        (
+            "usage-low-edges",
+            _fields(usage={"input_tokens": 0, "output_tokens": 1}, stop_reason="length"),
+            "stop_reason is 'length'\n",
+        ),
         ("two-problems", _fields(type="msg", role="model"), "type is 'msg'; role is 'model'"),
     ],
     "messages.stop-sequence": [
@@ -81,23 +89,65 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     ],
     "messages.stream-events": [
         ("no-stop", _events(lambda events: events[:-1]), "content_block_stop -> message_delta\n"),
-        ("delta-twice", _events(lambda events: events[:-1] + events[-2:]), "message_delta -> message_delta -> message_stop"),
-        ("unknown-type", _events(_insert_before("content_block_stop", {"type": "content_block_pause", "index": 0})), "content_block_pause"),
-        ("start-again", _events(lambda events: events[:1] + events[:1] + events[1:]), "message_start -> message_start -> content_block_start"),
-        ("stop-early", _events(_insert_before("message_delta", {"type": "message_stop"})), "content_block_stop -> message_stop -> message_delta"),
+        (
+            "delta-twice",
+            _events(lambda events: events[:-1] + events[-2:]),
+            "message_delta -> message_delta -> message_stop",
+        ),
+        (
+            "unknown-type",
+            _events(_insert_before("content_block_stop", {"type": "content_block_pause", "index": 0})),
+            "content_block_pause",
+        ),
+        (
+            "start-again",
+            _events(lambda events: events[:1] + events[:1] + events[1:]),
+            "message_start -> message_start -> content_block_start",
+        ),
+        (
+            "stop-early",
+            _events(_insert_before("message_delta", {"type": "message_stop"})),
+            "content_block_stop -> message_stop -> message_delta",
+        ),
         ("unclosed", _events(_with_type("content_block_stop", index=1)), '"stopped": ["1"]'),
-        ("stop-reason", _events(_with_type("message_delta", delta={"stop_reason": "end_turn", "stop_sequence": None})), '"stop_reason": "end_turn"'),
+        (
+            "stop-reason",
+            _events(_with_type("message_delta", delta={"stop_reason": "end_turn", "stop_sequence": None})),
+            '"stop_reason": "end_turn"',
+        ),
         ("output-tokens", _events(_with_type("message_delta", usage={"output_tokens": 99})), '"output_tokens": 99'),
-        ("delta-not-object", _events(_with_type("message_delta", delta="end_turn", usage=8)), '"stop_reason": null, "output_tokens": null'),  # crashed the check
+        (
+            "delta-not-object",
+            _events(_with_type("message_delta", delta="end_turn", usage=8)),
+            '"stop_reason": null, "output_tokens": null',
+        ),  # crashed the check
     ],
     "messages.count-tokens": [
-        ("float", on_response(lambda p, b, r: r.update(input_tokens=float(r["input_tokens"])), path=MESSAGES + "/count_tokens"), "got:      51.0"),
+        (
+            "float",
+            on_response(
+                lambda p, b, r: r.update(input_tokens=float(r["input_tokens"])), path=MESSAGES + "/count_tokens"
+            ),
+            "got:      51.0",
+        ),
         ("usage-not-object", _fields(usage="51"), "got:      51\n"),  # crashed the check
     ],
     "messages.errors": [
-        ("body-not-object", answer_when(_bad_request, 400, "max_tokens: Field required"), '"max_tokens: Field required"'),
-        ("error-not-object", answer_when(_bad_request, 400, {"type": "error", "error": "max_tokens: Field required"}), '"error": "max_tokens: Field required"'),
+        (
+            "body-not-object",
+            answer_when(_bad_request, 400, "max_tokens: Field required"),
+            '"max_tokens: Field required"',
+        ),
+        (
+            "error-not-object",
+            answer_when(_bad_request, 400, {"type": "error", "error": "max_tokens: Field required"}),
+            '"error": "max_tokens: Field required"',
+        ),
         ("error-type", answer_when(_bad_request, 400, _anthropic_error(type=None)), '"type": null'),
-        ("message-not-string", answer_when(_bad_request, 400, _anthropic_error(message=["max_tokens"])), '"message": ["max_tokens"]'),
+        (
+            "message-not-string",
+            answer_when(_bad_request, 400, _anthropic_error(message=["max_tokens"])),
+            '"message": ["max_tokens"]',
+        ),
     ],
 }

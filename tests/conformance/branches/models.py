@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/models.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,7 +10,13 @@ from ..deviations import answer_when
 
 
 def card(**changes: Any) -> dict:
-    return {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver", "max_model_len": CONTEXT_LENGTH} | changes
+    return {
+        "id": MODEL,
+        "object": "model",
+        "created": 1_700_000_000,
+        "owned_by": "fakeserver",
+        "max_model_len": CONTEXT_LENGTH,
+    } | changes
 
 
 def _listing(body: Any) -> Deviation:
@@ -35,7 +42,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("created-str", _entries(card(created="2024")), "created is '2024'"),
         ("created-bool", _entries(card(created=True)), "created is True"),
         ("missing-model", _entries(card(id="other-model")), 'got:      ["other-model"]'),
-        ("two-at-once", _entries(card(object="card", created="x")), f"object is 'card', not 'model'; {MODEL}: created is 'x'"),
+        (
+            "two-at-once",
+            _entries(card(object="card", created="x")),
+            f"object is 'card', not 'model'; {MODEL}: created is 'x'",
+        ),
     ],
     "models.retrieve": [
         ("card", _retrieved({k: v for k, v in card().items() if k != "owned_by"}), "owned_by is None"),

@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/reasoning.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from pytest_infer.testing.fakeserver import Deviation
@@ -33,8 +34,14 @@ def _streamed_in_pieces(*pieces: str) -> Deviation:
         evs = parsed.events(p, body, evs)
         if p != CHAT or body.get("tools"):
             return evs
-        at = next(i for i, e in enumerate(evs) if isinstance(e, dict) and (e.get("choices") or [{}])[0].get("delta", {}).get("reasoning"))
-        more = [{**evs[at], "choices": [{**evs[at]["choices"][0], "delta": {"reasoning": piece}}]} for piece in pieces[1:]]
+        at = next(
+            i
+            for i, e in enumerate(evs)
+            if isinstance(e, dict) and (e.get("choices") or [{}])[0].get("delta", {}).get("reasoning")
+        )
+        more = [
+            {**evs[at], "choices": [{**evs[at]["choices"][0], "delta": {"reasoning": piece}}]} for piece in pieces[1:]
+        ]
         return evs[: at + 1] + more + evs[at + 1 :]
 
     return Deviation(response=parsed.response, events=events)

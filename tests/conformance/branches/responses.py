@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/responses.py`, each its own deviation."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,7 +43,10 @@ def _item_named_only(body: dict, events: list) -> list:
 def _split_exclaiming(body: dict, resp: dict) -> None:
     """The answer's text in two output_text parts and one more character than the stored response's."""
     text = resp["output"][0]["content"][0]["text"]
-    resp["output"][0]["content"] = [{"type": "output_text", "text": text[:2], "annotations": []}, {"type": "output_text", "text": text[2:] + "!", "annotations": []}]
+    resp["output"][0]["content"] = [
+        {"type": "output_text", "text": text[:2], "annotations": []},
+        {"type": "output_text", "text": text[2:] + "!", "annotations": []},
+    ]
 
 
 def _all_cached_reasoning_over(body: dict, resp: dict) -> None:
@@ -84,21 +88,41 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "responses.create": [
         ("id-not-string", _fields(id=7), "id is 7"),
         ("created_at-bool", _fields(created_at=True), "created_at is True"),
-        ("completed-with-details", _fields(status="completed"), "status 'completed' with incomplete_details {'reason': 'max_output_tokens'}"),
+        (
+            "completed-with-details",
+            _fields(status="completed"),
+            "status 'completed' with incomplete_details {'reason': 'max_output_tokens'}",
+        ),
         ("incomplete-reason", _fields(incomplete_details={"reason": 8}), "{'reason': 8}"),
         ("only-reasoning", _fields(output=[REASONING_ITEM]), "{'type': 'reasoning', 'id': 'rs_1', 'summary': []}"),
         ("item-not-object", _fields(output=["Sure."]), "['Sure.']"),
         ("part-not-object", _response(lambda b, r: r["output"][0].update(content=["Sure."])), "['Sure.']"),
         ("text-not-string", _part(text=7), "'text': 7"),
         # a stray string item is skipped (not judged here), the message's bad text is judged without tripping on it
-        ("stray-item", _response(lambda b, r: r.update(output=["Sure.", {**r["output"][0], "content": [{"type": "output_text", "text": 7}]}])), "'text': 7}]"),
+        (
+            "stray-item",
+            _response(
+                lambda b, r: r.update(
+                    output=["Sure.", {**r["output"][0], "content": [{"type": "output_text", "text": 7}]}]
+                )
+            ),
+            "'text': 7}]",
+        ),
         ("two-problems", _fields(id="", created_at="today"), "id is ''; created_at is 'today'"),
     ],
     "responses.usage": [
         ("bool", _usage(input_tokens=True), '"input_tokens": true'),
         ("string", _usage(output_tokens="8"), '"output_tokens": "8"'),
-        ("cached-negative", _response(lambda b, r: r["usage"]["input_tokens_details"].update(cached_tokens=-1)), '"cached_tokens": -1'),
-        ("reasoning-bool", _response(lambda b, r: r["usage"]["output_tokens_details"].update(reasoning_tokens=True)), '"reasoning_tokens": true'),
+        (
+            "cached-negative",
+            _response(lambda b, r: r["usage"]["input_tokens_details"].update(cached_tokens=-1)),
+            '"cached_tokens": -1',
+        ),
+        (
+            "reasoning-bool",
+            _response(lambda b, r: r["usage"]["output_tokens_details"].update(reasoning_tokens=True)),
+            '"reasoning_tokens": true',
+        ),
         # every input token cached is within input_tokens: only the reasoning count is wrong
         ("all-cached", _response(_all_cached_reasoning_over), '"reasoning_tokens": 99'),
         ("details-null", _usage(input_tokens_details=None), '"input_tokens_details": null'),
@@ -111,9 +135,17 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("delta-missing", on_events(_first_delta_textless, path=RESPONSES), "got:      xqrnx"),
     ],
     "responses.stream-terminal": [
-        ("none", on_events(lambda b, events: events[:-1], path=RESPONSES), '["response.content_part.done", "response.output_item.done"]'),
+        (
+            "none",
+            on_events(lambda b, events: events[:-1], path=RESPONSES),
+            '["response.content_part.done", "response.output_item.done"]',
+        ),
         ("without-response", _last_event(_without_response), "response.incomplete"),
-        ("response-not-object", _last_event(lambda e: {**e, "response": "resp_1"}), "response.incomplete"),  # crashed the check
+        (
+            "response-not-object",
+            _last_event(lambda e: {**e, "response": "resp_1"}),
+            "response.incomplete",
+        ),  # crashed the check
     ],
     "responses.structured": [
         ("two-errors", _part(text='{"extra": 1}'), '{"extra": 1}'),
@@ -123,14 +155,38 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("text-parts", _response(_split_exclaiming), "'mxqrnx u!'"),
     ],
     "responses.chain": [
-        ("first-turn-uncounted", _response(lambda b, r: r["usage"].update(input_tokens="fifty"), _first_turn), "the first turn's fifty"),
-        ("alone-uncounted", _response(lambda b, r: r["usage"].update(input_tokens="nine"), _alone), "input_tokens >= nine"),
-        ("chained-uncounted", _response(lambda b, r: r["usage"].update(input_tokens="many"), _chained), "got:      many"),
-        ("usage-not-object", _response(lambda b, r: r.update(usage="many"), _chained), "got:      null"),  # crashed the check
+        (
+            "first-turn-uncounted",
+            _response(lambda b, r: r["usage"].update(input_tokens="fifty"), _first_turn),
+            "the first turn's fifty",
+        ),
+        (
+            "alone-uncounted",
+            _response(lambda b, r: r["usage"].update(input_tokens="nine"), _alone),
+            "input_tokens >= nine",
+        ),
+        (
+            "chained-uncounted",
+            _response(lambda b, r: r["usage"].update(input_tokens="many"), _chained),
+            "got:      many",
+        ),
+        (
+            "usage-not-object",
+            _response(lambda b, r: r.update(usage="many"), _chained),
+            "got:      null",
+        ),  # crashed the check
     ],
     "responses.cancel": [
-        ("started-failed", _response(lambda b, r: r.update(status="failed"), lambda b: b.get("background")), "got:      failed"),
-        ("queued-completes", answer_when(_cancel, 200, {"id": "x", "object": "response", "status": "completed"}), "got:      completed"),
+        (
+            "started-failed",
+            _response(lambda b, r: r.update(status="failed"), lambda b: b.get("background")),
+            "got:      failed",
+        ),
+        (
+            "queued-completes",
+            answer_when(_cancel, 200, {"id": "x", "object": "response", "status": "completed"}),
+            "got:      completed",
+        ),
         ("cancel-not-object", answer_when(_cancel, 200, ["cancelled"]), "got:      null"),
         (
             "finished-refused-without-envelope",
@@ -140,7 +196,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
             ),
             '{"detail": "already done"}',
         ),
-        ("unknown-envelope", answer_when(lambda p, b: _unknown(p, b) and p.endswith("/cancel"), 404, NOT_FOUND), '{"detail": "Not Found"}'),
+        (
+            "unknown-envelope",
+            answer_when(lambda p, b: _unknown(p, b) and p.endswith("/cancel"), 404, NOT_FOUND),
+            '{"detail": "Not Found"}',
+        ),
         (
             "finished-cancel-crashes",
             Deviation(

@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/sdk.py`, each its own deviation."""
+
 from __future__ import annotations
 
 import base64
@@ -56,7 +57,11 @@ def _extra_chunk(text: str, path: str = CHAT) -> Deviation:
     """One more text chunk before the one that finishes, so the stream's text is the answer's plus ``text``."""
 
     def events_(body: dict, events: list) -> list:
-        last = max(i for i, e in enumerate(events) if isinstance(e, dict) and e.get("choices") and e["choices"][0].get("finish_reason"))
+        last = max(
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, dict) and e.get("choices") and e["choices"][0].get("finish_reason")
+        )
         extra = copy.deepcopy(events[last])
         extra["choices"][0]["finish_reason"] = None
         if path == CHAT:
@@ -113,7 +118,11 @@ def _finish_length(events: list) -> list:
 
 
 def _without_fragments(events: list) -> list:
-    return [e for e in events if not (isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("tool_calls"))]
+    return [
+        e
+        for e in events
+        if not (isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("tool_calls"))
+    ]
 
 
 def _fragments_changed(change: Callable[[list[dict]], Any]) -> Callable[[list], list]:
@@ -126,7 +135,10 @@ def _fragments_changed(change: Callable[[list[dict]], Any]) -> Callable[[list], 
 
 def _error_after_first_fragment(events: list) -> list:
     first = next(i for i, e in enumerate(events) if _fragments([e]))
-    return events[: first + 1] + [{"error": {"message": "tool engine overloaded", "type": "server_error", "param": None, "code": None}}, "[DONE]"]
+    return events[: first + 1] + [
+        {"error": {"message": "tool engine overloaded", "type": "server_error", "param": None, "code": None}},
+        "[DONE]",
+    ]
 
 
 def _final_text(text: str) -> Callable[[dict, list], list]:
@@ -141,7 +153,8 @@ def _final_text(text: str) -> Callable[[dict, list], list]:
 
 
 def _sdk_message(b: dict) -> bool:
-    """The anthropic SDK's create(): its body puts max_tokens first (the raw request puts model first) and does not stream."""
+    """The anthropic SDK's create(): its body puts max_tokens first (the raw request puts model first) and does not
+    stream."""
     return next(iter(b), None) != "model" and not b.get("stream")
 
 
@@ -150,8 +163,11 @@ def _sdk_message_changed(change: Callable[[dict], None]) -> Deviation:
 
 
 def _sdk_response_text(text: str) -> Deviation:
-    """The SDK's non-streamed responses.create() (sent without ``stream``; the raw request says ``stream: false``) says ``text``."""
-    return on_response(lambda p, b, r: _message_item(r)["content"][0].update(text=text) if "stream" not in b else None, path=RESPONSES)
+    """The SDK's non-streamed responses.create() (sent without ``stream``; the raw request says ``stream: false``) says
+    ``text``."""
+    return on_response(
+        lambda p, b, r: _message_item(r)["content"][0].update(text=text) if "stream" not in b else None, path=RESPONSES
+    )
 
 
 _SHORT = _float32(_vector("hello world", 16)[:15])
@@ -162,12 +178,20 @@ _LONG_COMPLETION = {"choices": [{"text": None}], "note": "0123456789" * 40}
 
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "sdk.chat": [
-        ("content", _second_twin(lambda b, r: _choice(r)["message"].update(content="SDK-only answer")), "SDK-only answer"),
+        (
+            "content",
+            _second_twin(lambda b, r: _choice(r)["message"].update(content="SDK-only answer")),
+            "SDK-only answer",
+        ),
         ("total_tokens", _second_twin(lambda b, r: r["usage"].update(total_tokens=999)), '"total_tokens": 999'),
         ("id", on_response(lambda p, b, r: r.update(id="")), '"id": ""'),
     ],
     "sdk.chat-async": [
-        ("content", _second_twin(lambda b, r: _choice(r)["message"].update(content="SDK-only answer")), "SDK-only answer"),
+        (
+            "content",
+            _second_twin(lambda b, r: _choice(r)["message"].update(content="SDK-only answer")),
+            "SDK-only answer",
+        ),
     ],
     "sdk.chat-stream": [
         ("text", _extra_chunk("EXTRA"), "EXTRA"),
@@ -180,37 +204,81 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("two-finish-reasons", on_events(_finish_twice), '"finish_reasons": ["stop", "length"]'),
     ],
     "sdk.errors": [
-        ("unknown-model-400", answer_when(lambda p, b: p == CHAT and b.get("model") == "no-such-model-pytest-infer", 400, error_body("no such model here")), "no such model here"),
+        (
+            "unknown-model-400",
+            answer_when(
+                lambda p, b: p == CHAT and b.get("model") == "no-such-model-pytest-infer",
+                400,
+                error_body("no such model here"),
+            ),
+            "no such model here",
+        ),
         ("accepted", answer_when(empty_messages, 200, canned_chat()), "no exception"),
         (
             "no-body",
             answer_when(empty_messages, 400, {"error": None}),
-            "expected: an exception carrying the server's message and body\ngot:      BadRequestError('Error code: 400')\nreproduce: curl -sS -X POST ",
+            (
+                "expected: an exception carrying the server's message and body\ngot:      BadRequestError('Error code:"
+                " 400')\nreproduce: curl -sS -X POST "
+            ),
         ),
     ],
     "sdk.errors-stream-async": [
-        ("other-error", answer_when(lambda p, b: empty_messages(p, b) and b.get("stream"), 500, error_body("engine down", "server_error")), "engine down"),
+        (
+            "other-error",
+            answer_when(
+                lambda p, b: empty_messages(p, b) and b.get("stream"), 500, error_body("engine down", "server_error")
+            ),
+            "engine down",
+        ),
     ],
     "sdk.completions": [
-        ("not-an-object", answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, ["a list"]), '["a list"]'),
+        (
+            "not-an-object",
+            answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, ["a list"]),
+            '["a list"]',
+        ),
         ("text-not-string", on_response(lambda p, b, r: r["choices"][0].update(text=7), COMPLETIONS), '"text": 7'),
         ("no-choices", on_response(lambda p, b, r: r.update(choices=[]), COMPLETIONS), '"choices": []'),
-        ("long", answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, _LONG_COMPLETION), json.dumps(_LONG_COMPLETION)[280:300] + "\nreproduce: "),
+        (
+            "long",
+            answer_when(lambda p, b: p == COMPLETIONS and not b.get("stream"), 200, _LONG_COMPLETION),
+            json.dumps(_LONG_COMPLETION)[280:300] + "\nreproduce: ",
+        ),
         ("sync", _second_twin(lambda b, r: r["choices"][0].update(text="SDK-only text"), COMPLETIONS), "SDK-only text"),
         ("stream", _extra_chunk("EXTRA", COMPLETIONS), "EXTRA"),
     ],
     "sdk.tool-stream": [
         ("no-call", _tool_stream(_without_fragments), "got:      {}"),
         ("arguments", on_events(_first_arguments_cut), '"arguments": "{\\"x\\""'),
-        ("no-name", _tool_stream(_fragments_changed(lambda frags: frags[0]["function"].update(name=None))), '"name": ""'),
+        (
+            "no-name",
+            _tool_stream(_fragments_changed(lambda frags: frags[0]["function"].update(name=None))),
+            '"name": ""',
+        ),
         ("sdk-error", _tool_stream(_error_after_first_fragment), "tool engine overloaded"),
-        ("after-length", chain(_tool_stream(_finish_length, seed=1234), _tool_stream(_fragments_changed(lambda frags: frags[0]["function"].update(name=None)), seed=1235)), '"name": ""'),
-        ("length-without-fragments", _tool_stream(lambda events: _finish_length(_without_fragments(events))), "got:      {}"),
+        (
+            "after-length",
+            chain(
+                _tool_stream(_finish_length, seed=1234),
+                _tool_stream(_fragments_changed(lambda frags: frags[0]["function"].update(name=None)), seed=1235),
+            ),
+            '"name": ""',
+        ),
+        (
+            "length-without-fragments",
+            _tool_stream(lambda events: _finish_length(_without_fragments(events))),
+            "got:      {}",
+        ),
     ],
     "sdk.embeddings": [
         ("values", _sdk_vectors(lambda text: _b64([0.25] * 16)), "[0.25, 0.25, 0.25, 0.25]"),
         ("shorter", _sdk_vectors(lambda text: _b64(_vector(text, 16)[:15])), json.dumps(_SHORT[:4])),
-        ("near", _sdk_vectors(lambda text: _b64([_vector(text, 16)[0] + 0.0015] + _vector(text, 16)[1:])), json.dumps(_NEAR[:4])),
+        (
+            "near",
+            _sdk_vectors(lambda text: _b64([_vector(text, 16)[0] + 0.0015] + _vector(text, 16)[1:])),
+            json.dumps(_NEAR[:4]),
+        ),
         ("not-base64", _sdk_vectors(lambda text: "abc"), "Incorrect padding"),
         # these two crashed the check (TypeError on len() / a - b) before it judged what the SDK hands on unchanged
         ("number", _sdk_vectors(lambda text: 7), "got:      7"),

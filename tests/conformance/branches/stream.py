@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/stream.py`, each its own deviation."""
+
 from __future__ import annotations
 
 import copy
@@ -30,7 +31,10 @@ def _first_choice(change: Callable[[dict], None]) -> Callable[[int, dict], None]
 
 
 def _usage_chunk(usage: object) -> Deviation:
-    return _each_chunk(lambda i, c: c.update(usage=usage) if "usage" in c else None, lambda body: bool((body.get("stream_options") or {}).get("include_usage")))
+    return _each_chunk(
+        lambda i, c: c.update(usage=usage) if "usage" in c else None,
+        lambda body: bool((body.get("stream_options") or {}).get("include_usage")),
+    )
 
 
 def _other_index_first(body: dict, events: list) -> list:
@@ -68,7 +72,9 @@ def _second_choice_finished_twice(body: dict, events: list) -> list:
             for ch in twin["choices"]:
                 ch["index"] = 1
             out.append(twin)
-    next(e for e in out if isinstance(e, dict) and e.get("choices") and e["choices"][0]["index"] == 1)["choices"][0]["finish_reason"] = "stop"
+    next(e for e in out if isinstance(e, dict) and e.get("choices") and e["choices"][0]["index"] == 1)["choices"][0][
+        "finish_reason"
+    ] = "stop"
     return out
 
 
@@ -91,7 +97,11 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("no-chunks", on_events(lambda body, events: ["[DONE]"]), "data: [DONE]"),
     ],
     "stream.chunk-identity": [
-        ("object", _each_chunk(lambda i, c: c.update(object="chat.completion") if i == 1 else None), '["chat.completion", "chat.completion.chunk"]'),
+        (
+            "object",
+            _each_chunk(lambda i, c: c.update(object="chat.completion") if i == 1 else None),
+            '["chat.completion", "chat.completion.chunk"]',
+        ),
         ("empty-id", _each_chunk(lambda i, c: c.update(id="")), 'got:      [""]'),
         ("created-changes", _each_chunk(lambda i, c: c.update(created=1) if i == 1 else None), '["1", "'),
         ("created-not-int", _each_chunk(lambda i, c: c.update(created="today")), '["today"]'),
@@ -109,29 +119,56 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "stream.one-finish-reason": [
         ("no-choices", _each_chunk(lambda i, c: c.update(choices=[])), "got:      {}"),
         ("no-index", on_events(_no_index_finished_twice), '{"0": 2}'),
-        ("choice-not-object", _each_chunk(lambda i, c: c.update(choices=["x"])), '{"\'x\'": 0}'),  # crashed
+        ("choice-not-object", _each_chunk(lambda i, c: c.update(choices=["x"])), "{\"'x'\": 0}"),  # crashed
         ("second-choice-twice", on_events(_second_choice_finished_twice), 'got:      {"0": 1, "1": 2}'),
     ],
     "stream.stop": [
         (
             "finish-reason",
-            _each_chunk(lambda i, c: [ch.update(finish_reason="length") for ch in c["choices"] if ch.get("finish_reason")], lambda body: bool(body.get("stop"))),
+            _each_chunk(
+                lambda i, c: [ch.update(finish_reason="length") for ch in c["choices"] if ch.get("finish_reason")],
+                lambda body: bool(body.get("stop")),
+            ),
             '"finish_reasons": ["length"]',
         ),
     ],
     "stream.usage-off": [
-        ("usage-in-content-chunk", _each_chunk(lambda i, c: c.update(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}) if i == 1 else None), '"usage": {"prompt_tokens": 1'),
+        (
+            "usage-in-content-chunk",
+            _each_chunk(
+                lambda i, c: (
+                    c.update(usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}) if i == 1 else None
+                )
+            ),
+            '"usage": {"prompt_tokens": 1',
+        ),
         ("empty-choices", on_events(_empty_choices_chunk), '"choices": []'),
     ],
     "stream.include-usage": [
-        ("zero-completion", _usage_chunk({"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}), '"completion_tokens": 0'),
-        ("over-limit", _usage_chunk({"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}), '"completion_tokens": 9'),
-        ("not-int", _usage_chunk({"prompt_tokens": "3", "completion_tokens": 2, "total_tokens": 5}), '"prompt_tokens": "3"'),
+        (
+            "zero-completion",
+            _usage_chunk({"prompt_tokens": 3, "completion_tokens": 0, "total_tokens": 3}),
+            '"completion_tokens": 0',
+        ),
+        (
+            "over-limit",
+            _usage_chunk({"prompt_tokens": 3, "completion_tokens": 9, "total_tokens": 12}),
+            '"completion_tokens": 9',
+        ),
+        (
+            "not-int",
+            _usage_chunk({"prompt_tokens": "3", "completion_tokens": 2, "total_tokens": 5}),
+            '"prompt_tokens": "3"',
+        ),
         ("usage-not-object", _usage_chunk(5), "got:      5\n"),  # crashed
     ],
     "stream.error-event": [
         ("not-last", on_events(_error_at("first")), '{"error": {"message": "engine hiccup"'),
         ("no-done", on_events(_error_at("end")), '{"error": {"message": "engine hiccup"'),
-        ("message-not-string", on_events(lambda body, events: events[:2] + [{"error": {"message": 5, "type": "server_error"}}, "[DONE]"]), '"message": 5'),
+        (
+            "message-not-string",
+            on_events(lambda body, events: events[:2] + [{"error": {"message": 5, "type": "server_error"}}, "[DONE]"]),
+            '"message": 5',
+        ),
     ],
 }

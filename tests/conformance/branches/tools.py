@@ -1,4 +1,5 @@
 """Further failure branches of the checks in `pytest_infer/conformance/checks/tools.py`, each its own deviation."""
+
 from __future__ import annotations
 
 import copy
@@ -11,10 +12,15 @@ from ..deviations import CHAT, _choice, _first_arguments_cut, _fragments, answer
 
 
 def _forced(change: Callable[[dict], None], *, seed: int | None = None) -> Deviation:
-    """``change`` on the choice of a non-streamed forced call (tool_choice 'required', one call), optionally for one seed only."""
+    """``change`` on the choice of a non-streamed forced call (tool_choice 'required', one call), optionally for one
+    seed only."""
 
     def response(p: str, body: dict, resp: dict) -> None:
-        if body.get("tool_choice") == "required" and not body.get("parallel_tool_calls") and seed in (None, body.get("seed")):
+        if (
+            body.get("tool_choice") == "required"
+            and not body.get("parallel_tool_calls")
+            and seed in (None, body.get("seed"))
+        ):
             change(_choice(resp))
 
     return on_response(response)
@@ -43,10 +49,15 @@ def _none(change: Callable[[dict], None]) -> Deviation:
 
 
 def _streamed(change: Callable[[list[dict]], None], *, seed: int | None = None) -> Deviation:
-    """``change(fragments)`` on the call fragments of a streamed forced call (one call), optionally for one seed only."""
+    """``change(fragments)`` on the call fragments of a streamed forced call (one call), optionally for one seed
+    only."""
 
     def events_(body: dict, events: list) -> list:
-        if body.get("tool_choice") != "required" or body.get("parallel_tool_calls") or seed not in (None, body.get("seed")):
+        if (
+            body.get("tool_choice") != "required"
+            or body.get("parallel_tool_calls")
+            or seed not in (None, body.get("seed"))
+        ):
             return events
         events = copy.deepcopy(events)
         change(_fragments(events))
@@ -110,7 +121,8 @@ def _parallel_same_id_and_type_tool(p: str, body: dict, resp: dict) -> None:
 
 
 def _parallel_first_renamed_and_cut(body: dict, events: list) -> list:
-    """Streamed parallel calls whose call 0 names an unknown tool and has arguments that never close: two problems at once."""
+    """Streamed parallel calls whose call 0 names an unknown tool and has arguments that never close: two problems at
+    once."""
     events = _first_arguments_cut(body, copy.deepcopy(events))
     _fragments(events)[0]["function"].update(name="get_tomorrow")
     return events
@@ -119,7 +131,11 @@ def _parallel_first_renamed_and_cut(body: dict, events: list) -> list:
 BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
     "tools.required": [
         ("not-a-list", _forced(lambda c: c["message"].update(tool_calls={"id": "call_obj"})), "{'id': 'call_obj'}"),
-        ("call-not-object", _forced(lambda c: c["message"].update(tool_calls=["get_weather"])), "type is 'get_weather'"),
+        (
+            "call-not-object",
+            _forced(lambda c: c["message"].update(tool_calls=["get_weather"])),
+            "type is 'get_weather'",
+        ),
         ("no-id", _forced(_call(id="")), '"id": ""'),
         ("id-not-string", _forced(_call(id=7)), '"id": 7'),
         ("type", _forced(_call(type="tool")), "type is 'tool'"),
@@ -132,47 +148,173 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("two-problems", _forced(_both(_call(type="tool"), _function(arguments="{x"))), "'{x'"),
         ("finish-reason", _forced(lambda c: c.update(finish_reason="eos_token")), "eos_token"),
         # get_time is one of the offered tools: only the finish_reason is wrong
-        ("get_time-and-finish-reason", _forced(_both(_function(name="get_time"), lambda c: c.update(finish_reason="eos_token"))), "got:      eos_token"),
-        ("cut-text", _forced(lambda c: c.update(message={"role": "assistant", "content": "Sure, the wea"}, finish_reason="length")), "Sure, the wea"),
-        ("after-length", chain(_forced(lambda c: c.update(finish_reason="length"), seed=1234), _forced(_call(type="tool_x"), seed=1235)), "type is 'tool_x'"),
+        (
+            "get_time-and-finish-reason",
+            _forced(_both(_function(name="get_time"), lambda c: c.update(finish_reason="eos_token"))),
+            "got:      eos_token",
+        ),
+        (
+            "cut-text",
+            _forced(
+                lambda c: c.update(message={"role": "assistant", "content": "Sure, the wea"}, finish_reason="length")
+            ),
+            "Sure, the wea",
+        ),
+        (
+            "after-length",
+            chain(
+                _forced(lambda c: c.update(finish_reason="length"), seed=1234), _forced(_call(type="tool_x"), seed=1235)
+            ),
+            "type is 'tool_x'",
+        ),
     ],
     "tools.named": [
-        ("two-problems", _when_tools(lambda b, c: _function(name="get_weather", arguments="{x")(c) if isinstance(b.get("tool_choice"), dict) else None), "'{x'"),
+        (
+            "two-problems",
+            _when_tools(
+                lambda b, c: (
+                    _function(name="get_weather", arguments="{x")(c) if isinstance(b.get("tool_choice"), dict) else None
+                )
+            ),
+            "'{x'",
+        ),
     ],
     "tools.none": [
-        ("call-alone", _none(lambda c: c["message"].update(tool_calls=[{"id": "call_none", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}])), "call_none"),
-        ("finish-tool_calls", _none(lambda c: c.update(finish_reason="tool_calls", message={"role": "assistant", "content": "No call here."})), "No call here."),
+        (
+            "call-alone",
+            _none(
+                lambda c: c["message"].update(
+                    tool_calls=[
+                        {"id": "call_none", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+                    ]
+                )
+            ),
+            "call_none",
+        ),
+        (
+            "finish-tool_calls",
+            _none(
+                lambda c: c.update(
+                    finish_reason="tool_calls", message={"role": "assistant", "content": "No call here."}
+                )
+            ),
+            "No call here.",
+        ),
         ("content-null", _none(lambda c: c["message"].update(content=None)), '"content": null'),
     ],
     "tools.stream-fragments": [
-        ("not-an-object", _streamed(lambda frags: frags[1].update(function="get_weather")), "'function': 'get_weather'"),
+        (
+            "not-an-object",
+            _streamed(lambda frags: frags[1].update(function="get_weather")),
+            "'function': 'get_weather'",
+        ),
         ("index-not-int", _streamed(lambda frags: [f.update(index="0") for f in frags]), "'index': '0'"),
         ("changed-id", _streamed(lambda frags: frags[1].update(id="call_other")), "to call_other"),
-        ("two-problems", _streamed(lambda frags: (frags[0].pop("id"), frags[2].update(id="call_late"))), "to call_late"),
+        (
+            "two-problems",
+            _streamed(lambda frags: (frags[0].pop("id"), frags[2].update(id="call_late"))),
+            "to call_late",
+        ),
         ("unknown-name", _streamed(_rename_first("get_tomorrow")), "names 'get_tomorrow'"),
         ("type", _streamed(lambda frags: frags[0].update(type="tool")), "type is 'tool'"),
         # crashed the check (TypeError: can only concatenate str) before the fix
-        ("arguments-object", _streamed(lambda frags: frags[1]["function"].update(arguments={"x": 1})), "{'arguments': {'x': 1}}"),
+        (
+            "arguments-object",
+            _streamed(lambda frags: frags[1]["function"].update(arguments={"x": 1})),
+            "{'arguments': {'x': 1}}",
+        ),
         ("arguments", on_events(_first_arguments_cut), "'{\"x\"'"),
         # get_time is one of the offered tools: only the arguments are wrong
-        ("get_time-and-arguments", chain(_streamed(_rename_first("get_time")), on_events(_first_arguments_cut)), "got:      call 0 arguments '{\"x\"'"),
-        ("after-length", chain(on_events(_finished("length", seed=1234)), _streamed(_rename_first("get_tomorrow"), seed=1235)), "names 'get_tomorrow'"),
+        (
+            "get_time-and-arguments",
+            chain(_streamed(_rename_first("get_time")), on_events(_first_arguments_cut)),
+            "got:      call 0 arguments '{\"x\"'",
+        ),
+        (
+            "after-length",
+            chain(on_events(_finished("length", seed=1234)), _streamed(_rename_first("get_tomorrow"), seed=1235)),
+            "names 'get_tomorrow'",
+        ),
         ("length-without-fragments", on_events(_finished("length", drop_calls=True)), "tool_calls is []"),
-        ("two-problems-joined", chain(_streamed(_rename_first("get_tomorrow")), on_events(_first_arguments_cut)), "('get_weather', 'get_time'); call 0 arguments '{\"x\"'"),
+        (
+            "two-problems-joined",
+            chain(_streamed(_rename_first("get_tomorrow")), on_events(_first_arguments_cut)),
+            "('get_weather', 'get_time'); call 0 arguments '{\"x\"'",
+        ),
     ],
     "tools.result-message": [
-        ("content-null", on_response(lambda p, b, r: _choice(r)["message"].update(content=None) if any(m.get("role") == "tool" for m in b.get("messages") or []) else None), '"content": null'),
+        (
+            "content-null",
+            on_response(
+                lambda p, b, r: (
+                    _choice(r)["message"].update(content=None)
+                    if any(m.get("role") == "tool" for m in b.get("messages") or [])
+                    else None
+                )
+            ),
+            '"content": null',
+        ),
     ],
     "tools.auto": [
-        ("finish-reason", _when_tools(lambda b, c: c.update(finish_reason="stop") if b.get("tool_choice", "auto") == "auto" else None), '"finish_reason": "stop"'),
-        ("default-only", _when_tools(lambda b, c: c.update(message={"role": "assistant", "content": "I cannot."}, finish_reason="stop") if "tool_choice" not in b else None), "I cannot."),
-        ("other-tool", _when_tools(lambda b, c: c["message"]["tool_calls"][0]["function"].update(name="get_time") if b.get("tool_choice", "auto") == "auto" else None), "names 'get_time'"),
-        ("two-problems", _when_tools(lambda b, c: _function(name="get_time", arguments="{x")(c) if b.get("tool_choice", "auto") == "auto" else None), "('get_weather',); call 0 arguments '{x'"),
+        (
+            "finish-reason",
+            _when_tools(
+                lambda b, c: c.update(finish_reason="stop") if b.get("tool_choice", "auto") == "auto" else None
+            ),
+            '"finish_reason": "stop"',
+        ),
+        (
+            "default-only",
+            _when_tools(
+                lambda b, c: (
+                    c.update(message={"role": "assistant", "content": "I cannot."}, finish_reason="stop")
+                    if "tool_choice" not in b
+                    else None
+                )
+            ),
+            "I cannot.",
+        ),
+        (
+            "other-tool",
+            _when_tools(
+                lambda b, c: (
+                    c["message"]["tool_calls"][0]["function"].update(name="get_time")
+                    if b.get("tool_choice", "auto") == "auto"
+                    else None
+                )
+            ),
+            "names 'get_time'",
+        ),
+        (
+            "two-problems",
+            _when_tools(
+                lambda b, c: (
+                    _function(name="get_time", arguments="{x")(c) if b.get("tool_choice", "auto") == "auto" else None
+                )
+            ),
+            "('get_weather',); call 0 arguments '{x'",
+        ),
     ],
     "tools.parallel": [
         ("indices", on_events(_parallel_shifted), "[1, 2]"),
-        ("two-problems", on_response(_parallel_same_id_and_type_tool), "call 0 type is 'tool'; call 1 type is 'tool'; duplicate call ids"),
-        ("stream-error", answer_when(lambda p, b: p == CHAT and b.get("stream") and b.get("parallel_tool_calls"), 500, error_body("boom", "server_error")), "HTTP 200 for streamed parallel calls"),
-        ("two-problems-joined", on_events(_parallel_first_renamed_and_cut), "('get_weather', 'get_time'); call 0 arguments '{\"x\"'"),
+        (
+            "two-problems",
+            on_response(_parallel_same_id_and_type_tool),
+            "call 0 type is 'tool'; call 1 type is 'tool'; duplicate call ids",
+        ),
+        (
+            "stream-error",
+            answer_when(
+                lambda p, b: p == CHAT and b.get("stream") and b.get("parallel_tool_calls"),
+                500,
+                error_body("boom", "server_error"),
+            ),
+            "HTTP 200 for streamed parallel calls",
+        ),
+        (
+            "two-problems-joined",
+            on_events(_parallel_first_renamed_and_cut),
+            "('get_weather', 'get_time'); call 0 arguments '{\"x\"'",
+        ),
     ],
 }
