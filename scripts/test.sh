@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTEST_INFER_VENV:-.venv}/bin/python
 status=0
 echo "== fast lane: -m 'not integration' =="
-"$PY" -m pytest -m "not integration" -n "${PYTEST_INFER_TEST_WORKERS:-auto}" --dist loadgroup "$@" || status=$?
+"$PY" -m pytest -m "not integration" -n "${PYTEST_INFER_TEST_WORKERS:-auto}" "$@" || status=$?
 echo "== integration lane: -m integration =="
 "$PY" -m pytest -m integration "$@"
 lane=$?

@@ -56,9 +56,13 @@ def tool(name: str) -> str:
     return found
 
 
-def test_the_linter_passes_on_the_package_its_suites_and_tests():
+@pytest.mark.parametrize(
+    "command", [("check", "--no-cache"), ("format", "--check", "--no-cache")], ids=["lint", "format"]
+)
+def test_the_linter_and_formatter_pass_on_the_package_its_suites_and_tests(command: tuple[str, ...]):
+    """Lines of at most 120 characters (E501) in the formatter's layout: the formatter is the one arbiter of style."""
     run = subprocess.run(
-        [tool("ruff"), "check", "--no-cache", "pytest_infer", "suites", "tests", "benchmarks"],
+        [tool("ruff"), *command, "pytest_infer", "suites", "tests", "benchmarks", "scripts", "conftest.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,

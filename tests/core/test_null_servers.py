@@ -17,12 +17,12 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import null_servers
 import pytest
+from filelock import FileLock
 
 from pytest_infer.paths import bundled
 from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer
@@ -51,10 +51,6 @@ OPTIONS = (
     "--infer-request-timeout=5",
     "--structured-examples=1", "--structured-shrink-seconds=0", "--structured-timeout=5", "--security-stall=stall.yaml",
 )  # fmt: skip
-# One worker computes the sessions for every test here (scripts/test.sh runs xdist with --dist loadgroup).
-pytestmark = pytest.mark.xdist_group("null-servers")
-# Passes these suites still earn on a null server at this commit, removed by the conformance and structured evidence
-# work (other branches); strict, so the lead sees each one turn into a failure of the mark once fixed.
 
 
 def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> subprocess.Popen:
@@ -78,12 +74,23 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[dict]]]:
+def results(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[str, list[dict]]:
     """Each server's tests from the results files: every null server under every suite, and the SLO control.
 
-    Three sessions at once (a session's imports cost more than a server's tests, so not one per server). Session
-    scope: an xdist worker runs other modules' tests between this group's, which would end a module fixture."""
-    root = tmp_path_factory.mktemp("null-servers")
+    Computed once per run: under xdist the first worker to get here runs the sessions while the others wait on a lock
+    and read what it wrote (``xdist_group`` does not hold the tests on one worker under pytest 9: xdist 3.8 sets
+    ``item._nodeid``, which pytest 9 no longer reads)."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    stored = shared / "null-servers.json"
+    with FileLock(str(stored) + ".lock"):
+        if not stored.is_file():
+            stored.write_text(json.dumps(_run_sessions(shared / "null-servers")))
+    return json.loads(stored.read_text())
+
+
+def _run_sessions(root: Path) -> dict[str, list[dict]]:
+    """Three sessions at once (a session's imports cost more than a server's tests, so not one per server)."""
+    root.mkdir()
     with ExitStack() as stack:
         urls = {f"fake-{mode}": stack.enter_context(FakeServer(make())).base_url for mode, make in NULL_MODES.items()}
         urls |= {f"wsgi-{mode}": stack.enter_context(null_servers.serving(mode)) for mode in null_servers.MODES}
@@ -113,7 +120,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list
                 )
             for test in json.loads(report.read_text())["tests"]:
                 found.setdefault(test["target"], []).append(test)
-    yield found
+    return found
 
 
 def test_the_slo_profile_passes_on_a_correct_server(results):
