@@ -13,12 +13,6 @@ from pytest_infer.testing.fakeserver import MODEL, FakeServer
 from .deviations import BASE
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Listing tests (``--collect-only``, as mutmut does) runs none, so every snapshot is unused: no failure then."""
-    if config.option.collectonly:
-        config.option.warn_unused_snapshots = True
-
-
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeServer]:
     with FakeServer(BASE) as server:

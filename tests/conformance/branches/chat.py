@@ -259,7 +259,7 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("top-logprob-not-number", _first_top(lambda t: t[1].update(logprob="x")), "'logprob': 'x'"),
         ("top-logprob-positive", _first_top(lambda t: t[2].update(logprob=0.5)), "'logprob': 0.5"),
         ("tokens-join", _entries(lambda e: e[0].update(token="#")), "tokens join to '#"),
-        # entry 1 broken too: the failure names the first bad entry only (its full text is pinned by the snapshot)
+        # entry 1 broken too: the failure names the first bad entry only (the case's quoted text says which)
         (
             "two-at-once",
             _entries(lambda e: (e[0].update(logprob=0.5, bytes="ab"), e[1].update(logprob=0.75))),
