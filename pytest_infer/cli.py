@@ -23,7 +23,7 @@ from pathlib import Path
 from .gating.compare import compare
 from .gating.drift import SAFETY, CalibrationError, DriftCalibration, calibrate
 from .gating.rules import RuleError, parse_rules
-from .gating.stats import ALPHA
+from .gating.significance import ALPHA
 from .outcomes import InferError
 from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written

@@ -21,7 +21,7 @@ from ..results.views import CheckCell, check_matrix, target_label
 from ..suite import Finding, Pairing, Table
 from .drift import DriftCalibration
 from .rules import Rule
-from .stats import ALPHA
+from .significance import ALPHA
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed

@@ -29,7 +29,7 @@ FIGURE = {"rate": "capacity_rps", "concurrency": "capacity_concurrency"}
 
 
 @dataclass(slots=True)
-class Probe:
+class CapacityProbe:
     value: float
     status: str  # pass, fail, errors, saturated, invalid
     reason: str
@@ -48,7 +48,7 @@ class Capacity:
     value: float | None  # the highest value that passed; None: not even the first probe did
     ceiling: float | None  # the lowest value that failed; None: every probe up to ``max`` passed
     stopped: str  # why the search ended
-    probes: list[Probe] = field(default_factory=list)
+    probes: list[CapacityProbe] = field(default_factory=list)
     elapsed_s: float = 0.0
 
     @property
@@ -140,7 +140,7 @@ def search(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> Cap
             break
         result = measure(probe_point(point, over, value))
         status, reason = judge_probe(result, s)
-        cap.probes.append(Probe(value, status, reason, result))
+        cap.probes.append(CapacityProbe(value, status, reason, result))
         if status == "invalid":
             cap.stopped = f"an invalid measurement at {over} {value:g}: {reason}"
             break

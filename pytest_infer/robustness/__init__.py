@@ -1,6 +1,6 @@
 """Robustness: bad requests sent safely (deadline, read cap), answers classified and counted per target.
 
-Public API for the bundled suite and users' own abuse tests: ``Case`` (one bad
+Public API for the bundled suite and users' own abuse tests: ``BadRequest`` (one bad
 request), ``Guard`` (sends it, checks the server still serves, counts), and the
 helpers ``envelope_problem`` and ``reproducer``.
 """
@@ -11,7 +11,7 @@ from .._lazy import exports
 
 _NAMES = {
     "Answer": "kit",
-    "Case": "kit",
+    "BadRequest": "kit",
     "Guard": "kit",
     "envelope_problem": "kit",
     "reproducer": "kit",

@@ -39,7 +39,7 @@ SHOWN = 300  # characters of a wrong answer a message quotes
 
 
 @dataclass(slots=True)
-class Case:
+class BadRequest:
     """One bad request. ``body`` is a dict (sent as JSON) or bytes (sent as they are).
 
     ``control`` is the same request without the fault (a JSON body sent to ``path``); by default the kit's
@@ -72,7 +72,7 @@ class Answer:
 REPRODUCER_BODY = 4096  # bytes of body a reproducer spells out; larger ones are described
 
 
-def reproducer(client: Any, case: Case) -> str:
+def reproducer(client: Any, case: BadRequest) -> str:
     """A shell line that sends exactly ``case``: its headers (no Content-Type where it had none, which
     curl would add), and its bytes even when they are not UTF-8, hold a NUL or start with ``@``."""
     line = client.curl("POST", case.path, None, stream=case.stream)  # the URL and the key's variable, no body
@@ -174,7 +174,7 @@ class Guard:
     def count(self, key: str, by: int = 1) -> None:
         self.tally[key] = self.tally.get(key, 0) + by
 
-    def send(self, case: Case) -> Answer:
+    def send(self, case: BadRequest) -> Answer:
         """Send ``case`` with a hard deadline; read at most MAX_BODY bytes of the answer."""
         started = time.monotonic()
         deadline = started + self.timeout
@@ -226,7 +226,7 @@ class Guard:
             return False
         return True
 
-    def serves(self, case: Case, timeout: float | None = None) -> str | None:
+    def serves(self, case: BadRequest, timeout: float | None = None) -> str | None:
         """None if the known-good request ``case`` gets a correct answer now, else what came instead (a stream when
         ``case.stream``, read to its end).
 
@@ -242,16 +242,16 @@ class Guard:
             finally:
                 resp.close()
 
-    def control(self, client: Any, case: Case) -> None:
+    def control(self, client: Any, case: BadRequest) -> None:
         """The positive control of ``case``: the same request without the fault must be answered correctly first,
         or the case is ``Inconclusive`` (a refusal proves nothing where nothing is served), naming it and its curl."""
         good = case.control if case.control is not None else known_good(case.path, self.server.model, case.stream)
         if good is None:
             raise Inconclusive(
                 f"{self.target}: bad request {case.id!r}: no known-good request for {case.path} to show it is "
-                "served (give the Case a control)"
+                "served (give the BadRequest a control)"
             )
-        control = Case(f"{case.id}:control", good, case.path, stream=bool(good.get("stream")))
+        control = BadRequest(f"{case.id}:control", good, case.path, stream=bool(good.get("stream")))
         curl = reproducer(client, control)
         try:
             why = self.serves(control)
@@ -269,7 +269,7 @@ class Guard:
         """None if a normal small chat request gets a correct chat completion now, else why not (and count a death or
         wedge). Any other answer (HTTP 200 ``{}``, an echo, an error) is no service."""
         try:
-            why = self.serves(Case("health", known_good(CHAT, self.server.model)), timeout)
+            why = self.serves(BadRequest("health", known_good(CHAT, self.server.model)), timeout)
         except httpx.TimeoutException:
             return self._mark("wedged", f"a normal request got no answer within {timeout or self.timeout:.0f}s")
         except httpx.TransportError as exc:
@@ -292,7 +292,9 @@ class Guard:
         if self.down is not None and self.health(timeout=min(5.0, self.timeout)) is not None:
             pytest.fail(f"{self.target}: server unusable since an earlier test: {self.down}", pytrace=False)
 
-    def expect_rejected(self, client: Any, case: Case, record: Callable[[str, object], None] | None = None) -> Answer:
+    def expect_rejected(
+        self, client: Any, case: BadRequest, record: Callable[[str, object], None] | None = None
+    ) -> Answer:
         """Assert ``case`` gets a 4xx with the error envelope and the server still serves correctly afterwards; first,
         that the same request without the fault is served (``control``), else the case is inconclusive.
 

@@ -1,7 +1,7 @@
 """Security: every route without the API key, what error answers disclose, one hostile request's cost to the others.
 
 Public API for the bundled suite and users' own security tests: the route probe (``discover``, ``probe_all``,
-``Probe``), the disclosure scan (``scan_body``, ``scan_headers``, ``Leak``), the stall measurement (``measure``,
+``RouteProbe``), the disclosure scan (``scan_body``, ``scan_headers``, ``Leak``), the stall measurement (``measure``,
 ``HOSTILE``, ``StallLimits``) and the suite's table.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from .._lazy import exports
 
 _NAMES = {
-    "discover": "routes", "probe_all": "routes", "last_answered_before_silence": "routes", "Probe": "routes",
+    "discover": "routes", "probe_all": "routes", "last_answered_before_silence": "routes", "RouteProbe": "routes",
     "PROTECTED": "routes",
     "scan_body": "disclosure", "scan_headers": "disclosure", "Leak": "disclosure", "environment_secrets": "disclosure",
     "sent_strings": "disclosure",

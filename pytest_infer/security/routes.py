@@ -158,7 +158,7 @@ def _answered(status: int | str, body: str) -> bool:
 
 
 @dataclass(slots=True)
-class Probe:
+class RouteProbe:
     """One route's answers: with the right key, without one, with a wrong one (HTTP status, or the transport error)."""
 
     path: str
@@ -212,7 +212,7 @@ def _send(base_url: str, method: str, path: str, body: dict | None, headers: dic
         return type(exc).__name__, ""
 
 
-def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
+def probe(base_url: str, api_key: str, route: Route, model: str) -> RouteProbe:
     method, body = probe_request(route, model)
     keyed, text = _send(base_url, method, route.path, body, {"Authorization": f"Bearer {api_key}"})
     wrong_method = method not in route.methods
@@ -220,7 +220,7 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
         reached = keyed == 405
     else:  # a read route may say nothing (an empty 200 from /health); a generating one must answer
         reached = isinstance(keyed, int) and 200 <= keyed < 300 if route.kind == "read" else _answered(keyed, text)
-    found = Probe(route.path, route.kind, method, route.source, keyed, reached, wrong_method)
+    found = RouteProbe(route.path, route.kind, method, route.source, keyed, reached, wrong_method)
     found.keyed_reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=True)
     if found.reached:
         found.no_key, found.body_no_key = _send(base_url, method, route.path, body, {})
@@ -231,7 +231,7 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> Probe:
     return found
 
 
-def last_answered_before_silence(probes: list[Probe]) -> Probe | None:
+def last_answered_before_silence(probes: list[RouteProbe]) -> RouteProbe | None:
     """Where a server that stopped answering during the probes went silent: the last route whose keyed request got
     anything before the first that could not connect (None: every keyed request connected)."""
     for i, found in enumerate(probes):
@@ -240,7 +240,7 @@ def last_answered_before_silence(probes: list[Probe]) -> Probe | None:
     return None
 
 
-def probe_all(base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0) -> list[Probe]:
+def probe_all(base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0) -> list[RouteProbe]:
     out = []
     for route in routes:
         out.append(probe(base_url, api_key, route, model))

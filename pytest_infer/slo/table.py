@@ -458,7 +458,7 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:
     from ..gating.compare import NOT_GATED
     from ..gating.rules import Rule, rule_for
-    from ..gating.stats import significance
+    from ..gating.significance import significance
     from ..metrics.catalogue import higher_is_better
 
     rule = rule_for(pairing.rules, metric)

@@ -10,14 +10,14 @@ from __future__ import annotations
 from .._lazy import exports
 
 _NAMES = {
-    "FAILURES": "outcome",
-    "MATRIX_CLASSES": "outcome",
-    "Outcome": "outcome",
-    "Verdict": "outcome",
-    "classify_output": "outcome",
-    "is_json_prefix": "outcome",
-    "strict_loads": "outcome",
-    "validate": "outcome",
+    "FAILURES": "classify",
+    "MATRIX_CLASSES": "classify",
+    "Outcome": "classify",
+    "Verdict": "classify",
+    "classify_output": "classify",
+    "is_json_prefix": "classify",
+    "strict_loads": "classify",
+    "validate": "classify",
     "Attempt": "runner",
     "RequestPath": "runner",
     "Sampling": "runner",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .outcome import Outcome
+from .classify import Outcome
 from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner
 from .strategies import token_budget
 

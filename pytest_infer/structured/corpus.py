@@ -11,7 +11,7 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Case:
+class SchemaCase:
     """A hand-written schema for one bug class; ``instance`` is a short value it accepts (the budget)."""
 
     schema: Any
@@ -19,16 +19,16 @@ class Case:
     bug: str
 
 
-CORPUS: dict[str, Case] = {
-    "length-with-pattern": Case(
+CORPUS: dict[str, SchemaCase] = {
+    "length-with-pattern": SchemaCase(
         {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"}, "ab",
         "length bounds dropped next to pattern (xgrammar#749, #895; sglang#37707; vllm#45592)",
     ),
-    "length-with-format": Case(
+    "length-with-format": SchemaCase(
         {"type": "string", "format": "date-time", "maxLength": 20}, "2024-01-01T00:00:00Z",
         "length bounds dropped next to format (xgrammar#749 class)",
     ),
-    "multi-branch-allOf": Case(
+    "multi-branch-allOf": SchemaCase(
         {"allOf": [
             {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
             {"properties": {"b": {"type": "boolean"}}, "required": ["b"]},
@@ -36,40 +36,40 @@ CORPUS: dict[str, Case] = {
         {"a": 0, "b": True},
         "all but one allOf branch silently ignored (vllm#56556)",
     ),
-    "type-list": Case(
+    "type-list": SchemaCase(
         {"type": ["string", "integer"], "maxLength": 3, "maximum": 9}, 0,
         "a list of types bypassed the backend's keyword check (vllm PR #48416)",
     ),
-    "absent-type": Case(
+    "absent-type": SchemaCase(
         {"properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": False}, {"a": 1},
         "a schema without type bypassed the backend's keyword check (vllm#57550)",
     ),
-    "escapes-under-pattern": Case(
+    "escapes-under-pattern": SchemaCase(
         {"type": "string", "pattern": '^"[a-z]"$', "maxLength": 3}, '"a"',
         "quotes must be escaped (\\\") to match; escapes were impossible under string constraints (xgrammar#800)",
     ),
-    "newline-under-pattern": Case(
+    "newline-under-pattern": SchemaCase(
         {"type": "string", "pattern": "^[a-z]\\n[a-z]$", "maxLength": 3}, "a\nb",
         "a newline (\\n escape) required by a pattern under a length bound (xgrammar#800)",
     ),
-    "unicode-escape-const": Case(
+    "unicode-escape-const": SchemaCase(
         {"const": "caf\u00e9 \u2603"}, "caf\u00e9 \u2603", "non-ASCII text must come out exactly (xgrammar#800 class)"
     ),
-    "empty-schema": Case({}, 0, "the empty schema looped on one unbounded number until max_tokens (vllm#52011)"),
-    "enum-behind-ref": Case(
+    "empty-schema": SchemaCase({}, 0, "the empty schema looped on one unbounded number until max_tokens (vllm#52011)"),
+    "enum-behind-ref": SchemaCase(
         {"$defs": {"colour": {"enum": ["red", "green"]}}, "type": "object",
          "properties": {"colour": {"$ref": "#/$defs/colour"}}, "required": ["colour"], "additionalProperties": False},
         {"colour": "red"},
         "enum behind $ref produced unconstrained objects (llama.cpp#8073)",
     ),
-    "schema-not-the-wrapper": Case(
+    "schema-not-the-wrapper": SchemaCase(
         {"type": "integer", "minimum": 0, "maximum": 9}, 0,
         "trtllm-serve 1.2.1 used the {name, schema} wrapper as the schema: the answer must be the integer itself",
     ),
-    "nullable-union": Case(
+    "nullable-union": SchemaCase(
         {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}]}, None, "nullable written as anyOf with null",
     ),
-    "recursive-linked-list": Case(
+    "recursive-linked-list": SchemaCase(
         {"$defs": {"n": {"type": "object",
                          "properties": {"v": {"type": "integer"},
                                         "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},

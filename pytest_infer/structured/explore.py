@@ -25,7 +25,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from .outcome import Outcome
+from .classify import Outcome
 from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner, canonical
 from .strategies import DEFAULT_MAX_DEPTH, schemas_with_instances, token_budget
 

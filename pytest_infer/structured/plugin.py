@@ -232,7 +232,7 @@ def structured_record(infer_session, infer_target):
     """``structured_record(attempt, case=None)``: count an attempt in the keyword x outcome matrix of this target,
     and in the row of its corpus ``case`` when it has one (the gate compares a case's valid share)."""
 
-    from .outcome import matrix_cells
+    from .classify import matrix_cells
     from .strategies import keywords_of
     from .table import case_row
 
@@ -265,7 +265,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 def render_matrix(rows: dict[str, dict[str, int]]) -> list[str]:
     """A keyword x outcome-class table of counts, the "all" row first."""
-    from .outcome import MATRIX_CLASSES
+    from .classify import MATRIX_CLASSES
 
     columns = list(MATRIX_CLASSES) + sorted({c for cells in rows.values() for c in cells} - set(MATRIX_CLASSES))
     order = sorted(rows, key=lambda r: (r != "all", r))

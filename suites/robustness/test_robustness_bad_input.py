@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from pytest_infer.robustness import Case, envelope_problem, reproducer
+from pytest_infer.robustness import BadRequest, envelope_problem, reproducer
 
 pytestmark = pytest.mark.robustness
 
@@ -34,67 +34,73 @@ def over_context(context: int) -> str:
     return "a " * (context + 64)
 
 
-Builder = Callable[[str, int], Case]
+Builder = Callable[[str, int], BadRequest]
 # id -> builder(model, context length). Requests that would be expensive if wrongly accepted
 # are sent streaming: closing the stream after its first bytes aborts the generation.
 CATALOGUE: dict[str, Builder] = {
-    "malformed_json": lambda m, c: Case(
+    "malformed_json": lambda m, c: BadRequest(
         "malformed_json", b'{"model": "%s", "messages": [{"role": "user", "content": "Hello"}' % m.encode()
     ),
-    "wrong_content_type": lambda m, c: Case("wrong_content_type", chat(m), headers={"Content-Type": "text/plain"}),
-    "body_not_an_object": lambda m, c: Case("body_not_an_object", b"[1, 2, 3]"),
-    "messages_not_a_list": lambda m, c: Case("messages_not_a_list", {"model": m, "messages": "Hello", "max_tokens": 4}),
-    "max_tokens_wrong_type": lambda m, c: Case("max_tokens_wrong_type", chat(m, max_tokens="ten")),
-    "temperature_wrong_type": lambda m, c: Case("temperature_wrong_type", chat(m, temperature="hot")),
-    "stream_wrong_type": lambda m, c: Case("stream_wrong_type", chat(m, stream={"on": True})),
-    "content_wrong_type": lambda m, c: Case("content_wrong_type", chat(m, messages=[{"role": "user", "content": 123}])),
-    "missing_messages": lambda m, c: Case("missing_messages", {"model": m, "max_tokens": 4}),
-    "missing_prompt": lambda m, c: Case("missing_prompt", {"model": m, "max_tokens": 4}, path=COMPLETIONS),
-    "empty_messages": lambda m, c: Case("empty_messages", chat(m, messages=[])),
-    "message_without_role": lambda m, c: Case("message_without_role", chat(m, messages=[{"content": "Hello"}])),
-    "unknown_role": lambda m, c: Case("unknown_role", chat(m, messages=[{"role": "wizard", "content": "Hello"}])),
-    "huge_max_tokens": lambda m, c: Case("huge_max_tokens", chat(m, max_tokens=10**9, stream=True), stream=True),
-    "negative_max_tokens": lambda m, c: Case("negative_max_tokens", chat(m, max_tokens=-1)),
-    "negative_temperature": lambda m, c: Case("negative_temperature", chat(m, temperature=-1.0)),
-    "temperature_over_2": lambda m, c: Case("temperature_over_2", chat(m, temperature=3.0)),
-    "top_p_over_1": lambda m, c: Case("top_p_over_1", chat(m, top_p=1.5)),
-    "negative_top_p": lambda m, c: Case("negative_top_p", chat(m, top_p=-0.5)),
-    "presence_penalty_over_2": lambda m, c: Case("presence_penalty_over_2", chat(m, presence_penalty=5.0)),
-    "frequency_penalty_under_minus_2": lambda m, c: Case(
+    "wrong_content_type": lambda m, c: BadRequest(
+        "wrong_content_type", chat(m), headers={"Content-Type": "text/plain"}
+    ),
+    "body_not_an_object": lambda m, c: BadRequest("body_not_an_object", b"[1, 2, 3]"),
+    "messages_not_a_list": lambda m, c: BadRequest(
+        "messages_not_a_list", {"model": m, "messages": "Hello", "max_tokens": 4}
+    ),
+    "max_tokens_wrong_type": lambda m, c: BadRequest("max_tokens_wrong_type", chat(m, max_tokens="ten")),
+    "temperature_wrong_type": lambda m, c: BadRequest("temperature_wrong_type", chat(m, temperature="hot")),
+    "stream_wrong_type": lambda m, c: BadRequest("stream_wrong_type", chat(m, stream={"on": True})),
+    "content_wrong_type": lambda m, c: BadRequest(
+        "content_wrong_type", chat(m, messages=[{"role": "user", "content": 123}])
+    ),
+    "missing_messages": lambda m, c: BadRequest("missing_messages", {"model": m, "max_tokens": 4}),
+    "missing_prompt": lambda m, c: BadRequest("missing_prompt", {"model": m, "max_tokens": 4}, path=COMPLETIONS),
+    "empty_messages": lambda m, c: BadRequest("empty_messages", chat(m, messages=[])),
+    "message_without_role": lambda m, c: BadRequest("message_without_role", chat(m, messages=[{"content": "Hello"}])),
+    "unknown_role": lambda m, c: BadRequest("unknown_role", chat(m, messages=[{"role": "wizard", "content": "Hello"}])),
+    "huge_max_tokens": lambda m, c: BadRequest("huge_max_tokens", chat(m, max_tokens=10**9, stream=True), stream=True),
+    "negative_max_tokens": lambda m, c: BadRequest("negative_max_tokens", chat(m, max_tokens=-1)),
+    "negative_temperature": lambda m, c: BadRequest("negative_temperature", chat(m, temperature=-1.0)),
+    "temperature_over_2": lambda m, c: BadRequest("temperature_over_2", chat(m, temperature=3.0)),
+    "top_p_over_1": lambda m, c: BadRequest("top_p_over_1", chat(m, top_p=1.5)),
+    "negative_top_p": lambda m, c: BadRequest("negative_top_p", chat(m, top_p=-0.5)),
+    "presence_penalty_over_2": lambda m, c: BadRequest("presence_penalty_over_2", chat(m, presence_penalty=5.0)),
+    "frequency_penalty_under_minus_2": lambda m, c: BadRequest(
         "frequency_penalty_under_minus_2", chat(m, frequency_penalty=-5.0)
     ),
-    "top_logprobs_over_20": lambda m, c: Case("top_logprobs_over_20", chat(m, logprobs=True, top_logprobs=50)),
-    "n_zero": lambda m, c: Case("n_zero", chat(m, n=0)),
-    "n_far_over_limit": lambda m, c: Case("n_far_over_limit", chat(m, n=1_000_000, stream=True), stream=True),
-    "seed_over_64_bits": lambda m, c: Case("seed_over_64_bits", chat(m, seed=2**70)),
-    "prompt_over_context": lambda m, c: Case(
+    "top_logprobs_over_20": lambda m, c: BadRequest("top_logprobs_over_20", chat(m, logprobs=True, top_logprobs=50)),
+    "n_zero": lambda m, c: BadRequest("n_zero", chat(m, n=0)),
+    "n_far_over_limit": lambda m, c: BadRequest("n_far_over_limit", chat(m, n=1_000_000, stream=True), stream=True),
+    "seed_over_64_bits": lambda m, c: BadRequest("seed_over_64_bits", chat(m, seed=2**70)),
+    "prompt_over_context": lambda m, c: BadRequest(
         "prompt_over_context", chat(m, messages=[{"role": "user", "content": over_context(c)}])
     ),
-    "prompt_over_context_streaming": lambda m, c: Case(
+    "prompt_over_context_streaming": lambda m, c: BadRequest(
         "prompt_over_context_streaming",
         chat(m, messages=[{"role": "user", "content": over_context(c)}], stream=True),
         stream=True,
     ),
-    "completions_prompt_over_context": lambda m, c: Case(
+    "completions_prompt_over_context": lambda m, c: BadRequest(
         "completions_prompt_over_context", {"model": m, "prompt": over_context(c), "max_tokens": 4}, path=COMPLETIONS
     ),
-    "invalid_utf8": lambda m, c: Case(
+    "invalid_utf8": lambda m, c: BadRequest(
         "invalid_utf8",
         json.dumps(chat(m, messages=[{"role": "user", "content": "@@"}])).encode().replace(b"@@", b"\xff\xfe\xc3"),
     ),
-    "lone_surrogate": lambda m, c: Case(
+    "lone_surrogate": lambda m, c: BadRequest(
         "lone_surrogate", json.dumps(chat(m, messages=[{"role": "user", "content": "\ud800 alone"}])).encode()
     ),
-    "very_large_body": lambda m, c: Case(
+    "very_large_body": lambda m, c: BadRequest(
         # 16 MiB that end in a syntax error: the server must read and refuse it, never tokenize it
         "very_large_body",
         b'{"model": "%s", "messages": [{"role": "user", "content": "' % m.encode() + b"a" * (16 << 20) + b'"}], !',
     ),
-    "deeply_nested_json": lambda m, c: Case(
+    "deeply_nested_json": lambda m, c: BadRequest(
         "deeply_nested_json",
         json.dumps(chat(m))[:-1].encode() + b', "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
     ),
-    "unknown_model": lambda m, c: Case("unknown_model", chat("no-such-model-" + m.replace("/", "-")[-20:])),
+    "unknown_model": lambda m, c: BadRequest("unknown_model", chat("no-such-model-" + m.replace("/", "-")[-20:])),
 }
 
 
@@ -236,7 +242,8 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
     robustness_guard.require_up()
     for stream in (False, True):
         robustness_guard.control(
-            infer_client, Case("generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream)
+            infer_client,
+            BadRequest("generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream),
         )
 
     @GENERATED
@@ -245,7 +252,7 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
     def check(drawn: tuple[dict, bool, list[str]]) -> None:
         body, stream, fields = drawn
         robustness_guard.require_up()
-        case = Case("generated:" + "+".join(fields), body, stream=stream)
+        case = BadRequest("generated:" + "+".join(fields), body, stream=stream)
         robustness_guard.count("tried")
         answer = robustness_guard.send(case)
         robustness_guard.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))

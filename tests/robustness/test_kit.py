@@ -26,7 +26,7 @@ from pytest_infer.client.sse import SSEStream
 from pytest_infer.outcomes import Inconclusive
 from pytest_infer.robustness.kit import (
     Answer,
-    Case,
+    BadRequest,
     Guard,
     completion_problem,
     envelope_problem,
@@ -185,20 +185,22 @@ def guard_of(srv: Scripted, *, timeout: float = PATIENT, running: bool = True, a
     return Guard("t1", Process(running), Endpoint(srv.base_url, "tiny", api_key, timeout), {})
 
 
-# --- Case, Answer ------------------------------------------------------------------------------
+# --- BadRequest, Answer ------------------------------------------------------------------------------
 def test_a_case_defaults_to_a_json_chat_request_read_whole_with_the_routes_control():
-    assert Case("c", {}) == Case("c", {}, "/v1/chat/completions", {"Content-Type": "application/json"}, False, None)
+    assert BadRequest("c", {}) == BadRequest(
+        "c", {}, "/v1/chat/completions", {"Content-Type": "application/json"}, False, None
+    )
 
 
 def test_bytes_are_sent_as_they_are():
     body = b'{"broken": \xff'
-    assert Case("c", body).content() is body
+    assert BadRequest("c", body).content() is body
 
 
 def test_a_dict_is_sent_as_utf8_json_even_with_a_lone_surrogate():
     """Non-ASCII stays raw UTF-8 (not \\u escapes) and a lone surrogate is encoded, not refused: both are test
     inputs."""
-    assert Case("c", {"text": "é", "half": "\ud800"}).content() == b'{"text": "\xc3\xa9", "half": "\xed\xa0\x80"}'
+    assert BadRequest("c", {"text": "é", "half": "\ud800"}).content() == b'{"text": "\xc3\xa9", "half": "\xed\xa0\x80"}'
 
 
 def test_an_answer_defaults_to_no_status_text_time_or_error():
@@ -229,7 +231,7 @@ def test_envelope_problem_names_what_is_wrong(text, problem):
 
 # --- reproducer --------------------------------------------------------------------------------
 def test_a_reproducer_passes_path_and_stream_and_quotes_each_header():
-    case = Case(
+    case = BadRequest(
         "c",
         {"text": "é 'q'"},
         path="/v1/completions",
@@ -244,13 +246,13 @@ def test_a_reproducer_passes_path_and_stream_and_quotes_each_header():
 
 
 def test_a_body_of_the_limit_is_spelled_out():
-    assert reproducer(Curl(), Case("c", b"a" * SPELLED_OUT, headers={})) == (
+    assert reproducer(Curl(), BadRequest("c", b"a" * SPELLED_OUT, headers={})) == (
         "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-raw " + "a" * SPELLED_OUT
     )
 
 
 def test_a_body_over_the_limit_is_described_not_spelled_out():
-    assert reproducer(Curl(), Case("c", b"a" * (SPELLED_OUT + 1), headers={})) == (
+    assert reproducer(Curl(), BadRequest("c", b"a" * (SPELLED_OUT + 1), headers={})) == (
         "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-binary @body.json  # body:"
         " 4097 bytes, starting b'" + "a" * 120 + "'"
     )
@@ -259,7 +261,7 @@ def test_a_body_over_the_limit_is_described_not_spelled_out():
 def test_a_non_utf8_body_is_piped_through_printf_with_escapes():
     """Printable ASCII passes as is; a backslash and every byte outside 32..126 become \\0ddd, which POSIX printf %b
     turns back."""
-    case = Case("c", b' ~\x1f\x7f\\\xff"', headers={})
+    case = BadRequest("c", b' ~\x1f\x7f\\\xff"', headers={})
     assert (
         reproducer(Curl(), case)
         == r"""printf '%b' ' ~\0037\0177\0134\0377"' | curl POST /v1/chat/completions body=None stream=False """
@@ -270,7 +272,7 @@ def test_a_non_utf8_body_is_piped_through_printf_with_escapes():
 def test_a_utf8_body_with_a_nul_is_piped_too():
     """An argument cannot carry a NUL: such a body goes through printf although it is valid UTF-8."""
     assert (
-        reproducer(Curl(), Case("c", b'{"a": "\x00"}'))
+        reproducer(Curl(), BadRequest("c", b'{"a": "\x00"}'))
         == r"""printf '%b' '{"a": "\0000"}' | curl POST /v1/chat/completions body=None stream=False """
         r"""-H 'Content-Type: application/json' --data-binary @-"""
     )
@@ -293,7 +295,7 @@ def test_a_reproducer_run_in_a_shell_sends_the_same_request(server, body, header
     """The point of a reproducer: curl delivers the very bytes and headers the test sent (the key from the environment),
     also for a body curl would read as a file name (``@...``), one with a NUL, and a request without Content-Type."""
     server.plan["/bad"] = answer(400, ENVELOPE)
-    case = Case("c", body, path="/bad", headers=headers)
+    case = BadRequest("c", body, path="/bad", headers=headers)
     guard_of(server, api_key="sk-test").send(case)
     with InferClient(Endpoint(server.base_url, "tiny", "sk-test")) as client:
         line = reproducer(client, case)
@@ -315,7 +317,7 @@ def test_a_reproducer_run_in_a_shell_sends_the_same_request(server, body, header
 def test_an_answer_carries_how_long_it_took(server):
     """An answer says how long the server took, as measured, not a default 0."""
     server.plan["/bad"] = late(0.3, answer(400, ENVELOPE))
-    got = guard_of(server).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad"))
     assert got.kind == "4xx" and 0.3 <= got.seconds < PATIENT
 
 
@@ -324,7 +326,7 @@ def test_an_answer_carries_how_long_it_took(server):
 )
 def test_the_status_decides_the_kind(server, status, kind):
     server.plan["/bad"] = answer(status, b"no \xff")
-    got = guard_of(server).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, got.text, got.error) == (kind, status, "no \ufffd", "")
     assert 0 <= got.seconds < PATIENT
 
@@ -332,7 +334,7 @@ def test_the_status_decides_the_kind(server, status, kind):
 def test_send_sends_the_case_bytes_its_headers_and_the_key(server):
     server.plan["/bad"] = answer(400, ENVELOPE)
     guard_of(server, api_key="sk-test").send(
-        Case("c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"})
+        BadRequest("c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"})
     )
     [(method, path, headers, body)] = server.seen
     assert (method, path, body) == ("POST", "/bad", b"\x00raw")
@@ -345,19 +347,19 @@ def test_send_sends_the_case_bytes_its_headers_and_the_key(server):
 
 def test_an_answer_in_parts_is_read_whole(server):
     server.plan["/bad"] = answer(200, b"first ", b"second", gap=0.05)
-    assert guard_of(server).send(Case("c", b"{}", path="/bad")).text == "first second"
+    assert guard_of(server).send(BadRequest("c", b"{}", path="/bad")).text == "first second"
 
 
 def test_a_refused_stream_is_read_whole(server):
     server.plan["/bad"] = answer(400, b"first ", b"second", gap=0.05)
-    got = guard_of(server).send(Case("c", b"{}", path="/bad", stream=True))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad", stream=True))
     assert (got.kind, got.status, got.text) == ("4xx", 400, "first second")
 
 
 def test_an_accepted_stream_is_left_after_its_first_bytes(server):
     """A wrongly accepted generation costs its first bytes, not its whole length."""
     server.plan["/bad"] = answer(200, b"data: {}\n\n", hold=True)
-    got = guard_of(server).send(Case("c", b"{}", path="/bad", stream=True))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad", stream=True))
     assert (got.kind, got.status, got.text, got.error) == ("accepted", 200, "data: {}\n\n", "")
     assert got.seconds < PATIENT
 
@@ -366,14 +368,14 @@ def test_a_stream_accepted_after_the_deadline_is_accepted_not_a_hang(server):
     server.plan["/bad"] = late(
         0.8, answer(200, b"data: {}\n\n", gap=0.8, hold=True)
     )  # each wait under the timeout, the first bytes past the deadline
-    got = guard_of(server, timeout=1.5).send(Case("c", b"{}", path="/bad", stream=True))
+    got = guard_of(server, timeout=1.5).send(BadRequest("c", b"{}", path="/bad", stream=True))
     assert (got.kind, got.status, got.text, got.error) == ("accepted", 200, "data: {}\n\n", "")
 
 
 def test_a_stream_answered_300_is_read_until_the_deadline(server):
     """Only a 2xx stream counts as accepted on its first bytes: a 300 trickling past the deadline is a hang."""
     server.plan["/bad"] = answer(300, *[b"x"] * 40, gap=0.1)
-    got = guard_of(server, timeout=SHORT).send(Case("c", b"{}", path="/bad", stream=True))
+    got = guard_of(server, timeout=SHORT).send(BadRequest("c", b"{}", path="/bad", stream=True))
     assert (got.kind, got.status, got.error) == ("hang", 300, "answer still arriving after 1s")
     assert 1 < len(got.text) < 40 and set(got.text) == {"x"}
 
@@ -381,7 +383,7 @@ def test_a_stream_answered_300_is_read_until_the_deadline(server):
 def test_an_answer_trickling_past_the_deadline_is_a_hang_cut_at_the_deadline(server):
     """Each byte comes within the read timeout, so only the kit's own deadline stops the reading."""
     server.plan["/bad"] = answer(400, *[b"x"] * 40, gap=0.1)
-    got = guard_of(server, timeout=SHORT).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server, timeout=SHORT).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, got.error) == ("hang", 400, "answer still arriving after 1s")
     assert 0 < len(got.text) < 40 and set(got.text) == {"x"}
     assert SHORT < got.seconds < 3.0  # not the 4 s the whole answer takes
@@ -389,7 +391,7 @@ def test_an_answer_trickling_past_the_deadline_is_a_hang_cut_at_the_deadline(ser
 
 def test_no_answer_within_the_timeout_is_a_hang(server):
     server.plan["/bad"] = late(3.0, answer(400, ENVELOPE))
-    got = guard_of(server, timeout=SHORT).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server, timeout=SHORT).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, got.text, got.error) == ("hang", None, "", "ReadTimeout after 1s")
     assert SHORT <= got.seconds < 3.0
 
@@ -397,31 +399,31 @@ def test_no_answer_within_the_timeout_is_a_hang(server):
 def test_reading_stops_at_the_cap_without_waiting_for_more(server):
     """The cap's exact size: the connection stays open after a megabyte, so reading one byte more would hang."""
     server.plan["/bad"] = answer(400, b"e" * MEGABYTE, hold=True)
-    got = guard_of(server).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, len(got.text), got.error) == ("4xx", 400, MEGABYTE, "")
 
 
 def test_a_larger_answer_is_cut_at_the_cap(server):
     server.plan["/bad"] = answer(400, b"e" * (3 * MEGABYTE))
-    assert len(guard_of(server).send(Case("c", b"{}", path="/bad")).text) == MEGABYTE
+    assert len(guard_of(server).send(BadRequest("c", b"{}", path="/bad")).text) == MEGABYTE
 
 
 def test_a_dropped_connection_while_the_server_answers_is_dropped(server):
     server.plan["/bad"] = drop
-    got = guard_of(server).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, got.text, got.error) == ("dropped", None, "", DISCONNECTED)
     assert 0 <= got.seconds < PATIENT
 
 
 def test_a_dropped_connection_of_an_exited_process_is_death(server):
     server.plan["/bad"] = drop
-    got = guard_of(server, running=False).send(Case("c", b"{}", path="/bad"))
+    got = guard_of(server, running=False).send(BadRequest("c", b"{}", path="/bad"))
     assert (got.kind, got.status, got.text, got.error) == ("death", None, "", DISCONNECTED)
 
 
 def test_a_dropped_connection_is_death_when_the_port_no_longer_answers(server):
     server.plan = {"/bad": drop, "/v1/models": drop}
-    assert guard_of(server).send(Case("c", b"{}", path="/bad")).kind == "death"
+    assert guard_of(server).send(BadRequest("c", b"{}", path="/bad")).kind == "death"
 
 
 # --- known_good, completion_problem, stream_problem ----------------------------------------------
@@ -558,10 +560,10 @@ def test_stream_problem_names_what_is_not_a_streamed_answer(path, stream, proble
 # --- Guard.serves, Guard.control ------------------------------------------------------------------
 def test_serves_reads_a_stream_to_its_end_and_judges_it(server):
     server.plan["/v1/chat/completions"] = sse(CHUNK, b"data: [DONE]\n\n")
-    assert guard_of(server).serves(Case("c", {}, stream=True)) is None
+    assert guard_of(server).serves(BadRequest("c", {}, stream=True)) is None
     server.plan["/v1/chat/completions"] = sse(CHUNK)
     assert (
-        guard_of(server).serves(Case("c", {}, stream=True))
+        guard_of(server).serves(BadRequest("c", {}, stream=True))
         == "HTTP 200 but the stream is broken: the stream does not end with 'data: [DONE]'"
     )
 
@@ -569,7 +571,7 @@ def test_serves_reads_a_stream_to_its_end_and_judges_it(server):
 def test_serves_caps_the_answer_it_reads(server):
     server.plan["/v1/chat/completions"] = answer(200, b"e" * (2 * MEGABYTE), hold=True)
     with pytest.raises(httpx.ReadError, match="exceeded 1048576 bytes"):
-        guard_of(server).serves(Case("c", {}))
+        guard_of(server).serves(BadRequest("c", {}))
 
 
 CONTROL_OF_BAD = "curl POST /bad body=None stream=False -H 'Content-Type: application/json' --data-raw '{\"n\": 1}'"
@@ -578,7 +580,7 @@ CONTROL_OF_BAD = "curl POST /bad body=None stream=False -H 'Content-Type: applic
 def test_a_served_control_sends_the_known_good_request_of_the_route_and_counts_nothing(server):
     server.plan["/v1/completions"] = sse(b'data: {"choices": [{"text": "Hi"}]}\n\n', b"data: [DONE]\n\n")
     guard = guard_of(server)
-    guard.control(Curl(), Case("c", {"prompt": 1}, path="/v1/completions", stream=True))
+    guard.control(Curl(), BadRequest("c", {"prompt": 1}, path="/v1/completions", stream=True))
     [(method, path, _, body)] = server.seen
     assert (method, path, json.loads(body)) == (
         "POST",
@@ -622,10 +624,10 @@ def test_a_case_at_a_route_without_a_known_good_request_is_inconclusive_unasked(
         Inconclusive,
         match=(
             r"^inconclusive: t1: bad request 'c': no known-good request for /v1/embeddings to show it is served \(give"
-            r" the Case a control\)$"
+            r" the BadRequest a control\)$"
         ),
     ):
-        guard_of(server).control(Curl(), Case("c", {}, path="/v1/embeddings"))
+        guard_of(server).control(Curl(), BadRequest("c", {}, path="/v1/embeddings"))
     assert server.seen == []
 
 
@@ -774,7 +776,7 @@ def test_require_up_rechecks_within_5s_at_most(server, monkeypatch, timeout, rec
 
 
 # --- Guard.expect_rejected ---------------------------------------------------------------------
-BAD = Case("bad", {"n": -1}, path="/bad", control={"n": 1})
+BAD = BadRequest("bad", {"n": -1}, path="/bad", control={"n": 1})
 REPRODUCER = "curl POST /bad body=None stream=False -H 'Content-Type: application/json' --data-raw '{\"n\": -1}'"
 REPRODUCE = "\nreproduce: " + REPRODUCER
 

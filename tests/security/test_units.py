@@ -10,7 +10,7 @@ from pytest_infer.adapters.base import KnownRoute, routes
 from pytest_infer.client.errors import ErrorLog, record_errors
 from pytest_infer.load.trace import RequestTrace
 from pytest_infer.security.disclosure import environment_secrets, scan_body, scan_headers, sent_strings
-from pytest_infer.security.routes import Probe, Route, classify, probe_request
+from pytest_infer.security.routes import Route, RouteProbe, classify, probe_request
 from pytest_infer.security.stall import Hostile, StallLimits, judge
 from pytest_infer.security.table import SecurityTable
 from pytest_infer.suite import Pairing
@@ -45,17 +45,17 @@ def test_a_state_changing_route_is_never_asked_to_act():
 
 
 def test_an_open_route_and_a_refused_one():
-    opened = Probe("/invocations", "generate", "POST", "adapter", 200, True, no_key=200, wrong_key=200)
-    refused = Probe("/v1/completions", "generate", "POST", "openapi", 200, True, no_key=401, wrong_key=401)
-    past_the_key = Probe("/scale", "change-state", "GET", "openapi", 405, True, True, no_key=405, wrong_key=405)
-    unrouted = Probe("/x", "generate", "POST", "openapi", 200, True, no_key=404, wrong_key=401)
+    opened = RouteProbe("/invocations", "generate", "POST", "adapter", 200, True, no_key=200, wrong_key=200)
+    refused = RouteProbe("/v1/completions", "generate", "POST", "openapi", 200, True, no_key=401, wrong_key=401)
+    past_the_key = RouteProbe("/scale", "change-state", "GET", "openapi", 405, True, True, no_key=405, wrong_key=405)
+    unrouted = RouteProbe("/x", "generate", "POST", "openapi", 200, True, no_key=404, wrong_key=401)
     assert (opened.verdict, refused.verdict, past_the_key.verdict, unrouted.verdict) == (
         "open",
         "refused",
         "open",
         "unclear",
     )
-    assert Probe("/x", "generate", "POST", "openapi", 404, False).verdict == "not reached"
+    assert RouteProbe("/x", "generate", "POST", "openapi", 404, False).verdict == "not reached"
 
 
 def test_the_scan_names_each_leak_by_its_field_and_masks_secrets():

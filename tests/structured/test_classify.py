@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pytest_infer.structured import Attempt, Outcome, Verdict, classify_output, is_json_prefix
 from pytest_infer.structured.checks import judge_support
-from pytest_infer.structured.outcome import classify_status
+from pytest_infer.structured.classify import classify_status
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]}
 JSON_VALUES = st.recursive(
@@ -243,7 +243,7 @@ def test_a_prefix_that_already_breaks_the_schema_says_how():
 
 
 def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
-    from pytest_infer.structured.outcome import validate
+    from pytest_infer.structured.classify import validate
 
     keyword, detail = validate({"type": "string", "pattern": "(?<=a"}, "x")  # a pattern jsonschema cannot compile
     assert keyword == "validator-error" and detail.startswith(
@@ -252,7 +252,7 @@ def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
 
 
 def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
-    from pytest_infer.structured.outcome import matrix_cells
+    from pytest_infer.structured.classify import matrix_cells
 
     assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [
         ("all", "invalid"),
