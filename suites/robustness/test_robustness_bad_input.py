@@ -227,8 +227,8 @@ GENERATED = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-# derandomize seeds from the test's source text, so a mere reformat would change the requests: the seed is pinned to
-# the one derandomize gave before the line-length-120 reformat, and the requests stay those of every earlier run.
+# derandomize seeds from the test's source text, so an edit of the test would change the requests; pinned, they stay
+# those of every stored run.
 GENERATED_SEED = 0x719696F069717D0186C2C528C08E88E7228F0BB2F6A101864AEBF13EFB705ED590165AEDB8DA3FF0F6C964484762CA54
 
 
