@@ -366,9 +366,7 @@ class Handler(BaseHTTPRequestHandler):
                     exc.status, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
                 )
             return self._send_json(exc.status, error_body(str(exc), param=exc.param, code=exc.code))
-        except (
-            Exception
-        ) as exc:  # what a real server does with a bug: 500 with the envelope, never a dropped connection
+        except Exception as exc:  # a real server's bug: 500 with the envelope, never a dropped connection
             return self._send_json(500, error_body(f"internal error: {type(exc).__name__}", "internal_server_error"))
         if isinstance(events_or_response, list):
             events = dev.events(self.path, body, events_or_response) if dev.events else events_or_response
