@@ -32,35 +32,17 @@ from ..metrics import (
     summarize,
     validity,
 )
-from ..metrics.catalogue import PER_REQUEST, metric
+from ..metrics.catalogue import CATALOGUE, Metric, confidence_figures, listed_figures, metric
 from ..metrics.judge import judge
 from ..metrics.server_check import cross_check
 from . import LoadPoint
 
-CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
-# the server's one-per-request samples, kept in the results for the gate's significance tests
-SAMPLED = tuple(m for m in PER_REQUEST if m.samples == "request" and not m.client)
-TABLE_FIGURES = (
-    "requests",
-    "failed",
-    "window_s",
-    "output_tokens_per_s",
-    "requests_per_s",
-    "goodput_rps",
-    "attainment",
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "ttfb_p50_ms",
-    "itl_p99_ms",
-    "tpot_p99_ms",
-    "e2e_p99_ms",
-    "prompt_tokens_mean",
-    "output_tokens_mean",
-    "peak_rss_gb",
-    "peak_gpu_memory_gb",
-    "energy_per_output_token_j",
-    "energy_per_request_j",
-)
+
+def sampled() -> list[Metric]:
+    """The server's one-per-request samples, kept in the results for the gate's significance tests."""
+    return [m for m in CATALOGUE if m.per_request and m.samples == "request" and not m.client]
+
+
 # what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept with each figure
 NVML_FIGURES = {"gpu_memory": ("peak_gpu_memory_gb",), "energy": ("energy_per_output_token_j", "energy_per_request_j")}
 LOOP_LAG = metric("loop_lag")
@@ -103,7 +85,7 @@ class PointResult:
                 k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)
             },
             "figures": self.figures(),
-            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m.name, [])] for m in SAMPLED},
+            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m, [])] for m in sampled()},
             "client": self.client,
             "confidence": self.confidence,
             **self.runs[0].describe(),
@@ -123,7 +105,8 @@ class PointResult:
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
         f = self.figures()
-        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in TABLE_FIGURES if k in f))
+        listed = [figure.name for figure in listed_figures()]
+        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in listed if k in f))
         lines.append("  client: " + ", ".join(f"{k}={v}" for k, v in self.client.items()))
         lines += [f"  {k}: {v}" for k, v in self.confidence.items()]
         if self.server is not None:
@@ -362,7 +345,7 @@ def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[st
     return resources
 
 
-def _figures(run: LoadRun, limits: dict[str, float]) -> dict[str, float]:
+def _figures(run: LoadRun, limits: dict[Metric, float]) -> dict[str, float]:
     summary = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits)
     energy = {k: v for k, v in _resources(run.resources, summary, None).items() if k in NVML_FIGURES["energy"]}
     figures = {**summary.figures(), **energy}
@@ -419,10 +402,10 @@ def _judged(
     confidence: dict[str, str] = {}
     per_run = [_figures(run, limits) for run in runs] if len(runs) > 1 else []
     if per_run:
-        for key in CI_FIGURES:
-            values = [f[key] for f in per_run if key in f]
+        for figure in confidence_figures():
+            values = [f[figure.name] for f in per_run if figure.name in f]
             if len(values) == len(runs):
-                confidence[key] = str(confidence_interval(values))
+                confidence[figure.name] = str(confidence_interval(values))
     return PointResult(
         point,
         runs,

@@ -7,24 +7,28 @@ import pytest
 from pytest_infer.metrics import summarize
 from pytest_infer.metrics.catalogue import (
     CATALOGUE,
-    HEADLINE,
     HIGHER,
     LOWER,
     UnknownMetric,
+    confidence_figures,
     direction,
     find,
     headline,
+    headline_figures,
     higher_is_better,
+    listed_figures,
     metric,
+    parse,
     resolve,
     samples_of,
+    stored,
     threshold,
     threshold_keys,
     to_seconds,
     unit,
 )
 from pytest_infer.profiles import available_profiles, load_profile
-from pytest_infer.profiles.evaluate import CI_FIGURES, SAMPLED, TABLE_FIGURES
+from pytest_infer.profiles.evaluate import sampled
 
 from .test_metrics import BASIC, MS, trace
 
@@ -81,7 +85,7 @@ def test_unknown_names_resolve_to_nothing_and_have_no_direction(name):
 
 
 def test_every_headline_figure_has_a_direction_and_the_expected_one():
-    shown = {m.figure(stat): m.better for m, stat in HEADLINE}
+    shown = {f.name: f.better for f in headline_figures()}
     assert shown == {
         "ttft_p50_ms": LOWER,
         "ttft_p99_ms": LOWER,
@@ -116,25 +120,30 @@ def test_direction_units_and_seconds():
 
 
 def test_headline_keeps_the_stored_names_in_catalogue_order():
-    stored = {
-        "output_tps": 300.0,
-        "requests": 100,
-        "ttft_p99_ms": 90.0,
-        "ttft_p50": 41.0,
-        "goodput_rps": 9.5,
-        "ttft_p90_ms": 70.0,
-    }
-    assert list(headline(stored).items()) == [
+    figures = stored(
+        {
+            "output_tps": 300.0,
+            "requests": 100,
+            "ttft_p99_ms": 90.0,
+            "ttft_p50": 41.0,
+            "goodput_rps": 9.5,
+            "ttft_p90_ms": 70.0,
+        }
+    )
+    assert [(str(f), v) for f, v in headline(figures).items()] == [
         ("ttft_p50", 41.0),
         ("ttft_p99_ms", 90.0),
         ("output_tps", 300.0),
         ("goodput_rps", 9.5),
     ]
-    both = {"output_tokens_per_s": 1.0, "output_tps": 2.0}
-    assert headline(both) == {"output_tokens_per_s": 1.0}  # one figure, shown once
-    assert find({"throughput": 5.0, "x": 1.0}, "output_tokens_per_s") == ("throughput", 5.0)
-    assert find({"ttft_mean_ms": 3.0}, "ttft_p50", "ttft_mean") == ("ttft_mean_ms", 3.0)
-    assert find({"x": 1.0}, "ttft_p50") is None
+    both = {parse("output_tokens_per_s"): 1.0, parse("peak_gpu_memory_mib"): 2.0}
+    assert len(stored({"output_tokens_per_s": 1.0, "output_tps": 2.0})) == 1  # one figure, whatever the spelling
+    assert [str(f) for f in both if f in headline(both)] == ["output_tokens_per_s"]
+    found = find(stored({"throughput": 5.0, "x": 1.0}), parse("output_tokens_per_s"))
+    assert found is not None and (str(found[0]), found[1]) == ("throughput", 5.0)
+    found = find(stored({"ttft_mean_ms": 3.0}), parse("ttft_p50"), parse("ttft_mean"))
+    assert found is not None and (str(found[0]), found[1]) == ("ttft_mean_ms", 3.0)
+    assert find(stored({"x": 1.0}), parse("ttft_p50")) is None
 
 
 @pytest.mark.parametrize(
@@ -201,16 +210,18 @@ def test_names_the_suite_stores_are_the_catalogues_own():
     ]
     traces.append(trace(9, **BASIC))
     figures = summarize(traces, 0, 10_000 * MS).figures()
-    for name in [*figures, *CI_FIGURES, *TABLE_FIGURES]:
+    for name in [*figures, *(f.name for f in [*confidence_figures(), *listed_figures()])]:
         if name == "percentile_method":
             continue
         figure = resolve(name)
         assert figure is not None and figure.name == name, name
-    assert [m.figure() for m in SAMPLED] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
+    assert [m.figure() for m in sampled()] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
+    assert [f.name for f in confidence_figures()] == ["output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"]
     assert (
-        samples_of("ttft_p99_ms") == ["ttft_ms", "ttft"]
-        and samples_of("output_tps") == []
-        and samples_of("ttft_n") == []
+        samples_of(parse("ttft_p99_ms")) == [parse("ttft_ms")] == [parse("ttft")]
+        and samples_of(parse("output_tps")) == []
+        and samples_of(parse("ttft_n")) == []
+        and samples_of(parse("median_p99_ms")) == []
     )
 
 
