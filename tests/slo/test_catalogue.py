@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from pytest_infer.metrics import summarize
+from pytest_infer.gating.compare import compare
+from pytest_infer.gating.rules import parse_rules
+from pytest_infer.load.trace import RequestTrace
+from pytest_infer.metrics import summarize, validity
 from pytest_infer.metrics.catalogue import (
     CATALOGUE,
     HIGHER,
     LOWER,
+    Metric,
     UnknownMetric,
     confidence_figures,
     direction,
@@ -19,6 +27,7 @@ from pytest_infer.metrics.catalogue import (
     listed_figures,
     metric,
     parse,
+    register,
     resolve,
     samples_of,
     stored,
@@ -26,9 +35,14 @@ from pytest_infer.metrics.catalogue import (
     threshold_keys,
     to_seconds,
     unit,
+    unregister,
 )
+from pytest_infer.metrics.judge import judge
 from pytest_infer.profiles import available_profiles, load_profile
 from pytest_infer.profiles.evaluate import sampled
+from pytest_infer.reporting.markdown import render_markdown
+from pytest_infer.reporting.terminal import render_gate
+from pytest_infer.results.model import SessionResults, TargetRecord
 
 from .test_metrics import BASIC, MS, trace
 
@@ -231,3 +245,86 @@ def test_the_catalogue_has_one_owner_per_name():
     for m in CATALOGUE:
         assert m.better in (HIGHER, LOWER, None) and m.description
         assert m.client or m.threshold is None or threshold(m.threshold.replace("<q>", "99")).figure.metric is m
+
+
+@pytest.fixture
+def byte_to_token() -> Iterator[Metric]:
+    """A client-side SLO figure added as docs/guide/suites.md says: one catalogue entry, with the function that
+    computes it from one request's metrics. Nothing else in the suite names it."""
+    entry = register(
+        Metric(
+            "byte_to_token",
+            "ms",
+            LOWER,
+            "first byte of the body to the first token: how long a role-only chunk ran ahead of the output",
+            samples="request",
+            headline=("p99",),
+            threshold="byte_to_token_p<q>_ms",
+            per_request=lambda r: [r.ttft_ms - r.ttfb_ms] if r.ok and None not in (r.ttft_ms, r.ttfb_ms) else [],
+            digits=3,
+        )
+    )
+    yield entry
+    unregister(entry)
+
+
+def _requests(gap_ms: int, n: int = 200) -> list[RequestTrace]:
+    """``n`` requests whose first token comes ``gap_ms`` (+-20%) after a role-only first byte."""
+    rng = random.Random(gap_ms)
+    out = []
+    for i in range(n):
+        sent, token = i * 1000, i * 1000 + 10 + round(gap_ms * rng.uniform(0.8, 1.2))
+        out.append(
+            trace(i, sent=sent, first_byte=sent + 10, events=[(token, 1), (token + 5, 1)], end=token + 5, usage=2)
+        )
+    return out
+
+
+def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue_entry(byte_to_token, tmp_path: Path):
+    fast, slow = summarize(_requests(20), 0, 200_000 * MS), summarize(_requests(40), 0, 200_000 * MS)
+    figures = fast.figures()
+    assert figures["byte_to_token_n"] == 200 and 16 <= figures["byte_to_token_p50_ms"] <= 24
+    assert list(figures).index("byte_to_token_n") > list(figures).index("e2e_p99_ms")  # after the built-in ones
+
+    profile = tmp_path / "gap.yaml"
+    profile.write_text(
+        "name: gap\nhardware: {accelerator: cpu}\nmodels:\n  tiny:\n    load_points:\n"
+        "      - {id: c1, concurrency: 1, requests: 200, thresholds: {byte_to_token_p99_ms: 30, max_error_share: 0}}\n"
+    )
+    (point,) = load_profile(profile).load_points("tiny", "vllm")
+    assert validity(fast, point.thresholds, client_busy=0.1) == [] and judge(fast, point.thresholds).status == "pass"
+    verdict = judge(slow, point.thresholds)
+    assert verdict.status == "fail" and [c.name for c in verdict.failures] == ["byte_to_token_p99_ms"]
+
+    results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
+    for target, summary in (("base", fast), ("cand", slow)):
+        results.targets[target] = TargetRecord(id=target, framework="vllm", model="tiny", version=target)
+        results.table("slo").add(
+            {
+                "target": target,
+                "profile": "gap",
+                "load_point": "c1",
+                "concurrency": 1,
+                "verdict": "pass",
+                "interleaved": {"id": "turns", "targets": ["base", "cand"]},
+                "metrics": {k: v for k, v in summary.figures().items() if isinstance(v, (int, float))},
+                "samples": {m.figure(): summary.samples[m] for m in sampled()},  # its samples are kept for the gate
+            }
+        )
+    gate = compare(results, results, parse_rules("byte_to_token_p99:10%"), pairs={"base": "cand"})
+    (regression,) = gate.regressions
+    assert regression.subject == "gap/c1: byte_to_token_p99_ms"
+    assert "limit byte_to_token_p99:10%; samples of byte_to_token_ms (n=200 v 200)" in regression.detail
+    assert any("byte_to_token_p99_ms" in line for line in render_gate(gate))
+    assert "gap/c1 byte_to_token_p99_ms" in render_markdown(results)  # a headline figure of the load point
+
+
+def test_a_registered_metric_cannot_take_a_name_already_given_and_leaves_no_trace():
+    with pytest.raises(ValueError, match="metric name 'tps' is given twice"):
+        register(Metric("tokens_per_s", "tokens/s", HIGHER, "a namesake", aliases=("tps",)))
+    with pytest.raises(ValueError, match="per_request computes a per-request metric"):
+        register(Metric("lonely", "ms", LOWER, "samples of nothing", per_request=lambda r: []))
+    entry = register(Metric("queue_depth", "requests", LOWER, "a load point figure", per_point=lambda s: 0))
+    assert resolve("queue_depth") == entry.at() and summarize([], 0, 10**9).figures()["queue_depth"] == 0
+    unregister(entry)
+    assert resolve("queue_depth") is None and "queue_depth" not in summarize([], 0, 10**9).figures()
