@@ -184,6 +184,7 @@ def pooled(figures: list[ServerFigures]) -> ServerFigures:
     out.under_load = {
         k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})
     }
+    out.counted = {k: sum(f.counted[k] for f in figures) for k in first.counted if all(k in f.counted for f in figures)}
     return out
 
 
@@ -389,8 +390,10 @@ def _judged(
     server: dict[str, Any] | None = None
     scraped = [run.server for run in runs if run.server is not None]
     if scraped:
-        server = pooled(scraped).to_dict()
-        if "prefix_cache_hit_rate" in server:  # a figure of the point, so the gate and the history compare it
+        seen = pooled(scraped)
+        server = seen.to_dict()
+        resources.update(seen.figures())  # figures of the point, so thresholds, the gate and the history take them
+        if "prefix_cache_hit_rate" in server:
             resources["prefix_cache_hit_share"] = server["prefix_cache_hit_rate"]
         checks = [cross_check(run.server, run.traces) for run in runs if run.server is not None]
         problems = [f"run {i + 1}: {p}" if len(checks) > 1 else p for i, c in enumerate(checks) for p in c.problems]
