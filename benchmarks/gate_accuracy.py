@@ -33,6 +33,7 @@ from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 from pytest_infer.adapters.base import Environment
 from pytest_infer.gating.compare import compare
 from pytest_infer.gating.rules import parse_rules
+from pytest_infer.metrics.catalogue import parse
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import engines_dir
 from pytest_infer.results.model import SessionResults
@@ -112,8 +113,9 @@ def effects(
     out = {}
     for point in (p for p in candidate.table("slo").points() if c is None or p.target == c):
         for metric in EFFECT_METRICS:
-            if metric in point.metrics and before.get(point.key, {}).get(metric):
-                out[f"{point.key} {metric}"] = round(100 * (point.metrics[metric] / before[point.key][metric] - 1), 1)
+            figure = parse(metric)
+            if figure in point.metrics and before.get(point.key, {}).get(figure):
+                out[f"{point.key} {metric}"] = round(100 * (point.metrics[figure] / before[point.key][figure] - 1), 1)
     return out
 
 
@@ -125,7 +127,7 @@ def pair_differences(pair: SessionResults) -> dict[str, list[float]]:
     if base is None or cand is None:
         return {}
     return {
-        m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(m, []), cand.runs.get(m, [])) if b]
+        m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(parse(m), []), cand.runs.get(parse(m), [])) if b]
         for m in EFFECT_METRICS
     }
 

@@ -15,7 +15,8 @@ from pytest_infer.load.client import StreamSink
 from pytest_infer.load.rawhttp import _Connection
 from pytest_infer.load.sse import SSEParser, chunk_output, parse_payload
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import summarize
+from pytest_infer.metrics import request_limits, summarize
+from pytest_infer.metrics.catalogue import metric
 
 CHUNK = {
     "id": "chatcmpl-b5dc053f81e3792a",
@@ -95,5 +96,5 @@ def test_summarize_200_requests_of_128_tokens(benchmark):
                 usage_completion_tokens=128,
             )
         )
-    summary = benchmark(lambda: summarize(traces, 0, traces[-1].end_ns, {"ttft_ms": 100}))
-    assert summary.ok == 200 and len(summary.samples["itl"]) == 200 * 127
+    summary = benchmark(lambda: summarize(traces, 0, traces[-1].end_ns, request_limits({"ttft_p99_ms": 100})))
+    assert summary.ok == 200 and len(summary.samples[metric("itl")]) == 200 * 127

@@ -64,7 +64,7 @@ def main() -> int:
     sessions = {n: read(n) for n in [*names(args.calibrate), args.baseline, *names(args.aa), *names(args.slow)]}
     drift = calibrate([(n, sessions[n]) for n in names(args.calibrate)])
     figures = {
-        n: {m: round(v, 2) for p in r.table("slo").points() for m, v in p.metrics.items() if m in SHOWN}
+        n: {str(m): round(v, 2) for p in r.table("slo").points() for m, v in p.metrics.items() if str(m) in SHOWN}
         for n, r in sessions.items()
     }
     out: dict[str, Any] = {
@@ -88,7 +88,7 @@ def main() -> int:
             compare(results, results, rules, pairs={"baseline": "candidate"}, exclusive=True)
         )
         out["figures"][name] = {
-            p.target: {m: round(v, 2) for m, v in p.metrics.items() if m in SHOWN}
+            p.target: {str(m): round(v, 2) for m, v in p.metrics.items() if str(m) in SHOWN}
             for p in results.table("slo").points()
         }
     atomic_write_text(args.output, json.dumps(out, indent=1) + "\n")

@@ -21,6 +21,7 @@ from pathlib import Path
 from fault_proxy import FaultProxy, fault_named
 from gate_accuracy import ROOT, upstream_server
 
+from pytest_infer.metrics.catalogue import parse
 from pytest_infer.results.model import SessionResults
 
 PROFILE = Path(__file__).with_name("timing_sessions_slo.yaml")
@@ -54,7 +55,7 @@ def logged(log: Path, name: str, fault: str) -> None:
 
 def tpot_ms(results: Path) -> float:
     (point,) = SessionResults.read(results).table("slo").points()
-    return point.metrics["tpot_p50_ms"]
+    return point.metrics[parse("tpot_p50_ms")]
 
 
 def main() -> int:

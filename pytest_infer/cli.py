@@ -109,7 +109,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     drift.write(args.output)
     for key, figures in sorted(drift.figures.items()):
-        shown = [f"{m} {d.bound_pct:g}%" for m, d in sorted(figures.items()) if m in DRIFT_SHOWN]
+        shown = [
+            f"{m} {d.bound_pct:g}%"
+            for m, d in sorted(figures.items(), key=lambda i: str(i[0]))
+            if m.name in DRIFT_SHOWN
+        ]
         print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
     print(
         f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"

@@ -174,7 +174,8 @@ class Table:
         return []
 
     def benchmarks(self) -> list[dict[str, Any]]:
-        """Series for pytest-benchmark's JSON: ``{group, metric, label, key, value, runs, verdict}``."""
+        """Series for pytest-benchmark's JSON: ``{group, metric, figure, label, key, value, runs, verdict}`` (``figure``
+        the catalogue's value for the ``metric`` name: its direction and unit)."""
         return []
 
 

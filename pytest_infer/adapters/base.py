@@ -174,6 +174,11 @@ class ServerMetricNames:
     counts tokens only in a histogram); histograms (seconds) by their base name; gauges by name. None:
     the framework does not expose that figure. ``verified``: the names were read off a running server
     (``verified_on``); otherwise they are as the framework documents them, unchecked here.
+
+    ``figures`` adds a load point figure read off the server in one entry, figure name -> sample: a
+    counter's figure is its increase over the run, a gauge's its value at the window's end. The gate
+    compares it like any figure; a catalogue entry of that name (``metrics.catalogue``) gives it a unit,
+    a direction and a threshold key.
     """
 
     path: str = "/metrics"
@@ -191,6 +196,7 @@ class ServerMetricNames:
     kv_cache_usage: str | None = None  # gauge, 0..1
     running: str | None = None  # gauge
     waiting: str | None = None  # gauge
+    figures: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 class Adapter(Protocol):

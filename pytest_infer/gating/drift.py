@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..metrics.catalogue import higher_is_better, resolve
+from ..metrics.catalogue import Figure, parse
 from ..outcomes import InferError
 from ..results.model import SessionResults, atomic_write_text
 
@@ -49,20 +49,23 @@ class Drift:
 
 @dataclass(slots=True)
 class DriftCalibration:
-    figures: dict[str, dict[str, Drift]]  # load point key ("cpu/c1") -> stored figure name -> its drift
+    figures: dict[str, dict[Figure, Drift]]  # load point key ("cpu/c1") -> figure -> its drift
     sessions: list[str] = field(default_factory=list)  # "file#session id" of each session it was computed from
     safety: float = SAFETY
     source: str = ""  # the file it was read from, for the report
 
-    def drift(self, key: str, metric: str) -> Drift | None:
-        return self.figures.get(key, {}).get(metric)
+    def drift(self, key: str, figure: Figure) -> Drift | None:
+        return self.figures.get(key, {}).get(figure)
 
     def describe(self) -> str:
         where = f"{self.source}, " if self.source else ""
         return f"calibration ({where}{len(self.sessions)} sessions, largest move x{self.safety:g})"
 
     def to_dict(self) -> dict[str, Any]:
-        figures = {k: {m: asdict(d) for m, d in sorted(ms.items())} for k, ms in sorted(self.figures.items())}
+        figures = {
+            k: {str(m): asdict(d) for m, d in sorted(ms.items(), key=lambda item: str(item[0]))}
+            for k, ms in sorted(self.figures.items())
+        }
         return {
             "kind": KIND,
             "version": VERSION,
@@ -79,7 +82,7 @@ class DriftCalibration:
                 f"{source or 'the file'} is not a drift calibration (make one with pytest-infer calibrate)"
             )
         try:
-            figures = {k: {m: Drift(**d) for m, d in ms.items()} for k, ms in data["figures"].items()}
+            figures = {k: {parse(m): Drift(**d) for m, d in ms.items()} for k, ms in data["figures"].items()}
             return cls(figures, list(data.get("sessions", [])), float(data.get("safety", SAFETY)), source)
         except (KeyError, TypeError, AttributeError) as exc:
             raise CalibrationError(f"{source or 'the calibration'}: malformed ({type(exc).__name__}: {exc})") from None
@@ -116,8 +119,7 @@ def calibrate(
         for table in results.tables.values():
             for name, figures in table.session_figures(source).items():
                 sessions.setdefault(name, {}).update(figures)
-    medians: dict[tuple[str, str], list[float]] = {}
-    directions: dict[str, bool] = {}
+    medians: dict[tuple[str, Figure], list[float]] = {}
     for name, figures in sessions.items():
         targets = sorted({t for t, _, _ in figures if target in (None, t)})
         if len(targets) > 1:
@@ -126,21 +128,22 @@ def calibrate(
                 "calibrate one version; name it with --target"
             )
         for (tid, key, metric), value in figures.items():
-            figure = resolve(metric)
-            if target in (None, tid) and figure is not None and figure.better is not None:
-                medians.setdefault((key, metric), []).append(value)
-                directions[metric] = higher_is_better(metric)
+            figure = parse(metric)
+            if target in (None, tid) and figure.known and figure.better is not None:
+                medians.setdefault((key, figure), []).append(value)
     sessions = {name: figures for name, figures in sessions.items() if any(target in (None, t) for t, _, _ in figures)}
     if len(sessions) < MIN_SESSIONS:
         raise CalibrationError(
             f"{len(sessions)} session(s) with SLO figures; "
             f"calibrating needs at least {MIN_SESSIONS} of one server version"
         )
-    drifts: dict[str, dict[str, Drift]] = {}
-    for (key, metric), values in sorted(medians.items()):
-        largest = largest_move_pct(values, higher_is_better=directions[metric]) if len(values) >= MIN_SESSIONS else None
+    drifts: dict[str, dict[Figure, Drift]] = {}
+    for (key, figure), values in sorted(medians.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+        largest = (
+            largest_move_pct(values, higher_is_better=figure.higher_is_better) if len(values) >= MIN_SESSIONS else None
+        )
         if largest is not None:
-            drifts.setdefault(key, {})[metric] = Drift(round(largest * safety, 2), round(largest, 2), len(values))
+            drifts.setdefault(key, {})[figure] = Drift(round(largest * safety, 2), round(largest, 2), len(values))
     if not drifts:
         raise CalibrationError(f"no load point was measured validly in {MIN_SESSIONS} or more of the sessions")
     return DriftCalibration(drifts, sorted(sessions), safety)

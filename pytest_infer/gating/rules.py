@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..metrics.catalogue import higher_is_better, resolve, split_unit
+from ..metrics.catalogue import Figure, higher_is_better, parse
 from ..outcomes import InferError
 
-__all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for"]
+__all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for", "worsening"]
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
 _PATTERN = re.compile(r"[*?\[]")
@@ -27,43 +27,48 @@ class RuleError(InferError, ValueError):
     """A ``--infer-fail-on`` entry that does not parse."""
 
 
+def worsening(figure: Figure, before: float, after: float, *, relative: bool = True) -> float:
+    """How much worse ``after`` is than ``before`` (positive: worse): in percent of ``before``, or in the figure's
+    unit."""
+    delta = (before - after) if figure.higher_is_better else (after - before)
+    if not relative:
+        return delta
+    if before == 0:
+        return 0.0 if delta <= 0 else float("inf")
+    return delta / abs(before) * 100.0
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
-    metric: str
+    metric: str  # the figure, or an fnmatch pattern of figure names, as the rule's text names it
     threshold: float
     relative: bool = True
     text: str = ""
+    figure: Figure | None = field(init=False, compare=False, repr=False)  # the figure it names; None: a pattern
 
-    def matches(self, metric: str) -> bool:
-        """Does this rule gate the figure stored as ``metric``?
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "figure", None if _PATTERN.search(self.metric) else parse(self.metric))
+
+    def matches(self, figure: Figure) -> bool:
+        """Does this rule gate ``figure``?
 
         A name matches every spelling of the same figure (an absolute rule only in the same unit); a
         pattern matches the stored name, the catalogue's name, or either without its unit, but
         never a figure with no direction (a request count, the window, a pid). A name the catalogue
         does not know matches itself, with or without a unit suffix.
         """
-        seen = resolve(metric)
-        if _PATTERN.search(self.metric):
-            if seen is not None and seen.better is None:
+        if self.figure is None:
+            if figure.known and figure.better is None:
                 return False
-            names = {metric, split_unit(metric)[0], *((seen.name, split_unit(seen.name)[0]) if seen else ())}
-            return any(fnmatch.fnmatchcase(name, self.metric) for name in names)
-        named = resolve(self.metric)
-        if named is not None and seen is not None:
-            return named.same(seen) and (self.relative or named.unit == seen.unit)
-        return self.metric in (metric, split_unit(metric)[0])
+            return any(fnmatch.fnmatchcase(name, self.metric) for name in figure.names())
+        return self.figure.same(figure) and (self.relative or self.figure.unit == figure.unit)
 
-    def worsening(self, metric: str, before: float, after: float) -> float:
+    def worsening(self, figure: Figure, before: float, after: float) -> float:
         """How much worse ``after`` is than ``before`` (positive: worse), in this rule's terms."""
-        delta = (before - after) if higher_is_better(metric) else (after - before)
-        if not self.relative:
-            return delta
-        if before == 0:
-            return 0.0 if delta <= 0 else float("inf")
-        return delta / abs(before) * 100.0
+        return worsening(figure, before, after, relative=self.relative)
 
-    def exceeded(self, metric: str, before: float, after: float) -> bool:
-        return self.worsening(metric, before, after) > self.threshold
+    def exceeded(self, figure: Figure, before: float, after: float) -> bool:
+        return self.worsening(figure, before, after) > self.threshold
 
     def describe(self) -> str:
         return self.text or f"{self.metric}:{self.threshold:g}{'%' if self.relative else ''}"
@@ -97,6 +102,6 @@ def parse_rules(text: str) -> tuple[Rule, ...]:
     return rules
 
 
-def rule_for(rules: tuple[Rule, ...], metric: str) -> Rule | None:
-    """The first rule that names ``metric`` (rules are checked in the order given)."""
-    return next((r for r in rules if r.matches(metric)), None)
+def rule_for(rules: tuple[Rule, ...], figure: Figure) -> Rule | None:
+    """The first rule that names ``figure`` (rules are checked in the order given)."""
+    return next((r for r in rules if r.matches(figure)), None)

@@ -14,6 +14,10 @@ both saw cancels, which no unpaired test can use.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..metrics.catalogue import Figure
 
 ALPHA = 0.05
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
@@ -30,8 +34,8 @@ class Significance:
         return self.p_value is None or self.p_value < alpha
 
 
-def sample_keys(metric: str) -> list[str]:
-    """Per-request sample names a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``, ``ttft``."""
+def sample_keys(metric: Figure) -> list[Figure]:
+    """The per-request samples a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``."""
     from ..metrics.catalogue import samples_of
 
     return samples_of(metric)
@@ -70,11 +74,11 @@ def paired_worse_test(before: list[float], after: list[float], *, higher_is_bett
 
 
 def significance(
-    metric: str,
+    metric: Figure,
     before_runs: list[float],
     after_runs: list[float],
-    before_samples: dict[str, list[float]],
-    after_samples: dict[str, list[float]],
+    before_samples: dict[Figure, list[float]],
+    after_samples: dict[Figure, list[float]],
     *,
     higher_is_better: bool,
     paired: bool = False,
@@ -91,5 +95,6 @@ def significance(
         b, a = before_samples.get(key, []), after_samples.get(key, [])
         if len(b) >= MIN_SAMPLES and len(a) >= MIN_SAMPLES:
             p = worse_test(b, a, higher_is_better=higher_is_better)
-            return Significance(p, f"samples of {key} (n={len(b)} v {len(a)})")
+            shown = next(k for k in before_samples if k == key)  # as the results spelled it
+            return Significance(p, f"samples of {shown} (n={len(b)} v {len(a)})")
     return Significance(None, "point estimate (no repeated runs)")

@@ -44,6 +44,7 @@ class Snapshot:
     buckets: dict[str, dict[float, float]] = field(
         default_factory=dict
     )  # histogram base name -> le -> cumulative count
+    types: dict[str, str] = field(default_factory=dict)  # sample name -> its family's type ("counter", "gauge", ...)
 
     def value(self, name: str | None) -> float | None:
         return None if name is None else self.values.get(name)
@@ -61,6 +62,7 @@ def parse(text: str, at_ns: int = 0) -> Snapshot:
                     per_le[le] = per_le.get(le, 0.0) + sample.value
                 else:
                     snap.values[sample.name] = snap.values.get(sample.name, 0.0) + sample.value
+                    snap.types[sample.name] = family.type
     except ValueError as exc:
         raise ScrapeError(f"not Prometheus text: {exc}") from exc
     return snap
@@ -148,6 +150,7 @@ class ServerFigures:
     under_load: dict[str, float | None] = field(
         default_factory=dict
     )  # gauges at the window's end (cool-down still running)
+    counted: dict[str, float] = field(default_factory=dict)  # the increase of each counter ``names.figures`` names
     span_s: float = 0.0
     error: str | None = None
 
@@ -180,7 +183,14 @@ class ServerFigures:
                 out[key] = hist.to_dict()
         if self.under_load:
             out["under_load"] = {k: v for k, v in self.under_load.items() if v is not None}
+        if self.counted:
+            out["counted"] = dict(self.counted)
         return out
+
+    def figures(self) -> dict[str, float]:
+        """The load point figures ``names.figures`` names, where the server gave them."""
+        found = {**{k: v for k, v in self.under_load.items() if v is not None}, **self.counted}
+        return {name: found[name] for name in self.names.figures if name in found}
 
 
 COUNTERS = ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "prefix_cache_queries", "preemptions")
@@ -204,6 +214,12 @@ def figures_between(
     out.queue = histogram_delta(before, after, names.queue)
     if under_load is not None:
         out.under_load = {key: under_load.value(getattr(names, key)) for key in GAUGES}
+    for figure, sample in names.figures.items():
+        new = after.value(sample)
+        if new is not None and after.types.get(sample) == "counter":
+            out.counted[figure] = new - (before.value(sample) or 0.0)
+        elif under_load is not None:
+            out.under_load[figure] = under_load.value(sample)
     return out
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from .._lazy import exports
 
 _NAMES = {
-    "CATALOGUE": "catalogue", "Metric": "catalogue", "UnknownMetric": "catalogue", "headline": "catalogue",
-    "higher_is_better": "catalogue", "resolve": "catalogue", "threshold": "catalogue",
+    "CATALOGUE": "catalogue", "Figure": "catalogue", "Metric": "catalogue", "UnknownMetric": "catalogue",
+    "headline": "catalogue", "higher_is_better": "catalogue", "parse": "catalogue", "register": "catalogue",
+    "resolve": "catalogue", "stored": "catalogue", "threshold": "catalogue", "unregister": "catalogue",
     "RequestMetrics": "definitions", "request_metrics": "definitions",
     "Check": "judge", "ValidityRules": "judge", "Verdict": "judge", "request_limits": "judge", "validity": "judge",
     "PERCENTILE_METHOD": "stats", "Estimate": "stats", "InsufficientSamples": "stats", "confidence_interval": "stats",

@@ -36,6 +36,7 @@ class RequestMetrics:
     schedule_lag_ms: float | None = None
     done: bool = False
     error: str | None = None
+    trace: RequestTrace | None = None  # what it was computed from, for figures of what the trace alone records
 
     @property
     def token_mismatch(self) -> bool:
@@ -50,7 +51,7 @@ def _ms(ns: int) -> float:
 
 
 def request_metrics(trace: RequestTrace) -> RequestMetrics:
-    m = RequestMetrics(ok=trace.ok and bool(trace.event_ns), done=trace.done, error=trace.error)
+    m = RequestMetrics(ok=trace.ok and bool(trace.event_ns), done=trace.done, error=trace.error, trace=trace)
     if trace.intended_ns is not None and trace.sent_ns:
         m.schedule_lag_ms = _ms(trace.sent_ns - trace.intended_ns)
     if trace.first_byte_ns is not None:

@@ -12,19 +12,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .catalogue import threshold
+from .catalogue import Metric, metric, threshold
 from .stats import InsufficientSamples, min_samples, percentile
 from .summary import Summary
 
+SCHEDULE_LAG = metric("schedule_lag")
 
-def request_limits(thresholds: Mapping[str, float]) -> dict[str, float]:
-    """The per-request limits goodput counts against: the p99 thresholds of the goodput metrics, by sample name
-    (``ttft_ms``)."""
+
+def request_limits(thresholds: Mapping[str, float]) -> dict[Metric, float]:
+    """The per-request limits goodput counts against: the p99 thresholds of the goodput metrics."""
     limits = {}
     for key, value in thresholds.items():
         figure = threshold(key).figure
         if figure.metric.goodput and figure.stat == "p99":
-            limits[figure.metric.figure()] = float(value)
+            limits[figure.metric] = float(value)
     return limits
 
 
@@ -93,7 +94,7 @@ def validity(
     lag = _p99_at_least(loop_lag_ms, "tick")
     if lag is not None and lag[0] > rules.max_loop_lag_p99_ms:
         reasons.append(f"client event loop lagged: p99 {lag[1]} > {rules.max_loop_lag_p99_ms:g} ms")
-    lag = _p99_at_least(summary.samples.get("schedule_lag", []), "request")
+    lag = _p99_at_least(summary.samples.get(SCHEDULE_LAG, []), "request")
     if lag is not None and lag[0] > rules.max_schedule_lag_p99_ms:
         reasons.append(
             f"client fell behind its arrival schedule: p99 lag {lag[1]} > {rules.max_schedule_lag_p99_ms:g} ms"
@@ -104,8 +105,8 @@ def validity(
             continue
         need = min_samples(figure.percentile)
         # the plan must supply enough requests; a shortfall from failed requests is the server's fail
-        metric = figure.metric
-        planned = summary.requests if metric.samples == "request" else len(summary.samples.get(metric.name, []))
+        m = figure.metric
+        planned = summary.requests if m.samples == "request" else len(summary.samples.get(m, []))
         if planned < need:
             reasons.append(f"insufficient samples: {key} needs at least {need}, the load point measured {planned}")
     return reasons
@@ -146,7 +147,7 @@ def judge(
         figure = bound.figure
         if figure.percentile is not None:
             try:
-                measured_q = summary.value(figure.metric.name, figure.percentile)
+                measured_q = summary.value(figure)
                 checks.append(Check(key, measured_q, float(limit), bound.op, bound.holds(measured_q, limit)))
             except InsufficientSamples as exc:
                 checks.append(
@@ -160,8 +161,8 @@ def judge(
                     )
                 )
             continue
-        # resources (memory peaks) come from the load run; the rest are Summary properties of the same name
-        value = measured[figure.name] if figure.name in measured else getattr(summary, figure.name, None)
+        # resources (memory peaks) come from the load run, stored under their names; the rest the summary computes
+        value = measured[figure.name] if figure.name in measured else summary.value(figure)
         if isinstance(value, list):  # per-GPU memory: the largest one
             value = max(value) if value else None
         if value is None:

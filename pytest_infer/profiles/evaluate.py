@@ -32,35 +32,17 @@ from ..metrics import (
     summarize,
     validity,
 )
-from ..metrics.catalogue import PER_REQUEST, metric
+from ..metrics.catalogue import CATALOGUE, Metric, confidence_figures, listed_figures, metric
 from ..metrics.judge import judge
 from ..metrics.server_check import cross_check
 from . import LoadPoint
 
-CI_FIGURES = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
-# the server's one-per-request samples, kept in the results for the gate's significance tests
-SAMPLED = tuple(m for m in PER_REQUEST if m.samples == "request" and not m.client)
-TABLE_FIGURES = (
-    "requests",
-    "failed",
-    "window_s",
-    "output_tokens_per_s",
-    "requests_per_s",
-    "goodput_rps",
-    "attainment",
-    "ttft_p50_ms",
-    "ttft_p99_ms",
-    "ttfb_p50_ms",
-    "itl_p99_ms",
-    "tpot_p99_ms",
-    "e2e_p99_ms",
-    "prompt_tokens_mean",
-    "output_tokens_mean",
-    "peak_rss_gb",
-    "peak_gpu_memory_gb",
-    "energy_per_output_token_j",
-    "energy_per_request_j",
-)
+
+def sampled() -> list[Metric]:
+    """The server's one-per-request samples, kept in the results for the gate's significance tests."""
+    return [m for m in CATALOGUE if m.per_request and m.samples == "request" and not m.client]
+
+
 # what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept with each figure
 NVML_FIGURES = {"gpu_memory": ("peak_gpu_memory_gb",), "energy": ("energy_per_output_token_j", "energy_per_request_j")}
 LOOP_LAG = metric("loop_lag")
@@ -103,7 +85,7 @@ class PointResult:
                 k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)
             },
             "figures": self.figures(),
-            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m.name, [])] for m in SAMPLED},
+            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m, [])] for m in sampled()},
             "client": self.client,
             "confidence": self.confidence,
             **self.runs[0].describe(),
@@ -123,7 +105,8 @@ class PointResult:
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
         f = self.figures()
-        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in TABLE_FIGURES if k in f))
+        listed = [figure.name for figure in listed_figures()]
+        lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in listed if k in f))
         lines.append("  client: " + ", ".join(f"{k}={v}" for k, v in self.client.items()))
         lines += [f"  {k}: {v}" for k, v in self.confidence.items()]
         if self.server is not None:
@@ -201,6 +184,7 @@ def pooled(figures: list[ServerFigures]) -> ServerFigures:
     out.under_load = {
         k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})
     }
+    out.counted = {k: sum(f.counted[k] for f in figures) for k in first.counted if all(k in f.counted for f in figures)}
     return out
 
 
@@ -362,7 +346,7 @@ def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[st
     return resources
 
 
-def _figures(run: LoadRun, limits: dict[str, float]) -> dict[str, float]:
+def _figures(run: LoadRun, limits: dict[Metric, float]) -> dict[str, float]:
     summary = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits)
     energy = {k: v for k, v in _resources(run.resources, summary, None).items() if k in NVML_FIGURES["energy"]}
     figures = {**summary.figures(), **energy}
@@ -406,8 +390,10 @@ def _judged(
     server: dict[str, Any] | None = None
     scraped = [run.server for run in runs if run.server is not None]
     if scraped:
-        server = pooled(scraped).to_dict()
-        if "prefix_cache_hit_rate" in server:  # a figure of the point, so the gate and the history compare it
+        seen = pooled(scraped)
+        server = seen.to_dict()
+        resources.update(seen.figures())  # figures of the point, so thresholds, the gate and the history take them
+        if "prefix_cache_hit_rate" in server:
             resources["prefix_cache_hit_share"] = server["prefix_cache_hit_rate"]
         checks = [cross_check(run.server, run.traces) for run in runs if run.server is not None]
         problems = [f"run {i + 1}: {p}" if len(checks) > 1 else p for i, c in enumerate(checks) for p in c.problems]
@@ -419,10 +405,10 @@ def _judged(
     confidence: dict[str, str] = {}
     per_run = [_figures(run, limits) for run in runs] if len(runs) > 1 else []
     if per_run:
-        for key in CI_FIGURES:
-            values = [f[key] for f in per_run if key in f]
+        for figure in confidence_figures():
+            values = [f[figure.name] for f in per_run if figure.name in f]
             if len(values) == len(runs):
-                confidence[key] = str(confidence_interval(values))
+                confidence[figure.name] = str(confidence_interval(values))
     return PointResult(
         point,
         runs,

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..metrics.catalogue import higher_is_better, to_seconds
+from ..metrics.catalogue import Figure
 from ..results.model import SessionResults, atomic_write_text
 from ..results.views import Views, build_views
 
 
-def as_seconds(metric: str, value: float) -> float | None:
+def as_seconds(figure: Figure, value: float) -> float | None:
     """A figure as a pytest-benchmark time (lower is better); ``None`` when it cannot be one."""
-    if higher_is_better(metric):
+    if figure.higher_is_better:
         return 1.0 / value if value > 0 else None
-    return to_seconds(metric, value)
+    return figure.seconds(value)
 
 
 def _stats(data: list[float]) -> dict[str, Any]:
@@ -48,8 +48,9 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
     benchmarks = []
     for name, table in results.tables.items():
         for series in table.benchmarks():
-            metric, runs, label = series["metric"], series["runs"], views.label(series["target"])
-            data = [s for s in (as_seconds(metric, v) for v in runs) if s is not None]
+            metric, figure, runs = series["metric"], series["figure"], series["runs"]
+            label = views.label(series["target"])
+            data = [s for s in (as_seconds(figure, v) for v in runs) if s is not None]
             if not data:
                 continue
             benchmarks.append(
@@ -64,7 +65,7 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
                         "value": series["value"],
                         "runs": runs,
                         "verdict": series["verdict"],
-                        "stored_as": "reciprocal seconds (ops = the figure)" if higher_is_better(metric) else "seconds",
+                        "stored_as": "reciprocal seconds (ops = the figure)" if figure.higher_is_better else "seconds",
                     },
                     "options": {
                         "disable_gc": False,

@@ -223,7 +223,7 @@ def slo_result(
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
 ) -> PointResult | CapacityResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
-    from ..metrics import headline
+    from ..metrics import headline, stored
 
     options = request.config.stash[slo_key]
     context = {}
@@ -256,8 +256,8 @@ def slo_result(
     )
     figures = result.figures()
     infer_record("slo_verdict", result.verdict.status)
-    for key, value in headline(figures).items():
-        infer_record(f"slo_{key}", value)
+    for figure, value in headline(stored(figures)).items():
+        infer_record(f"slo_{figure}", value)
     request.node.add_report_section("setup", "slo figures", result.table())
     if result.verdict.status == "invalid":
         pytest.fail(f"measurement invalid: {'; '.join(result.verdict.invalid)}\n{result.table()}", pytrace=False)

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics.catalogue import find, headline, resolve
+from ..metrics.catalogue import Figure, find, headline, parse, stored
+from ..metrics.catalogue import metric as catalogued
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 
 RESERVED = frozenset(
@@ -43,6 +44,7 @@ RESERVED = frozenset(
     }
 )
 ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
+TTFT = catalogued("ttft")
 
 
 def _number(value: Any) -> float | None:
@@ -61,14 +63,14 @@ class SloPoint:
     concurrency: float | None = None
     rate: float | None = None
     verdict: str | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    runs: dict[str, list[float]] = field(default_factory=dict)
-    slices: dict[str, list[float]] = field(
+    metrics: dict[Figure, float] = field(default_factory=dict)
+    runs: dict[Figure, list[float]] = field(default_factory=dict)
+    slices: dict[Figure, list[float]] = field(
         default_factory=dict
     )  # each slice's figure, in order, for runs measured in slices
-    samples: dict[str, list[float]] = field(default_factory=dict)
+    samples: dict[Figure, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
-    aggregate: dict[str, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
+    aggregate: dict[Figure, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
     interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
     sessions: set[str] = field(default_factory=set)  # the pytest sessions its entries came from; empty: not recorded
     server: list[dict[str, Any]] = field(default_factory=list)  # each entry's server-side figures (profiles.evaluate)
@@ -88,10 +90,10 @@ def _verdict(entry: dict[str, Any]) -> str | None:
     return None
 
 
-def _metrics_of(entry: dict[str, Any]) -> dict[str, float]:
+def _metrics_of(entry: dict[str, Any]) -> dict[Figure, float]:
     metrics = entry.get("metrics")
     source = metrics if isinstance(metrics, dict) else {k: v for k, v in entry.items() if k not in RESERVED}
-    return {k: n for k, v in source.items() if (n := _number(v)) is not None}
+    return stored({k: n for k, v in source.items() if (n := _number(v)) is not None})
 
 
 def slo_points(entries: list[Any]) -> list[SloPoint]:
@@ -122,15 +124,16 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
             point.interleaved = str(entry["interleaved"].get("id", ""))
         if isinstance(entry.get("session"), str) and entry["session"]:
             point.sessions.add(entry["session"])
-        for run in entry.get("runs") or [metrics]:
-            for metric, value in (_metrics_of(run) if isinstance(run, dict) else {}).items():
+        runs = entry.get("runs")
+        for run in [_metrics_of(r) if isinstance(r, dict) else {} for r in runs] if runs else [metrics]:
+            for metric, value in run.items():
                 point.runs.setdefault(metric, []).append(value)
         for part in entry.get("slices") or []:
             for metric, value in (_metrics_of(part) if isinstance(part, dict) else {}).items():
                 point.slices.setdefault(metric, []).append(value)
         for metric, values in (entry.get("samples") or {}).items():
             if isinstance(values, list):
-                point.samples.setdefault(metric, []).extend(v for v in map(_number, values) if v is not None)
+                point.samples.setdefault(parse(metric), []).extend(v for v in map(_number, values) if v is not None)
         if isinstance(entry.get("server"), dict):
             point.server.append(entry["server"])
         failures = entry.get("failures")
@@ -183,10 +186,10 @@ class SloTable(Table):
     def sections(self) -> list[Section]:
         section = Section("SLO load points", "load point")
         for point in self.points():
-            for metric, value in headline(point.metrics).items():
-                row = f"{point.key} {metric}"
+            for figure, value in headline(point.metrics).items():
+                row = f"{point.key} {figure}"
                 section.rows.setdefault(row, {})[point.target] = Cell(f"{value:.4g}", value=value)
-                section.trends[row] = (metric, point.key)
+                section.trends[row] = (str(figure), point.key)
             for row, cell in server_cells(point):
                 section.rows.setdefault(f"{point.key} {row}", {})[point.target] = cell
             verdict = point.verdict or "?"
@@ -217,7 +220,7 @@ class SloTable(Table):
                 f.removeprefix("measurement invalid: ") for f in point.failures if f.startswith("measurement invalid")
             )
             rows = [_limit_row(point, check) for check in checks.get((point.target, point.key), [])]
-            figures = {k: f"{v:.4g}" for k, v in point.metrics.items()}
+            figures = {str(k): f"{v:.4g}" for k, v in point.metrics.items()}
             out.append(Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures))
         return out
 
@@ -275,7 +278,7 @@ class SloTable(Table):
                 by_session.setdefault(name, []).append(entry)
         return {
             name: {
-                (p.target, p.key, m): v
+                (p.target, p.key, str(m)): v
                 for p in slo_points(entries)
                 if p.verdict != "invalid"
                 for m, v in p.metrics.items()
@@ -288,23 +291,23 @@ class SloTable(Table):
 
         points = self.points()
         series = [
-            (f"{label(p.target)} {p.name}", k, sorted(p.samples[k]))
+            (f"{label(p.target)} {p.name}", str(k), sorted(p.samples[k]))
             for p in points
-            if (
-                k := next(
-                    (k for k in p.samples if (f := resolve(k)) and f.metric.name == "ttft" and p.samples[k]), None
-                )
-            )
+            if (k := next((k for k in p.samples if k.metric is TTFT and p.samples[k]), None))
         ]
         return [
             ("TTFT CDF per framework version", plots.cdf(series, "TTFT, cumulative distribution") if series else None),
             (
                 "Output throughput against concurrency",
-                _against_concurrency(points, label, ("output_tokens_per_s",), "output throughput v concurrency"),
+                _against_concurrency(
+                    points, label, (catalogued("output_tokens_per_s").at(),), "output throughput v concurrency"
+                ),
             ),
             (
                 "TTFT against concurrency",
-                _against_concurrency(points, label, ("ttft_p50", "ttft_p99", "ttft_mean"), "TTFT v concurrency"),
+                _against_concurrency(
+                    points, label, (TTFT.at("p50"), TTFT.at("p99"), TTFT.at("mean")), "TTFT v concurrency"
+                ),
             ),
         ]
 
@@ -314,7 +317,8 @@ class SloTable(Table):
                 "group": f"{p.key} {metric}",
                 "key": p.key,
                 "target": p.target,
-                "metric": metric,
+                "metric": str(metric),
+                "figure": metric,
                 "value": p.metrics[metric],
                 "runs": runs,
                 "verdict": p.verdict,
@@ -338,11 +342,12 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
+    figure: Figure | None
     try:
         figure = threshold(name).figure
-        unit, stored = figure.unit, figure.name
+        unit = figure.unit
     except UnknownMetric:
-        unit, stored = "", name
+        figure, unit = None, ""
     shown_limit = f"{op} {_shown(limit, unit)}" if limit is not None else "?"
     if point.thresholds_source == ESTIMATED:
         shown_limit += f" ({ESTIMATED})"
@@ -350,9 +355,9 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
         note = str(check.get("note") or "")  # the judge's "not measured: <why>", naming what was missing
         return (name, shown_limit, note if note.startswith("not measured") else "not measured", "-", "not_exercised")
     ok = bool(check.get("ok"))
-    runs = point.runs.get(stored, [])
-    if len(runs) >= 2:  # repeated runs (one job's repeats, or merged jobs): their median, as the gate compares it
-        measured = point.metrics.get(stored, measured)
+    runs = point.runs.get(figure, []) if figure else []
+    if len(runs) >= 2 and figure:  # repeated runs (one job's repeats, or merged jobs): their median, as the gate does
+        measured = point.metrics.get(figure, measured)
         if limit is not None:
             ok = measured <= limit if op.startswith("<") else measured >= limit
     text = _shown(measured, unit)
@@ -455,11 +460,10 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
     return f"{sessions}, gated beyond the calibrated drift of {pairing.drift.describe()}"
 
 
-def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:
+def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairing) -> Finding | None:
     from ..gating.compare import NOT_GATED
-    from ..gating.rules import Rule, rule_for
+    from ..gating.rules import rule_for, worsening
     from ..gating.significance import significance
-    from ..metrics.catalogue import higher_is_better
 
     rule = rule_for(pairing.rules, metric)
     if rule is None:
@@ -481,7 +485,7 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
             why = f"{pairing.drift.describe()} has no drift for this figure" if pairing.drift else "no calibration"
             detail = f"{moved}, {limit}; {mode}, {NOT_GATED}: {why}"
             return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
-        relative = Rule(metric, 0.0).worsening(metric, x, y)
+        relative = worsening(metric, x, y)
         limit += f" + calibrated drift {drift.bound_pct:g}% ({mode}, {pairing.drift.describe()})"
         tolerated = rule.threshold + (drift.bound_pct if rule.relative else 0.0)
         if abs(relative) <= drift.bound_pct or abs(worse) <= tolerated:
@@ -495,7 +499,7 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
         better.runs.get(metric, [])
     )
     repeated = "slices" if sliced else "runs"
-    up = higher_is_better(metric)
+    up = metric.higher_is_better
     factor = 1.0 - shift if up else 1.0 + shift  # the better side, moved by the drift towards worse
 
     def moved_by_drift(values: list[float]) -> list[float]:
@@ -532,7 +536,7 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing)
 
 
 def _against_concurrency(
-    points: list[SloPoint], label: Callable[[str], str], names: tuple[str, ...], title: str
+    points: list[SloPoint], label: Callable[[str], str], figures: tuple[Figure, ...], title: str
 ) -> str | None:
     """A figure against concurrency (closed-loop load points), one line per target."""
     from ..reporting import plots
@@ -540,9 +544,9 @@ def _against_concurrency(
     series: dict[str, list[tuple[float, float]]] = {}
     ylabel = ""
     for point in points:
-        found = find(point.metrics, *names)
+        found = find(point.metrics, *figures)
         if point.concurrency is None or found is None:
             continue
-        ylabel = found[0]
+        ylabel = str(found[0])
         series.setdefault(label(point.target), []).append((point.concurrency, found[1]))
     return plots.lines(series, "concurrent streams", ylabel, title) if series else None

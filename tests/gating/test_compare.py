@@ -9,6 +9,7 @@ from results_factory import flat_drift, session, with_capacity
 from pytest_infer.gating.compare import GateResult, compare, pair_targets
 from pytest_infer.gating.rules import parse_rules
 from pytest_infer.gating.significance import sample_keys, significance
+from pytest_infer.metrics.catalogue import parse, stored
 from pytest_infer.results.model import TestRecord as Record
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
@@ -141,8 +142,8 @@ def test_a_noisy_timing_within_the_threshold_does_not_fail():
     candidate = session("0.32.0", ttft_ms=41.2, noise=0.05, seed=12)
     gate = compare(baseline, candidate, RULES)
     assert not gate.failed and not gate.findings, [f.line() for f in gate.findings]
-    before = {p.key: p.metrics["ttft_p99_ms"] for p in baseline.table("slo").points()}
-    moved = [abs(p.metrics["ttft_p99_ms"] / before[p.key] - 1) for p in candidate.table("slo").points()]
+    before = {p.key: p.metrics[parse("ttft_p99_ms")] for p in baseline.table("slo").points()}
+    moved = [abs(p.metrics[parse("ttft_p99_ms")] / before[p.key] - 1) for p in candidate.table("slo").points()]
     assert max(moved) > 0.02  # the noise is there; the gate looked past it
 
 
@@ -245,13 +246,14 @@ def test_per_request_samples_are_tested_when_runs_are_too_few():
     rng = random.Random(3)
     same = [rng.lognormvariate(3.7, 0.3) for _ in range(200)]
     slower = [v * 1.25 for v in same]
-    sig = significance("ttft_p99_ms", [1.0], [1.0], {"ttft_ms": same}, {"ttft_ms": slower}, higher_is_better=False)
-    assert sig.basis == "samples of ttft_ms (n=200 v 200)" and sig.significant()
+    p99 = parse("ttft_p99_ms")
+    sig = significance(p99, [1.0], [1.0], stored({"ttft": same}), stored({"ttft_ms": slower}), higher_is_better=False)
+    assert sig.basis == "samples of ttft (n=200 v 200)" and sig.significant()  # as the baseline spelled them
     shuffled = same[:]
     rng.shuffle(shuffled)
-    sig = significance("ttft_p99_ms", [], [], {"ttft_ms": same}, {"ttft_ms": shuffled}, higher_is_better=False)
+    sig = significance(p99, [], [], stored({"ttft_ms": same}), stored({"ttft_ms": shuffled}), higher_is_better=False)
     assert not sig.significant()
-    assert sample_keys("ttft_p99_ms") == ["ttft_ms", "ttft"] and sample_keys("output_tps") == []
+    assert sample_keys(p99) == [parse("ttft_ms")] == [parse("ttft")] and sample_keys(parse("output_tps")) == []
 
 
 def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
@@ -418,9 +420,9 @@ def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
         }
     )
     (point,) = results.table("slo").points()
-    assert point.metrics == {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5} and point.runs == {
-        "ttft_p50_ms": [10.0, 12.0, 30.0]
-    }
+    assert point.metrics == stored({"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5}) and point.runs == stored(
+        {"ttft_p50_ms": [10.0, 12.0, 30.0]}
+    )
 
 
 def test_runs_of_different_suite_code_are_flagged():

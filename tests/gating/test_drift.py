@@ -13,10 +13,12 @@ from pytest_infer.cli import main
 from pytest_infer.gating.compare import compare
 from pytest_infer.gating.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
 from pytest_infer.gating.rules import parse_rules
+from pytest_infer.metrics.catalogue import parse
 from pytest_infer.results.model import SessionResults, TargetRecord
 
 RULES = parse_rules("output_tps:5%,ttft_p50:10%")
 KEY = "cpu/c1"
+TPS = parse("output_tokens_per_s")
 
 
 def one_session(
@@ -96,7 +98,7 @@ def test_calibration_is_the_largest_move_between_sessions_times_the_safety_facto
     drift = calibration(
         500, 550, 400
     )  # throughput: at worst 400 after 550, 27% less; TTFT (~300*40/tps): 30 ms after 22, +37.5%
-    tps, ttft = drift.drift(KEY, "output_tokens_per_s"), drift.drift(KEY, "ttft_p50_ms")
+    tps, ttft = drift.drift(KEY, TPS), drift.drift(KEY, parse("ttft_p50_ms"))
     assert tps is not None and tps.sessions == 3 and tps.largest_pct == pytest.approx(27.3, abs=3)
     assert ttft is not None and ttft.largest_pct == pytest.approx(37.5, abs=4)
     assert tps.bound_pct == pytest.approx(tps.largest_pct * 1.5, abs=0.01)
@@ -110,7 +112,7 @@ def test_calibration_is_the_largest_move_between_sessions_times_the_safety_facto
 
 def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_passes():
     drift = calibration(500, 540, 470)  # the runs of each session move +-2%, the sessions ~13% apart: bound ~20%
-    bound = drift.drift(KEY, "output_tokens_per_s").bound_pct
+    bound = drift.drift(KEY, TPS).bound_pct
     assert 17 < bound < 23
     baseline = one_session("0.32.0", 500, seed=7)
     beyond = compare(baseline, one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8), RULES, drift=drift)
@@ -199,12 +201,12 @@ def test_calibrate_refuses_too_few_sessions_and_mixed_targets_and_skips_invalid_
     parts = [("m.json", mixed), *((f"s{i}.json", one_session("0.32.0", 500, seed=i)) for i in (2, 3))]
     with pytest.raises(CalibrationError, match="several targets .*old, vllm.*--target"):
         calibrate(parts)
-    assert calibrate(parts, target="vllm").drift(KEY, "output_tokens_per_s") is not None
+    assert calibrate(parts, target="vllm").drift(KEY, TPS) is not None
     invalid = [
         (f"s{i}.json", one_session("0.32.0", 500 + 100 * i, seed=i, verdict="invalid" if i == 0 else "pass"))
         for i in range(4)
     ]
-    assert calibrate(invalid).drift(KEY, "output_tokens_per_s").sessions == 3
+    assert calibrate(invalid).drift(KEY, TPS).sessions == 3
     with pytest.raises(CalibrationError, match="below 1"):
         calibrate(invalid, safety=0.5)
 

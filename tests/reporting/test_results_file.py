@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from results_factory import session
 
+from pytest_infer.metrics.catalogue import parse
 from pytest_infer.results.environment import capture_environment, git_info, gpu_info
 from pytest_infer.results.model import ResultsFileError, SessionResults, combine
 from pytest_infer.results.views import check_matrix, row_key
@@ -167,7 +168,7 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
     merged = combine([("a.json", job_a), ("b.json", job_b), ("c.json", job_c)])
     assert {t: r.version for t, r in merged.targets.items()} == {"vllm": "0.31.0", "vllm@0.32.0": "0.32.0"}
     assert [p["source"] for p in merged.environment["parts"]] == ["a.json", "b.json", "c.json"]
-    runs = {(p.target, p.name): len(p.runs["ttft_p99_ms"]) for p in merged.table("slo").points()}
+    runs = {(p.target, p.name): len(p.runs[parse("ttft_p99_ms")]) for p in merged.table("slo").points()}
     assert runs == {
         ("vllm", "c=1"): 2,
         ("vllm", "c=8"): 2,
@@ -205,7 +206,7 @@ def test_slo_entries_of_unknown_shape_are_tolerated():
         {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"},
     ]
     (point,) = results.table("slo").points()
-    assert (point.name, point.verdict, point.metrics) == ("c=2", "fail", {"ttft_p50_ms": 10.0})
+    assert (point.name, point.verdict, point.metrics) == ("c=2", "fail", {parse("ttft_p50_ms"): 10.0})
 
 
 def test_time_is_recorded_by_the_writer_not_by_the_reader(tmp_path: Path):

@@ -2,29 +2,47 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
-from pytest_infer.metrics import summarize
+from pytest_infer.gating.compare import compare
+from pytest_infer.gating.rules import parse_rules
+from pytest_infer.load.trace import RequestTrace
+from pytest_infer.metrics import summarize, validity
 from pytest_infer.metrics.catalogue import (
     CATALOGUE,
-    HEADLINE,
     HIGHER,
     LOWER,
+    Metric,
     UnknownMetric,
+    confidence_figures,
     direction,
     find,
     headline,
+    headline_figures,
     higher_is_better,
+    listed_figures,
     metric,
+    parse,
+    register,
     resolve,
     samples_of,
+    stored,
     threshold,
     threshold_keys,
     to_seconds,
     unit,
+    unregister,
 )
+from pytest_infer.metrics.judge import judge
 from pytest_infer.profiles import available_profiles, load_profile
-from pytest_infer.profiles.evaluate import CI_FIGURES, SAMPLED, TABLE_FIGURES
+from pytest_infer.profiles.evaluate import sampled
+from pytest_infer.reporting.markdown import render_markdown
+from pytest_infer.reporting.terminal import render_gate
+from pytest_infer.results.model import SessionResults, TargetRecord
 
 from .test_metrics import BASIC, MS, trace
 
@@ -81,7 +99,7 @@ def test_unknown_names_resolve_to_nothing_and_have_no_direction(name):
 
 
 def test_every_headline_figure_has_a_direction_and_the_expected_one():
-    shown = {m.figure(stat): m.better for m, stat in HEADLINE}
+    shown = {f.name: f.better for f in headline_figures()}
     assert shown == {
         "ttft_p50_ms": LOWER,
         "ttft_p99_ms": LOWER,
@@ -116,25 +134,30 @@ def test_direction_units_and_seconds():
 
 
 def test_headline_keeps_the_stored_names_in_catalogue_order():
-    stored = {
-        "output_tps": 300.0,
-        "requests": 100,
-        "ttft_p99_ms": 90.0,
-        "ttft_p50": 41.0,
-        "goodput_rps": 9.5,
-        "ttft_p90_ms": 70.0,
-    }
-    assert list(headline(stored).items()) == [
+    figures = stored(
+        {
+            "output_tps": 300.0,
+            "requests": 100,
+            "ttft_p99_ms": 90.0,
+            "ttft_p50": 41.0,
+            "goodput_rps": 9.5,
+            "ttft_p90_ms": 70.0,
+        }
+    )
+    assert [(str(f), v) for f, v in headline(figures).items()] == [
         ("ttft_p50", 41.0),
         ("ttft_p99_ms", 90.0),
         ("output_tps", 300.0),
         ("goodput_rps", 9.5),
     ]
-    both = {"output_tokens_per_s": 1.0, "output_tps": 2.0}
-    assert headline(both) == {"output_tokens_per_s": 1.0}  # one figure, shown once
-    assert find({"throughput": 5.0, "x": 1.0}, "output_tokens_per_s") == ("throughput", 5.0)
-    assert find({"ttft_mean_ms": 3.0}, "ttft_p50", "ttft_mean") == ("ttft_mean_ms", 3.0)
-    assert find({"x": 1.0}, "ttft_p50") is None
+    both = {parse("output_tokens_per_s"): 1.0, parse("peak_gpu_memory_mib"): 2.0}
+    assert len(stored({"output_tokens_per_s": 1.0, "output_tps": 2.0})) == 1  # one figure, whatever the spelling
+    assert [str(f) for f in both if f in headline(both)] == ["output_tokens_per_s"]
+    found = find(stored({"throughput": 5.0, "x": 1.0}), parse("output_tokens_per_s"))
+    assert found is not None and (str(found[0]), found[1]) == ("throughput", 5.0)
+    found = find(stored({"ttft_mean_ms": 3.0}), parse("ttft_p50"), parse("ttft_mean"))
+    assert found is not None and (str(found[0]), found[1]) == ("ttft_mean_ms", 3.0)
+    assert find(stored({"x": 1.0}), parse("ttft_p50")) is None
 
 
 @pytest.mark.parametrize(
@@ -201,16 +224,18 @@ def test_names_the_suite_stores_are_the_catalogues_own():
     ]
     traces.append(trace(9, **BASIC))
     figures = summarize(traces, 0, 10_000 * MS).figures()
-    for name in [*figures, *CI_FIGURES, *TABLE_FIGURES]:
+    for name in [*figures, *(f.name for f in [*confidence_figures(), *listed_figures()])]:
         if name == "percentile_method":
             continue
         figure = resolve(name)
         assert figure is not None and figure.name == name, name
-    assert [m.figure() for m in SAMPLED] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
+    assert [m.figure() for m in sampled()] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
+    assert [f.name for f in confidence_figures()] == ["output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"]
     assert (
-        samples_of("ttft_p99_ms") == ["ttft_ms", "ttft"]
-        and samples_of("output_tps") == []
-        and samples_of("ttft_n") == []
+        samples_of(parse("ttft_p99_ms")) == [parse("ttft_ms")] == [parse("ttft")]
+        and samples_of(parse("output_tps")) == []
+        and samples_of(parse("ttft_n")) == []
+        and samples_of(parse("median_p99_ms")) == []
     )
 
 
@@ -220,3 +245,86 @@ def test_the_catalogue_has_one_owner_per_name():
     for m in CATALOGUE:
         assert m.better in (HIGHER, LOWER, None) and m.description
         assert m.client or m.threshold is None or threshold(m.threshold.replace("<q>", "99")).figure.metric is m
+
+
+@pytest.fixture
+def byte_to_token() -> Iterator[Metric]:
+    """A client-side SLO figure added as docs/guide/suites.md says: one catalogue entry, with the function that
+    computes it from one request's metrics. Nothing else in the suite names it."""
+    entry = register(
+        Metric(
+            "byte_to_token",
+            "ms",
+            LOWER,
+            "first byte of the body to the first token: how long a role-only chunk ran ahead of the output",
+            samples="request",
+            headline=("p99",),
+            threshold="byte_to_token_p<q>_ms",
+            per_request=lambda r: [r.ttft_ms - r.ttfb_ms] if r.ok and None not in (r.ttft_ms, r.ttfb_ms) else [],
+            digits=3,
+        )
+    )
+    yield entry
+    unregister(entry)
+
+
+def _requests(gap_ms: int, n: int = 200) -> list[RequestTrace]:
+    """``n`` requests whose first token comes ``gap_ms`` (+-20%) after a role-only first byte."""
+    rng = random.Random(gap_ms)
+    out = []
+    for i in range(n):
+        sent, token = i * 1000, i * 1000 + 10 + round(gap_ms * rng.uniform(0.8, 1.2))
+        out.append(
+            trace(i, sent=sent, first_byte=sent + 10, events=[(token, 1), (token + 5, 1)], end=token + 5, usage=2)
+        )
+    return out
+
+
+def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue_entry(byte_to_token, tmp_path: Path):
+    fast, slow = summarize(_requests(20), 0, 200_000 * MS), summarize(_requests(40), 0, 200_000 * MS)
+    figures = fast.figures()
+    assert figures["byte_to_token_n"] == 200 and 16 <= figures["byte_to_token_p50_ms"] <= 24
+    assert list(figures).index("byte_to_token_n") > list(figures).index("e2e_p99_ms")  # after the built-in ones
+
+    profile = tmp_path / "gap.yaml"
+    profile.write_text(
+        "name: gap\nhardware: {accelerator: cpu}\nmodels:\n  tiny:\n    load_points:\n"
+        "      - {id: c1, concurrency: 1, requests: 200, thresholds: {byte_to_token_p99_ms: 30, max_error_share: 0}}\n"
+    )
+    (point,) = load_profile(profile).load_points("tiny", "vllm")
+    assert validity(fast, point.thresholds, client_busy=0.1) == [] and judge(fast, point.thresholds).status == "pass"
+    verdict = judge(slow, point.thresholds)
+    assert verdict.status == "fail" and [c.name for c in verdict.failures] == ["byte_to_token_p99_ms"]
+
+    results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
+    for target, summary in (("base", fast), ("cand", slow)):
+        results.targets[target] = TargetRecord(id=target, framework="vllm", model="tiny", version=target)
+        results.table("slo").add(
+            {
+                "target": target,
+                "profile": "gap",
+                "load_point": "c1",
+                "concurrency": 1,
+                "verdict": "pass",
+                "interleaved": {"id": "turns", "targets": ["base", "cand"]},
+                "metrics": {k: v for k, v in summary.figures().items() if isinstance(v, (int, float))},
+                "samples": {m.figure(): summary.samples[m] for m in sampled()},  # its samples are kept for the gate
+            }
+        )
+    gate = compare(results, results, parse_rules("byte_to_token_p99:10%"), pairs={"base": "cand"})
+    (regression,) = gate.regressions
+    assert regression.subject == "gap/c1: byte_to_token_p99_ms"
+    assert "limit byte_to_token_p99:10%; samples of byte_to_token_ms (n=200 v 200)" in regression.detail
+    assert any("byte_to_token_p99_ms" in line for line in render_gate(gate))
+    assert "gap/c1 byte_to_token_p99_ms" in render_markdown(results)  # a headline figure of the load point
+
+
+def test_a_registered_metric_cannot_take_a_name_already_given_and_leaves_no_trace():
+    with pytest.raises(ValueError, match="metric name 'tps' is given twice"):
+        register(Metric("tokens_per_s", "tokens/s", HIGHER, "a namesake", aliases=("tps",)))
+    with pytest.raises(ValueError, match="per_request computes a per-request metric"):
+        register(Metric("lonely", "ms", LOWER, "samples of nothing", per_request=lambda r: []))
+    entry = register(Metric("queue_depth", "requests", LOWER, "a load point figure", per_point=lambda s: 0))
+    assert resolve("queue_depth") == entry.at() and summarize([], 0, 10**9).figures()["queue_depth"] == 0
+    unregister(entry)
+    assert resolve("queue_depth") is None and "queue_depth" not in summarize([], 0, 10**9).figures()

@@ -21,6 +21,7 @@ from pytest_infer.load.patterns import LoadRun
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.load.trace import RequestTrace
 from pytest_infer.metrics import summarize
+from pytest_infer.metrics.catalogue import metric
 
 FIXED = Calibration(1.0, 0.0, "fixed for the test")
 
@@ -175,7 +176,7 @@ def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
     assert [t.phase for t in run.traces[:35]] == ["warmup"] * 5 + ["measured"] * 30 and {
         t.phase for t in run.traces[35:]
     } <= {"cooldown"}
-    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples["schedule_lag"]
+    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples[metric("schedule_lag")]
     assert len(lags) == 30 and all(lag >= 0 for lag in lags)
     assert sorted(p.requests for p in run.processes) == [15, 15]
 

@@ -241,7 +241,7 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
 
     resources = {"peak_gpu_memory_gb": None, "not_measured": {"peak_gpu_memory_gb": NVML_MISSING}}
     verdict = judge(
-        Summary(20, 20, 1.0, 320),
+        Summary([], 1.0),
         {"max_error_share": 0, "max_gpu_memory_gb": 16},
         resources,
         ["client event loop lagged"],

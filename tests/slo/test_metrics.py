@@ -19,6 +19,7 @@ from pytest_infer.metrics import (
     summarize,
     validity,
 )
+from pytest_infer.metrics.catalogue import metric, resolve
 from pytest_infer.metrics.judge import judge
 
 MS = 1_000_000
@@ -108,18 +109,19 @@ def test_summary_by_hand():
         trace(4, phase="cooldown", sent=1900, events=[(1950, 1)], end=1999, usage=1),  # excluded
     ]
     # window: first measured send (1000) to last measured end (1510): 0.51 s
-    s = summarize(traces, 1000 * MS, 1510 * MS, {"ttft_ms": 60, "e2e_ms": 500})
+    s = summarize(traces, 1000 * MS, 1510 * MS, request_limits({"ttft_p99_ms": 60, "e2e_p99_ms": 500}))
     assert (s.requests, s.ok, s.failed) == (3, 2, 1)
     assert s.window_s == pytest.approx(0.51)
     assert s.output_tokens == 6
-    assert s.output_tokens_per_s == pytest.approx(6 / 0.51)
-    assert s.requests_per_s == pytest.approx(2 / 0.51)
+    assert s.value(resolve("output_tokens_per_s")) == pytest.approx(6 / 0.51)
+    assert s.value(resolve("requests_per_s")) == pytest.approx(2 / 0.51)
     # only request 1 meets ttft <= 60 and e2e <= 500; the failed one never meets anything
-    assert s.met == 1 and s.attainment == pytest.approx(1 / 3) and s.goodput_rps == pytest.approx(1 / 0.51)
-    assert s.samples["ttft"] == pytest.approx([50, 100])
-    assert s.samples["itl"] == pytest.approx([20, 30, 100])
-    assert s.samples["tpot"] == pytest.approx([20, 100])
-    assert s.value("ttft", 50) == pytest.approx(75)  # linear interpolation between 50 and 100
+    assert s.met == 1 and s.value(resolve("attainment")) == pytest.approx(1 / 3)
+    assert s.value(resolve("goodput_rps")) == pytest.approx(1 / 0.51)
+    assert s.samples[metric("ttft")] == pytest.approx([50, 100])
+    assert s.samples[metric("itl")] == pytest.approx([20, 30, 100])
+    assert s.samples[metric("tpot")] == pytest.approx([20, 100])
+    assert s.value(resolve("ttft_p50")) == pytest.approx(75)  # linear interpolation between 50 and 100
     assert s.errors == ["HTTP 503: overloaded"]
     figures = s.figures()
     assert figures["ttft_p99_ms"] == "insufficient samples" and figures["ttft_p50_ms"] == pytest.approx(75)
@@ -227,7 +229,7 @@ def test_client_bottleneck_rules():
     lagging = validity(s, {}, client_busy=0.1, loop_lag_ms=[1.0] * 150 + [50.0] * 50, rules=rules)
     assert lagging == ["client event loop lagged: p99 50.0 ms > 20 ms"]
     late = _summary(0)
-    late.samples["schedule_lag"] = [30.0] * 100
+    late.samples[metric("schedule_lag")] = [30.0] * 100
     assert validity(late, {}, client_busy=0.1, rules=ValidityRules(max_schedule_lag_p99_ms=20)) == [
         "client fell behind its arrival schedule: p99 lag 30.0 ms > 20 ms"
     ]
@@ -243,9 +245,9 @@ def test_only_goodput_p99_thresholds_become_per_request_limits():
         "min_output_tokens_per_s": 5,
     }
     assert request_limits(thresholds) == {
-        "ttft_ms": 60.0,
-        "tpot_ms": 20.0,
-        "e2e_ms": 9.0,
+        metric("ttft"): 60.0,
+        metric("tpot"): 20.0,
+        metric("e2e"): 9.0,
     }  # itl is not a goodput metric
     assert request_limits({"ttft_p50_ms": 40}) == {} and request_limits({}) == {}
 
@@ -273,9 +275,9 @@ def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
         "client event loop lagged: p99 50.0 ms > 20 ms"
     ]
     late = _summary(0)
-    late.samples["schedule_lag"] = [20.0] * 100
+    late.samples[metric("schedule_lag")] = [20.0] * 100
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
-    late.samples["schedule_lag"] = [20.0] * 99
+    late.samples[metric("schedule_lag")] = [20.0] * 99
     assert validity(late, {}, client_busy=0.1, rules=rules) == []
 
 
@@ -297,7 +299,7 @@ def test_too_few_lag_samples_still_bound_the_p99_from_below():
         validity(s, {}, client_busy=0.3, loop_lag_ms=[1.0, 1.0, 1.0, 10.0], rules=rules) == []
     )  # the floor (p75) is 3.25 ms
     late = _summary(0)
-    late.samples["schedule_lag"] = [30.0, 40.0]
+    late.samples[metric("schedule_lag")] = [30.0, 40.0]
     assert validity(late, {}, client_busy=0.1, rules=rules) == [
         "client fell behind its arrival schedule: p99 lag at least 35.0 ms (p50 of only 2 requests) > 20 ms"
     ]

