@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,13 @@ LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's
 
 @dataclass(slots=True, kw_only=True)
 class ServerInfo(ServerFacts):
-    """One running server: its facts, its framework's adapter, and how to reach it.
+    """One running server: its facts, its framework's adapter (``framework`` is the adapter's name), and how to
+    reach it.
 
     It crosses to xdist workers as JSON (``to_dict``, ``from_dict``): the adapter travels as the framework's name.
     """
 
+    framework: str = field(init=False)
     target: str
     adapter: Adapter = field(compare=False)
     base_url: str
@@ -45,15 +47,18 @@ class ServerInfo(ServerFacts):
     error: str | None = None
     notes: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        self.framework = self.adapter.name
+
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "adapter"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerInfo:
         """A server handed over as ``to_dict`` made it, its adapter found again by the framework's name."""
-        framework = data["framework"]
-        adapter = ENDPOINT if framework == ENDPOINT.name else registry.get(framework)
-        return cls(**{**data, "notes": tuple(data.get("notes", ()))}, adapter=adapter)
+        given = dict(data, notes=tuple(data.get("notes", ())))
+        framework = given.pop("framework")
+        return cls(**given, adapter=ENDPOINT if framework == ENDPOINT.name else registry.get(framework))
 
     @property
     def version_text(self) -> str:
@@ -170,7 +175,6 @@ class ServerPool:
         base = ServerInfo(
             target=target.id,
             adapter=adapter,
-            framework=adapter.name,
             model=target.model,
             base_url="",
             version=version.version,
@@ -274,7 +278,6 @@ class ServerPool:
         info = ServerInfo(
             target=target.id,
             adapter=target.adapter,
-            framework=target.framework,
             model=target.model,
             base_url=target.endpoint or "",
             launched=False,
@@ -286,7 +289,7 @@ class ServerPool:
             info.error = f"endpoint {info.base_url} unreachable: {exc}"
             return info
         if target.adapter is ENDPOINT and detected is not None:
-            info.adapter, info.framework = detected, detected.name
+            info = replace(info, adapter=detected)
         info.version, info.version_source = version.version, version.source
         if models and target.model not in models:
             info.model = models[0]

