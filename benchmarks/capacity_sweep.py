@@ -17,6 +17,7 @@ import json
 import time
 from pathlib import Path
 
+from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.metrics import ValidityRules
 from pytest_infer.profiles import LoadPoint, load_profile
@@ -61,9 +62,10 @@ def main() -> None:
     endpoint = Endpoint(args.base_url, args.model, timeout=point.timeout_s or 60)
 
     rules = ValidityRules.from_dict(profile.validity)  # as the suite judges validity
+    adapter = registry.get(args.framework)
 
     def measure(probe: LoadPoint):
-        return evaluate_point(probe, endpoint, framework=args.framework, rules=rules)
+        return evaluate_point(probe, endpoint, adapter=adapter, rules=rules)
 
     began = time.monotonic()
     found, manual = None, []

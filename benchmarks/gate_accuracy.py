@@ -30,6 +30,7 @@ from pathlib import Path
 
 from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 
+from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment
 from pytest_infer.gating.compare import compare
 from pytest_infer.gating.rules import parse_rules
@@ -142,7 +143,7 @@ def upstream_server(args: argparse.Namespace, out: Path) -> tuple[str, ServerPoo
     environment = Environment.from_spec(str(engines_dir() / args.engine))
     pool = ServerPool(
         InferOptions(frameworks=("vllm",), report_dir=out / "server", startup_timeout=600),
-        [Target("vllm", "vllm", "tiny", environment=environment)],
+        [Target("vllm", registry.get("vllm"), "tiny", environment=environment)],
     )
     info = pool.get("vllm")
     if info.error:

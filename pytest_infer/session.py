@@ -63,15 +63,9 @@ class InferSession:
         info = self.pool.get(target_id)
         self.results.targets.setdefault(
             target_id,
-            TargetRecord(
-                id=target_id,
-                framework=info.framework,
-                model=info.model,
-                version=info.version,
-                distribution=info.distribution,
-                commit=info.commit,
-                version_source=info.version_source,
-                launched=info.launched,
+            TargetRecord.of(
+                target_id,
+                info,
                 profile=self.profile,
                 start_seconds=info.start_seconds,
                 error=info.error,

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from .adapters import registry
-from .adapters.base import Environment, Parsers
+from .adapters.base import Adapter, Environment, Parsers
+from .adapters.external import ENDPOINT
 from .models.tiny import TINY
 from .options import ENV, PARSER, InferOptions
 from .paths import engines_dir
@@ -18,15 +19,20 @@ from .paths import engines_dir
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One server under test. ``id`` is what test ids and report columns show."""
+    """One server under test. ``id`` is what test ids and report columns show; ``adapter`` is its framework's, found
+    once when the targets are resolved (``EndpointAdapter`` for an endpoint of no named framework)."""
 
     id: str
-    framework: str
+    adapter: Adapter
     model: str
     environment: Environment | None = None
     endpoint: str | None = None
     server_args: tuple[str, ...] = ()
     parsers: Parsers = Parsers()  # the tool-call and reasoning parsers it runs, where known
+
+    @property
+    def framework(self) -> str:
+        return self.adapter.name
 
     @property
     def launched(self) -> bool:
@@ -37,9 +43,8 @@ def _version_key(path: Path) -> tuple:
     return tuple(int(n) if n.isdigit() else n for n in re.split(r"[.\-]", path.name))
 
 
-def discover_environment(framework: str) -> Environment | None:
+def discover_environment(adapter: Adapter) -> Environment | None:
     """The current interpreter if it can import the framework, else the newest engine venv."""
-    adapter = registry.get(framework)
     if adapter.module and importlib.util.find_spec(adapter.module) is not None:
         return Environment.current()
     root = engines_dir()
@@ -50,17 +55,16 @@ def discover_environment(framework: str) -> Environment | None:
     return None
 
 
-def launched_parsers(framework: str, options: InferOptions) -> tuple[tuple[str, ...], Parsers]:
+def launched_parsers(adapter: Adapter, options: InferOptions) -> tuple[tuple[str, ...], Parsers]:
     """The launch arguments for the parsers named, and the parsers the server will run (the adapter's own for the
     tiny model where none is named)."""
-    adapter = registry.get(framework)
     tiny = options.model == TINY
     try:
         args = adapter.parser_args(options.parsers, on_cpu_tiny=tiny) if hasattr(adapter, "parser_args") else ()
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
     if args == () and (options.parsers.tool or options.parsers.reasoning):
-        raise pytest.UsageError(f"{PARSER}: {framework} takes no tool-call or reasoning parser at launch")
+        raise pytest.UsageError(f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch")
     defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
     named = options.parsers.tool or options.parsers.reasoning  # then the default reasoning parser stays off (vllm.py)
     return args, Parsers(
@@ -69,33 +73,33 @@ def launched_parsers(framework: str, options: InferOptions) -> tuple[tuple[str, 
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
+    """The session's targets, each with its framework's adapter: the one place a framework is looked up by name."""
     if options.endpoints:
-        framework = options.frameworks[0] if options.frameworks else "endpoint"
+        adapter = registry.get(options.frameworks[0]) if options.frameworks else ENDPOINT
         return [
-            Target(
-                id=name or framework, framework=framework, model=options.model, endpoint=url, parsers=options.parsers
-            )
+            Target(id=name or adapter.name, adapter=adapter, model=options.model, endpoint=url, parsers=options.parsers)
             for name, url in options.endpoints
         ]
     targets: list[Target] = []
     for framework in options.frameworks:
+        adapter = registry.get(framework)
         environments = options.environments.get(framework)
         if not environments:
-            found = discover_environment(framework)
-            if found is None and registry.get(framework).module is not None:
+            found = discover_environment(adapter)
+            if found is None and adapter.module is not None:
                 raise pytest.UsageError(
                     f"no environment found for {framework}: it is not importable here and {engines_dir()} holds none "
-                    f"of {', '.join(registry.get(framework).engine_dirs)}. Install it (scripts/install-engines.sh for "
+                    f"of {', '.join(adapter.engine_dirs)}. Install it (scripts/install-engines.sh for "
                     f"the CPU engines) or point at one with {ENV} {framework}=PATH"
                 )
             environments = (found or Environment(label="PATH"),)
         for environment in environments:
             target_id = framework if len(environments) == 1 else f"{framework}@{environment.label}"
-            parser_args, parsers = launched_parsers(framework, options)
+            parser_args, parsers = launched_parsers(adapter, options)
             targets.append(
                 Target(
                     target_id,
-                    framework,
+                    adapter,
                     options.model,
                     environment=environment,
                     server_args=options.server_args + parser_args,

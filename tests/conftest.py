@@ -80,9 +80,11 @@ class EnginePool:
                 endpoints=((name, endpoint),) if endpoint else (),
             )
             if endpoint:
-                target = Target(id=name, framework=framework, model="tiny", endpoint=endpoint)
+                target = Target(id=name, adapter=registry.get(framework), model="tiny", endpoint=endpoint)
             else:
-                target = Target(id=name, framework=framework, model="tiny", environment=engine_environment(name))
+                target = Target(
+                    id=name, adapter=registry.get(framework), model="tiny", environment=engine_environment(name)
+                )
             pool = ServerPool(options, [target])
             self.pools[name] = pool
             self.infos[name] = pool.get(name)

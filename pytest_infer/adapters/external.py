@@ -3,28 +3,45 @@
 from __future__ import annotations
 
 import re
-
-import httpx
+from typing import TYPE_CHECKING
 
 from . import registry
-from .base import Version, VersionRoute
+from .base import Adapter, BaseAdapter, LaunchRequest, LaunchSpec, Version, VersionRoute
+
+if TYPE_CHECKING:
+    import httpx
 
 
-def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str]]:
+class EndpointAdapter(BaseAdapter):
+    """An endpoint whose framework is neither named nor detected: the OpenAI API and nothing of any framework's own."""
+
+    name = "endpoint"
+    title = "an OpenAI-compatible endpoint"
+
+    def launch(self, request: LaunchRequest) -> LaunchSpec:
+        raise TypeError("an endpoint is already running: nothing launches it")
+
+
+ENDPOINT = EndpointAdapter()
+
+
+def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list[str]]:
     """Guess the framework and version behind an endpoint from what it exposes.
 
-    Returns (framework or None, version, served model ids). Every probe is
+    Returns (the framework's adapter or None, version, served model ids). Every probe is
     optional: a server that answers none of them is still testable. What betrays
     a framework (``owned_by``, ``version_routes``) comes from the adapters, in
     registry order.
     """
+    import httpx
+
     adapters = list(registry.ADAPTERS.values())
-    owners = {owner.lower(): adapter.name for adapter in adapters for owner in adapter.owned_by}
-    routes: dict[str, tuple[VersionRoute, str]] = {}
+    owners = {owner.lower(): adapter for adapter in adapters for owner in adapter.owned_by}
+    routes: dict[str, tuple[VersionRoute, Adapter]] = {}
     for adapter in adapters:
         for route in adapter.version_routes:
-            routes.setdefault(route.path, (route, adapter.name))
-    framework: str | None = None
+            routes.setdefault(route.path, (route, adapter))
+    framework: Adapter | None = None
     version: Version | None = None
     models: list[str] = []
     server_header = None
@@ -40,12 +57,12 @@ def detect_endpoint(client: httpx.Client) -> tuple[str | None, Version, list[str
             framework = next((owners[o] for o in owned_by if o in owners), None)
     except (httpx.HTTPError, ValueError):
         pass
-    for path, (route, name) in routes.items():
+    for path, (route, owner) in routes.items():
         try:
             resp = client.get(path)
             if resp.status_code == 200 and isinstance(resp.json(), dict) and resp.json().get(route.key):
                 version = Version(str(resp.json()[route.key]), source=f"GET {path}")
-                framework = framework or (name if route.identifies else None)
+                framework = framework or (owner if route.identifies else None)
                 break
         except (httpx.HTTPError, ValueError):
             continue

@@ -8,10 +8,10 @@ so a broken one costs nothing until it is asked for, and then says which one it 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from importlib.metadata import EntryPoint, entry_points
-from typing import TypeVar, cast
+from typing import cast
 
 import pytest
 
@@ -25,7 +25,6 @@ from .trtllm import TensorRTLLMAdapter
 from .vllm import VLLMAdapter
 
 GROUP = "pytest_infer.adapters"
-T = TypeVar("T")
 
 
 class AdapterLoadError(InferError, pytest.UsageError):  # type: ignore[misc]  # final in the stubs only
@@ -113,27 +112,6 @@ def names() -> list[str]:
 
 
 def get(name: str) -> Adapter:
+    """A framework's adapter by name: for resolving the targets and the xdist hand-off, at configure; everything
+    after asks the target or server for its ``adapter``."""
     return ADAPTERS[name]
-
-
-class FrameworkTable(Mapping[str, T]):
-    """``{framework: value}`` read from each adapter when looked up, for code that is keyed by name.
-
-    A framework whose value is None is absent, as is an unknown name (``.get`` gives the default).
-    """
-
-    def __init__(self, value: Callable[[Adapter], T | None], registry: Registry = ADAPTERS) -> None:
-        self._value = value
-        self._registry = registry
-
-    def __getitem__(self, name: str) -> T:
-        value = self._value(self._registry[name])
-        if value is None:
-            raise KeyError(name)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return (name for name in self._registry if name in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from .. import conformance
-from ..adapters import registry
+from ..adapters.base import Adapter
 from .scripts import Scripting
 
 EXPECTATIONS_INI = "infer_expectations"
@@ -51,14 +51,14 @@ def conformance_ctx(
         ),
         shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
         request_fields=lambda endpoint, statuses: table.record_fields(infer_target.id, endpoint, statuses),
-        scripting=scripting(infer_live_server.framework, infer_live_server.version, infer_target.parsers),
+        scripting=scripting(infer_live_server.adapter, infer_live_server.version, infer_target.parsers),
     ) as ctx:
         yield ctx
 
 
-def scripting(framework: str, version: str | None, parsers: Any) -> Scripting:
-    """The adapter's field that forces text (an unknown framework has none) and the parsers the target runs."""
-    adapter = registry.get(framework) if framework in registry.ADAPTERS else None
+def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
+    """The adapter's field that forces text (an adapter written to the protocol alone has none) and the parsers the
+    target runs."""
     fields = getattr(adapter, "forced_text_fields", None)
     force = None if fields is None else (lambda regex: fields(regex, version))
-    return Scripting(parsers.tool, parsers.reasoning, force, framework)
+    return Scripting(parsers.tool, parsers.reasoning, force, adapter.name)

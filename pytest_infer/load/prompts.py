@@ -19,7 +19,6 @@ from typing import Any
 
 import httpx
 
-from ..adapters.registry import FrameworkTable
 from .client import CHAT_PATH, COMPLETIONS_PATH
 
 WORDS = [
@@ -132,10 +131,6 @@ WORDS = [
     "light",
     "market",
 ]
-# the frameworks whose adapter says they accept ``ignore_eos`` (``framework in IGNORE_EOS_FRAMEWORKS``)
-IGNORE_EOS_FRAMEWORKS = FrameworkTable(lambda adapter: adapter.accepts_ignore_eos or None)
-# each framework's request fields that make per-chunk token counts exact (``Adapter.load_extra_body``)
-FRAMEWORK_EXTRA_BODY = FrameworkTable(lambda adapter: dict(adapter.load_extra_body) or None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..adapters.base import Adapter
 from ..outcomes import InferError
 from ..paths import bundled
 
@@ -207,10 +208,9 @@ class LoadPoint:
 
         return len(read_trace(self.settings["trace_file"]))
 
-    def workload(self, framework: str | None = None):
-        """What each request asks for; ``framework`` decides ignore_eos and exact token-count fields."""
+    def workload(self, adapter: Adapter | None = None):
+        """What each request asks for; the server's ``adapter`` decides ignore_eos and exact token-count fields."""
         from ..load import Workload
-        from ..load.prompts import FRAMEWORK_EXTRA_BODY, IGNORE_EOS_FRAMEWORKS
         from ..load.replay import MOONCAKE_BLOCK_TOKENS
 
         s = self.settings
@@ -222,8 +222,8 @@ class LoadPoint:
             shared_prefix_tokens=(
                 0 if trace else s.get("shared_prefix_tokens", 0)
             ),  # a trace's own sharing wins over the defaults'
-            ignore_eos=s.get("ignore_eos", True) and (framework is None or framework in IGNORE_EOS_FRAMEWORKS),
-            extra_body=dict(FRAMEWORK_EXTRA_BODY.get(framework or "", {})),
+            ignore_eos=s.get("ignore_eos", True) and (adapter is None or adapter.accepts_ignore_eos),
+            extra_body=dict(adapter.load_extra_body) if adapter is not None else {},
             shared_prefix_share=s.get("shared_prefix_share", 1.0),
             turns=1 if trace else s.get("turns", 1),
             trace_file=trace,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
-from ..adapters.base import ServerMetricNames
+from ..adapters.base import Adapter, ServerMetricNames
 from ..client.endpoint import Endpoint
 from ..load import LoadRun, LoadSpec, run_load
 from ..load.monitor import ClientUsage, ResourcePeak, listening_pid
@@ -140,14 +140,8 @@ def server_line(server: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def metric_names(framework: str) -> ServerMetricNames | None:
-    """The framework's Prometheus names, from its adapter; None for an unknown framework or one without."""
-    from ..adapters import registry
-
-    try:
-        adapter = registry.get(framework)
-    except KeyError:
-        return None
+def metric_names(adapter: Adapter) -> ServerMetricNames | None:
+    """The framework's Prometheus names, from its adapter; None for one without (or written to the protocol alone)."""
     return getattr(adapter, "server_metrics", None)
 
 
@@ -204,7 +198,7 @@ class Subject:
 
     point: LoadPoint
     endpoint: Endpoint
-    framework: str
+    adapter: Adapter
     pid: int | None = None
 
 
@@ -212,12 +206,12 @@ def evaluate_point(
     point: LoadPoint,
     endpoint: Endpoint,
     *,
-    framework: str,
+    adapter: Adapter,
     rules: ValidityRules | None = None,
     pid: int | None = None,
     calibration: Calibration | None = None,
 ) -> PointResult:
-    return evaluate_interleaved([Subject(point, endpoint, framework, pid)], rules=rules, calibration=calibration)[0]
+    return evaluate_interleaved([Subject(point, endpoint, adapter, pid)], rules=rules, calibration=calibration)[0]
 
 
 def evaluate_interleaved(
@@ -239,13 +233,13 @@ def evaluate_interleaved(
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
     plans = [
         (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(),
-         s.point.workload(s.framework))
+         s.point.workload(s.adapter))
         for s in subjects
     ]  # fmt: skip
     parts_of = [sliced(spec, slices) for _, spec, _ in plans]
     runs: list[list[LoadRun]] = [[] for _ in subjects]
     slices_of: list[list[LoadRun]] = [[] for _ in subjects]
-    names = [metric_names(s.framework) for s in subjects]
+    names = [metric_names(s.adapter) for s in subjects]
     calibrations = [calibration] * len(subjects)
     order = list(range(len(subjects)))
     turn = 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +42,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 @dataclass(slots=True)
-class TargetRecord:
-    id: str
+class ServerFacts:
+    """Which server one target is: its framework, the model it serves, the version it runs and how that was read,
+    and whether this plugin launched it. Defined once: the running server (``ServerInfo``) and its record in
+    results.json (``TargetRecord``) are both these facts and more."""
+
     framework: str
     model: str
     version: str | None = None
@@ -51,9 +54,24 @@ class TargetRecord:
     commit: str | None = None
     version_source: str | None = None
     launched: bool = True
+
+
+@dataclass(slots=True, kw_only=True)
+class TargetRecord(ServerFacts):
+    """One target of a session as results.json stores it: the server's facts, then what the session adds."""
+
+    id: str
     profile: str | None = None
     start_seconds: float | None = None
     error: str | None = None
+
+    @classmethod
+    def of(cls, target_id: str, server: ServerFacts, **session: Any) -> TargetRecord:
+        """The record of ``server`` (a running server's ``ServerInfo``): its facts, then the session's own fields."""
+        return cls(id=target_id, **{f.name: getattr(server, f.name) for f in fields(ServerFacts)}, **session)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, **asdict(self)}  # results.json's order: the id first
 
 
 @dataclass(slots=True)
@@ -129,7 +147,7 @@ class SessionResults:
             "schema_version": self.schema_version,
             "plugin_version": self.plugin_version,
             "environment": self.environment,
-            "targets": {tid: asdict(t) for tid, t in self.targets.items()},
+            "targets": {tid: t.to_json() for tid, t in self.targets.items()},
             "tests": [asdict(t) for t in self.tests],
             **{name: table.to_json() for name, table in self.tables.items() if table},
             "gate": self.gate,

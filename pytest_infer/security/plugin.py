@@ -49,8 +49,6 @@ def security_record(infer_target, infer_session) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def security_known_routes(infer_server) -> tuple:
     """The routes the target's adapter knows (the OpenAI ones behind an endpoint of no known framework)."""
-    from ..adapters import registry
     from ..adapters.base import OPENAI_ROUTES
 
-    adapter = registry.ADAPTERS[infer_server.framework] if infer_server.framework in registry.ADAPTERS else None
-    return getattr(adapter, "known_routes", OPENAI_ROUTES)
+    return getattr(infer_server.adapter, "known_routes", OPENAI_ROUTES)

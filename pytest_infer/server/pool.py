@@ -11,42 +11,54 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from ..adapters import registry
-from ..adapters.base import LaunchRequest, Version, python_of
+from ..adapters.base import Adapter, LaunchRequest, Version, python_of
+from ..adapters.external import ENDPOINT
 from ..client.endpoint import Endpoint
 from ..models.tiny import TINY, tiny_model_dir
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
+from ..results.model import ServerFacts
 from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
 
 LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's end
 
 
-@dataclass(slots=True)
-class ServerInfo:
-    """What a test needs to reach one server; plain data, so it crosses to xdist workers."""
+@dataclass(slots=True, kw_only=True)
+class ServerInfo(ServerFacts):
+    """One running server: its facts, its framework's adapter (``framework`` is the adapter's name), and how to
+    reach it.
 
+    It crosses to xdist workers as JSON (``to_dict``, ``from_dict``): the adapter travels as the framework's name.
+    """
+
+    framework: str = field(init=False)
     target: str
-    framework: str
-    model: str
+    adapter: Adapter = field(compare=False)
     base_url: str
-    version: str | None = None
-    distribution: str | None = None
-    commit: str | None = None
-    version_source: str | None = None
     log_path: str | None = None
     model_path: str | None = None  # what a launched server loaded: a local folder, or a hub id
     pid: int | None = None
-    launched: bool = True
     start_seconds: float | None = None
     error: str | None = None
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def __post_init__(self) -> None:
+        self.framework = self.adapter.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "adapter"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerInfo:
+        """A server handed over as ``to_dict`` made it, its adapter found again by the framework's name."""
+        given = dict(data, notes=tuple(data.get("notes", ())))
+        framework = given.pop("framework")
+        return cls(**given, adapter=ENDPOINT if framework == ENDPOINT.name else registry.get(framework))
 
     @property
     def version_text(self) -> str:
@@ -138,7 +150,7 @@ class ServerPool:
 
     def provide(self, infos: dict[str, dict]) -> None:
         """Worker side: take the controller's servers."""
-        self.infos.update({tid: ServerInfo(**data) for tid, data in infos.items()})
+        self.infos.update({tid: ServerInfo.from_dict(data) for tid, data in infos.items()})
 
     def get(self, target_id: str) -> ServerInfo:
         with self._lock:
@@ -155,14 +167,14 @@ class ServerPool:
     def _start(self, target: Target) -> ServerInfo:
         if not target.launched:
             return self._connect(target)
-        adapter = registry.get(target.framework)
+        adapter = target.adapter
         environment = target.environment
         assert environment is not None
         version = adapter.detect_version(environment)
         log_path = (self.options.report_dir / "servers" / f"{target.id}.log").resolve()
         base = ServerInfo(
             target=target.id,
-            framework=target.framework,
+            adapter=adapter,
             model=target.model,
             base_url="",
             version=version.version,
@@ -265,19 +277,19 @@ class ServerPool:
 
         info = ServerInfo(
             target=target.id,
-            framework=target.framework,
+            adapter=target.adapter,
             model=target.model,
             base_url=target.endpoint or "",
             launched=False,
         )
         try:
             with httpx.Client(base_url=info.base_url, headers=self.endpoint(info).headers, timeout=10) as client:
-                framework, version, models = detect_endpoint(client)
+                detected, version, models = detect_endpoint(client)
         except httpx.HTTPError as exc:
             info.error = f"endpoint {info.base_url} unreachable: {exc}"
             return info
-        if target.framework == "endpoint" and framework:
-            info.framework = framework
+        if target.adapter is ENDPOINT and detected is not None:
+            info = replace(info, adapter=detected)
         info.version, info.version_source = version.version, version.source
         if models and target.model not in models:
             info.model = models[0]

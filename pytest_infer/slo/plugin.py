@@ -276,7 +276,7 @@ def _measure(
     for model, info, endpoint in servers:
         point = next(p for p in profile.load_points(model, info.framework) if p.id == point_id)
         subjects.append(
-            Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.framework, info.pid)
+            Subject(point.repeated(options.repeat) if options.repeat else point, endpoint, info.adapter, info.pid)
         )
     runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn

@@ -217,10 +217,10 @@ def structured_tokenizer(infer_server, structured_options: StructuredOptions) ->
 @pytest.fixture(params=REQUEST_PATHS)
 def structured_request_path(request: pytest.FixtureRequest, infer_live_server) -> RequestPath:
     """Every way the framework takes a schema: response_format, streamed, and its own extra field."""
-    from .runner import NATIVE_PATHS, RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM
+    from .runner import RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM, native_path
 
     if request.param == "native":
-        native = NATIVE_PATHS.get(infer_live_server.framework)
+        native = native_path(infer_live_server.adapter)
         if native is None:
             pytest.skip(f"{infer_live_server.framework} has no schema field of its own besides response_format")
         return native

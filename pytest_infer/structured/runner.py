@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
+from ..adapters import registry
 from ..adapters.base import Adapter
-from ..adapters.registry import FrameworkTable
 from ..client.http import InferClient
 from ..client.sse import read_sse
 from .classify import Outcome, Verdict, classify_output, classify_status
@@ -76,12 +77,22 @@ def native_path(adapter: Adapter) -> RequestPath | None:
     return RequestPath(f"{adapter.name}-{field}", field=field, fields=adapter.structured_output_body)
 
 
-NATIVE_PATHS = FrameworkTable(native_path)
+def paths_for(adapter: Adapter | str) -> list[RequestPath]:
+    """Every path a framework takes a schema on: response_format, streamed, and its own field if it has one.
 
-
-def paths_for(framework: str) -> list[RequestPath]:
-    """Every path a framework takes a schema on: response_format, streamed, and its own field if it has one."""
-    native = NATIVE_PATHS.get(framework)
+    ``adapter``: the server's (``infer_server.adapter``); a framework's name is deprecated (an unknown one has no
+    field of its own).
+    """
+    if isinstance(adapter, str):
+        warnings.warn(
+            "paths_for(name) is deprecated: pass the server's adapter (infer_server.adapter)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        found = registry.ADAPTERS.get(adapter)
+        native = native_path(found) if found is not None else None
+    else:
+        native = native_path(adapter)
     return [RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM, *([native] if native else [])]
 
 

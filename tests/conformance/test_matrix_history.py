@@ -17,7 +17,7 @@ def report(root: Path, version: str, cells: dict[str, dict[str, str]], shipped: 
     out = root / f"parsers-{version}"
     for parser, row in cells.items():
         results = model.SessionResults()
-        results.targets["vllm"] = model.TargetRecord("vllm", "vllm", "tiny", version=version)
+        results.targets["vllm"] = model.TargetRecord(id="vllm", framework="vllm", model="tiny", version=version)
         for case, shown in row.items():
             outcome, message = OUTCOME[shown]
             nodeid = f"t::{parser}-{case}"

@@ -334,14 +334,14 @@ def test_adapters_force_text_on_their_own_field() -> None:
 def test_the_main_job_judges_the_parsers_the_tiny_model_is_launched_with(framework: str) -> None:
     """The README's main job names no parser: the launch and the checks' scripts both get the adapter's defaults
     (the integration lane runs the checks on them against a real vLLM)."""
+    from pytest_infer.adapters import registry
     from pytest_infer.options import InferOptions
     from pytest_infer.targets import launched_parsers
 
-    _, parsers = launched_parsers(framework, InferOptions(frameworks=(framework,), model="tiny"))
+    adapter = registry.get(framework)
+    _, parsers = launched_parsers(adapter, InferOptions(frameworks=(framework,), model="tiny"))
     assert parsers == Parsers("pythonic", "qwen3")
-    _, named = launched_parsers(
-        framework, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes"))
-    )
+    _, named = launched_parsers(adapter, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes")))
     assert named == Parsers("hermes")  # a tool parser named alone: no reasoning parser beside it
 
 

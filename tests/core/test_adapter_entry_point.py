@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infer.adapters.registry import GROUP, AdapterLoadError, FrameworkTable, Registry
+from pytest_infer.adapters.registry import GROUP, AdapterLoadError, Registry
 from pytest_infer.adapters.vllm import VLLMAdapter
+from pytest_infer.profiles import LoadPoint
+from pytest_infer.structured.runner import paths_for
 
 TOY_ADAPTER = """
 import sys
@@ -185,10 +187,8 @@ def test_a_broken_entry_point_names_itself(name: str, value: str, message: str) 
 
 
 @pytest.mark.usefixtures("toy_module")
-def test_framework_tables_read_the_adapters() -> None:
-    adapters = toy_registry("toy_adapter:ToyAdapter")
-    ignore_eos = FrameworkTable(lambda adapter: adapter.accepts_ignore_eos or None, adapters)
-    native = FrameworkTable(lambda adapter: adapter.structured_output_field, adapters)
-    assert "toy" in ignore_eos and "vllm" in ignore_eos and "nosuch" not in ignore_eos
-    assert dict(native) == {"vllm": "structured_outputs"}  # the toy has no field of its own
-    assert native.get("toy") is None and native.get("nosuch") is None
+def test_what_the_plugin_asks_an_adapter_it_asks_an_entry_point_one_alike() -> None:
+    toy = toy_registry("toy_adapter:ToyAdapter")["toy"]
+    workload = LoadPoint("p", {}, {}).workload(toy)
+    assert (workload.ignore_eos, workload.extra_body) == (True, {})
+    assert [p.name for p in paths_for(toy)] == ["response_format", "response_format-stream"]  # no field of its own

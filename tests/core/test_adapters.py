@@ -22,14 +22,13 @@ from pytest_infer.adapters.base import (
     VersionRoute,
     probe_python_version,
 )
-from pytest_infer.adapters.external import detect_endpoint
+from pytest_infer.adapters.external import ENDPOINT, detect_endpoint
 from pytest_infer.adapters.lmdeploy import LMDeployAdapter
 from pytest_infer.adapters.sglang import SGLangAdapter
 from pytest_infer.adapters.transformers import TransformersAdapter
 from pytest_infer.adapters.vllm import VLLMAdapter
 from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
 from pytest_infer.conformance.expectations import load as load_expectations
-from pytest_infer.load.prompts import FRAMEWORK_EXTRA_BODY, IGNORE_EOS_FRAMEWORKS
 from pytest_infer.profiles import LoadPoint
 from pytest_infer.structured.runner import paths_for
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
@@ -343,7 +342,7 @@ def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
 
     with FakeServer(Deviation(request=only_models)) as server, httpx.Client(base_url=server.base_url) as client:
         framework, version, _ = detect_endpoint(client)
-    assert framework == "sglang"
+    assert framework is registry.get("sglang")
     assert version.source == "Server: fakeserver/1.0 Python/" + sys.version.split()[0]
     assert version.version == "1.0"
 
@@ -378,47 +377,60 @@ def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_r
     with FakeServer(Deviation(request=sglang)) as server, httpx.Client(base_url=server.base_url) as client:
         framework, version, _ = detect_endpoint(client)
         asked = [path for method, path, _ in server.requests if method == "GET"]
-    assert (framework, version.version, version.source) == ("sglang", "0.5.23", f"GET {route}")
+    assert (framework, version.version, version.source) == (registry.get("sglang"), "0.5.23", f"GET {route}")
     assert asked.index(route) > asked.index("/version")
     if route == "/get_server_info":
         assert asked.index("/server_info") < asked.index("/get_server_info")
 
 
 def test_the_load_generator_takes_ignore_eos_and_extra_fields_from_the_adapter(monkeypatch):
-    assert sorted(IGNORE_EOS_FRAMEWORKS) == ["lmdeploy", "sglang", "trtllm", "vllm"]
-    assert dict(FRAMEWORK_EXTRA_BODY) == {"vllm": {"return_token_ids": True}}
     point = LoadPoint("p", {}, {})
-    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (False, {})
+    sent = {name: (point.workload(adapter).ignore_eos, point.workload(adapter).extra_body) for name, adapter in [
+        *registry.ADAPTERS.items(), ("endpoint", ENDPOINT)]}  # fmt: skip
+    assert sent == {
+        "vllm": (True, {"return_token_ids": True}),
+        "sglang": (True, {}),
+        "lmdeploy": (True, {}),
+        "trtllm": (True, {}),
+        "tgi": (False, {}),
+        "transformers": (False, {}),
+        "endpoint": (False, {}),
+    }
+    assert point.workload().ignore_eos is True  # no server in view: exact output lengths asked for
     monkeypatch.setattr(TransformersAdapter, "accepts_ignore_eos", True)
     monkeypatch.setattr(TransformersAdapter, "load_extra_body", {"return_tokens": True})
-    assert "transformers" in IGNORE_EOS_FRAMEWORKS
-    assert (point.workload("transformers").ignore_eos, point.workload("transformers").extra_body) == (
-        True,
-        {"return_tokens": True},
-    )
+    workload = point.workload(registry.get("transformers"))
+    assert (workload.ignore_eos, workload.extra_body) == (True, {"return_tokens": True})
 
 
 def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
     schema = {"type": "integer"}
-    native = {framework: paths_for(framework)[2:] for framework in [*registry.names(), "endpoint"]}
+    native = {adapter.name: paths_for(adapter)[2:] for adapter in [*registry.ADAPTERS.values(), ENDPOINT]}
     assert {f: [(p.name, p.schema_fields(schema)) for p in paths] for f, paths in native.items() if paths} == {
         "vllm": [("vllm-structured_outputs", {"structured_outputs": {"json": schema}})],
         "tgi": [("tgi-grammar", {"grammar": {"type": "json", "value": schema}})],
     }
     monkeypatch.setattr(SGLangAdapter, "structured_output_field", "json_schema")
-    (path,) = paths_for("sglang")[2:]
+    (path,) = paths_for(registry.get("sglang"))[2:]
     assert (path.name, path.schema_fields(schema)) == (
         "sglang-json_schema",
         {"json_schema": schema},
     )  # the default shape
 
 
+def test_paths_for_a_framework_name_still_works_and_is_deprecated():
+    with pytest.deprecated_call():
+        assert [p.name for p in paths_for("vllm")] == [p.name for p in paths_for(registry.get("vllm"))]
+    with pytest.deprecated_call():
+        assert len(paths_for("endpoint")) == 2  # a name no adapter has: the OpenAI paths alone
+
+
 def test_endpoint_detection_asks_the_adapters(monkeypatch):
     monkeypatch.setattr(VLLMAdapter, "version_routes", (VersionRoute("/version", identifies=True),))
     with FakeServer() as server, httpx.Client(base_url=server.base_url) as client:
-        assert detect_endpoint(client)[0] == "vllm"
+        assert detect_endpoint(client)[0] is registry.get("vllm")
         monkeypatch.setattr(LMDeployAdapter, "owned_by", ("FakeServer",))
-        assert detect_endpoint(client)[0] == "lmdeploy"  # owned_by wins over a version route
+        assert detect_endpoint(client)[0] is registry.get("lmdeploy")  # owned_by wins over a version route
 
 
 def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):

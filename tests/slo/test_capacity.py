@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.metrics.judge import Verdict
 from pytest_infer.profiles import LoadPoint, ProfileError, load_profile
@@ -140,7 +141,9 @@ def test_on_a_server_with_four_slots_the_capacity_is_four_streams(paced_server, 
                               "search": {"start": 1, "max": 16}}, {"ttft_p90_ms": 45})  # fmt: skip
     result = evaluate_capacity(
         point,
-        lambda p: evaluate_point(p, Endpoint(url, "paced-model", timeout=30), framework="vllm", rules=lenient_validity),
+        lambda p: evaluate_point(
+            p, Endpoint(url, "paced-model", timeout=30), adapter=registry.get("vllm"), rules=lenient_validity
+        ),
     )
     assert [(p.value, p.status) for p in result.capacity.probes] == [
         (1, "pass"),
@@ -162,7 +165,7 @@ def test_an_open_loop_over_the_servers_capacity_is_saturated(paced_server):
         {"mode": "poisson", "rate": 40.0, "requests": 45, "warmup_requests": 0, "output_tokens": 8},
         {"ttft_p90_ms": 100000},
     )
-    result = evaluate_point(point, Endpoint(url, "paced-model", timeout=60), framework="vllm")
+    result = evaluate_point(point, Endpoint(url, "paced-model", timeout=60), adapter=registry.get("vllm"))
     status, reason = judge_probe(result, {"stop_error_share": 0.05, "saturation_ratio": 2.0})
     assert result.verdict.status == "pass" and status == "saturated" and "the queue grew all run" in reason
 

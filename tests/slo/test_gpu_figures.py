@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from results_factory import flat_drift, session
 
+from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.gating.compare import compare
 from pytest_infer.gating.rules import parse_rules
@@ -92,7 +93,7 @@ def measure(url: str, thresholds: dict[str, float], rules: ValidityRules):
     return evaluate_point(
         LoadPoint("c2", POINT, thresholds),
         Endpoint(url, "paced-model", timeout=30),
-        framework="transformers",
+        adapter=registry.get("transformers"),
         rules=rules,
     )
 

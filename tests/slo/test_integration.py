@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infer.adapters import registry
 from pytest_infer.paths import bundled
 
 pytestmark = pytest.mark.integration
@@ -105,7 +106,9 @@ def test_vllm_metrics_agree_with_the_client(real_engine):
         {"concurrency": 4, "requests": 30, "warmup_requests": 4, "input_tokens": 48, "output_tokens": 16},
         {"ttft_p50_ms": 5000},
     )
-    result = evaluate_point(point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), framework="vllm")
+    result = evaluate_point(
+        point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), adapter=registry.get("vllm")
+    )
     server = result.server
     assert server is not None and "error" not in server, server
     client = server["check"]["client"]
@@ -180,7 +183,9 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
 
     def measure(info, name: str) -> dict:
         point = LoadPoint(name, PREFIX_WORKLOADS[name], {"ttft_p50_ms": 10000})
-        result = evaluate_point(point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), framework="vllm")
+        result = evaluate_point(
+            point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), adapter=registry.get("vllm")
+        )
         server = result.server
         assert server is not None and "error" not in server, server
         client = server["check"][

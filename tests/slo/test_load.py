@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration
@@ -241,7 +242,7 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
         {"concurrency": 2, "requests": 6, "warmup_requests": 1, "output_tokens": 4, "repeat": 3},
         {"ttft_p50_ms": 5000},
     )
-    result = evaluate_point(point, Endpoint(url, "paced-model"), framework="vllm")
+    result = evaluate_point(point, Endpoint(url, "paced-model"), adapter=registry.get("vllm"))
     assert len(result.runs) == 3 and result.summary.requests == 18  # pooled
     assert set(result.confidence) == {"output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"}
     assert "95% CI, 3 runs" in result.confidence["ttft_p50_ms"]
@@ -262,7 +263,10 @@ def test_interleaved_targets_take_turns_run_by_run(paced_server):
     )
     fast, slow = paced_server(5, 1), paced_server(40, 1)
     results = evaluate_interleaved(
-        [Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")]
+        [
+            Subject(point, Endpoint(fast, "paced-model"), registry.get("vllm")),
+            Subject(point, Endpoint(slow, "paced-model"), registry.get("vllm")),
+        ]
     )
     starts = sorted((run.window_start_ns, name) for name, result in zip("AB", results) for run in result.runs)
     assert "".join(name for _, name in starts) == "ABBAABBA"
@@ -285,7 +289,10 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
     )
     fast, slow = paced_server(5, 1), paced_server(40, 1)
     results = evaluate_interleaved(
-        [Subject(point, Endpoint(fast, "paced-model"), "vllm"), Subject(point, Endpoint(slow, "paced-model"), "vllm")],
+        [
+            Subject(point, Endpoint(fast, "paced-model"), registry.get("vllm")),
+            Subject(point, Endpoint(slow, "paced-model"), registry.get("vllm")),
+        ],
         slices=3,
     )
     sent = sorted((t.sent_ns, name) for name, result in zip("AB", results) for run in result.runs for t in run.traces)
@@ -308,7 +315,7 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
         max(p["ttft_p50_ms"] for p in results[0].per_slice) < 30 < min(p["ttft_p50_ms"] for p in results[1].per_slice)
     )
     assert results[0].record()["slices"] == results[0].per_slice
-    whole = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), "vllm")], slices=1)[0]
+    whole = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), registry.get("vllm"))], slices=1)[0]
     assert whole.per_slice == [] and "slices" not in whole.record()
 
 

@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 
+from pytest_infer.adapters import registry
 from pytest_infer.load.hardware import Hardware
 from pytest_infer.profiles import ProfileError, available_profiles, load_profile
 
@@ -56,10 +57,13 @@ def test_defaults_points_and_framework_overrides_merge(tmp_path):
     assert hf["c4"].load_spec().concurrency == 2 and hf["c4"].thresholds == {
         "ttft_p50_ms": 900
     }  # null drops a threshold
-    assert hf["c1"].workload("transformers").ignore_eos is False and hf["c1"].workload("transformers").extra_body == {}
-    assert vllm["c1"].workload("vllm").ignore_eos is True and vllm["c1"].workload("vllm").extra_body == {
-        "return_token_ids": True
-    }
+    assert (
+        hf["c1"].workload(registry.get("transformers")).ignore_eos is False
+        and hf["c1"].workload(registry.get("transformers")).extra_body == {}
+    )
+    assert vllm["c1"].workload(registry.get("vllm")).ignore_eos is True and vllm["c1"].workload(
+        registry.get("vllm")
+    ).extra_body == {"return_token_ids": True}
     with pytest.raises(ProfileError, match="has no load points for model 'llama'; it has: tiny"):
         profile.load_points("llama", "vllm")
 

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import ServerMetricNames
+from pytest_infer.adapters.external import ENDPOINT
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load import run_load
@@ -218,7 +219,8 @@ def test_every_framework_names_its_metrics_or_none_and_only_vllms_are_verified()
     )
     assert all(not n.verified for k, n in names.items() if n is not None and k != "vllm")
     assert names["sglang"] is not None and names["sglang"].ttft == "sglang:time_to_first_token_seconds"
-    assert metric_names("transformers") is None and metric_names("no-such-framework") is None
+    assert metric_names(registry.get("transformers")) is None and metric_names(ENDPOINT) is None
+    assert metric_names(registry.get("vllm")) is VLLM
 
 
 POINT = LoadPoint(
@@ -229,7 +231,7 @@ POINT = LoadPoint(
 
 
 def measure(url: str):
-    return evaluate_point(POINT, Endpoint(base_url=url, model="paced-model", timeout=30), framework="vllm")
+    return evaluate_point(POINT, Endpoint(base_url=url, model="paced-model", timeout=30), adapter=registry.get("vllm"))
 
 
 def test_a_paced_server_that_agrees_records_its_figures_and_passes(paced_server):
@@ -290,7 +292,7 @@ def test_metrics_that_cannot_be_read_are_recorded_as_an_error_and_the_client_alo
     run = run_load(
         Endpoint(base_url=paced_server(20, 2), model="paced-model"),
         POINT.load_spec(),
-        POINT.workload("vllm"),
+        POINT.workload(registry.get("vllm")),
         server_metrics=names,
     )
     assert run.server is not None and run.server.error == "GET /no-metrics-here: HTTP 404"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, PromptFactory
@@ -243,10 +244,10 @@ def write_profile(tmp_path, text: str, trace: str | None = None) -> Path:
 
 def test_profile_settings_build_the_workloads(tmp_path):
     points = {p.id: p for p in load_profile(write_profile(tmp_path, PROFILE)).load_points("tiny", "vllm")}
-    assert points["chat"].workload("vllm").turns == 4 and points["chat"].load_spec().mode == "closed"
-    prefix = points["prefix"].workload("vllm")
+    assert points["chat"].workload(registry.get("vllm")).turns == 4 and points["chat"].load_spec().mode == "closed"
+    prefix = points["prefix"].workload(registry.get("vllm"))
     assert (prefix.shared_prefix_tokens, prefix.shared_prefix_share) == (32, 0.25)
-    spec, workload = points["trace"].load_spec(), points["trace"].workload("vllm")
+    spec, workload = points["trace"].load_spec(), points["trace"].workload(registry.get("vllm"))
     assert (spec.mode, spec.speedup, spec.requests, spec.rate, spec.label) == ("replay", 4, 10, None, "replay x4")
     assert (
         workload.trace_file == str(tmp_path / "data" / "t.jsonl") and workload.trace_block_tokens == 64

@@ -26,6 +26,7 @@ httpx.HTTPTransport()
 
 from core.fakeenv import make_fake_env  # noqa: E402
 
+from pytest_infer.adapters.external import ENDPOINT  # noqa: E402
 from pytest_infer.client.endpoint import Endpoint  # noqa: E402
 from pytest_infer.client.http import InferClient  # noqa: E402
 from pytest_infer.server.pool import ServerInfo  # noqa: E402
@@ -55,7 +56,7 @@ FITS = json.dumps("ab")
 
 
 def info(log: Path | None) -> ServerInfo:
-    return ServerInfo(target="t", framework="fake", model=MODEL, base_url="", log_path=str(log) if log else None)
+    return ServerInfo(target="t", adapter=ENDPOINT, model=MODEL, base_url="", log_path=str(log) if log else None)
 
 
 def append(path: Path, data: bytes) -> None:
@@ -128,7 +129,7 @@ def test_no_log_gives_nothing(tmp_path):
 def test_the_window_crosses_to_xdist_workers_as_plain_data(tmp_path):
     log = tmp_path / "server.log"
     append(log, b"x\n")
-    copy = ServerInfo(**info(log).to_dict())
+    copy = ServerInfo.from_dict(json.loads(json.dumps(info(log).to_dict())))
     assert copy.log_since(0) == ["x"]
 
 
