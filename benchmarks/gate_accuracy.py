@@ -38,6 +38,7 @@ from pytest_infer.paths import engines_dir
 from pytest_infer.results.model import SessionResults
 from pytest_infer.server.pool import ServerPool
 from pytest_infer.slo.plugin import DEFAULT_SLICES
+from pytest_infer.slo.settings import gate_settings
 from pytest_infer.targets import Target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def run_interleaved(
 def gate(
     baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None
 ) -> dict:
-    result = compare(baseline, candidate, rules, pairs=pairs)
+    result = compare(baseline, candidate, gate_settings(rules), pairs=pairs)
     return {
         "verdict": result.verdict,
         "regressions": [f"{f.area}:{f.subject}" for f in result.regressions],

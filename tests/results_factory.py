@@ -40,7 +40,9 @@ def session(
             "git": {"commit": "abc123", "dirty": False},
         },
     )
-    results.targets[target] = TargetRecord(id=target, framework=framework, model="tiny", version=version, profile="cpu")
+    results.targets[target] = TargetRecord(
+        id=target, framework=framework, model="tiny", version=version, variant={"profile": "cpu"}
+    )
     for check in CHECKS:
         outcome = (outcomes or {}).get(check, "passed")
         message = f"{check} failed: expected X, got Y" if outcome in ("failed", "error") else ""

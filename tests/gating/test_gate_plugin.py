@@ -17,7 +17,8 @@ import pytest
 pytest.importorskip("matplotlib.figure")
 
 from pytest_infer.gating.drift import Drift, DriftCalibration
-from pytest_infer.options import BASELINE, CALIBRATION, ENDPOINT, FAIL_ON, REPORT_DIR
+from pytest_infer.options import BASELINE, ENDPOINT, REPORT_DIR
+from pytest_infer.slo.plugin import CALIBRATION, FAIL_ON
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 SUITE = """

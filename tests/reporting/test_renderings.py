@@ -24,6 +24,7 @@ from pytest_infer.reporting.markdown import render_markdown  # noqa: E402
 from pytest_infer.reporting.outputs import write_renderings  # noqa: E402
 from pytest_infer.reporting.terminal import render_gate, render_summary  # noqa: E402
 from pytest_infer.results.model import combine  # noqa: E402
+from pytest_infer.slo.settings import gate_settings  # noqa: E402
 from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
@@ -51,7 +52,7 @@ def matrix():
         seed=2,
         samples=150,
     )
-    gate = compare(base, cand, RULES, drift=flat_drift())
+    gate = compare(base, cand, gate_settings(RULES, flat_drift()))
     merged = combine([("base", base), ("cand", cand), ("hf", hf)])
     merged.gate = gate.to_dict()
     return merged, gate

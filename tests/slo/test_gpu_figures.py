@@ -25,6 +25,7 @@ from pytest_infer.profiles import LoadPoint, load_profile
 from pytest_infer.profiles.evaluate import evaluate_point
 from pytest_infer.reporting.markdown import render_markdown
 from pytest_infer.results.model import SessionResults
+from pytest_infer.slo.settings import gate_settings
 
 GIB = 2**30
 POINT = {"concurrency": 2, "requests": 20, "warmup_requests": 2, "output_tokens": 8}
@@ -216,11 +217,11 @@ def test_a_rise_in_joules_per_token_fails_the_gate_and_a_fall_does_not():
     rules = parse_rules("energy_per_output_token:10%")
     base = with_energy("0.31.0", [0.50, 0.51, 0.49, 0.50, 0.52])
     # Two sessions: a figure gates beyond the machine's calibrated drift (here none), like every figure with a rule.
-    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), rules, drift=flat_drift())
+    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), gate_settings(rules, flat_drift()))
     assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [
         ("regression", "h200-smoke/c1: energy_per_output_token_j")
     ]
-    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), rules, drift=flat_drift())
+    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), gate_settings(rules, flat_drift()))
     assert not better.failed and [f.kind for f in better.findings] == ["improvement"]
 
 
