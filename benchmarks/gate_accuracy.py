@@ -32,12 +32,12 @@ from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 
 from pytest_infer.adapters.base import Environment
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import engines_dir
 from pytest_infer.results.model import SessionResults
 from pytest_infer.server.pool import ServerPool
 from pytest_infer.slo.plugin import DEFAULT_SLICES
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 from pytest_infer.targets import Target
 

@@ -15,7 +15,7 @@ from pytest_infer.load.client import StreamSink
 from pytest_infer.load.rawhttp import _Connection
 from pytest_infer.load.sse import SSEParser, chunk_output, parse_payload
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import summarize
+from pytest_infer.slo.metrics import summarize
 
 CHUNK = {
     "id": "chatcmpl-b5dc053f81e3792a",

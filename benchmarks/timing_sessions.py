@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.drift import Drift, DriftCalibration, calibrate
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.results.model import SessionResults, atomic_write_text
+from pytest_infer.slo.drift import Drift, DriftCalibration, calibrate
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 RULES = "output_tps:5%,ttft_p50:10%,tpot_p50:10%"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from pytest_infer.gating.drift import Drift, DriftCalibration
 from pytest_infer.results.model import SessionResults, TargetRecord, TestRecord
+from pytest_infer.slo.drift import Drift, DriftCalibration
 
 CHECKS = ("chat.basic", "chat.stream_matches", "chat.stop_strings", "completions.logprobs", "chat.n_choices")
 KEYWORDS = ("enum", "pattern", "minItems", "anyOf", "format:date")

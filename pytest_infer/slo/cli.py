@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 def settings(args: argparse.Namespace) -> SloSettings:
     """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises, naming its flag."""
-    from ..gating.drift import CalibrationError, DriftCalibration
-    from ..gating.rules import RuleError, parse_rules
+    from .drift import CalibrationError, DriftCalibration
+    from .rules import RuleError, parse_rules
 
     try:
         rules = parse_rules(args.fail_on) if args.fail_on else ()
@@ -57,7 +57,7 @@ def settings(args: argparse.Namespace) -> SloSettings:
 
 
 def commands(subparsers: argparse._SubParsersAction) -> None:
-    from ..gating.drift import SAFETY
+    from .drift import SAFETY
 
     p = subparsers.add_parser(
         "calibrate",
@@ -81,8 +81,8 @@ def commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..gating.drift import calibrate
     from ..results.model import SessionResults, result_files
+    from .drift import calibrate
 
     parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
     drift = calibrate(parts, safety=args.safety, target=args.target)

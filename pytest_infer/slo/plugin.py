@@ -27,10 +27,10 @@ from .settings import NAME, SloSettings
 if TYPE_CHECKING:
     from ..load import LoadRun
     from ..load.hardware import Hardware
-    from ..metrics import ValidityRules
-    from ..profiles import LoadPoint, Profile
-    from ..profiles.capacity import CapacityResult
-    from ..profiles.evaluate import PointResult, Subject
+    from .metrics import ValidityRules
+    from .profiles import LoadPoint, Profile
+    from .profiles.capacity import CapacityResult
+    from .profiles.evaluate import PointResult, Subject
 
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
@@ -129,7 +129,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def parse_profile(text: str) -> Profile:
     """The profile, loaded and validated once, so a bad one stops the run before any server starts."""
-    from ..profiles import ProfileError, available_profiles, load_profile
+    from .profiles import ProfileError, available_profiles, load_profile
 
     if text.endswith((".yaml", ".yml")) or os.sep in text:
         if not Path(text).is_file():
@@ -147,8 +147,8 @@ def parse_profile(text: str) -> Profile:
 def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
     """The gate's rules and drift calibration, read now, so a bad rule or file stops the run before any server
     starts; both compare with a baseline run."""
-    from ..gating.drift import CalibrationError, DriftCalibration
-    from ..gating.rules import RuleError, parse_rules
+    from .drift import CalibrationError, DriftCalibration
+    from .rules import RuleError, parse_rules
 
     rules_text, calibration = option_value(config, FAIL_ON), option_value(config, CALIBRATION)
     try:
@@ -268,7 +268,7 @@ def slo_result(
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
 ) -> PointResult | CapacityResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
-    from ..metrics import headline
+    from .metrics import headline
 
     options = request.config.stash[slo_key]
     context = {}
@@ -313,8 +313,8 @@ def _measure(
     point_id: str, profile: Profile, options: SloOptions, servers: list
 ) -> Sequence[PointResult | CapacityResult]:
     """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
-    from ..metrics import ValidityRules
-    from ..profiles.evaluate import Subject, evaluate_interleaved
+    from .metrics import ValidityRules
+    from .profiles.evaluate import Subject, evaluate_interleaved
 
     subjects = []
     rules = ValidityRules.from_dict(profile.validity)
@@ -325,7 +325,7 @@ def _measure(
         )
     runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
-        from ..profiles.capacity import evaluate_capacity
+        from .profiles.capacity import evaluate_capacity
 
         return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
     return evaluate_interleaved(
@@ -345,7 +345,7 @@ def _runner(options: SloOptions) -> Callable[..., LoadRun]:
 def _probes_on(
     subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]
 ) -> Callable[[LoadPoint], PointResult]:
-    from ..profiles.evaluate import evaluate_interleaved
+    from .profiles.evaluate import evaluate_interleaved
 
     return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules, runner=runner)[0]
 

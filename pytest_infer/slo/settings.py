@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..gating.drift import DriftCalibration
-    from ..gating.rules import Rule
+    from .drift import DriftCalibration
+    from .rules import Rule
 
 NAME = "slo"  # the suite's name: its marker, its results key, its key in the gate's settings
 

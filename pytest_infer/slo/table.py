@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics.catalogue import find, headline, higher_is_better, resolve, to_seconds
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
 from . import settings as slo_settings
+from .metrics.catalogue import find, headline, higher_is_better, resolve, to_seconds
 
 RESERVED = frozenset(
     {
@@ -363,8 +363,8 @@ def _shown(value: float, unit: str) -> str:
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of
     it."""
-    from ..metrics.catalogue import UnknownMetric, threshold
-    from ..metrics.stats import median_interval
+    from .metrics.catalogue import UnknownMetric, threshold
+    from .metrics.stats import median_interval
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
@@ -487,8 +487,8 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: str, pairing: Pairing) -> Finding | None:
-    from ..gating.rules import Rule, rule_for
-    from ..gating.significance import significance
+    from .rules import Rule, rule_for
+    from .significance import significance
 
     settings = slo_settings.of(pairing.settings.get(slo_settings.NAME))
     rule = rule_for(settings.rules, metric)

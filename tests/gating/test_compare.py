@@ -7,10 +7,10 @@ import random
 from results_factory import flat_drift, session, with_capacity
 
 from pytest_infer.gating.compare import GateResult, compare, pair_targets
-from pytest_infer.gating.rules import parse_rules
-from pytest_infer.gating.significance import sample_keys, significance
 from pytest_infer.results.model import TestRecord as Record
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
+from pytest_infer.slo.significance import sample_keys, significance
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 

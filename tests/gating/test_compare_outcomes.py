@@ -7,7 +7,7 @@ import pytest
 from results_factory import session
 
 from pytest_infer.gating.compare import GateResult, code_warnings, compare
-from pytest_infer.gating.rules import parse_rules
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 CHECK = "chat.stop_strings"

@@ -13,12 +13,12 @@ pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-proc
 from results_factory import session  # noqa: E402
 
 from pytest_infer.gating.compare import compare  # noqa: E402
-from pytest_infer.gating.rules import parse_rules  # noqa: E402
 from pytest_infer.reporting.html import render_html  # noqa: E402
 from pytest_infer.reporting.markdown import render_markdown  # noqa: E402
 from pytest_infer.reporting.terminal import render_summary  # noqa: E402
 from pytest_infer.results.model import SessionResults, combine  # noqa: E402
 from pytest_infer.results.views import build_views  # noqa: E402
+from pytest_infer.slo.rules import parse_rules  # noqa: E402
 from pytest_infer.slo.settings import gate_settings  # noqa: E402
 
 

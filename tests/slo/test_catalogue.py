@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.metrics import summarize
-from pytest_infer.metrics.catalogue import (
+from pytest_infer.slo.metrics import summarize
+from pytest_infer.slo.metrics.catalogue import (
     CATALOGUE,
     HEADLINE,
     HIGHER,
@@ -23,8 +23,8 @@ from pytest_infer.metrics.catalogue import (
     to_seconds,
     unit,
 )
-from pytest_infer.profiles import available_profiles, load_profile
-from pytest_infer.profiles.evaluate import CI_FIGURES, SAMPLED, TABLE_FIGURES
+from pytest_infer.slo.profiles import available_profiles, load_profile
+from pytest_infer.slo.profiles.evaluate import CI_FIGURES, SAMPLED, TABLE_FIGURES
 
 from .test_metrics import BASIC, MS, trace
 

@@ -17,14 +17,14 @@ from results_factory import flat_drift, session
 
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load.hardware import detect_hardware
 from pytest_infer.load.monitor import NVML_MISSING, ResourceSampler, _between
-from pytest_infer.metrics import ValidityRules
-from pytest_infer.profiles import LoadPoint, load_profile
-from pytest_infer.profiles.evaluate import evaluate_point
 from pytest_infer.reporting.markdown import render_markdown
 from pytest_infer.results.model import SessionResults
+from pytest_infer.slo.metrics import ValidityRules
+from pytest_infer.slo.profiles import LoadPoint, load_profile
+from pytest_infer.slo.profiles.evaluate import evaluate_point
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 GIB = 2**30
@@ -237,8 +237,8 @@ def test_the_smoke_profile_is_labelled_as_such_and_bounds_every_nvml_figure():
 
 def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure():
     """On a busy CPU host the loop-lag reason comes first; the missing NVML is said too, and nothing is compared."""
-    from pytest_infer.metrics import Summary
-    from pytest_infer.metrics.judge import judge
+    from pytest_infer.slo.metrics import Summary
+    from pytest_infer.slo.metrics.judge import judge
 
     resources = {"peak_gpu_memory_gb": None, "not_measured": {"peak_gpu_memory_gb": NVML_MISSING}}
     verdict = judge(

@@ -18,9 +18,9 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import run_load
 from pytest_infer.load.server_metrics import Histogram, ScrapeError, ServerFigures, figures_between, parse
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics.server_check import EARLY_SLACK_MS, LATE_MS, cross_check
-from pytest_infer.profiles import LoadPoint
-from pytest_infer.profiles.evaluate import evaluate_point, metric_names
+from pytest_infer.slo.metrics.server_check import EARLY_SLACK_MS, LATE_MS, cross_check
+from pytest_infer.slo.profiles import LoadPoint
+from pytest_infer.slo.profiles.evaluate import evaluate_point, metric_names
 from pytest_infer.slo.table import SloTable
 
 from .test_suite import copy_suite, run_suite

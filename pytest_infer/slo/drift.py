@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..metrics.catalogue import higher_is_better, resolve
 from ..outcomes import InferError
 from ..results.model import SessionResults, atomic_write_text
+from .metrics.catalogue import higher_is_better, resolve
 
 KIND = "pytest-infer drift calibration"
 VERSION = 1

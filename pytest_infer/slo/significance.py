@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALPHA = 0.05
+from ..suite import ALPHA
+
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
 MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
 MIN_SAMPLES = 20
@@ -32,7 +33,7 @@ class Significance:
 
 def sample_keys(metric: str) -> list[str]:
     """Per-request sample names a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``, ``ttft``."""
-    from ..metrics.catalogue import samples_of
+    from .metrics.catalogue import samples_of
 
     return samples_of(metric)
 

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_infer.cli import main
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.results.model import SessionResults, TargetRecord
+from pytest_infer.slo.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
+from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 RULES = parse_rules("output_tps:5%,ttft_p50:10%")

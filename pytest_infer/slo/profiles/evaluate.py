@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
-from ..adapters.base import ServerMetricNames
-from ..client.endpoint import Endpoint
-from ..load import LoadRun, LoadSpec, run_load
-from ..load.monitor import ClientUsage, ResourcePeak, listening_pid
-from ..load.prompts import Calibration
-from ..load.server_metrics import ServerFigures
+from ...adapters.base import ServerMetricNames
+from ...client.endpoint import Endpoint
+from ...load import LoadRun, LoadSpec, run_load
+from ...load.monitor import ClientUsage, ResourcePeak, listening_pid
+from ...load.prompts import Calibration
+from ...load.server_metrics import ServerFigures
 from ..metrics import (
     InsufficientSamples,
     Summary,
@@ -159,7 +159,7 @@ def server_line(server: dict[str, Any]) -> str:
 
 def metric_names(framework: str) -> ServerMetricNames | None:
     """The framework's Prometheus names, from its adapter; None for an unknown framework or one without."""
-    from ..adapters import registry
+    from ...adapters import registry
 
     try:
         adapter = registry.get(framework)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from ..outcomes import InferError
+from ...outcomes import InferError
 
 HIGHER, LOWER = "higher", "lower"
 PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)

@@ -14,8 +14,8 @@ import fnmatch
 import re
 from dataclasses import dataclass
 
-from ..metrics.catalogue import higher_is_better, resolve, split_unit
 from ..outcomes import InferError
+from .metrics.catalogue import higher_is_better, resolve, split_unit
 
 __all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for"]
 
