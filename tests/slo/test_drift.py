@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_infer.cli import main
-from pytest_infer.gating.compare import compare
+from pytest_infer.gating.compare import GateResult, compare
 from pytest_infer.results.model import SessionResults, TargetRecord
 from pytest_infer.slo.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
 from pytest_infer.slo.rules import parse_rules
@@ -71,6 +71,10 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
     assert (
         gate.verdict == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
     )
+    stored = gate.to_dict()
+    assert GateResult.from_dict(stored).verdict == gate.verdict
+    del stored["notes"]  # a gate stored before its notes had a key kept them in its verdict
+    assert GateResult.from_dict(stored).verdict == gate.verdict
     assert gate.timing == ["vllm 0.32.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"]
     shown = {f.subject: (f.kind, f.detail) for f in gate.findings}
     kind, detail = shown["cpu/c1: output_tokens_per_s"]
