@@ -19,10 +19,10 @@ from pathlib import Path
 
 from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.metrics import ValidityRules
-from pytest_infer.profiles import LoadPoint, load_profile
-from pytest_infer.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search_settings
-from pytest_infer.profiles.evaluate import evaluate_point
+from pytest_infer.slo.metrics import ValidityRules
+from pytest_infer.slo.profiles import LoadPoint, load_profile
+from pytest_infer.slo.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search_settings
+from pytest_infer.slo.profiles.evaluate import evaluate_point
 
 
 def row(value: float, status: str, reason: str, result) -> dict:

@@ -33,13 +33,14 @@ from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.rules import parse_rules
-from pytest_infer.metrics.catalogue import parse
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import engines_dir
 from pytest_infer.results.model import SessionResults
 from pytest_infer.server.pool import ServerPool
+from pytest_infer.slo.metrics.catalogue import parse
 from pytest_infer.slo.plugin import DEFAULT_SLICES
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 from pytest_infer.targets import Target
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,7 @@ def run_interleaved(
 def gate(
     baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None
 ) -> dict:
-    result = compare(baseline, candidate, rules, pairs=pairs)
+    result = compare(baseline, candidate, gate_settings(rules), pairs=pairs)
     return {
         "verdict": result.verdict,
         "regressions": [f"{f.area}:{f.subject}" for f in result.regressions],

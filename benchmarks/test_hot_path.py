@@ -15,8 +15,8 @@ from pytest_infer.load.client import StreamSink
 from pytest_infer.load.rawhttp import _Connection
 from pytest_infer.load.sse import SSEParser, chunk_output, parse_payload
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import request_limits, summarize
-from pytest_infer.metrics.catalogue import metric
+from pytest_infer.slo.metrics import request_limits, summarize
+from pytest_infer.slo.metrics.catalogue import metric
 
 CHUNK = {
     "id": "chatcmpl-b5dc053f81e3792a",

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.drift import Drift, DriftCalibration, calibrate
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.results.model import SessionResults, atomic_write_text
+from pytest_infer.slo.drift import Drift, DriftCalibration, calibrate
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 
 RULES = "output_tps:5%,ttft_p50:10%,tpot_p50:10%"
 SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms")
@@ -78,14 +79,16 @@ def main() -> int:
     for name in [*names(args.aa), *names(args.slow)]:
         candidate = sessions[name]
         out["across_sessions"][name] = {
-            "no calibration": judged(compare(baseline, candidate, rules)),
-            "calibrated": judged(compare(baseline, candidate, rules, drift=drift)),
-            "mann-whitney alone (the gate before)": judged(compare(baseline, candidate, rules, drift=no_drift(drift))),
+            "no calibration": judged(compare(baseline, candidate, gate_settings(rules))),
+            "calibrated": judged(compare(baseline, candidate, gate_settings(rules, drift))),
+            "mann-whitney alone (the gate before)": judged(
+                compare(baseline, candidate, gate_settings(rules, no_drift(drift)))
+            ),
         }
     for name in names(args.interleaved):
         results = read(name)
         out["interleaved"][name] = judged(
-            compare(results, results, rules, pairs={"baseline": "candidate"}, exclusive=True)
+            compare(results, results, gate_settings(rules), pairs={"baseline": "candidate"}, exclusive=True)
         )
         out["figures"][name] = {
             p.target: {str(m): round(v, 2) for m, v in p.metrics.items() if str(m) in SHOWN}

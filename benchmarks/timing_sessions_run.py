@@ -21,8 +21,8 @@ from pathlib import Path
 from fault_proxy import FaultProxy, fault_named
 from gate_accuracy import ROOT, upstream_server
 
-from pytest_infer.metrics.catalogue import parse
 from pytest_infer.results.model import SessionResults
+from pytest_infer.slo.metrics.catalogue import parse
 
 PROFILE = Path(__file__).with_name("timing_sessions_slo.yaml")
 ORDER = "cal1 cal2 base cal3 cal4 aa1 slow1 cal5 aa2 slow2 aa3 slow3 aa4 aa5".split()

@@ -36,9 +36,9 @@ from client_bench import vllm_bench_argv
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, calibrate
-from pytest_infer.metrics import summarize
 from pytest_infer.models.tiny import tiny_model_dir
 from pytest_infer.paths import engines_dir
+from pytest_infer.slo.metrics import summarize
 
 KEYS = [
     "output_tokens_per_s",

@@ -2,11 +2,12 @@
 
 - ``merge FILE|DIR... -o OUT``: combine the results of many CI jobs into one matrix.
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
-- ``calibrate FILE|DIR... -o OUT``: how far timing moves between sessions of one version on this machine,
-  for ``compare --calibration`` (docs/timing-across-sessions.md).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
 - ``path suites|slo``: where the bundled suites and profiles are, for ``pytest "$(pytest-infer path suites)"``.
+
+A suite adds its own arguments to ``compare`` and ``history`` (its gate settings) and commands of its own
+(``Suite.cli``), such as the SLO suite's ``--fail-on`` and ``calibrate``.
 
 Exit codes: 0 fine, 1 the gate found regressions, 2 bad input (a missing, cut-short
 or foreign file, a bad rule).
@@ -15,19 +16,20 @@ or foreign file, a bad rule).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from .gating.compare import compare
-from .gating.drift import SAFETY, CalibrationError, DriftCalibration, calibrate
-from .gating.rules import RuleError, parse_rules
-from .gating.significance import ALPHA
 from .outcomes import InferError
 from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written
-from .results.model import ResultsFileError, SessionResults, atomic_write_text, combine
+from .results.model import SessionResults, atomic_write_text, combine, result_files
+from .suite import ALPHA, installed
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 
@@ -36,27 +38,14 @@ class CliError(InferError):
     pass
 
 
-def result_files(inputs: Sequence[str]) -> list[Path]:
-    """Files as given; for a folder, every ``*.json`` below it that is a results document (by name or content)."""
-    files: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*.json") if p.name == "results.json" or _looks_like_results(p))
-            if not found:
-                raise CliError(f"{path}: no results files in this folder")
-            files += found
-        else:
-            files.append(path)
-    return files
+def suite_clis() -> dict[str, ModuleType]:
+    """Suite name -> the module of its part in this command (``Suite.cli``), for every installed suite that has one."""
+    return {suite.name: importlib.import_module(suite.cli) for suite in installed() if suite.cli}
 
 
-def _looks_like_results(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8") as fh:
-            return '"schema_version"' in fh.read(200)
-    except OSError:
-        return False
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Each suite's gate settings from its arguments (``Pairing.settings``)."""
+    return {name: module.settings(args) for name, module in suite_clis().items() if hasattr(module, "settings")}
 
 
 def _read_all(inputs: Sequence[str]) -> SessionResults:
@@ -87,49 +76,10 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return pairs
 
 
-def _rules(text: str | None) -> tuple:
-    try:
-        return parse_rules(text) if text else ()
-    except RuleError as exc:
-        raise CliError(f"--fail-on: {exc}") from None
-
-
-def _drift(path: Path | None) -> DriftCalibration | None:
-    try:
-        return DriftCalibration.read(path) if path else None
-    except CalibrationError as exc:
-        raise CliError(f"--calibration: {exc}") from None
-
-
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    try:
-        parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
-        drift = calibrate(parts, safety=args.safety, target=args.target)
-    except CalibrationError as exc:
-        raise CliError(str(exc)) from None
-    drift.write(args.output)
-    for key, figures in sorted(drift.figures.items()):
-        shown = [
-            f"{m} {d.bound_pct:g}%"
-            for m, d in sorted(figures.items(), key=lambda i: str(i[0]))
-            if m.name in DRIFT_SHOWN
-        ]
-        print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
-    print(
-        f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
-        f" -> {args.output}"
-    )
-    return EXIT_OK
-
-
-DRIFT_SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
-    rules = _rules(args.fail_on)
-    drift = _drift(args.calibration)
+    settings = _settings(args)
     baseline, candidate = SessionResults.read(args.baseline), SessionResults.read(args.candidate)
-    gate = compare(baseline, candidate, rules, pairs=_pairs(args.pair), alpha=args.alpha, drift=drift)
+    gate = compare(baseline, candidate, settings, pairs=_pairs(args.pair), alpha=args.alpha)
     _print(render_gate(gate))
     if args.output:
         candidate.gate = {"baseline": str(args.baseline), **gate.to_dict()}
@@ -167,7 +117,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from .reporting.history import build_history, render_history, render_markdown, terminal_lines
 
     parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
-    merged, history = build_history(parts, _rules(args.fail_on), _drift(args.calibration))
+    merged, history = build_history(parts, _settings(args))
     html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
     atomic_write_text(
@@ -186,6 +136,12 @@ def cmd_path(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pytest-infer", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    clis = suite_clis()
+
+    def suites_add_arguments(p: argparse.ArgumentParser, command: str) -> None:
+        for module in clis.values():
+            if hasattr(module, "add_arguments"):
+                module.add_arguments(p, command)
 
     p = sub.add_parser("merge", help="combine result files (one per CI job) into one matrix")
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR")
@@ -201,7 +157,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("baseline", type=Path)
     p.add_argument("candidate", type=Path)
-    p.add_argument("--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%")
     p.add_argument(
         "--pair",
         action="append",
@@ -213,39 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})"
     )
     p.add_argument(
-        "--calibration",
-        type=Path,
-        metavar="FILE",
-        help=(
-            "drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
-            "gates beyond it; without it, such timing is listed, not gated"
-        ),
-    )
-    p.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it"
     )
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
+    suites_add_arguments(p, "compare")
     p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser(
-        "calibrate",
-        help=(
-            "how far timing moves between sessions of one server version on this machine: "
-            "the drift compare --calibration tolerates across sessions"
-        ),
-    )
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="FILE|DIR",
-        help="results of at least 3 sessions of one server version, on the gate's machine",
-    )
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
-    p.add_argument(
-        "--safety", type=float, default=SAFETY, help=f"the largest move seen is multiplied by this (default {SAFETY:g})"
-    )
-    p.add_argument("--target", help="the target to calibrate, where a file holds several")
-    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("report", help="re-render HTML, Markdown and benchmark JSON from results")
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first")
@@ -261,18 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file per version (or folders of them)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
-    p.add_argument(
-        "--fail-on",
-        metavar="RULES",
-        help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)",
-    )
     p.add_argument("--title", default="pytest-infer history")
-    p.add_argument(
-        "--calibration",
-        type=Path,
-        metavar="FILE",
-        help="drift between sessions (pytest-infer calibrate), as for compare",
-    )
+    suites_add_arguments(p, "history")
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser(
@@ -280,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("folder", choices=("suites", "slo"))
     p.set_defaults(func=cmd_path)
+    for module in clis.values():
+        if hasattr(module, "commands"):
+            module.commands(sub)
     return parser
 
 
@@ -287,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ResultsFileError, CliError) as exc:
+    except InferError as exc:  # bad input: a file, a rule, a suite's argument
         print(f"pytest-infer {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -31,8 +31,6 @@ REPORT_DIR = "--infer-report-dir"
 HOST = "--infer-host"
 API_KEY = "--infer-api-key"
 BASELINE = "--infer-baseline"
-FAIL_ON = "--infer-fail-on"
-CALIBRATION = "--infer-calibration"
 MEMORY_LIMIT = "--infer-server-memory-limit"
 
 DEFAULT_MODEL = "tiny"
@@ -133,18 +131,6 @@ def add_options(parser: pytest.Parser) -> None:
         f" Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.",
         metavar="GB",
     )
-    add(
-        FAIL_ON,
-        "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g."
-        " ttft_p99:10%,output_tps:5%).",
-        metavar="RULES",
-    )
-    add(
-        CALIBRATION,
-        f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
-        "in another session gates only beyond it; without it such timing is listed, not gated.",
-        metavar="FILE",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +149,6 @@ class InferOptions:
     host: str = DEFAULT_HOST
     api_key: str | None = None
     baseline: Path | None = None
-    fail_on: str | None = None  # the gate's rules as typed; the plugin parses them (gating.rules)
-    calibration: Path | None = None  # the drift calibration the gate reads (gating.drift)
     memory_limit_gb: float | None = None  # None: DEFAULT_MEMORY_SHARE of the machine
 
     @property
@@ -276,7 +260,7 @@ def parse(config: pytest.Config) -> InferOptions:
         raise pytest.UsageError(f"{ENDPOINT}: name at most one framework with it (the one its servers run)")
     server_args = option_value(config, SERVER_ARG) or []
     model = option_value(config, MODEL) or DEFAULT_MODEL
-    baseline_text, fail_on_text = option_value(config, BASELINE), option_value(config, FAIL_ON)
+    baseline_text = option_value(config, BASELINE)
     if not model.strip():
         raise pytest.UsageError(f"{MODEL}: empty model name")
     return InferOptions(
@@ -296,8 +280,6 @@ def parse(config: pytest.Config) -> InferOptions:
         host=option_value(config, HOST) or DEFAULT_HOST,
         api_key=option_value(config, API_KEY) or os.environ.get(API_KEY_ENV) or None,
         baseline=parse_baseline(baseline_text) if baseline_text else None,
-        fail_on=fail_on_text,
-        calibration=Path(calibration_text) if (calibration_text := option_value(config, CALIBRATION)) else None,
         memory_limit_gb=(
             parse_positive(MEMORY_LIMIT, limit_text, "GB")
             if (limit_text := option_value(config, MEMORY_LIMIT))

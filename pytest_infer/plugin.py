@@ -58,38 +58,6 @@ def _suites(config: pytest.Config) -> dict[str, Suite]:
     return dict(sorted(suites.items(), key=lambda item: item[1].runs_last))
 
 
-def _gate_rules(options: opts.InferOptions) -> tuple:
-    if not options.fail_on:
-        return ()
-    from .gating.rules import RuleError, parse_rules
-
-    try:
-        rules = parse_rules(options.fail_on)
-    except RuleError as exc:
-        raise pytest.UsageError(f"{opts.FAIL_ON}: {exc}") from None
-    if options.baseline is None:
-        raise pytest.UsageError(
-            f"{opts.FAIL_ON} needs {opts.BASELINE}=FILE: the figures are compared with a baseline run"
-        )
-    return rules
-
-
-def _gate_drift(options: opts.InferOptions):
-    """The drift calibration, read now, so a bad file stops the run before any server starts."""
-    if options.calibration is None:
-        return None
-    if options.baseline is None:
-        raise pytest.UsageError(
-            f"{opts.CALIBRATION} needs {opts.BASELINE}=FILE: it bounds the drift between its session and this one"
-        )
-    from .gating.drift import CalibrationError, DriftCalibration
-
-    try:
-        return DriftCalibration.read(options.calibration)
-    except CalibrationError as exc:
-        raise pytest.UsageError(f"{opts.CALIBRATION}: {exc}") from None
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """First, so that the suites' own ``pytest_configure`` find the session in the stash."""
@@ -98,8 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: {text}")
     options = opts.parse(config)
     targets = resolve_targets(options) if options.active else []
-    config.stash[session_key] = InferSession.create(config, options, targets, suites, _gate_rules(options))
-    config.stash[session_key].drift = _gate_drift(options)
+    config.stash[session_key] = InferSession.create(config, options, targets, suites)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
     if targets and not hasattr(config, "workerinput"):
@@ -270,7 +237,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             ("infer_framework", info.framework),
             ("infer_version", info.version_text),
             ("infer_model", info.model),
-            ("infer_profile", session.profile or ""),
+            *((f"infer_{label.replace(' ', '_')}", value) for label, value in session.variant.items()),
             ("infer_target", target.id),
         ]
         report.user_properties = list(item.user_properties)
@@ -357,7 +324,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             "ran": len(infer.results.tests),
         }
         options = infer.options
-        infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.rules, infer.drift)
+        infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.settings)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
     infer.pool.stop_all()

@@ -31,10 +31,11 @@ class InferSession:
     results: SessionResults = field(default_factory=SessionResults)
     is_worker: bool = False
     failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
-    profile: str | None = None  # the SLO profile's name, set by the suite that reads it
-    rules: tuple = ()  # gating.rules.Rule of --infer-fail-on, parsed once by the plugin
+    # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table (Pairing.settings)
+    settings: dict[str, Any] = field(default_factory=dict)
+    # labelled values a suite's plugin sets on every target of this session (TargetRecord.variant)
+    variant: dict[str, str] = field(default_factory=dict)
     written: Any = None  # reporting.outputs.Written, once the controller has written the reports
-    drift: Any = None  # gating.drift.DriftCalibration of --infer-calibration, read once by the plugin
     id: str = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
 
     @classmethod
@@ -44,12 +45,11 @@ class InferSession:
         options: InferOptions,
         targets: list[Target],
         suites: dict[str, Suite],
-        rules: tuple = (),
     ) -> InferSession:
         workerinput = getattr(config, "workerinput", None)
         session = cls(
             options, targets, ServerPool(options, targets, owner=workerinput is None), suites,
-            SessionResults(suites=suites), is_worker=workerinput is not None, rules=rules,
+            SessionResults(suites=suites), is_worker=workerinput is not None,
         )  # fmt: skip
         session.results.plugin_version = __version__
         session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
@@ -66,7 +66,7 @@ class InferSession:
             TargetRecord.of(
                 target_id,
                 info,
-                profile=self.profile,
+                variant=dict(self.variant),
                 start_seconds=info.start_seconds,
                 error=info.error,
             ),

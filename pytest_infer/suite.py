@@ -6,6 +6,10 @@ A suite is one package (``pytest_infer/conformance``, ``structured``, ``slo``,
 in a ``conftest.py``. The core loops over the registered suites and never names
 one: a suite brings its marker, its pytest plugin (options, fixtures), its typed
 results table, the table's rows in every report, and its findings for the gate.
+Its settings reach the core through two generic channels: its gate settings, an
+opaque value under its name (``InferSession.settings``, ``Pairing.settings``), and
+labelled values that make a target a variant of the same server
+(``InferSession.variant``, ``TargetRecord.variant``: part of a target's identity).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
@@ -21,6 +25,7 @@ from typing import Any, ClassVar
 from .outcomes import InferError
 
 ENTRY_POINT_GROUP = "pytest_infer.suites"
+ALPHA = 0.05  # the gate's significance level, where a suite tests a change for significance
 
 
 class SuiteError(InferError, ValueError):
@@ -105,14 +110,16 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class Pairing:
-    """One baseline target against one candidate target, with the gate's settings."""
+    """One baseline target against one candidate target, with the gate's settings.
+
+    ``settings`` maps a suite's name to its own gate settings, a value only that suite reads: its pytest plugin
+    (``InferSession.settings``) or its command-line module (``Suite.cli``) made it, its ``Table.compare`` reads it."""
 
     baseline: str
     candidate: str
     label: str
-    rules: tuple = ()  # gating.rules.Rule: the figures that gate and the change they tolerate
-    alpha: float = 0.05
-    drift: Any = None  # gating.drift.DriftCalibration: how far timing moves between sessions here; None: unknown
+    alpha: float = ALPHA
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Table:
@@ -141,16 +148,34 @@ class Table:
         return []
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
+        """This suite's findings on one pair; its own settings are ``pairing.settings.get(suite name)``."""
         return []
 
+    @classmethod
+    def gate_rules(cls, settings: Any) -> list[str]:
+        """The rules ``compare`` applies under ``settings`` (this suite's entry in ``Pairing.settings``, or ``None``),
+        one each, for the gate's "rules:" line."""
+        return []
+
+    def verdict_note(self, findings: list[Finding]) -> str | None:
+        """What a passing verdict must add about this suite's findings (of every pair): changes it listed without
+        judging them, for want of what judging needs; ``None`` when there are none."""
+        return None
+
+    @classmethod
+    def history_note(cls, settings: Any) -> str | None:
+        """How a history (``pytest-infer history``) judges this suite's figures under ``settings``, in one sentence;
+        ``None`` for a suite whose findings need no word."""
+        return None
+
     def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
-        """How this suite's timing figures of the pair were compared (interleaved, or separate sessions with or
-        without a drift calibration), for the gate's verdict; ``None`` for a suite that times nothing."""
+        """How this suite's timing figures of the pair were compared (in turns, or in separate sessions and on what
+        terms), for the gate's verdict; ``None`` for a suite that times nothing."""
         return None
 
     def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
-        """``{session: {(target, unit, figure): value}}``: each session's timing figures, from which a drift
-        calibration (gating.drift) learns how far they move between sessions; ``source`` names the file."""
+        """``{session: {(target, unit, figure): value}}``: each session's timing figures, from which a calibration
+        learns how far they move between sessions on one machine; ``source`` names the file."""
         return {}
 
     def cause(self, row: str, message: str) -> Cause | None:
@@ -160,12 +185,12 @@ class Table:
         return None
 
     def unmeasured(self, target: str) -> set[str]:
-        """Node ids of this suite's tests on ``target`` whose measurement was invalid (a client that fell behind,
+        """Node ids of this suite's tests on ``target`` whose measurement was invalid (a load client that fell behind,
         counts the server disputes): their error is no verdict on the server, so the gate compares nothing there."""
         return set()
 
     def limits(self) -> list[Limits]:
-        """Each measured unit against its limits (the SLO suite's load points); empty for a suite that measures
+        """Each measured unit against its limits, for the reports' figures table; empty for a suite that measures
         nothing."""
         return []
 
@@ -174,8 +199,9 @@ class Table:
         return []
 
     def benchmarks(self) -> list[dict[str, Any]]:
-        """Series for pytest-benchmark's JSON: ``{group, metric, figure, label, key, value, runs, verdict}`` (``figure``
-        the catalogue's value for the ``metric`` name: its direction and unit)."""
+        """Measured figures for pytest-benchmark's JSON, one series each: ``{group, target, key, metric, value, runs,
+        verdict, seconds, stored_as}``. pytest-benchmark keeps times (lower is better): ``seconds`` holds the runs
+        as such times and ``stored_as`` says how the figure became one (reporting/benchmark.py)."""
         return []
 
 
@@ -225,13 +251,19 @@ class RawTable(Table):
 @dataclass(frozen=True, slots=True)
 class Suite:
     """A suite as the core sees it. ``plugin`` is the module holding its options and fixtures,
-    registered with pytest-infer's own; ``runs_last`` orders its tests after every other suite's."""
+    registered with pytest-infer's own; ``runs_last`` orders its tests after every other suite's.
+
+    ``cli`` is the module of its part in the ``pytest-infer`` command, any of: ``add_arguments(parser, command)``
+    adds its arguments to a core command (``compare``, ``history``); ``settings(args)`` turns them into its gate
+    settings (``Pairing.settings``), raising an ``InferError`` on bad input; ``commands(subparsers)`` adds commands
+    of its own, each a parser whose ``func(args)`` returns the exit status."""
 
     name: str
     description: str
     table: type[Table] = Table
     plugin: str | None = None
     runs_last: bool = False
+    cli: str | None = None
     RESERVED: ClassVar[frozenset[str]] = frozenset(
         {"schema_version", "plugin_version", "environment", "targets", "tests", "gate"}
     )

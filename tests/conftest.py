@@ -23,7 +23,7 @@ import psutil  # noqa: F401  (a server's memory guard reads the process table on
 import pytest
 import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 
-import pytest_infer.profiles.evaluate  # noqa: F401  (numpy, scipy)
+import pytest_infer.slo.profiles.evaluate  # noqa: F401  (numpy, scipy)
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest, LaunchSpec, python_of
 from pytest_infer.client.endpoint import Endpoint

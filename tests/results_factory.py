@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import random
 
-from pytest_infer.gating.drift import Drift, DriftCalibration
 from pytest_infer.results.model import SessionResults, TargetRecord, TestRecord
+from pytest_infer.slo.drift import Drift, DriftCalibration
 
 CHECKS = ("chat.basic", "chat.stream_matches", "chat.stop_strings", "completions.logprobs", "chat.n_choices")
 KEYWORDS = ("enum", "pattern", "minItems", "anyOf", "format:date")
@@ -40,7 +40,9 @@ def session(
             "git": {"commit": "abc123", "dirty": False},
         },
     )
-    results.targets[target] = TargetRecord(id=target, framework=framework, model="tiny", version=version, profile="cpu")
+    results.targets[target] = TargetRecord(
+        id=target, framework=framework, model="tiny", version=version, variant={"profile": "cpu"}
+    )
     for check in CHECKS:
         outcome = (outcomes or {}).get(check, "passed")
         message = f"{check} failed: expected X, got Y" if outcome in ("failed", "error") else ""

@@ -4,7 +4,7 @@ Targets are paired by id, else by framework when each side has exactly one
 target of it (``vllm 0.31.0`` baseline v ``vllm 0.32.0`` candidate), or
 explicitly. For each pair the gate compares the check outcomes, then hands the
 pair to every suite's table (``Table.compare``: keyword status, SLO figures
-under the rules, ...). Only regressions fail the gate; improvements, fixed
+under each suite's own settings, ...). Only regressions fail the gate; improvements, fixed
 deviations, noise and other changes are listed so a reviewer sees them. A test
 whose measurement was invalid on either side (``Table.unmeasured``) is compared
 with nothing, and the gate cannot pass: its verdict is INCOMPLETE. Every step of a check's outcome and the
@@ -13,15 +13,13 @@ finding it makes: docs/gate-outcomes.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.model import SessionResults
 from ..results.views import CheckCell, check_matrix, target_label
-from ..suite import Finding, Pairing, Table
-from .drift import DriftCalibration
-from .rules import Rule
-from .significance import ALPHA
+from ..suite import ALPHA, Finding, Pairing, Suite, Table
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
@@ -34,8 +32,8 @@ IMPROVED = {
     "unsupported": "now supported",
 }
 KINDS = ("regression", "improvement", "noise", "change")
-NOT_GATED = "not gated"  # a timing move across sessions with no drift calibration: listed, not judged (slo.table)
 UNMEASURED = "measurement invalid on one side: no verdict on the server"
+PASS = "PASS: no regressions"
 __all__ = ["Finding", "GateResult", "compare", "pair_targets"]
 
 
@@ -49,6 +47,7 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
     timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
+    notes: list[str] = field(default_factory=list)  # what the suites listed without judging (Table.verdict_note)
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -71,11 +70,7 @@ class GateResult:
             return f"FAIL: {n} regression{'s' if n != 1 else ''}" + (f"; {missing}" if self.unmeasured else "")
         if self.unmeasured:
             return f"INCOMPLETE: no regressions in what was measured; {missing}"
-        ungated = sum(1 for f in self.findings if f.area == "slo" and NOT_GATED in f.detail)
-        moves = f"{ungated} timing move{'s' if ungated != 1 else ''}"
-        if ungated:
-            return f"PASS: no regressions ({moves} across sessions {NOT_GATED}: no drift calibration for them)"
-        return "PASS: no regressions"
+        return f"{PASS} ({'; '.join(self.notes)})" if self.notes else PASS
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
@@ -91,7 +86,14 @@ class GateResult:
             warnings=list(data.get("warnings", [])),
             unmeasured=list(data.get("unmeasured", [])),
             timing=list(data.get("timing", [])),
+            notes=list(data["notes"]) if "notes" in data else _notes_in(data.get("verdict")),
         )
+
+
+def _notes_in(verdict: Any) -> list[str]:
+    """A gate stored before its notes had a field of their own kept them only in its verdict: ``PASS: ... (note)``."""
+    head, sep, note = str(verdict or "").partition(f"{PASS} (")
+    return [note.removesuffix(")")] if sep and not head else []
 
 
 def pair_targets(
@@ -169,21 +171,23 @@ def _compare_checks(
     before: dict[str, dict[str, CheckCell]],
     after: dict[str, dict[str, CheckCell]],
     pairing: Pairing,
-    unmeasured: set[str],
-) -> list[Finding]:
-    """``unmeasured``: node ids whose measurement was invalid; a row that holds one is a change, never a regression."""
-    found = []
+    invalid: set[str],
+) -> tuple[list[Finding], list[str]]:
+    """The findings and the rows left unmeasured: ``invalid`` holds node ids whose measurement was invalid, and a
+    row that holds one is a change, never a regression."""
+    found, unmeasured = [], []
     pair = pairing.label
     for row in dict.fromkeys([*before, *after]):
         old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
         o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
-        if any(t.nodeid in unmeasured for cell in (old, new) if cell is not None for t in cell.tests):
+        if any(t.nodeid in invalid for cell in (old, new) if cell is not None for t in cell.tests):
             found.append(Finding("change", "check", pair, row, o, n, UNMEASURED))
+            unmeasured.append(row)
             continue
         step = _step(old, new)
         if step is not None:
             found.append(Finding(step[0], "check", pair, row, o, n, step[1], new.reproducer if new else ""))
-    return found
+    return found, unmeasured
 
 
 def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[str]:
@@ -202,40 +206,48 @@ def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[s
     return warnings
 
 
+def gate_rules(suites: Mapping[str, Suite], settings: Mapping[str, Any]) -> list[str]:
+    """The rules of every suite given settings, as each suite's table describes them."""
+    return [rule for name, value in settings.items() if name in suites for rule in suites[name].table.gate_rules(value)]
+
+
 def compare(
     baseline: SessionResults,
     candidate: SessionResults,
-    rules: tuple[Rule, ...] = (),
+    settings: Mapping[str, Any] | None = None,
     *,
     pairs: dict[str, str] | None = None,
     exclusive: bool = False,
     alpha: float = ALPHA,
-    drift: DriftCalibration | None = None,
 ) -> GateResult:
-    """``drift``: how far timing moves between sessions on this machine (``pytest-infer calibrate``); without it,
-    timing measured in separate sessions is listed, not gated. Timing measured in turns is gated either way."""
+    """``settings``: each suite's gate settings by suite name, for its ``Table.compare`` (``Pairing.settings``)."""
+    settings = dict(settings or {})
     paired, unpaired = pair_targets(baseline, candidate, pairs, exclusive=exclusive)
     result = GateResult(
         pairs=paired,
         unpaired=unpaired,
-        rules=[r.describe() for r in rules],
+        rules=gate_rules(candidate.suites, settings),
         warnings=code_warnings(baseline, candidate),
     )
     before, after = check_matrix(baseline), check_matrix(candidate)
+    by_suite: dict[str, list[Finding]] = {}
     for b, c in paired:
         label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
-        pairing = Pairing(b, c, label, rules, alpha, drift)
+        pairing = Pairing(b, c, label, alpha, settings)
         result.pair_labels.append(pairing.label)
         invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {
             n for t in candidate.tables.values() for n in t.unmeasured(c)
         }
-        checks = _compare_checks(before, after, pairing, invalid)
+        checks, unmeasured = _compare_checks(before, after, pairing, invalid)
         result.findings += checks
-        result.unmeasured += [f"{f.subject} on {pairing.label}" for f in checks if f.detail == UNMEASURED]
+        result.unmeasured += [f"{row} on {pairing.label}" for row in unmeasured]
         for name, table in candidate.tables.items():
-            result.findings += table.compare(baseline.tables.get(name, Table()), pairing)
+            found = table.compare(baseline.tables.get(name, Table()), pairing)
+            by_suite.setdefault(name, []).extend(found)
+            result.findings += found
             if mode := table.timing_mode(baseline.tables.get(name, Table()), pairing):
                 result.timing.append(f"{pairing.label}: {mode}")
+    result.notes = [note for name, found in by_suite.items() if (note := candidate.tables[name].verdict_note(found))]
     order = {k: i for i, k in enumerate(KINDS)}
     result.findings.sort(key=lambda f: order[f.kind])
     return result

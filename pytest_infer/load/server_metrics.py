@@ -5,7 +5,7 @@ before the first (warm-up) request, once at the window's end while the cool-down
 requests still hold the load (the gauges: KV-cache use, running and waiting
 requests), and after the drain. The difference of the counters and histograms
 between the first and the last scrape covers exactly the run's requests (warm-up,
-measured and cool-down), which the client also saw: ``metrics.server_check``
+measured and cool-down), which the client also saw: ``slo.metrics.server_check``
 compares the two.
 
 The text is parsed by prometheus_client's ``text_string_to_metric_families``.

@@ -2,7 +2,7 @@
 
 Every time is ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on Linux, so it is
 comparable across processes on one host: the client benchmark relies on that).
-Metrics are computed later, from these records only, by ``pytest_infer.metrics``.
+Metrics are computed later, from these records only, by ``pytest_infer.slo.metrics``.
 """
 
 from __future__ import annotations

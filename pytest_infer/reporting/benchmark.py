@@ -1,12 +1,13 @@
-"""The SLO figures in pytest-benchmark's JSON format, for ``pytest-benchmark compare`` and CI benchmark trackers.
+"""The suites' measured figures in pytest-benchmark's JSON format, for ``pytest-benchmark compare`` and CI
+benchmark trackers.
 
 pytest-benchmark stores times in seconds, lower is better, and derives ``ops``
 (per second, higher is better) from them; trackers such as
-github-action-benchmark read ``stats.ops``. So each figure becomes one
-benchmark whose rounds are the repeated runs: latencies converted to seconds,
-and throughput-like figures stored as their reciprocal (seconds per token or
-per request), so that their ``ops`` is the throughput itself. ``extra_info``
-keeps the figure as measured, with its unit.
+github-action-benchmark read ``stats.ops``. So each series a table gives
+(``Table.benchmarks``) becomes one benchmark whose rounds are its runs as
+times: the table converts them (a latency to seconds, a throughput to its
+reciprocal, so that its ``ops`` is the throughput itself) and says how in
+``stored_as``. ``extra_info`` keeps the figure as measured.
 """
 
 from __future__ import annotations
@@ -17,16 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..metrics.catalogue import Figure
 from ..results.model import SessionResults, atomic_write_text
 from ..results.views import Views, build_views
-
-
-def as_seconds(figure: Figure, value: float) -> float | None:
-    """A figure as a pytest-benchmark time (lower is better); ``None`` when it cannot be one."""
-    if figure.higher_is_better:
-        return 1.0 / value if value > 0 else None
-    return figure.seconds(value)
 
 
 def _stats(data: list[float]) -> dict[str, Any]:
@@ -48,9 +41,8 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
     benchmarks = []
     for name, table in results.tables.items():
         for series in table.benchmarks():
-            metric, figure, runs = series["metric"], series["figure"], series["runs"]
-            label = views.label(series["target"])
-            data = [s for s in (as_seconds(figure, v) for v in runs) if s is not None]
+            metric, runs, label = series["metric"], series["runs"], views.label(series["target"])
+            data = series["seconds"]
             if not data:
                 continue
             benchmarks.append(
@@ -65,7 +57,7 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
                         "value": series["value"],
                         "runs": runs,
                         "verdict": series["verdict"],
-                        "stored_as": "reciprocal seconds (ops = the figure)" if figure.higher_is_better else "seconds",
+                        "stored_as": series["stored_as"],
                     },
                     "options": {
                         "disable_gc": False,

@@ -1,20 +1,20 @@
 """Vendor regression tracking: the upgrade gate run along a framework's release line.
 
 Versions of a framework, oldest first; each sound version is compared with the sound one before it
-by the comparison the gate makes (check outcomes, keyword shares and SLO figures with their
-significance tests), so a timing figure is marked changed only where the change is significant. A
-version whose run was cut short or whose server never started is listed as such and compared with
-nothing. Each subject's events along the line show a regression a later release fixed, and a fix
-that regressed again. SLO figures are also drawn as trends.
+by the comparison the gate makes (check outcomes, then each suite's table under its settings: keyword
+shares, SLO figures with their significance tests), so a timing figure is marked changed only where the
+change is significant. A version whose run was cut short or whose server never started is listed as such
+and compared with nothing. Each subject's events along the line show a regression a later release fixed,
+and a fix that regressed again. Figures the suites mark as trends are drawn across versions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..gating.compare import GateResult, compare
-from ..gating.drift import DriftCalibration
-from ..gating.rules import Rule
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
 from ..suite import Cell, Finding
@@ -60,16 +60,11 @@ class History:
     steps: list[Step]
     # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
     table: dict[str, list[tuple[str, str, list[Cell]]]] = field(default_factory=dict)
-    rules: list[str] = field(default_factory=list)  # the SLO figures compared; none: not compared
+    notes: list[str] = field(default_factory=list)  # how each suite's figures were judged (Table.history_note)
 
     @property
     def timing(self) -> str:
-        if self.rules:
-            return f"SLO figures compared under {', '.join(self.rules)}, each change tested for significance"
-        return (
-            "SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
-            "compare runs measured in turns in one session (scripts/vendor-history.sh timing)"
-        )
+        return "; ".join(self.notes)
 
     def events(self) -> dict[tuple[str, str, str], list[tuple[str, Finding]]]:
         """``{(framework, area, subject): [(version, finding), ...]}`` in release order."""
@@ -104,12 +99,11 @@ def run_state(results: SessionResults, target: str) -> str:
 
 
 def build_history(
-    parts: list[tuple[str, SessionResults]], rules: tuple[Rule, ...] = (), drift: DriftCalibration | None = None
+    parts: list[tuple[str, SessionResults]], settings: Mapping[str, Any] | None = None
 ) -> tuple[SessionResults, History]:
     """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one
-    before it.
-
-    ``drift``: versions ran in separate sessions, so without a drift calibration their timing is shown, not gated."""
+    before it, each suite's table under its ``settings`` (by suite name, as the gate takes them)."""
+    settings = dict(settings or {})
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)
@@ -129,11 +123,12 @@ def build_history(
                 skipped.append(v.version)
                 continue
             if before is not None:
-                result = compare(merged, merged, rules, pairs={before.target: v.target}, exclusive=True, drift=drift)
+                result = compare(merged, merged, settings, pairs={before.target: v.target}, exclusive=True)
                 _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
-    return merged, History(by_framework, steps, _changing_rows(views, by_framework), [r.describe() for r in rules])
+    notes = [note for name, suite in merged.suites.items() if (note := suite.table.history_note(settings.get(name)))]
+    return merged, History(by_framework, steps, _changing_rows(views, by_framework), notes)
 
 
 def _failing_side_reproducers(result: GateResult, matrix: dict[str, dict[str, CheckCell]], before: str) -> None:

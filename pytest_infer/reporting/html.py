@@ -224,11 +224,12 @@ def render_html(
 ) -> str:
     views = views or build_views(results)
     targets = _table(
-        ["target", "framework", "version", "model", "profile", "state", "tests"],
+        ["target", "framework", "version", "model", *views.variants, "state", "tests"],
         [
             f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td><td>{_e(t.version or 'unknown')}</td>"
-            f"<td>{_e(t.model)}</td><td>{_e(t.profile or '-')}</td>"
-            f"<td>{_e('failed to start: ' + t.error.splitlines()[0] if t.error else 'ok')}</td>"
+            f"<td>{_e(t.model)}</td>"
+            + "".join(f"<td>{_e(t.variant.get(v, '-'))}</td>" for v in views.variants)
+            + f"<td>{_e('failed to start: ' + t.error.splitlines()[0] if t.error else 'ok')}</td>"
             f"<td>{_e(views.outcome_counts(t.id))}</td></tr>"
             for t in results.targets.values()
         ],

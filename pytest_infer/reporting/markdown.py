@@ -211,14 +211,14 @@ def render_markdown(
         )
     units += ["", "### Targets", ""]
     units += _table(
-        ["target", "framework", "version", "model", "profile", "state", "tests"],
+        ["target", "framework", "version", "model", *views.variants, "state", "tests"],
         [
             [
                 t.id,
                 t.framework,
                 t.version or "unknown",
                 t.model,
-                t.profile or "-",
+                *(t.variant.get(label, "-") for label in views.variants),
                 f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok",
                 views.outcome_counts(t.id),
             ]

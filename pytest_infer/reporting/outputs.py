@@ -7,12 +7,12 @@ produce the same files.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..gating.compare import GateResult, compare
-from ..gating.drift import DriftCalibration
-from ..gating.rules import Rule
 from ..results.model import SessionResults, atomic_write_text
 
 RESULTS_FILE = "results.json"
@@ -33,11 +33,10 @@ def gate_of(results: SessionResults) -> GateResult | None:
     return GateResult.from_dict(results.gate) if results.gate else None
 
 
-def run_gate(
-    results: SessionResults, baseline: Path, rules: tuple[Rule, ...], drift: DriftCalibration | None = None
-) -> GateResult:
-    """Compare with the baseline file and keep the verdict in the results themselves."""
-    gate = compare(SessionResults.read(baseline, results.suites), results, rules, drift=drift)
+def run_gate(results: SessionResults, baseline: Path, settings: Mapping[str, Any] | None = None) -> GateResult:
+    """Compare with the baseline file and keep the verdict in the results themselves. ``settings``: each suite's gate
+    settings, by suite name (``Pairing.settings``)."""
+    gate = compare(SessionResults.read(baseline, results.suites), results, settings)
     results.gate = {"baseline": str(baseline), **gate.to_dict()}
     return gate
 
@@ -75,10 +74,9 @@ def write_renderings(
 
 
 def finish_session(
-    results: SessionResults, report_dir: Path, baseline: Path | None, rules: tuple[Rule, ...],
-    drift: DriftCalibration | None = None,
-) -> Written:  # fmt: skip
-    gate = run_gate(results, baseline, rules, drift) if baseline is not None else None
+    results: SessionResults, report_dir: Path, baseline: Path | None, settings: Mapping[str, Any] | None = None
+) -> Written:
+    gate = run_gate(results, baseline, settings) if baseline is not None else None
     results.write(report_dir / RESULTS_FILE)
     written = write_renderings(results, report_dir, gate=gate)
     written.paths = {"results": report_dir / RESULTS_FILE, **written.paths}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,12 @@ class ServerFacts:
 
 @dataclass(slots=True, kw_only=True)
 class TargetRecord(ServerFacts):
-    """One target of a session as results.json stores it: the server's facts, then what the session adds."""
+    """One target of a session as results.json stores it: the server's facts, then what the session adds.
+    ``variant``: labelled values the suites set on every target of the session (the SLO profile it was measured
+    under); two records of one server in different variants are different targets."""
 
     id: str
-    profile: str | None = None
+    variant: dict[str, str] = field(default_factory=dict)
     start_seconds: float | None = None
     error: str | None = None
 
@@ -72,6 +75,17 @@ class TargetRecord(ServerFacts):
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, **asdict(self)}  # results.json's order: the id first
+
+
+def _target_record(data: dict[str, Any]) -> TargetRecord:
+    """A target as stored. A file written before variants kept its one variant, the SLO profile, in a field of its
+    own: read as the variant ``profile``, so it combines as it did."""
+    data = dict(data)
+    if "profile" in data:
+        profile = data.pop("profile")
+        if profile is not None:
+            data["variant"] = {"profile": profile}
+    return TargetRecord(**data)
 
 
 @dataclass(slots=True)
@@ -170,7 +184,7 @@ class SessionResults:
                 schema_version=data["schema_version"],
                 plugin_version=data.get("plugin_version", ""),
                 environment=data.get("environment", {}),
-                targets={k: TargetRecord(**v) for k, v in data.get("targets", {}).items()},
+                targets={k: _target_record(v) for k, v in data.get("targets", {}).items()},
                 tests=[_test_record(t) for t in data.get("tests", [])],
                 tables=tables,
                 gate=data.get("gate"),
@@ -202,6 +216,29 @@ class SessionResults:
             raise ResultsFileError(f"{path}: {exc}") from exc
 
 
+def result_files(inputs: Sequence[str]) -> list[Path]:
+    """Files as given; for a folder, every ``*.json`` below it that is a results document (by name or content)."""
+    files: list[Path] = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.json") if p.name == "results.json" or _looks_like_results(p))
+            if not found:
+                raise ResultsFileError(f"{path}: no results files in this folder")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
+def _looks_like_results(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return '"schema_version"' in fh.read(200)
+    except OSError:
+        return False
+
+
 def _rekey(results: SessionResults, old: str, new: str) -> None:
     """Rename a target everywhere it is referenced."""
     target = results.targets.pop(old)
@@ -218,16 +255,17 @@ def _rekey(results: SessionResults, old: str, new: str) -> None:
 
 
 def _identity(target: TargetRecord) -> tuple:
-    return (target.framework, target.version, target.commit, target.model, target.profile)
+    return (target.framework, target.version, target.commit, target.model, tuple(sorted(target.variant.items())))
 
 
 def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
     """Merge result files of separate runs (CI jobs) into one matrix.
 
-    Targets that are the same server (framework, version, commit, model, profile)
-    become one column, and their repeated SLO entries become repeated runs of a
-    load point; different servers that share an id (``vllm`` in two jobs) are
-    renamed ``framework@version`` so that no column hides another.
+    Targets that are the same server (framework, version, commit, model) in the
+    same variant become one column, and their tables merge (repeated SLO entries
+    become repeated runs of a load point); different servers that share an id
+    (``vllm`` in two jobs) are renamed ``framework@version`` so that no column
+    hides another.
     """
     merged = SessionResults(environment={"parts": []}, suites=parts[0][1].suites if parts else _installed_suites())
     for source, part in parts:

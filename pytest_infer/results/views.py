@@ -267,6 +267,11 @@ class Views:
     def suite_sections(self) -> list[Section]:
         return self.sections[1:]
 
+    @property
+    def variants(self) -> list[str]:
+        """The variant labels the targets carry (``TargetRecord.variant``), in order of appearance: a column each."""
+        return list(dict.fromkeys(label for t in self.results.targets.values() for label in t.variant))
+
     def notable_checks(self) -> Section:
         """The check matrix's rows where something failed or the targets differ: what the reports show unfolded."""
         full = self.sections[0]

@@ -1,5 +1,5 @@
-"""pytest glue of the SLO suite: its options, the chosen profile, this host's hardware, and one measured load point
-per test.
+"""pytest glue of the SLO suite: its options (the gate's rules and drift calibration among them), the chosen
+profile, this host's hardware, and one measured load point per test.
 
 The measurement runs in a fixture, so a measurement that cannot be trusted (the
 client was the bottleneck, too few samples) ends the test in an ERROR at setup,
@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..options import add_option, option_value, parse_count
+from ..options import BASELINE, add_option, option_value, parse_count
 from ..session import session_key
+from .settings import NAME, SloSettings
 
 if TYPE_CHECKING:
     from ..load import LoadRun
     from ..load.hardware import Hardware
-    from ..metrics import ValidityRules
-    from ..profiles import LoadPoint, Profile
-    from ..profiles.capacity import CapacityResult
-    from ..profiles.evaluate import PointResult, Subject
+    from .metrics import ValidityRules
+    from .profiles import LoadPoint, Profile
+    from .profiles.capacity import CapacityResult
+    from .profiles.evaluate import PointResult, Subject
 
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
@@ -38,6 +39,8 @@ SLO_SLICES = "--slo-interleave-slices"
 DEFAULT_SLICES = 5  # benchmarks/README.md: what slicing did to the gate's pair noise and its smallest detected change
 SLO_PROCESSES = "--slo-processes"
 SLO_RAY_ADDRESS = "--slo-ray-address"
+FAIL_ON = "--infer-fail-on"
+CALIBRATION = "--infer-calibration"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
 
 
@@ -108,11 +111,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "'pytest-infer[ray]'); the endpoint must be reachable from its nodes.",
         metavar="ADDR",
     )
+    add_option(
+        parser,
+        FAIL_ON,
+        "SLO figures that gate, with the change they tolerate: METRIC:N% or METRIC:N (e.g."
+        " ttft_p99:10%,output_tps:5%).",
+        metavar="RULES",
+    )
+    add_option(
+        parser,
+        CALIBRATION,
+        f"drift between sessions on this machine (pytest-infer calibrate), for {BASELINE}: timing measured "
+        "in another session gates only beyond it; without it such timing is listed, not gated.",
+        metavar="FILE",
+    )
 
 
 def parse_profile(text: str) -> Profile:
     """The profile, loaded and validated once, so a bad one stops the run before any server starts."""
-    from ..profiles import ProfileError, available_profiles, load_profile
+    from .profiles import ProfileError, available_profiles, load_profile
 
     if text.endswith((".yaml", ".yml")) or os.sep in text:
         if not Path(text).is_file():
@@ -127,7 +144,34 @@ def parse_profile(text: str) -> Profile:
         raise pytest.UsageError(f"{SLO}: {exc}") from None
 
 
+def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
+    """The gate's rules and drift calibration, read now, so a bad rule or file stops the run before any server
+    starts; both compare with a baseline run."""
+    from .drift import CalibrationError, DriftCalibration
+    from .rules import RuleError, parse_rules
+
+    rules_text, calibration = option_value(config, FAIL_ON), option_value(config, CALIBRATION)
+    try:
+        rules = parse_rules(rules_text) if rules_text else ()
+    except RuleError as exc:
+        raise pytest.UsageError(f"{FAIL_ON}: {exc}") from None
+    if rules and baseline is None:
+        raise pytest.UsageError(f"{FAIL_ON} needs {BASELINE}=FILE: the figures are compared with a baseline run")
+    if calibration is None:
+        return SloSettings(rules)
+    if baseline is None:
+        raise pytest.UsageError(
+            f"{CALIBRATION} needs {BASELINE}=FILE: it bounds the drift between its session and this one"
+        )
+    try:
+        return SloSettings(rules, DriftCalibration.read(Path(calibration)))
+    except CalibrationError as exc:
+        raise pytest.UsageError(f"{CALIBRATION}: {exc}") from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    session = config.stash.get(session_key, None)
+    settings = _gate_settings(config, session.options.baseline if session is not None else None)
     text, repeat = option_value(config, SLO), option_value(config, SLO_REPEAT)
     interleave = bool(option_value(config, SLO_INTERLEAVE))
     if interleave and getattr(config.option, "numprocesses", None):
@@ -146,9 +190,10 @@ def pytest_configure(config: pytest.Config) -> None:
         parse_count(SLO_SLICES, slices) if slices is not None else DEFAULT_SLICES,
     )  # fmt: skip
     config.stash[slo_key] = options
-    session = config.stash.get(session_key, None)
-    if session is not None and options.profile is not None:
-        session.profile = options.profile.name
+    if session is not None:
+        session.settings[NAME] = settings
+        if options.profile is not None:
+            session.variant["profile"] = options.profile.name
 
 
 class SLOHardwareMismatch(pytest.PytestWarning):
@@ -223,7 +268,7 @@ def slo_result(
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
 ) -> PointResult | CapacityResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
-    from ..metrics import headline, stored
+    from .metrics import headline, stored
 
     options = request.config.stash[slo_key]
     context = {}
@@ -268,8 +313,8 @@ def _measure(
     point_id: str, profile: Profile, options: SloOptions, servers: list
 ) -> Sequence[PointResult | CapacityResult]:
     """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
-    from ..metrics import ValidityRules
-    from ..profiles.evaluate import Subject, evaluate_interleaved
+    from .metrics import ValidityRules
+    from .profiles.evaluate import Subject, evaluate_interleaved
 
     subjects = []
     rules = ValidityRules.from_dict(profile.validity)
@@ -280,7 +325,7 @@ def _measure(
         )
     runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
-        from ..profiles.capacity import evaluate_capacity
+        from .profiles.capacity import evaluate_capacity
 
         return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
     return evaluate_interleaved(
@@ -300,7 +345,7 @@ def _runner(options: SloOptions) -> Callable[..., LoadRun]:
 def _probes_on(
     subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]
 ) -> Callable[[LoadPoint], PointResult]:
-    from ..profiles.evaluate import evaluate_interleaved
+    from .profiles.evaluate import evaluate_interleaved
 
     return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules, runner=runner)[0]
 

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics.catalogue import Figure, find, headline, parse, stored
-from ..metrics.catalogue import metric as catalogued
 from ..suite import Cell, Finding, Limits, Pairing, Section, Table
+from . import settings as slo_settings
+from .metrics.catalogue import Figure, find, headline, parse, stored
+from .metrics.catalogue import metric as catalogued
 
 RESERVED = frozenset(
     {
@@ -45,6 +46,7 @@ RESERVED = frozenset(
 )
 ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
 TTFT = catalogued("ttft")
+NOT_GATED = "not gated"  # a timing move across sessions with no drift calibration: listed, not judged
 
 
 def _number(value: Any) -> float | None:
@@ -260,6 +262,24 @@ class SloTable(Table):
                     found.append(finding)
         return found
 
+    @classmethod
+    def gate_rules(cls, settings: Any) -> list[str]:
+        return [rule.describe() for rule in slo_settings.of(settings).rules]
+
+    def verdict_note(self, findings: list[Finding]) -> str | None:
+        ungated = sum(1 for f in findings if NOT_GATED in f.detail)
+        moves = f"{ungated} timing move{'s' if ungated != 1 else ''}"
+        return f"{moves} across sessions {NOT_GATED}: no drift calibration for them" if ungated else None
+
+    @classmethod
+    def history_note(cls, settings: Any) -> str | None:
+        if rules := cls.gate_rules(settings):
+            return f"SLO figures compared under {', '.join(rules)}, each change tested for significance"
+        return (
+            "SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
+            "compare runs measured in turns in one session (scripts/vendor-history.sh timing)"
+        )
+
     def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
         if not isinstance(baseline, SloTable):
             return None
@@ -318,14 +338,23 @@ class SloTable(Table):
                 "key": p.key,
                 "target": p.target,
                 "metric": str(metric),
-                "figure": metric,
                 "value": p.metrics[metric],
                 "runs": runs,
                 "verdict": p.verdict,
+                "seconds": [s for s in (as_seconds(metric, v) for v in runs) if s is not None],
+                "stored_as": "reciprocal seconds (ops = the figure)" if metric.higher_is_better else "seconds",
             }
             for p in self.points()
             for metric, runs in p.runs.items()
         ]
+
+
+def as_seconds(figure: Figure, value: float) -> float | None:
+    """A figure as a pytest-benchmark time (lower is better): a throughput as its reciprocal; ``None`` when it cannot
+    be one."""
+    if figure.higher_is_better:
+        return 1.0 / value if value > 0 else None
+    return figure.seconds(value)
 
 
 def _shown(value: float, unit: str) -> str:
@@ -337,8 +366,8 @@ def _shown(value: float, unit: str) -> str:
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of
     it."""
-    from ..metrics.catalogue import UnknownMetric, threshold
-    from ..metrics.stats import median_interval
+    from .metrics.catalogue import UnknownMetric, threshold
+    from .metrics.stats import median_interval
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
@@ -455,17 +484,18 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
     if measured_in_turns(old, new):
         return "interleaved (measured in turns)"
     sessions = "one session, in sequence" if old.sessions and old.sessions == new.sessions else "separate sessions"
-    if pairing.drift is None:
-        return f"{sessions}, not gated: no calibration"
-    return f"{sessions}, gated beyond the calibrated drift of {pairing.drift.describe()}"
+    calibration = slo_settings.of(pairing.settings.get(slo_settings.NAME)).drift
+    if calibration is None:
+        return f"{sessions}, {NOT_GATED}: no calibration"
+    return f"{sessions}, gated beyond the calibrated drift of {calibration.describe()}"
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairing) -> Finding | None:
-    from ..gating.compare import NOT_GATED
-    from ..gating.rules import rule_for, worsening
-    from ..gating.significance import significance
+    from .rules import rule_for, worsening
+    from .significance import significance
 
-    rule = rule_for(pairing.rules, metric)
+    settings = slo_settings.of(pairing.settings.get(slo_settings.NAME))
+    rule = rule_for(settings.rules, metric)
     if rule is None:
         return None
     x, y = old.metrics[metric], new.metrics[metric]
@@ -480,13 +510,14 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairi
     shift = 0.0  # the share by which the better side is moved towards worse before the test: the calibrated drift
     if not paired:  # across sessions the machine's drift is in the difference: only a calibration says how much
         mode = timing_mode(old, new, pairing).partition(",")[0]
-        drift = pairing.drift.drift(old.key, metric) if pairing.drift is not None else None
-        if drift is None:
-            why = f"{pairing.drift.describe()} has no drift for this figure" if pairing.drift else "no calibration"
+        calibration = settings.drift
+        drift = calibration.drift(old.key, metric) if calibration is not None else None
+        if calibration is None or drift is None:
+            why = f"{calibration.describe()} has no drift for this figure" if calibration else "no calibration"
             detail = f"{moved}, {limit}; {mode}, {NOT_GATED}: {why}"
             return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         relative = worsening(metric, x, y)
-        limit += f" + calibrated drift {drift.bound_pct:g}% ({mode}, {pairing.drift.describe()})"
+        limit += f" + calibrated drift {drift.bound_pct:g}% ({mode}, {calibration.describe()})"
         tolerated = rule.threshold + (drift.bound_pct if rule.relative else 0.0)
         if abs(relative) <= drift.bound_pct or abs(worse) <= tolerated:
             detail = f"{moved}, {limit}: within the rule and the drift between sessions"

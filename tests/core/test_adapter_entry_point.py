@@ -14,7 +14,7 @@ import pytest
 
 from pytest_infer.adapters.registry import GROUP, AdapterLoadError, Registry
 from pytest_infer.adapters.vllm import VLLMAdapter
-from pytest_infer.profiles import LoadPoint
+from pytest_infer.slo.profiles import LoadPoint
 from pytest_infer.structured.runner import paths_for
 
 TOY_ADAPTER = """

@@ -29,7 +29,7 @@ from pytest_infer.adapters.transformers import TransformersAdapter
 from pytest_infer.adapters.vllm import VLLMAdapter
 from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
 from pytest_infer.conformance.expectations import load as load_expectations
-from pytest_infer.profiles import LoadPoint
+from pytest_infer.slo.profiles import LoadPoint
 from pytest_infer.structured.runner import paths_for
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 

@@ -22,7 +22,7 @@ def lint_imports() -> str:
 def test_the_import_contracts_hold():
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Contracts: 3 kept, 0 broken." in run.stdout
+    assert "Contracts: 4 kept, 0 broken." in run.stdout
 
 
 def copy_with(tmp_path: Path, module: str, appended: str) -> Path:

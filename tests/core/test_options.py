@@ -15,8 +15,9 @@ from pytest_infer.session import session_key
 
 def test_probe(pytestconfig):
     s = pytestconfig.stash[session_key]
-    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoints, s.profile, s.options.server_args,
-          s.options.startup_timeout, s.options.request_timeout, s.options.report_dir, s.options.host)
+    print("OPTS", s.options.frameworks, s.options.model, s.options.endpoints, s.variant.get("profile"),
+          s.options.server_args, s.options.startup_timeout, s.options.request_timeout, s.options.report_dir,
+          s.options.host)
     print("TARGETS", [(t.id, t.framework, t.environment.label if t.environment else None, t.endpoint)
                       for t in s.targets])
 """

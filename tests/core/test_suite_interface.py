@@ -3,6 +3,7 @@ the results file, every report and the gate without a line of the core naming it
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -12,12 +13,14 @@ pytest.importorskip("matplotlib.figure")  # loaded once here: in-process pyteste
 from pytest_infer import SessionResults, Suite, Table
 from pytest_infer.cli import main as cli
 from pytest_infer.options import BASELINE, ENDPOINT, REPORT_DIR
+from pytest_infer.results.model import combine
 from pytest_infer.suite import RawTable, SuiteError, by_name, installed
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
-# The toy suite counts the words of the answer: a drop in words is its regression.
-TOY_CONFTEST = """
-import pytest
+# The toy suite counts the words of the answer: a drop in words is its regression. It uses the generic channel for
+# its settings: a gate setting of its own (how many words may go) from its pytest option or its part of the
+# pytest-infer command, and a variant of its own (a dialect) that makes a target another target.
+TOY_SUITE = """
 from pytest_infer import Cell, Finding, Section, Suite, Table
 
 
@@ -45,17 +48,50 @@ class WordTable(Table):
         return [Section("Toy: words answered", "toy probe", {"toy.words": cells})]
 
     def compare(self, baseline, pairing):
+        tolerated = pairing.settings.get("toy") or 0
         before, after = baseline.to_json().get(pairing.baseline), self.words.get(pairing.candidate)
-        if before is None or after is None or after >= before:
+        if before is None or after is None or after >= before - tolerated:
             return []
         return [Finding("regression", "toy", pairing.label, "toy.words", before, after, "fewer words")]
 
+    @classmethod
+    def gate_rules(cls, settings):
+        return [f"toy.words may drop by {settings}"] if settings else []
 
-TOY = Suite("toy", "the toy suite (counts words)", table=WordTable)
+
+def add_arguments(parser, command):
+    if command == "compare":
+        parser.add_argument("--toy-tolerance", type=int, default=0)
+
+
+def settings(args):
+    return getattr(args, "toy_tolerance", 0)
+
+
+TOY = Suite("toy", "the toy suite (counts words)", table=WordTable, cli="toy_suite")
+"""
+
+TOY_CONFTEST = """
+import pytest
+from toy_suite import TOY
+
+from pytest_infer.session import session_key
 
 
 def pytest_infer_suites():
     return [TOY]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--toy-tolerance", type=int, default=0, help="words an answer may lose before the gate fails")
+    parser.addoption("--toy-dialect", help="the toy setup's dialect: another dialect is another target")
+
+
+def pytest_configure(config):
+    session = config.stash[session_key]
+    session.settings["toy"] = config.getoption("--toy-tolerance")
+    if config.getoption("--toy-dialect"):
+        session.variant["toy dialect"] = config.getoption("--toy-dialect")
 
 
 @pytest.fixture
@@ -86,9 +122,20 @@ def fewer_words() -> Deviation:
 
 @pytest.fixture
 def toy(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(toy_suite=TOY_SUITE, test_toy=TOY_TEST)
     pytester.makeconftest(TOY_CONFTEST)
-    pytester.makepyfile(test_toy=TOY_TEST)
     return pytester
+
+
+@pytest.fixture
+def toy_installed(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Suite:
+    """The toy suite as if a package registered it (an entry point): what ``pytest-infer`` and results files see."""
+    monkeypatch.syspath_prepend(toy.path)
+    suite = importlib.import_module("toy_suite").TOY
+    suites = (*installed(), suite)
+    monkeypatch.setattr("pytest_infer.cli.installed", lambda: suites)
+    monkeypatch.setattr("pytest_infer.results.model.installed", lambda: suites)
+    return suite
 
 
 def run(pytester: pytest.Pytester, server: FakeServer, name: str, *args: str) -> pytest.RunResult:
@@ -119,6 +166,64 @@ def test_a_toy_suite_reaches_the_matrix_the_results_every_report_and_the_gate(to
     )
     gate = json.loads((toy.path / "cand" / "results.json").read_text())["gate"]
     assert [f["area"] for f in gate["findings"] if f["kind"] == "regression"] == ["toy"]
+
+
+def test_a_toy_setting_reaches_its_table_through_the_pairing(toy: pytest.Pytester):
+    """The toy suite's option becomes its gate setting (``InferSession.settings``), which its ``compare`` reads from
+    ``Pairing.settings`` and its ``gate_rules`` describes: the same drop in words passes when tolerated."""
+    with FakeServer() as server:
+        run(toy, server, "base").assert_outcomes(passed=1)
+        server.set_deviation(fewer_words())
+        strict = run(toy, server, "strict", f"{BASELINE}=base/results.json")
+        tolerant = run(toy, server, "tolerant", f"{BASELINE}=base/results.json", "--toy-tolerance=1000")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    assert tolerant.ret == pytest.ExitCode.OK
+    tolerant.stdout.fnmatch_lines(
+        ["upgrade gate: PASS: no regressions", "compared: *; rules: toy.words may drop by 1000"]
+    )
+
+
+def test_a_toy_variant_splits_a_target_and_the_same_variant_folds(toy: pytest.Pytester, toy_installed: Suite):
+    """The toy suite's variant reaches the target (``TargetRecord.variant``), every report's targets table, and the
+    identity by which ``combine`` folds result files: one dialect twice is one column, another is another."""
+    with FakeServer() as server:
+        for name, dialect in (("terse", "terse"), ("terse-again", "terse"), ("verbose", "verbose")):
+            run(toy, server, name, f"--toy-dialect={dialect}").assert_outcomes(passed=1)
+    terse = SessionResults.read(toy.path / "terse" / "results.json")
+    (target,) = terse.targets.values()
+    assert target.variant == {"toy dialect": "terse"}
+    assert (
+        "| target | framework | version | model | toy dialect | state | tests |"
+        in (toy.path / "terse" / "summary.md").read_text()
+    )
+    parts = [
+        (name, SessionResults.read(toy.path / name / "results.json")) for name in ("terse", "terse-again", "verbose")
+    ]
+    words = {name: sum(part.tables["toy"].to_json().values()) for name, part in parts}
+    merged = combine(parts)
+    assert sorted(t.variant["toy dialect"] for t in merged.targets.values()) == ["terse", "verbose"]
+    by_dialect = {t.variant["toy dialect"]: t.id for t in merged.targets.values()}
+    assert merged.tables["toy"].to_json() == {
+        by_dialect["terse"]: words["terse"] + words["terse-again"],
+        by_dialect["verbose"]: words["verbose"],
+    }
+
+
+def test_a_toy_suite_adds_its_setting_to_pytest_infer_compare(
+    toy: pytest.Pytester, toy_installed: Suite, capsys: pytest.CaptureFixture[str]
+):
+    """``Suite.cli``: the toy suite's argument to ``pytest-infer compare`` becomes its gate setting."""
+    with FakeServer() as server:
+        run(toy, server, "base").assert_outcomes(passed=1)
+        server.set_deviation(fewer_words())
+        run(toy, server, "cand").assert_outcomes(passed=1)
+    files = [str(toy.path / name / "results.json") for name in ("base", "cand")]
+    capsys.readouterr()
+    assert cli(["compare", *files]) == 1
+    assert "[toy] toy.words:" in capsys.readouterr().out
+    assert cli(["compare", *files, "--toy-tolerance=1000"]) == 0
+    out = capsys.readouterr().out
+    assert "upgrade gate: PASS: no regressions" in out and "rules: toy.words may drop by 1000" in out
 
 
 def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pytester, tmp_path):

@@ -7,10 +7,11 @@ import random
 from results_factory import flat_drift, session, with_capacity
 
 from pytest_infer.gating.compare import GateResult, compare, pair_targets
-from pytest_infer.gating.rules import parse_rules
-from pytest_infer.gating.significance import sample_keys, significance
-from pytest_infer.metrics.catalogue import parse, stored
 from pytest_infer.results.model import TestRecord as Record
+from pytest_infer.slo.metrics.catalogue import parse, stored
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
+from pytest_infer.slo.significance import sample_keys, significance
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 
@@ -20,12 +21,12 @@ def kinds(gate, area=None):
 
 
 def test_identical_runs_pass_with_nothing_to_list():
-    gate = compare(session("0.31.0"), session("0.31.0"), RULES)
+    gate = compare(session("0.31.0"), session("0.31.0"), gate_settings(RULES))
     assert gate.verdict == "PASS: no regressions" and gate.findings == []
 
 
 def test_a_check_that_passed_and_now_fails_is_a_regression():
-    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.stop_strings": "failed"}), RULES)
+    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.stop_strings": "failed"}), gate_settings(RULES))
     assert gate.failed and gate.verdict == "FAIL: 1 regression"
     (finding,) = gate.regressions
     assert (finding.area, finding.subject, finding.before, finding.after) == (
@@ -40,7 +41,9 @@ def test_a_check_that_passed_and_now_fails_is_a_regression():
 
 def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
     gate = compare(
-        session("0.31.0"), session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}), RULES
+        session("0.31.0"),
+        session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}),
+        gate_settings(RULES),
     )
     assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
 
@@ -50,7 +53,7 @@ def test_a_keyword_whose_share_of_wrong_answers_or_of_valid_ones_moves_significa
     candidate = session(
         "0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}}
     )
-    gate = compare(session("0.31.0"), candidate, RULES)
+    gate = compare(session("0.31.0"), candidate, gate_settings(RULES))
     assert kinds(gate) == [("regression", "keyword", "enum"), ("regression", "keyword", "pattern")]
     assert (
         gate.regressions[0].detail
@@ -111,7 +114,7 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
         ttft_ms=60,
     )
     candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
-    gate = compare(baseline, candidate, RULES, drift=flat_drift())
+    gate = compare(baseline, candidate, gate_settings(RULES, flat_drift()))
     assert not gate.failed and gate.verdict == "PASS: no regressions"
     found = kinds(gate)
     assert ("improvement", "check", "chat.stop_strings") in found
@@ -124,7 +127,7 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
 
 
 def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
-    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), RULES, drift=flat_drift())
+    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), gate_settings(RULES, flat_drift()))
     assert [f.subject for f in gate.regressions] == [f"cpu/c={c}: ttft_p99_ms" for c in (1, 8, 16)]
     assert all("runs (n=5 v 5), p=0.00397" in f.detail and "limit ttft_p99:10%" in f.detail for f in gate.regressions)
     # ttft_p50 moved just as much, but no rule names it: not gated, not listed
@@ -132,7 +135,7 @@ def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
 
 
 def test_throughput_that_falls_beyond_its_threshold_fails():
-    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), RULES, drift=flat_drift())
+    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), gate_settings(RULES, flat_drift()))
     assert {f.subject for f in gate.regressions} == {f"cpu/c={c}: output_tps" for c in (1, 8, 16)}
 
 
@@ -140,7 +143,7 @@ def test_a_noisy_timing_within_the_threshold_does_not_fail():
     # +-5% run-to-run noise on top of a real +3% shift: the figures move, but less than the 10% allowed
     baseline = session("0.31.0", noise=0.05, seed=11)
     candidate = session("0.32.0", ttft_ms=41.2, noise=0.05, seed=12)
-    gate = compare(baseline, candidate, RULES)
+    gate = compare(baseline, candidate, gate_settings(RULES))
     assert not gate.failed and not gate.findings, [f.line() for f in gate.findings]
     before = {p.key: p.metrics[parse("ttft_p99_ms")] for p in baseline.table("slo").points()}
     moved = [abs(p.metrics[parse("ttft_p99_ms")] / before[p.key] - 1) for p in candidate.table("slo").points()]
@@ -161,7 +164,7 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
                     "metrics": {"ttft_p99_ms": v},
                 }
             )
-    gate = compare(baseline, candidate, RULES, drift=flat_drift())
+    gate = compare(baseline, candidate, gate_settings(RULES, flat_drift()))
     (finding,) = gate.findings
     assert finding.kind == "noise" and not gate.failed
     assert "runs (n=5 v 5)" in finding.detail and "not significant" in finding.detail
@@ -199,15 +202,19 @@ def test_runs_measured_in_slices_are_tested_slice_by_slice():
     before, after = [600, 550, 400, 500, 450], [540, 495, 420, 450, 405]
     rules = parse_rules("output_tps:5%")
     gate = compare(
-        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts)), rules, pairs={"base": "cand"}
+        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts)),
+        gate_settings(rules),
+        pairs={"base": "cand"},
     )
     (finding,) = gate.findings
     assert finding.kind == "regression" and "paired slices (n=25, interleaved)" in finding.detail, finding.detail
-    runs_only = compare(*_interleaved_pair(before, after, ("m", "m")), rules, pairs={"base": "cand"})
+    runs_only = compare(*_interleaved_pair(before, after, ("m", "m")), gate_settings(rules), pairs={"base": "cand"})
     (finding,) = runs_only.findings
     assert finding.kind == "noise" and "paired runs (n=5, interleaved), p=0.0625" in finding.detail
     uneven = compare(
-        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts[:-1])), rules, pairs={"base": "cand"}
+        *_interleaved_pair(before, after, ("m", "m"), (before_parts, after_parts[:-1])),
+        gate_settings(rules),
+        pairs={"base": "cand"},
     )
     assert "paired runs (n=5" in uneven.findings[0].detail  # slices that do not pair one to one are not paired
 
@@ -218,11 +225,11 @@ def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
     drift = [600, 540, 470, 400, 380, 350]
     before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))]
     rules = parse_rules("output_tps:5%")
-    gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), rules, pairs={"base": "cand"})
+    gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), gate_settings(rules), pairs={"base": "cand"})
     (finding,) = gate.findings
     assert finding.kind == "regression" and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
     unpaired = compare(
-        *_interleaved_pair(before, after, ("m1", "m2")), rules, pairs={"base": "cand"}, drift=flat_drift()
+        *_interleaved_pair(before, after, ("m1", "m2")), gate_settings(rules, flat_drift()), pairs={"base": "cand"}
     )
     (finding,) = unpaired.findings
     assert finding.kind == "noise" and "runs (n=6 v 6)" in finding.detail
@@ -231,14 +238,18 @@ def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
 def test_paired_runs_that_move_both_ways_are_not_significant():
     """Five of six pairs 10% slower and one 35% faster: the median moved 10%, the pairs do not agree."""
     before, after = [500, 520, 480, 510, 490, 300], [450, 468, 430, 459, 441, 405]
-    gate = compare(*_interleaved_pair(before, after, ("m", "m")), parse_rules("output_tps:1%"), pairs={"base": "cand"})
+    gate = compare(
+        *_interleaved_pair(before, after, ("m", "m")),
+        gate_settings(parse_rules("output_tps:1%")),
+        pairs={"base": "cand"},
+    )
     (finding,) = gate.findings
     assert "paired runs (n=6, interleaved), p=0.203" in finding.detail
     assert finding.kind == "noise" and "paired runs" in finding.detail and "not significant" in finding.detail
 
 
 def test_without_repeated_runs_the_point_estimate_decides_and_says_so():
-    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), RULES, drift=flat_drift())
+    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), gate_settings(RULES, flat_drift()))
     assert gate.failed and all("point estimate (no repeated runs)" in f.detail for f in gate.regressions)
 
 
@@ -301,7 +312,7 @@ def test_an_invalid_measurement_is_never_compared():
     for entry in candidate.table("slo").entries:
         if entry["load_point"] == "c=16":
             entry["verdict"] = "invalid"
-    gate = compare(baseline, candidate, RULES, drift=flat_drift())
+    gate = compare(baseline, candidate, gate_settings(RULES, flat_drift()))
     assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
     (skipped,) = [f for f in gate.findings if f.kind == "change"]
     assert (skipped.subject, skipped.after, skipped.detail) == (

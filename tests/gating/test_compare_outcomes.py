@@ -7,7 +7,8 @@ import pytest
 from results_factory import session
 
 from pytest_infer.gating.compare import GateResult, code_warnings, compare
-from pytest_infer.gating.rules import parse_rules
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 
 CHECK = "chat.stop_strings"
 FAILURE = f"{CHECK} failed: expected X, got Y"  # the factory's message of a failed or errored test
@@ -207,7 +208,7 @@ def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
 def test_a_gate_result_with_rules_and_unpaired_targets_survives_its_round_trip():
     candidate = session("0.32.0")
     candidate.targets.update(session("5.0", target="transformers", framework="transformers").targets)
-    gate = compare(session("0.31.0"), candidate, parse_rules("ttft_p99:10%"))
+    gate = compare(session("0.31.0"), candidate, gate_settings(parse_rules("ttft_p99:10%")))
     assert gate.unpaired == ["candidate transformers"] and gate.rules
     assert GateResult.from_dict(gate.to_dict()) == gate
 

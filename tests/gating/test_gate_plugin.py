@@ -16,8 +16,9 @@ import pytest
 # cannot be imported a second time in one process after pytester drops it from sys.modules.
 pytest.importorskip("matplotlib.figure")
 
-from pytest_infer.gating.drift import Drift, DriftCalibration
-from pytest_infer.options import BASELINE, CALIBRATION, ENDPOINT, FAIL_ON, REPORT_DIR
+from pytest_infer.options import BASELINE, ENDPOINT, REPORT_DIR
+from pytest_infer.slo.drift import Drift, DriftCalibration
+from pytest_infer.slo.plugin import CALIBRATION, FAIL_ON
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 SUITE = """

@@ -13,7 +13,6 @@ pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-proc
 from results_factory import session  # noqa: E402
 
 from pytest_infer.gating.compare import compare  # noqa: E402
-from pytest_infer.gating.rules import parse_rules  # noqa: E402
 from pytest_infer.reporting.html import render_html  # noqa: E402
 from pytest_infer.reporting.markdown import MAX_CHARS, render_markdown  # noqa: E402
 from pytest_infer.reporting.outputs import write_renderings  # noqa: E402
@@ -21,6 +20,8 @@ from pytest_infer.reporting.terminal import render_summary  # noqa: E402
 from pytest_infer.results import model  # noqa: E402
 from pytest_infer.results.model import SessionResults, combine  # noqa: E402
 from pytest_infer.results.views import build_views  # noqa: E402
+from pytest_infer.slo.rules import parse_rules  # noqa: E402
+from pytest_infer.slo.settings import gate_settings  # noqa: E402
 from tests.reporting.test_renderings import chromium  # noqa: E402
 
 PATHS = ("response_format", "response_format-stream", "native")
@@ -192,7 +193,7 @@ def test_every_rendering_opens_with_the_verdict_then_the_findings():
 def test_with_a_baseline_the_verdict_is_the_gate_with_its_regressions():
     base, cand = main_job("0.31.0"), main_job("0.32.0")
     cand.tests[0].outcome = "failed"
-    gate = compare(base, cand, parse_rules("ttft_p99:10%"))
+    gate = compare(base, cand, gate_settings(parse_rules("ttft_p99:10%")))
     md = render_markdown(cand, gate)
     verdict = md[md.index("### Verdict") : md.index("### Findings")]
     assert (
@@ -372,7 +373,7 @@ def test_the_merged_upgrade_gate_report_fits_with_every_finding_the_figures_and_
                     "structured",
                     f"Failed: c{i}: violation\n" + "x" * 400,
                 )
-    gate = compare(base, cand, parse_rules("ttft_p99:10%"))
+    gate = compare(base, cand, gate_settings(parse_rules("ttft_p99:10%")))
     merged = combine([("base", base), ("cand", cand)])
     merged.gate = {"baseline": "base", **gate.to_dict()}
     md = render_markdown(merged, gate, "pytest-infer upgrade gate")

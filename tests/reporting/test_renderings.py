@@ -16,7 +16,6 @@ pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-proc
 from results_factory import flat_drift, session  # noqa: E402
 
 from pytest_infer.gating.compare import compare  # noqa: E402
-from pytest_infer.gating.rules import parse_rules  # noqa: E402
 from pytest_infer.options import ENDPOINT, REPORT_DIR  # noqa: E402
 from pytest_infer.reporting.benchmark import to_benchmark_json  # noqa: E402
 from pytest_infer.reporting.html import render_html  # noqa: E402
@@ -24,6 +23,8 @@ from pytest_infer.reporting.markdown import render_markdown  # noqa: E402
 from pytest_infer.reporting.outputs import write_renderings  # noqa: E402
 from pytest_infer.reporting.terminal import render_gate, render_summary  # noqa: E402
 from pytest_infer.results.model import combine  # noqa: E402
+from pytest_infer.slo.rules import parse_rules  # noqa: E402
+from pytest_infer.slo.settings import gate_settings  # noqa: E402
 from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
@@ -51,7 +52,7 @@ def matrix():
         seed=2,
         samples=150,
     )
-    gate = compare(base, cand, RULES, drift=flat_drift())
+    gate = compare(base, cand, gate_settings(RULES, flat_drift()))
     merged = combine([("base", base), ("cand", cand), ("hf", hf)])
     merged.gate = gate.to_dict()
     return merged, gate

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from results_factory import session
 
-from pytest_infer.metrics.catalogue import parse
 from pytest_infer.results.environment import capture_environment, git_info, gpu_info
 from pytest_infer.results.model import ResultsFileError, SessionResults, combine
 from pytest_infer.results.views import check_matrix, row_key
+from pytest_infer.slo.metrics.catalogue import parse
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_file_cut_short_anywhere_is_rejected_with_a_clear_message(tmp_path: Path):
@@ -184,6 +186,30 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
     unchecked = combine([("a.json", job_a), ("b.json", job_b)])
     assert set(check_matrix(unchecked)["test_chat_basic"]) == {"vllm", "vllm@0.32.0"}
     assert json.loads(json.dumps(merged.to_dict()))["targets"]["vllm@0.32.0"]["id"] == "vllm@0.32.0"
+
+
+def test_a_file_written_before_variants_reads_its_profile_as_a_variant_and_combines_as_before():
+    """Files whose targets had a ``profile`` field of their own: the profile is the variant ``profile``, the same
+    profile folds one server's files into one column, another profile keeps them apart."""
+    stored = ROOT / "benchmarks" / "results" / "main-job"
+    before, after = (SessionResults.read(stored / name) for name in ("before-aeec12e.json", "after.json"))
+    assert before.targets["vllm"].variant == after.targets["vllm"].variant == {"profile": "cpu"}
+    merged = combine([("before", before), ("after", after)])
+    assert list(merged.targets) == ["vllm"] and merged.targets["vllm"].variant == {"profile": "cpu"}
+
+    def old_file(profile: str | None) -> SessionResults:
+        data = session("0.32.0", runs=1).to_dict()
+        for target in data["targets"].values():
+            del target["variant"]
+            target["profile"] = profile
+        return SessionResults.from_dict(json.loads(json.dumps(data)))
+
+    assert old_file(None).targets["vllm"].variant == {}
+    apart = combine([("cpu.json", old_file("cpu")), ("gpu.json", old_file("h200")), ("cpu2.json", old_file("cpu"))])
+    assert {t: r.variant for t, r in apart.targets.items()} == {
+        "vllm": {"profile": "cpu"},
+        "vllm@0.32.0": {"profile": "h200"},
+    }
 
 
 def test_rows_name_the_check_or_the_test_without_its_target():

@@ -13,12 +13,13 @@ pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-proc
 from results_factory import session  # noqa: E402
 
 from pytest_infer.gating.compare import compare  # noqa: E402
-from pytest_infer.gating.rules import parse_rules  # noqa: E402
 from pytest_infer.reporting.html import render_html  # noqa: E402
 from pytest_infer.reporting.markdown import render_markdown  # noqa: E402
 from pytest_infer.reporting.terminal import render_summary  # noqa: E402
 from pytest_infer.results.model import SessionResults, combine  # noqa: E402
 from pytest_infer.results.views import build_views  # noqa: E402
+from pytest_infer.slo.rules import parse_rules  # noqa: E402
+from pytest_infer.slo.settings import gate_settings  # noqa: E402
 
 
 def with_robustness(results: SessionResults, target: str, fives: int) -> SessionResults:
@@ -37,7 +38,7 @@ def gated():
         "vllm",
         3,
     )
-    gate = compare(base, cand, parse_rules("ttft_p99:10%"))
+    gate = compare(base, cand, gate_settings(parse_rules("ttft_p99:10%")))
     merged = combine([("base", base), ("cand", cand)])
     return merged, gate
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from pytest_infer.metrics import ValidityRules
 from pytest_infer.server.process import free_port
+from pytest_infer.slo.metrics import ValidityRules
 
 
 @pytest.fixture

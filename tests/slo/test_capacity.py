@@ -11,10 +11,10 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.metrics.judge import Verdict
-from pytest_infer.profiles import LoadPoint, ProfileError, load_profile
-from pytest_infer.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search
-from pytest_infer.profiles.evaluate import evaluate_point
+from pytest_infer.slo.metrics.judge import Verdict
+from pytest_infer.slo.profiles import LoadPoint, ProfileError, load_profile
+from pytest_infer.slo.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search
+from pytest_infer.slo.profiles.evaluate import evaluate_point
 
 from .test_suite import copy_suite, run_suite
 
@@ -237,7 +237,7 @@ def test_an_interleaved_session_records_its_search_unsliced(pytester, paced_serv
 
 def test_one_slow_moment_at_the_end_is_no_saturation():
     from pytest_infer.load.trace import RequestTrace
-    from pytest_infer.profiles.capacity import saturation
+    from pytest_infer.slo.profiles.capacity import saturation
 
     def run_of(ttfts_ms: list[float]) -> Any:
         traces = [

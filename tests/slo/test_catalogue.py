@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import summarize, validity
-from pytest_infer.metrics.catalogue import (
+from pytest_infer.reporting.markdown import render_markdown
+from pytest_infer.reporting.terminal import render_gate
+from pytest_infer.results.model import SessionResults, TargetRecord
+from pytest_infer.slo.metrics import summarize, validity
+from pytest_infer.slo.metrics.catalogue import (
     CATALOGUE,
     HIGHER,
     LOWER,
@@ -37,12 +39,11 @@ from pytest_infer.metrics.catalogue import (
     unit,
     unregister,
 )
-from pytest_infer.metrics.judge import judge
-from pytest_infer.profiles import available_profiles, load_profile
-from pytest_infer.profiles.evaluate import sampled
-from pytest_infer.reporting.markdown import render_markdown
-from pytest_infer.reporting.terminal import render_gate
-from pytest_infer.results.model import SessionResults, TargetRecord
+from pytest_infer.slo.metrics.judge import judge
+from pytest_infer.slo.profiles import available_profiles, load_profile
+from pytest_infer.slo.profiles.evaluate import sampled
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 
 from .test_metrics import BASIC, MS, trace
 
@@ -311,7 +312,7 @@ def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue
                 "samples": {m.figure(): summary.samples[m] for m in sampled()},  # its samples are kept for the gate
             }
         )
-    gate = compare(results, results, parse_rules("byte_to_token_p99:10%"), pairs={"base": "cand"})
+    gate = compare(results, results, gate_settings(parse_rules("byte_to_token_p99:10%")), pairs={"base": "cand"})
     (regression,) = gate.regressions
     assert regression.subject == "gap/c1: byte_to_token_p99_ms"
     assert "limit byte_to_token_p99:10%; samples of byte_to_token_ms (n=200 v 200)" in regression.detail

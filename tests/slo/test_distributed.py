@@ -20,8 +20,8 @@ from pytest_infer.load.monitor import ClientUsage, ResourcePeak
 from pytest_infer.load.patterns import LoadRun
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import summarize
-from pytest_infer.metrics.catalogue import metric
+from pytest_infer.slo.metrics import summarize
+from pytest_infer.slo.metrics.catalogue import metric
 
 FIXED = Calibration(1.0, 0.0, "fixed for the test")
 

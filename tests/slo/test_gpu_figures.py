@@ -18,14 +18,15 @@ from results_factory import flat_drift, session
 from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.gating.compare import compare
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load.hardware import detect_hardware
 from pytest_infer.load.monitor import NVML_MISSING, ResourceSampler, _between
-from pytest_infer.metrics import ValidityRules
-from pytest_infer.profiles import LoadPoint, load_profile
-from pytest_infer.profiles.evaluate import evaluate_point
 from pytest_infer.reporting.markdown import render_markdown
 from pytest_infer.results.model import SessionResults
+from pytest_infer.slo.metrics import ValidityRules
+from pytest_infer.slo.profiles import LoadPoint, load_profile
+from pytest_infer.slo.profiles.evaluate import evaluate_point
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 
 GIB = 2**30
 POINT = {"concurrency": 2, "requests": 20, "warmup_requests": 2, "output_tokens": 8}
@@ -217,11 +218,11 @@ def test_a_rise_in_joules_per_token_fails_the_gate_and_a_fall_does_not():
     rules = parse_rules("energy_per_output_token:10%")
     base = with_energy("0.31.0", [0.50, 0.51, 0.49, 0.50, 0.52])
     # Two sessions: a figure gates beyond the machine's calibrated drift (here none), like every figure with a rule.
-    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), rules, drift=flat_drift())
+    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), gate_settings(rules, flat_drift()))
     assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [
         ("regression", "h200-smoke/c1: energy_per_output_token_j")
     ]
-    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), rules, drift=flat_drift())
+    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), gate_settings(rules, flat_drift()))
     assert not better.failed and [f.kind for f in better.findings] == ["improvement"]
 
 
@@ -237,8 +238,8 @@ def test_the_smoke_profile_is_labelled_as_such_and_bounds_every_nvml_figure():
 
 def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure():
     """On a busy CPU host the loop-lag reason comes first; the missing NVML is said too, and nothing is compared."""
-    from pytest_infer.metrics import Summary
-    from pytest_infer.metrics.judge import judge
+    from pytest_infer.slo.metrics import Summary
+    from pytest_infer.slo.metrics.judge import judge
 
     resources = {"peak_gpu_memory_gb": None, "not_measured": {"peak_gpu_memory_gb": NVML_MISSING}}
     verdict = judge(

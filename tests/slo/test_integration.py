@@ -96,9 +96,9 @@ def test_slo_suite_on_vllm(pytester, real_engine):
 def test_vllm_metrics_agree_with_the_client(real_engine):
     """One load point measured directly: vLLM's counters and TTFT histogram against the client's traces."""
     from pytest_infer.client.endpoint import Endpoint
-    from pytest_infer.metrics.definitions import request_metrics
-    from pytest_infer.profiles import LoadPoint
-    from pytest_infer.profiles.evaluate import evaluate_point
+    from pytest_infer.slo.metrics.definitions import request_metrics
+    from pytest_infer.slo.profiles import LoadPoint
+    from pytest_infer.slo.profiles.evaluate import evaluate_point
 
     info = real_engine("vllm-0.32")
     point = LoadPoint(
@@ -175,8 +175,8 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
     """The same workloads with prefix caching on (vLLM's default) and off: the server's hit share beside the
     latencies."""
     from pytest_infer.client.endpoint import Endpoint
-    from pytest_infer.profiles import LoadPoint
-    from pytest_infer.profiles.evaluate import evaluate_point
+    from pytest_infer.slo.profiles import LoadPoint
+    from pytest_infer.slo.profiles.evaluate import evaluate_point
     from pytest_infer.slo.table import SloTable
 
     rows: dict[str, list[str]] = {}

@@ -1,11 +1,11 @@
-"""What mutation testing left untested in metrics/judge.py: the sample check of each threshold, and figures
+"""What mutation testing left untested in slo/metrics/judge.py: the sample check of each threshold, and figures
 that nothing measured."""
 
 from __future__ import annotations
 
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import Summary, summarize, validity
-from pytest_infer.metrics.judge import judge
+from pytest_infer.slo.metrics import Summary, summarize, validity
+from pytest_infer.slo.metrics.judge import judge
 
 MS = 1_000_000
 

@@ -13,9 +13,9 @@ from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration
-from pytest_infer.metrics import summarize
-from pytest_infer.metrics.catalogue import metric
-from pytest_infer.metrics.judge import judge
+from pytest_infer.slo.metrics import summarize
+from pytest_infer.slo.metrics.catalogue import metric
+from pytest_infer.slo.metrics.judge import judge
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 from .conftest import server_stats
@@ -233,8 +233,8 @@ def test_prompt_length_is_calibrated_against_the_servers_usage():
 
 
 def test_repeated_runs_give_confidence_intervals(paced_server):
-    from pytest_infer.profiles import LoadPoint
-    from pytest_infer.profiles.evaluate import evaluate_point
+    from pytest_infer.slo.profiles import LoadPoint
+    from pytest_infer.slo.profiles.evaluate import evaluate_point
 
     url = paced_server(20, 5)
     point = LoadPoint(
@@ -253,8 +253,8 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
 def test_interleaved_targets_take_turns_run_by_run(paced_server):
     """A B B A A B B A: each target's runs are spread over the same stretch of time, so neither runs
     in the machine's later (or quieter) part alone; and each target is judged on its own runs."""
-    from pytest_infer.profiles import LoadPoint
-    from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
+    from pytest_infer.slo.profiles import LoadPoint
+    from pytest_infer.slo.profiles.evaluate import Subject, evaluate_interleaved
 
     point = LoadPoint(
         "r",
@@ -279,8 +279,8 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
     """With slices, run i of each target is cut into parts that alternate (A B B A by part), so both
     runs span the same stretch of time; each run's figures pool its parts and its window is theirs
     added up, not the stretch the other target's parts also took."""
-    from pytest_infer.profiles import LoadPoint
-    from pytest_infer.profiles.evaluate import Subject, evaluate_interleaved
+    from pytest_infer.slo.profiles import LoadPoint
+    from pytest_infer.slo.profiles.evaluate import Subject, evaluate_interleaved
 
     point = LoadPoint(
         "r",
@@ -320,7 +320,7 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
 
 
 def test_slices_split_requests_and_rewarm_each_part():
-    from pytest_infer.profiles.evaluate import sliced
+    from pytest_infer.slo.profiles.evaluate import sliced
 
     parts = sliced(LoadSpec(concurrency=2, requests=10, warmup_requests=8), 3)
     assert [(p.requests, p.warmup_requests) for p in parts] == [(4, 8), (3, 2), (3, 2)]

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics import (
+from pytest_infer.slo.metrics import (
     InsufficientSamples,
     ValidityRules,
     confidence_interval,
@@ -19,8 +19,8 @@ from pytest_infer.metrics import (
     summarize,
     validity,
 )
-from pytest_infer.metrics.catalogue import metric, resolve
-from pytest_infer.metrics.judge import judge
+from pytest_infer.slo.metrics.catalogue import metric, resolve
+from pytest_infer.slo.metrics.judge import judge
 
 MS = 1_000_000
 
@@ -253,7 +253,7 @@ def test_only_goodput_p99_thresholds_become_per_request_limits():
 
 
 def test_a_check_line_says_its_state_figure_limit_and_note():
-    from pytest_infer.metrics.judge import Check
+    from pytest_infer.slo.metrics.judge import Check
 
     assert str(Check("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
     assert str(Check("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"

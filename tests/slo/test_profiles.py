@@ -8,7 +8,7 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.load.hardware import Hardware
-from pytest_infer.profiles import ProfileError, available_profiles, load_profile
+from pytest_infer.slo.profiles import ProfileError, available_profiles, load_profile
 
 GOOD = """
 name: mine

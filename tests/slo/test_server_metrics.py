@@ -16,13 +16,14 @@ from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import ServerMetricNames
 from pytest_infer.adapters.external import ENDPOINT
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.gating.rules import parse_rules
 from pytest_infer.load import run_load
 from pytest_infer.load.server_metrics import Histogram, ScrapeError, ServerFigures, figures_between, parse
 from pytest_infer.load.trace import RequestTrace
-from pytest_infer.metrics.server_check import EARLY_SLACK_MS, LATE_MS, cross_check
-from pytest_infer.profiles import LoadPoint
-from pytest_infer.profiles.evaluate import evaluate_point, metric_names
+from pytest_infer.slo.metrics.server_check import EARLY_SLACK_MS, LATE_MS, cross_check
+from pytest_infer.slo.profiles import LoadPoint
+from pytest_infer.slo.profiles.evaluate import evaluate_point, metric_names
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 from pytest_infer.slo.table import SloTable
 from pytest_infer.suite import Pairing
 
@@ -262,7 +263,9 @@ def test_a_server_figure_is_one_entry_in_the_adapters_metric_names_and_gates_lik
     entry["verdict"] = "pass"  # whatever this shared machine's client lag made of the run: the gate is the point here
     more = {**entry, "target": "cand", "metrics": {**entry["metrics"], "generated_tokens": 10_000.0}}
     table = SloTable([entry, more])  # without a catalogue entry a figure has no direction: a rise is the bad one
-    (finding,) = table.compare(table, Pairing("base", "cand", "b -> c", parse_rules("generated_tokens:10%")))
+    (finding,) = table.compare(
+        table, Pairing("base", "cand", "b -> c", settings=gate_settings(parse_rules("generated_tokens:10%")))
+    )
     assert finding.kind == "regression" and finding.subject == "p/c4: generated_tokens"
 
 

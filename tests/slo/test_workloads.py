@@ -16,7 +16,7 @@ from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, PromptFactory
 from pytest_infer.load.replay import TraceError, TracePrompts, TraceRequest, gaps_ns, parse_trace, read_trace
 from pytest_infer.load.workloads import Conversations, bodies
-from pytest_infer.profiles import ProfileError, load_profile
+from pytest_infer.slo.profiles import ProfileError, load_profile
 from pytest_infer.slo.table import SloTable
 from pytest_infer.testing.fakeserver import FakeServer
 

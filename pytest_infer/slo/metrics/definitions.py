@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..load.trace import RequestTrace
+from ...load.trace import RequestTrace
 
 TOKEN_MISMATCH_SHARE = 0.02  # report client vs server token counts that differ by more than 2%
 

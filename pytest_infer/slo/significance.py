@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..metrics.catalogue import Figure
+    from .metrics.catalogue import Figure
 
-ALPHA = 0.05
+from ..suite import ALPHA
+
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
 MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
 MIN_SAMPLES = 20
@@ -36,7 +37,7 @@ class Significance:
 
 def sample_keys(metric: Figure) -> list[Figure]:
     """The per-request samples a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``."""
-    from ..metrics.catalogue import samples_of
+    from .metrics.catalogue import samples_of
 
     return samples_of(metric)
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from pytest_infer.cli import main
-from pytest_infer.gating.compare import compare
-from pytest_infer.gating.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
-from pytest_infer.gating.rules import parse_rules
-from pytest_infer.metrics.catalogue import parse
+from pytest_infer.gating.compare import GateResult, compare
 from pytest_infer.results.model import SessionResults, TargetRecord
+from pytest_infer.slo.drift import CalibrationError, DriftCalibration, calibrate, largest_move_pct
+from pytest_infer.slo.metrics.catalogue import parse
+from pytest_infer.slo.rules import parse_rules
+from pytest_infer.slo.settings import gate_settings
 
 RULES = parse_rules("output_tps:5%,ttft_p50:10%")
 KEY = "cpu/c1"
@@ -35,7 +36,9 @@ def one_session(
     """One session's load point ``c1``: ``runs`` runs about ``tps`` tokens/s (+-2%) and a TTFT that moves with it."""
     rng = random.Random(seed)
     results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
-    results.targets[target] = TargetRecord(id=target, framework="vllm", model="tiny", version=version, profile="cpu")
+    results.targets[target] = TargetRecord(
+        id=target, framework="vllm", model="tiny", version=version, variant={"profile": "cpu"}
+    )
     values = [tps * (1 + rng.uniform(-0.02, 0.02)) for _ in range(runs)]
     per_run = [{"output_tokens_per_s": v, "ttft_p50_ms": 40 * 300 / v} for v in values]
     entry = {
@@ -65,11 +68,15 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
         one_session("0.32.0", 536, seed=1),
         one_session("0.32.0", 350, seed=2),
     )  # the issue's figures: -35%
-    gate = compare(baseline, candidate, RULES)
+    gate = compare(baseline, candidate, gate_settings(RULES))
     assert not gate.failed and gate.regressions == []
     assert (
         gate.verdict == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
     )
+    stored = gate.to_dict()
+    assert GateResult.from_dict(stored).verdict == gate.verdict
+    del stored["notes"]  # a gate stored before its notes had a key kept them in its verdict
+    assert GateResult.from_dict(stored).verdict == gate.verdict
     assert gate.timing == ["vllm 0.32.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"]
     shown = {f.subject: (f.kind, f.detail) for f in gate.findings}
     kind, detail = shown["cpu/c1: output_tokens_per_s"]
@@ -80,7 +87,9 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
     )
     # the same figures, the same session id on both sides: one session, measured one target after the other, is no
     # pairing either
-    same = compare(one_session("0.32.0", 536, session="s"), one_session("0.32.0", 350, session="s"), RULES)
+    same = compare(
+        one_session("0.32.0", 536, session="s"), one_session("0.32.0", 350, session="s"), gate_settings(RULES)
+    )
     assert (
         same.timing == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"]
         and not same.failed
@@ -88,7 +97,9 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
 
 
 def test_results_from_before_sessions_were_recorded_count_as_separate_sessions():
-    gate = compare(one_session("0.31.0", 536, session=None), one_session("0.32.0", 350, session=None), RULES)
+    gate = compare(
+        one_session("0.31.0", 536, session=None), one_session("0.32.0", 350, session=None), gate_settings(RULES)
+    )
     assert not gate.failed and gate.timing == [
         "vllm 0.31.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"
     ]
@@ -115,7 +126,9 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
     bound = drift.drift(KEY, TPS).bound_pct
     assert 17 < bound < 23
     baseline = one_session("0.32.0", 500, seed=7)
-    beyond = compare(baseline, one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8), RULES, drift=drift)
+    beyond = compare(
+        baseline, one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8), gate_settings(RULES, drift)
+    )
     (finding,) = [f for f in beyond.findings if f.subject.endswith("output_tokens_per_s")]
     assert beyond.failed and finding.kind == "regression"
     assert (
@@ -126,14 +139,16 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
     assert beyond.timing == [
         f"vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of {drift.describe()}"
     ]
-    within = compare(baseline, one_session("0.33.0", 500 * (1 - (bound + 5 - 3) / 100), seed=8), RULES, drift=drift)
+    within = compare(
+        baseline, one_session("0.33.0", 500 * (1 - (bound + 5 - 3) / 100), seed=8), gate_settings(RULES, drift)
+    )
     (finding,) = [f for f in within.findings if f.subject.endswith("output_tokens_per_s")]
     assert (
         not within.failed
         and finding.kind == "noise"
         and finding.detail.endswith("within the rule and the drift between sessions")
     )
-    better = compare(baseline, one_session("0.33.0", 500 * 1.5, seed=8), RULES, drift=drift)
+    better = compare(baseline, one_session("0.33.0", 500 * 1.5, seed=8), gate_settings(RULES, drift))
     assert not better.failed and {f.kind for f in better.findings} == {"improvement"}
 
 
@@ -145,7 +160,7 @@ def test_beyond_the_drift_but_not_significantly_so_is_noise():
     candidate.table("slo").entries[0]["runs"] = [{"output_tokens_per_s": v} for v in (150, 560, 200, 540, 250, 350)]
     (finding,) = [
         f
-        for f in compare(baseline, candidate, RULES, drift=drift).findings
+        for f in compare(baseline, candidate, gate_settings(RULES, drift)).findings
         if f.subject.endswith("output_tokens_per_s")
     ]
     assert (
@@ -157,7 +172,7 @@ def test_beyond_the_drift_but_not_significantly_so_is_noise():
 
 def test_a_figure_the_calibration_does_not_hold_is_not_gated_and_says_why():
     drift = DriftCalibration({"cpu/c64": {}}, ["a", "b", "c"], source="calibration.json")
-    gate = compare(one_session("0.32.0", 536), one_session("0.33.0", 300), RULES, drift=drift)
+    gate = compare(one_session("0.32.0", 536), one_session("0.33.0", 300), gate_settings(RULES, drift))
     assert not gate.failed
     assert any(
         f.detail.endswith(
@@ -182,8 +197,10 @@ def test_interleaved_timing_is_judged_as_before_with_or_without_a_calibration():
     drift = [600, 540, 470, 400, 380, 350]
     before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))]
     rules = parse_rules("output_tps:5%")
-    plain = compare(*_interleaved(before, after), rules, pairs={"base": "cand"})
-    wide = compare(*_interleaved(before, after), rules, pairs={"base": "cand"}, drift=calibration(300, 500, 400))
+    plain = compare(*_interleaved(before, after), gate_settings(rules), pairs={"base": "cand"})
+    wide = compare(
+        *_interleaved(before, after), gate_settings(rules, calibration(300, 500, 400)), pairs={"base": "cand"}
+    )
     assert plain.findings == wide.findings
     for gate in (plain, wide):
         (finding,) = gate.findings

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..metrics.catalogue import Figure, parse
 from ..outcomes import InferError
 from ..results.model import SessionResults, atomic_write_text
+from .metrics.catalogue import Figure, parse
 
 KIND = "pytest-infer drift calibration"
 VERSION = 1

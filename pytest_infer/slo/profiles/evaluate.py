@@ -15,12 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
-from ..adapters.base import Adapter, ServerMetricNames
-from ..client.endpoint import Endpoint
-from ..load import LoadRun, LoadSpec, run_load
-from ..load.monitor import ClientUsage, ResourcePeak, listening_pid
-from ..load.prompts import Calibration
-from ..load.server_metrics import ServerFigures
+from ...adapters.base import Adapter, ServerMetricNames
+from ...client.endpoint import Endpoint
+from ...load import LoadRun, LoadSpec, run_load
+from ...load.monitor import ClientUsage, ResourcePeak, listening_pid
+from ...load.prompts import Calibration
+from ...load.server_metrics import ServerFigures
 from ..metrics import (
     InsufficientSamples,
     Summary,

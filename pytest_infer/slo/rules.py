@@ -14,8 +14,8 @@ import fnmatch
 import re
 from dataclasses import dataclass, field
 
-from ..metrics.catalogue import Figure, higher_is_better, parse
 from ..outcomes import InferError
+from .metrics.catalogue import Figure, higher_is_better, parse
 
 __all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for", "worsening"]
 

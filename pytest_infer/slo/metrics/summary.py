@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..load.trace import RequestTrace
+from ...load.trace import RequestTrace
 from .catalogue import CATALOGUE, Figure, Metric, in_figure_order
 from .definitions import RequestMetrics, request_metrics
 from .stats import PERCENTILE_METHOD, InsufficientSamples, percentile

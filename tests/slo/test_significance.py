@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.gating.significance import MIN_RUNS, mann_whitney_greater, worse_test
+from pytest_infer.slo.significance import MIN_RUNS, mann_whitney_greater, worse_test
 
 
 def test_four_runs_each_fully_separated_reach_significance():

@@ -14,9 +14,9 @@ from typing import Any
 import jsonschema
 import yaml
 
-from ..adapters.base import Adapter
-from ..outcomes import InferError
-from ..paths import bundled
+from ...adapters.base import Adapter
+from ...outcomes import InferError
+from ...paths import bundled
 
 
 def profiles_dir() -> Path:
@@ -182,7 +182,7 @@ class LoadPoint:
     thresholds: dict[str, float]
 
     def load_spec(self):
-        from ..load import LoadSpec
+        from ...load import LoadSpec
 
         s = self.settings
         replay = bool(s.get("trace_file"))
@@ -204,14 +204,14 @@ class LoadPoint:
 
     @property
     def trace_length(self) -> int:
-        from ..load.replay import read_trace
+        from ...load.replay import read_trace
 
         return len(read_trace(self.settings["trace_file"]))
 
     def workload(self, adapter: Adapter | None = None):
         """What each request asks for; the server's ``adapter`` decides ignore_eos and exact token-count fields."""
-        from ..load import Workload
-        from ..load.replay import MOONCAKE_BLOCK_TOKENS
+        from ...load import Workload
+        from ...load.replay import MOONCAKE_BLOCK_TOKENS
 
         s = self.settings
         trace = s.get("trace_file")
@@ -307,7 +307,7 @@ class Profile:
 
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
     """Checks the schema cannot express: threshold names, unique ids, overrides that name real points."""
-    from ..adapters import registry
+    from ...adapters import registry
     from ..metrics.catalogue import check_threshold_key
 
     errors = []
@@ -386,7 +386,7 @@ def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
 
 def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
     """Workload settings that do not go together, and trace files that cannot be replayed (relative to ``base``)."""
-    from ..load.replay import TraceError, read_trace
+    from ...load.replay import TraceError, read_trace
 
     errors = []
     for model, entry in data["models"].items():

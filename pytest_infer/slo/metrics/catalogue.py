@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..outcomes import InferError
+from ...outcomes import InferError
 
 if TYPE_CHECKING:
     from .definitions import RequestMetrics

@@ -3,7 +3,7 @@ traces only."""
 
 from __future__ import annotations
 
-from .._lazy import exports
+from ..._lazy import exports
 
 _NAMES = {
     "CATALOGUE": "catalogue", "Figure": "catalogue", "Metric": "catalogue", "UnknownMetric": "catalogue",

@@ -45,8 +45,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..load.server_metrics import ServerFigures
-from ..load.trace import RequestTrace
+from ...load.server_metrics import ServerFigures
+from ...load.trace import RequestTrace
 from .definitions import request_metrics
 
 EARLY_SLACK_MS = 5.0

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..outcomes import InferError
+from ...outcomes import InferError
 
 PERCENTILE_METHOD: Final = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
 
