@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.options import BASELINE, FAIL_ON
+from pytest_infer.options import BASELINE
 from pytest_infer.slo.metrics.catalogue import parse
+from pytest_infer.slo.plugin import FAIL_ON
 from pytest_infer.slo.rules import Rule, RuleError, higher_is_better, parse_rule, parse_rules, rule_for
 
 
