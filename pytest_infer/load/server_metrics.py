@@ -164,14 +164,7 @@ class ServerFigures:
         if self.error:
             out["error"] = self.error
             return out
-        for key in (
-            "requests",
-            "prompt_tokens",
-            "output_tokens",
-            "prefix_cache_hits",
-            "prefix_cache_queries",
-            "preemptions",
-        ):
+        for key in COUNTERS:
             value = getattr(self, key)
             if value is not None:
                 out[key] = int(round(value))

@@ -20,7 +20,7 @@ from ...client.endpoint import Endpoint
 from ...load import LoadRun, LoadSpec, run_load
 from ...load.monitor import ClientUsage, ResourcePeak, listening_pid
 from ...load.prompts import Calibration
-from ...load.server_metrics import ServerFigures
+from ...load.server_metrics import COUNTERS, ServerFigures
 from ..metrics import (
     InsufficientSamples,
     Summary,
@@ -151,14 +151,7 @@ def pooled(figures: list[ServerFigures]) -> ServerFigures:
     if len(figures) == 1 or any(f.error for f in figures):
         return next((f for f in figures if f.error), first)
     out = ServerFigures(first.names, span_s=sum(f.span_s for f in figures))
-    for key in (
-        "requests",
-        "prompt_tokens",
-        "output_tokens",
-        "prefix_cache_hits",
-        "prefix_cache_queries",
-        "preemptions",
-    ):
+    for key in COUNTERS:
         values = [getattr(f, key) for f in figures]
         setattr(out, key, None if None in values else sum(values))
     for key in ("ttft", "itl", "queue"):
