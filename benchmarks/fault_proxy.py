@@ -401,7 +401,7 @@ class FaultProxy:
         )
         handler = type("Handler", (_Handler,), {"proxy": self})
         self.server = _Server((self.host, self.port), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fault-proxy", daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), name="fault-proxy", daemon=True)
         self.thread.start()
         return self
 

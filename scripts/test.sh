@@ -5,6 +5,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTEST_INFER_VENV:-.venv}/bin/python
+# Bytecode caches on: the lanes start some hundred Python processes (xdist workers, nested pytest sessions, servers),
+# and without caches each one compiles and assertion-rewrites the plugin's modules again.
+unset PYTHONDONTWRITEBYTECODE
 status=0
 echo "== fast lane: -m 'not integration' =="
 "$PY" -m pytest -m "not integration" -n "${PYTEST_INFER_TEST_WORKERS:-auto}" "$@" || status=$?

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length")  # how servers advertise a model's context
 
@@ -36,14 +39,22 @@ class Endpoint:
             "timeout": self.timeout,
         }
 
+    def http(self, timeout: float | None = None, **kwargs: Any) -> httpx.Client:
+        """A plain httpx client bound to this endpoint (its URL, key and timeout, the shared TLS context)."""
+        import httpx
+
+        from .tls import tls
+
+        return httpx.Client(
+            base_url=self.base_url, headers=self.headers, timeout=timeout or self.timeout, verify=tls(), **kwargs
+        )
+
     def models(self, client: Any = None, timeout: float | None = None) -> list[dict[str, Any]]:
         """The model cards of ``GET /v1/models``; ``[]`` when the answer is not a model list.
 
         ``client`` is an httpx client bound to this endpoint; without one a short-lived one is made."""
-        import httpx
-
         own = client is None
-        client = client or httpx.Client(base_url=self.base_url, headers=self.headers, timeout=timeout or self.timeout)
+        client = client or self.http(timeout)
         try:
             data = client.get("/v1/models", timeout=timeout or self.timeout).json()
         except ValueError:

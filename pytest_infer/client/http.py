@@ -12,6 +12,7 @@ import httpx
 from .curl import curl_command
 from .endpoint import Endpoint
 from .errors import carries_error, record_errors
+from .tls import tls
 
 MAX_RESPONSE_BYTES = 64 << 20  # an answer larger than this is a fault, not something to hold in memory
 
@@ -65,6 +66,7 @@ class InferClient(httpx.Client):
             timeout=timeout,
             headers=endpoint.headers,
             event_hooks={"response": [self._bound, record_errors]},
+            verify=tls(),
         )
         self.endpoint = endpoint
         self.model = endpoint.model

@@ -81,9 +81,7 @@ class CheckContext:
 
     def __post_init__(self) -> None:
         if self.http is None:
-            self.http = httpx.Client(
-                base_url=self.base_url, timeout=self.timeout, headers=self.endpoint.headers, event_hooks=ERROR_HOOKS
-            )
+            self.http = self.endpoint.http(timeout=self.timeout, event_hooks=ERROR_HOOKS)
 
     @property
     def base_url(self) -> str:

@@ -17,6 +17,7 @@ import httpx
 
 from ..client.endpoint import Endpoint
 from ..client.errors import carries_error
+from ..client.tls import tls
 from .sse import SSEParser, chunk_output, parse_payload
 from .trace import RequestTrace
 
@@ -28,7 +29,7 @@ def async_client(endpoint: Endpoint, *, concurrency: int) -> httpx.AsyncClient:
     """One connection per concurrent stream, kept alive, so no request waits on the pool."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     return httpx.AsyncClient(
-        base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits
+        base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits, verify=tls()
     )
 
 

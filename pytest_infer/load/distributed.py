@@ -49,8 +49,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import httpx
-
 from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
 from .monitor import ClientUsage, ResourceSampler, ThreadTimes
@@ -687,7 +685,7 @@ def run_load_distributed(
     if getattr(workload, "turns", 1) > 1:  # each process's conversations would start at conversation 0
         raise ValueError("multi-turn conversations run from one client process; use run_load")
     if calibration is None:
-        with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
+        with endpoint.http() as sync:
             calibration = calibrate(sync, workload.api, endpoint.model)
     watch = ServerWatch(endpoint, server_metrics) if server_metrics is not None else None
     if watch is not None:

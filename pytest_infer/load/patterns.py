@@ -315,7 +315,7 @@ async def run_load_async(
         raise ValueError("a replay load needs a workload with a trace_file, and a trace_file needs a replay load")
     model = endpoint.model
     if calibration is None:
-        with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
+        with endpoint.http() as sync:
             calibration = await asyncio.to_thread(calibrate, sync, workload.api, model)
     source = bodies(workload, model, calibration, f"{seed}.{secrets.token_hex(4) if salt is None else salt}")
     connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight

@@ -180,12 +180,7 @@ class Guard:
         deadline = started + self.timeout
         try:  # a fresh connection per request, so one answer's closed connection is never blamed on the next
             with (
-                httpx.Client(
-                    base_url=self.endpoint.base_url,
-                    headers=self.endpoint.headers,
-                    timeout=self.timeout,
-                    event_hooks=ERROR_HOOKS,
-                ) as fresh,
+                self.endpoint.http(timeout=self.timeout, event_hooks=ERROR_HOOKS) as fresh,
                 fresh.stream("POST", case.path, content=case.content(), headers=case.headers) as resp,
             ):
                 chunks, size = [], 0

@@ -26,6 +26,7 @@ import httpx
 
 from ..adapters.base import OPENAI_ROUTES, ROUTE_KINDS, KnownRoute
 from ..client.curl import curl_command
+from ..client.tls import tls
 
 PROTECTED = ("generate", "change-state", "internals")  # kinds that must refuse a caller without the key
 REFUSED = (401, 403)
@@ -205,7 +206,7 @@ class RouteProbe:
 
 def _send(base_url: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> tuple[int | str, str]:
     try:
-        with httpx.Client(base_url=base_url, headers=headers, timeout=PROBE_TIMEOUT) as fresh:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=PROBE_TIMEOUT, verify=tls()) as fresh:
             resp = fresh.request(method, path, json=body) if body is not None else fresh.request(method, path)
             return resp.status_code, resp.text[:4096]
     except httpx.HTTPError as exc:

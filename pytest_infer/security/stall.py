@@ -125,7 +125,7 @@ class Hostile:
 def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeout: float) -> None:
     out.start_ns = time.perf_counter_ns()
     try:
-        with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=timeout) as client:
+        with endpoint.http(timeout=timeout) as client:
             out.status = client.post("/v1/chat/completions", json=body).status_code
     except httpx.TimeoutException:
         out.cut_off = True
@@ -234,7 +234,7 @@ def measure(endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLi
 
     One light request alone comes first: a server that gives it no first output cannot show a stall, and the
     measurement would only spend its whole window finding that out."""
-    with httpx.Client(base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout) as sync:
+    with endpoint.http() as sync:
         calibration = calibrate(sync, "chat", endpoint.model)
     workload = Workload(
         api="chat", input_tokens=limits.input_tokens, output_tokens=limits.output_tokens, ignore_eos=False

@@ -124,8 +124,10 @@ class ServerInfo(ServerFacts):
 def _answers(base_url: str) -> bool:
     import httpx
 
+    from ..client.tls import tls
+
     try:
-        httpx.get(f"{base_url}/v1/models", timeout=2.0)
+        httpx.get(f"{base_url}/v1/models", timeout=2.0, verify=tls())
         return True
     except httpx.HTTPError:
         return False
@@ -234,18 +236,14 @@ class ServerPool:
         import httpx
 
         notes = []
-        for path, body in requests:
-            try:
-                resp = httpx.post(
-                    endpoint.base_url + path,
-                    json={"model": endpoint.model, **body},
-                    headers=endpoint.headers,
-                    timeout=endpoint.timeout,
-                )
-                if resp.status_code != 200:
-                    notes.append(f"the first request to {path} answered HTTP {resp.status_code}: {resp.text[:200]}")
-            except httpx.HTTPError as exc:
-                notes.append(f"the first request to {path} failed: {type(exc).__name__}: {exc}")
+        with endpoint.http() as client:
+            for path, body in requests:
+                try:
+                    resp = client.post(path, json={"model": endpoint.model, **body})
+                    if resp.status_code != 200:
+                        notes.append(f"the first request to {path} answered HTTP {resp.status_code}: {resp.text[:200]}")
+                except httpx.HTTPError as exc:
+                    notes.append(f"the first request to {path} failed: {type(exc).__name__}: {exc}")
         return tuple(notes)
 
     def _memory_limit(self) -> int:
@@ -283,7 +281,7 @@ class ServerPool:
             launched=False,
         )
         try:
-            with httpx.Client(base_url=info.base_url, headers=self.endpoint(info).headers, timeout=10) as client:
+            with self.endpoint(info).http(timeout=10) as client:
                 detected, version, models = detect_endpoint(client)
         except httpx.HTTPError as exc:
             info.error = f"endpoint {info.base_url} unreachable: {exc}"

@@ -91,7 +91,7 @@ class ReadinessProbe:
         import httpx
 
         try:
-            with httpx.Client(base_url=self.endpoint.base_url, timeout=2.0, headers=self.endpoint.headers) as client:
+            with self.endpoint.http(timeout=2.0) as client:
                 answers = {path: client.get(path) for path in self.paths}
                 if any(resp.status_code != 200 for resp in answers.values()):
                     return False
@@ -250,10 +250,15 @@ class ServerProcess:
         sleep: Callable[[float], None] = time.sleep,
         interval: float = 0.5,
     ) -> float:
-        """Block until ready; return seconds taken. Fails fast when the process exits."""
+        """Block until ready; return seconds taken. Fails fast when the process exits.
+
+        Polls quickly at first, then backs off to ``interval``: a server up in a fraction of a second is seen at once
+        (tests start hundreds; its start time is recorded), one that loads a model for minutes is asked twice a
+        second."""
         assert self.proc is not None, "start() first"
         probe = probe or ReadinessProbe(self.endpoint, self.spec.ready_paths)
         started = clock()
+        pause = min(0.02, interval)
         while True:
             code = self.proc.poll()
             if code is not None:
@@ -273,7 +278,8 @@ class ServerProcess:
                     f"server not ready after {self.startup_timeout:.0f}s (paths {', '.join(self.spec.ready_paths)}); "
                     f"last lines of {self.log_path}:\n{self.log_tail()}"
                 )
-            sleep(interval)
+            sleep(pause)
+            pause = min(2 * pause, interval)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -863,7 +863,8 @@ class FakeServer:
         self.state = FakeState(deviation, api_key=api_key)
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = _HTTPServer((host, port), handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="fakeserver", daemon=True)
+        # A short poll: stopping waits for the serving loop's next wake-up, and tests stop thousands of these.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), name="fakeserver", daemon=True)
 
     @property
     def base_url(self) -> str:

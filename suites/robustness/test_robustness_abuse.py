@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
+from pytest_infer.client.tls import tls
 from pytest_infer.robustness import BadRequest
 
 pytestmark = pytest.mark.robustness
@@ -94,7 +95,9 @@ def _drop_after(
     deadline = started + (seconds if seconds is not None else timeout)
     events = 0
     try:
-        with httpx.Client(base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout)) as client:
+        with httpx.Client(
+            base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout), verify=tls()
+        ) as client:
             with client.stream("POST", "/v1/chat/completions", json=body) as resp:
                 if resp.status_code != 200:
                     return f"HTTP {resp.status_code}", time.monotonic() - started

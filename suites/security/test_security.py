@@ -16,6 +16,7 @@ import pytest
 from pytest_infer import Inconclusive, InferClient
 from pytest_infer.client.curl import curl_command
 from pytest_infer.client.errors import ERRORS, envelope_problem
+from pytest_infer.client.tls import tls
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.security import (
     HOSTILE,
@@ -55,7 +56,7 @@ def security_routes(infer_server, infer_endpoint, security_known_routes, securit
 def _still_answers(infer_server) -> bool:
     """The server answers HTTP (any status) and, where launched, its process lives: an endpoint has no pid to watch."""
     try:
-        httpx.get(infer_server.base_url, timeout=10)
+        httpx.get(infer_server.base_url, timeout=10, verify=tls())
     except httpx.HTTPError:
         return False
     return infer_server.alive()

@@ -98,8 +98,10 @@ def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_pa
     ids=["plain", "xdist", "sigterm"],
 )
 def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, xdist, sig):
+    started = pytester.path / "slow-started"
     pytester.makepyfile(
-        "import time\ndef test_fast(infer_client):\n    pass\ndef test_slow(infer_client):\n    time.sleep(120)\n"
+        "import pathlib, time\ndef test_fast(infer_client):\n    pass\n"
+        f"def test_slow(infer_client):\n    pathlib.Path({str(started)!r}).touch()\n    time.sleep(120)\n"
     )
     args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
     # A terminal's Ctrl-C reaches a process that handles SIGINT; a shell that starts a job in the
@@ -108,7 +110,7 @@ def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, 
     proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None, preexec_fn=restore_sigint)
     try:
         assert wait_for(lambda: launches(fake_vllm) and pid_alive(launches(fake_vllm)[0]), 30)
-        time.sleep(1.5)  # let the test start
+        assert wait_for(started.exists, 60), "test_slow never started"
         proc.send_signal(sig)
         proc.wait(timeout=30)
     finally:

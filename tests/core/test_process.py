@@ -82,6 +82,17 @@ def test_readiness_timeout_is_measured_with_the_given_clock(tmp_path):
         proc.stop()
 
 
+def test_readiness_is_polled_quickly_at_first_then_at_the_interval(tmp_path):
+    proc = started(tmp_path, "--startup-delay", "60", timeout=100)
+    pauses: list[float] = []
+    try:
+        with pytest.raises(ServerStartError):
+            proc.wait_ready(probe=lambda: False, clock=lambda: sum(pauses), sleep=pauses.append, interval=0.5)
+    finally:
+        proc.stop()
+    assert pauses[:6] == [0.02, 0.04, 0.08, 0.16, 0.32, 0.5] and set(pauses[6:]) == {0.5}
+
+
 def test_stop_reaches_children_in_the_group_and_children_that_left_it(tmp_path):
     """A server that forks workers (vLLM's engine core) and one that setsid()s away are both stopped."""
     script = tmp_path / "forker.py"

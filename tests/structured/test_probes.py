@@ -101,41 +101,52 @@ def test_a_grammar_that_masks_every_push_passes_every_probe(suite):
     assert sent["string-control-characters"]["logit_bias"] == {"10": BIAS, "9": BIAS, "1": BIAS}
 
 
-@pytest.mark.parametrize(
-    ("probe", "leak", "why"),
-    [
-        ("maxLength", ('"aaaaaa"', "stop"), "is too long"),
-        ("maximum", ("9", "stop"), "9 is greater than the maximum of 5"),
-        ("enum", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
-        (
-            "additionalProperties",
-            ('{"a": 1, "z": 2}', "stop"),
-            "Additional properties are not allowed ('z' was unexpected)",
-        ),
-        ("minItems", ("[1]", "stop"), "is too short"),
-        ("string-control-characters", ('"\t\t"', "stop"), "Invalid control character"),
-        ("pattern", ('"abz"', "stop"), "'abz' does not match '^?a-c?{1,3}$'"),
-        ("format", ('"x024-01-01"', "stop"), "'x024-01-01' is not a 'date'"),
-        ("exclusiveMinimum", ("2", "stop"), "2 is less than or equal to the minimum of 3"),
-        ("multipleOf", ("3", "stop"), "3 is not a multiple of 5"),
-        ("properties", ('{"a": "x"}', "stop"), "'x' is not of type 'boolean'"),
-        ("items", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
-        ("prefixItems", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
-        ("uniqueItems", ("[true, true]", "stop"), "*has non-unique elements"),
-        ("anyOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
-        ("oneOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
-        ("allOf", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
-        ("$ref", ('"x"', "stop"), "'x' is not of type 'boolean'"),
-    ],
-)
-def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, probe, leak, why):
-    with FakeServer(grammar({probe: leak})) as server:
+# One leak per probe the sweep's keywords rely on: (probe, (what the leaking grammar lets through, finish_reason),
+# what the validator says of it).
+LEAKS = [
+    ("maxLength", ('"aaaaaa"', "stop"), "is too long"),
+    ("maximum", ("9", "stop"), "9 is greater than the maximum of 5"),
+    ("enum", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
+    (
+        "additionalProperties",
+        ('{"a": 1, "z": 2}', "stop"),
+        "Additional properties are not allowed ('z' was unexpected)",
+    ),
+    ("minItems", ("[1]", "stop"), "is too short"),
+    ("string-control-characters", ('"\t\t"', "stop"), "Invalid control character"),
+    ("pattern", ('"abz"', "stop"), "'abz' does not match '^?a-c?{1,3}$'"),
+    ("format", ('"x024-01-01"', "stop"), "'x024-01-01' is not a 'date'"),
+    ("exclusiveMinimum", ("2", "stop"), "2 is less than or equal to the minimum of 3"),
+    ("multipleOf", ("3", "stop"), "3 is not a multiple of 5"),
+    ("properties", ('{"a": "x"}', "stop"), "'x' is not of type 'boolean'"),
+    ("items", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
+    ("prefixItems", ('["x"]', "stop"), "'x' is not of type 'boolean'"),
+    ("uniqueItems", ("[true, true]", "stop"), "*has non-unique elements"),
+    ("anyOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
+    ("oneOf", ('"x"', "stop"), "'x' is not valid under any of the given schemas"),
+    ("allOf", ('"blue"', "stop"), "'blue' is not one of *'red', 'green'*"),
+    ("$ref", ('"x"', "stop"), "'x' is not of type 'boolean'"),
+]
+
+
+@pytest.mark.parametrize("half", [0, 1], ids=["even", "odd"])
+def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, half):
+    """Half the probes leak at once (two sessions instead of one per probe): each leaked probe fails with its own
+    reproducer, and the other half, asked in the same session, still passes."""
+    leaks = LEAKS[half::2]
+    with FakeServer(grammar({probe: leak for probe, leak, _ in leaks})) as server:
         result = run(suite, server)
-    result.assert_outcomes(passed=len(PROBES) - 1, failed=1)
-    result.stdout.fnmatch_lines(
-        [f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*", "*reproduce: curl *logit_bias*"]
-    )
-    assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe}
+    result.assert_outcomes(passed=len(PROBES) - len(leaks), failed=len(leaks))
+    sections = "\n".join(result.outlines).split("\n___")
+    for probe, _, why in leaks:
+        (section,) = [text for text in sections if text.split("\n", 1)[0].rstrip(" _").endswith(f"-{probe}]")]
+        fnmatch_lines(section, [f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*"])
+        fnmatch_lines(section, ["*reproduce: curl *logit_bias*"])
+    assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe for probe, _, _ in leaks}
+
+
+def fnmatch_lines(text: str, patterns: list[str]) -> None:
+    pytest.LineMatcher(text.splitlines()).fnmatch_lines(patterns)
 
 
 def test_every_keyword_the_sweep_generates_has_a_probe():
