@@ -18,14 +18,17 @@ import re
 import statistics
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
-SUITE_PLUGINS = (
-    "pytest_infer.conformance.plugin",
-    "pytest_infer.structured.plugin",
-    "pytest_infer.slo.plugin",
-    "pytest_infer.robustness.plugin",
-)
+
+def suite_modules() -> tuple[str, ...]:
+    """Every installed suite's definition and plugin modules: what pytest-infer's plugin loads at start-up."""
+    suites = entry_points(group="pytest_infer.suites")
+    return tuple(m for ep in suites for m in (ep.module, ep.load().plugin) if m)
+
+
+SUITE_PLUGINS = suite_modules()
 # what pytest loads for each: pytest-infer's plugin module registers its installed suites' plugins at start-up
 MODULES = {
     "pytest-infer": ("pytest_infer.plugin",),
@@ -44,10 +47,11 @@ def cumulative_us(modules: tuple[str, ...]) -> tuple[int, int]:
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
     ).stderr
     times = {}
-    for cumulative, _indent, name in LINE.findall(out):
-        if name in (*modules, "pytest") and name not in times:
+    for cumulative, indent, name in LINE.findall(out):
+        top = len(indent) == 1  # a module another one imported first is inside that one's cumulative time
+        if (name == "pytest" or (name in modules and top)) and name not in times:
             times[name] = int(cumulative)
-    return sum(times[m] for m in modules), times.get("pytest", 0)
+    return sum(times.get(m, 0) for m in modules), times.get("pytest", 0)
 
 
 def main(argv: list[str] | None = None) -> int:
