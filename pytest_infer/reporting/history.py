@@ -302,5 +302,5 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
         + "</div>"
     )
     if not figures:
-        body += "<p>No SLO figures recorded for two or more sound versions of one framework.</p>"
+        body += "<p>No suite recorded figures to draw as trends for two or more sound versions of one framework.</p>"
     return page(title, body)
