@@ -122,26 +122,28 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
         )
         return out
     k = unsure + max(1, math.ceil(TTFT_SHARE * n))
-    early: tuple[float, str] | None = None
-    late: tuple[float, str] | None = None
+    worst: dict[str, tuple[float, str]] = {}  # "early"/"late" -> the bucket where the two disagree most, and why
+
+    def disagree(side: str, gap: float, why: str) -> None:
+        if gap > k and (side not in worst or gap > worst[side][0]):
+            worst[side] = (gap, why)
+
     for bound, at_or_below in zip(hist.bounds, hist.cumulative):
         if math.isinf(bound):
             continue
         b_ms = bound * 1e3
         client_early = _count(ttfts, b_ms - EARLY_SLACK_MS)
-        if client_early - at_or_below > k and (early is None or client_early - at_or_below > early[0]):
-            early = (client_early - at_or_below, (
-                f"server metrics disagree: the client saw {client_early} of {n} first tokens within "
-                f"{b_ms - EARLY_SLACK_MS:g} ms, the server's TTFT histogram puts only {at_or_below:g} at or below "
-                f"{b_ms:g} ms (it cannot be slower than the client)"
-            ))  # fmt: skip
+        disagree("early", client_early - at_or_below, (
+            f"server metrics disagree: the client saw {client_early} of {n} first tokens within "
+            f"{b_ms - EARLY_SLACK_MS:g} ms, the server's TTFT histogram puts only {at_or_below:g} at or below "
+            f"{b_ms:g} ms (it cannot be slower than the client)"
+        ))  # fmt: skip
         allow = max(LATE_MS, LATE_SHARE * b_ms)
         client_late = _count(ttfts, b_ms + allow)
-        if at_or_below - client_late > k and (late is None or at_or_below - client_late > late[0]):
-            late = (at_or_below - client_late, (
-                f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} first tokens at "
-                f"or below {b_ms:g} ms, the client saw only {client_late} within {b_ms + allow:g} ms (more than "
-                f"{allow:g} ms later than the server: the client lagged?)"
-            ))  # fmt: skip
-    out.problems += [p for _, p in filter(None, (early, late))]
+        disagree("late", at_or_below - client_late, (
+            f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} first tokens at "
+            f"or below {b_ms:g} ms, the client saw only {client_late} within {b_ms + allow:g} ms (more than "
+            f"{allow:g} ms later than the server: the client lagged?)"
+        ))  # fmt: skip
+    out.problems += [worst[side][1] for side in ("early", "late") if side in worst]
     return out
