@@ -75,7 +75,7 @@ class Finding:
 
 # How much a finding matters, worst first: a silent wrong answer or a dead server, a wrong refusal or error, a deviation
 # clients tolerate.
-SEVERITIES = ("critical", "major", "minor")
+CAUSE_SEVERITIES = ("critical", "major", "minor")
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,7 @@ def parse_version(version: str | None) -> Version | None:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class DeclarationMatch:
     """What the declarations say of one failure: the entry that excuses it, or why none does (``note``)."""
 
     entry: Entry | None
@@ -99,14 +99,14 @@ class Expectations:
     def deviations_of(self, check_id: str, framework: str, version: str | None) -> list[Entry]:
         return [e for e in self.deviations if e.name == check_id and e.applies(framework, version)]
 
-    def judge(self, check_id: str, framework: str, version: str | None, failure: str) -> Verdict:
+    def judge(self, check_id: str, framework: str, version: str | None, failure: str) -> DeclarationMatch:
         """The declaration that excuses ``failure`` (a ``CheckFailure.judged`` text), or a note on why none does."""
         declared = [e for e in self.deviations if e.name == check_id and e.framework == framework]
         if not declared:
-            return Verdict(None)
+            return DeclarationMatch(None)
         if parse_version(version) is None:
             ranges = ", ".join(e.versions for e in declared)
-            return Verdict(
+            return DeclarationMatch(
                 None,
                 f"no declared deviation applies: the {framework} version is unknown or not PEP 440 ({version!r});"
                 f" declared for {ranges}",
@@ -114,12 +114,16 @@ class Expectations:
         in_range = [e for e in declared if e.applies(framework, version)]
         if not in_range:
             ranges = ", ".join(e.versions for e in declared)
-            return Verdict(None, f"no declared deviation applies: declared for {framework} {ranges}, not {version}")
+            return DeclarationMatch(
+                None, f"no declared deviation applies: declared for {framework} {ranges}, not {version}"
+            )
         entry = next((e for e in in_range if e.excuses(failure)), None)
         if entry is not None:
-            return Verdict(entry)
+            return DeclarationMatch(entry)
         shown = "; ".join(f"{e.reason} (matches {e.matches!r}, {e.source})" for e in in_range)
-        return Verdict(None, f"the declared deviation did not match this failure, so it stays a failure: {shown}")
+        return DeclarationMatch(
+            None, f"the declared deviation did not match this failure, so it stays a failure: {shown}"
+        )
 
     def unsupported_features(self, framework: str, version: str | None) -> dict[str, str]:
         return {e.name: e.describe() for e in self.unsupported if e.applies(framework, version)}

@@ -22,7 +22,7 @@ from .failures import CheckFailure, Inconclusive, Unsupported
 if TYPE_CHECKING:
     from .context import CheckContext
 
-SEVERITIES = ("error", "warning")
+CHECK_SEVERITIES = ("error", "warning")
 # Features a framework may not offer; a check that needs one is "unsupported" there, not failed.
 FEATURES = (
     "completions",
@@ -71,8 +71,8 @@ class CheckRegistry:
             raise DuplicateCheckError(
                 f"check id {check.id!r} is already registered by {other.__module__}.{other.__qualname__}"
             )
-        if check.severity not in SEVERITIES:
-            raise ValueError(f"check {check.id!r}: severity must be one of {SEVERITIES}, got {check.severity!r}")
+        if check.severity not in CHECK_SEVERITIES:
+            raise ValueError(f"check {check.id!r}: severity must be one of {CHECK_SEVERITIES}, got {check.severity!r}")
         unknown = check.needs - set(FEATURES)
         if unknown:
             raise ValueError(f"check {check.id!r}: unknown feature(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")

@@ -27,7 +27,7 @@ MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, wi
 
 
 @dataclass(slots=True)
-class Version:
+class VersionRun:
     framework: str
     target: str
     version: str
@@ -56,7 +56,7 @@ class Step:
 
 @dataclass(slots=True)
 class History:
-    versions: dict[str, list[Version]]
+    versions: dict[str, list[VersionRun]]
     steps: list[Step]
     # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
     table: dict[str, list[tuple[str, str, list[Cell]]]] = field(default_factory=dict)
@@ -107,16 +107,16 @@ def build_history(
     merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)
-    by_framework: dict[str, list[Version]] = {}
+    by_framework: dict[str, list[VersionRun]] = {}
     for tid, target in merged.targets.items():
         counts = dict(views.outcomes.get(tid, {}))
         by_framework.setdefault(target.framework, []).append(
-            Version(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts)
+            VersionRun(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts)
         )
     steps = []
     for framework, versions in sorted(by_framework.items()):
         versions.sort(key=lambda v: version_key(v.version))
-        before: Version | None = None
+        before: VersionRun | None = None
         skipped: list[str] = []
         for v in versions:
             if not v.sound:
@@ -138,7 +138,7 @@ def _failing_side_reproducers(result: GateResult, matrix: dict[str, dict[str, Ch
             f.reproducer = cell.reproducer
 
 
-def _changing_rows(views: Views, versions: dict[str, list[Version]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
+def _changing_rows(views: Views, versions: dict[str, list[VersionRun]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
     """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every
     version.
 

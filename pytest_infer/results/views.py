@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..suite import SEVERITIES, Cause, Cell, Limits, Section, Table
+from ..suite import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
@@ -141,7 +141,11 @@ class Problem:
     @property
     def rank(self) -> tuple[int, int, str]:
         """Worst severity first, then the one that hit the most places."""
-        severity = SEVERITIES.index(self.cause.severity) if self.cause.severity in SEVERITIES else len(SEVERITIES)
+        severity = (
+            CAUSE_SEVERITIES.index(self.cause.severity)
+            if self.cause.severity in CAUSE_SEVERITIES
+            else len(CAUSE_SEVERITIES)
+        )
         return (severity, -len(self.places), self.cause.title)
 
     def where(self) -> str:

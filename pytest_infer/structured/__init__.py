@@ -7,13 +7,16 @@ satisfiable JSON Schemas), ``classify_output`` and ``Outcome``, and
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from .._lazy import exports
 
 _NAMES = {
+    "Classified": "classify",
     "FAILURES": "classify",
     "MATRIX_CLASSES": "classify",
     "Outcome": "classify",
-    "Verdict": "classify",
     "classify_output": "classify",
     "is_json_prefix": "classify",
     "strict_loads": "classify",
@@ -29,6 +32,14 @@ _NAMES = {
     "schemas_with_instances": "strategies",
     "token_budget": "strategies",
 }
-__getattr__, __dir__ = exports(__name__, _NAMES)
+_getattr, __dir__ = exports(__name__, _NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Verdict":  # the old name of ``Classified``, which three classes shared (issue 31)
+        warnings.warn("pytest_infer.structured.Verdict is deprecated: use Classified", DeprecationWarning, stacklevel=2)
+        return _getattr("Classified")
+    return _getattr(name)
+
 
 __all__ = list(_NAMES)

@@ -62,7 +62,7 @@ def matrix_cells(keywords: set[str], outcome: Outcome) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Classified:
     """An outcome with its evidence: ``keyword`` is the schema keyword the output broke, if any."""
 
     outcome: Outcome
@@ -135,7 +135,7 @@ def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
     )
 
 
-def prefix_verdict(schema: Any, text: str) -> Verdict | None:
+def prefix_verdict(schema: Any, text: str) -> Classified | None:
     """A cut-off answer that already breaks the schema, whatever would follow, is a violation, not a truncation.
 
     ``prefix.prefix_violation`` reads the JSON prefix and judges what is already decided (a string
@@ -143,48 +143,50 @@ def prefix_verdict(schema: Any, text: str) -> Verdict | None:
     ...); whatever might still become valid stays truncated.
     """
     found = prefix_violation(schema, text)
-    return Verdict(Outcome.VIOLATION, found.message, found.keyword) if found is not None else None
+    return Classified(Outcome.VIOLATION, found.message, found.keyword) if found is not None else None
 
 
-def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Verdict:
+def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Classified:
     """Classify a 200 answer's text against the schema it was constrained to."""
     if not isinstance(text, str):
-        return Verdict(Outcome.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})")
+        return Classified(Outcome.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})")
     try:
         instance = strict_loads(text)
     except NumberRangeError as exc:
         if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
-            return prefix_verdict(schema, text) or Verdict(
+            return prefix_verdict(schema, text) or Classified(
                 Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}"
             )
-        return Verdict(
+        return Classified(
             Outcome.INVALID_JSON,
             f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)",
             "number-range",
         )
     except ValueError as exc:
         if finish_reason == "length" and is_json_prefix(text):
-            return prefix_verdict(schema, text) or Verdict(
+            return prefix_verdict(schema, text) or Classified(
                 Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters"
             )
-        return Verdict(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
+        return Classified(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
     if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
         # a bare number cut at the limit may still grow digits, a fraction or an exponent:
         # its type is judged, and bounds only where no continuation can meet them
-        return prefix_verdict(schema, text) or Verdict(Outcome.TRUNCATED, "a number still growing at the token limit")
+        return prefix_verdict(schema, text) or Classified(
+            Outcome.TRUNCATED, "a number still growing at the token limit"
+        )
     problem = validate(schema, instance)
     if problem is not None:
-        return Verdict(Outcome.VIOLATION, problem[1], problem[0])
+        return Classified(Outcome.VIOLATION, problem[1], problem[0])
     if finish_reason == "length":
-        return Verdict(Outcome.TRUNCATED, "the token limit was hit: the value parses but the model had not finished")
-    return Verdict(Outcome.VALID)
+        return Classified(Outcome.TRUNCATED, "the token limit was hit: the value parses but the model had not finished")
+    return Classified(Outcome.VALID)
 
 
-def classify_status(status: int, body: str) -> Verdict | None:
+def classify_status(status: int, body: str) -> Classified | None:
     """A verdict for a non-200 answer, or None for 200."""
     if status == 200:
         return None
     excerpt = body[:300]
     if 400 <= status < 500:
-        return Verdict(Outcome.REJECTED, f"HTTP {status}: {excerpt}")
-    return Verdict(Outcome.SERVER_ERROR, f"HTTP {status}: {excerpt}")
+        return Classified(Outcome.REJECTED, f"HTTP {status}: {excerpt}")
+    return Classified(Outcome.SERVER_ERROR, f"HTTP {status}: {excerpt}")

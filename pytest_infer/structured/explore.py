@@ -46,7 +46,7 @@ class ExploreSettings:
 
 
 @dataclass(slots=True)
-class Finding:
+class SweepFailure:
     """One distinct failure: the sweep's first case, the shrunk one, and whether it reproduces."""
 
     signature: str
@@ -72,7 +72,7 @@ class Finding:
 @dataclass(slots=True)
 class ExploreReport:
     attempts: list[Attempt] = field(default_factory=list)  # the sweep, distinct schemas in order
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[SweepFailure] = field(default_factory=list)
     stopped: str = ""  # why the sweep stopped early (the server died), if it did
     examples: int = 0  # Hypothesis examples used (several may give one schema)
 
@@ -128,7 +128,7 @@ def explore(
         if attempt.verdict.outcome.failed:
             firsts.setdefault(attempt.verdict.signature, attempt)
     if report.stopped:  # a dead server cannot be shrunk against
-        report.findings = [Finding(sig, a, note="not shrunk: " + report.stopped) for sig, a in firsts.items()]
+        report.findings = [SweepFailure(sig, a, note="not shrunk: " + report.stopped) for sig, a in firsts.items()]
         return report
     deadline = time.monotonic() + options.shrink_seconds
     for signature, first in firsts.items():
@@ -144,8 +144,8 @@ def _shrink(
     signature: str,
     first: Attempt,
     deadline: float,
-) -> Finding:
-    finding = Finding(signature, first)
+) -> SweepFailure:
+    finding = SweepFailure(signature, first)
     if time.monotonic() >= deadline:
         finding.note = "the shrink time budget was spent on earlier failures"
         _check_flaky(runner, path, finding, first)
@@ -191,7 +191,7 @@ def _shrink(
     return finding
 
 
-def _check_flaky(runner: StructuredRunner, path: RequestPath, finding: Finding, case: Attempt) -> None:
+def _check_flaky(runner: StructuredRunner, path: RequestPath, finding: SweepFailure, case: Attempt) -> None:
     """Re-send the case fresh: a non-deterministic server gets "flaky", not a made-up minimum."""
     if finding.minimal is None and "did not meet" in finding.note:
         finding.flaky = True

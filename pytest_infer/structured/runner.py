@@ -25,7 +25,7 @@ from ..adapters import registry
 from ..adapters.base import Adapter
 from ..client.http import InferClient
 from ..client.sse import read_sse
-from .classify import Outcome, Verdict, classify_output, classify_status
+from .classify import Classified, Outcome, classify_output, classify_status
 
 CHAT = "/v1/chat/completions"
 PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens
@@ -116,7 +116,7 @@ class Attempt:
     schema: Any
     path: str
     body: dict
-    verdict: Verdict
+    verdict: Classified
     curl: str
     status: int | None = None
     output: str | None = None
@@ -278,7 +278,7 @@ class StructuredRunner:
         """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against
         ``schema``."""
         attempt = Attempt(
-            schema, path.name, body, Verdict(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream)
+            schema, path.name, body, Classified(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream)
         )
         mark = self.mark_log()
         started = time.monotonic()
@@ -297,10 +297,10 @@ class StructuredRunner:
             attempt.server_log = self.logged_since(mark)
         return attempt
 
-    def _lost(self, message: str, outcome: Outcome) -> Verdict:
+    def _lost(self, message: str, outcome: Outcome) -> Classified:
         if not self.reachable():
-            return Verdict(Outcome.DIED, f"{message}; afterwards the server no longer answers")
-        return Verdict(outcome, message)
+            return Classified(Outcome.DIED, f"{message}; afterwards the server no longer answers")
+        return Classified(outcome, message)
 
     def _plain(self, attempt: Attempt, body: dict) -> None:
         resp = self.client.post(CHAT, json=body, timeout=self.timeout)
@@ -312,7 +312,7 @@ class StructuredRunner:
             choice = resp.json()["choices"][0]
             attempt.output, attempt.finish_reason = choice["message"].get("content"), choice.get("finish_reason")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            attempt.verdict = Verdict(
+            attempt.verdict = Classified(
                 Outcome.SERVER_ERROR, f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}"
             )
             return
@@ -329,10 +329,10 @@ class StructuredRunner:
         if errors:  # refused inside the stream, after HTTP 200 (vLLM does this for a bad schema)
             code = errors[0].get("code")
             status = code if isinstance(code, int) else 500
-            verdict = classify_status(status, json.dumps(errors[0])) or Verdict(
+            verdict = classify_status(status, json.dumps(errors[0])) or Classified(
                 Outcome.SERVER_ERROR, json.dumps(errors[0])
             )
-            attempt.verdict = Verdict(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
+            attempt.verdict = Classified(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
             return
         # a stream cut off is a server error; one that only lacks 'data: [DONE]' after its finish_reason is
         # judged by its content here (the conformance suite reports the framing)

@@ -74,7 +74,7 @@ def error_body(
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
-class BadRequest(Exception):
+class ErrorReply(Exception):
     def __init__(self, message: str, param: str | None = None, status: int = 400, code: str | None = None) -> None:
         super().__init__(message)
         self.status, self.param, self.code = status, param, code
@@ -129,20 +129,20 @@ def _check_range(body: dict, name: str, low: float, high: float) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise BadRequest(f"{name} must be between {low} and {high}, got {value!r}", param=name)
+        raise ErrorReply(f"{name} must be between {low} and {high}, got {value!r}", param=name)
 
 
 def _prompt_text(body: dict) -> str:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise BadRequest("messages must be a non-empty array", param="messages")
+        raise ErrorReply("messages must be a non-empty array", param="messages")
     parts = []
     for m in messages:
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool", "developer"):
-            raise BadRequest("each message needs a valid role", param="messages")
+            raise ErrorReply("each message needs a valid role", param="messages")
         content = m.get("content") or ""
         if not isinstance(content, (str, list)):
-            raise BadRequest("message content must be a string or an array of parts", param="messages")
+            raise ErrorReply("message content must be a string or an array of parts", param="messages")
         parts.append(content if isinstance(content, str) else json.dumps(content))
     return _encodable("\n".join(parts))
 
@@ -151,7 +151,7 @@ def _encodable(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadRequest("text is not valid Unicode (lone surrogate)", param="messages") from None
+        raise ErrorReply("text is not valid Unicode (lone surrogate)", param="messages") from None
     return text
 
 
@@ -308,7 +308,7 @@ class Handler(BaseHTTPRequestHandler):
         """One token per character, its code point, as the prompt_tokens of a chat count them."""
         text = _prompt_text(body) if "messages" in body else body.get("prompt")
         if not isinstance(text, str):
-            raise BadRequest("prompt must be a string, or messages given", param="prompt")
+            raise ErrorReply("prompt must be a string, or messages given", param="prompt")
         tokens, rest = [], text
         while rest:
             marker = next((m for m in MARKERS if rest.startswith(m)), None)
@@ -319,7 +319,7 @@ class Handler(BaseHTTPRequestHandler):
     def _detokenize(self, body: dict) -> dict:
         tokens = body.get("tokens")
         if not isinstance(tokens, list) or not all(isinstance(t, int) and 0 <= t < 0x110000 for t in tokens):
-            raise BadRequest("tokens must be a list of token ids", param="tokens")
+            raise ErrorReply("tokens must be a list of token ids", param="tokens")
         return {"prompt": "".join(map(chr, tokens))}
 
     def _model_card(self) -> dict:
@@ -360,7 +360,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send_json(404, error_body(f"no route {self.path}", "not_found_error"))
         try:
             events_or_response = route(body)
-        except BadRequest as exc:
+        except ErrorReply as exc:
             if self.path.startswith(MESSAGES):  # the Anthropic error shape
                 return self._send_json(
                     exc.status, {"type": "error", "error": {"type": "invalid_request_error", "message": str(exc)}}
@@ -377,7 +377,7 @@ class Handler(BaseHTTPRequestHandler):
     # --- shared validation ---------------------------------------------
     def _validate(self, body: dict) -> dict:
         if body.get("model") not in (MODEL, None):
-            raise BadRequest(
+            raise ErrorReply(
                 f"The model `{body.get('model')}` does not exist.", param="model", status=404, code="model_not_found"
             )
         _check_range(body, "temperature", 0, 2)
@@ -391,18 +391,18 @@ class Handler(BaseHTTPRequestHandler):
                 _check_range(body, name, 1, CONTEXT_LENGTH)
         seed = body.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63):
-            raise BadRequest("seed must be a 64-bit integer", param="seed")
+            raise ErrorReply("seed must be a 64-bit integer", param="seed")
         if not isinstance(body.get("stream", False), bool):
-            raise BadRequest("stream must be a boolean", param="stream")
+            raise ErrorReply("stream must be a boolean", param="stream")
         stop = body.get("stop")
         if (
             stop is not None
             and not isinstance(stop, str)
             and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop))
         ):
-            raise BadRequest("stop must be a string or a list of strings", param="stop")
+            raise ErrorReply("stop must be a string or a list of strings", param="stop")
         if body.get("stream_options") is not None and not body.get("stream"):
-            raise BadRequest("stream_options is only allowed when stream is true", param="stream_options")
+            raise ErrorReply("stream_options is only allowed when stream is true", param="stream_options")
         limit = body.get("max_completion_tokens") or body.get("max_tokens") or 16
         temperature = 1.0 if body.get("temperature") is None else body["temperature"]
         if body.get("top_p") is not None and body["top_p"] <= 1e-6:
@@ -438,18 +438,18 @@ class Handler(BaseHTTPRequestHandler):
         params = self._validate(body)
         prompt = _prompt_text(body)
         if len(prompt) > CONTEXT_LENGTH:
-            raise BadRequest(
+            raise ErrorReply(
                 f"prompt of {len(prompt)} tokens exceeds the context length {CONTEXT_LENGTH}", param="messages"
             )
         rf = body.get("response_format") or {}
         if body.get("response_format") is not None and (
             not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema")
         ):
-            raise BadRequest(
+            raise ErrorReply(
                 "response_format must be an object with type text, json_object or json_schema", param="response_format"
             )
         if rf.get("type") == "json_schema" and not isinstance((rf.get("json_schema") or {}).get("schema"), dict):
-            raise BadRequest("response_format.json_schema.schema is required", param="response_format")
+            raise ErrorReply("response_format.json_schema.schema is required", param="response_format")
         texts = self._choice_texts(prompt, params, body.get("stop"))
         if rf.get("type") in ("json_object", "json_schema"):
             texts = [(json.dumps({"answer": t[:8]}), "stop") for t, _ in texts]
@@ -606,7 +606,7 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(choice, dict):
             name = (choice.get("function") or {}).get("name")
             if name not in [t.get("function", {}).get("name") for t in tools]:
-                raise BadRequest(f"tool_choice names unknown tool {name!r}", param="tool_choice")
+                raise ErrorReply(f"tool_choice names unknown tool {name!r}", param="tool_choice")
         elif body.get("parallel_tool_calls") and choice == "required":
             return [
                 {
@@ -636,10 +636,10 @@ class Handler(BaseHTTPRequestHandler):
         if previous is not None:
             earlier = self.state.responses.get(previous)
             if earlier is None:
-                raise BadRequest(f"Response with id {previous!r} not found.", param="previous_response_id", status=404)
+                raise ErrorReply(f"Response with id {previous!r} not found.", param="previous_response_id", status=404)
             prompt = earlier["_prompt"] + _response_text(earlier) + prompt
         if body.get("background") and body.get("store") is False:
-            raise BadRequest("background mode needs store: true", param="background")
+            raise ErrorReply("background mode needs store: true", param="background")
         fmt = (body.get("text") or {}).get("format") or {}
         ((text, reason),) = self._choice_texts(prompt, {**params, "n": 1}, None)
         if fmt.get("type") in ("json_object", "json_schema"):
@@ -713,16 +713,16 @@ class Handler(BaseHTTPRequestHandler):
         rid = self.path.removeprefix(RESPONSES + "/").removesuffix("/cancel")
         stored = self.state.responses.get(rid)
         if stored is None:
-            raise BadRequest(f"Response with id {rid!r} not found.", param="response_id", status=404)
+            raise ErrorReply(f"Response with id {rid!r} not found.", param="response_id", status=404)
         if not stored["background"]:
-            raise BadRequest("Cannot cancel a synchronous response.", param="response_id")
+            raise ErrorReply("Cannot cancel a synchronous response.", param="response_id")
         stored["status"] = "cancelled"
         return _public(stored)
 
     # --- Anthropic Messages API ------------------------------------------------
     def _messages(self, body: dict) -> dict | list[Event]:
         if not isinstance(body.get("max_tokens"), int):
-            raise BadRequest("max_tokens: Field required", param="max_tokens")
+            raise ErrorReply("max_tokens: Field required", param="max_tokens")
         params = self._validate({k: v for k, v in body.items() if k != "stop_sequences"})
         prompt = _prompt_text(body)
         text, reason, stop = self._choice(prompt, {**params, "n": 1}, body.get("stop_sequences"), 0)
@@ -771,14 +771,14 @@ class Handler(BaseHTTPRequestHandler):
         prompt = body.get("prompt")
         prompts = [prompt] if isinstance(prompt, str) else prompt
         if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
-            raise BadRequest("prompt must be a string or a list of strings", param="prompt")
+            raise ErrorReply("prompt must be a string or a list of strings", param="prompt")
         if any(len(_encodable(p)) > CONTEXT_LENGTH for p in prompts):
-            raise BadRequest(f"prompt exceeds the context length {CONTEXT_LENGTH}", param="prompt")
+            raise ErrorReply(f"prompt exceeds the context length {CONTEXT_LENGTH}", param="prompt")
         logprobs = body.get("logprobs")
         if logprobs is not None and (
             isinstance(logprobs, bool) or not isinstance(logprobs, int) or not 0 <= logprobs <= 5
         ):
-            raise BadRequest("logprobs must be an integer between 0 and 5", param="logprobs")
+            raise ErrorReply("logprobs must be an integer between 0 and 5", param="logprobs")
         cid, created = self.state.next_id("cmpl"), int(time.time())
         choices, completion_tokens = [], 0
         for p_index, p in enumerate(prompts):

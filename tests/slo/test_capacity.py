@@ -11,7 +11,7 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.slo.metrics.judge import Verdict
+from pytest_infer.slo.metrics.judge import PointVerdict
 from pytest_infer.slo.profiles import LoadPoint, ProfileError, load_profile
 from pytest_infer.slo.profiles.capacity import evaluate_capacity, judge_probe, probe_point, search
 from pytest_infer.slo.profiles.evaluate import evaluate_point
@@ -23,7 +23,7 @@ from .test_suite import copy_suite, run_suite
 class Probed:
     """What ``search`` reads of a probe: its verdict and figures (no traces: no saturation to see)."""
 
-    verdict: Verdict
+    verdict: PointVerdict
     error_share: float = 0.0
     runs: list = field(default_factory=list)
     point: LoadPoint = field(default_factory=lambda: LoadPoint("probe", {}, {"ttft_p90_ms": 100}))
@@ -41,7 +41,7 @@ def holds_up_to(limit: float, over: str):
     def measure(point: LoadPoint) -> Probed:
         value = point.settings[over]
         seen.append(value)
-        return Probed(Verdict("pass" if value <= limit else "fail"))
+        return Probed(PointVerdict("pass" if value <= limit else "fail"))
 
     return measure, seen
 
@@ -94,7 +94,7 @@ def test_the_search_stops_at_its_maximum_and_after_max_probes():
 def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid():
     def erring(point: LoadPoint) -> Probed:
         value = point.settings["concurrency"]
-        return Probed(Verdict("pass"), error_share=0.4 if value >= 4 else 0.0)
+        return Probed(PointVerdict("pass"), error_share=0.4 if value >= 4 else 0.0)
 
     cap = search(capacity_point(), erring)
     assert [(p.value, p.status) for p in cap.probes] == [(1, "pass"), (2, "pass"), (4, "errors"), (3, "pass")] and (
@@ -106,7 +106,9 @@ def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid()
     def starving(point: LoadPoint) -> Probed:
         value = point.settings["concurrency"]
         return Probed(
-            Verdict("invalid", invalid=["the client was busy 95% of the window"]) if value >= 4 else Verdict("pass")
+            PointVerdict("invalid", invalid=["the client was busy 95% of the window"])
+            if value >= 4
+            else PointVerdict("pass")
         )
 
     result = evaluate_capacity(capacity_point(), starving)
@@ -248,6 +250,6 @@ def test_one_slow_moment_at_the_end_is_no_saturation():
         ]
         return type("Run", (), {"measured": traces})()
 
-    growing = Probed(Verdict("pass"), runs=[run_of([10, 11, 12, 20, 22, 24, 40, 44, 48])])
-    spike = Probed(Verdict("pass"), runs=[run_of([10, 11, 12, 9, 10, 11, 40, 44, 48])])
+    growing = Probed(PointVerdict("pass"), runs=[run_of([10, 11, 12, 20, 22, 24, 40, 44, 48])])
+    spike = Probed(PointVerdict("pass"), runs=[run_of([10, 11, 12, 9, 10, 11, 40, 44, 48])])
     assert saturation(growing) == pytest.approx(44 / 11) and saturation(spike) is None  # type: ignore[arg-type]

@@ -253,12 +253,12 @@ def test_only_goodput_p99_thresholds_become_per_request_limits():
 
 
 def test_a_check_line_says_its_state_figure_limit_and_note():
-    from pytest_infer.slo.metrics.judge import Check
+    from pytest_infer.slo.metrics.judge import ThresholdCheck
 
-    assert str(Check("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
-    assert str(Check("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"
+    assert str(ThresholdCheck("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
+    assert str(ThresholdCheck("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"
     assert (
-        str(Check("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed"))
+        str(ThresholdCheck("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed"))
         == "FAIL ttft_p99_ms: n/a <= 60 (3 of 9 requests failed)"
     )
 

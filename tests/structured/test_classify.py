@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import Attempt, Outcome, Verdict, classify_output, is_json_prefix
+from pytest_infer.structured import Attempt, Classified, Outcome, classify_output, is_json_prefix
 from pytest_infer.structured.checks import judge_support
 from pytest_infer.structured.classify import classify_status
 
@@ -118,7 +118,9 @@ def test_non_prefixes_are_detected(text):
 
 
 def _attempt(outcome: Outcome, status: int = 200) -> Attempt:
-    return Attempt({"type": "boolean"}, "response_format", {"max_tokens": 8}, Verdict(outcome), "curl", status=status)
+    return Attempt(
+        {"type": "boolean"}, "response_format", {"max_tokens": 8}, Classified(outcome), "curl", status=status
+    )
 
 
 @pytest.mark.parametrize(
@@ -226,8 +228,8 @@ def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finis
 
 def test_a_refused_or_failed_request_quotes_the_status_and_the_first_300_characters():
     body = "e" * 299 + "XY"
-    assert classify_status(422, body) == Verdict(Outcome.REJECTED, f"HTTP 422: {'e' * 299}X")
-    assert classify_status(503, body) == Verdict(Outcome.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
+    assert classify_status(422, body) == Classified(Outcome.REJECTED, f"HTTP 422: {'e' * 299}X")
+    assert classify_status(503, body) == Classified(Outcome.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
     assert classify_status(200, body) is None
 
 
@@ -235,7 +237,7 @@ def test_a_prefix_that_already_breaks_the_schema_says_how():
     verdict = classify_output(
         {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length"
     )
-    assert verdict == Verdict(
+    assert verdict == Classified(
         Outcome.VIOLATION,
         "truncated output already violates the schema at /a: string of 7+ characters exceeds maxLength 3",
         "maxLength",
@@ -266,3 +268,11 @@ def test_json_nested_past_the_parsers_depth_is_invalid_and_says_so():
     assert verdict.outcome == Outcome.INVALID_JSON and verdict.message.startswith(
         "not strict JSON: nested too deeply to parse ("
     )
+
+
+def test_the_old_name_verdict_still_imports_with_a_deprecation_warning():
+    import pytest_infer.structured as structured
+
+    with pytest.warns(DeprecationWarning, match="use Classified"):
+        assert structured.Verdict is Classified
+    assert "Verdict" not in structured.__all__

@@ -41,7 +41,7 @@ class ValidityRules:
 
 
 @dataclass(slots=True)
-class Check:
+class ThresholdCheck:
     name: str
     measured: float | None
     limit: float
@@ -57,13 +57,13 @@ class Check:
 
 
 @dataclass(slots=True)
-class Verdict:
+class PointVerdict:
     status: str  # "pass", "fail" or "invalid"
-    checks: list[Check] = field(default_factory=list)
+    checks: list[ThresholdCheck] = field(default_factory=list)
     invalid: list[str] = field(default_factory=list)
 
     @property
-    def failures(self) -> list[Check]:
+    def failures(self) -> list[ThresholdCheck]:
         return [c for c in self.checks if not c.ok and not c.unmeasured]
 
     def to_dict(self) -> dict[str, Any]:
@@ -129,7 +129,7 @@ def judge(
     thresholds: Mapping[str, float],
     resources: Mapping[str, Any] | None = None,
     invalid: Sequence[str] = (),
-) -> Verdict:
+) -> PointVerdict:
     """Compare the figures with each threshold; ``invalid`` reasons make it ``invalid`` outright.
 
     A threshold whose figure was not measured (no NVML for GPU memory, no server process to watch) makes the
@@ -137,10 +137,10 @@ def judge(
     measurement lists those beside its own reasons (no figure is compared), so a rerun learns both at once.
     """
     if not thresholds:  # all([]) would pass whatever was measured; profiles refuse such a point before a run
-        return Verdict("invalid", invalid=[*invalid, "no thresholds: nothing judged the figures"])
+        return PointVerdict("invalid", invalid=[*invalid, "no thresholds: nothing judged the figures"])
     measured = dict(resources or {})
     reasons = measured.get("not_measured") or {}  # why the monitor could not measure a figure (no NVML, no counter)
-    checks: list[Check] = []
+    checks: list[ThresholdCheck] = []
     unmeasured: list[str] = []
     for key, limit in thresholds.items():
         bound = threshold(key)
@@ -148,10 +148,10 @@ def judge(
         if figure.percentile is not None:
             try:
                 measured_q = summary.value(figure)
-                checks.append(Check(key, measured_q, float(limit), bound.op, bound.holds(measured_q, limit)))
+                checks.append(ThresholdCheck(key, measured_q, float(limit), bound.op, bound.holds(measured_q, limit)))
             except InsufficientSamples as exc:
                 checks.append(
-                    Check(
+                    ThresholdCheck(
                         key,
                         None,
                         float(limit),
@@ -170,12 +170,12 @@ def judge(
                 why = f"not measured: {reasons[figure.name]}"
             else:
                 why = f"not measured: needs {figure.metric.needs}" if figure.metric.needs else "not measured"
-            checks.append(Check(key, None, float(limit), bound.op, False, why, unmeasured=True))
+            checks.append(ThresholdCheck(key, None, float(limit), bound.op, False, why, unmeasured=True))
             unmeasured.append(f"{key} {why}")
             continue
-        checks.append(Check(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
+        checks.append(ThresholdCheck(key, float(value), float(limit), bound.op, bound.holds(value, limit)))
     if invalid:
-        return Verdict("invalid", invalid=[*invalid, *unmeasured])
+        return PointVerdict("invalid", invalid=[*invalid, *unmeasured])
     if unmeasured:
-        return Verdict("invalid", checks, unmeasured)
-    return Verdict("pass" if all(c.ok for c in checks) else "fail", checks)
+        return PointVerdict("invalid", checks, unmeasured)
+    return PointVerdict("pass" if all(c.ok for c in checks) else "fail", checks)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from ..metrics.judge import Check, Verdict
+from ..metrics.judge import PointVerdict, ThresholdCheck
 from . import LoadPoint
 from .evaluate import PointResult
 
@@ -176,7 +176,7 @@ class CapacityResult:
 
     point: LoadPoint
     capacity: Capacity
-    verdict: Verdict
+    verdict: PointVerdict
 
     def figures(self) -> dict[str, Any]:
         return {} if self.capacity.value is None else {self.capacity.figure: self.capacity.value}
@@ -223,22 +223,22 @@ class CapacityResult:
         return "\n".join(lines)
 
 
-def capacity_verdict(point: LoadPoint, cap: Capacity) -> Verdict:
+def capacity_verdict(point: LoadPoint, cap: Capacity) -> PointVerdict:
     """Invalid when any probe was (beyond it the client, not the server, set the pace); else the capacity against its
     minimum."""
     if cap.invalid:
-        return Verdict("invalid", invalid=cap.invalid)
+        return PointVerdict("invalid", invalid=cap.invalid)
     key = CAPACITY_THRESHOLDS[cap.over]
     limit = point.thresholds.get(key)
     if limit is None:
         ok = cap.value is not None
         start = float(search_settings(point)["start"])
-        return Verdict(
+        return PointVerdict(
             "pass" if ok else "fail",
-            [Check(cap.figure, cap.value, start, ">=", ok, "" if ok else "no probe held its thresholds")],
+            [ThresholdCheck(cap.figure, cap.value, start, ">=", ok, "" if ok else "no probe held its thresholds")],
         )
     ok = cap.value is not None and cap.value >= limit
-    return Verdict("pass" if ok else "fail", [Check(key, cap.value, limit, ">=", ok)])
+    return PointVerdict("pass" if ok else "fail", [ThresholdCheck(key, cap.value, limit, ">=", ok)])
 
 
 def evaluate_capacity(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> CapacityResult:

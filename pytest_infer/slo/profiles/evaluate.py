@@ -23,9 +23,9 @@ from ...load.prompts import Calibration
 from ...load.server_metrics import COUNTERS, ServerFigures
 from ..metrics import (
     InsufficientSamples,
+    PointVerdict,
     Summary,
     ValidityRules,
-    Verdict,
     confidence_interval,
     percentile,
     request_limits,
@@ -53,7 +53,7 @@ class PointResult:
     point: LoadPoint
     runs: list[LoadRun]
     summary: Summary
-    verdict: Verdict
+    verdict: PointVerdict
     client: dict[str, Any] = field(default_factory=dict)
     resources: dict[str, Any] = field(default_factory=dict)
     confidence: dict[str, str] = field(default_factory=dict)
