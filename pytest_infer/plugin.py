@@ -371,7 +371,7 @@ class XdistController:
     def pytest_configure_node(self, node) -> None:
         session = node.config.stash[session_key]
         if session.targets:
-            infos = {tid: session.server(tid).to_dict() for tid in (t.id for t in session.targets)}
+            infos = {tid: info.to_dict() for tid, info in session.servers().items()}
             node.workerinput[WORKER_SERVERS_KEY] = json.dumps(infos)
 
     @pytest.hookimpl(optionalhook=True)

