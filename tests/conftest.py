@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,30 +69,49 @@ class EnginePool:
         self.report_dir = report_dir
         self.pools: dict[str, ServerPool] = {}
         self.infos: dict[str, ServerInfo] = {}
+        self.locks = {name: threading.Lock() for name in ENGINES}
+
+    def prestart(self, names: tuple[str, ...]) -> None:
+        """Start these engines side by side in the background; ``get`` waits for one still starting."""
+        for name in names:
+            threading.Thread(target=self._quietly, args=(name,), name=f"prestart-{name}", daemon=True).start()
+
+    def _quietly(self, name: str) -> None:
+        try:
+            self._start(name)
+        except BaseException:  # noqa: BLE001  (a missing engine fails the test that asks for it, with the hint)
+            pass
 
     def get(self, name: str) -> ServerInfo:
-        if name not in self.infos:
-            framework, _ = ENGINES[name]
-            endpoint = _endpoints().get(name)
-            options = InferOptions(
-                frameworks=(framework,),
-                report_dir=self.report_dir,
-                startup_timeout=400,
-                endpoints=((name, endpoint),) if endpoint else (),
-            )
-            if endpoint:
-                target = Target(id=name, adapter=registry.get(framework), model="tiny", endpoint=endpoint)
-            else:
-                target = Target(
-                    id=name, adapter=registry.get(framework), model="tiny", environment=engine_environment(name)
-                )
-            pool = ServerPool(options, [target])
-            self.pools[name] = pool
-            self.infos[name] = pool.get(name)
-        info = self.infos[name]
+        info = self._start(name)
         if info.error:
             pytest.fail(f"engine {name} did not start: {info.error}", pytrace=False)
         return info
+
+    def _start(self, name: str) -> ServerInfo:
+        with self.locks[name]:
+            if name not in self.infos:
+                self.infos[name] = self._launch(name)
+            return self.infos[name]
+
+    def _launch(self, name: str) -> ServerInfo:
+        framework, _ = ENGINES[name]
+        endpoint = _endpoints().get(name)
+        options = InferOptions(
+            frameworks=(framework,),
+            report_dir=self.report_dir,
+            startup_timeout=400,
+            endpoints=((name, endpoint),) if endpoint else (),
+        )
+        if endpoint:
+            target = Target(id=name, adapter=registry.get(framework), model="tiny", endpoint=endpoint)
+        else:
+            target = Target(
+                id=name, adapter=registry.get(framework), model="tiny", environment=engine_environment(name)
+            )
+        pool = ServerPool(options, [target])
+        self.pools[name] = pool
+        return pool.get(name)
 
     def stop(self) -> None:
         for pool in self.pools.values():
@@ -105,9 +125,16 @@ def engine_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnginePool
     pool.stop()
 
 
+# Engines most integration tests share: a run of several starts them side by side (a start is mostly one process
+# importing and compiling on one core).
+SHARED = ("vllm-0.32", "transformers")
+
+
 @pytest.fixture(scope="session")
-def real_engine(engine_pool: EnginePool):
+def real_engine(engine_pool: EnginePool, request: pytest.FixtureRequest):
     """``real_engine("vllm-0.32")`` -> ServerInfo of a running real engine (started once)."""
+    if sum("real_engine" in getattr(item, "fixturenames", ()) for item in request.session.items) > 1:
+        engine_pool.prestart(SHARED)
     return engine_pool.get
 
 
