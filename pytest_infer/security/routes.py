@@ -239,12 +239,16 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> RouteProbe:
 
 
 def last_answered_before_silence(probes: list[RouteProbe]) -> RouteProbe | None:
-    """Where a server that stopped answering during the probes went silent: the last route whose keyed request got
-    anything before the first that could not connect (None: every keyed request connected)."""
-    for i, found in enumerate(probes):
-        if found.keyed == "ConnectError":
-            return probes[i - 1] if i else None
-    return None
+    """Where a server that stopped answering during the probes went silent: the route whose keyed request reached it
+    and got no answer, at the start of the keyed requests that got none; else the last route it answered (None: it
+    answered no keyed request). A dying process may still accept a connection and then drop it, so a later request
+    can fail reading, not connecting."""
+    silent_from = len(probes)
+    while silent_from and isinstance(probes[silent_from - 1].keyed, str):
+        silent_from -= 1
+    if silent_from < len(probes) and probes[silent_from].keyed != "ConnectError":
+        return probes[silent_from]
+    return probes[silent_from - 1] if silent_from else None
 
 
 def probe_all(base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0) -> list[RouteProbe]:

@@ -163,6 +163,24 @@ def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pyt
     assert "Authorization: Bearer $PYTEST_INFER_API_KEY" in message and KEY not in message
 
 
+@pytest.mark.parametrize(
+    ("keyed", "named"),
+    [
+        ((200, "RemoteProtocolError", "ConnectError"), "/chat"),  # died on the chat request, refused connections after
+        ((200, "RemoteProtocolError", "ReadError"), "/chat"),  # still accepting while it exited: a read fails
+        ((200, "ConnectError", "ConnectError"), "/models"),  # answered, then gone
+        (("ConnectError", "ConnectError", "ConnectError"), None),  # silent from the first route
+    ],
+)
+def test_the_route_a_server_went_silent_at_is_named_however_its_death_reached_the_client(keyed, named):
+    from pytest_infer.security.routes import RouteProbe, last_answered_before_silence
+
+    paths = ("/models", "/chat", "/completions")
+    probes = [RouteProbe(path, "generate", "POST", "openapi", answer, True) for path, answer in zip(paths, keyed)]
+    found = last_answered_before_silence(probes)
+    assert (found and found.path) == named
+
+
 def test_a_route_that_changes_state_is_probed_with_a_method_it_does_not_serve():
     """Its router refuses that with 405 once past the key check: the probe never does what the route is for."""
     from pytest_infer.security.routes import Route, probe_request
