@@ -24,7 +24,19 @@ from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 RULES = "output_tps:5%,ttft_p50:10%,tpot_p50:10%"
-SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms")
+SHOWN = (
+    "output_tokens_per_s",
+    "ttft_p50_ms",
+    "tpot_p50_ms",
+    "itl_p50_ms",
+    "e2e_p50_ms",
+    "tpot_p5_ms",
+    "tpot_p10_ms",
+    "itl_p5_ms",
+    "itl_p10_ms",
+    "itl_token_p5_ms",
+    "itl_token_p10_ms",
+)
 
 
 def no_drift(drift: DriftCalibration) -> DriftCalibration:

