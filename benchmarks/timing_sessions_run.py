@@ -8,6 +8,9 @@ sessions over the whole study, then two sessions in turns. Writes ``OUT/NAME/res
 
 The slowed candidate adds a delay to every streamed event of ``--slower`` percent of the per-token time the
 baseline session measured (its TPOT p50), so "20% slower per token" is a measured figure, not a nominal delay.
+With ``--proportional`` it makes every gap between streamed events ``--slower`` percent longer than it came instead
+(``fault_proxy.py``'s ``itl*1.2``): a decode step slower in proportion, which moves the shortest gaps by the same
+share as the typical one, where the fixed delay moves them by more.
 """
 
 from __future__ import annotations
@@ -91,25 +94,29 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--fail-on", default=RULES, help="the judgement's rules (timing_sessions.py --fail-on)")
     parser.add_argument("--ports", default="18900-18999", help="the range the server and the proxies listen in")
+    parser.add_argument(
+        "--proportional", action="store_true", help="slow every gap by --slower %% of itself, not by a fixed delay"
+    )
     args = parser.parse_args()
     ports = Ports(args.ports)
     server_pool.free_port = ports  # the launched server's port, from the range
+    args.out = args.out.resolve()  # the sessions run from the repository root
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "sessions.txt"
     url, pool = upstream_server(args, args.out)
-    delay = None
+    slowed = f"itl*{1 + args.slower / 100:g}" if args.proportional else ""  # the fixed delay: after the baseline
     try:
         with FaultProxy(url, hide_metrics=True, port=ports()) as same:
             for name in ORDER:
                 if name.startswith("slow"):
-                    with FaultProxy(url, fault_named(f"itl+{delay:.3f}ms"), hide_metrics=True, port=ports()) as slow:
+                    with FaultProxy(url, fault_named(slowed), hide_metrics=True, port=ports()) as slow:
                         session(args.out / name, args.repeat, slow.base_url)
                 else:
                     session(args.out / name, args.repeat, same.base_url)
-                if name == "base":
-                    delay = tpot_ms(args.out / "base" / "results.json") * args.slower / 100
-                logged(log, name, f"itl+{delay:.3f}ms" if name.startswith("slow") else "")
-            for name, fault in zip(INTERLEAVED, ("none", f"itl+{delay:.3f}ms")):
+                if name == "base" and not slowed:
+                    slowed = f"itl+{tpot_ms(args.out / 'base' / 'results.json') * args.slower / 100:.3f}ms"
+                logged(log, name, slowed if name.startswith("slow") else "")
+            for name, fault in zip(INTERLEAVED, ("none", slowed)):
                 with (
                     FaultProxy(url, hide_metrics=True, port=ports()) as base,
                     FaultProxy(url, fault_named(fault), hide_metrics=True, port=ports()) as cand,
@@ -128,7 +135,8 @@ def main() -> int:
     return subprocess.call([sys.executable, str(Path(__file__).with_name("timing_sessions.py")), str(args.out),
                             "--calibrate", "cal1,cal2,cal3,cal4,cal5", "--baseline", "base", "--aa",
                             "aa1,aa2,aa3,aa4,aa5",
-                            "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED), "--fail-on", args.fail_on,
+                            "--slow", "slow1,slow2,slow3", "--interleaved", ",".join(INTERLEAVED),
+                            "--fail-on", args.fail_on,
                             "-o", str(args.out / "timing_sessions.json")])  # fmt: skip
 
 
