@@ -1,7 +1,8 @@
 """Across sessions with a calibration, the low percentiles of the per-token figures resolve a per-token slowdown that
-the machine's drift hides from the typical figures: contention stalls some tokens and leaves the fastest at the
-machine's speed, a slower decode step moves every token (docs/timing-across-sessions.md). The sessions here are
-built from synthetic streams through the summary, so the test also fails if the summary stops storing the low
+contention-like drift hides from the typical figures: light contention stalls some tokens and leaves the fastest at
+the machine's speed, a slower decode step moves every token. (On a real machine the fastest tokens drift too, under
+heavy contention or a change of the machine's speed: docs/timing-across-sessions.md.) The sessions here are built
+from synthetic streams through the summary, so the test also fails if the summary stops storing the low
 percentiles."""
 
 from __future__ import annotations
