@@ -43,6 +43,7 @@ class Fault:
     event: Callable[[str, Json, str], list[str] | None] | None = None  # rewrite one SSE data payload
     first_event_delay_s: float = 0.0
     event_delay_s: float = 0.0
+    event_delay_share: float = 0.0  # each event later than the one before by this share of the gap it came after
     notes: str = ""
     acted: int = 0  # how many requests, answers or events it changed (delays count every stream)
 
@@ -224,6 +225,21 @@ def timing_fault(kind: str, delay_ms: float) -> Fault:
     raise ValueError(f"timing fault {kind!r}: ttft or itl")
 
 
+def proportional_itl_fault(factor: float) -> Fault:
+    """``itl*1.2``: every gap between streamed events ``factor`` times as long as it came (the delays accumulate),
+    a decode step that got slower in proportion, as more compute per token makes it; ``itl+Nms`` adds a fixed time
+    instead, which moves the shortest gaps by a larger share than the typical one."""
+    if factor < 1:
+        raise ValueError(f"itl*{factor:g}: a proxy can only delay, the factor must be at least 1")
+    return Fault(
+        f"itl*{factor:g}",
+        "slo",
+        ("output_tokens_per_s", "itl", "tpot"),
+        event_delay_share=factor - 1,
+        notes=f"each gap between streamed events x{factor:g}",
+    )
+
+
 def loosened_on_share(share: float) -> Fault:
     """maxLength loosened on ``share`` of the requests it can act on (evenly spread, deterministic)."""
     seen = [0]
@@ -254,11 +270,13 @@ def fault_named(name: str) -> Fault:
         return FAULTS[name]
     if name.startswith("maxlength-loosened@") and name.endswith("%"):
         return loosened_on_share(float(name.removeprefix("maxlength-loosened@").removesuffix("%")) / 100)
+    if name.startswith("itl*"):
+        return proportional_itl_fault(float(name.removeprefix("itl*")))
     kind, plus, amount = name.partition("+")
     if plus and amount.endswith("ms"):
         return timing_fault(kind, float(amount.removesuffix("ms")))
     raise ValueError(
-        f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, maxlength-loosened@N%"
+        f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, itl*F, maxlength-loosened@N%"
     )
 
 
@@ -360,10 +378,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         first = True
         lag = 0.0  # an event delay accumulates: each token later than the one before, as a slower decode step makes it
-        fault.acted += bool(fault.first_event_delay_s or fault.event_delay_s)
+        fault.acted += bool(fault.first_event_delay_s or fault.event_delay_s or fault.event_delay_share)
+        before: float | None = None  # when the event before came
         for arrived, data in _timed(_sse_payloads(upstream.iter_lines())):
             payloads = fault.event(self.path, request, data) if fault.event else None
             fault.acted += payloads is not None
+            if before is not None and data != "[DONE]":
+                lag += fault.event_delay_share * (arrived - before)
+            before = arrived
             for payload in [data] if payloads is None else payloads:
                 lag += fault.event_delay_s if payload != "[DONE]" else 0.0
                 wait = arrived + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()

@@ -24,7 +24,19 @@ from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 RULES = "output_tps:5%,ttft_p50:10%,tpot_p50:10%"
-SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms")
+SHOWN = (
+    "output_tokens_per_s",
+    "ttft_p50_ms",
+    "tpot_p50_ms",
+    "itl_p50_ms",
+    "e2e_p50_ms",
+    "tpot_p5_ms",
+    "tpot_p10_ms",
+    "itl_p5_ms",
+    "itl_p10_ms",
+    "itl_token_p5_ms",
+    "itl_token_p10_ms",
+)
 
 
 def no_drift(drift: DriftCalibration) -> DriftCalibration:
@@ -46,6 +58,33 @@ def judged(gate) -> dict[str, Any]:
     }
 
 
+def moves(
+    figures: dict[str, dict[str, float]],
+    drift: DriftCalibration,
+    calibration: list[str],
+    baseline: str,
+    aa: list[str],
+    slow: list[str],
+) -> dict[str, Any]:
+    """Per shown figure: the calibration sessions' values, its calibrated bound, and each A/A and slowed session's
+    change against the baseline session (percent, + is a rise), to see which figure tells a slowdown from drift."""
+    bounds = {str(f): d.bound_pct for ms in drift.figures.values() for f, d in ms.items()}
+    out: dict[str, Any] = {}
+    for figure in SHOWN:
+        base = figures[baseline].get(figure)
+        if not base:
+            continue
+        change = lambda n: round((figures[n][figure] / base - 1) * 100, 1)  # noqa: B023, E731
+        out[figure] = {
+            "calibration": [figures[n].get(figure) for n in calibration],
+            "bound_pct": bounds.get(figure),
+            "baseline": base,
+            "aa_pct": [change(n) for n in aa],
+            "slow_pct": [change(n) for n in slow],
+        }
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
@@ -65,7 +104,7 @@ def main() -> int:
     sessions = {n: read(n) for n in [*names(args.calibrate), args.baseline, *names(args.aa), *names(args.slow)]}
     drift = calibrate([(n, sessions[n]) for n in names(args.calibrate)])
     figures = {
-        n: {str(m): round(v, 2) for p in r.table("slo").points() for m, v in p.metrics.items() if str(m) in SHOWN}
+        n: {str(m): round(v, 3) for p in r.table("slo").points() for m, v in p.metrics.items() if str(m) in SHOWN}
         for n, r in sessions.items()
     }
     out: dict[str, Any] = {
@@ -75,6 +114,7 @@ def main() -> int:
         "across_sessions": {},
         "interleaved": {},
     }
+    out["moves"] = moves(figures, drift, names(args.calibrate), args.baseline, names(args.aa), names(args.slow))
     baseline = sessions[args.baseline]
     for name in [*names(args.aa), *names(args.slow)]:
         candidate = sessions[name]
@@ -91,10 +131,13 @@ def main() -> int:
             compare(results, results, gate_settings(rules), pairs={"baseline": "candidate"}, exclusive=True)
         )
         out["figures"][name] = {
-            p.target: {str(m): round(v, 2) for m, v in p.metrics.items() if str(m) in SHOWN}
+            p.target: {str(m): round(v, 3) for m, v in p.metrics.items() if str(m) in SHOWN}
             for p in results.table("slo").points()
         }
     atomic_write_text(args.output, json.dumps(out, indent=1) + "\n")
+    for figure, m in out["moves"].items():
+        print(f"{figure}: calibration {m['calibration']} bound {m['bound_pct']}%", end=" | ")
+        print(f"A/A {m['aa_pct']} | slowed {m['slow_pct']}")
     for name, modes in out["across_sessions"].items():
         print(name, " | ".join(f"{mode}: {r['verdict']}" for mode, r in modes.items()))
     for name, r in out["interleaved"].items():

@@ -119,8 +119,8 @@ def test_timing_faults_delay_the_first_or_every_event(upstream):
 
 
 def test_an_event_delay_accumulates_like_a_slower_decode_step():
-    """Against a server that paces its tokens 20 ms apart, +10 ms per event must make them 30 ms apart:
-    a delay that merely shifted every event would hide inside the server's own gaps."""
+    """Against a server that paces its tokens 20 ms apart, +10 ms per event must make them 30 ms apart, and so must
+    x1.5 of every gap: a delay that merely shifted every event would hide inside the server's own gaps."""
     import subprocess
 
     from pytest_infer.server.process import free_port
@@ -151,13 +151,15 @@ def test_an_event_delay_accumulates_like_a_slower_decode_step():
                     ]
             return [b - a for a, b in zip(times, times[1:])][1:]  # the first gap holds the first token's own timing
 
-        plain, slowed = gaps("none"), gaps("itl+10ms")
-        assert len(plain) >= 5 and len(slowed) >= 5
+        plain, slowed, proportional = gaps("none"), gaps("itl+10ms"), gaps("itl*1.5")
+        assert len(plain) >= 5 and len(slowed) >= 5 and len(proportional) >= 5
         # a shift of every event would leave the gaps as they were; on a busy machine each gap also carries noise
         assert (
             0.017 < statistics.median(plain) < 0.025
             and 0.005 < statistics.median(slowed) - statistics.median(plain) < 0.015
         ), (plain, slowed)
+        # x1.5 of a 20 ms gap: 10 ms more each, as +10 ms is
+        assert 0.005 < statistics.median(proportional) - statistics.median(plain) < 0.015, (plain, proportional)
     finally:
         paced.terminate()
         paced.wait(10)
@@ -177,3 +179,6 @@ def test_every_fault_names_what_the_gate_must_report():
     assert len(FAULTS) >= 10 and all(f.expect and f.area in ("check", "keyword") for f in FAULTS.values())
     with pytest.raises(ValueError, match="unknown fault 'nosuch'; valid: none, stream-no-done"):
         fault_named("nosuch")
+    assert fault_named("itl*1.2").event_delay_share == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="at least 1"):
+        fault_named("itl*0.8")

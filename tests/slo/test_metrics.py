@@ -134,6 +134,7 @@ def test_percentile_method_and_refusal():
     with pytest.raises(InsufficientSamples, match="p99 needs at least 100 samples, got 99"):
         percentile(values[:99], 99)
     assert [min_samples(q) for q in (50, 90, 95, 99, 99.9)] == [2, 10, 20, 100, 1000]
+    assert [min_samples(q) for q in (0, 5, 10, 25)] == [1, 20, 10, 4]
 
 
 def test_the_median_of_repeated_runs_gets_an_interval_from_the_runs_themselves():

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 HIGHER, LOWER = "higher", "lower"
 PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
 REPORTED = ("n", "mean", "p50", "p90", "p99")  # what a summary stores of a per-request metric's samples, by default
+# per-token figures also store their low percentiles: the fastest tokens, which a machine's contention between
+# sessions moves less than a per-token slowdown of the server (docs/timing-across-sessions.md)
+PER_TOKEN_REPORTED = ("n", "mean", "p5", "p10", "p50", "p90", "p99")
 SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 # units a figure name may end in, by what they measure; a metric's name carries its unit when it is one of these
 SUFFIX_UNITS = {
@@ -194,6 +197,7 @@ def _per_request(
     client: bool = False,
     confidence: tuple[str, ...] = (),
     listed: tuple[str, ...] = (),
+    reported: tuple[str, ...] = (),
 ) -> Metric:
     return Metric(
         name,
@@ -209,6 +213,7 @@ def _per_request(
         digits=3,
         confidence=confidence,
         listed=listed,
+        reported=reported,
     )
 
 
@@ -238,6 +243,7 @@ CATALOGUE: list[Metric] = [
         goodput=True,
         confidence=("p50",),
         listed=("p99",),
+        reported=PER_TOKEN_REPORTED,
     ),
     _per_request(
         "itl",
@@ -246,12 +252,14 @@ CATALOGUE: list[Metric] = [
         samples="event",
         headline=("p99",),
         listed=("p99",),
+        reported=PER_TOKEN_REPORTED,
     ),
     _per_request(
         "itl_token",
         "inter-token latency per token: an event of k tokens gives k gaps of gap/k",
         lambda r: r.itl_token_ms if r.ok else [],
         samples="event",
+        reported=PER_TOKEN_REPORTED,
     ),
     _per_request(
         "e2e",

@@ -19,13 +19,14 @@ class InsufficientSamples(InferError, ValueError):
 
 
 def min_samples(q: float) -> int:
-    """Smallest sample for the q-th percentile: at least one observation beyond it on average.
+    """Smallest sample for the q-th percentile: at least one observation beyond it on average, on its side.
 
-    p50 needs 2, p90 10, p99 100, p99.9 1,000: ``ceil(100 / (100 - q))``.
+    p50 needs 2, p90 10, p99 100, p99.9 1,000: ``ceil(100 / (100 - q))``; a low percentile the same from below,
+    p10 10, p5 20: ``ceil(100 / q)`` (p0, the smallest sample, needs one).
     """
     if not 0 <= q < 100:
         raise ValueError(f"percentile {q} is not in [0, 100)")
-    return math.ceil(round(100 / (100 - q), 9))
+    return math.ceil(round(100 / (q if 0 < q < 50 else 100 - q), 9))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
