@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_infer.adapters import registry
+from pytest_infer.adapters.external import EndpointAdapter
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.slo.metrics.judge import PointVerdict
 from pytest_infer.slo.profiles import LoadPoint, ProfileError, load_profile
@@ -144,7 +145,8 @@ def test_on_a_server_with_four_slots_the_capacity_is_four_streams(paced_server, 
     result = evaluate_capacity(
         point,
         lambda p: evaluate_point(
-            p, Endpoint(url, "paced-model", timeout=30), adapter=registry.get("vllm"), rules=lenient_validity
+            # no /metrics cross-check: the search is under test, and a busy machine may make one probe invalid
+            p, Endpoint(url, "paced-model", timeout=30), adapter=EndpointAdapter(), rules=lenient_validity
         ),
     )
     assert [(p.value, p.status) for p in result.capacity.probes] == [

@@ -232,8 +232,8 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
     base, cand = paced_server(10, 2), paced_server(60, 2)
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
+    # no framework named: the gate is under test, not the /metrics cross-check, which a busy machine can trip
     args = ("slo", "-m", "slo", f"--infer-endpoint=base={base}", f"--infer-endpoint=cand={cand}",
-            "--infer-framework=vllm",
             "--infer-report-dir=report", "-p", "no:cacheprovider", "--slo=test.yaml", "--slo-repeat=5",
             "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
     pytester.runpytest(*args).assert_outcomes(passed=2)
