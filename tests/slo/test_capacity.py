@@ -146,7 +146,10 @@ def test_on_a_server_with_four_slots_the_capacity_is_four_streams(paced_server, 
         point,
         lambda p: evaluate_point(
             # no /metrics cross-check: the search is under test, and a busy machine may make one probe invalid
-            p, Endpoint(url, "paced-model", timeout=30), adapter=EndpointAdapter(), rules=lenient_validity
+            p,
+            Endpoint(url, "paced-model", timeout=30),
+            adapter=EndpointAdapter(),
+            rules=lenient_validity,
         ),
     )
     assert [(p.value, p.status) for p in result.capacity.probes] == [
