@@ -61,7 +61,7 @@ class InferSession:
 
     def servers(self) -> dict[str, ServerInfo]:
         """Every target's server, started side by side (what an xdist controller hands its workers)."""
-        self.pool.get_all([t.id for t in self.targets])
+        self.pool.start_all([t.id for t in self.targets])
         return {t.id: self.server(t.id) for t in self.targets}
 
     def server(self, target_id: str) -> ServerInfo:

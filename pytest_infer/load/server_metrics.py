@@ -25,7 +25,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
-from ..client.tls import tls
 
 SCRAPE_TIMEOUT_S = 10.0
 SETTLE_S = 3.0  # after the drain: how long the counters may take to show the run's last requests
@@ -72,9 +71,8 @@ def parse(text: str, at_ns: int = 0) -> Snapshot:
 def scrape(endpoint: Endpoint, path: str) -> Snapshot:
     """GET the metrics route once; raises ScrapeError."""
     try:
-        response = httpx.get(
-            endpoint.base_url.rstrip("/") + path, headers=endpoint.headers, timeout=SCRAPE_TIMEOUT_S, verify=tls()
-        )
+        with endpoint.http(timeout=SCRAPE_TIMEOUT_S) as client:
+            response = client.get(path)
     except httpx.HTTPError as exc:
         raise ScrapeError(f"GET {path}: {type(exc).__name__}: {exc}") from exc
     if response.status_code != 200:

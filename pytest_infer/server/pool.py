@@ -165,13 +165,13 @@ class ServerPool:
                 self.infos[target_id] = self._start(self.targets[target_id])
             return self.infos[target_id]
 
-    def get_all(self, target_ids: list[str]) -> dict[str, ServerInfo]:
-        """Every target's server, those not yet running started at once: an engine's start is mostly one process
+    def start_all(self, target_ids: list[str]) -> None:
+        """Start the servers of these targets not yet running, side by side: an engine's start is mostly one process
         importing and compiling on one core, so on a machine of several the starts overlap."""
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=max(1, len(target_ids)), thread_name_prefix="pytest-infer-start") as run:
-            return dict(zip(target_ids, run.map(self.get, target_ids)))
+            list(run.map(self.get, target_ids))
 
     def stop_all(self) -> None:
         for process in self.processes.values():
