@@ -49,6 +49,8 @@ def paced_server() -> Iterator[Callable[..., str]]:
     for proc in procs:
         proc.terminate()
         proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()  # else the pipe is closed by the garbage collector, with a ResourceWarning
 
 
 def server_stats(base_url: str) -> list[dict]:
