@@ -29,7 +29,8 @@ from .outcomes import InferError
 from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import SessionResults, atomic_write_text, combine, result_files
-from .suite import ALPHA, installed
+from .suite import installed
+from .table import ALPHA
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
 

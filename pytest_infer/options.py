@@ -10,14 +10,16 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 import pytest
 
 from .adapters import registry
-from .adapters.base import Environment, Parsers
 from .secrets import API_KEY_ENV
+
+if TYPE_CHECKING:
+    from .adapters.base import Environment, Parsers
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
@@ -141,7 +143,7 @@ class InferOptions:
     model: str = DEFAULT_MODEL
     endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
     server_args: tuple[str, ...] = ()
-    parsers: Parsers = Parsers()
+    parsers: Parsers = field(default_factory=lambda: _parsers([]))
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -216,6 +218,8 @@ def parse_count(option: str, text) -> int:
 
 
 def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[str, tuple[Environment, ...]]:
+    from .adapters.base import Environment  # the adapters load when a session uses them, not with the plugin
+
     found: dict[str, list[Environment]] = {}
     for entry in entries:
         name, sep, path = entry.partition("=")
@@ -245,9 +249,15 @@ def parse_baseline(text: str) -> Path:
     return path
 
 
+def _parsers(specs: list[str]) -> Parsers:
+    from .adapters.base import Parsers
+
+    return Parsers.parse(specs)
+
+
 def parse_parsers(specs: list[str]) -> Parsers:
     try:
-        return Parsers.parse(specs)
+        return _parsers(specs)
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
 

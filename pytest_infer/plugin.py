@@ -1,4 +1,8 @@
-"""The pytest entry point: options, markers, fixtures, and the session's lifecycle hooks."""
+"""The pytest entry point: options, markers, fixtures, and the session's lifecycle hooks.
+
+Every pytest run loads this module, most of them to test no server: the machinery a session uses is
+imported by the hooks that use it (``tests/core/test_import_cost.py`` holds the line).
+"""
 
 from __future__ import annotations
 
@@ -11,16 +15,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import options as opts
-from .client.endpoint import Endpoint
 from .outcomes import Inconclusive, NotExercised, NotRun, Unsupported
-from .results.model import TestRecord
-from .server.pool import ServerInfo
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
 from .suite import Suite, SuiteError, by_name, installed
-from .targets import Target, resolve_targets
 
 if TYPE_CHECKING:
+    from .client.endpoint import Endpoint
     from .client.http import InferClient
+    from .server.pool import ServerInfo
+    from .targets import Target
 
 MARKERS = {
     "infer_check(id)": "the registered check a test runs; recorded in the results.",
@@ -64,6 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = _suites(config)
     for marker, text in {**{s.name: s.description for s in suites.values()}, **MARKERS}.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
+    from .targets import resolve_targets
+
     options = opts.parse(config)
     targets = resolve_targets(options) if options.active else []
     config.stash[session_key] = InferSession.create(config, options, targets, suites)
@@ -143,6 +148,8 @@ def infer_server(infer_target: Target, infer_session: InferSession) -> ServerInf
 
 
 def _target_of(item: pytest.Item) -> Target | None:
+    from .targets import Target
+
     callspec = getattr(item, "callspec", None)
     target = callspec.params.get("infer_target") if callspec is not None else None
     return target if isinstance(target, Target) else None
@@ -276,6 +283,8 @@ def _record(
         outcome = "failed" if report.when == "call" else "error"
     else:
         outcome = "passed"
+    from .results.model import TestRecord
+
     message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
     extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}

@@ -1,22 +1,27 @@
-"""The object that owns a pytest-infer run, kept in ``config.stash``."""
+"""The object that owns a pytest-infer run, kept in ``config.stash``.
+
+Loading this module (the suites' plugins do, for ``session_key``) imports none of the machinery a
+session uses: ``create`` does, so that a pytest run that tests no server pays nothing for it.
+"""
 
 from __future__ import annotations
 
 import json
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import __version__
-from .client.endpoint import Endpoint
-from .options import InferOptions
-from .results.environment import capture_environment
-from .results.model import SessionResults, TargetRecord
-from .server.pool import ServerInfo, ServerPool
-from .suite import Suite
-from .targets import Target
+
+if TYPE_CHECKING:
+    from .client.endpoint import Endpoint
+    from .options import InferOptions
+    from .results.model import SessionResults
+    from .server.pool import ServerInfo, ServerPool
+    from .suite import Suite
+    from .targets import Target
 
 WORKER_SERVERS_KEY = "pytest_infer_servers"
 WORKER_RESULTS_KEY = "pytest_infer_results"
@@ -27,8 +32,8 @@ class InferSession:
     options: InferOptions
     targets: list[Target]
     pool: ServerPool
-    suites: dict[str, Suite] = field(default_factory=dict)
-    results: SessionResults = field(default_factory=SessionResults)
+    suites: dict[str, Suite]
+    results: SessionResults
     is_worker: bool = False
     failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
     # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table (Pairing.settings)
@@ -46,6 +51,10 @@ class InferSession:
         targets: list[Target],
         suites: dict[str, Suite],
     ) -> InferSession:
+        from .results.environment import capture_environment
+        from .results.model import SessionResults
+        from .server.pool import ServerPool
+
         workerinput = getattr(config, "workerinput", None)
         session = cls(
             options, targets, ServerPool(options, targets, owner=workerinput is None), suites,
@@ -65,6 +74,8 @@ class InferSession:
         return {t.id: self.server(t.id) for t in self.targets}
 
     def server(self, target_id: str) -> ServerInfo:
+        from .results.model import TargetRecord
+
         info = self.pool.get(target_id)
         self.results.targets.setdefault(
             target_id,

@@ -2,29 +2,36 @@
 packages declare in the ``pytest_infer.adapters`` entry-point group (``toy = pkg.mod:ToyAdapter``,
 an ``Adapter`` class or instance).
 
-Entry points are listed on first use and imported only when their framework is looked up,
-so a broken one costs nothing until it is asked for, and then says which one it is.
+Built-ins and entry points alike are imported only when their framework is looked up: loading the
+plugin names the frameworks without importing an adapter, and a broken entry point costs nothing
+until it is asked for, and then says which one it is.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from importlib.metadata import EntryPoint, entry_points
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from ..outcomes import InferError
-from .base import Adapter, missing_members
-from .lmdeploy import LMDeployAdapter
-from .sglang import SGLangAdapter
-from .tgi import TGIAdapter
-from .transformers import TransformersAdapter
-from .trtllm import TensorRTLLMAdapter
-from .vllm import VLLMAdapter
+
+if TYPE_CHECKING:
+    from .base import Adapter
 
 GROUP = "pytest_infer.adapters"
+# the built-in adapters: name -> "module:class", imported on first look-up
+BUILTINS = {
+    "vllm": "pytest_infer.adapters.vllm:VLLMAdapter",
+    "sglang": "pytest_infer.adapters.sglang:SGLangAdapter",
+    "lmdeploy": "pytest_infer.adapters.lmdeploy:LMDeployAdapter",
+    "trtllm": "pytest_infer.adapters.trtllm:TensorRTLLMAdapter",
+    "tgi": "pytest_infer.adapters.tgi:TGIAdapter",
+    "transformers": "pytest_infer.adapters.transformers:TransformersAdapter",
+}
 
 
 class AdapterLoadError(InferError, pytest.UsageError):  # type: ignore[misc]  # final in the stubs only
@@ -39,11 +46,21 @@ def _origin(ep: EntryPoint) -> str:
     return f"entry point '{ep.name} = {ep.value}' ({GROUP}{dist})"
 
 
-class Registry(Mapping[str, Adapter]):
-    """Adapters by name; ``entry_points`` defaults to the installed ones of ``GROUP``."""
+def _builtin(spec: str) -> Adapter:
+    module, _, cls = spec.partition(":")
+    return cast("Adapter", getattr(importlib.import_module(module), cls)())
 
-    def __init__(self, builtins: Iterable[Adapter], entry_points: Iterable[EntryPoint] | None = None) -> None:
-        self._builtins = {adapter.name: adapter for adapter in builtins}
+
+class Registry(Mapping[str, "Adapter"]):
+    """Adapters by name; ``builtins`` are adapters, or name -> ``"module:class"`` to import on first look-up;
+    ``entry_points`` defaults to the installed ones of ``GROUP``."""
+
+    def __init__(
+        self, builtins: Iterable[Adapter] | Mapping[str, str], entry_points: Iterable[EntryPoint] | None = None
+    ) -> None:
+        self._builtins: dict[str, Adapter | str] = (
+            dict(builtins) if isinstance(builtins, Mapping) else {adapter.name: adapter for adapter in builtins}
+        )
         self._given = None if entry_points is None else tuple(entry_points)
         self._loaded: dict[str, Adapter] = {}
 
@@ -69,7 +86,10 @@ class Registry(Mapping[str, Adapter]):
             return self._loaded[name]
         declared = self._entry_points.get(name, [])
         if name in self._builtins and not declared:
-            return self._builtins[name]
+            builtin = self._builtins[name]
+            if isinstance(builtin, str):
+                self._builtins[name] = builtin = _builtin(builtin)
+            return builtin
         if not declared:
             raise KeyError(f"unknown framework {name!r}; valid: {', '.join(self)}")
         if len(declared) > 1 or name in self._builtins:
@@ -82,6 +102,8 @@ class Registry(Mapping[str, Adapter]):
 
 
 def _load(ep: EntryPoint) -> Adapter:
+    from .base import missing_members
+
     try:
         obj = ep.load()
         adapter = obj() if isinstance(obj, type) else obj
@@ -97,14 +119,7 @@ def _load(ep: EntryPoint) -> Adapter:
     return adapter
 
 
-# mypy holds protocol class variables invariant (tuple[str, ...] v a subclass's tuple[str, str]);
-# missing_members checks the protocol at run time for every adapter, entry points included.
-ADAPTERS = Registry(
-    cast(
-        "tuple[Adapter, ...]",
-        (VLLMAdapter(), SGLangAdapter(), LMDeployAdapter(), TensorRTLLMAdapter(), TGIAdapter(), TransformersAdapter()),
-    )
-)
+ADAPTERS = Registry(BUILTINS)
 
 
 def names() -> list[str]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import conformance
-from ..adapters.base import Adapter
-from .scripts import Scripting
+
+if TYPE_CHECKING:
+    from ..adapters.base import Adapter
+    from .scripts import Scripting
 
 EXPECTATIONS_INI = "infer_expectations"
 
@@ -59,6 +61,8 @@ def conformance_ctx(
 def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
     """The adapter's field that forces text (an adapter written to the protocol alone has none) and the parsers the
     target runs."""
+    from .scripts import Scripting
+
     fields = getattr(adapter, "forced_text_fields", None)
     force = None if fields is None else (lambda regex: fields(regex, version))
     return Scripting(parsers.tool, parsers.reasoning, force, adapter.name)

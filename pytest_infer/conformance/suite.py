@@ -2,11 +2,10 @@
 outcomes, one row per registered check; its table keeps the shape of every answer, for API drift."""
 
 from ..suite import Suite
-from .table import ShapeTable
 
 SUITE = Suite(
     "conformance",
     "OpenAI-API conformance checks (suites/conformance).",
-    table=ShapeTable,
+    table="pytest_infer.conformance.table:ShapeTable",
     plugin="pytest_infer.conformance.plugin",
 )

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from ..suite import Cell, Finding, Pairing, Section, Table, TargetTable
+from ..table import Cell, Finding, Pairing, Section, Table, TargetTable
 
 DONE = "[DONE]"  # the stream's terminator, recorded as a field of its own: {"[DONE]": true}
 EMPTY_ARRAY = "empty-array"  # an array seen only empty: its items' fields were not seen, so none can be missing

@@ -19,7 +19,8 @@ from typing import Any
 
 from ..results.model import SessionResults
 from ..results.views import CheckCell, check_matrix, target_label
-from ..suite import ALPHA, Finding, Pairing, Suite, Table
+from ..suite import Suite
+from ..table import ALPHA, Finding, Pairing, Table
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
@@ -208,7 +209,12 @@ def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[s
 
 def gate_rules(suites: Mapping[str, Suite], settings: Mapping[str, Any]) -> list[str]:
     """The rules of every suite given settings, as each suite's table describes them."""
-    return [rule for name, value in settings.items() if name in suites for rule in suites[name].table.gate_rules(value)]
+    return [
+        rule
+        for name, value in settings.items()
+        if name in suites
+        for rule in suites[name].table_type().gate_rules(value)
+    ]
 
 
 def compare(

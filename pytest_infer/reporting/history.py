@@ -17,7 +17,7 @@ from typing import Any
 from ..gating.compare import GateResult, compare
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
-from ..suite import Cell, Finding
+from ..table import Cell, Finding
 from . import plots
 from .html import _e, _table, page
 
@@ -127,7 +127,9 @@ def build_history(
                 _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
-    notes = [note for name, suite in merged.suites.items() if (note := suite.table.history_note(settings.get(name)))]
+    notes = [
+        note for name, suite in merged.suites.items() if (note := suite.table_type().history_note(settings.get(name)))
+    ]
     return merged, History(by_framework, steps, _changing_rows(views, by_framework), notes)
 
 

@@ -12,7 +12,7 @@ import json
 
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
-from ..suite import Section
+from ..table import Section
 from .terminal import verdict_counts
 
 STYLE = """

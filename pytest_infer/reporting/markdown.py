@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
-from ..suite import Cell, Section
+from ..table import Cell, Section
 from .terminal import verdict_counts
 
 ICONS = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..results.model import SessionResults
 from ..results.views import Views, build_views
-from ..suite import Section
+from ..table import Section
 
 MAX_ROW = 60
 # The verdict's columns: (outcome, heading); "invalid" counts measurements that judged nothing.

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..outcomes import InferError
-from ..suite import RawTable, Suite, Table, installed
+from ..suite import Suite, installed
+from ..table import RawTable, Table
 
 SCHEMA_VERSION = 1
 
@@ -142,7 +143,7 @@ class SessionResults:
             known = self.suites.get(suite)
             if known is None:
                 raise KeyError(f"no suite {suite!r} is registered; registered: {', '.join(self.suites) or 'none'}")
-            self.tables[suite] = known.table()
+            self.tables[suite] = known.table_type()()
         return self.tables[suite]
 
     def merge(self, other: SessionResults) -> None:
@@ -176,7 +177,7 @@ class SessionResults:
         suites = suites if suites is not None else _installed_suites()
         try:
             tables = {
-                name: suites[name].table.from_json(value) if name in suites else RawTable.from_json(value)
+                name: suites[name].table_type().from_json(value) if name in suites else RawTable.from_json(value)
                 for name, value in data.items()
                 if name not in Suite.RESERVED
             }

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..suite import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
+from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target.
@@ -233,7 +233,7 @@ def _table_of(results: SessionResults, suite: str) -> Table | None:
     if suite in results.tables:
         return results.tables[suite]
     known = results.suites.get(suite)
-    return known.table() if known is not None else None
+    return known.table_type()() if known is not None else None
 
 
 def notable(cells: dict[str, CheckCell], ids: list[str]) -> bool:

@@ -2,12 +2,11 @@
 so it runs last: a server it breaks takes no other suite's verdicts with it."""
 
 from ..suite import Suite
-from .table import RobustnessTable
 
 SUITE = Suite(
     "robustness",
     "bad input and abuse checks (suites/robustness).",
-    table=RobustnessTable,
+    table="pytest_infer.robustness.table:RobustnessTable",
     plugin="pytest_infer.robustness.plugin",
     runs_last=True,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..suite import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
+from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
 # What the reports show per target, in this order.
 COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "wedged", "aborted")

@@ -2,12 +2,11 @@
 suite provoked and loads the server with hostile requests, so it runs last (after robustness, by name)."""
 
 from ..suite import Suite
-from .table import SecurityTable
 
 SUITE = Suite(
     "security",
     "authentication on every route, what error answers disclose, one hostile request's stall (suites/security).",
-    table=SecurityTable,
+    table="pytest_infer.security.table:SecurityTable",
     plugin="pytest_infer.security.plugin",
     runs_last=True,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..suite import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
+from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 from .routes import PROTECTED
 
 # failure messages of the suite's tests (suites/security) -> root causes: (pattern, title, severity)

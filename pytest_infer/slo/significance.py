@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .metrics.catalogue import Figure
 
-from ..suite import ALPHA
+from ..table import ALPHA
 
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
 MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)

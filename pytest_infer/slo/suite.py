@@ -2,12 +2,11 @@
 
 from ..suite import Suite
 from .settings import NAME
-from .table import SloTable
 
 SUITE = Suite(
     NAME,
     "latency and throughput SLO checks (suites/slo).",
-    table=SloTable,
+    table="pytest_infer.slo.table:SloTable",
     plugin="pytest_infer.slo.plugin",
     cli="pytest_infer.slo.cli",
 )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..suite import Cell, Finding, Limits, Pairing, Section, Table
+from ..table import Cell, Finding, Limits, Pairing, Section, Table
 from . import settings as slo_settings
 from .metrics.catalogue import Figure, find, headline, parse, stored
 from .metrics.catalogue import metric as catalogued

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..session import session_key
-from .table import StructuredTable
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
     from .explore import ExploreSettings
@@ -251,6 +250,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is None:
         return
+    from .table import StructuredTable
+
     table = session.results.tables.get("structured")
     if not isinstance(table, StructuredTable) or not table:
         return

@@ -1,11 +1,10 @@
 """The structured-output suite's registration (entry point ``pytest_infer.suites``)."""
 
 from ..suite import Suite
-from .table import StructuredTable
 
 SUITE = Suite(
     "structured",
     "structured-output checks under constrained decoding (suites/structured).",
-    table=StructuredTable,
+    table="pytest_infer.structured.table:StructuredTable",
     plugin="pytest_infer.structured.plugin",
 )

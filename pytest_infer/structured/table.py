@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..suite import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
+from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
 # Outcome classes of the matrix (docs/structured-output.md), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.conformance.table import ShapeTable, digest, drift
-from pytest_infer.suite import Pairing, TargetTable
+from pytest_infer.table import Pairing, TargetTable
 
 from .test_shapes import CHAT, kinds, shapes
 

@@ -1,10 +1,12 @@
-"""ARCHITECTURE.md's layering is enforced: import-linter's contracts (pyproject.toml) hold, and they
-do catch an import that breaks them."""
+"""ARCHITECTURE.md's layering is enforced: its table of layers is the contract's list, import-linter's contracts
+(pyproject.toml) hold, and they do catch an import that breaks them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,39 @@ def lint_imports() -> str:
     if tool is None:
         pytest.skip("lint-imports is not installed (pip install import-linter, or the test extra)")
     return tool
+
+
+def documented_layers(text: str) -> list[set[str]]:
+    """The modules of each layer of ARCHITECTURE.md's table, top layer first, as the contract names them: the rows
+    from ``values`` up to the row that may import everything (the stand-alone testing package below it is a contract
+    of its own)."""
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
+    layers: list[set[str]] = []
+    for _layer, package, _, imports in rows[1:]:
+        modules = set()
+        for path in re.findall(r"`([^`]+)`", package):
+            path = path.removeprefix("pytest_infer/").removesuffix("/").removesuffix(".py")
+            modules.add("pytest_infer." + path.replace("/", "."))
+        layers.append(modules)
+        if imports.strip() == "everything above":
+            break
+    return layers[::-1]
+
+
+def contract_layers(pyproject: str) -> list[set[str]]:
+    contract = tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"][0]
+    return [{module.strip() for module in layer.split("|")} for layer in contract["layers"]]
+
+
+def test_architecture_md_lists_the_layers_of_the_contract():
+    documented = documented_layers((ROOT / "ARCHITECTURE.md").read_text())
+    assert documented == contract_layers((ROOT / "pyproject.toml").read_text())
+
+
+def test_a_layer_missing_from_architecture_md_is_told_apart():
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    without_targets = "\n".join(line for line in text.splitlines() if not line.startswith("| targets |"))
+    assert documented_layers(without_targets) != contract_layers((ROOT / "pyproject.toml").read_text())
 
 
 def test_the_import_contracts_hold():

@@ -14,7 +14,8 @@ from pytest_infer import SessionResults, Suite, Table
 from pytest_infer.cli import main as cli
 from pytest_infer.options import BASELINE, ENDPOINT, REPORT_DIR
 from pytest_infer.results.model import combine
-from pytest_infer.suite import RawTable, SuiteError, by_name, installed
+from pytest_infer.suite import SuiteError, by_name, installed
+from pytest_infer.table import RawTable
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
 # The toy suite counts the words of the answer: a drop in words is its regression. It uses the generic channel for
@@ -243,6 +244,29 @@ def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pyteste
 def test_the_bundled_suites_are_registered_as_entry_points():
     assert [s.name for s in installed()] == ["conformance", "slo", "structured", "robustness", "security"]
     assert installed()[-1].runs_last
+
+
+def test_a_suite_names_its_table_as_module_and_class_and_gets_it_on_first_use():
+    assert Suite("kept", "a raw table", table="pytest_infer.table:RawTable").table_type() is RawTable
+    assert Suite("plain", "no table of its own").table_type() is Table
+    assert {s.name: s.table_type().__name__ for s in installed()}["slo"] == "SloTable"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            "pytest_infer.no_such_module:Table",
+            "suite 'broken': cannot load its table 'pytest_infer.no_such_module:Table'",
+        ),
+        ("pytest_infer.table:NoSuchTable", "suite 'broken': cannot load its table"),
+        ("pytest_infer.table:Cell", "suite 'broken': its table 'pytest_infer.table:Cell' is no pytest_infer.Table"),
+    ],
+    ids=["no-module", "no-class", "not-a-table"],
+)
+def test_a_table_that_cannot_be_loaded_names_its_suite(spec: str, message: str):
+    with pytest.raises(SuiteError, match=message):
+        Suite("broken", "its table is wrong", table=spec).table_type()
 
 
 def test_two_suites_of_one_name_are_refused():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from results_factory import session
 
 from pytest_infer.gating.compare import compare, pair_targets
-from pytest_infer.suite import Finding, Table
+from pytest_infer.table import Finding, Table
 
 CHECK = "chat.stop_strings"
 PAIR = "vllm 0.31.0 -> vllm 0.32.0"

@@ -13,7 +13,7 @@ from pytest_infer.security.disclosure import environment_secrets, scan_body, sca
 from pytest_infer.security.routes import Route, RouteProbe, classify, probe_request
 from pytest_infer.security.stall import Hostile, StallLimits, judge
 from pytest_infer.security.table import SecurityTable
-from pytest_infer.suite import Pairing
+from pytest_infer.table import Pairing
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from pytest_infer.slo.profiles.evaluate import evaluate_point, metric_names
 from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 from pytest_infer.slo.table import SloTable
-from pytest_infer.suite import Pairing
+from pytest_infer.table import Pairing
 
 from .test_suite import copy_suite, run_suite
 

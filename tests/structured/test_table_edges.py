@@ -4,7 +4,7 @@ to alpha, a share that falls), keywords one side lacks, and the keyword matrix's
 from __future__ import annotations
 
 from pytest_infer.structured.table import StructuredTable, keyword_status, rise_p_value
-from pytest_infer.suite import Pairing, Table
+from pytest_infer.table import Pairing, Table
 
 PAIRING = Pairing("old", "new", "old -> new")
 
