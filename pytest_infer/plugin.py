@@ -67,10 +67,12 @@ def pytest_configure(config: pytest.Config) -> None:
     suites = _suites(config)
     for marker, text in {**{s.name: s.description for s in suites.values()}, **MARKERS}.items():
         config.addinivalue_line("markers", f"{marker}: {text}")
-    from .targets import resolve_targets
-
     options = opts.parse(config)
-    targets = resolve_targets(options) if options.active else []
+    targets = []
+    if options.active:
+        from .targets import resolve_targets
+
+        targets = resolve_targets(options)
     config.stash[session_key] = InferSession.create(config, options, targets, suites)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")

@@ -22,9 +22,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Reads the limits now, so a bad file stops the run before any server starts; a run that tests no server and
+    names no file reads nothing (the stall machinery loads httpx and the load client)."""
+    from ..session import session_key
+
+    session, given = config.stash.get(session_key, None), option_value(config, STALL)
+    if not given and (session is None or not session.targets):
+        return
     from .stall import LIMITS_FILE, StallLimits
 
-    path = option_value(config, STALL) or LIMITS_FILE
+    path = given or LIMITS_FILE
     try:
         config.stash[_LIMITS] = StallLimits.load(path)
     except (OSError, ValueError, TypeError) as exc:

@@ -147,14 +147,16 @@ def parse_profile(text: str) -> Profile:
 def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
     """The gate's rules and drift calibration, read now, so a bad rule or file stops the run before any server
     starts; both compare with a baseline run."""
-    from .drift import CalibrationError, DriftCalibration
-    from .rules import RuleError, parse_rules
-
     rules_text, calibration = option_value(config, FAIL_ON), option_value(config, CALIBRATION)
-    try:
-        rules = parse_rules(rules_text) if rules_text else ()
-    except RuleError as exc:
-        raise pytest.UsageError(f"{FAIL_ON}: {exc}") from None
+    if rules_text:
+        from .rules import RuleError, parse_rules
+
+        try:
+            rules = parse_rules(rules_text)
+        except RuleError as exc:
+            raise pytest.UsageError(f"{FAIL_ON}: {exc}") from None
+    else:
+        rules = ()
     if rules and baseline is None:
         raise pytest.UsageError(f"{FAIL_ON} needs {BASELINE}=FILE: the figures are compared with a baseline run")
     if calibration is None:
@@ -163,6 +165,8 @@ def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
         raise pytest.UsageError(
             f"{CALIBRATION} needs {BASELINE}=FILE: it bounds the drift between its session and this one"
         )
+    from .drift import CalibrationError, DriftCalibration
+
     try:
         return SloSettings(rules, DriftCalibration.read(Path(calibration)))
     except CalibrationError as exc:

@@ -46,3 +46,30 @@ def test_loading_the_plugin_and_its_suites_loads_no_heavy_library():
 def test_loading_the_plugin_and_its_suites_loads_none_of_the_session_machinery():
     loaded = loaded_by_the_plugin()
     assert "pytest_infer.plugin" in loaded and loaded.isdisjoint(MACHINERY), sorted(loaded & set(MACHINERY))
+
+
+# what configure must not load in a run that tests no server: the load client, the stall machinery, the drift reader
+CONFIGURE_MACHINERY = {"pytest_infer.load", "pytest_infer.security.stall", "pytest_infer.slo.drift"}
+RUN = """
+import json, sys
+import pytest
+pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", *sys.argv[1:]])
+print("MODULES", json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_by_a_run(project, *options: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", RUN, "test_one.py", *options], cwd=project, capture_output=True, text=True, check=True
+    ).stdout
+    return set(json.loads(out.split("MODULES ", 1)[1]))
+
+
+def test_a_run_that_tests_no_server_loads_no_heavy_library_through_the_plugin(tmp_path):
+    """Import, options, configure, collection and finish of a run with no server: what the plugin and its suites add
+    to the same run without them (``-p no:infer``) holds no heavy library and none of the session machinery."""
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    added = loaded_by_a_run(tmp_path) - loaded_by_a_run(tmp_path, "-p", "no:infer")
+    assert "pytest_infer.plugin" in added
+    unwanted = {module for module in added if module.split(".")[0] in HEAVY} | (added & CONFIGURE_MACHINERY)
+    assert not unwanted, sorted(unwanted)
