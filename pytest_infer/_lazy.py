@@ -1,10 +1,15 @@
-"""Package attributes imported on first use, so loading the plugin costs little in runs that do not use a suite."""
+"""Package attributes imported on first use, and installed entry points read once, so loading the plugin costs little
+in runs that do not use a suite."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 
 def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -19,3 +24,16 @@ def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], 
         return sorted(names)
 
     return __getattr__, __dir__
+
+
+@functools.cache
+def _installed_entry_points() -> Any:  # SelectableGroups on 3.11, EntryPoints from 3.12: both select by group
+    from importlib import metadata  # pytest has loaded it by the time a plugin asks; a bare import need not
+
+    return metadata.entry_points()
+
+
+def entry_points(group: str) -> tuple[EntryPoint, ...]:
+    """The installed entry points of ``group``. Every group comes from one pass over the installed distributions, once
+    per process: the suites' group and the adapters' are both read when pytest starts."""
+    return tuple(_installed_entry_points().select(group=group))

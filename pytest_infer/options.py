@@ -16,10 +16,11 @@ from urllib.parse import urlparse
 import pytest
 
 from .adapters import registry
+from .adapters.parsers import Parsers
 from .secrets import API_KEY_ENV
 
 if TYPE_CHECKING:
-    from .adapters.base import Environment, Parsers
+    from .adapters.base import Environment
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
@@ -143,7 +144,7 @@ class InferOptions:
     model: str = DEFAULT_MODEL
     endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
     server_args: tuple[str, ...] = ()
-    parsers: Parsers = field(default_factory=lambda: _parsers([]))
+    parsers: Parsers = Parsers()
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -218,6 +219,8 @@ def parse_count(option: str, text) -> int:
 
 
 def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[str, tuple[Environment, ...]]:
+    if not entries:
+        return {}
     from .adapters.base import Environment  # the adapters load when a session uses them, not with the plugin
 
     found: dict[str, list[Environment]] = {}
@@ -249,15 +252,9 @@ def parse_baseline(text: str) -> Path:
     return path
 
 
-def _parsers(specs: list[str]) -> Parsers:
-    from .adapters.base import Parsers
-
-    return Parsers.parse(specs)
-
-
 def parse_parsers(specs: list[str]) -> Parsers:
     try:
-        return _parsers(specs)
+        return Parsers.parse(specs)
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
 

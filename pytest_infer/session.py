@@ -62,7 +62,7 @@ class InferSession:
         )  # fmt: skip
         session.results.plugin_version = __version__
         session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
-        if workerinput is None:  # the controller writes the results; workers' environment would be discarded
+        if workerinput is None and targets:  # the controller writes the results of a session that tests a server
             session.results.environment = capture_environment(config.rootpath, __version__)
         if workerinput is not None and WORKER_SERVERS_KEY in workerinput:
             session.pool.provide(json.loads(workerinput[WORKER_SERVERS_KEY]))

@@ -18,9 +18,9 @@ import functools
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, ClassVar
 
+from ._lazy import entry_points
 from .outcomes import InferError
 
 if TYPE_CHECKING:

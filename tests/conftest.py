@@ -25,6 +25,7 @@ import pytest
 import scipy.stats  # noqa: F401  (the gate's Mann-Whitney test imports it inside runs)
 
 import pytest_infer.slo.profiles.evaluate  # noqa: F401  (numpy, scipy)
+import pytest_infer.slo.settings  # noqa: F401  (the plugin imports it when a session uses it; the gate checks its class)
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest, LaunchSpec, python_of
 from pytest_infer.client.endpoint import Endpoint

@@ -12,11 +12,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from .._lazy import entry_points
 from ..outcomes import InferError
 
 if TYPE_CHECKING:

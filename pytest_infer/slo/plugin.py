@@ -14,7 +14,7 @@ import os
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,6 @@ import pytest
 
 from ..options import BASELINE, add_option, option_value, parse_count
 from ..session import session_key
-from .settings import NAME, SloSettings
 
 if TYPE_CHECKING:
     from ..load import LoadRun
@@ -30,7 +29,8 @@ if TYPE_CHECKING:
     from .metrics import ValidityRules
     from .profiles import LoadPoint, Profile
     from .profiles.capacity import CapacityResult
-    from .profiles.evaluate import PointResult, Subject
+    from .profiles.evaluate import Interleaved, PointResult, Subject
+    from .settings import SloOptions, SloSettings
 
 SLO = "--slo"
 SLO_REPEAT = "--slo-repeat"
@@ -44,31 +44,10 @@ CALIBRATION = "--infer-calibration"
 NO_PROFILE = "no SLO profile: pass --slo=NAME (see slo/) or --slo=path/to/profile.yaml"
 
 
-@dataclass(frozen=True, slots=True)
-class SloOptions:
-    profile: Profile | None = None
-    repeat: int | None = None
-    interleave: bool = False
-    processes: int | None = None  # the load client as that many processes on this host
-    ray_address: str | None = None  # the load client as Ray actors on this cluster
-    slices: int = DEFAULT_SLICES  # parts of each run that take turns, when interleaving
+slo_key = pytest.StashKey["SloOptions"]()
 
 
-slo_key = pytest.StashKey[SloOptions]()
-
-
-@dataclass(frozen=True, slots=True)
-class Interleaved:
-    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
-
-    id: str
-    results: dict[str, PointResult | CapacityResult]
-
-    def __getitem__(self, target_id: str) -> PointResult | CapacityResult:
-        return self.results[target_id]
-
-
-interleaved_key = pytest.StashKey[dict[str, Interleaved]]()
+interleaved_key = pytest.StashKey[dict[str, "Interleaved"]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -147,6 +126,8 @@ def parse_profile(text: str) -> Profile:
 def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
     """The gate's rules and drift calibration, read now, so a bad rule or file stops the run before any server
     starts; both compare with a baseline run."""
+    from .settings import SloSettings
+
     rules_text, calibration = option_value(config, FAIL_ON), option_value(config, CALIBRATION)
     if rules_text:
         from .rules import RuleError, parse_rules
@@ -173,8 +154,16 @@ def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
         raise pytest.UsageError(f"{CALIBRATION}: {exc}") from None
 
 
+OPTIONS = (SLO, SLO_REPEAT, SLO_INTERLEAVE, SLO_SLICES, SLO_PROCESSES, SLO_RAY_ADDRESS, FAIL_ON, CALIBRATION)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """Reads and checks the suite's options; a run that tests no server and names none of them reads nothing."""
     session = config.stash.get(session_key, None)
+    if (session is None or not session.targets) and not any(option_value(config, o) for o in OPTIONS):
+        return
+    from .settings import NAME, SloOptions
+
     settings = _gate_settings(config, session.options.baseline if session is not None else None)
     text, repeat = option_value(config, SLO), option_value(config, SLO_REPEAT)
     interleave = bool(option_value(config, SLO_INTERLEAVE))
@@ -356,6 +345,8 @@ def _probes_on(
 
 def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:
     """This load point on every target that is up, measured once for all of them (at the first target's test)."""
+    from .profiles.evaluate import Interleaved
+
     done = config.stash.setdefault(interleaved_key, {})
     if point_id not in done:
         up = [(t, session.server(t.id)) for t in session.targets]

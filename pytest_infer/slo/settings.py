@@ -1,5 +1,6 @@
-"""The SLO suite's settings for the gate: what its plugin (``--infer-fail-on``, ``--infer-calibration``) and its
-part of the ``pytest-infer`` command (``--fail-on``, ``--calibration``) hand the core under its name."""
+"""The SLO suite's settings: its session's options (``SloOptions``, read by its plugin when a session uses them), and
+its settings for the gate: what its plugin (``--infer-fail-on``, ``--infer-calibration``) and its part of the
+``pytest-infer`` command (``--fail-on``, ``--calibration``) hand the core under its name."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .drift import DriftCalibration
+    from .profiles import Profile
     from .rules import Rule
 
 NAME = "slo"  # the suite's name: its marker, its results key, its key in the gate's settings
@@ -21,6 +23,18 @@ class SloSettings:
 
     rules: tuple[Rule, ...] = ()
     drift: DriftCalibration | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SloOptions:
+    """What the suite's options ask of a session: the profile, runs per load point, and how the load client runs."""
+
+    profile: Profile | None
+    repeat: int | None
+    interleave: bool
+    processes: int | None  # the load client as that many processes on this host
+    ray_address: str | None  # the load client as Ray actors on this cluster
+    slices: int  # parts of each run that take turns, when interleaving
 
 
 def of(settings: Any) -> SloSettings:

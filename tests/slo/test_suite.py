@@ -298,3 +298,19 @@ def test_slo_ray_address_without_ray_is_a_usage_error(pytester, paced_server, mo
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     result = run_suite(pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--slo-ray-address=auto")
     result.stderr.fnmatch_lines(["*--slo-ray-address needs Ray on this machine: pip install 'pytest-infer?ray?'*"])
+
+
+def test_the_suite_registers_under_the_name_its_gate_settings_use():
+    from pytest_infer.slo.settings import NAME
+    from pytest_infer.slo.suite import SUITE
+
+    assert SUITE.name == NAME
+
+
+def test_a_bad_slo_option_is_a_usage_error_in_a_run_that_tests_no_server(pytester):
+    """The suite reads nothing in a run without a server unless an option of its own is given: then it checks it."""
+    pytester.makepyfile("def test_one():\n    pass\n")
+    assert pytester.runpytest("-p", "no:randomly").ret == pytest.ExitCode.OK
+    result = pytester.runpytest("-p", "no:randomly", "--slo=no-such-profile")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--slo: unknown profile 'no-such-profile'; valid:*"])
