@@ -94,7 +94,7 @@ def _end_like_ctrl_c_on_sigterm(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
     if session is not None:
-        session.pool.stop_all()
+        session.stop_servers()
     previous = config.stash.get(sigterm_key, None)
     if previous is not None:
         signal.signal(signal.SIGTERM, previous)
@@ -323,7 +323,8 @@ def _message(report: pytest.TestReport) -> str:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     infer = session.config.stash[session_key]
     if infer.is_worker:
-        session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())  # type: ignore[attr-defined]  # set by xdist
+        if infer.targets:
+            session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())  # type: ignore[attr-defined]  # set by xdist
         return
     if infer.targets:
         from .reporting.outputs import finish_session
@@ -338,12 +339,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.settings)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
-    infer.pool.stop_all()
+    infer.stop_servers()
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     infer = config.stash[session_key]
-    if not infer.results.targets:
+    if not infer.targets or not infer.results.targets:
         return
     from .reporting.terminal import render_summary
 

@@ -6,6 +6,7 @@ session uses: ``create`` does, so that a pytest run that tests no server pays no
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -29,11 +30,12 @@ WORKER_RESULTS_KEY = "pytest_infer_results"
 
 @dataclass
 class InferSession:
+    """``pool`` and ``results`` are made on first use: a run that tests no server (most pytest runs where the plugin
+    is installed) never loads the server and results machinery."""
+
     options: InferOptions
     targets: list[Target]
-    pool: ServerPool
     suites: dict[str, Suite]
-    results: SessionResults
     is_worker: bool = False
     failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
     # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table (Pairing.settings)
@@ -51,22 +53,35 @@ class InferSession:
         targets: list[Target],
         suites: dict[str, Suite],
     ) -> InferSession:
-        from .results.environment import capture_environment
-        from .results.model import SessionResults
-        from .server.pool import ServerPool
-
         workerinput = getattr(config, "workerinput", None)
-        session = cls(
-            options, targets, ServerPool(options, targets, owner=workerinput is None), suites,
-            SessionResults(suites=suites), is_worker=workerinput is not None,
-        )  # fmt: skip
-        session.results.plugin_version = __version__
+        session = cls(options, targets, suites, is_worker=workerinput is not None)
         session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
         if workerinput is None and targets:  # the controller writes the results of a session that tests a server
+            from .results.environment import capture_environment
+
             session.results.environment = capture_environment(config.rootpath, __version__)
         if workerinput is not None and WORKER_SERVERS_KEY in workerinput:
             session.pool.provide(json.loads(workerinput[WORKER_SERVERS_KEY]))
         return session
+
+    @functools.cached_property
+    def pool(self) -> ServerPool:
+        from .server.pool import ServerPool
+
+        return ServerPool(self.options, self.targets, owner=not self.is_worker)
+
+    @functools.cached_property
+    def results(self) -> SessionResults:
+        from .results.model import SessionResults
+
+        results = SessionResults(suites=self.suites)
+        results.plugin_version = __version__
+        return results
+
+    def stop_servers(self) -> None:
+        """Stops every server this session started; a session that made no pool has none."""
+        if "pool" in self.__dict__:
+            self.pool.stop_all()
 
     def servers(self) -> dict[str, ServerInfo]:
         """Every target's server, started side by side (what an xdist controller hands its workers)."""

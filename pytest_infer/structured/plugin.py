@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from ..session import session_key
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
     from .explore import ExploreSettings
+    from .options import StructuredOptions
     from .runner import RequestPath, StructuredRunner
     from .store import ReproducerStore
 
@@ -30,17 +30,7 @@ HYPOTHESIS_DIR = "hypothesis-structured"
 REQUEST_PATHS = ("response_format", "response_format-stream", "native")
 
 
-@dataclass(frozen=True, slots=True)
-class StructuredOptions:
-    examples: int = DEFAULT_EXAMPLES
-    seed: int = DEFAULT_SEED
-    keywords: frozenset[str] | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    shrink_seconds: float = DEFAULT_SHRINK_SECONDS
-    tokenizer: Path | None = None
-
-
-structured_key = pytest.StashKey[StructuredOptions]()
+structured_key = pytest.StashKey["StructuredOptions"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -124,6 +114,8 @@ def parse_keywords(text: str) -> frozenset[str]:
 
 
 def parse(config: pytest.Config) -> StructuredOptions:
+    from .options import StructuredOptions
+
     get = config.getoption
     keywords = get("structured_keywords")
     return StructuredOptions(
@@ -151,7 +143,14 @@ def _tokenizer(text: str | None) -> Path | None:
     return path
 
 
+DESTS = ("examples", "seed", "keywords", "timeout", "shrink_seconds", "tokenizer")  # structured_*: each option's dest
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """Reads and checks the suite's options; a run that tests no server and names none of them reads nothing."""
+    session = config.stash.get(session_key, None)
+    if (session is None or not session.targets) and not any(config.getoption(f"structured_{d}") for d in DESTS):
+        return
     config.stash[structured_key] = parse(config)
 
 
@@ -248,7 +247,7 @@ def structured_record(infer_session, infer_target):
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     session = config.stash.get(session_key, None)
-    if session is None:
+    if session is None or not session.targets:
         return
     from .table import StructuredTable
 
