@@ -48,8 +48,17 @@ def test_loading_the_plugin_and_its_suites_loads_none_of_the_session_machinery()
     assert "pytest_infer.plugin" in loaded and loaded.isdisjoint(MACHINERY), sorted(loaded & set(MACHINERY))
 
 
-# what configure must not load in a run that tests no server: the load client, the stall machinery, the drift reader
-CONFIGURE_MACHINERY = {"pytest_infer.load", "pytest_infer.security.stall", "pytest_infer.slo.drift"}
+# what a run that tests no server must not load: the load client, the stall machinery, the drift reader, the servers,
+# the results model, the targets and the adapters
+CONFIGURE_MACHINERY = {
+    "pytest_infer.load",
+    "pytest_infer.security.stall",
+    "pytest_infer.slo.drift",
+    "pytest_infer.server.pool",
+    "pytest_infer.results.model",
+    "pytest_infer.targets",
+    "pytest_infer.adapters.base",
+}
 RUN = """
 import json, sys
 import pytest
