@@ -4,7 +4,8 @@
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
-- ``path suites|slo``: where the bundled suites and profiles are, for ``pytest "$(pytest-infer path suites)"``.
+- ``path suites|FOLDER``: where the bundled suites are, for ``pytest "$(pytest-infer path suites)"``, or a folder a
+  suite bundles (the SLO suite's ``slo``: its profiles).
 
 A suite adds its own arguments to ``compare`` and ``history`` (its gate settings) and commands of its own
 (``Suite.cli``), such as the SLO suite's ``--fail-on`` and ``calibrate``.
@@ -194,9 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser(
-        "path", help='where the bundled suites or SLO profiles are: pytest "$(pytest-infer path suites)" ...'
+        "path", help='where the bundled suites, or a folder a suite bundles, are: pytest "$(pytest-infer path suites)"'
     )
-    p.add_argument("folder", choices=("suites", "slo"))
+    folders = [folder for module in clis.values() if hasattr(module, "folders") for folder in module.folders()]
+    p.add_argument("folder", choices=("suites", *folders))
     p.set_defaults(func=cmd_path)
     for module in clis.values():
         if hasattr(module, "commands"):

@@ -41,7 +41,8 @@ class Suite:
     ``cli`` is the module of its part in the ``pytest-infer`` command, any of: ``add_arguments(parser, command)``
     adds its arguments to a core command (``compare``, ``history``); ``settings(args)`` turns them into its gate
     settings (``Pairing.settings``), raising an ``InferError`` on bad input; ``commands(subparsers)`` adds commands
-    of its own, each a parser whose ``func(args)`` returns the exit status."""
+    of its own, each a parser whose ``func(args)`` returns the exit status; ``folders()`` names the project folders
+    it bundles, for ``pytest-infer path``."""
 
     name: str
     description: str

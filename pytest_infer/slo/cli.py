@@ -56,6 +56,11 @@ def settings(args: argparse.Namespace) -> SloSettings:
     return SloSettings(rules, drift)
 
 
+def folders() -> tuple[str, ...]:
+    """The bundled folders ``pytest-infer path`` names: the SLO profiles (``--slo=NAME`` reads them)."""
+    return ("slo",)
+
+
 def commands(subparsers: argparse._SubParsersAction) -> None:
     from .drift import SAFETY
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,10 @@ def add_arguments(parser, command):
 
 def settings(args):
     return getattr(args, "toy_tolerance", 0)
+
+
+def folders():
+    return ("toy",)
 
 
 TOY = Suite("toy", "the toy suite (counts words)", table=WordTable, cli="toy_suite")
@@ -225,6 +230,16 @@ def test_a_toy_suite_adds_its_setting_to_pytest_infer_compare(
     assert cli(["compare", *files, "--toy-tolerance=1000"]) == 0
     out = capsys.readouterr().out
     assert "upgrade gate: PASS: no regressions" in out and "rules: toy.words may drop by 1000" in out
+
+
+def test_a_toy_suite_names_its_bundled_folder_to_pytest_infer_path(
+    toy: pytest.Pytester, toy_installed: Suite, capsys: pytest.CaptureFixture[str]
+):
+    """``Suite.cli``'s ``folders()``: ``pytest-infer path`` offers the toy's folder beside the core's and the SLO's."""
+    with pytest.raises(SystemExit):
+        cli(["path", "no-such-folder"])
+    assert "(choose from 'suites', 'slo', 'toy')" in capsys.readouterr().err
+    assert cli(["path", "slo"]) == 0 and (Path(capsys.readouterr().out.strip()) / "cpu.yaml").is_file()
 
 
 def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pytester, tmp_path):
