@@ -16,11 +16,11 @@ from urllib.parse import urlparse
 import pytest
 
 from .adapters import registry
-from .adapters.parsers import Parsers
 from .secrets import API_KEY_ENV
 
 if TYPE_CHECKING:
     from .adapters.base import Environment
+    from .adapters.parsers import Parsers
 
 FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
@@ -144,7 +144,7 @@ class InferOptions:
     model: str = DEFAULT_MODEL
     endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
     server_args: tuple[str, ...] = ()
-    parsers: Parsers = Parsers()
+    parsers: Parsers | None = None  # None: none named (--infer-parser)
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -253,6 +253,8 @@ def parse_baseline(text: str) -> Path:
 
 
 def parse_parsers(specs: list[str]) -> Parsers:
+    from .adapters.parsers import Parsers
+
     try:
         return Parsers.parse(specs)
     except ValueError as exc:
@@ -275,7 +277,7 @@ def parse(config: pytest.Config) -> InferOptions:
         model=model,
         endpoints=endpoints,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
-        parsers=parse_parsers(option_value(config, PARSER) or []),
+        parsers=parse_parsers(specs) if (specs := option_value(config, PARSER)) else None,
         environments=parse_environments(option_value(config, ENV) or [], frameworks),
         startup_timeout=parse_seconds(
             STARTUP_TIMEOUT, option_value(config, STARTUP_TIMEOUT) or DEFAULT_STARTUP_TIMEOUT

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -28,22 +27,23 @@ WORKER_SERVERS_KEY = "pytest_infer_servers"
 WORKER_RESULTS_KEY = "pytest_infer_results"
 
 
-@dataclass
 class InferSession:
-    """``pool`` and ``results`` are made on first use: a run that tests no server (most pytest runs where the plugin
-    is installed) never loads the server and results machinery."""
+    """The state of one run: not a value but the one object its hooks and fixtures share. ``pool`` and ``results``
+    are made on first use: a run that tests no server (most pytest runs where the plugin is installed) never loads the
+    server and results machinery."""
 
-    options: InferOptions
-    targets: list[Target]
-    suites: dict[str, Suite]
-    is_worker: bool = False
-    failed_targets: set[str] = field(default_factory=set)  # start failures already reported once
-    # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table (Pairing.settings)
-    settings: dict[str, Any] = field(default_factory=dict)
-    # labelled values a suite's plugin sets on every target of this session (TargetRecord.variant)
-    variant: dict[str, str] = field(default_factory=dict)
-    written: Any = None  # reporting.outputs.Written, once the controller has written the reports
-    id: str = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
+    def __init__(
+        self, options: InferOptions, targets: list[Target], suites: dict[str, Suite], *, is_worker: bool = False
+    ) -> None:
+        self.options, self.targets, self.suites, self.is_worker = options, targets, suites, is_worker
+        self.failed_targets: set[str] = set()  # start failures already reported once
+        # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table
+        # (Pairing.settings)
+        self.settings: dict[str, Any] = {}
+        # labelled values a suite's plugin sets on every target of this session (TargetRecord.variant)
+        self.variant: dict[str, str] = {}
+        self.written: Any = None  # reporting.outputs.Written, once the controller has written the reports
+        self.id = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
 
     @classmethod
     def create(

@@ -58,18 +58,16 @@ def discover_environment(adapter: Adapter) -> Environment | None:
 def launched_parsers(adapter: Adapter, options: InferOptions) -> tuple[tuple[str, ...], Parsers]:
     """The launch arguments for the parsers named, and the parsers the server will run (the adapter's own for the
     tiny model where none is named)."""
-    tiny = options.model == TINY
+    tiny, given = options.model == TINY, options.parsers or Parsers()
     try:
-        args = adapter.parser_args(options.parsers, on_cpu_tiny=tiny) if hasattr(adapter, "parser_args") else ()
+        args = adapter.parser_args(given, on_cpu_tiny=tiny) if hasattr(adapter, "parser_args") else ()
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
-    if args == () and (options.parsers.tool or options.parsers.reasoning):
+    if args == () and (given.tool or given.reasoning):
         raise pytest.UsageError(f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch")
     defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
-    named = options.parsers.tool or options.parsers.reasoning  # then the default reasoning parser stays off (vllm.py)
-    return args, Parsers(
-        options.parsers.tool or defaults.tool, options.parsers.reasoning or (None if named else defaults.reasoning)
-    )
+    named = given.tool or given.reasoning  # then the default reasoning parser stays off (vllm.py)
+    return args, Parsers(given.tool or defaults.tool, given.reasoning or (None if named else defaults.reasoning))
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
@@ -77,7 +75,13 @@ def resolve_targets(options: InferOptions) -> list[Target]:
     if options.endpoints:
         adapter = registry.get(options.frameworks[0]) if options.frameworks else ENDPOINT
         return [
-            Target(id=name or adapter.name, adapter=adapter, model=options.model, endpoint=url, parsers=options.parsers)
+            Target(
+                id=name or adapter.name,
+                adapter=adapter,
+                model=options.model,
+                endpoint=url,
+                parsers=options.parsers or Parsers(),
+            )
             for name, url in options.endpoints
         ]
     targets: list[Target] = []
