@@ -13,7 +13,7 @@ import time
 
 from pytest_infer.load.client import StreamSink
 from pytest_infer.load.rawhttp import _Connection
-from pytest_infer.load.sse import SSEParser, chunk_output, parse_payload
+from pytest_infer.load.sse_parser import SSEParser, chunk_output, parse_payload
 from pytest_infer.load.trace import RequestTrace
 from pytest_infer.slo.metrics import request_limits, summarize
 from pytest_infer.slo.metrics.catalogue import metric

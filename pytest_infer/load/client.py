@@ -18,7 +18,7 @@ import httpx
 from ..client.endpoint import Endpoint
 from ..client.errors import carries_error
 from ..client.tls import tls
-from .sse import SSEParser, chunk_output, parse_payload
+from .sse_parser import SSEParser, chunk_output, parse_payload
 from .trace import RequestTrace
 
 CHAT_PATH = "/v1/chat/completions"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_infer.load.sse import SSEParser, chunk_output
+from pytest_infer.load.sse_parser import SSEParser, chunk_output
 
 STREAM = (
     b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
