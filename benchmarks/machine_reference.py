@@ -1,11 +1,13 @@
 """Would a machine-speed reference measured beside the load explain the drift between sessions?
 
-One vLLM-CPU server; ``--rounds`` times: a pure-Python reference loop (median of 15 timings), a burst of
-sequential streamed completions (client-side output tokens/s), the reference again. If the machine's speed drives
-the drift, the server's throughput divided by the reference's speed moves less between groups of rounds (stand-ins
-for sessions) than the raw throughput does. Prints the correlation and both spreads; writes every round to OUT.
+One vLLM-CPU server; ``--rounds`` times: a reference (median of 15 timings; ``--reference loop``: a pure-Python
+loop, the interpreter's speed; ``memory``: copying a 64 MB array, the memory bandwidth a decode step also leans on),
+a burst of sequential streamed completions (client-side output tokens/s), the reference again. If the machine's
+speed drives the drift, the server's throughput divided by the reference's speed moves less between groups of rounds
+(stand-ins for sessions) than the raw throughput does. Prints the correlation and both spreads; writes every round
+to OUT.
 
-    python benchmarks/machine_reference.py OUT.json [--rounds 40] [--pause 3] [--upstream URL]
+    python benchmarks/machine_reference.py OUT.json [--rounds 40] [--pause 3] [--upstream URL] [--reference memory]
 """
 
 from __future__ import annotations
@@ -33,6 +35,23 @@ def reference_s() -> float:
         return time.perf_counter() - start
 
     return statistics.median(once() for _ in range(15))
+
+
+def memory_reference_s() -> float:
+    """The median time of copying a 64 MB array: the memory bandwidth this process gets now."""
+    import numpy
+
+    source, target = numpy.ones(8 * 1024 * 1024), numpy.empty(8 * 1024 * 1024)
+
+    def once() -> float:
+        start = time.perf_counter()
+        numpy.copyto(target, source)
+        return time.perf_counter() - start
+
+    return statistics.median(once() for _ in range(15))
+
+
+REFERENCES = {"loop": reference_s, "memory": memory_reference_s}
 
 
 def burst_tps(url: str, requests: int = 8, tokens: int = 64) -> float:
@@ -81,20 +100,22 @@ def main() -> int:
     parser.add_argument("--upstream", help="an already-running server instead of launching one")
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--pause", type=float, default=3.0, help="seconds between rounds")
+    parser.add_argument("--reference", choices=sorted(REFERENCES), default="loop")
     args = parser.parse_args()
+    reference = REFERENCES[args.reference]
     url, pool = upstream_server(args, args.out.parent / f"{args.out.stem}-server")
     try:
         burst_tps(url, requests=2)  # warm-up
         rounds = []
         for _ in range(args.rounds):
-            before, tps, after = reference_s(), burst_tps(url), reference_s()
+            before, tps, after = reference(), burst_tps(url), reference()
             rounds.append({"reference_s": (before + after) / 2, "tps": tps, "at": time.time()})
             time.sleep(args.pause)
     finally:
         if pool is not None:
             pool.stop_all()
     verdict = judge(rounds)
-    args.out.write_text(json.dumps({**verdict, "per_round": rounds}, indent=2) + "\n")
+    args.out.write_text(json.dumps({**verdict, "reference": args.reference, "per_round": rounds}, indent=2) + "\n")
     print(json.dumps(verdict, indent=2))
     return 0
 
