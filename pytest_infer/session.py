@@ -109,3 +109,10 @@ class InferSession:
 
 
 session_key = pytest.StashKey[InferSession]()
+
+
+def tests_a_server(config: pytest.Config) -> bool:
+    """Whether this run tests a server: a suite's plugin reads what only such a session needs then, and leaves the
+    other pytest runs where the plugin is installed alone."""
+    session = config.stash.get(session_key, None)
+    return session is not None and bool(session.targets)

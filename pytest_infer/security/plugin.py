@@ -24,10 +24,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Reads the limits now, so a bad file stops the run before any server starts; a run that tests no server and
     names no file reads nothing (the stall machinery loads httpx and the load client)."""
-    from ..session import session_key
+    from ..session import tests_a_server
 
-    session, given = config.stash.get(session_key, None), option_value(config, STALL)
-    if not given and (session is None or not session.targets):
+    given = option_value(config, STALL)
+    if not given and not tests_a_server(config):
         return
     from .stall import LIMITS_FILE, StallLimits
 

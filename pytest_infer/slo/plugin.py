@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..options import BASELINE, add_option, option_value, parse_count
-from ..session import session_key
+from ..session import session_key, tests_a_server
 
 if TYPE_CHECKING:
     from ..load import LoadRun
@@ -159,9 +159,9 @@ OPTIONS = (SLO, SLO_REPEAT, SLO_INTERLEAVE, SLO_SLICES, SLO_PROCESSES, SLO_RAY_A
 
 def pytest_configure(config: pytest.Config) -> None:
     """Reads and checks the suite's options; a run that tests no server and names none of them reads nothing."""
-    session = config.stash.get(session_key, None)
-    if (session is None or not session.targets) and not any(option_value(config, o) for o in OPTIONS):
+    if not tests_a_server(config) and not any(option_value(config, o) for o in OPTIONS):
         return
+    session = config.stash.get(session_key, None)
     from .settings import NAME, SloOptions
 
     settings = _gate_settings(config, session.options.baseline if session is not None else None)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..session import session_key
+from ..session import session_key, tests_a_server
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
     from .explore import ExploreSettings
@@ -148,8 +148,7 @@ DESTS = ("examples", "seed", "keywords", "timeout", "shrink_seconds", "tokenizer
 
 def pytest_configure(config: pytest.Config) -> None:
     """Reads and checks the suite's options; a run that tests no server and names none of them reads nothing."""
-    session = config.stash.get(session_key, None)
-    if (session is None or not session.targets) and not any(config.getoption(f"structured_{d}") for d in DESTS):
+    if not tests_a_server(config) and not any(config.getoption(f"structured_{d}") for d in DESTS):
         return
     config.stash[structured_key] = parse(config)
 
@@ -246,10 +245,11 @@ def structured_record(infer_session, infer_target):
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    session = config.stash.get(session_key, None)
-    if session is None or not session.targets:
+    if not tests_a_server(config):
         return
     from .table import StructuredTable
+
+    session = config.stash[session_key]
 
     table = session.results.tables.get("structured")
     if not isinstance(table, StructuredTable) or not table:
