@@ -12,6 +12,13 @@ if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
 
+def resolve(spec: str) -> Any:
+    """What ``"module:attribute"`` names, imported now; ``ImportError`` or ``AttributeError`` when it cannot be.
+    (``pkgutil.resolve_name`` does the same, but loading ``pkgutil`` would cost every pytest run.)"""
+    module, _, attribute = spec.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package``: ``names`` maps each public name to its submodule."""
 

@@ -15,12 +15,11 @@ labelled values that make a target a variant of the same server
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ._lazy import entry_points
+from ._lazy import entry_points, resolve
 from .outcomes import InferError
 
 if TYPE_CHECKING:
@@ -70,9 +69,8 @@ class Suite:
 def _table_type(spec: str, suite: str) -> type[Table]:
     from .table import Table
 
-    module, _, attr = spec.partition(":")
     try:
-        found = getattr(importlib.import_module(module), attr)
+        found = resolve(spec)
     except (ImportError, AttributeError) as exc:
         raise SuiteError(f"suite {suite!r}: cannot load its table {spec!r}: {exc}") from exc
     if not (isinstance(found, type) and issubclass(found, Table)):
@@ -81,9 +79,8 @@ def _table_type(spec: str, suite: str) -> type[Table]:
 
 
 def _load(spec: str, source: str) -> Suite:
-    module, _, attr = spec.partition(":")
     try:
-        suite = getattr(importlib.import_module(module), attr)
+        suite = resolve(spec)
     except (ImportError, AttributeError) as exc:
         raise SuiteError(f"{source}: cannot load suite {spec!r}: {exc}") from exc
     if not isinstance(suite, Suite):

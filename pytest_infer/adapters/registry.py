@@ -9,7 +9,6 @@ until it is asked for, and then says which one it is.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from importlib.metadata import EntryPoint
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from .._lazy import entry_points
+from .._lazy import entry_points, resolve
 from ..outcomes import InferError
 
 if TYPE_CHECKING:
@@ -45,11 +44,6 @@ class AdapterLoadError(InferError, pytest.UsageError):  # type: ignore[misc]  # 
 def _origin(ep: EntryPoint) -> str:
     dist = f" from {ep.dist.name} {ep.dist.version}" if ep.dist is not None else ""
     return f"entry point '{ep.name} = {ep.value}' ({GROUP}{dist})"
-
-
-def _builtin(spec: str) -> Adapter:
-    module, _, cls = spec.partition(":")
-    return cast("Adapter", getattr(importlib.import_module(module), cls)())
 
 
 class Registry(Mapping[str, "Adapter"]):
@@ -89,7 +83,7 @@ class Registry(Mapping[str, "Adapter"]):
         if name in self._builtins and not declared:
             builtin = self._builtins[name]
             if isinstance(builtin, str):
-                self._builtins[name] = builtin = _builtin(builtin)
+                self._builtins[name] = builtin = cast("Adapter", resolve(builtin)())
             return builtin
         if not declared:
             raise KeyError(f"unknown framework {name!r}; valid: {', '.join(self)}")
