@@ -250,7 +250,6 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     from .table import StructuredTable
 
     session = config.stash[session_key]
-
     table = session.results.tables.get("structured")
     if not isinstance(table, StructuredTable) or not table:
         return
