@@ -1,31 +1,39 @@
 #!/usr/bin/env bash
 # One prepared run of every bundled suite on a bare GPU machine without network (docs/gpu-runners.md).
 #
-#   scripts/gpu-smoke.sh --prepare-wheels DIR [--python-version 3.11] [--target-has "REQ ..."]
+#   scripts/gpu-smoke.sh --prepare-wheels DIR [--python-version 3.12] [--target-has "REQ ..."] [--carry-also "REQ ..."]
 #       here, with network: the plugin's wheel and every package it and `transformers serve` need that
 #       the GPU machine lacks, into DIR; refuses a total over GPU_SMOKE_WHEELS_MIB (default 64) MiB
-#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME]
+#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME] [--parallel]
 #       there: install from the carried wheels (if given), launch `transformers serve` on the device with
 #       the built-in tiny model, run every suite under suites/ (a new suite is picked up by its folder),
-#       and write the results, the reports, the server log and the run's wall time under --out
+#       and write the results, the reports, the server log and the run's wall time under --out.
+#       --parallel: the suites that measure (GPU_SMOKE_ALONE, default suites/slo and suites/smoke) run first,
+#       alone; then every other suite folder at once, each in its own pytest with its own server (transformers
+#       serve decodes one request at a time), and the parts are merged into --out/results.json.
 #
 # The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
-# (--target-has names them; their dependency closure is not carried). Exit status: pytest's
-# (0 all passed, 1 some checks failed: the outcomes are data), 3 when the run broke (no results file).
+# (--target-has names them; their dependency closure is not carried; --carry-also names packages that closure
+# claims but the machine lacks). Exit status: pytest's (0 all passed, 1 some checks failed: the outcomes are
+# data), 3 when the run broke (no results file).
 # Environment: GPU_SMOKE_TIMEOUT (seconds, default 540: a lent machine allows 600 per command),
-# GPU_SMOKE_SUITES (default suites/: every suite folder), GPU_SMOKE_PYTEST_ARGS (extra pytest arguments), PYTHON (the interpreter, default .venv/bin/python or python3).
+# GPU_SMOKE_ALONE_TIMEOUT (the first, measuring stage of --parallel, default 200), GPU_SMOKE_SUITES (default
+# suites/: every suite folder), GPU_SMOKE_PYTEST_ARGS (extra pytest arguments), GPU_SMOKE_SITE (where --wheels
+# installs, default a temporary folder), PYTHON (the interpreter, default .venv/bin/python or python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "gpu-smoke: $*" >&2; exit 2; }
 
 if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
-DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke
+DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke PARALLEL="" CARRY_ALSO=""
 PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 TARGET_HAS=${GPU_SMOKE_TARGET_HAS:-"torch transformers==5.17.0 nvidia-ml-py"}
 LIMIT_MIB=${GPU_SMOKE_WHEELS_MIB:-64}
 TIMEOUT=${GPU_SMOKE_TIMEOUT:-540}
 SUITES=${GPU_SMOKE_SUITES:-suites/}
+ALONE=${GPU_SMOKE_ALONE:-"suites/slo suites/smoke"}
+ALONE_TIMEOUT=${GPU_SMOKE_ALONE_TIMEOUT:-200}
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE=${2:?}; shift 2 ;;
@@ -33,11 +41,13 @@ while [ $# -gt 0 ]; do
     --wheels) WHEELS=${2:?}; shift 2 ;;
     --engine) ENGINE=${2:?}; shift 2 ;;
     --profile) PROFILE=${2:?}; shift 2 ;;
+    --parallel) PARALLEL=1; shift ;;
     --prepare-wheels) PREPARE=${2:?}; shift 2 ;;
+    --carry-also) CARRY_ALSO=${2:?}; shift 2 ;;
     --python-version) PYVER=${2:?}; shift 2 ;;
     --target-has) TARGET_HAS=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
-    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --prepare-wheels DIR, --python-version X.Y, --target-has REQS" ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
   esac
 done
 case "$DEVICE" in cuda | cpu) ;; *) die "--device $DEVICE: valid: cuda, cpu" ;; esac
@@ -66,6 +76,9 @@ import json, sys
 names = [{i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:]]
 print("\n".join(f"{n}=={v}" for n, v in sorted(names[1].items()) if n not in names[0] and n != "pytest-infer"))
 EOF
+  local also
+  read -r -a also <<< "$CARRY_ALSO"
+  for req in "${also[@]}"; do echo "$req" >> "$tmp/missing.txt"; done
   echo "gpu-smoke: carrying $(wc -l < "$tmp/missing.txt") packages the GPU machine lacks (it has: $TARGET_HAS)"
   "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$dir" -r "$tmp/missing.txt"
   local total
@@ -86,10 +99,13 @@ fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 if [ -n "$WHEELS" ]; then
-  # A venv over the machine's own packages (torch, transformers, NVML): only what is missing comes from the wheels.
-  "$PY" -m venv --system-site-packages "$OUT/venv"
-  PY="$OUT/venv/bin/python"
-  "$PY" -m pip install -q --no-index --find-links "$WHEELS" "pytest-infer[gpu]" "${NEEDS[@]}"
+  # Into a folder on PYTHONPATH, not a venv: a venv made by an interpreter that is itself a venv's (the lent
+  # machine's python3 is /opt/torch/.venv's) sees the base interpreter's packages, without torch.
+  SITE=${GPU_SMOKE_SITE:-$(mktemp -d)}
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" "$WHEELS"/*.whl
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+  "$PY" -c 'import fastapi, uvicorn, openai, anthropic, jsonschema, pydantic, pytest_infer.plugin' ||
+    die "the carried wheels in $WHEELS leave a package missing (above); prepare them with --carry-also"
 fi
 "$PY" -c 'import pytest_infer' 2>/dev/null || die "$PY has no pytest-infer: give --wheels DIR (made by --prepare-wheels) or install it"
 if [ -z "$ENGINE" ]; then  # the environment whose `transformers` launches the server
@@ -106,17 +122,49 @@ fi
 # Every suite under suites/; transformers serve decodes one request at a time, so fewer generated schemas.
 # On a host that is not the profile's (a CPU dry run) the mismatch (SLOHardwareMismatch: "profile ...") stays a warning
 # under this checkout's filterwarnings=error.
+run_suites() {  # DIR LIMIT SUITE...: one pytest, one server, its results and reports under DIR
+  local dir=$1 limit=$2
+  shift 2
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086  # GPU_SMOKE_PYTEST_ARGS is a word list
+  timeout --signal=TERM --kill-after=60 "$limit" "$PY" -m pytest "$@" -p no:cacheprovider -q -rN \
+    -W "default:profile :pytest.PytestWarning" \
+    --infer-framework=transformers "--infer-env=transformers=$ENGINE" --infer-model=tiny \
+    "--infer-server-arg=--device" "--infer-server-arg=$DEVICE" \
+    "--slo=$PROFILE" --structured-examples=5 --structured-shrink-seconds=10 \
+    "--infer-report-dir=$dir" "--junitxml=$dir/junit.xml" ${GPU_SMOKE_PYTEST_ARGS:-} > "$dir/pytest.log" 2>&1
+}
+
 start=$(date +%s)
 set +e
-# shellcheck disable=SC2086  # GPU_SMOKE_SUITES and GPU_SMOKE_PYTEST_ARGS are word lists
-timeout --signal=TERM --kill-after=60 "$TIMEOUT" "$PY" -m pytest $SUITES -p no:cacheprovider -q -rN \
-  -W "default:profile :pytest.PytestWarning" \
-  --infer-framework=transformers "--infer-env=transformers=$ENGINE" --infer-model=tiny \
-  "--infer-server-arg=--device" "--infer-server-arg=$DEVICE" \
-  "--slo=$PROFILE" --structured-examples=5 --structured-shrink-seconds=10 \
-  "--infer-report-dir=$OUT" "--junitxml=$OUT/junit.xml" ${GPU_SMOKE_PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.log"
-rc=${PIPESTATUS[0]}
-set -e
+if [ -z "$PARALLEL" ]; then
+  # shellcheck disable=SC2086  # GPU_SMOKE_SUITES is a word list
+  run_suites "$OUT" "$TIMEOUT" $SUITES
+  rc=$?
+  cat "$OUT/pytest.log"
+else
+  rm -rf "$OUT/parts"
+  read -r -a alone <<< "$ALONE"
+  # shellcheck disable=SC2086  # GPU_SMOKE_SUITES is a word list
+  mapfile -t rest < <(find $SUITES -mindepth 1 -maxdepth 1 -type d ! -name '__pycache__' ! -name '.*' | sort)
+  run_suites "$OUT/parts/alone" "$ALONE_TIMEOUT" "${alone[@]}"
+  rc=$?
+  echo "gpu-smoke: ${alone[*]}: pytest exited $rc after $(($(date +%s) - start))s"
+  pids=()
+  for folder in "${rest[@]}"; do
+    [[ " ${alone[*]%/} " == *" ${folder%/} "* ]] && continue
+    run_suites "$OUT/parts/$(basename "$folder")" "$((TIMEOUT - ($(date +%s) - start)))" "$folder" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid"
+    part=$?
+    [ "$part" -gt "$rc" ] && rc=$part
+  done
+  tail -n 3 "$OUT"/parts/*/pytest.log
+  "$PY" -m pytest_infer.cli merge -o "$OUT/results.json" "$OUT"/parts/*/results.json > "$OUT/merge.log" 2>&1 ||
+    cat "$OUT/merge.log"
+fi
 wall=$(($(date +%s) - start))
 echo "wall_s: $wall" | tee "$OUT/wall.txt"
 if [ ! -f "$OUT/results.json" ]; then

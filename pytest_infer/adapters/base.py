@@ -97,6 +97,8 @@ class LaunchSpec:
     # (path, body without "model") POSTed once the server is ready, before any test: state a server fixes on
     # the first request of a kind (vLLM's grammar backend) must not depend on which test happens to come first
     first_requests: tuple[tuple[str, dict[str, Any]], ...] = ()
+    # the id the server answers to where its /v1/models may list nothing (transformers serve 5.17 lists the hub cache)
+    served_model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .base import BUNDLED_EXPECTATIONS, OPENAI_ROUTES, LaunchRequest, LaunchSpec, PythonModuleAdapter, routes
 
 
@@ -28,10 +30,14 @@ class TransformersAdapter(PythonModuleAdapter):
             "--host", request.host,
             "--port", str(request.port),
         ]  # fmt: skip
-        env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
-        if (
-            request.on_cpu_tiny
-        ):  # on CPU unless the run names a device (``--infer-server-arg=--device --infer-server-arg=cuda``)
+        env: dict[str, str] = {}
+        if request.on_cpu_tiny:
+            # 5.17's /v1/models answers 500 on a machine without a hub cache folder (a fresh GPU runner), so the
+            # server never turns ready; the tiny model's own empty one, offline, lists nothing and loads nothing.
+            hub = Path(request.model).with_name("hf-hub")
+            hub.mkdir(parents=True, exist_ok=True)
+            env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub)}
+            # on CPU unless the run names a device (``--infer-server-arg=--device --infer-server-arg=cuda``)
             given = {arg.split("=", 1)[0] for arg in request.extra_args}
             argv += [
                 x
@@ -39,4 +45,9 @@ class TransformersAdapter(PythonModuleAdapter):
                 if flag not in given
                 for x in (flag, value)
             ]
-        return LaunchSpec(argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"))
+        return LaunchSpec(
+            argv=argv + list(request.extra_args),
+            env=env,
+            ready_paths=("/health", "/v1/models"),
+            served_model=request.model,  # a model is named by its path
+        )

@@ -237,7 +237,7 @@ class ServerPool:
             process.stop()
             base.error = str(exc)
             return base
-        base.model = self._served_model(endpoint) or target.model
+        base.model = self._served_model(endpoint, spec.served_model) or target.model
         base.notes += self._send_first_requests(endpoint.with_model(base.model), spec.first_requests)
         return base
 
@@ -269,15 +269,18 @@ class ServerPool:
         return Endpoint(info.base_url, info.model, self.options.api_key, self.options.request_timeout)
 
     @staticmethod
-    def _served_model(endpoint: Endpoint) -> str | None:
-        """The id the server answers to (``transformers serve`` names models by path)."""
+    def _served_model(endpoint: Endpoint, unlisted: str | None = None) -> str | None:
+        """The id the server answers to: the one asked for if listed, else the first listed, else the launch's own
+        (``LaunchSpec.served_model``; ``transformers serve`` names models by path)."""
         import httpx
 
         try:
             ids = [m.get("id") for m in endpoint.models(timeout=10)]
         except httpx.HTTPError:
             return None
-        return endpoint.model if endpoint.model in ids or not ids else ids[0]
+        if ids:
+            return endpoint.model if endpoint.model in ids else ids[0]
+        return unlisted or endpoint.model
 
     def _connect(self, target: Target) -> ServerInfo:
         import httpx

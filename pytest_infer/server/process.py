@@ -86,6 +86,7 @@ class ReadinessProbe:
     endpoint: Endpoint
     paths: tuple[str, ...]
     generation_timeout: float = 60.0
+    served_model: str | None = None  # asked for when /v1/models lists none (``LaunchSpec.served_model``)
 
     def __call__(self) -> bool:
         import httpx
@@ -101,7 +102,8 @@ class ReadinessProbe:
 
     def _generates(self, client: httpx.Client, models: httpx.Response) -> bool:
         try:
-            model = models.json()["data"][0]["id"]
+            listed = models.json()["data"]
+            model = listed[0]["id"] if listed or not self.served_model else self.served_model
         except (ValueError, LookupError, TypeError):
             return False  # no model listed yet
         refusals = []
@@ -256,7 +258,7 @@ class ServerProcess:
         (tests start hundreds; its start time is recorded), one that loads a model for minutes is asked twice a
         second."""
         assert self.proc is not None, "start() first"
-        probe = probe or ReadinessProbe(self.endpoint, self.spec.ready_paths)
+        probe = probe or ReadinessProbe(self.endpoint, self.spec.ready_paths, served_model=self.spec.served_model)
         started = clock()
         pause = min(0.02, interval)
         while True:

@@ -936,6 +936,12 @@ def _cannot_generate() -> Deviation:
     )
 
 
+def _unlisted_model() -> Deviation:
+    """Like transformers serve 5.17 on a machine without a hub cache: /v1/models lists nothing, though the server
+    answers for the model it was launched with."""
+    return Deviation(request=lambda path, body: (200, {"object": "list", "data": []}) if path == "/v1/models" else None)
+
+
 def _grow_memory() -> Deviation:
     """Like SGLang 0.5.23 on n=1_000_000: a request with a huge ``n`` makes the server grow without bound."""
     hoard: list[bytearray] = []
@@ -1018,6 +1024,7 @@ FAULTS: dict[str, Callable[[], Deviation]] = {
         3
     ),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
+    "unlisted-model": _unlisted_model,
     "die-on-unknown-token-ids": _die_on_unknown_token_ids,
     "grow-memory": _grow_memory,
     **NULL_MODES,

@@ -254,11 +254,12 @@ def test_tgi_container_argv_publishes_loopback_port_only():
     assert registry.get("tgi").detect_version(env) == Version("3.3.4", source="image tag")
 
 
-def test_transformers_argv_cpu_tiny():
-    spec = registry.get("transformers").launch(request(model="/cache/tiny", on_cpu_tiny=True))
+def test_transformers_argv_cpu_tiny(tmp_path):
+    model = tmp_path / "models" / "tiny-abc"
+    spec = registry.get("transformers").launch(request(model=str(model), on_cpu_tiny=True))
     assert spec.argv[1:] == [
         "serve",
-        "/cache/tiny",
+        str(model),
         "--host",
         "127.0.0.1",
         "--port",
@@ -268,18 +269,27 @@ def test_transformers_argv_cpu_tiny():
         "--dtype",
         "float32",
     ]
-    assert spec.env == {"HF_HUB_OFFLINE": "1"}
+    assert spec.env == {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "models" / "hf-hub")}
 
 
-def test_transformers_tiny_goes_to_the_device_the_run_names():
+def test_transformers_tiny_has_a_hub_cache_folder_on_a_fresh_machine(tmp_path):
+    """transformers serve 5.17.0 answers /v1/models with HTTP 500 (``CacheNotFound``) where the hub cache folder does
+    not exist, so the server never turned ready on a bare machine: the tiny model's launch brings an empty one."""
+    spec = registry.get("transformers").launch(request(model=str(tmp_path / "tiny-abc"), on_cpu_tiny=True))
+    assert Path(spec.env["HF_HUB_CACHE"]).is_dir()
+    assert not list(Path(spec.env["HF_HUB_CACHE"]).iterdir())
+    assert "HF_HUB_CACHE" not in registry.get("transformers").launch(request(model="org/model-7b")).env
+
+
+def test_transformers_tiny_goes_to_the_device_the_run_names(tmp_path):
     """scripts/gpu-smoke.sh puts the tiny model on the GPU: a --device (and a --dtype) of the run's replaces the CPU
     defaults."""
     spec = registry.get("transformers").launch(
-        request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--device", "cuda"))
+        request(model=str(tmp_path / "tiny"), on_cpu_tiny=True, extra_args=("--device", "cuda"))
     )
     assert spec.argv[5:] == ["--port", "8123", "--dtype", "float32", "--device", "cuda"]
     spec = registry.get("transformers").launch(
-        request(model="/cache/tiny", on_cpu_tiny=True, extra_args=("--dtype=bfloat16",))
+        request(model=str(tmp_path / "tiny"), on_cpu_tiny=True, extra_args=("--dtype=bfloat16",))
     )
     assert spec.argv[5:] == ["--port", "8123", "--device", "cpu", "--dtype=bfloat16"]
 

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_infer.adapters.base import LaunchSpec
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.server.process import ServerProcess, ServerStartError, free_port
+from pytest_infer.server.pool import ServerPool
+from pytest_infer.server.process import ReadinessProbe, ServerProcess, ServerStartError, free_port
 
 from .fakeenv import pid_alive
 
@@ -176,3 +177,21 @@ def test_first_requests_reach_the_server_before_any_test_and_a_refused_one_becom
     assert [path for path, _ in received] == ["/v1/chat/completions", "/v1/nothing"]
     assert received[0][1]["model"] == "m" and received[0][1]["structured_outputs"]["json"]["required"] == ["ok"]
     assert notes == ("the first request to /v1/nothing answered HTTP 404: ",)
+
+
+def test_a_server_that_lists_no_model_is_ready_for_the_one_its_launch_names(tmp_path):
+    """transformers serve 5.17 lists only the hub cache in /v1/models, and nothing on a bare machine, though it
+    answers for the model it serves: its launch names that id, readiness asks it, and the tests address it."""
+    port = free_port()
+    endpoint = Endpoint(f"http://127.0.0.1:{port}", "tiny")
+    spec = LaunchSpec(argv=fake_spec(port, "--fault", "unlisted-model").argv, served_model="fake-model")
+    proc = ServerProcess(spec, endpoint, tmp_path / "server.log", 30.0)
+    proc.start()
+    try:
+        assert proc.wait_ready() < 30
+        assert endpoint.models() == []
+        assert ServerPool._served_model(endpoint, spec.served_model) == "fake-model"
+        assert ServerPool._served_model(endpoint) == "tiny", "without a launch's id, the name asked for"
+        assert not ReadinessProbe(endpoint, spec.ready_paths)(), "nothing listed and nothing named: not ready yet"
+    finally:
+        proc.stop()
