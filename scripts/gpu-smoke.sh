@@ -109,7 +109,7 @@ if [ -n "$WHEELS" ]; then
 fi
 "$PY" -c 'import pytest_infer' 2>/dev/null || die "$PY has no pytest-infer: give --wheels DIR (made by --prepare-wheels) or install it"
 if [ -z "$ENGINE" ]; then  # the environment whose `transformers` launches the server
-  ENGINE=$PY
+  ENGINE=$(command -v "$PY")  # a path: --infer-env takes an interpreter's path, not a name on PATH
   [ "$DEVICE" = cpu ] && [ -d "${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers" ] && ENGINE=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers
 fi
 
