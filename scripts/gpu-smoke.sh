@@ -4,20 +4,20 @@
 #   scripts/gpu-smoke.sh --prepare-wheels DIR [--python-version 3.12] [--target-has "REQ ..."] [--carry-also "REQ ..."]
 #       here, with network: the plugin's wheel and every package it and `transformers serve` need that
 #       the GPU machine lacks, into DIR; refuses a total over GPU_SMOKE_WHEELS_MIB (default 64) MiB
-#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME] [--parallel]
+#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME] [--serial]
 #       there: install from the carried wheels (if given), launch `transformers serve` on the device with
 #       the built-in tiny model, run every suite under suites/ (a new suite is picked up by its folder),
 #       and write the results, the reports, the server log and the run's wall time under --out.
-#       --parallel: the suites that measure (GPU_SMOKE_ALONE, default suites/slo and suites/smoke) run first,
-#       alone; then every other suite folder at once, each in its own pytest with its own server (transformers
-#       serve decodes one request at a time), and the parts are merged into --out/results.json.
+#       The suites that measure (GPU_SMOKE_ALONE, default suites/slo and suites/smoke) run first, alone; then
+#       every other suite folder at once, each in its own pytest with its own server (transformers serve decodes
+#       one request at a time), and the parts are merged into --out/results.json. --serial: one pytest, one server.
 #
 # The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
 # (--target-has names them; their dependency closure is not carried; --carry-also names packages that closure
 # claims but the machine lacks). Exit status: pytest's (0 all passed, 1 some checks failed: the outcomes are
 # data), 3 when the run broke (no results file).
 # Environment: GPU_SMOKE_TIMEOUT (seconds, default 540: a lent machine allows 600 per command),
-# GPU_SMOKE_ALONE_TIMEOUT (the first, measuring stage of --parallel, default 200), GPU_SMOKE_SUITES (default
+# GPU_SMOKE_ALONE_TIMEOUT (the first, measuring stage, default 200), GPU_SMOKE_SUITES (default
 # suites/: every suite folder), GPU_SMOKE_PYTEST_ARGS (extra pytest arguments), GPU_SMOKE_SITE (where --wheels
 # installs, default a temporary folder), PYTHON (the interpreter, default .venv/bin/python or python3).
 set -euo pipefail
@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 die() { echo "gpu-smoke: $*" >&2; exit 2; }
 
 if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
-DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke PARALLEL="" CARRY_ALSO=""
+DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke SERIAL="" CARRY_ALSO=""
 PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 TARGET_HAS=${GPU_SMOKE_TARGET_HAS:-"torch transformers==5.17.0 nvidia-ml-py"}
 LIMIT_MIB=${GPU_SMOKE_WHEELS_MIB:-64}
@@ -41,13 +41,13 @@ while [ $# -gt 0 ]; do
     --wheels) WHEELS=${2:?}; shift 2 ;;
     --engine) ENGINE=${2:?}; shift 2 ;;
     --profile) PROFILE=${2:?}; shift 2 ;;
-    --parallel) PARALLEL=1; shift ;;
+    --serial) SERIAL=1; shift ;;
     --prepare-wheels) PREPARE=${2:?}; shift 2 ;;
     --carry-also) CARRY_ALSO=${2:?}; shift 2 ;;
     --python-version) PYVER=${2:?}; shift 2 ;;
     --target-has) TARGET_HAS=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
-    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --serial, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
   esac
 done
 case "$DEVICE" in cuda | cpu) ;; *) die "--device $DEVICE: valid: cuda, cpu" ;; esac
@@ -71,14 +71,14 @@ prepare_wheels() {  # DIR
   "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/has.json" "${platform[@]}" --target "$tmp/t" "${has[@]}"
   "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/needs.json" "${platform[@]}" --target "$tmp/t" \
     "${plugin}[gpu]" "${NEEDS[@]}" "${has[@]}"
-  "$PY" - "$tmp/has.json" "$tmp/needs.json" > "$tmp/missing.txt" <<'EOF'
-import json, sys
-names = [{i["metadata"]["name"].lower().replace("_", "-"): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:]]
-print("\n".join(f"{n}=={v}" for n, v in sorted(names[1].items()) if n not in names[0] and n != "pytest-infer"))
+  # --carry-also: names the has-closure claims but the machine lacks; carried at the version the run's closure pins
+  "$PY" - "$tmp/has.json" "$tmp/needs.json" "$CARRY_ALSO" > "$tmp/missing.txt" <<'EOF'
+import json, re, sys
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+has, needs = ({norm(i["metadata"]["name"]): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:3])
+lacks = {norm(n) for n in sys.argv[3].split()}
+print("\n".join(f"{n}=={v}" for n, v in sorted(needs.items()) if (n not in has or n in lacks) and n != "pytest-infer"))
 EOF
-  local also
-  read -r -a also <<< "$CARRY_ALSO"
-  for req in "${also[@]}"; do echo "$req" >> "$tmp/missing.txt"; done
   echo "gpu-smoke: carrying $(wc -l < "$tmp/missing.txt") packages the GPU machine lacks (it has: $TARGET_HAS)"
   "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$dir" -r "$tmp/missing.txt"
   local total
@@ -137,7 +137,7 @@ run_suites() {  # DIR LIMIT SUITE...: one pytest, one server, its results and re
 
 start=$(date +%s)
 set +e
-if [ -z "$PARALLEL" ]; then
+if [ -n "$SERIAL" ]; then
   # shellcheck disable=SC2086  # GPU_SMOKE_SUITES is a word list
   run_suites "$OUT" "$TIMEOUT" $SUITES
   rc=$?

@@ -250,3 +250,29 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
     )
     assert verdict.status == "invalid" and verdict.checks == []
     assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]
+
+
+H200_RUN = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-smoke" / "results.json"
+
+
+def test_the_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands():
+    """The one lent H200's run (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
+    per output token for each load point, an outcome for every bundled suite; and the smoke profile's bounds, set
+    from it, still hold for it."""
+    results = SessionResults.read(H200_RUN)
+    assert {part["gpu"]["names"][0] for part in results.environment["parts"]} == {"NVIDIA H200"}
+    assert all(part["gpu"]["memory_mib"] == [143771] for part in results.environment["parts"])
+    profile = load_profile("h200-smoke")
+    entries = {entry["load_point"]: entry for entry in results.to_dict()["slo"]}
+    points = profile.load_points("tiny", "transformers")
+    assert set(entries) == {point.id for point in points}
+    for point in points:
+        entry = entries[point.id]
+        assert entry["hardware"]["cuda"] == "13.0" and entry["hardware"]["nvml"] == "ok"
+        assert entry["figures"]["peak_gpu_memory_gb"][0] > 0 and entry["figures"]["energy_per_output_token_j"] > 0
+        for check in entry["checks"]:
+            limit = point.thresholds[check["name"]]
+            within = check["measured"] <= limit if check["op"] == "<=" else check["measured"] >= limit
+            assert within, f"{point.id}: {check['name']} {check['measured']} against the profile's {limit}"
+    suites = {test.nodeid.split("/")[1] for test in results.tests}
+    assert suites == {"conformance", "structured", "slo", "robustness", "security", "smoke"}
