@@ -252,14 +252,15 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
     assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]
 
 
-H200_RUN = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-smoke" / "results.json"
+H200_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-smoke"
 
 
-def test_the_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands():
-    """The one lent H200's run (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
+@pytest.mark.parametrize("run", ["results.json", "run2/results.json"])
+def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands(run):
+    """The lent H200's two runs (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
     per output token for each load point, an outcome for every bundled suite; and the smoke profile's bounds, set
-    from it, still hold for it."""
-    results = SessionResults.read(H200_RUN)
+    from them, still hold for them."""
+    results = SessionResults.read(H200_RUNS / run)
     assert {part["gpu"]["names"][0] for part in results.environment["parts"]} == {"NVIDIA H200"}
     assert all(part["gpu"]["memory_mib"] == [143771] for part in results.environment["parts"])
     profile = load_profile("h200-smoke")
