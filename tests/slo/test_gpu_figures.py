@@ -277,3 +277,14 @@ def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_t
             assert within, f"{point.id}: {check['name']} {check['measured']} against the profile's {limit}"
     suites = {test.nodeid.split("/")[1] for test in results.tests}
     assert suites == {"conformance", "structured", "slo", "robustness", "security", "smoke"}
+
+
+@pytest.mark.parametrize("order", [("run2/results.json", "results.json"), ("results.json", "run2/results.json")])
+def test_the_two_h200_runs_of_one_version_never_fail_the_gate_though_energy_per_token_moved_by_half(order):
+    """Two lent machines, one code and model: joules per token 0.41 against 0.61. Without a calibration of that
+    drift the move is listed as from separate sessions, not gated, whichever run is the baseline."""
+    baseline, candidate = (SessionResults.read(H200_RUNS / run) for run in order)
+    gate = compare(baseline, candidate, gate_settings(parse_rules("energy_per_output_token:10%")))
+    assert not gate.failed
+    moves = [f for f in gate.findings if f.subject.endswith("energy_per_output_token_j")]
+    assert len(moves) == 2 and all("separate sessions, not gated" in f.detail for f in moves)
