@@ -4,20 +4,20 @@
 #   scripts/gpu-smoke.sh --prepare-wheels DIR [--python-version 3.12] [--target-has "REQ ..."] [--carry-also "REQ ..."]
 #       here, with network: the plugin's wheel and every package it and `transformers serve` need that
 #       the GPU machine lacks, into DIR; refuses a total over GPU_SMOKE_WHEELS_MIB (default 64) MiB
-#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME] [--serial]
+#   scripts/gpu-smoke.sh [--device cuda|cpu] [--out DIR] [--wheels DIR] [--engine ENV] [--profile NAME] [--parallel]
 #       there: install from the carried wheels (if given), launch `transformers serve` on the device with
 #       the built-in tiny model, run every suite under suites/ (a new suite is picked up by its folder),
 #       and write the results, the reports, the server log and the run's wall time under --out.
-#       The suites that measure (GPU_SMOKE_ALONE, default suites/slo and suites/smoke) run first, alone; then
-#       every other suite folder at once, each in its own pytest with its own server (transformers serve decodes
-#       one request at a time), and the parts are merged into --out/results.json. --serial: one pytest, one server.
+#       --parallel: the suites that measure time (GPU_SMOKE_ALONE, default suites/slo, suites/security and
+#       suites/smoke) run first, alone; then every other suite folder at once, each in its own pytest with its own
+#       server, and the parts are merged into --out/results.json (on a 2-core host it is slower than one pytest).
 #
 # The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
 # (--target-has names them; their dependency closure is not carried; --carry-also names packages that closure
 # claims but the machine lacks). Exit status: pytest's (0 all passed, 1 some checks failed: the outcomes are
 # data), 3 when the run broke (no results file).
 # Environment: GPU_SMOKE_TIMEOUT (seconds, default 540: a lent machine allows 600 per command),
-# GPU_SMOKE_ALONE_TIMEOUT (the first, measuring stage, default 200), GPU_SMOKE_SUITES (default
+# GPU_SMOKE_ALONE_TIMEOUT (the first, measuring stage of --parallel, default 200), GPU_SMOKE_SUITES (default
 # suites/: every suite folder), GPU_SMOKE_PYTEST_ARGS (extra pytest arguments), GPU_SMOKE_SITE (where --wheels
 # installs, default a temporary folder), PYTHON (the interpreter, default .venv/bin/python or python3).
 set -euo pipefail
@@ -26,13 +26,13 @@ cd "$(dirname "$0")/.."
 die() { echo "gpu-smoke: $*" >&2; exit 2; }
 
 if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
-DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke SERIAL="" CARRY_ALSO=""
+DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke PARALLEL="" CARRY_ALSO=""
 PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 TARGET_HAS=${GPU_SMOKE_TARGET_HAS:-"torch transformers==5.17.0 nvidia-ml-py"}
 LIMIT_MIB=${GPU_SMOKE_WHEELS_MIB:-64}
 TIMEOUT=${GPU_SMOKE_TIMEOUT:-540}
 SUITES=${GPU_SMOKE_SUITES:-suites/}
-ALONE=${GPU_SMOKE_ALONE:-"suites/slo suites/smoke"}
+ALONE=${GPU_SMOKE_ALONE:-"suites/slo suites/security suites/smoke"}
 ALONE_TIMEOUT=${GPU_SMOKE_ALONE_TIMEOUT:-200}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,13 +41,13 @@ while [ $# -gt 0 ]; do
     --wheels) WHEELS=${2:?}; shift 2 ;;
     --engine) ENGINE=${2:?}; shift 2 ;;
     --profile) PROFILE=${2:?}; shift 2 ;;
-    --serial) SERIAL=1; shift ;;
+    --parallel) PARALLEL=1; shift ;;
     --prepare-wheels) PREPARE=${2:?}; shift 2 ;;
     --carry-also) CARRY_ALSO=${2:?}; shift 2 ;;
     --python-version) PYVER=${2:?}; shift 2 ;;
     --target-has) TARGET_HAS=${2:?}; shift 2 ;;
     -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --serial, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
+    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
   esac
 done
 case "$DEVICE" in cuda | cpu) ;; *) die "--device $DEVICE: valid: cuda, cpu" ;; esac
@@ -137,7 +137,7 @@ run_suites() {  # DIR LIMIT SUITE...: one pytest, one server, its results and re
 
 start=$(date +%s)
 set +e
-if [ -n "$SERIAL" ]; then
+if [ -z "$PARALLEL" ]; then
   # shellcheck disable=SC2086  # GPU_SMOKE_SUITES is a word list
   run_suites "$OUT" "$TIMEOUT" $SUITES
   rc=$?
