@@ -255,14 +255,15 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
 H200_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-smoke"
 
 
-@pytest.mark.parametrize("run", ["results.json", "run2/results.json"])
+@pytest.mark.parametrize("run", ["results.json", "run2/results.json", "run3/results.json"])
 def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands(run):
-    """The lent H200's two runs (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
+    """The lent H200s' three runs (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
     per output token for each load point, an outcome for every bundled suite; and the smoke profile's bounds, set
     from them, still hold for them."""
     results = SessionResults.read(H200_RUNS / run)
-    assert {part["gpu"]["names"][0] for part in results.environment["parts"]} == {"NVIDIA H200"}
-    assert all(part["gpu"]["memory_mib"] == [143771] for part in results.environment["parts"])
+    environments = results.environment.get("parts") or [results.environment]  # --parallel merges its parts
+    assert {part["gpu"]["names"][0] for part in environments} == {"NVIDIA H200"}
+    assert all(part["gpu"]["memory_mib"] == [143771] for part in environments)
     profile = load_profile("h200-smoke")
     entries = {entry["load_point"]: entry for entry in results.to_dict()["slo"]}
     points = profile.load_points("tiny", "transformers")
