@@ -16,29 +16,22 @@ import json
 from pathlib import Path
 
 from fault_proxy import FaultProxy
-from timing_sessions import RULES
+from timing_sessions import RULES, in_turns, judged
 from timing_sessions_run import Ports, session, upstream_server
 
-from pytest_infer.gating.compare import compare
 from pytest_infer.results.model import SessionResults, atomic_write_text
 from pytest_infer.server import pool as server_pool
 from pytest_infer.slo.rules import parse_rules
-from pytest_infer.slo.settings import gate_settings
 
 
-def judged(results: Path, rules: str) -> dict:
+def judged_session(results: Path, rules: str) -> dict:
     """The gate's verdict on one interleaved session, and the run-by-run ITL p5 of candidate against baseline (%)."""
     found = SessionResults.read(results)
-    gate = compare(found, found, gate_settings(parse_rules(rules)), pairs={"baseline": "candidate"}, exclusive=True)
     runs = {entry["target"]: entry["runs"] for entry in found.to_dict()["slo"]}
     ratios = [
         round((c["itl_p5_ms"] / b["itl_p5_ms"] - 1) * 100, 1) for b, c in zip(runs["baseline"], runs["candidate"])
     ]
-    return {
-        "verdict": gate.verdict,
-        "findings": [f.line() for f in gate.findings if f.area == "slo"],
-        "itl_p5_pct": ratios,
-    }
+    return {**judged(in_turns(found, parse_rules(rules))), "itl_p5_pct": ratios}
 
 
 def main() -> int:
@@ -67,7 +60,7 @@ def main() -> int:
                 name = f"s{i + 1}-{'p1p2' if i % 2 == 0 else 'p2p1'}"
                 session(args.out / name, args.repeat, f"baseline={first.base_url}", f"candidate={second.base_url}",
                         interleave=True)  # fmt: skip
-                report[name] = judged(args.out / name / "results.json", args.fail_on)
+                report[name] = judged_session(args.out / name / "results.json", args.fail_on)
                 print(name, report[name]["verdict"], report[name]["findings"], flush=True)
     finally:
         if pool is not None:

@@ -50,6 +50,11 @@ def no_drift(drift: DriftCalibration) -> DriftCalibration:
     )
 
 
+def in_turns(results: SessionResults, rules) -> Any:
+    """The gate on one session that measured ``baseline`` and ``candidate`` in turns (``--slo-interleave``)."""
+    return compare(results, results, gate_settings(rules), pairs={"baseline": "candidate"}, exclusive=True)
+
+
 def judged(gate) -> dict[str, Any]:
     return {
         "verdict": gate.verdict,
@@ -127,9 +132,7 @@ def main() -> int:
         }
     for name in names(args.interleaved):
         results = read(name)
-        out["interleaved"][name] = judged(
-            compare(results, results, gate_settings(rules), pairs={"baseline": "candidate"}, exclusive=True)
-        )
+        out["interleaved"][name] = judged(in_turns(results, rules))
         out["figures"][name] = {
             p.target: {str(m): round(v, 3) for m, v in p.metrics.items() if str(m) in SHOWN}
             for p in results.table("slo").points()

@@ -103,8 +103,10 @@ class ReadinessProbe:
     def _generates(self, client: httpx.Client, models: httpx.Response) -> bool:
         try:
             listed = models.json()["data"]
-            model = listed[0]["id"] if listed or not self.served_model else self.served_model
+            model = listed[0]["id"] if listed else self.served_model
         except (ValueError, LookupError, TypeError):
+            return False
+        if model is None:
             return False  # no model listed yet
         refusals = []
         for path, body in GENERATION_PROBES:
