@@ -74,6 +74,17 @@ class Version:
 
 
 @dataclass(frozen=True, slots=True)
+class BuiltinModel:
+    """How a launch runs a built-in model (``tiny``, ``gemma-3-270m``) on a CPU engine: the dtype of its weights
+    there, the context it allows, and whether the adapter's ``tiny_parsers`` run by default (tiny's chat template and
+    vocabulary are made for them; a real model's parsers are named with --infer-parser). The defaults are tiny's."""
+
+    dtype: str = "float32"
+    context: int = 1024
+    scripted_parsers: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class LaunchRequest:
     """Everything an adapter needs to build a command line."""
 
@@ -84,8 +95,10 @@ class LaunchRequest:
     environment: Environment
     extra_args: tuple[str, ...] = ()
     api_key: str | None = None
-    on_cpu_tiny: bool = False
+    on_cpu_tiny: bool = False  # a built-in model (tiny, gemma-3-270m), run as ``builtin`` says
     version: Version | None = None
+    builtin: BuiltinModel = BuiltinModel()
+    chat_template: str | None = None  # a template file the launch passes, for model files that carry none (a GGUF)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +248,8 @@ class BaseAdapter:
     server_metrics: ClassVar[ServerMetricNames | None] = None
     # the parsers ``launch`` runs for the built-in tiny model when none are named (read with getattr, as above)
     tiny_parsers: ClassVar[Parsers] = Parsers()
+    # it loads a model as one GGUF file, where the others load a folder: a built-in model is handed to it in that form
+    takes_gguf: ClassVar[bool] = False
 
     def detect_version(self, environment: Environment) -> Version:
         return Version(None, error=f"{type(self).__name__} does not detect versions")

@@ -29,17 +29,17 @@ from .base import (
 )
 
 
-# The flags SGLang 0.5.23's CPU engine needs for the tiny model: no overlap scheduler on
+# The flags SGLang 0.5.23's CPU engine needs for a built-in model: no overlap scheduler on
 # CPU, a KV pool sized for 2 cores and 24 GiB (the default asks for most of the memory),
-# the float32 checkpoint kept in float32 (``--dtype auto`` runs it in float16), and an
+# the checkpoint kept in its dtype (``--dtype auto`` runs tiny's float32 in float16), and an
 # idle scheduler that waits on its sockets: without --sleep-on-idle it spins at ~95% of a
 # core between requests (1.4% with it), a core the test client on 2 cores needs.
 # On a CPU with AMX tiles SGLang takes its sgl_kernel path instead: the CPU kernel built for 0.5.23 here has no
 # float32 RMSNorm there ("rmsnorm_kernel" not implemented for 'Float') and an older extend-attention signature
 # than 0.5.23's AMX attention backend calls. bfloat16 with the torch-native attention backend serves.
-def cpu_tiny_args(amx: bool) -> tuple[str, ...]:
-    dtype = ("--dtype", "bfloat16", "--attention-backend", "torch_native") if amx else ("--dtype", "float32")
-    return ("--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", *dtype, "--sleep-on-idle")
+def cpu_tiny_args(amx: bool, dtype: str = "float32") -> tuple[str, ...]:
+    kind = ("--dtype", "bfloat16", "--attention-backend", "torch_native") if amx else ("--dtype", dtype)
+    return ("--device", "cpu", "--disable-overlap-schedule", "--max-total-tokens", "4096", *kind, "--sleep-on-idle")
 
 
 # SGLang (since 0.5.20) keeps no Responses unless started with it: retrieving one, previous_response_id and
@@ -160,7 +160,8 @@ class SGLangAdapter(PythonModuleAdapter):
         ]  # fmt: skip
         env: dict[str, str] = {}
         if request.on_cpu_tiny:
-            argv += [*cpu_tiny_args(cpu_has_amx()), *self.tiny_parser_args(request.extra_args)]
+            argv += cpu_tiny_args(cpu_has_amx(), request.builtin.dtype)
+            argv += self.tiny_parser_args(request.extra_args) if request.builtin.scripted_parsers else ()
             env.update(CPU_TINY_ENV)
         if request.api_key:
             # never on argv: argv is logged and visible in ps (SGLang has no key variable)

@@ -41,7 +41,7 @@ class TransformersAdapter(PythonModuleAdapter):
             given = {arg.split("=", 1)[0] for arg in request.extra_args}
             argv += [
                 x
-                for flag, value in (("--device", "cpu"), ("--dtype", "float32"))
+                for flag, value in (("--device", "cpu"), ("--dtype", request.builtin.dtype))
                 if flag not in given
                 for x in (flag, value)
             ]

