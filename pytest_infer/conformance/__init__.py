@@ -38,7 +38,8 @@ def __getattr__(name: str) -> Any:
     return getattr(module, "load" if name == "load_expectations" else name)
 
 
-def run(check_id: str, ctx: Any) -> str:
-    """Run a registered check against ``ctx``: its evidence, or ``CheckFailure``, ``Unsupported`` or another skip."""
-    evidence: str = __getattr__("REGISTRY").run(check_id, ctx)
+def run(check_id: str, ctx: Any, excuse: Any = None) -> str:
+    """Run a registered check against ``ctx``: its evidence, or ``CheckFailure``, ``Unsupported`` or another skip;
+    ``excuse(failure)`` names the declaration that excuses a failure (``CheckRegistry.run``)."""
+    evidence: str = __getattr__("REGISTRY").run(check_id, ctx, excuse)
     return evidence

@@ -14,7 +14,7 @@ from ..client.curl import curl_command
 from ..client.endpoint import Endpoint
 from ..client.errors import ERROR_HOOKS, carries_error
 from ..client.sse import SSEStream, read_sse
-from .failures import CheckFailure, Inconclusive, Unsupported, trim
+from .failures import CheckFailure, Excused, Inconclusive, Unsupported, trim
 from .table import DONE
 
 if TYPE_CHECKING:
@@ -76,6 +76,10 @@ class CheckContext:
         None  # (endpoint, {field: honoured|ignored|refused|error})
     )
     scripting: Scripting | None = None  # how to force the model's text, and the parsers the server runs (scripts.py)
+    # during a run with declarations (``CheckRegistry.run``): the declaration that excuses a failure (its
+    # description, None: none does), and what was excused so far
+    excuse: Callable[[CheckFailure], str | None] | None = None
+    excused: list[Excused] = field(default_factory=list)
     _openai: Any = None
     _models: Any = None
 
@@ -205,14 +209,34 @@ class CheckContext:
 
     # --- verdicts -----------------------------------------------------------
     def fail(self, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> NoReturn:
-        curl = where if isinstance(where, str) else where.curl if where is not None else ""
-        raise CheckFailure(expected, got, curl)
+        """A failure that ends the check, excused or not (what comes after it cannot be judged)."""
+        failure = CheckFailure(expected, got, _curl_of(where))
+        self.excused_now(failure)
+        raise failure
 
     def expect(
         self, condition: object, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None
     ) -> None:
+        """A failed ``condition`` ends the check, unless a declaration excuses it: then it is recorded and the check
+        goes on, so a failure no declaration names, later in the same check, still fails it."""
         if not condition:
-            self.fail(expected, got, where)
+            failure = CheckFailure(expected, got, _curl_of(where))
+            if not self.excused_now(failure):
+                raise failure
+
+    def excused_now(self, failure: CheckFailure) -> bool:
+        """Record ``failure`` where a declaration excuses it, or where it judges a request whose answer an excused
+        failure already showed wrong (it follows from that one); False: it stays a failure."""
+        if self.excuse is None:
+            return False
+        declaration = self.excuse(failure)
+        if declaration is None and not (failure.curl and any(e.failure.curl == failure.curl for e in self.excused)):
+            return False
+        self.excused.append(Excused(failure, declaration))
+        return True
+
+    def was_excused(self, failure: CheckFailure) -> bool:
+        return any(e.failure is failure for e in self.excused)
 
     def expect_ok(self, ex: Exchange | StreamExchange, what: str) -> None:
         """A request that must succeed; its failure says what the check was trying to do."""
@@ -316,7 +340,7 @@ class CheckContext:
         """``value`` where it holds something to judge; None or an empty string or collection leaves the check nothing
         to judge, so it is inconclusive, naming ``what`` was missing (an ``all()`` over nothing is no pass)."""
         if value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value):
-            curl = where if isinstance(where, str) else where.curl if where is not None else ""
+            curl = _curl_of(where)
             raise Inconclusive(f"nothing to judge: no {what}" + (f": {curl}" if curl else ""))
         return value
 
@@ -377,6 +401,10 @@ class CheckContext:
         raise Inconclusive(
             f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: {last.curl}"
         )
+
+
+def _curl_of(where: Exchange | StreamExchange | str | None) -> str:
+    return where if isinstance(where, str) else where.curl if where is not None else ""
 
 
 def envelope_problems(data: Any) -> list[str]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..outcomes import Inconclusive, Unsupported
 
-__all__ = ["CheckFailure", "DeclaredDeviation", "Inconclusive", "Unsupported", "trim"]
+__all__ = ["CheckFailure", "DeclaredDeviation", "Excused", "Inconclusive", "Unsupported", "trim"]
 
 TRIM = 600
 
@@ -33,6 +34,7 @@ class CheckFailure(AssertionError):
     ) -> None:
         self.expected, self.got, self.curl = expected, trim(got), curl
         self.check_id, self.title, self.severity = check_id, title, severity
+        self.note = ""  # a last line: what a declaration excused before this failure
         super().__init__(self.render())
 
     @property
@@ -46,6 +48,8 @@ class CheckFailure(AssertionError):
         lines = [f"{head}{self.judged}"]
         if self.curl:
             lines.append(f"reproduce: {self.curl}")
+        if self.note:
+            lines.append(self.note)
         return "\n".join(lines)
 
     def attach(self, check_id: str, title: str, severity: str) -> CheckFailure:
@@ -54,6 +58,28 @@ class CheckFailure(AssertionError):
         return self
 
 
+@dataclass(frozen=True, slots=True)
+class Excused:
+    """A failure a check met and went on past: the declaration that excuses it (its description), or none where it
+    follows from an excused failure of the same request (a declared 404 has no model card either)."""
+
+    failure: CheckFailure
+    declaration: str | None
+
+    def render(self) -> str:
+        if self.declaration is None:
+            return f"following from it, on the same request: {self.failure.judged}"
+        return f"{self.failure}\nknown deviation: {self.declaration}"
+
+
 class DeclaredDeviation(AssertionError):
-    """A check failure that a declaration in an expectations file names: the suite's xfail marker takes this class alone
-    (``raises=``), so any other failure of the same check stays a failure."""
+    """A check whose every failure a declaration in an expectations file names (or follows from one that does): the
+    suite's xfail marker takes this class alone (``raises=``), so any other failure of the same check stays a
+    failure. ``curl`` repeats the first excused request."""
+
+    def __init__(self, excused: list[Excused], stopped: str = "") -> None:
+        self.excused, self.curl = excused, excused[0].failure.curl
+        lines = [e.render() for e in excused]
+        if stopped:
+            lines.append(f"the check could not go on past it: {stopped}")
+        super().__init__("\n".join(lines))

@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
 from ..outcomes import InferError
-from .failures import CheckFailure, Inconclusive, Unsupported
+from .failures import CheckFailure, DeclaredDeviation, Inconclusive, Unsupported
 
 if TYPE_CHECKING:
     from .context import CheckContext
@@ -116,21 +118,41 @@ class CheckRegistry:
 
         return decorate
 
-    def run(self, check_id: str, ctx: CheckContext) -> str:
+    def run(self, check_id: str, ctx: CheckContext, excuse: Callable[[CheckFailure], str | None] | None = None) -> str:
         """Run one check against ``ctx`` and return its evidence; a failure comes back as a ``CheckFailure`` naming
-        the check, and a check that names no evidence is ``Inconclusive``: it judged nothing."""
+        the check, and a check that names no evidence is ``Inconclusive``: it judged nothing.
+
+        ``excuse(failure)``: the declaration that excuses a failure (its description), or None. An excused failure
+        does not end the check (``CheckContext.expect``); the rest still runs, and a failure nothing excuses fails it.
+        A check whose every failure was excused ends in ``DeclaredDeviation``, also when what came after the excused
+        failure could not go on (a crash or a skip on the answer it showed wrong)."""
         check = self[check_id]
         for feature in sorted(check.needs):
             if feature in ctx.unsupported:
                 raise Unsupported(feature, ctx.unsupported[feature])
         if check.capable_model and ctx.tiny:
-            import pytest
-
             pytest.skip(f"needs a capable model: {check.title} cannot be judged on the random built-in 'tiny' model")
+        ctx.excuse, ctx.excused = excuse, []
+        stopped = ""
         try:
             evidence = asyncio.run(check.func(ctx)) if check.is_async else check.func(ctx)
         except CheckFailure as failure:
-            raise failure.attach(check.id, check.title, check.severity) from None
+            if not ctx.was_excused(failure):
+                if ctx.excused:
+                    failure.note = f"after {len(ctx.excused)} excused failure(s) of the same check, the first: " + (
+                        ctx.excused[0].failure.judged.replace("\n", " | ")
+                    )
+                raise failure.attach(check.id, check.title, check.severity) from None
+        except (Exception, pytest.skip.Exception) as exc:
+            if not ctx.excused:
+                raise
+            stopped = f"{type(exc).__name__}: {exc}"
+        finally:
+            ctx.excuse = None
+        if ctx.excused:
+            for e in ctx.excused:
+                e.failure.attach(check.id, check.title, check.severity)
+            raise DeclaredDeviation(ctx.excused, stopped)
         if not isinstance(evidence, str) or not evidence.strip():
             raise Inconclusive(
                 f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it judged"

@@ -97,6 +97,7 @@ def compose(mutation: Deviation) -> Deviation:
         events=mutation.events,
         raw_stream=mutation.raw_stream,
         malformed=mutation.malformed,
+        error=mutation.error,
     )
 
 

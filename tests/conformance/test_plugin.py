@@ -139,6 +139,53 @@ def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_uns
     assert evidence["myorg.broken"] is None
 
 
+TWO_REQUESTS = """
+from pytest_infer import conformance
+
+@conformance.check("myorg.two", "the chat answer, then the completion", reference="our contract")
+def two(ctx):
+    chat = ctx.chat(max_tokens=4)
+    ctx.expect(chat.data["object"] == "chat.completion.v2", "object 'chat.completion.v2'", chat.data["object"], chat)
+    completion = ctx.completion(max_tokens=4)
+    ctx.expect(completion.data["object"] == "text_completion", "object 'text_completion'", completion.data["object"],
+               completion)
+    return "both objects"
+"""
+TWO_DECLARED = (
+    "framework: vllm\ndeviations:\n  - {check: myorg.two, versions: '>=9', matches: 'got: +chat.completion$', reason:"
+    " answers chat.completion, reference: 'https://example.org/1'}\n"
+)
+
+
+def test_a_new_failure_after_a_declared_one_fails_the_check(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+    """The declaration excuses its own failure; the check goes on, and a second deviation later in it is a FAIL
+    (it was an xfail while the check ended at the declared failure)."""
+    pytester.makeconftest(TWO_REQUESTS)
+    (pytester.path / "known.yaml").write_text(TWO_DECLARED)
+    pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
+    _, results = suite("-k", "myorg.two")
+    assert _test(results, "myorg.two")["outcome"] == "xfail"
+    assert "known deviation: answers chat.completion" in _test(results, "myorg.two")["message"]
+
+    def renamed(path: str, body: dict, response: dict) -> dict:
+        response = BASE.response(path, body, response) if BASE.response else response
+        return {**response, "object": "completion"} if path == "/v1/completions" else response
+
+    conformance.REGISTRY.unregister("myorg.two")  # the next session's conftest registers it again
+    fake.set_deviation(Deviation(request=BASE.request, response=renamed))
+    try:
+        result, results = suite("-k", "myorg.two")
+    finally:
+        fake.set_deviation(BASE)
+    result.assert_outcomes(failed=1)
+    test = _test(results, "myorg.two")
+    assert test["outcome"] == "failed" and "expected: object 'text_completion'" in test["message"]
+    assert (
+        "after 1 excused failure(s) of the same check, the first: expected: object 'chat.completion.v2'"
+        in (test["message"])
+    )
+
+
 RETRIEVE_404 = (
     "framework: vllm\ndeviations:\n  - {check: models.retrieve, versions: '>=9', matches: 'got: +HTTP 404: ', reason:"
     " it answers 404, reference: 'https://example.org/1'}\n"
