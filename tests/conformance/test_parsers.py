@@ -166,7 +166,8 @@ def _invent_call(body: dict, choice: dict) -> None:
 
 
 def _hold_back_text(body: dict, choice: dict) -> None:
-    if body.get("tools") and not choice["message"].get("tool_calls"):
+    """A parser that keeps plain text back (it runs under tool_choice 'auto', not 'none')."""
+    if body.get("tools") and body.get("tool_choice", "auto") == "auto" and not choice["message"].get("tool_calls"):
         choice["message"]["content"] = None
 
 
@@ -292,6 +293,32 @@ def test_not_drivable_says_why(check_id: str, kwargs: dict, reason: str, make_ct
     assert "not drivable: " in str(info.value.msg)
     if "tool" in check_id or "decoding" in reason:
         assert reason.split()[-1] in str(info.value.msg) or "reasoning parser" in str(info.value.msg)
+
+
+def _chat_writes_its_own(streamed_only: bool = False) -> Deviation:
+    """The forcing taken on /v1/completions and dropped on the chat route (or on its streams alone): the model
+    writes a short text of its own there, which ends by itself."""
+
+    def request(path: str, body: dict):
+        if path == CHAT and "structured_outputs" in body and (body.get("stream") or not streamed_only):
+            body["structured_outputs"] = {"regex": "ok"}
+        return None
+
+    return Deviation(request=request)
+
+
+@pytest.mark.parametrize("streamed_only", [False, True], ids=["chat", "chat-streams"])
+@pytest.mark.parametrize("check_id", CHECKS)
+def test_a_chat_route_that_ignores_the_script_is_inconclusive(check_id: str, streamed_only: bool, make_ctx) -> None:
+    """Nothing parsed because nothing was written is no pass (tool_choice 'none' passed so), and a parser is not
+    blamed for a script that never reached it: the control on the chat route says so."""
+    if streamed_only and check_id == "parsers.reasoning-split":  # judges no stream, so the streams' fault is not its
+        assert conformance.run(check_id, make_ctx(_chat_writes_its_own(streamed_only))).startswith("qwen3: ")
+        return
+    with pytest.raises(conformance.Inconclusive) as info:
+        conformance.run(check_id, make_ctx(_chat_writes_its_own(streamed_only)))
+    assert "the scripted-output control on /v1/chat/completions" in info.value.msg, info.value.msg
+    assert "'ok'" in info.value.msg and "curl " in info.value.msg
 
 
 @pytest.mark.parametrize("check_id", TOOL_CHECKS)

@@ -4,8 +4,10 @@ Each check forces the text a model of the parser's family writes (calls, plain t
 the engine's own constrained decoding, and judges what the engine's parser makes of it, answered and streamed.
 The parser is the one the server was launched with (``--infer-parser``, or the adapter's default for the
 built-in model); a parser, or an engine, that scripted output cannot drive is "not exercised: not drivable".
-Before judging a tool script, a control request without tools shows the forced text came out verbatim, so a
-failure is the parser's, never the forcing's.
+Before judging, two controls show the script reaches the output: on /v1/completions, where no parser runs, the
+forced text comes back verbatim; on the chat route the check judges, answered and streamed, a plain scripted
+sentence in the same request comes back. Without them a failure could be the forcing's, and nothing parsed
+because nothing was written would pass.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 from typing import Any
 
 from ...outcomes import NotExercised
-from ..context import CheckContext, Exchange, StreamExchange
+from ..context import CheckContext, Exchange, StreamExchange, object_or_empty
 from ..failures import Inconclusive, trim
 from ..registry import check
 from ..scripts import (
@@ -62,6 +64,7 @@ NESTED = Call("get_forecast", {"query": {"city": "Paris", "days": [1, 2], "units
 # a quote, a backslash, a tab inside, non-ASCII from three scripts: what a JSON or Python escaper must get right
 ESCAPED = Call("get_weather", {"city": 'Zürich "Nord" \\ 東京\tΑθήνα'})
 PLAIN = "It is sunny in Paris today."
+CONTROL = "The script reaches the chat route."  # no markup: what no parser may take, whatever it reads
 
 
 def tool_script(ctx: CheckContext, parser: str, calls: tuple[Call, ...], content: str = "") -> Script:
@@ -141,6 +144,39 @@ def _control(ctx: CheckContext, scripting: Scripting, script: Script) -> None:
         )
 
 
+def _written(fields: list[dict[str, Any]]) -> str:
+    """All the text of messages or stream deltas: reasoning and content, in order."""
+    return "".join(str(f.get(k) or "") for f in fields for k in (*REASONING_NAMES, "content"))
+
+
+def _chat_control(ctx: CheckContext, scripting: Scripting, *, streamed: bool, **params: Any) -> None:
+    """The chat route the check judges writes a plain scripted sentence in the same request (its tools offered under
+    tool_choice 'none', where no parser runs), answered and, where the check judges a stream, streamed: the script
+    reaches the output there. Otherwise the check is inconclusive, naming this control. Sent after the judged
+    request's status is seen, so a refused request stays a failure, and before anything parsed is judged."""
+    plain = tool_script(ctx, "", (), CONTROL)  # after a thinking block where the judged scripts have one
+    body = scripted_body(ctx, scripting, plain, **params)
+    if body.get("tools"):
+        body["tool_choice"] = "none"
+    answered = ctx.post("/v1/chat/completions", body)
+    if body.get("tools") and "messages" not in params:
+        ctx.offered("tools", answered)
+    choices = (answered.data.get("choices") if answered.ok and isinstance(answered.data, dict) else None) or [{}]
+    tries: list[tuple[str, Exchange | StreamExchange]] = [
+        (_written([object_or_empty(object_or_empty(choices[0]).get("message"))]), answered)
+    ]
+    if streamed:
+        stream = ctx.stream("/v1/chat/completions", body)
+        deltas = [object_or_empty(ch.get("delta")) for c in stream.sse.chunks for ch in c.get("choices") or []]
+        tries.append((_written(deltas), stream))
+    for written, where in tries:
+        if CONTROL not in written:
+            raise Inconclusive(
+                f"the scripted-output control on /v1/chat/completions failed: asked for {plain.text!r}, the chat route"
+                f" wrote {trim(written, 300)!r}, so the script does not reach what this check judges: {where.curl}"
+            )
+
+
 def _streamed(
     ctx: CheckContext, body: dict[str, Any]
 ) -> tuple[StreamExchange, dict[int, dict[str, Any]], str, list[Any]]:
@@ -196,6 +232,7 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
     if "messages" not in params:  # a refused tool result is a broken tool loop, not tools unsupported
         ctx.offered("tools", ex)
     message, reason = _message(ctx, ex, "the scripted answer")
+    _chat_control(ctx, scripting, streamed=True, tools=TOOLS, **params)
     calls = message.get("tool_calls") or []
     _judge_calls(ctx, script, calls, ex, "answered")
     ctx.expect(reason == "tool_calls", "finish_reason 'tool_calls'", reason, ex)
@@ -279,6 +316,7 @@ def tool_no_call(ctx: CheckContext) -> str:
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="auto")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
     message, reason = _message(ctx, ex, "a scripted text answer with tools offered")
+    _chat_control(ctx, scripting, streamed=True, tools=TOOLS)
     ctx.expect(
         not message.get("tool_calls") and reason == "stop",
         "no tool_calls and finish_reason 'stop'",
@@ -311,6 +349,7 @@ def tool_choice_none(ctx: CheckContext) -> str:
     body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="none")
     ex = ctx.offered("tools", ctx.post("/v1/chat/completions", body))
     message, reason = _message(ctx, ex, "a scripted call under tool_choice 'none'")
+    _chat_control(ctx, scripting, streamed=True, tools=TOOLS)
     ctx.expect(
         not message.get("tool_calls") and reason != "tool_calls",
         "no tool_calls under tool_choice 'none'",
@@ -360,18 +399,15 @@ def _reasoning_of(fields: dict[str, Any]) -> dict[str, str]:
     return {k: str(fields[k]) for k in REASONING_NAMES if fields.get(k)}
 
 
-def _reasoning_answer(ctx: CheckContext) -> tuple[Script, dict[str, Any], Exchange, dict[str, Any]]:
-    """A scripted thinking block and answer, sent once; Inconclusive when the forced text is nowhere in the answer."""
+def _reasoning_answer(ctx: CheckContext, *, streamed: bool) -> tuple[Script, dict[str, Any], Exchange, dict[str, Any]]:
+    """A scripted thinking block and answer, sent once, and the chat control (``streamed``: for a check that judges
+    the stream too)."""
     scripting, parser = _scripting(ctx, "reasoning")
     script = reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN)
     body = scripted_body(ctx, scripting, script)
     ex = ctx.post("/v1/chat/completions", body)
     message, _ = _message(ctx, ex, "a scripted thinking block and answer")
-    written = "".join(str(message.get(k) or "") for k in (*REASONING_NAMES, "content"))
-    if script.reasoning not in written and script.content not in written:
-        raise Inconclusive(
-            f"the forcing did not take: asked for {script.text!r}, the model wrote {written!r}: {ex.curl}"
-        )
+    _chat_control(ctx, scripting, streamed=streamed, chat_template_kwargs={"enable_thinking": True})
     return script, body, ex, message
 
 
@@ -382,7 +418,7 @@ def _reasoning_answer(ctx: CheckContext) -> tuple[Script, dict[str, Any], Exchan
 )
 def reasoning_split(ctx: CheckContext) -> str:
     """Thinking left in content is shown to the user; an answer swallowed as reasoning is lost to them."""
-    script, _, ex, message = _reasoning_answer(ctx)
+    script, _, ex, message = _reasoning_answer(ctx, streamed=False)
     named = _reasoning_of(message)
     ctx.expect(
         list(named.values()) == [script.reasoning],
@@ -409,7 +445,7 @@ def reasoning_split(ctx: CheckContext) -> str:
 )
 def reasoning_stream(ctx: CheckContext) -> str:
     """A client that reads the stream must see what one that waits for the answer sees."""
-    script, body, ex, message = _reasoning_answer(ctx)
+    script, body, ex, message = _reasoning_answer(ctx, streamed=True)
     stream = ctx.stream("/v1/chat/completions", body)
     deltas = [
         ch.get("delta") or {}
