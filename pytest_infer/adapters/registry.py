@@ -31,7 +31,10 @@ BUILTINS = {
     "trtllm": "pytest_infer.adapters.trtllm:TensorRTLLMAdapter",
     "tgi": "pytest_infer.adapters.tgi:TGIAdapter",
     "transformers": "pytest_infer.adapters.transformers:TransformersAdapter",
+    "llamacpp": "pytest_infer.adapters.llamacpp:LlamaCppAdapter",
 }
+# other names users type for a built-in framework: the project's own spelling, its server's program
+ALIASES = {"llama.cpp": "llamacpp", "llama-server": "llamacpp"}
 
 
 class AdapterLoadError(InferError, pytest.UsageError):  # type: ignore[misc]  # final in the stubs only
@@ -119,6 +122,11 @@ ADAPTERS = Registry(BUILTINS)
 
 def names() -> list[str]:
     return list(ADAPTERS)
+
+
+def canonical(name: str) -> str:
+    """The registry's name for ``name``, which may be an alias (``llama.cpp``): how options read what users type."""
+    return ALIASES.get(name, name)
 
 
 def get(name: str) -> Adapter:

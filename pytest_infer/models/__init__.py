@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.base import Adapter, BuiltinModel, Environment, python_of
-from .gemma import CHAT_TEMPLATE, GEMMA, GEMMA_LAUNCH, gemma_model_dir, gguf_path
-from .tiny import TINY, tiny_model_dir
+from .gemma import CHAT_TEMPLATE, GEMMA, GEMMA_LAUNCH, ModelError, gemma_model_dir, gguf_path
+from .tiny import TINY, tiny_gguf, tiny_model_dir
 
 BUILTIN = (TINY, GEMMA)
 
@@ -28,6 +28,14 @@ def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalM
     made with the environment's interpreter), fetched or made on first use; None for any other name (a hub id or a
     path, which the engine is given as it is)."""
     if name == TINY:
+        converter = getattr(adapter, "gguf_converter", None)  # read with getattr: only an adapter of GGUFs has it
+        if getattr(adapter, "takes_gguf", False) and converter is not None:
+            if (folder := converter(environment)) is None:
+                raise ModelError(
+                    f"{adapter.title} in {environment.label} keeps no llama.cpp converter, which makes the tiny model's"
+                    " GGUF: install it with scripts/install-engines.sh"
+                )
+            return LocalModel(tiny_gguf(python_of(environment), folder), BuiltinModel())
         return LocalModel(tiny_model_dir(python_of(environment)), BuiltinModel())
     if name == GEMMA:
         if getattr(adapter, "takes_gguf", False):  # read with getattr: an adapter written to the protocol may lack it

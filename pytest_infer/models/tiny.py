@@ -1,4 +1,5 @@
-"""The built-in ``tiny`` model: built once per engine interpreter, then cached."""
+"""The built-in ``tiny`` model: built once per engine interpreter, then cached; its GGUF, for llama.cpp, made from
+that folder once with llama.cpp's own converter (``tiny_gguf_build.py``: why it needs a placeholder merge)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from ..paths import cache_dir
 
 TINY = "tiny"
 _BUILDER = Path(__file__).with_name("tiny_build.py")
+_GGUF_BUILDER = Path(__file__).with_name("tiny_gguf_build.py")
 
 
 def tiny_model_dir(python: str) -> Path:
@@ -43,3 +45,28 @@ def tiny_model_dir(python: str) -> Path:
             raise RuntimeError(f"building the tiny model with {python} failed (exit {proc.returncode}):\n{tail}")
         os.replace(staging, target)
     return target
+
+
+def tiny_gguf(python: str, converter: Path) -> Path:
+    """The tiny model as one GGUF file, converted with ``python`` (torch, transformers, ``gguf``) by the
+    ``convert_hf_to_gguf.py`` in ``converter``, from the folder that interpreter builds. Cached beside the folder,
+    keyed by both recipes; the first llama.cpp engine to ask converts it, and every other reads that file.
+    """
+    from .gemma import ModelError, make_folder
+
+    folder = tiny_model_dir(python)
+    digest = hashlib.sha256(_BUILDER.read_bytes() + _GGUF_BUILDER.read_bytes()).hexdigest()[:12]
+
+    def convert(staging: Path) -> None:
+        proc = subprocess.run(
+            [python, str(_GGUF_BUILDER), str(folder), str(converter), str(staging / "tiny.gguf")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+            timeout=600,
+        )
+        if proc.returncode != 0 or not (staging / "tiny.gguf").exists():
+            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
+            raise ModelError(f"converting tiny to GGUF with {python} failed (exit {proc.returncode}):\n{tail}")
+
+    return make_folder(cache_dir() / "models" / f"tiny-gguf-{digest}", convert) / "tiny.gguf"

@@ -100,7 +100,7 @@ def test_an_unknown_framework_lists_the_entry_point_ones(
     pytester.makepyfile(test_toy=CHAT_TEST)
     result = pytester.runpytest_subprocess("--infer-framework=nosuch", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: *unknown framework 'nosuch'*valid: vllm, *, transformers, toy*"])
+    result.stderr.fnmatch_lines(["ERROR: *unknown framework 'nosuch'*valid: vllm, *, transformers, llamacpp, toy*"])
 
 
 def test_a_broken_entry_point_is_a_usage_error_only_when_asked_for(

@@ -45,7 +45,7 @@ def request(**overrides) -> LaunchRequest:
 
 
 def test_registry_names_every_framework():
-    assert registry.names() == ["vllm", "sglang", "lmdeploy", "trtllm", "tgi", "transformers"]
+    assert registry.names() == ["vllm", "sglang", "lmdeploy", "trtllm", "tgi", "transformers", "llamacpp"]
 
 
 def test_vllm_argv_gpu_build():
@@ -404,6 +404,7 @@ def test_the_load_generator_takes_ignore_eos_and_extra_fields_from_the_adapter(m
         "trtllm": (True, {}),
         "tgi": (False, {}),
         "transformers": (False, {}),
+        "llamacpp": (True, {}),
         "endpoint": (False, {}),
     }
     assert point.workload().ignore_eos is True  # no server in view: exact output lengths asked for
@@ -419,6 +420,7 @@ def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
     assert {f: [(p.name, p.schema_fields(schema)) for p in paths] for f, paths in native.items() if paths} == {
         "vllm": [("vllm-structured_outputs", {"structured_outputs": {"json": schema}})],
         "tgi": [("tgi-grammar", {"grammar": {"type": "json", "value": schema}})],
+        "llamacpp": [("llamacpp-json_schema", {"json_schema": schema})],
     }
     monkeypatch.setattr(SGLangAdapter, "structured_output_field", "json_schema")
     (path,) = paths_for(registry.get("sglang"))[2:]

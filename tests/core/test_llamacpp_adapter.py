@@ -1,0 +1,116 @@
+"""llama.cpp's adapter without building anything: its launch line, where its key goes, how it names its version,
+how it reaches the tiny model's GGUF, and the names users type for it."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_infer.adapters import registry
+from pytest_infer.adapters.base import Environment, LaunchRequest
+from pytest_infer.adapters.llamacpp import API_KEY_VARIABLE, LlamaCppAdapter, csv_field, parse_version
+from pytest_infer.models import local_model
+from pytest_infer.models.gemma import ModelError
+from pytest_infer.options import parse_environments, parse_frameworks
+
+ENV = Environment(label="llamacpp-0.3.36", python="/e/bin/python", bin_dir=Path("/e/bin"))
+
+
+def fake_engine(root: Path, version_line: str) -> Environment:
+    """A folder whose bin/llama-server answers --version as llama-server does (on stderr), and a python beside it."""
+    bindir = root / "bin"
+    bindir.mkdir(parents=True)
+    server = bindir / "llama-server"
+    server.write_text(f"#!/bin/sh\necho '{version_line}' >&2\necho 'built with GNU 12.2.0 for Linux x86_64' >&2\n")
+    server.chmod(0o755)
+    (bindir / "python").symlink_to(sys.executable)
+    return Environment.from_spec(str(root))
+
+
+def test_the_tiny_launch_line_serves_its_gguf_with_templates_metrics_and_four_slots():
+    request = LaunchRequest("/cache/tiny.gguf", "tiny", "127.0.0.1", 8123, ENV, on_cpu_tiny=True)
+    spec = registry.get("llamacpp").launch(request)
+    assert spec.argv[1:] == [
+        "--model", "/cache/tiny.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "8123",
+        "--jinja", "--metrics", "--parallel", "4", "--ctx-size", "4096",  # 1024 tokens a slot, as vLLM's tiny
+    ]  # fmt: skip
+    assert spec.argv[0].endswith("llama-server") and spec.env == {}
+    assert spec.ready_paths == ("/health", "/v1/models")
+
+
+def test_a_gguf_without_a_template_gets_the_template_file_and_a_real_model_no_context_of_ours():
+    request = LaunchRequest("/m.gguf", "gemma", "127.0.0.1", 1, ENV, chat_template="/t/gemma.jinja")
+    argv = LlamaCppAdapter().launch(request).argv
+    assert argv[argv.index("--chat-template-file") + 1] == "/t/gemma.jinja"
+    assert "--ctx-size" not in argv and "--parallel" not in argv
+
+
+@pytest.mark.parametrize("key", ["sk-plain", 'sk-with,comma and "quotes"', "#sk-a-comment-in-a-key-file"])
+def test_the_key_goes_in_its_variable_as_one_csv_field_and_never_on_argv(key: str):
+    spec = LlamaCppAdapter().launch(LaunchRequest("/m.gguf", "m", "127.0.0.1", 1, ENV, api_key=key))
+    assert not any(key in arg or "api-key" in arg for arg in spec.argv)
+    # llama.cpp reads the variable as a CSV row of keys: read back, it is this one key and no other
+    assert list(csv.reader([spec.env[API_KEY_VARIABLE]])) == [[key]]
+
+
+def test_a_comma_unquoted_would_be_two_keys():
+    """Why the key is quoted: the row parser that reads LLAMA_API_KEY splits it (the key's half would open it)."""
+    assert list(csv.reader(["sk-a,b"])) == [["sk-a", "b"]] and list(csv.reader([csv_field("sk-a,b")])) == [["sk-a,b"]]
+
+
+@pytest.mark.parametrize(
+    ("line", "version", "commit", "error"),
+    [
+        # the binding's source: no history, build 0, the commit the install step built in: the table's release
+        ("version: 0.5.0-dev (build 0, commit 0c1e57098)", "b11312", "0c1e57098", None),
+        ("version: 0.5.0-dev (build 0, commit 4df29be4f)", "b10454", "4df29be4f", None),
+        # a git checkout counts its own commits: that is the release
+        ("version: 0.5.0-dev (build 11400, commit 1a2b3c4)", "b11400", "1a2b3c4", None),
+        # a commit of no known release: named by its commit
+        ("version: 0.5.0-dev (build 0, commit deadbee)", "deadbee", "deadbee", None),
+        ("version: 0.5.0-dev (build 0, commit unknown)", None, None, "neither a build number nor a commit"),
+        ("llama-server: command not found", None, None, "no 'version: ... (build N, commit C)' line"),
+    ],
+)
+def test_the_version_is_the_release_users_name(line, version, commit, error):
+    found = parse_version(line, "llama-server --version")
+    assert (found.version, found.commit) == (version, commit)
+    assert (error is None and found.error is None) or error in (found.error or "")
+
+
+def test_the_version_comes_from_the_servers_own_answer(tmp_path: Path):
+    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    found = registry.get("llamacpp").detect_version(env)
+    assert (found.version, found.commit, found.distribution) == ("b11312", "0c1e57098", "llama.cpp")
+    assert found.source.endswith("llama-server --version")
+
+
+def test_a_commit_outside_the_table_says_so_in_its_source(tmp_path: Path):
+    env = fake_engine(tmp_path / "llamacpp-9.9.9", "version: 0.5.0-dev (build 0, commit abcdef123)")
+    found = registry.get("llamacpp").detect_version(env)
+    assert found.version == "abcdef123" and "in no release table" in found.source
+
+
+def test_an_engine_without_its_converter_cannot_make_tinys_gguf_and_says_how_to_get_one(tmp_path: Path):
+    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    with pytest.raises(ModelError, match="keeps no llama.cpp converter.*scripts/install-engines.sh"):
+        local_model("tiny", registry.get("llamacpp"), env)
+
+
+def test_the_converter_is_the_one_the_install_step_keeps(tmp_path: Path):
+    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    kept = tmp_path / "llamacpp-0.3.36" / "share" / "llama.cpp"
+    kept.mkdir(parents=True)
+    (kept / "convert_hf_to_gguf.py").write_text("")
+    assert LlamaCppAdapter().gguf_converter(env) == kept
+
+
+def test_users_may_name_it_as_the_project_or_its_server_is_named(tmp_path: Path):
+    assert parse_frameworks("llama.cpp,vllm,llama-server") == ("llamacpp", "vllm")
+    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    assert list(parse_environments([f"llama.cpp={env.bin_dir.parent}"], ("llamacpp",))) == ["llamacpp"]
+    with pytest.raises(pytest.UsageError, match="unknown framework 'llama'"):
+        parse_frameworks("llama")
