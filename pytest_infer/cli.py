@@ -10,8 +10,9 @@
 A suite adds its own arguments to ``compare`` and ``history`` (its gate settings) and commands of its own
 (``Suite.cli``), such as the SLO suite's ``--fail-on`` and ``calibrate``.
 
-Exit codes: 0 fine, 1 the gate found regressions, 2 bad input (a missing, cut-short
-or foreign file, a bad rule).
+Exit codes: 0 fine, 1 the gate found regressions, 2 the gate is incomplete (no target paired, a side that judged
+nothing: its server never became ready or its file holds no tests, a measurement invalid) or bad input (a missing,
+cut-short or foreign file, a bad rule).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .gating.compare import compare
+from .gating.compare import EXIT_INCOMPLETE, EXIT_PASS, compare
 from .outcomes import InferError
 from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written
@@ -33,7 +34,7 @@ from .results.model import SessionResults, atomic_write_text, combine, result_fi
 from .suite import installed
 from .table import ALPHA
 
-EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_USAGE = EXIT_PASS, EXIT_INCOMPLETE  # bad input exits as an incomplete gate does: nothing compared
 
 
 class CliError(InferError):
@@ -91,9 +92,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from .reporting.markdown import render_markdown
 
         atomic_write_text(args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate"))
-    if gate.failed:
-        return EXIT_REGRESSION
-    return EXIT_USAGE if not gate.pairs or gate.unmeasured else EXIT_OK
+    return gate.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -154,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help=(
             "compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not everything) could be"
-            " compared"
+            " compared: a side whose server never became ready, a file without tests, an invalid measurement"
         ),
     )
     p.add_argument("baseline", type=Path)

@@ -341,6 +341,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.settings)
         if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
+        if infer.written.gate is not None and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = infer.written.gate.exit_code  # an INCOMPLETE gate: 2, as pytest-infer compare exits
     infer.stop_servers()
 
 
@@ -370,8 +372,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
                 "=",
                 "pytest-infer upgrade gate",
                 red=gate.failed,
-                yellow=bool(gate.unmeasured) and not gate.failed,
-                green=not gate.failed and not gate.unmeasured,
+                yellow=gate.incomplete and not gate.failed,
+                green=not gate.exit_code,
                 bold=True,
             )
             for line in render_gate(written.gate):

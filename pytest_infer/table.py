@@ -91,17 +91,30 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
+class Fixed:
+    """A check whose failure in the baseline (a plain one, or a declared deviation) is gone in the candidate: what the
+    failure said and the request it failed on (its reproducer). A difference a table finds that this deviation made is
+    its end, a fix, not a regression."""
+
+    check: str
+    message: str
+    reproducer: str
+
+
+@dataclass(frozen=True, slots=True)
 class Pairing:
     """One baseline target against one candidate target, with the gate's settings.
 
     ``settings`` maps a suite's name to its own gate settings, a value only that suite reads: its pytest plugin
-    (``InferSession.settings``) or its command-line module (``Suite.cli``) made it, its ``Table.compare`` reads it."""
+    (``InferSession.settings``) or its command-line module (``Suite.cli``) made it, its ``Table.compare`` reads it.
+    ``fixed``: the checks that failed on the baseline target and pass on the candidate (the gate's check comparison)."""
 
     baseline: str
     candidate: str
     label: str
     alpha: float = ALPHA
     settings: Mapping[str, Any] = field(default_factory=dict)
+    fixed: tuple[Fixed, ...] = ()
 
 
 class Table:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from urllib.parse import urlsplit
 
 from ..secrets import API_KEY_ENV
 
@@ -26,3 +27,17 @@ def curl_command(
             data = data.decode("utf-8", "backslashreplace")
         parts += ["-H", "'Content-Type: application/json'", "-d", shlex.quote(data)]
     return " ".join(parts)
+
+
+def curl_request(command: str) -> tuple[str, str, bool] | None:
+    """``(method, URL path, streamed)`` of a line ``curl_command`` wrote: the request a reproducer repeats; None for a
+    line it did not write."""
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return None
+    url = next((p for p in parts[1:] if p.startswith(("http://", "https://"))), None)
+    if parts[:2] != ["curl", "-sS"] or url is None:
+        return None
+    method = parts[parts.index("-X") + 1] if "-X" in parts[:-1] else "GET"
+    return method, urlsplit(url).path, "-N" in parts

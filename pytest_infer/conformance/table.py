@@ -7,7 +7,9 @@ streamed chunk is recorded as its field paths (``choices[].message.content``) wi
 JSON types seen there, and a short digest of each value seen, per endpoint and mode
 (``POST /v1/chat/completions``, ``... stream``). Comparing two versions lists the fields
 added, removed, renamed (a removed field's value seen under a new name beside it) and
-retyped; a removed, renamed or retyped field the baseline served is a regression.
+retyped; a removed, renamed or retyped field the baseline served is a regression, unless it
+was a deviation a check failed on in the baseline and passes now (``deviation_ended``): then
+it is a change, listed with what clients that read the field will see.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Sequence
+from itertools import takewhile
 from typing import Any
 
-from ..table import Cell, Finding, Pairing, Section, Table, TargetTable
+from ..client.curl import curl_request
+from ..table import Cell, Finding, Fixed, Pairing, Section, Table, TargetTable
 
 DONE = "[DONE]"  # the stream's terminator, recorded as a field of its own: {"[DONE]": true}
 EMPTY_ARRAY = "empty-array"  # an array seen only empty: its items' fields were not seen, so none can be missing
@@ -141,8 +146,10 @@ class ShapeTable(TargetTable):
         after = self.counts.get(pairing.candidate, {})
         found: list[Finding] = []
         for endpoint in sorted(set(before) & set(after)):  # an endpoint one run never called says nothing
-            compared = field_drift if endpoint.startswith(REQUEST) else drift
-            found += compared(endpoint, before[endpoint], after[endpoint], pairing.label)
+            if endpoint.startswith(REQUEST):
+                found += field_drift(endpoint, before[endpoint], after[endpoint], pairing.label)
+            else:
+                found += drift(endpoint, before[endpoint], after[endpoint], pairing.label, pairing.fixed)
         return found
 
 
@@ -182,8 +189,64 @@ def _types(seen: dict[str, Any]) -> set[str]:
     return {"array" if t == EMPTY_ARRAY else t for t in seen.get("types", [])}
 
 
-def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: str) -> list[Finding]:
-    """The fields of one endpoint that were added, removed, renamed or retyped from ``before`` to ``after``."""
+def _calls(reproducer: str, endpoint: str) -> bool:
+    """Whether a reproducer repeats a request to ``endpoint`` (``POST /v1/responses stream``), under any base path."""
+    request = curl_request(reproducer)
+    if request is None:
+        return False
+    method, path, streamed = request
+    wanted = endpoint.removesuffix(" stream")
+    tails = [path[i:] for i, ch in enumerate(path) if ch == "/"]  # a base URL may put a prefix before the route
+    return streamed == endpoint.endswith(" stream") and any(resource(f"{method} {t}") == wanted for t in tails)
+
+
+def _own_words(message: str) -> str:
+    """What a check's failure says in its own words: its title and what it expected, and a declared deviation's
+    reason; not what it got (often the server's answer, which names every field the answer held) nor its request."""
+    lines = message.splitlines()
+    head = list(takewhile(lambda line: not line.lstrip().startswith(("got:", "reproduce:")), lines))
+    return "\n".join(head + [line for line in lines if line.lstrip().startswith("known deviation:")])
+
+
+def _names(text: str, path: str) -> bool:
+    """Whether ``text`` names the field at ``path``: the path itself, or its key as a whole word (``summary`` names
+    ``item.summary``; ``include_usage`` does not name ``usage``)."""
+    key = path.rsplit(".", 1)[-1].removesuffix("[]")
+    return any(re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text) for name in dict.fromkeys((path, key)) if name)
+
+
+def deviation_ended(endpoint: str, paths: Sequence[str], fixed: Sequence[Fixed]) -> str | None:
+    """The check whose deviation in the baseline this difference ends, None where no failure accounts for it.
+
+    The link is what the baseline recorded of the failure: the check failed there and passes on the candidate (the
+    gate's check comparison), the request it failed on (its reproducer) went to this endpoint, and the failure names
+    one of the fields (``paths``) in its own words (``_own_words``). A field no such failure names is a real removal."""
+    return next(
+        (
+            f.check
+            for f in fixed
+            if _calls(f.reproducer, endpoint) and any(_names(_own_words(f.message), p) for p in paths)
+        ),
+        None,
+    )
+
+
+def _client_change(
+    endpoint: str, paths: Sequence[str], why: str, impact: str, fixed: Sequence[Fixed]
+) -> tuple[str, str]:
+    """``(kind, detail)`` of a difference that breaks a client reading the field: a regression, or a change where it
+    ended a deviation a check failed on in the baseline (listed with ``impact``, what such a client sees now)."""
+    check = deviation_ended(endpoint, paths, fixed)
+    if check is None:
+        return "regression", why
+    return "change", f"{why}; the end of a deviation: {check} failed on it in the baseline and passes now; {impact}"
+
+
+def drift(
+    endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: str, fixed: Sequence[Fixed] = ()
+) -> list[Finding]:
+    """The fields of one endpoint that were added, removed, renamed or retyped from ``before`` to ``after``;
+    ``fixed``: the checks whose deviation in the baseline is gone (``Pairing.fixed``)."""
     removed = [p for p in before if _unseen(p, after)]
     added = [p for p in after if _unseen(p, before)]
     found: list[Finding] = []
@@ -200,23 +263,25 @@ def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: st
         )
         if new is not None:
             renamed.add(new)
-            found.append(
-                Finding(
-                    "regression",
-                    "api",
-                    pair,
-                    f"{endpoint}: {old}",
-                    old,
-                    new,
-                    f"renamed: the same values now come as {new}",
-                )
+            kind, why = _client_change(
+                endpoint,
+                (old, new),
+                f"renamed: the same values now come as {new}",
+                f"clients that read {old} will find it as {new}",
+                fixed,
             )
+            found.append(Finding(kind, "api", pair, f"{endpoint}: {old}", old, new, why))
         else:
             empty = set(before[old].get("types", [])) <= {EMPTY_ARRAY, "null"}
-            why = "removed: the baseline served it" + (
-                " (always empty: a client reading it by key breaks, one reading a value loses none)" if empty else ""
+            served = " (always empty: a client reading it by key breaks, one reading a value loses none)"
+            kind, why = _client_change(
+                endpoint,
+                (old,),
+                "removed: the baseline served it" + (served if empty else ""),
+                f"clients that read {old} without asking for it will miss it",
+                fixed,
             )
-            found.append(Finding("regression", "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", why))
+            found.append(Finding(kind, "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", why))
     for new in added:
         if new not in renamed:
             found.append(Finding("change", "api", pair, f"{endpoint}: {new}", "absent", _shown(after[new]), "added"))
@@ -224,8 +289,13 @@ def drift(endpoint: str, before: dict[str, Any], after: dict[str, Any], pair: st
         old_types, new_types = _types(before[path]), _types(after[path])
         if old_types == new_types:
             continue
-        kind, why = ("regression", "retyped") if old_types.isdisjoint(new_types) else ("change", "types seen changed")
-        found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", _shown(before[path]), _shown(after[path]), why))
+        was, now = _shown(before[path]), _shown(after[path])
+        kind, why = (
+            _client_change(endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed)
+            if old_types.isdisjoint(new_types)
+            else ("change", "types seen changed")
+        )
+        found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", was, now, why))
     return found
 
 

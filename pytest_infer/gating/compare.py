@@ -7,35 +7,39 @@ pair to every suite's table (``Table.compare``: keyword status, SLO figures
 under each suite's own settings, ...). Only regressions fail the gate; improvements, fixed
 deviations, noise and other changes are listed so a reviewer sees them. A test
 whose measurement was invalid on either side (``Table.unmeasured``) is compared
-with nothing, and the gate cannot pass: its verdict is INCOMPLETE. Every step of a check's outcome and the
-finding it makes: docs/gate-outcomes.md.
+with nothing, and a target that judged nothing (its server never became ready, its file holds no tests) is
+compared with nothing at all: either way the gate cannot pass, its verdict is INCOMPLETE. A check only the
+candidate judged is newly judged, not an improvement, and its failure still fails the gate. Every step of a
+check's outcome and the finding it makes: docs/gate-outcomes.md.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.model import SessionResults
-from ..results.views import CheckCell, check_matrix, target_label
+from ..results.views import CheckCell, check_matrix, counts_text, target_label
 from ..suite import Suite
-from ..table import ALPHA, Finding, Pairing, Table
+from ..table import ALPHA, Finding, Fixed, Pairing, Table
 
-BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # a candidate that cannot start has regressed
+BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # the candidate broke or failed where it was judged before
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
+DEVIATIONS = frozenset({"failed", "xfail"})  # the server judged and found wrong (an xfail: a declared deviation)
+VERDICTS = PASSING | DEVIATIONS | {"unsupported"}  # outcomes that judged the server; "unsupported": it refused
 ABSENT = "not run"  # the side of a row whose results hold no test of it
 IMPROVED = {
     "failed": "fixed",
-    "error": "fixed",
-    "not_run": "fixed",
     "xfail": "known deviation fixed",
     "unsupported": "now supported",
 }
 KINDS = ("regression", "improvement", "noise", "change")
 UNMEASURED = "measurement invalid on one side: no verdict on the server"
 PASS = "PASS: no regressions"
-__all__ = ["Finding", "GateResult", "compare", "pair_targets"]
+EXIT_PASS, EXIT_REGRESSION, EXIT_INCOMPLETE = 0, 1, 2
+__all__ = ["Finding", "GateResult", "compare", "not_judged", "pair_targets"]
 
 
 @dataclass(slots=True)
@@ -49,6 +53,9 @@ class GateResult:
     unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
     timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
     notes: list[str] = field(default_factory=list)  # what the suites listed without judging (Table.verdict_note)
+    # "baseline vllm 0.31.0: the server never became ready (...)": a side of a pair that judged nothing, not compared
+    not_judged: list[str] = field(default_factory=list)
+    plugin: str = ""  # "0.1.0 -> 0.2.0" where the two files' plugin versions differ: the checks themselves may have
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -62,16 +69,39 @@ class GateResult:
         return bool(self.regressions)
 
     @property
+    def incomplete(self) -> bool:
+        """Something the gate was given could not be compared: it cannot pass."""
+        return not self.pairs or bool(self.unmeasured or self.not_judged)
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 a regression, 2 incomplete: what ``pytest-infer compare`` and a gated pytest run exit with."""
+        return EXIT_REGRESSION if self.failed else EXIT_INCOMPLETE if self.incomplete else EXIT_PASS
+
+    @property
     def verdict(self) -> str:
+        plugin = (
+            f"; PLUGIN CHANGED: pytest-infer {self.plugin} (its checks may judge differently: a difference may be the"
+            " plugin's)"
+            if self.plugin
+            else ""
+        )
         if not self.pairs:
-            return "NO COMPARISON: no target of the candidate matches one of the baseline"
+            return "NO COMPARISON: no target of the candidate matches one of the baseline" + plugin
         n = len(self.regressions)
-        missing = f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"
+        missing = [
+            *(f"NOT JUDGED: {why}" for why in self.not_judged),
+            *(
+                [f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"]
+                if self.unmeasured
+                else []
+            ),
+        ]
         if n:
-            return f"FAIL: {n} regression{'s' if n != 1 else ''}" + (f"; {missing}" if self.unmeasured else "")
-        if self.unmeasured:
-            return f"INCOMPLETE: no regressions in what was measured; {missing}"
-        return f"{PASS} ({'; '.join(self.notes)})" if self.notes else PASS
+            return "; ".join([f"FAIL: {n} regression{'s' if n != 1 else ''}", *missing]) + plugin
+        if missing:
+            return "; ".join(["INCOMPLETE: no regressions in what was compared", *missing]) + plugin
+        return (f"{PASS} ({'; '.join(self.notes)})" if self.notes else PASS) + plugin
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
@@ -88,6 +118,8 @@ class GateResult:
             unmeasured=list(data.get("unmeasured", [])),
             timing=list(data.get("timing", [])),
             notes=list(data["notes"]) if "notes" in data else _notes_in(data.get("verdict")),
+            not_judged=list(data.get("not_judged", [])),
+            plugin=str(data.get("plugin", "")),
         )
 
 
@@ -145,25 +177,32 @@ def _step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | Non
     """``(kind, detail)`` of one row's step from baseline to candidate, None where nothing moved.
 
     Any step away from a pass is a regression (a check that stopped judging has stopped vouching for the
-    server); any step into a pass is an improvement; a step into a failure from anything but a failure or a
-    pass is a regression; the rest are changes. Two sides that agree (the same outcome, an xfail under the
-    same declaration) say nothing."""
+    server). A step into a pass is an improvement where the baseline judged the row, and a change where it never
+    did (absent, not run, errored, skipped, inconclusive, not exercised: nothing was fixed, the row is newly judged).
+    A step into a failure is a regression, also from a row the baseline never judged: the candidate fails a check
+    no run showed the baseline passing, and the gate does not pass on what it cannot compare. The rest are changes.
+    Two sides that agree (the same outcome, an xfail under the same declaration) say nothing."""
     o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
     if old is not None and new is not None and o == n:
         before, after = _declaration(old), _declaration(new)
         if o == "xfail" and before and after and before != after:
             return "change", f"expected-failure declaration changed: {before!r} -> {after!r}"
         return None
+    if new is not None and n in VERDICTS and o not in VERDICTS:
+        if n == "failed":
+            unjudged = f"fails; the baseline never judged it (was {o})"
+            return "regression", ": ".join(filter(None, (unjudged, _reason(new))))
+        return "change", f"newly judged: {n}; the baseline never judged it (was {o})"
     detail = _reason(new) if new is not None else "the candidate did not run it"
     if old is None:
         detail = "; ".join(filter(None, ("the baseline did not run it", detail)))
     if o in PASSING and n not in PASSING:
         return "regression", detail
     if n in PASSING and o not in PASSING:
-        return "improvement", IMPROVED.get(o, f"now passes (was {o})")
+        return "improvement", IMPROVED[o]
     if n in BAD_OUTCOMES and o not in BAD_OUTCOMES and old is not None:
         return "regression", detail
-    if o in BAD_OUTCOMES and n in ("unsupported", "xfail"):
+    if o == "failed" and n in ("unsupported", "xfail"):
         return "improvement", ""
     return "change", detail
 
@@ -180,6 +219,8 @@ def _compare_checks(
     pair = pairing.label
     for row in dict.fromkeys([*before, *after]):
         old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
+        if old is None and new is None:  # a row of other targets only (a file that holds several): nothing to say
+            continue
         o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
         if any(t.nodeid in invalid for cell in (old, new) if cell is not None for t in cell.tests):
             found.append(Finding("change", "check", pair, row, o, n, UNMEASURED))
@@ -189,6 +230,50 @@ def _compare_checks(
         if step is not None:
             found.append(Finding(step[0], "check", pair, row, o, n, step[1], new.reproducer if new else ""))
     return found, unmeasured
+
+
+def _fixed(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], b: str, c: str):
+    """The checks whose deviation on the baseline target (a failure, or a declared one) is gone on the candidate: each
+    failing test's message and reproducer, for the tables to find what that deviation made (``Pairing.fixed``)."""
+    return tuple(
+        Fixed(row, test.message, test.reproducer)
+        for row, cells in before.items()
+        if (old := cells.get(b)) is not None
+        and (new := after.get(row, {}).get(c)) is not None
+        and old.outcome in DEVIATIONS
+        and new.outcome in PASSING
+        for test in old.tests
+        if test.outcome in DEVIATIONS
+    )
+
+
+def not_judged(results: SessionResults, target: str) -> str:
+    """Why ``target`` judged nothing, "" where it judged something: such a side has nothing to compare with.
+
+    Nothing is judged when its server never became ready (``TargetRecord.error``), its file holds no tests list, or
+    none of its tests reached a verdict; a target with no test at all (results built in code, not by a session)
+    judged something if a suite's table holds a row of it."""
+    if "tests" in results.missing:
+        return "the results file has no tests list: nothing was recorded"
+    record = results.targets.get(target)
+    counts = Counter(t.outcome for t in results.tests if t.target == target)
+    tests = f"its tests: {counts_text(counts)}" if counts else "no test of it recorded"
+    if record is not None and record.error:
+        return f"the server never became ready ({record.error.splitlines()[0][:200]}); {tests}"
+    if any(counts[o] for o in VERDICTS):
+        return ""
+    if not counts and any(
+        target in cells for table in results.tables.values() for s in table.sections() for cells in s.rows.values()
+    ):
+        return ""
+    return f"no test reached a verdict on the server; {tests}"
+
+
+def plugin_change(baseline: SessionResults, candidate: SessionResults) -> str:
+    """``"0.1.0 -> 0.2.0"`` where the plugin that wrote the two files differs ("" where it is the same): its checks
+    may have changed under the server."""
+    b, c = baseline.plugin_version or "unrecorded", candidate.plugin_version or "unrecorded"
+    return "" if b == c else f"{b} -> {c}"
 
 
 def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[str]:
@@ -234,13 +319,22 @@ def compare(
         unpaired=unpaired,
         rules=gate_rules(candidate.suites, settings),
         warnings=code_warnings(baseline, candidate),
+        plugin=plugin_change(baseline, candidate),
     )
     before, after = check_matrix(baseline), check_matrix(candidate)
     by_suite: dict[str, list[Finding]] = {}
     for b, c in paired:
         label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
-        pairing = Pairing(b, c, label, alpha, settings)
+        pairing = Pairing(b, c, label, alpha, settings, _fixed(before, after, b, c))
         result.pair_labels.append(pairing.label)
+        unjudged = [
+            f"{side} {target_label(results.targets[tid])}: {why}"
+            for side, results, tid in (("baseline", baseline, b), ("candidate", candidate, c))
+            if (why := not_judged(results, tid))
+        ]
+        if unjudged:  # whatever the other side holds: nothing of it is a regression, an improvement or a pass
+            result.not_judged += unjudged
+            continue
         invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {
             n for t in candidate.tables.values() for n in t.unmeasured(c)
         }

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..gating.compare import GateResult, compare
+from ..gating.compare import GateResult, compare, not_judged
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
 from ..table import Cell, Finding
@@ -22,7 +22,6 @@ from . import plots
 from .html import _e, _table, page
 
 MARKS = {"regression": "REGRESSED", "improvement": "fixed", "change": "changed", "noise": "noise"}
-STARTED = frozenset({"passed", "failed", "xfail", "fixed", "unsupported", "not_exercised", "inconclusive", "skipped"})
 MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
 
 
@@ -82,19 +81,16 @@ class History:
 
 
 def run_state(results: SessionResults, target: str) -> str:
-    """Whether a version's run can be compared: its session ended normally and its server answered."""
+    """Whether a version's run can be compared: its session ended normally and judged the server (the gate's
+    ``not_judged``: a version whose server never became ready, or whose file holds no tests, is not a sound step)."""
     run = results.environment.get("run") or {}
     status = run.get("exitstatus")
     if status not in (None, 0, 1):
         return (
             f"cut short: pytest exited {status} ({run.get('ran', '?')} of {run.get('collected', '?')} tests recorded)"
         )
-    outcomes = [t.outcome for t in results.tests if t.target == target]
-    if not any(o in STARTED for o in outcomes):
-        return (
-            f"invalid: no test ran against it ({len(outcomes)} recorded, none passed, failed or skipped: the server did"
-            " not start)"
-        )
+    if why := not_judged(results, target):
+        return f"invalid: judged nothing: {why}"
     return "ok"
 
 

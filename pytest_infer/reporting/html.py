@@ -85,7 +85,7 @@ def _gate_verdict(gate) -> str:
     """The gate's verdict, what it compared, its warnings and its regressions: the top of the verdict block."""
     if gate is None:
         return ""
-    css = "none" if not gate.pairs or gate.unmeasured and not gate.failed else "fail" if gate.failed else "pass"
+    css = "fail" if gate.failed else "none" if gate.incomplete else "pass"
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
     regressions = "".join(f"<li>{_e(f.line())}</li>" for f in gate.of("regression"))
     return (

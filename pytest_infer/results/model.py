@@ -19,6 +19,7 @@ from ..suite import Suite, installed
 from ..table import RawTable, Table
 
 SCHEMA_VERSION = 1
+REQUIRED = ("targets", "tests")  # what every session writes, however it ended: a document without one was cut or made
 
 
 class ResultsFileError(InferError, ValueError):
@@ -133,6 +134,9 @@ class SessionResults:
     gate: dict[str, Any] | None = None
     # the suites this process knows: how to build and read their tables (not stored)
     suites: dict[str, Suite] = field(default_factory=_installed_suites, repr=False, compare=False)
+    # what the document read lacked of what a session writes (``REQUIRED``), read as empty; the gate names it (not
+    # stored)
+    missing: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def add_test(self, record: TestRecord) -> None:
         self.tests.append(record)
@@ -190,6 +194,7 @@ class SessionResults:
                 tables=tables,
                 gate=data.get("gate"),
                 suites=suites,
+                missing=tuple(key for key in REQUIRED if key not in data),
             )
         except (TypeError, KeyError, AttributeError, ValueError) as exc:
             raise ResultsFileError(f"malformed results document: {exc}") from exc

@@ -14,17 +14,19 @@ from dataclasses import dataclass, field
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
 from .model import SessionResults, TargetRecord, TestRecord
 
-# Worst first: what a row shows when one check ran several times against one target.
+# Worst first: what a row shows when one check ran several times against one target (an xdist run, or runs merged by
+# ``combine``). Any step away from a pass wins over a pass: the passes ("fixed" is a declared deviation that passed)
+# come last, so a cell holding [fixed, inconclusive] is inconclusive, never a pass.
 OUTCOME_SEVERITY = (
     "error",
     "not_run",
     "failed",
-    "fixed",
     "unsupported",
     "xfail",
     "inconclusive",
     "not_exercised",
     "skipped",
+    "fixed",
     "passed",
 )
 SYMBOLS = {
@@ -61,6 +63,12 @@ def row_key(test: TestRecord) -> str:
     parts = [p for p in marked.split("-") if p and p != "\0"]
     rest = "-".join(parts)
     return f"{name}[{rest}]" if rest else name
+
+
+def counts_text(counts: Counter[str]) -> str:
+    """``1 error, 88 not run``: how many tests had each outcome, worst first."""
+    order = [*OUTCOME_SEVERITY, *sorted(set(counts) - set(OUTCOME_SEVERITY))]
+    return ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in order if counts[o])
 
 
 def worst(outcomes: list[str]) -> str:
@@ -263,9 +271,7 @@ class Views:
     def outcome_counts(self, target: str) -> str:
         """``171 passed, 36 failed, 1 not exercised``: every outcome a target's tests had, worst first, so what
         judged nothing is counted beside what passed."""
-        counts = self.outcomes.get(target, Counter())
-        order = [*OUTCOME_SEVERITY, *sorted(set(counts) - set(OUTCOME_SEVERITY))]
-        return ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in order if counts[o])
+        return counts_text(self.outcomes.get(target, Counter()))
 
     @property
     def suite_sections(self) -> list[Section]:

@@ -75,7 +75,10 @@ def commands(subparsers: argparse._SubParsersAction) -> None:
         "inputs",
         nargs="+",
         metavar="FILE|DIR",
-        help="results of at least 3 sessions of one server version, on the gate's machine",
+        help=(
+            "results of at least 3 sessions of one server version, on the gate's machine (sessions of another"
+            " framework, version, model or machine are refused)"
+        ),
     )
     p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
     p.add_argument(

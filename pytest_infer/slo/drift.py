@@ -10,7 +10,9 @@ figure's median per session, and per (load point, figure) the largest relative m
 between any two sessions, measured as the rules measure a worsening (a share of the
 better of the two: the worst an A/A pair of those sessions would have shown), times a
 safety factor (the largest of a few sessions underestimates the largest of many). The
-gate then tolerates that much on top of each rule and tests only what lies beyond it.
+gate then tolerates that much on top of each rule and tests only what lies beyond it. Sessions of
+different servers (framework, version, model) or machines are refused: a slower version among them would widen
+the drift that should catch it.
 """
 
 from __future__ import annotations
@@ -108,17 +110,67 @@ def largest_move_pct(values: list[float], *, higher_is_better: bool) -> float | 
     return spread / (max(values) if higher_is_better else min(values)) * 100.0
 
 
+SAME = ("framework", "version", "model", "machine")  # what every calibrated session must share
+
+
+def machine(environment: dict[str, Any]) -> str:
+    """The hardware a session ran on, as its results recorded it (``results/environment.py``): CPU model and cores,
+    GPUs. Not the host name: CI runners of one type are one machine to the gate."""
+    cpu, gpu = environment.get("cpu"), environment.get("gpu")
+    if not isinstance(cpu, dict) and not isinstance(gpu, dict):
+        return "not recorded"
+    cpu, gpu = cpu or {}, gpu or {}
+    gpus = f"{gpu.get('count')} x {'/'.join(gpu.get('names') or ['GPU'])}" if gpu.get("count") else "no GPU"
+    return f"{cpu.get('model') or 'unknown CPU'}, {cpu.get('count', '?')} cores, {gpus}"
+
+
+def session_facts(results: SessionResults, target: str) -> dict[str, str]:
+    """``SAME`` of one target of a results file; a merged file's machine is that of the part that held the target."""
+    record = results.targets.get(target)
+    parts = results.environment.get("parts") or []
+    environment = next((p for p in parts if target in p.get("targets", [])), results.environment)
+    version = (record.version or "unknown") if record else "unknown"
+    if record is not None and record.commit:
+        version += f" (commit {record.commit[:12]})"
+    return {
+        "framework": record.framework if record else "unknown",
+        "version": version,
+        "model": record.model if record else "unknown",
+        "machine": machine(environment),
+    }
+
+
+def _one_server_on_one_machine(facts: dict[str, dict[str, str]]) -> None:
+    """Refuse sessions that differ in what ``SAME`` names, saying which field differs and in which files."""
+    for name in SAME:
+        where: dict[str, list[str]] = {}
+        for source, fact in facts.items():
+            where.setdefault(fact[name], []).append(source)
+        if len(where) > 1:
+            listed = "; ".join(f"{value!r} in {', '.join(sources)}" for value, sources in where.items())
+            raise CalibrationError(
+                f"the sessions differ in {name}: {listed}. A calibration measures how one server version moves between "
+                "sessions on one machine; calibrate each apart (name the target with --target where a file holds "
+                "several)"
+            )
+
+
 def calibrate(
     parts: list[tuple[str, SessionResults]], *, safety: float = SAFETY, target: str | None = None
 ) -> DriftCalibration:
-    """Each (load point, figure)'s drift over the sessions in ``parts`` (result files of one server version)."""
+    """Each (load point, figure)'s drift over the sessions in ``parts`` (result files of one server version, on one
+    machine: others are refused)."""
     if safety < 1:
         raise CalibrationError(f"safety factor {safety:g} is below 1: it would tolerate less than the drift seen")
     sessions: dict[str, dict[tuple[str, str, str], float]] = {}
+    facts: dict[str, dict[str, str]] = {}
     for source, results in parts:
         for table in results.tables.values():
             for name, figures in table.session_figures(source).items():
                 sessions.setdefault(name, {}).update(figures)
+                measured = sorted({t for t, _, _ in figures if target in (None, t)})
+                for tid in measured:
+                    facts[source if len(results.targets) < 2 else f"{source} ({tid})"] = session_facts(results, tid)
     medians: dict[tuple[str, Figure], list[float]] = {}
     for name, figures in sessions.items():
         targets = sorted({t for t, _, _ in figures if target in (None, t)})
@@ -131,6 +183,7 @@ def calibrate(
             figure = parse(metric)
             if target in (None, tid) and figure.known and figure.better is not None:
                 medians.setdefault((key, figure), []).append(value)
+    _one_server_on_one_machine(facts)
     sessions = {name: figures for name, figures in sessions.items() if any(target in (None, t) for t, _, _ in figures)}
     if len(sessions) < MIN_SESSIONS:
         raise CalibrationError(

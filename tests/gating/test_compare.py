@@ -335,7 +335,7 @@ def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass
     )
     assert (
         gate.verdict
-        == "INCOMPLETE: no regressions in what was measured; NOT MEASURED: test_load_point_meets_slo[capacity] on "
+        == "INCOMPLETE: no regressions in what was compared; NOT MEASURED: test_load_point_meets_slo[capacity] on "
         "vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)"
     )
     assert [(f.area, f.subject, f.before, f.after) for f in gate.of("change")] == [

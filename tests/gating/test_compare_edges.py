@@ -19,12 +19,12 @@ def test_an_explicit_pair_naming_a_target_one_side_lacks_is_ignored():
 
 
 def test_a_check_run_on_one_side_only_is_a_step_with_every_field_named():
-    """A passing check the candidate added is an improvement; one it dropped is a step away from a pass."""
+    """A passing check the candidate added is newly judged; one it dropped is a step away from a pass."""
     fewer = session("0.31.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (added,) = compare(fewer, session("0.32.0")).findings
     assert (added.kind, added.area, added.pair, added.subject, added.before, added.after) == (
-        "improvement",
+        "change",
         "check",
         PAIR,
         CHECK,

@@ -27,22 +27,30 @@ TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
     # a step into a failure from anything but a failure
     ("xfail", "failed"): ("regression", FAILURE),
     ("unsupported", "error"): ("regression", FAILURE),
-    ("skipped", "failed"): ("regression", FAILURE),
     ("inconclusive", "error"): ("regression", FAILURE),
-    ("not_exercised", "failed"): ("regression", FAILURE),
     ("xfail", "not_run"): ("regression", ""),
-    # every step into a pass is an improvement
+    # a failure of a check the baseline never judged fails the gate too, and says so
+    ("skipped", "failed"): ("regression", f"fails; the baseline never judged it (was skipped): {FAILURE}"),
+    ("not_exercised", "failed"): ("regression", f"fails; the baseline never judged it (was not_exercised): {FAILURE}"),
+    ("error", "failed"): ("regression", f"fails; the baseline never judged it (was error): {FAILURE}"),
+    ("not_run", "failed"): ("regression", f"fails; the baseline never judged it (was not_run): {FAILURE}"),
+    # every step into a pass from a verdict is an improvement
     ("failed", "passed"): ("improvement", "fixed"),
-    ("error", "fixed"): ("improvement", "fixed"),
+    ("failed", "fixed"): ("improvement", "fixed"),
     ("xfail", "fixed"): ("improvement", "known deviation fixed"),
     ("xfail", "passed"): ("improvement", "known deviation fixed"),
     ("unsupported", "passed"): ("improvement", "now supported"),
-    ("skipped", "passed"): ("improvement", "now passes (was skipped)"),
-    ("inconclusive", "passed"): ("improvement", "now passes (was inconclusive)"),
-    ("not_exercised", "passed"): ("improvement", "now passes (was not_exercised)"),
     # a failure that became a declared or unsupported one
-    ("error", "unsupported"): ("improvement", ""),
-    ("not_run", "xfail"): ("improvement", ""),
+    ("failed", "unsupported"): ("improvement", ""),
+    ("failed", "xfail"): ("improvement", ""),
+    # a verdict where the baseline judged nothing: newly judged, not an improvement (nothing was fixed)
+    ("error", "fixed"): ("change", "newly judged: fixed; the baseline never judged it (was error)"),
+    ("skipped", "passed"): ("change", "newly judged: passed; the baseline never judged it (was skipped)"),
+    ("inconclusive", "passed"): ("change", "newly judged: passed; the baseline never judged it (was inconclusive)"),
+    ("not_exercised", "passed"): ("change", "newly judged: passed; the baseline never judged it (was not_exercised)"),
+    ("not_run", "passed"): ("change", "newly judged: passed; the baseline never judged it (was not_run)"),
+    ("error", "unsupported"): ("change", "newly judged: unsupported; the baseline never judged it (was error)"),
+    ("not_run", "xfail"): ("change", "newly judged: xfail; the baseline never judged it (was not_run)"),
     # the rest are changes
     ("failed", "error"): ("change", FAILURE),
     ("failed", "skipped"): ("change", ""),
@@ -230,14 +238,14 @@ def without(results, *checks):
         ("fixed", None, "regression", "the candidate did not run it"),
         ("skipped", None, "change", "the candidate did not run it"),
         ("failed", None, "change", "the candidate did not run it"),
-        (None, "passed", "improvement", "now passes (was not run)"),
+        (None, "passed", "change", "newly judged: passed; the baseline never judged it (was not run)"),
         (None, "skipped", "change", "the baseline did not run it"),
         (
             None,
             "failed",
-            "change",
-            f"the baseline did not run it; {FAILURE}",
-        ),  # never judged before: not known to have got worse
+            "regression",
+            f"fails; the baseline never judged it (was not run): {FAILURE}",
+        ),  # never judged before: not known to have got worse, and no pass of the gate either
     ],
 )
 def test_a_check_only_one_side_ran_is_a_step_from_or_to_not_run(old, new, kind, detail):

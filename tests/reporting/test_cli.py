@@ -87,7 +87,7 @@ def test_compare_exits_2_when_a_measurement_was_invalid(tmp_path: Path, capsys: 
         == 2
     )
     assert (
-        "upgrade gate: INCOMPLETE: no regressions in what was measured; NOT MEASURED:"
+        "upgrade gate: INCOMPLETE: no regressions in what was compared; NOT MEASURED:"
         " test_load_point_meets_slo[capacity]" in capsys.readouterr().out
     )
     assert "**Upgrade gate: INCOMPLETE: " in (tmp_path / "gate.md").read_text()
@@ -191,7 +191,7 @@ def test_history_shows_a_version_whose_server_never_started_as_invalid(tmp_path:
     assert main(["history", str(tmp_path / "h"), "-o", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert (
-        "0.2.0 (invalid: no test ran against it" in out
+        "0.2.0 (invalid: judged nothing: no test reached a verdict on the server; its tests: 5 not run)" in out
         and "vllm 0.1.0 -> 0.3.0 (skipping 0.2.0: not comparable)" in out
     )
 
