@@ -77,6 +77,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
     if targets and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(TestTimes(config.stash[session_key]), "pytest_infer_test_times")
+    if targets and not hasattr(config, "workerinput"):
         _end_like_ctrl_c_on_sigterm(config)
 
 
@@ -167,16 +169,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         session = item.config.stash[session_key]
         info = session.server(target.id)
         if info.error:
-            _target_failed(target.id, info.error, session)
+            _target_failed(info, session)
 
 
-def _target_failed(target_id: str, error: str, session: InferSession) -> None:
-    """A target that could not start fails once, with the reason and the log lines; its other
-    tests are reported as not run for that reason, never as verdicts on the server."""
-    if target_id not in session.failed_targets:
-        session.failed_targets.add(target_id)
-        pytest.fail(f"{target_id}: {error}", pytrace=False)
-    raise NotRun(f"not run: {target_id} did not start ({error.splitlines()[0][:200]})")
+def _target_failed(info: ServerInfo, session: InferSession) -> None:
+    """A target that could not start (or an endpoint that cannot be reached) fails once, with the reason and the log
+    lines; its other tests are reported as not run for that reason, never as verdicts on the server. A server given
+    up after it died fails nothing more: its death is the finding (``Crash``)."""
+    assert info.error is not None
+    if info.target not in session.failed_targets and not info.crashes:
+        session.failed_targets.add(info.target)
+        pytest.fail(f"{info.target}: {info.error}", pytrace=False)
+    why = info.error.splitlines()[0][:200]
+    started = info.launched and not info.crashes  # else the error says what happened: an endpoint's, a death's
+    raise NotRun(f"not run: {info.target} did not start ({why})" if started else f"not run: {info.target}: {why}")
 
 
 @pytest.fixture
@@ -188,8 +194,13 @@ def infer_record(request: pytest.FixtureRequest) -> Callable[[str, object], None
 
 
 @pytest.fixture
-def infer_live_server(infer_server: ServerInfo) -> ServerInfo:
-    """The server, checked alive before the test: a dead server fails the test with its log."""
+def infer_live_server(infer_server: ServerInfo, infer_session: InferSession) -> ServerInfo:
+    """The server, checked alive before the test: one found dead is started again first (``ServerPool.revive``); a
+    server given up is not run, and one still dead fails the test with its log."""
+    if not infer_server.alive():
+        infer_session.pool.revive(infer_server.target)
+        if infer_server.error:
+            raise NotRun(f"not run: {infer_server.target}: {infer_server.error.splitlines()[0][:200]}")
     if not infer_server.alive():
         pytest.fail(
             f"{infer_server.target}: the server process {infer_server.pid} has died; last lines of its log:\n"
@@ -338,9 +349,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             "ran": len(infer.results.tests),
         }
         options = infer.options
+        crashed = infer.record_crashes()
         infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.settings)
-        if infer.written.gate is not None and infer.written.gate.failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate fails the run, as a failed test would
+        failed_gate = infer.written.gate is not None and infer.written.gate.failed
+        if (failed_gate or crashed) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate, or a server that died, fails the run
         if infer.written.gate is not None and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = infer.written.gate.exit_code  # an INCOMPLETE gate: 2, as pytest-infer compare exits
     infer.stop_servers()
@@ -380,6 +393,22 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
                 terminalreporter.write_line(line)
 
 
+class TestTimes:
+    """The owning process notes when each test runs (under xdist the controller, as the workers report them): a
+    server's death is laid to the tests that were running when it ended (``ServerPool.test_started``)."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    def __init__(self, session: InferSession) -> None:
+        self.session = session
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.session.pool.test_started(nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.session.pool.test_ended(nodeid)
+
+
 class XdistController:
     """Controller-side xdist hooks: own the servers, hand them out, collect results."""
 
@@ -387,6 +416,7 @@ class XdistController:
     def pytest_configure_node(self, node) -> None:
         session = node.config.stash[session_key]
         if session.targets:
+            session.pool.hand_off()
             infos = {tid: info.to_dict() for tid, info in session.servers().items()}
             node.workerinput[WORKER_SERVERS_KEY] = json.dumps(infos)
 

@@ -104,6 +104,16 @@ class InferSession:
         )
         return info
 
+    def record_crashes(self) -> bool:
+        """Put the deaths of the servers this process owns on their targets' records (results.json); whether any
+        died."""
+        if "pool" not in self.__dict__:
+            return False
+        for target_id, crashes in self.pool.crashes.items():
+            if target_id in self.results.targets:
+                self.results.targets[target_id].crashes = list(crashes)
+        return any(self.pool.crashes.values())
+
     def endpoint(self, info: ServerInfo) -> Endpoint:
         return self.pool.endpoint(info)
 

@@ -29,9 +29,11 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
     """Guess the framework and version behind an endpoint from what it exposes.
 
     Returns (the framework's adapter or None, version, served model ids). Every probe is
-    optional: a server that answers none of them is still testable. What betrays
-    a framework (``owned_by``, ``version_routes``) comes from the adapters, in
-    registry order.
+    optional: a server that answers none of them with anything useful is still testable, and any HTTP answer
+    (a 404, a 500) shows it reachable; one that gives none to ``GET /v1/models`` (connection refused, a name that
+    does not resolve, a TLS handshake refused, no answer in time) cannot be tested at all, and the
+    ``httpx.TransportError`` is raised. What betrays a framework (``owned_by``, ``version_routes``) comes from the
+    adapters, in registry order.
     """
     import httpx
 
@@ -44,10 +46,9 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
     framework: Adapter | None = None
     version: Version | None = None
     models: list[str] = []
-    server_header = None
+    resp = client.get("/v1/models")  # no answer at all: raised, the endpoint is unreachable
+    server_header = resp.headers.get("server")
     try:
-        resp = client.get("/v1/models")
-        server_header = resp.headers.get("server")
         if resp.status_code == 200:
             listing = resp.json()
             data = listing.get("data") if isinstance(listing, dict) else None
@@ -55,7 +56,7 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
             models = [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
             owned_by = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
             framework = next((owners[o] for o in owned_by if o in owners), None)
-    except (httpx.HTTPError, ValueError):
+    except ValueError:  # not JSON: no model listed
         pass
     for path, (route, owner) in routes.items():
         try:

@@ -13,7 +13,7 @@ import json
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
 from ..table import Section
-from .terminal import verdict_counts
+from .terminal import target_state, verdict_counts
 
 STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
@@ -229,7 +229,7 @@ def render_html(
             f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td><td>{_e(t.version or 'unknown')}</td>"
             f"<td>{_e(t.model)}</td>"
             + "".join(f"<td>{_e(t.variant.get(v, '-'))}</td>" for v in views.variants)
-            + f"<td>{_e('failed to start: ' + t.error.splitlines()[0] if t.error else 'ok')}</td>"
+            + f"<td>{_e(target_state(t))}</td>"
             f"<td>{_e(views.outcome_counts(t.id))}</td></tr>"
             for t in results.targets.values()
         ],

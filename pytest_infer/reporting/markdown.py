@@ -13,7 +13,7 @@ from pathlib import Path
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
 from ..table import Cell, Section
-from .terminal import verdict_counts
+from .terminal import target_state, verdict_counts
 
 ICONS = {
     "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail",
@@ -219,7 +219,7 @@ def render_markdown(
                 t.version or "unknown",
                 t.model,
                 *(t.variant.get(label, "-") for label in views.variants),
-                f"failed to start: {t.error.splitlines()[0]}" if t.error else "ok",
+                target_state(t),
                 views.outcome_counts(t.id),
             ]
             for t in results.targets.values()

@@ -54,9 +54,14 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
 
 
 def target_state(target) -> str:
+    """How a target's server fared: ready (how fast), failed to start, cannot be reached, died and started again."""
     if target.error:
-        return f"FAILED TO START: {target.error.splitlines()[0]}"
-    return f"ready in {target.start_seconds}s" if target.start_seconds else "endpoint"
+        return ("FAILED TO START: " if target.launched else "") + target.error.splitlines()[0]
+    state = f"ready in {target.start_seconds}s" if target.start_seconds else "endpoint"
+    if target.crashes:
+        again = sum(crash.restarted for crash in target.crashes)
+        state += f"; DIED {len(target.crashes)}x, started again {again}x"
+    return state
 
 
 def section_lines(section: Section, views: Views) -> list[str]:

@@ -59,6 +59,20 @@ class ServerFacts:
     launched: bool = True
 
 
+@dataclass(slots=True)
+class Crash:
+    """A launched server that died during the session: why, which of its tests were running (else the last that had
+    ended), its log's last lines, and whether the plugin started it again for the tests after it."""
+
+    pid: int | None
+    why: str  # "exited with code 17", "killed by SIGKILL", or the memory guard's line
+    during: list[str] = field(default_factory=list)  # node ids
+    after: str = ""  # a node id, when none was running
+    restarted: bool = False
+    then: str = ""  # "was started again in 0.4 s (restart 1 of 2)", or why it was not
+    log_tail: str = ""
+
+
 @dataclass(slots=True, kw_only=True)
 class TargetRecord(ServerFacts):
     """One target of a session as results.json stores it: the server's facts, then what the session adds.
@@ -69,6 +83,7 @@ class TargetRecord(ServerFacts):
     variant: dict[str, str] = field(default_factory=dict)
     start_seconds: float | None = None
     error: str | None = None
+    crashes: list[Crash] = field(default_factory=list)  # a launched server's deaths, each with what came of it
 
     @classmethod
     def of(cls, target_id: str, server: ServerFacts, **session: Any) -> TargetRecord:
@@ -76,7 +91,10 @@ class TargetRecord(ServerFacts):
         return cls(id=target_id, **{f.name: getattr(server, f.name) for f in fields(ServerFacts)}, **session)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, **asdict(self)}  # results.json's order: the id first
+        stored = {"id": self.id, **asdict(self)}  # results.json's order: the id first
+        if not self.crashes:  # a server that never died is stored as before there were crashes
+            del stored["crashes"]
+        return stored
 
 
 def _target_record(data: dict[str, Any]) -> TargetRecord:
@@ -87,6 +105,7 @@ def _target_record(data: dict[str, Any]) -> TargetRecord:
         profile = data.pop("profile")
         if profile is not None:
             data["variant"] = {"profile": profile}
+    data["crashes"] = [Crash(**crash) for crash in data.get("crashes", [])]
     return TargetRecord(**data)
 
 

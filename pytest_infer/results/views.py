@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
-from .model import SessionResults, TargetRecord, TestRecord
+from .model import Crash, SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target (an xdist run, or runs merged by
 # ``combine``). Any step away from a pass wins over a pass: the passes ("fixed" is a declared deviation that passed)
@@ -145,6 +145,7 @@ class Problem:
     places: list[tuple[str, str]] = field(
         default_factory=list
     )  # (target label, where on it: "" or a path, mode or case)
+    log: str = ""  # the server's last lines, for a cause that is the server's own (a death)
 
     @property
     def rank(self) -> tuple[int, int, str]:
@@ -186,15 +187,49 @@ class Problem:
 
     @property
     def server_log(self) -> str:
-        return next((str(t.extra["server_log"]) for t in self.tests if t.extra.get("server_log")), "")
+        return next((str(t.extra["server_log"]) for t in self.tests if t.extra.get("server_log")), self.log)
 
 
 # The core's own message for a test that met a dead server (plugin.infer_live_server): one death, many tests.
 _DIED = re.compile(r"the server process (\d+) has died")
 
 
-def _core_cause(row: str, test: TestRecord) -> Cause | None:
-    """A cause the core itself reports, whatever the suite: the tests that met one dead server are one finding."""
+def _short(nodeid: str) -> str:
+    return nodeid.split("::", 1)[-1]
+
+
+def _not_run(results: SessionResults, target: str) -> str:
+    count = sum(1 for t in results.tests if t.target == target and t.outcome == "not_run")
+    return f"; {count} test{'s' if count > 1 else ''} not run" if count else ""
+
+
+def _crash_cause(results: SessionResults, target: TargetRecord, crash: Crash) -> Cause:
+    """A death of a launched server (``TargetRecord.crashes``): what was running, why it ended, what came of it."""
+    when = (
+        f" while {', '.join(map(_short, crash.during))} ran"
+        if crash.during
+        else f" after {_short(crash.after)}"
+        if crash.after
+        else ""
+    )
+    gave_up = "" if crash.restarted or crash is not target.crashes[-1] else _not_run(results, target.id)
+    return Cause(
+        f"died:{target.id}:{crash.pid}", f"{target.id}: the server {crash.why}{when}; it {crash.then}{gave_up}", "",
+        "critical",
+    )  # fmt: skip
+
+
+def _core_cause(results: SessionResults, row: str, test: TestRecord) -> Cause | None:
+    """A cause the core itself reports, whatever the suite: a server that did not start or cannot be reached (its
+    first test's failure), a death, with the tests that were running when it came and those that met it after."""
+    target = results.targets.get(test.target)
+    if target is not None and target.error and (error := target.error.splitlines()[0]) in test.message:
+        # an endpoint's error says what could not be reached
+        title = f"{target.id} did not start: {error}" if target.launched else f"{target.id}: {error}"
+        return Cause(f"start:{target.id}", title + _not_run(results, target.id), "", "critical")
+    crash = next((c for c in target.crashes if test.nodeid in c.during), None) if target is not None else None
+    if crash is not None:
+        return Cause(f"died:{test.target}:{crash.pid}", "", row, "critical")
     if (died := _DIED.search(test.message)) is not None:
         return Cause(
             f"died:{test.target}:{died[1]}",
@@ -216,13 +251,17 @@ def _default_cause(row: str, test: TestRecord) -> Cause:
 def problems(results: SessionResults, label) -> list[Problem]:
     """Failed and errored tests folded into their root causes (each suite's ``Table.cause``), worst and widest first."""
     found: dict[tuple[str, str], Problem] = {}
+    for target in results.targets.values():  # each death is a finding, whether or not a test failed on it
+        for crash in target.crashes:
+            death = _crash_cause(results, target, crash)
+            found[("", death.key)] = Problem("", death, log=crash.log_tail)
     for test in results.tests:
         if test.outcome not in PROBLEMS:
             continue
         suite, row = test.suite or "", row_key(test)
-        cause = _core_cause(row, test)
+        cause = _core_cause(results, row, test)
         if cause is not None:
-            suite = ""  # a dead server is the core's finding, whichever suites' tests met it
+            suite = ""  # a server that died or never started is the core's finding, whichever suites' tests met it
         else:
             table = _table_of(results, suite)
             cause = (table.cause(row, test.message) if table is not None else None) or _default_cause(row, test)
@@ -233,6 +272,9 @@ def problems(results: SessionResults, label) -> list[Problem]:
         place = (label(test.target), cause.place)
         if place not in problem.places:
             problem.places.append(place)
+    for problem in found.values():
+        if not problem.places:  # a death no failed test met
+            problem.places.append((label(problem.cause.key.split(":")[1]), ""))
     return sorted(found.values(), key=lambda p: p.rank)
 
 

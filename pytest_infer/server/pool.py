@@ -4,11 +4,19 @@ Without xdist the pytest process owns every server and starts each on first
 use. Under xdist the controller owns them: it starts them all before the
 workers start (``pytest_configure_node``) and hands each worker a ``ServerInfo``
 to connect to; workers never launch anything.
+
+A launched server that dies is started again, on the same port (workers hold its URL), for the tests after it, at
+most ``MAX_RESTARTS`` times; each death is recorded (``Crash``) with the tests that were running when it ended. Without
+xdist the pool notices a death when the next test asks for the server, so the test that met it judges the death as it
+happened. Under xdist the controller starts the server again as soon as its process ends and writes what became of
+it to a state file beside the log, which a worker that finds the process gone waits for.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field, fields, replace
@@ -16,16 +24,24 @@ from pathlib import Path
 from typing import Any
 
 from ..adapters import registry
-from ..adapters.base import Adapter, BuiltinModel, LaunchRequest, Version
+from ..adapters.base import Adapter, BuiltinModel, LaunchRequest, LaunchSpec, Version
 from ..adapters.external import ENDPOINT
 from ..client.endpoint import Endpoint
 from ..models import local_model
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
-from ..results.model import ServerFacts
+from ..results.model import Crash, ServerFacts, atomic_write_text
 from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
 
 LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's end
+# How long an ``--infer-endpoint`` has to answer its first request (any HTTP status) before it is called unreachable:
+# a remote server answers its model list in well under a second, and the whole session waits on this once.
+REACH_TIMEOUT = 10.0
+# How many times a launched server that dies is started again in one session. A crash is a finding of the test that
+# caused it, and the tests after it still deserve a server (the robustness suite may crash one more than once); a server
+# that keeps dying would otherwise cost a start-up per test.
+MAX_RESTARTS = 2
+STATE_POLL = 0.2  # how often a worker that found the server gone reads the controller's state file
 
 
 @dataclass(slots=True, kw_only=True)
@@ -46,6 +62,7 @@ class ServerInfo(ServerFacts):
     start_seconds: float | None = None
     error: str | None = None
     notes: tuple[str, ...] = ()
+    crashes: int = 0  # how many times it died in this session (``ServerPool.crashes`` holds each)
 
     def __post_init__(self) -> None:
         self.framework = self.adapter.name
@@ -83,6 +100,18 @@ class ServerInfo(ServerFacts):
 
     def log_tail(self, lines: int = 40) -> str:
         return tail(Path(self.log_path), lines) if self.log_path else ""
+
+    @property
+    def state_path(self) -> Path | None:
+        """Where the owning process writes what became of a launched server (under xdist): beside its log."""
+        return Path(self.log_path).with_suffix(".state.json") if self.log_path else None
+
+    def take(self, state: dict[str, Any]) -> None:
+        """Become the same target's server as the owner wrote it (``to_dict``), started again or given up: in place,
+        since fixtures of session scope hold this object; the adapter stays (no lookup by name after configure)."""
+        for name in ("pid", "start_seconds", "error", "crashes", "model"):
+            setattr(self, name, state[name])
+        self.notes = tuple(state["notes"])
 
     def log_mark(self) -> int:
         """Where the server's log ends now (its size in bytes; 0 without a log): pass it to ``log_since``."""
@@ -144,6 +173,12 @@ class ServerPool:
         self.owner = owner
         self.infos: dict[str, ServerInfo] = {}
         self.processes: dict[str, ServerProcess] = {}
+        self.crashes: dict[str, list[Crash]] = {}  # each launched target's deaths, in order
+        self.handed_off = False  # xdist: workers test the servers; a death is handled as soon as the process ends
+        self._serving: dict[str, ServerProcess] = {}  # the process that became ready and serves each target now
+        self._specs: dict[str, LaunchSpec] = {}  # what started each launched target, to start it again
+        self._tests: dict[str, list[float | None]] = {}  # node id -> [started, ended] (time.monotonic) in the owner
+        self._closing = False
         self._lock = threading.Lock()
         self._starting: dict[str, threading.Lock] = {}  # one lock per target: servers start side by side
 
@@ -155,15 +190,68 @@ class ServerPool:
         """Worker side: take the controller's servers."""
         self.infos.update({tid: ServerInfo.from_dict(data) for tid, data in infos.items()})
 
-    def get(self, target_id: str) -> ServerInfo:
+    def _target_lock(self, target_id: str) -> threading.Lock:
         with self._lock:
-            starting = self._starting.setdefault(target_id, threading.Lock())
-        with starting:
+            return self._starting.setdefault(target_id, threading.Lock())
+
+    def get(self, target_id: str) -> ServerInfo:
+        """The target's server: started on first use; one found dead since the last test is started again first
+        (within ``MAX_RESTARTS``), or, in a worker, waited for while the controller does it."""
+        with self._target_lock(target_id):
             if target_id not in self.infos:
                 if not self.owner:
                     raise RuntimeError(f"no server for {target_id} was handed to this xdist worker")
                 self.infos[target_id] = self._start(self.targets[target_id])
-            return self.infos[target_id]
+            info = self.infos[target_id]
+            serving = self._serving.get(target_id)
+            if serving is not None and serving.ended():
+                self._restart(target_id, serving)
+            elif not self.owner and info.pid is not None and info.error is None and not running(info.pid):
+                self._await_restart(info)
+            return info
+
+    def revive(self, target_id: str) -> ServerInfo:
+        """The server of a test that found it dead (``ServerInfo.alive``): started again, or given up, before the test
+        goes on; a process still ending gets a few seconds to finish."""
+        with self._target_lock(target_id):
+            info = self.infos[target_id]
+            serving = self._serving.get(target_id)
+            if serving is not None and serving.exited.wait(timeout=5.0):
+                self._restart(target_id, serving)
+            elif not self.owner and info.pid is not None and info.error is None and not running(info.pid):
+                self._await_restart(info)
+            return info
+
+    def hand_off(self) -> None:
+        """From now on the servers are tested by xdist workers: a death is handled when the process ends."""
+        self.handed_off = True
+
+    def test_started(self, nodeid: str) -> None:
+        """A test began (in this process, or in a worker as the controller learns it): what a death is laid to."""
+        self._tests[nodeid] = [time.monotonic(), None]
+
+    def test_ended(self, nodeid: str) -> None:
+        """A test ended. A server found dead or dying now died no later: its reaper may learn it only after the next
+        test began, and the death belongs to the test that met it."""
+        now = time.monotonic()
+        for process in list(self._serving.values()):
+            if process.ending():
+                process.exited_at = min(process.exited_at or now, now)
+        if nodeid in self._tests:
+            self._tests[nodeid][1] = time.monotonic()
+
+    def _running_at(self, target_id: str, moment: float) -> tuple[list[str], str]:
+        """The target's tests that were running at ``moment``, and the last one that had ended by then."""
+        of_target = re.compile(rf"[\[-]{re.escape(target_id)}[\]-]")
+        during, after = [], ""
+        for nodeid, (started, ended) in self._tests.items():
+            if not of_target.search(nodeid) or started is None or started > moment:
+                continue
+            if ended is None or ended >= moment:
+                during.append(nodeid)
+            else:
+                after = nodeid
+        return during, after
 
     def start_all(self, target_ids: list[str]) -> None:
         """Start the servers of these targets not yet running, side by side: an engine's start is mostly one process
@@ -174,7 +262,10 @@ class ServerPool:
             list(run.map(self.get, target_ids))
 
     def stop_all(self) -> None:
-        for process in self.processes.values():
+        with self._lock:
+            self._closing = True
+            processes = list(self.processes.values())
+        for process in processes:
             process.stop()
 
     def _start(self, target: Target) -> ServerInfo:
@@ -221,28 +312,105 @@ class ServerPool:
             )
         )
         base.notes = spec.notes
+        self._specs[target.id] = spec
         endpoint = self.endpoint(base)
-        process = ServerProcess(
-            spec,
-            endpoint,
-            log_path,
-            self.options.startup_timeout,
-            self.secrets,
-            memory_limit=self._memory_limit(),
-            memory_setting=MEMORY_LIMIT,
-        )
-        self.processes[target.id] = process
         try:
-            process.start()
-            base.pid = process.pid
-            base.start_seconds = round(process.wait_ready(), 2)
+            base.start_seconds = self._launch(target.id, base, spec)
         except ServerStartError as exc:
-            process.stop()
             base.error = str(exc)
             return base
         base.model = self._served_model(endpoint, spec.served_model) or target.model
         base.notes += self._send_first_requests(endpoint.with_model(base.model), spec.first_requests)
         return base
+
+    def _launch(self, target_id: str, info: ServerInfo, spec: LaunchSpec) -> float:
+        """Start ``spec``'s server and wait until it is ready: the seconds that took. The caller holds the target's
+        lock, so a death seen meanwhile (``on_exit``) waits for this to finish."""
+        assert info.log_path is not None
+        process = ServerProcess(
+            spec,
+            self.endpoint(info),
+            Path(info.log_path),
+            self.options.startup_timeout,
+            self.secrets,
+            memory_limit=self._memory_limit(),
+            memory_setting=MEMORY_LIMIT,
+        )
+        process.on_exit = lambda ended: self._ended(target_id, ended)
+        with self._lock:
+            if self._closing:
+                raise ServerStartError("not started: the session is ending")
+            self.processes[target_id] = process
+        try:
+            process.start()
+            info.pid = process.pid
+            seconds = round(process.wait_ready(), 2)
+        except ServerStartError:
+            process.stop()
+            raise
+        self._serving[target_id] = process
+        return seconds
+
+    def _ended(self, target_id: str, process: ServerProcess) -> None:
+        """A server process ended without being stopped (from its reaper thread). Under xdist nobody else would see it
+        soon: start it again now. Otherwise the next test's ``get`` does, so the test that met it judges the death."""
+        if self.handed_off:
+            with self._target_lock(target_id):
+                self._restart(target_id, process)
+
+    def _restart(self, target_id: str, process: ServerProcess) -> None:
+        """Record the death of ``process`` and start the target's server again, within ``MAX_RESTARTS``; once given up,
+        ``error`` says why, and the target's later tests are not run. The caller holds the target's lock."""
+        if self._serving.get(target_id) is not process or self._closing:
+            return  # handled already, or stopped with the session
+        del self._serving[target_id]
+        info = self.infos[target_id]
+        assert process.exited_at is not None
+        during, after = self._running_at(target_id, process.exited_at)
+        crash = Crash(process.pid, process.exit_reason(), during, after, log_tail=process.log_tail())
+        process.stop()  # what is left of its process group, and its watchdog
+        crashes = self.crashes.setdefault(target_id, [])
+        crashes.append(crash)
+        info.crashes = len(crashes)
+        if len(crashes) > MAX_RESTARTS:
+            crash.then = f"was not started again: it died {len(crashes)} times (at most {MAX_RESTARTS} restarts)"
+        else:
+            assert info.log_path is not None
+            with open(info.log_path, "a") as log:
+                log.write(f"\n--- pytest-infer: the server {crash.why}; starting it again ---\n")
+            try:
+                seconds = self._launch(target_id, info, self._specs[target_id])
+            except ServerStartError as exc:
+                crash.then = f"could not be started again: {str(exc).splitlines()[0].split('; last lines of ')[0]}"
+            else:
+                crash.restarted = True
+                crash.then = f"was started again in {seconds:.1f} s (restart {len(crashes)} of {MAX_RESTARTS})"
+                notes = self._send_first_requests(self.endpoint(info), self._specs[target_id].first_requests)
+                info.notes += tuple(note for note in notes if note not in info.notes)
+        if not crash.restarted:
+            info.error = f"the server {crash.why} and {crash.then}"
+        self._publish(info)
+
+    def _publish(self, info: ServerInfo) -> None:
+        """Under xdist, what became of a server, for the workers (``_await_restart``)."""
+        if self.handed_off and info.state_path is not None:
+            atomic_write_text(info.state_path, json.dumps(info.to_dict()))
+
+    def _await_restart(self, info: ServerInfo) -> None:
+        """A worker found its server's process gone: wait for the controller to start it again (or give it up), and
+        take what it wrote. Still gone at the deadline: ``info`` is left as it was, and the test meets a dead server."""
+        assert info.state_path is not None
+        deadline = time.monotonic() + self.options.startup_timeout + 60  # the old group's stop, then a start
+        while time.monotonic() < deadline:
+            try:
+                state = json.loads(info.state_path.read_text())
+            except (OSError, ValueError):
+                state = {}
+            pid = state.get("pid")
+            if state.get("error") or pid not in (None, info.pid) and running(pid):
+                info.take(state)
+                return
+            time.sleep(STATE_POLL)
 
     @staticmethod
     def _send_first_requests(endpoint: Endpoint, requests: tuple[tuple[str, dict], ...]) -> tuple[str, ...]:
@@ -298,10 +466,11 @@ class ServerPool:
             launched=False,
         )
         try:
-            with self.endpoint(info).http(timeout=10) as client:
+            with self.endpoint(info).http(timeout=REACH_TIMEOUT) as client:
                 detected, version, models = detect_endpoint(client)
-        except httpx.HTTPError as exc:
-            info.error = f"endpoint {info.base_url} unreachable: {exc}"
+        except httpx.TransportError as exc:  # no HTTP answer at all; a 404 or a 500 is an answer, judged by the tests
+            late = f" (no answer within {REACH_TIMEOUT:.0f} s)" if isinstance(exc, httpx.TimeoutException) else ""
+            info.error = f"cannot reach {info.base_url}: {type(exc).__name__}: {exc}{late}"
             return info
         if target.adapter is ENDPOINT and detected is not None:
             info = replace(info, adapter=detected)

@@ -45,6 +45,17 @@ def port_in_use(host: str, port: int) -> bool:
         return False
 
 
+def refuses(host: str, port: int) -> bool:
+    """Nothing listens there: a connection is refused (one that times out is a busy server's full backlog)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 def _copy_redacted(pipe, log_path: Path, secrets: tuple[str, ...]) -> None:
     """Copy a server's output to its log line by line, each secret replaced by the mask."""
     patterns = [(s.encode(), MASK.encode()) for s in secrets if s]
@@ -159,12 +170,12 @@ class MemoryGuard(threading.Thread):
                 return
             rss = process_tree_rss(pid)
             if rss > self.limit:
-                why = (
-                    f"pytest-infer stopped the server: its memory ({rss / 2**30:.1f} GB) passed the limit of"
-                    f" {self.limit / 2**30:.1f} GB{f' ({self.setting})' if self.setting else ''}"
-                )
+                gb = f"{rss / 2**30:.1f} GB"
+                limit = f"{self.limit / 2**30:.1f} GB" + (f" ({self.setting})" if self.setting else "")
                 with self.process.log_path.open("a") as log:
-                    log.write(f"\n{why}\n")
+                    log.write(f"\npytest-infer stopped the server: its memory ({gb}) passed the limit of {limit}\n")
+                self.process.stopped_why = f"was stopped at its memory limit ({gb}, over {limit})"
+                self.process.exited_at = time.monotonic()  # its death is now, however long the group takes to end
                 terminate_tree(pid, grace=5)
                 return
 
@@ -196,10 +207,48 @@ class ServerProcess:
         self._copier: threading.Thread | None = None
         self.memory_limit, self.memory_setting = memory_limit, memory_setting
         self._guard: MemoryGuard | None = None
+        self.stopped_why = ""  # the memory guard's line, when it stopped the server
+        self.stopping = False  # stop() was called: an exit from here on is no death
+        self.exited = threading.Event()  # the process has ended (set by the reaper, which waits on it)
+        self.exited_at: float | None = None  # when it ended or was first seen ending, in ``time.monotonic()``
+        # called (from the reaper thread) when the process ends without ``stop()``: the pool's death handler
+        self.on_exit: Callable[[ServerProcess], None] | None = None
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
+
+    def exit_reason(self) -> str:
+        """Why the process ended, as a verb phrase ("exited with code 17"): its exit code, the signal, or the memory
+        guard's reason."""
+        code = self.proc.returncode if self.proc else None
+        if self.stopped_why:
+            return self.stopped_why
+        if code is None:
+            return "still running"
+        return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+
+    def ending(self) -> bool:
+        """Whether the process has ended or is ending: gone, exiting, or its port refusing connections. A client sees
+        a crashed server's connection drop a few milliseconds before the process is gone."""
+        if self.pid is None or not running(self.pid) or exiting(self.pid):
+            return True
+        url = urlparse(self.base_url)
+        return bool(url.hostname and url.port and refuses(url.hostname, url.port))
+
+    def ended(self, wait: float = 5.0) -> bool:
+        """The process has ended, or is inside exit() and ends within ``wait`` seconds (reaped: ``exited_at`` set)."""
+        pid = self.pid
+        return self.exited.is_set() or (pid is not None and exiting(pid) and self.exited.wait(wait))
+
+    def _reap(self) -> None:
+        """Wait for the process to end, note when, and tell ``on_exit`` unless it was stopped on purpose."""
+        assert self.proc is not None
+        self.proc.wait()
+        self.exited_at = min(self.exited_at or time.monotonic(), time.monotonic())
+        self.exited.set()
+        if not self.stopping and self.on_exit is not None:
+            self.on_exit(self)
 
     def start(self) -> None:
         url = urlparse(self.base_url)
@@ -246,6 +295,9 @@ class ServerProcess:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
+        threading.Thread(target=self._reap, name="pytest-infer-reaper", daemon=True).start()
+        if self.stopping:  # stopped (the session ending) while it was being started
+            self.stop()
 
     def wait_ready(
         self,
@@ -298,6 +350,7 @@ class ServerProcess:
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM the whole group (and any child that left it), wait, then SIGKILL."""
+        self.stopping = True
         if self.proc is None:
             return
         if self._guard is not None:  # joined: a guard still reading the process table must not outlive the session
@@ -351,6 +404,19 @@ def running(process: psutil.Process | int) -> bool:
         proc = psutil.Process(process) if isinstance(process, int) else process
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
+        return False
+
+
+PF_EXITING = 0x4  # Linux's flag of a process inside exit(): /proc/PID/stat, field 9
+
+
+def exiting(pid: int) -> bool:
+    """The process is inside exit() (Linux; elsewhere, never known): its clients have seen it go, psutil not yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        return bool(int(fields[6]) & PF_EXITING)
+    except (OSError, IndexError, ValueError):
         return False
 
 

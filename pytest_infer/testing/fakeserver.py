@@ -721,9 +721,25 @@ class Handler(BaseHTTPRequestHandler):
 
     # --- Anthropic Messages API ------------------------------------------------
     def _messages(self, body: dict) -> dict | list[Event]:
-        if not isinstance(body.get("max_tokens"), int):
-            raise ErrorReply("max_tokens: Field required", param="max_tokens")
-        params = self._validate({k: v for k, v in body.items() if k != "stop_sequences"})
+        """Anthropic's request rules first: model, max_tokens and messages required; temperature and top_p from 0 to
+        1, top_k from 0; no role in messages but user and assistant (and system, which newer references admit)."""
+        for name in ("model", "max_tokens", "messages"):
+            if body.get(name) is None:
+                raise ErrorReply(f"{name}: Field required", param=name)
+        if not isinstance(body["max_tokens"], int):
+            raise ErrorReply("max_tokens: Input should be a valid integer", param="max_tokens")
+        _check_range(body, "temperature", 0, 1)
+        top_k = body.get("top_k")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
+            raise ErrorReply(f"top_k must be an integer >= 0, got {top_k!r}", param="top_k")
+        roles = (
+            [m.get("role") if isinstance(m, dict) else None for m in body["messages"]]
+            if isinstance(body["messages"], list)
+            else []
+        )
+        if any(role not in ("user", "assistant", "system") for role in roles):
+            raise ErrorReply("messages: each role must be 'user' or 'assistant'", param="messages")
+        params = self._validate({k: v for k, v in body.items() if k not in ("stop_sequences", "top_k")})
         prompt = _prompt_text(body)
         text, reason, stop = self._choice(prompt, {**params, "n": 1}, body.get("stop_sequences"), 0)
         message = {
@@ -908,6 +924,20 @@ def _die_after(n: int) -> Deviation:
     return Deviation(request=request)
 
 
+DIE_MARKER = "pytest-infer: end this process"
+
+
+def _die_on_marker() -> Deviation:
+    """A chat request whose messages carry ``DIE_MARKER`` ends the process: a crash a test provokes when it chooses."""
+
+    def request(path: str, body: dict):
+        if path.startswith("/v1/chat") and DIE_MARKER in json.dumps(body.get("messages")):
+            os._exit(17)
+        return None
+
+    return Deviation(request=request)
+
+
 def _die_on_unknown_token_ids() -> Deviation:
     """Like SGLang 0.5.23 on a completions prompt of token ids outside the vocabulary: the process ends."""
 
@@ -940,6 +970,20 @@ def _unlisted_model() -> Deviation:
     """Like transformers serve 5.17 on a machine without a hub cache: /v1/models lists nothing, though the server
     answers for the model it was launched with."""
     return Deviation(request=lambda path, body: (200, {"object": "list", "data": []}) if path == "/v1/models" else None)
+
+
+def wrong_model(name: str = "another-model") -> Deviation:
+    """Like a proxy that rewrites ``model`` to ``name`` in every answer (chat, completions, Responses, Messages) and in
+    every streamed event that names one; /v1/models still lists the model asked for."""
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: name if k == "model" and isinstance(v, str) else rename(v) for k, v in value.items()}
+        return [rename(v) for v in value] if isinstance(value, list) else value
+
+    return Deviation(
+        response=lambda path, body, response: rename(response), events=lambda path, body, events: rename(events)
+    )
 
 
 def _grow_memory() -> Deviation:
@@ -1025,7 +1069,9 @@ FAULTS: dict[str, Callable[[], Deviation]] = {
     ),  # launched vLLM: the readiness probe's generation, its first structured request, one test's
     "cannot-generate": _cannot_generate,
     "unlisted-model": _unlisted_model,
+    "wrong-model": wrong_model,
     "die-on-unknown-token-ids": _die_on_unknown_token_ids,
+    "die-on-marker": _die_on_marker,
     "grow-memory": _grow_memory,
     **NULL_MODES,
 }

