@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, FakeServer, error_body
+from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, FakeServer, error_body, wrong_model
 
 CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 
@@ -1084,6 +1084,92 @@ BRANCHES |= {
         ),
         ("order", on_events(_swapped_calls), "the same calls as the non-streamed answer"),
         ("arguments", on_events(_first_arguments_cut), "is not valid JSON"),
+    ],
+}
+
+
+# --- the model an answer names; Anthropic's request rules -----------------------------------------------------------
+MODEL_CHECKS = ("chat.model", "completions.model", "responses.model", "messages.model")
+ANTHROPIC_MESSAGE = {
+    "id": "msg-canned", "type": "message", "role": "assistant", "model": MODEL,
+    "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 1},
+}  # fmt: skip
+
+
+def messages_accept(predicate: Callable[[dict], bool]) -> Deviation:
+    """/v1/messages answers a message to the requests ``predicate`` picks (those the reference refuses)."""
+    return answer_when(lambda p, b: p == MESSAGES and predicate(b), 200, ANTHROPIC_MESSAGE)
+
+
+def _above(name: str, limit: float) -> Callable[[dict], bool]:
+    return lambda b: isinstance(b.get(name), (int, float)) and b[name] > limit
+
+
+def _role(role: str) -> Callable[[dict], bool]:
+    return lambda b: any(isinstance(m, dict) and m.get("role") == role for m in b.get("messages") or [])
+
+
+def _messages_errors_as(status: int, body: Any) -> Deviation:
+    """Every request /v1/messages refuses, refused with ``status`` and ``body``."""
+
+    def request(path: str, b: dict):
+        if path != MESSAGES:
+            return None
+        good = (
+            all(k in b for k in ("model", "max_tokens", "messages"))
+            and not _above("temperature", 1)(b)
+            and not _above("top_p", 1)(b)
+            and (b.get("top_k") or 0) >= 0
+            and b["max_tokens"] >= 0
+            and not _role("developer")(b)
+            and not _role("tool")(b)
+        )
+        return None if good else (status, body)
+
+    return Deviation(request=request)
+
+
+MUTATIONS |= {check_id: wrong_model() for check_id in MODEL_CHECKS} | {
+    "messages.parameter-ranges": messages_accept(_above("temperature", 1)),  # OpenAI's range, 0 to 2
+    "messages.roles": messages_accept(_role("developer")),
+    "messages.required-fields": messages_accept(lambda b: "model" not in b),  # the served model filled in
+}
+EXPECTED_IN_MESSAGE |= {check_id: "got:      another-model" for check_id in MODEL_CHECKS} | {
+    "messages.parameter-ranges": "expected: HTTP 400 for temperature=1.5\ngot:      HTTP 200: ",
+    "messages.roles": "expected: HTTP 400 for a 'developer' message\ngot:      HTTP 200: ",
+    "messages.required-fields": "expected: HTTP 400 for no model\ngot:      HTTP 200: ",
+}
+OPENAI_ENVELOPE = error_body("Field required", param="model")
+BRANCHES |= {
+    "chat.model": [
+        ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 10 of 10 event(s)"),
+        ("answer-only", Deviation(response=wrong_model().response), "got:      another-model"),
+    ],
+    "responses.model": [
+        ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 3 of "),
+    ],
+    "messages.model": [("stream-only", Deviation(events=wrong_model().events), "'another-model' in 1 of ")],
+    "messages.parameter-ranges": [
+        ("top_p", messages_accept(_above("top_p", 1)), "HTTP 400 for top_p=1.5"),
+        ("top_k", messages_accept(lambda b: (b.get("top_k") or 0) < 0), "HTTP 400 for top_k=-1"),
+        ("max_tokens", messages_accept(lambda b: b.get("max_tokens", 0) < 0), "HTTP 400 for max_tokens=-1"),
+        (
+            "status-422",
+            _messages_errors_as(422, {"type": "error", "error": {"type": "invalid_request_error", "message": "m"}}),
+            "got:      HTTP 422: ",
+        ),
+        ("openai-envelope", _messages_errors_as(400, OPENAI_ENVELOPE), 'the body is not {"type": "error"'),
+        (
+            "error-type",
+            _messages_errors_as(400, {"type": "error", "error": {"type": "api_error", "message": "m"}}),
+            "error.type is 'api_error', not 'invalid_request_error'",
+        ),
+    ],
+    "messages.roles": [("tool", messages_accept(_role("tool")), "HTTP 400 for a 'tool' message")],
+    "messages.required-fields": [
+        ("messages", messages_accept(lambda b: "messages" not in b), "HTTP 400 for no messages"),
+        ("openai-envelope", _messages_errors_as(400, OPENAI_ENVELOPE), 'the body is not {"type": "error"'),
     ],
 }
 

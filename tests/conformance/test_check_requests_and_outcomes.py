@@ -32,6 +32,7 @@ SENDS = {
         "POST /v1/chat/completions": "max_completion_tokens max_tokens messages model temperature"
     },
     "chat.max-tokens": {"POST /v1/chat/completions": "max_tokens messages model temperature"},
+    "chat.model": {"GET /v1/models": "", "POST /v1/chat/completions": "max_tokens messages model stream temperature"},
     "chat.n": {"POST /v1/chat/completions": "max_tokens messages model n seed temperature"},
     "chat.parameter-ranges": {
         "POST /v1/chat/completions": "logprobs max_tokens messages model n seed temperature top_logprobs top_p"
@@ -48,6 +49,7 @@ SENDS = {
     "completions.echo": {"POST /v1/completions": "echo max_tokens model prompt temperature"},
     "completions.fields": {"POST /v1/completions": "max_tokens model prompt temperature"},
     "completions.logprobs": {"POST /v1/completions": "logprobs max_tokens model prompt temperature"},
+    "completions.model": {"GET /v1/models": "", "POST /v1/completions": "max_tokens model prompt stream temperature"},
     "completions.prompt-list-n": {"POST /v1/completions": "max_tokens model n prompt seed temperature"},
     "completions.stream": {"POST /v1/completions": "max_tokens model prompt stream temperature"},
     "embeddings.base64": {"POST /v1/embeddings": "encoding_format input model"},
@@ -69,6 +71,10 @@ SENDS = {
     },
     "messages.create": {"POST /v1/messages": "max_tokens messages model temperature"},
     "messages.errors": {"POST /v1/messages": "max_tokens messages model temperature"},
+    "messages.model": {"GET /v1/models": "", "POST /v1/messages": "max_tokens messages model stream temperature"},
+    "messages.parameter-ranges": {"POST /v1/messages": "max_tokens messages model temperature top_k top_p"},
+    "messages.required-fields": {"POST /v1/messages": "max_tokens messages model"},
+    "messages.roles": {"POST /v1/messages": "max_tokens messages model"},
     "messages.stop-sequence": {"POST /v1/messages": "max_tokens messages model stop_sequences temperature"},
     "messages.stream-events": {"POST /v1/messages": "max_tokens messages model stream temperature"},
     "models.list": {"GET /v1/models": ""},
@@ -87,6 +93,7 @@ SENDS = {
         "GET /v1/responses/resp_does_not_exist": "",
         "POST /v1/responses": "input max_output_tokens model stream temperature",
     },
+    "responses.model": {"GET /v1/models": "", "POST /v1/responses": "input max_output_tokens model stream temperature"},
     "responses.retrieve": {
         "GET /v1/responses/resp-<id>": "",
         "POST /v1/responses": "input max_output_tokens model store stream temperature",
@@ -173,6 +180,7 @@ GIVES_UP = {
     "completions.echo": {"no-route": Unsupported, "refuses": Unsupported},
     "completions.fields": {"no-route": Unsupported, "refuses": Unsupported},
     "completions.logprobs": {"no-route": Unsupported, "refuses": Unsupported},
+    "completions.model": {"no-route": Unsupported, "refuses": Unsupported},
     "completions.prompt-list-n": {"no-route": Unsupported, "refuses": Unsupported},
     "completions.stream": {"empty-object": Inconclusive, "no-route": Unsupported, "refuses": Unsupported},
     "embeddings.base64": {"no-route": Unsupported, "refuses": Unsupported},
@@ -234,6 +242,16 @@ GIVES_UP = {
         "refuses": Unsupported,
     },
     "messages.stop-sequence": {"no-route": Unsupported, "refuses": Unsupported},
+    "messages.model": {"no-route": Unsupported, "refuses": Unsupported},
+    **{
+        check_id: {
+            "empty-object": Inconclusive,
+            "no-route": Unsupported,
+            "not-an-object": Inconclusive,
+            "refuses": Unsupported,
+        }
+        for check_id in ("messages.parameter-ranges", "messages.required-fields", "messages.roles")
+    },
     "messages.stream-events": {"no-route": Unsupported, "refuses": Unsupported},
     "responses.cancel": {
         "empty-object": Inconclusive,
@@ -243,6 +261,7 @@ GIVES_UP = {
     },
     "responses.chain": {"no-route": Unsupported, "refuses": Unsupported},
     "responses.create": {"no-route": Unsupported, "refuses": Unsupported},
+    "responses.model": {"no-route": Unsupported, "refuses": Unsupported},
     "responses.errors": {
         "empty-object": Inconclusive,
         "no-route": Unsupported,

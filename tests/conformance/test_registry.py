@@ -243,6 +243,10 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
     flat = '{"object":"error","message":"messages: Field required","type":"BadRequestError","param":null,"code":400}'
     enveloped = '{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'
     anthropic_shape = 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
+    anthropic_invalid = (
+        'the Anthropic error shape {"type": "error", "error": {"type": "invalid_request_error", "message"}}'
+    )
+    vllm_validation = '{"error":{"message":"1 validation error","type":"Bad Request","param":"body.model","code":400}}'
     cases = [
         (
             "vllm",
@@ -279,6 +283,20 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             "messages.errors",
             anthropic_shape,
             'the body is not {"type": "error", "error": {...}}: {"error":{"message":"m","type":"Bad Request"}}',
+        ),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.roles",
+            f"{anthropic_invalid} for a 'developer' message",
+            f'the body is not {{"type": "error", "error": {{...}}}}: {vllm_validation}',
+        ),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.required-fields",
+            f"{anthropic_invalid} for no model",
+            f'the body is not {{"type": "error", "error": {{...}}}}: {vllm_validation}',
         ),
         (
             "sglang",

@@ -11,6 +11,7 @@ import jsonschema
 from ..context import CheckContext, Exchange, object_or_empty
 from ..failures import trim
 from ..registry import check
+from .models import judge_model_names
 
 SPEC = "openai-openapi CreateChatCompletionResponse"
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")
@@ -91,6 +92,19 @@ def fields(ctx: CheckContext) -> str:
         f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, {len(data['choices'])} choice(s),"
         f" content {shown(content_of(data))}, usage"
     )
+
+
+@check(
+    "chat.model",
+    "the answer and every chunk of its stream name the model asked for (or an alias /v1/models lists)",
+    reference=f"{SPEC} (model); CreateChatCompletionStreamResponse (model)",
+)
+def model(ctx: CheckContext) -> str:
+    """Clients, proxies and their logs attribute an answer by ``model``: another name there bills the wrong model."""
+    ex, data = greedy(ctx)
+    stream = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
+    chunks = ctx.expect_stream(stream, "a streamed chat")
+    return judge_model_names(ctx, "chat", (ex, data), (stream, [c.get("model") for c in chunks]))
 
 
 @check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..context import CheckContext
 from ..registry import check
 from .chat import shown
+from .models import judge_model_names
 
 SPEC = "openai-openapi CreateCompletionResponse"
 PROMPT = "Once upon a time"
@@ -170,3 +171,18 @@ def stream(ctx: CheckContext) -> str:
         f"{len(chunks)} chunks of object 'text_completion' joining to the non-streamed text {shown(expected)}, then"
         " [DONE]"
     )
+
+
+@check(
+    "completions.model",
+    "the completion and every chunk of its stream name the model asked for (or an alias /v1/models lists)",
+    reference=f"{SPEC} (model)",
+    needs=("completions",),
+)
+def model(ctx: CheckContext) -> str:
+    """Harnesses record the model each score came from by the answer's ``model``."""
+    ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
+    data = ctx.expect_json_object(ex, "a completion")
+    stream = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 8, "temperature": 0})
+    chunks = ctx.expect_stream(stream, "a streamed completion")
+    return judge_model_names(ctx, "completions", (ex, data), (stream, [c.get("model") for c in chunks]))

@@ -7,6 +7,7 @@ from typing import Any
 from ..context import CheckContext, Exchange, object_or_empty
 from ..registry import check
 from .chat import shown
+from .models import judge_model_names
 
 REFERENCE = "Anthropic API reference: Messages (create, streaming, count tokens, errors)"
 PATH = "/v1/messages"
@@ -76,6 +77,21 @@ def create_fields(ctx: CheckContext) -> str:
         f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, stop_sequence null, usage"
         f" {m['usage']}"
     )
+
+
+@check(
+    "messages.model",
+    "the message and its stream's message_start name the model asked for (or an alias /v1/models lists)",
+    reference=REFERENCE,
+    needs=("messages",),
+)
+def model(ctx: CheckContext) -> str:
+    """Claude clients read the ``Message``'s ``model`` (message_start's, when streaming) to log who answered."""
+    ex, m = create(ctx)
+    stream = ctx.offered("messages", ctx.stream(PATH, body(ctx), terminated=False))
+    events = ctx.expect_typed_events(stream, "a streamed message")
+    named = [object_or_empty(e.get("message")).get("model") for e in events]  # message_start carries the message
+    return judge_model_names(ctx, "messages", (ex, m), (stream, named))
 
 
 @check(
@@ -193,3 +209,98 @@ def errors(ctx: CheckContext) -> str:
         f"a message without max_tokens: HTTP {bad.status}, error.type {bad.data['error']['type']!r}; a message with it"
         " answered"
     )
+
+
+# The request rules of the Anthropic API reference (Messages, create; Errors). A request that breaks one is answered
+# HTTP 400 with error.type "invalid_request_error" in {"type": "error", "error": {...}}. Each check first sees the same
+# request without the fault answered with a message (ctx.control): a server that refuses everything shows nothing.
+RULES_REFERENCE = "Anthropic API reference: Messages (create: body parameters); Errors (400 invalid_request_error)"
+
+
+def minimal(ctx: CheckContext, **params: Any) -> dict[str, Any]:
+    """The three required fields and nothing else, so a fault is the one parameter added (no temperature with top_p:
+    the reference asks for one or the other)."""
+    return {"model": ctx.model, "max_tokens": LIMIT, "messages": ASK, **params}
+
+
+def expect_invalid_request(ctx: CheckContext, ex: Exchange, what: str) -> None:
+    """HTTP 400, then Anthropic's error shape with error.type 'invalid_request_error': two findings, so the shape is
+    judged (and declared) apart from the status."""
+    ctx.expect(ex.status == 400, f"HTTP 400 for {what}", f"HTTP {ex.status}: {ex.text}", ex)
+    problems = anthropic_error_problems(ex.data)
+    if not problems and ex.data["error"]["type"] != "invalid_request_error":
+        problems = [f"error.type is {ex.data['error']['type']!r}, not 'invalid_request_error'"]
+    ctx.expect(
+        not problems,
+        f'the Anthropic error shape {{"type": "error", "error": {{"type": "invalid_request_error", "message"}}}} for'
+        f" {what}",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
+    )
+
+
+def refusals(ctx: CheckContext, cases: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """Each case: the request without the fault (a control, answered with a message), then with it (refused)."""
+    for what, (good, bad) in cases.items():
+        ctx.control(ctx.post(PATH, good), f"the same message without the fault ({what})", feature="messages")
+        expect_invalid_request(ctx, ctx.post(PATH, bad), what)
+    return f"HTTP 400 invalid_request_error for {', '.join(cases)}; each answered with a message without its fault"
+
+
+@check(
+    "messages.parameter-ranges",
+    "temperature or top_p above 1, a negative top_k or max_tokens get HTTP 400 invalid_request_error",
+    reference=RULES_REFERENCE,
+    needs=("messages",),
+)
+def parameter_ranges(ctx: CheckContext) -> str:
+    """Anthropic's ranges are not OpenAI's: temperature runs from 0 to 1 (OpenAI's to 2), top_p from 0 to 1, top_k from
+    0 up, max_tokens from 0 up (0 only fills the prompt cache). A server that takes temperature 1.5 on /v1/messages
+    applies another API's rules and samples hotter than any Anthropic client can ask for."""
+    cases = {
+        f"{name}={bad}": (minimal(ctx, **{name: good}), minimal(ctx, **{name: bad}))
+        for name, good, bad in (("temperature", 1.0, 1.5), ("top_p", 0.9, 1.5), ("top_k", 5, -1), ("max_tokens", 4, -1))
+    }
+    return refusals(ctx, cases)
+
+
+@check(
+    "messages.roles",
+    "a message whose role is neither user nor assistant gets HTTP 400 invalid_request_error",
+    reference=RULES_REFERENCE,
+    needs=("messages",),
+)
+def roles(ctx: CheckContext) -> str:
+    """Each input message has role user or assistant (the system prompt is the top-level ``system`` field); OpenAI's
+    ``developer`` and ``tool`` roles, which a client ported from the OpenAI API sends, are not Anthropic's. A
+    ``system`` message is not judged: the reference says there is no such role, but the anthropic SDK 2.17 types one
+    (SystemMessageParam) and vLLM 0.32 accepts it."""
+    turns = [
+        {"role": "user", "content": "Hello there."},
+        {"role": "assistant", "content": "Hi, how can I help?"},
+        *ASK,
+    ]
+    cases = {
+        f"a {role!r} message": (
+            minimal(ctx, messages=turns),
+            minimal(ctx, messages=[turns[0], {**turns[1], "role": role}, *ASK]),
+        )
+        for role in ("developer", "tool")
+    }
+    return refusals(ctx, cases)
+
+
+@check(
+    "messages.required-fields",
+    "a message without model or without messages gets HTTP 400 invalid_request_error",
+    reference=RULES_REFERENCE,
+    needs=("messages",),
+)
+def required_fields(ctx: CheckContext) -> str:
+    """model, max_tokens and messages are required; a server that fills a missing model in answers a request the API
+    refuses. (Without max_tokens is ``messages.errors``'s request.)"""
+    cases = {
+        f"no {name}": (minimal(ctx), {k: v for k, v in minimal(ctx).items() if k != name})
+        for name in ("model", "messages")
+    }
+    return refusals(ctx, cases)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ..context import CheckContext
+from collections.abc import Callable
+from typing import Any
+
+from ..context import CheckContext, Exchange, StreamExchange, answer_problems
+from ..failures import trim
 from ..registry import check
 
 SPEC = "openai-openapi ListModelsResponse, Model"
@@ -56,3 +60,55 @@ def models_retrieve(ctx: CheckContext) -> str:
         ex,
     )
     return f"the card of {ctx.model!r}: id, object 'model', created, owned_by {data['owned_by']!r}"
+
+
+def answer_names(ctx: CheckContext) -> tuple[Callable[[Any], bool], str]:
+    """Whether a name an answer gives is the model asked for, and the names that are, in words.
+
+    The name asked for; that name at a Hub revision (``name@rev``: transformers serve answers a Hub model as
+    ``org/model@main``); and an alias the server lists in /v1/models, read now (a server may list a model once it
+    is loaded): where the cards name the weights (``root``, as vLLM and SGLang do), only the ids of the asked
+    model's weights, so another model the server also serves is not taken for it."""
+    listing = ctx.get("/v1/models")
+    data = listing.data.get("data") if listing.ok and isinstance(listing.data, dict) else None
+    cards = [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)] if isinstance(data, list) else []
+    root = next((c.get("root") for c in cards if c["id"] == ctx.model), None)
+    aliases = {c["id"] for c in cards if not root or c.get("root") in (None, root)}
+
+    def accepted(name: Any) -> bool:
+        return isinstance(name, str) and (name == ctx.model or name.startswith(f"{ctx.model}@") or name in aliases)
+
+    shown = sorted(aliases - {ctx.model})
+    return accepted, f"{ctx.model!r}" + (f" or an alias /v1/models lists, {shown}" if shown else "")
+
+
+def judge_model_names(
+    ctx: CheckContext, route: str, answer: tuple[Exchange, dict[str, Any]], stream: tuple[StreamExchange, list[Any]]
+) -> str:
+    """The model an answer of ``route`` names (``answer``: the exchange and its JSON body, judged a correct answer of
+    the route first) and the model each event of its stream names (``stream``: the exchange and the names its
+    events carry, None for an event that names none) are the one asked for. A request answered by another model,
+    or a proxy that renames it, bills and logs the wrong one. A name left out is the business of each route's
+    fields check; nothing named at all is inconclusive."""
+    ex, data = answer
+    problems = answer_problems(ex.path, data)
+    ctx.expect(not problems, f"a correct answer of {ex.path}", f"{'; '.join(problems)}: {ex.text}", ex)
+    stream_ex, streamed = stream
+    named = ctx.nonempty(
+        [n for n in [data.get("model"), *streamed] if n is not None], f"model named in the {route} answers", ex
+    )
+    accepted, names = answer_names(ctx)
+    expected = f"the model asked for, {names}"
+    ctx.expect(accepted(data.get("model")) or data.get("model") is None, expected, data.get("model"), ex)
+    wrong = [n for n in streamed if n is not None and not accepted(n)]
+    ctx.expect(
+        not wrong,
+        f"{expected}, in every streamed event that names one",
+        f"{trim(', '.join(sorted(set(map(repr, wrong)))), 200)} in {len(wrong)} of {len(streamed)} event(s)",
+        stream_ex,
+    )
+    counted = sum(n is not None for n in streamed)
+    return (
+        f"{route}: the answer names {data.get('model')!r} and {counted} of {len(streamed)} streamed event(s) name"
+        f" {sorted(set(map(str, named)))}, for the model asked for, {ctx.model!r}"
+    )

@@ -14,6 +14,7 @@ import jsonschema
 from ..context import CheckContext, Exchange, StreamExchange, object_or_empty
 from ..registry import check
 from .chat import shown
+from .models import judge_model_names
 
 REFERENCE = "OpenAI API reference: Responses (create, retrieve, cancel, streaming events)"
 PATH = "/v1/responses"
@@ -139,6 +140,20 @@ def usage(ctx: CheckContext) -> str:
 def _stream(ctx: CheckContext) -> tuple[StreamExchange, list[dict[str, Any]]]:
     ex = ctx.offered("responses", ctx.stream(PATH, body(ctx), terminated=False))
     return ex, ctx.expect_typed_events(ex, "a streamed response")
+
+
+@check(
+    "responses.model",
+    "the response and every streamed event carrying one name the model asked for (or an alias /v1/models lists)",
+    reference=REFERENCE,
+    needs=("responses",),
+)
+def model(ctx: CheckContext) -> str:
+    """Agent frameworks log and route by the response's ``model``; the stream's response objects carry it too."""
+    ex, data = create(ctx)
+    stream, events = _stream(ctx)
+    named = [object_or_empty(e.get("response")).get("model") for e in events]  # response.created, .completed, ...
+    return judge_model_names(ctx, "responses", (ex, data), (stream, named))
 
 
 @check(
