@@ -104,7 +104,7 @@ class GateResult:
         return (f"{PASS} ({'; '.join(self.notes)})" if self.notes else PASS) + plugin
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "failed": self.failed, **asdict(self)}
+        return {"verdict": self.verdict, "failed": self.failed, "exit_code": self.exit_code, **asdict(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GateResult:

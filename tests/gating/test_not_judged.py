@@ -6,7 +6,9 @@ and a change of the plugin between the two files is in the verdict."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,8 @@ from pytest_infer.results.model import SessionResults, combine
 from pytest_infer.results.views import OUTCOME_SEVERITY, check_matrix, worst
 from pytest_infer.testing.fakeserver import FakeServer
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
+ROOT = Path(__file__).resolve().parents[2]
+CONFORMANCE = ROOT / "suites" / "conformance"
 CHECK = "chat.stop_strings"
 TWO_CHECKS = """
 import pytest
@@ -239,3 +242,31 @@ def test_a_different_plugin_version_is_in_the_verdict_whatever_it_is():
     assert "PLUGIN" not in compare(old, session("0.32.0")).verdict
     stored = compare(old, new).to_dict()
     assert stored["plugin"] == "0.1.0 -> 0.2.0" and GateResult.from_dict(stored).verdict == stored["verdict"]
+
+
+def test_the_gate_scripts_candidate_leg_is_not_broken_by_its_incomplete_in_run_gate(tmp_path: Path):
+    """``scripts/upgrade-gate.sh run vllm-0.32.0``: a pytest that exits 2 because its gate is INCOMPLETE is a leg that
+    ran (``compare`` then gives the verdict), not one that was interrupted."""
+    out = tmp_path / "out"
+    baseline = session("0.31.0", outcomes=dict.fromkeys(CHECKS, "not_run"))
+    baseline.targets["vllm"].error = "server exited with code 1 during start-up"
+    baseline.write(out / "vllm-0.31.0" / "results.json")
+    (tmp_path / "test_ok.py").write_text("def test_a(infer_client):\n    assert infer_client.get('/v1/models')\n")
+    env = {
+        **os.environ,
+        "GATE_SUITES": str(tmp_path / "test_ok.py"),
+        "PYTEST_ADDOPTS": "-o asyncio_default_fixture_loop_scope=function",
+    }
+    with FakeServer() as server:
+        env["VLLM_CANDIDATE_ENDPOINT"] = server.base_url
+        run = subprocess.run(
+            ["bash", "scripts/upgrade-gate.sh", "run", "vllm-0.32.0", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "vllm-0.32.0: pytest exited 2: its in-run gate is INCOMPLETE" in run.stdout
+    assert json.loads((out / "vllm-0.32.0" / "results.json").read_text())["gate"]["exit_code"] == 2
