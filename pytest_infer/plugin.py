@@ -195,10 +195,10 @@ def infer_record(request: pytest.FixtureRequest) -> Callable[[str, object], None
 
 @pytest.fixture
 def infer_live_server(infer_server: ServerInfo, infer_session: InferSession) -> ServerInfo:
-    """The server, checked alive before the test: one found dead is started again first (``ServerPool.revive``); a
+    """The server, checked alive before the test: one found dead is started again first (``ServerPool.get``); a
     server given up is not run, and one still dead fails the test with its log."""
     if not infer_server.alive():
-        infer_session.pool.revive(infer_server.target)
+        infer_session.pool.get(infer_server.target)
         if infer_server.error:
             raise NotRun(f"not run: {infer_server.target}: {infer_server.error.splitlines()[0][:200]}")
     if not infer_server.alive():

@@ -109,6 +109,7 @@ class InferSession:
         died."""
         if "pool" not in self.__dict__:
             return False
+        self.pool.record_last_deaths()
         for target_id, crashes in self.pool.crashes.items():
             if target_id in self.results.targets:
                 self.results.targets[target_id].crashes = list(crashes)

@@ -195,8 +195,8 @@ class ServerPool:
             return self._starting.setdefault(target_id, threading.Lock())
 
     def get(self, target_id: str) -> ServerInfo:
-        """The target's server: started on first use; one found dead since the last test is started again first
-        (within ``MAX_RESTARTS``), or, in a worker, waited for while the controller does it."""
+        """The target's server: started on first use; one found dead or ending since the last test is started again
+        first (within ``MAX_RESTARTS``), or, in a worker, waited for while the controller does it."""
         with self._target_lock(target_id):
             if target_id not in self.infos:
                 if not self.owner:
@@ -205,18 +205,6 @@ class ServerPool:
             info = self.infos[target_id]
             serving = self._serving.get(target_id)
             if serving is not None and serving.ended():
-                self._restart(target_id, serving)
-            elif not self.owner and info.pid is not None and info.error is None and not running(info.pid):
-                self._await_restart(info)
-            return info
-
-    def revive(self, target_id: str) -> ServerInfo:
-        """The server of a test that found it dead (``ServerInfo.alive``): started again, or given up, before the test
-        goes on; a process still ending gets a few seconds to finish."""
-        with self._target_lock(target_id):
-            info = self.infos[target_id]
-            serving = self._serving.get(target_id)
-            if serving is not None and serving.exited.wait(timeout=5.0):
                 self._restart(target_id, serving)
             elif not self.owner and info.pid is not None and info.error is None and not running(info.pid):
                 self._await_restart(info)
@@ -358,9 +346,18 @@ class ServerPool:
             with self._target_lock(target_id):
                 self._restart(target_id, process)
 
-    def _restart(self, target_id: str, process: ServerProcess) -> None:
-        """Record the death of ``process`` and start the target's server again, within ``MAX_RESTARTS``; once given up,
-        ``error`` says why, and the target's later tests are not run. The caller holds the target's lock."""
+    def record_last_deaths(self) -> None:
+        """At the session's end: a server that died during the last tests met no later test that would have seen it;
+        its death is recorded all the same."""
+        for target_id in list(self._serving):
+            with self._target_lock(target_id):
+                process = self._serving.get(target_id)
+                if process is not None and process.ended():
+                    self._restart(target_id, process, again=False)
+
+    def _restart(self, target_id: str, process: ServerProcess, again: bool = True) -> None:
+        """Record the death of ``process`` and start the target's server ``again``, within ``MAX_RESTARTS``; once given
+        up, ``error`` says why, and the target's later tests are not run. The caller holds the target's lock."""
         if self._serving.get(target_id) is not process or self._closing:
             return  # handled already, or stopped with the session
         del self._serving[target_id]
@@ -372,7 +369,9 @@ class ServerPool:
         crashes = self.crashes.setdefault(target_id, [])
         crashes.append(crash)
         info.crashes = len(crashes)
-        if len(crashes) > MAX_RESTARTS:
+        if not again:
+            crash.then = "was not started again: no test was left"
+        elif len(crashes) > MAX_RESTARTS:
             crash.then = f"was not started again: it died {len(crashes)} times (at most {MAX_RESTARTS} restarts)"
         else:
             assert info.log_path is not None

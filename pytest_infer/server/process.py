@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     import psutil
 
 
+PF_EXITING = 0x4  # Linux's flag of a process inside exit(): /proc/PID/stat, field 9
+# How long a process already inside exit() may take to be gone: its parent reaps it only when its last thread has
+# ended, and SGLang stopped at 12 GB took longer than 5 s to give back its memory.
+EXIT_WAIT = 120.0
+
+
 class ServerStartError(InferError, RuntimeError):
     """The server exited or never became ready; the message carries its log tail."""
 
@@ -236,10 +242,12 @@ class ServerProcess:
         url = urlparse(self.base_url)
         return bool(url.hostname and url.port and refuses(url.hostname, url.port))
 
-    def ended(self, wait: float = 5.0) -> bool:
-        """The process has ended, or is inside exit() and ends within ``wait`` seconds (reaped: ``exited_at`` set)."""
+    def ended(self, wait: float = EXIT_WAIT) -> bool:
+        """The process has ended, or is gone or inside exit() and reaped within ``wait`` seconds (``exited_at`` set)."""
         pid = self.pid
-        return self.exited.is_set() or (pid is not None and exiting(pid) and self.exited.wait(wait))
+        if self.exited.is_set():
+            return True
+        return pid is not None and (not running(pid) or exiting(pid)) and self.exited.wait(wait)
 
     def _reap(self) -> None:
         """Wait for the process to end, note when, and tell ``on_exit`` unless it was stopped on purpose."""
@@ -405,9 +413,6 @@ def running(process: psutil.Process | int) -> bool:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-PF_EXITING = 0x4  # Linux's flag of a process inside exit(): /proc/PID/stat, field 9
 
 
 def exiting(pid: int) -> bool:

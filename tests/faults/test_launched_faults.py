@@ -183,6 +183,21 @@ def test_a_server_that_cannot_start_again_after_it_died_is_not_run_for_the_rest(
     assert not wait_gone(env)
 
 
+def test_a_server_that_dies_in_the_last_test_is_a_finding_too(pytester, tmp_path):
+    """No test comes after to meet the dead server: the session's end records the death all the same."""
+    env = make_fake_env(tmp_path / "vllm-dies-last", server_args="--fault die-on-marker")
+    pytester.makepyfile(test_session=DYING + KILLS.format(i=1))
+    result = pytester.runpytest_subprocess(*args(env))
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "  [[]critical[]] vllm: the server exited with code 17 while test_1_dies[[]vllm[]] ran; it was not started"
+        " again: no test was left",
+    ])  # fmt: skip
+    assert len(launches(env)) == 1
+    assert not wait_gone(env)
+
+
 def test_under_xdist_the_controller_starts_a_dead_server_again_for_the_workers(pytester, tmp_path):
     """A test on one worker ends the server; the controller starts it again on the same port at once, and the tests
     that find it gone, on that worker and on the other (which waits for the death first), are judged on it."""
