@@ -24,18 +24,17 @@ from typing import Any
 import httpx
 import pytest
 
+from ..client.answers import CHAT, COMPLETIONS, completion_problem, stream_problem
 from ..client.endpoint import Endpoint
-from ..client.errors import ERROR_HOOKS, carries_error, envelope_problem
+from ..client.errors import ERROR_HOOKS, envelope_problem
 from ..client.http import InferClient
-from ..client.sse import SSEStream, read_sse
+from ..client.sse import read_sse
 from ..outcomes import Inconclusive
 
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
 DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length
 TINY_CONTEXT = 2048  # the built-in tiny model's max_position_embeddings
-CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
-SHOWN = 300  # characters of a wrong answer a message quotes
 
 
 @dataclass(slots=True)
@@ -97,64 +96,6 @@ def known_good(path: str, model: str, stream: bool = False) -> dict[str, Any] | 
         return None
     prompt = {"messages": [{"role": "user", "content": "Hello"}]} if path == CHAT else {"prompt": "Hello"}
     return {"model": model, **prompt, "max_tokens": 4, "temperature": 0, **({"stream": True} if stream else {})}
-
-
-def _choice_problem(path: str, choice: Any, part: str) -> str | None:
-    """Why ``choice`` (choices[0] of an answer, or of a chunk: ``part`` "delta") lacks its route's text, or None.
-    A chunk's ``delta.content`` may be absent (a role-only or final chunk), an answer's ``message.content`` not."""
-    if not isinstance(choice, dict):
-        return f"choices[0] is not an object: {choice!r:.{SHOWN}}"
-    if path == CHAT:
-        message = choice.get(part)
-        if not isinstance(message, dict):
-            return f"choices[0].{part} is not an object: {message!r:.{SHOWN}}"
-        if not isinstance(message.get("content"), (str,) if part == "message" else (str, type(None))):
-            return f"choices[0].{part}.content is not a string: {message.get('content')!r:.{SHOWN}}"
-    elif path == COMPLETIONS and not isinstance(choice.get("text"), str):
-        return f"choices[0].text is not a string: {choice.get('text')!r:.{SHOWN}}"
-    return None
-
-
-def completion_problem(path: str, status: int, text: str) -> str | None:
-    """Why ``text`` (HTTP ``status``) is not a correct answer to a known-good request at ``path``, or None.
-
-    Chat: ``choices[0].message.content`` a string; text completions: ``choices[0].text`` a string; other routes: a JSON
-    object without an ``error``."""
-    if status != 200:
-        return f"HTTP {status}: {text[:SHOWN]}"
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return f"HTTP 200 but the body is not JSON: {text[:SHOWN]!r}"
-    if not isinstance(data, dict):
-        return f"HTTP 200 but the body is not a JSON object: {text[:SHOWN]!r}"
-    if carries_error(data):
-        return f"HTTP 200 with an error body: {text[:SHOWN]!r}"
-    if path not in (CHAT, COMPLETIONS):
-        return None
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return f"HTTP 200 without choices: {text[:SHOWN]!r}"
-    why = _choice_problem(path, choices[0], "message")
-    return f"HTTP 200 but {why}" if why else None
-
-
-def stream_problem(path: str, stream: SSEStream) -> str | None:
-    """Why ``stream`` is not a correct streamed answer to a known-good request at ``path``, or None: framed SSE ending
-    in ``[DONE]``, chunks whose choices carry text (chat: ``delta``, its ``content`` a string in one chunk at least;
-    text completions: ``text``)."""
-    if stream.status != 200:
-        return f"HTTP {stream.status}: {stream.raw[:SHOWN]}"
-    if stream.problems:
-        return "HTTP 200 but the stream is broken: " + "; ".join(stream.problems[:3])
-    chosen = [c["choices"][0] for c in stream.chunks if isinstance(c.get("choices"), list) and c["choices"]]
-    if not chosen:
-        return f"HTTP 200 but no chunk carries a choice: {stream.raw[:SHOWN]!r}"
-    if (why := next(filter(None, (_choice_problem(path, choice, "delta") for choice in chosen)), None)) is not None:
-        return f"HTTP 200 but a chunk's {why}"
-    if path == CHAT and not any(isinstance(choice["delta"].get("content"), str) for choice in chosen):
-        return f"HTTP 200 but no chunk carries delta.content: {stream.raw[:SHOWN]!r}"
-    return None
 
 
 @dataclass

@@ -3,17 +3,23 @@
 The light load is the load package's open loop at a near-fixed rate (gamma arrivals of a high shape); the
 hostile request goes out ``before_s`` into it, from another thread, and is cut off (its connection closed) after
 ``hostile_timeout_s``. Each light request's TTFT counts from when the schedule meant to send it, so a request the
-client could not send on time is late too. The figure is the stall: the worst TTFT of the light requests sent while
-the hostile one ran (none: the first one after it) less the median TTFT of those sent before it (0 when less).
-Recovery: the requests sent after it are back within ``recovery_factor`` x the median before (plus
-``recovery_slack_s``).
+client could not send on time is late too. The figure is the stall: the worst TTFT of the light requests in flight
+while the hostile one ran (none: the first one sent after it, judged only when the hostile request took less than the
+limit) less the median TTFT of those settled before it (0 when less). Recovery: the requests sent after it are back
+within ``recovery_factor`` x the median before (plus ``recovery_slack_s``).
+
+What the hostile request got is judged first: every request here is valid, so a 5xx (to it or to a light request), a
+dropped connection or an HTTP 200 that is no completion fails; a refusal that no light request met is not exercised
+(nothing ran, nothing was stalled), never a pass.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +28,7 @@ from typing import Any
 import httpx
 import yaml
 
+from ..client.answers import CHAT, SHOWN, completion_problem
 from ..client.endpoint import Endpoint
 from ..load.patterns import LoadSpec, Workload, run_load
 from ..load.prompts import calibrate
@@ -105,9 +112,14 @@ def response_format(schema: dict) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class Hostile:
+    """What became of the hostile request: ``outcome`` is answered (a chat completion), refused (a 4xx), failed (a 5xx,
+    a dropped connection, or HTTP 200 that is no completion: the request is valid) or cut off (still running when the
+    client gave up on it)."""
+
     kind: str
     status: int | None = None
-    error: str = ""
+    error: str = ""  # the transport error that ended it, if one did
+    said: str = ""  # a refusal's or a failure's message, or why a 2xx is no completion
     start_ns: int = 0
     end_ns: int = 0
     cut_off: bool = False
@@ -116,17 +128,34 @@ class Hostile:
     def seconds(self) -> float:
         return (self.end_ns - self.start_ns) / 1e9
 
+    @property
+    def outcome(self) -> str:
+        if self.cut_off:
+            return "cut off"
+        if self.status is not None and 400 <= self.status < 500:
+            return "refused"
+        if self.status is not None and 200 <= self.status < 300 and not self.said:
+            return "answered"
+        return "failed"
+
     def describe(self) -> str:
         if self.cut_off:
             return f"still running after {self.seconds:.1f}s (cut off)"
-        return f"{'HTTP ' + str(self.status) if self.status else self.error} in {self.seconds:.1f}s"
+        answer = f"HTTP {self.status}" if self.status is not None else self.error
+        said = f": {self.said[:160]!r}" if self.said else ""
+        return f"{self.outcome} ({answer}{said}) in {self.seconds:.2f}s"
 
 
 def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeout: float) -> None:
     out.start_ns = time.perf_counter_ns()
     try:
         with endpoint.http(timeout=timeout) as client:
-            out.status = client.post("/v1/chat/completions", json=body).status_code
+            resp = client.post(CHAT, json=body)
+            out.status = resp.status_code
+            if resp.status_code < 400:
+                out.said = completion_problem(CHAT, resp.status_code, resp.text) or ""
+            else:
+                out.said = _error_message(resp.text)
     except httpx.TimeoutException:
         out.cut_off = True
     except httpx.HTTPError as exc:
@@ -134,21 +163,45 @@ def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeou
     out.end_ns = time.perf_counter_ns()
 
 
+def _error_message(text: str) -> str:
+    """An error answer's ``error.message`` where it has one, else the start of its body."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else text[:SHOWN]
+
+
 def ttft_s(trace: RequestTrace) -> float | None:
     """Seconds from when the schedule meant to send it to its first output; None: it never gave any."""
     if not trace.ok or not trace.event_ns:
         return None
-    return (trace.event_ns[0] - (trace.intended_ns or trace.sent_ns)) / 1e9
+    return (trace.event_ns[0] - _start(trace)) / 1e9
+
+
+def _start(trace: RequestTrace) -> int:
+    return trace.intended_ns or trace.sent_ns
+
+
+def _settled(trace: RequestTrace) -> float:
+    """When a light request stopped waiting: its first output, else its end (never: infinity)."""
+    if ttft_s(trace) is not None:
+        return trace.event_ns[0]
+    return trace.end_ns if trace.end_ns is not None else float("inf")
 
 
 @dataclass(slots=True)
 class Stall:
-    """One hostile kind's measurement; ``verdict`` is passed, failed or inconclusive, ``why`` says on what."""
+    """One hostile kind's measurement; ``verdict`` is passed, failed, not_exercised (the server refused the hostile
+    request before any light request met it: nothing ran to stall them) or inconclusive; ``why`` says on what."""
 
     kind: str
     hostile: str = ""
+    outcome: str = ""  # the hostile request's (Hostile.outcome)
+    hostile_s: float | None = None
     before: list[float] = field(default_factory=list)
-    during: list[float | None] = field(default_factory=list)
+    during: list[float | None] = field(default_factory=list)  # the light requests in flight while it ran
     after: list[float | None] = field(default_factory=list)
     stall_s: float | None = None
     recovered: bool | None = None
@@ -161,7 +214,10 @@ class Stall:
 
         return {
             "hostile": self.hostile,
+            "hostile_outcome": self.outcome,
+            "hostile_s": r(self.hostile_s),
             "before_median_s": r(statistics.median(self.before)) if self.before else None,
+            "overlapping": len(self.during),
             "during_s": [r(x) for x in self.during],
             "after_median_s": r(_median(self.after)),
             "stall_s": r(self.stall_s),
@@ -176,24 +232,37 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(ok) if ok else None
 
 
+def _unanswered(traces: list[RequestTrace]) -> str:
+    """What the light requests that got no first output got instead: ``HTTP 503 x2, ReadTimeout``."""
+    said = Counter(f"HTTP {t.status}" if t.status and t.status != 200 else t.error or "no output" for t in traces)
+    return ", ".join(f"{what} x{n}" if n > 1 else what for what, n in said.items())
+
+
 def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: StallLimits) -> Stall:
-    """Split the light requests at the hostile one's start and end and judge the stall and the recovery."""
-    out = Stall(kind, hostile.describe())
-    timed = [(t.intended_ns or t.sent_ns, ttft_s(t)) for t in traces if t.phase == "measured"]
-    out.before = [x for at, x in timed if at < hostile.start_ns and x is not None]
-    failed_before = sum(1 for at, x in timed if at < hostile.start_ns and x is None)
+    """Split the light requests into those settled before the hostile one started, those in flight while it ran and
+    those sent after it ended; judge the answers, the stall and the recovery.
+
+    Every request here is valid, so a 5xx to any of them (or a hostile one dropped, or answered with no completion)
+    fails; a refused hostile request that no light request met ran nothing: not exercised, never a pass. A pass
+    names what it judged: how long the hostile request ran, how many light requests overlapped it, their worst
+    latency."""
+    out = Stall(kind, hostile.describe(), hostile.outcome, hostile.seconds)
+    light = [t for t in traces if t.phase == "measured"]
+    errors = [t for t in light if t.status is not None and t.status >= 500]
+    if errors or hostile.outcome == "failed":
+        problems = [f"the hostile request, a valid one, {hostile.describe()}"] if hostile.outcome == "failed" else []
+        if errors:
+            problems.append(f"{len(errors)} of {len(light)} light requests got a server error ({_unanswered(errors)})")
+        out.verdict, out.why = "failed", "; ".join(problems)
+        return out
+    settled_before = [t for t in light if _start(t) < hostile.start_ns and _settled(t) < hostile.start_ns]
+    out.before = [x for t in settled_before if (x := ttft_s(t)) is not None]
+    failed_before = len(settled_before) - len(out.before)
     if len(out.before) < 2 or failed_before:
         out.why = (
             f"the light load did not run before the hostile request ({len(out.before)} answered, {failed_before}"
             " failed)"
         )
-        return out
-    out.during = [x for at, x in timed if hostile.start_ns <= at <= hostile.end_ns]
-    later = [x for at, x in timed if at > hostile.end_ns]
-    shown = "sent while it ran" if out.during else "the first sent after it"
-    affected = out.during or later[:1]
-    if not affected:
-        out.why = "no light request was sent during or after the hostile request"
         return out
     base = statistics.median(out.before)
     if base > limits.stall_limit_s:
@@ -203,19 +272,43 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
             " stall"
         )
         return out
-    stall = out.stall_s = (
-        float("inf") if None in affected else max(0.0, max(v for v in affected if v is not None) - base)
-    )
-    out.after = later[1:] if not out.during else later
+    overlapping = [t for t in light if t not in settled_before and _start(t) <= hostile.end_ns]
+    later = [t for t in light if _start(t) > hostile.end_ns]
+    out.during = [ttft_s(t) for t in overlapping]
+    if not overlapping:
+        if hostile.outcome == "refused":
+            out.verdict = "not_exercised"
+            out.why = (
+                f"the server refused the hostile request before any light request met it ({hostile.describe()}): it"
+                " never ran, so it stalled nothing"
+            )
+            return out
+        if hostile.seconds >= limits.stall_limit_s or not later:
+            out.why = (
+                f"no light request was in flight while the hostile request ran ({hostile.describe()}): raise the"
+                " light load's rate (--security-stall) to measure a stall"
+            )
+            return out
+    limit = limits.stall_limit_s * 1000
+    if overlapping:
+        affected, met = overlapping, f"{len(overlapping)} light requests in flight while it ran"
+    else:  # answered sooner than the limit: it could hold none back past it; the first after shows what it left
+        affected = later[:1]
+        met = f"no light request in flight while it ran (it took under the {limit:.0f} ms limit); the first after it"
+    worst = [ttft_s(t) for t in affected]
+    stall = out.stall_s = float("inf") if None in worst else max(0.0, max(x for x in worst if x is not None) - base)
+    out.after = [ttft_s(t) for t in (later if overlapping else later[1:])]
     after = _median(out.after)
     out.recovered = after is not None and after <= max(limits.recovery_factor * base, base + limits.recovery_slack_s)
+    unanswered = [t for t in affected if ttft_s(t) is None]
     figures = (
-        f"hostile request {hostile.describe()}; light requests' TTFT median {base * 1000:.0f} ms before, "
-        f"worst of {len(affected)} {shown} {_ms(stall + base)}, after {_ms(after)} (of {len(out.after)})"
+        f"hostile request {hostile.describe()}; {met}: worst TTFT {_ms(stall + base)}"
+        + (f" ({len(unanswered)} got no first output: {_unanswered(unanswered)})" if unanswered else "")
+        + f" against a median of {base * 1000:.0f} ms before; after it {_ms(after)} (median of {len(out.after)})"
     )
     problems = []
     if stall > limits.stall_limit_s:
-        problems.append(f"stalled the others by {_ms(stall)} (limit {limits.stall_limit_s * 1000:.0f} ms)")
+        problems.append(f"stalled the others by {_ms(stall)} (limit {limit:.0f} ms)")
     if not out.recovered:
         problems.append("the server did not come back to its earlier latency")
     out.verdict = "failed" if problems else "passed"

@@ -81,9 +81,15 @@ class SecurityTable(TargetTable):
             for kind, stall in data.get("stalls", {}).items():
                 value = stall.get("stall_s")
                 text = "n/a" if value is None else f"{value * 1000:.0f} ms"
+                if stall.get("verdict") == "not_exercised":
+                    text = f"not exercised: {stall.get('hostile_outcome') or 'refused'}"
+                elif stall.get("overlapping") is not None and value is not None:
+                    text += f" ({stall['overlapping']} in flight)"
                 if stall.get("recovered") is False:
                     text += ", not recovered"
-                css = {"failed": "failed", "passed": "passed"}.get(stall.get("verdict", ""), "")
+                css = {"failed": "failed", "passed": "passed", "not_exercised": "not_exercised"}.get(
+                    stall.get("verdict", ""), ""
+                )
                 stalls.setdefault(kind, {})[target] = Cell(
                     text, css, stall.get("why", ""), value=None if value in (None, float("inf")) else value
                 )

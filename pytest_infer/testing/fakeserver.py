@@ -1058,6 +1058,60 @@ def stall_others(hostile: Callable[[dict], bool], seconds: float) -> Deviation:
     return Deviation(request=request)
 
 
+def slow_request(pick: Callable[[dict], bool], seconds: float) -> Deviation:
+    """A request ``pick`` picks takes ``seconds`` before it is served, and no other request waits for it: an expensive
+    request on a server that batches fairly."""
+
+    def request(path: str, body: dict):
+        if pick(body):
+            time.sleep(seconds)
+        return None
+
+    return Deviation(request=request)
+
+
+def shed_others(hostile: Callable[[dict], bool], seconds: float) -> Deviation:
+    """While a request ``hostile`` picks runs (``seconds``), every other request gets 503 with the error envelope: a
+    server that sheds its load instead of serving it."""
+    running = threading.Event()
+
+    def request(path: str, body: dict):
+        if hostile(body):
+            running.set()
+            try:
+                time.sleep(seconds)
+            finally:
+                running.clear()
+        elif running.is_set():
+            return 503, error_body("the server is overloaded, try again later", "server_error")
+        return None
+
+    return Deviation(request=request)
+
+
+def refuse_large(max_bytes: int, status: int = 413) -> Deviation:
+    """Like a proxy in front of the server (nginx's ``client_max_body_size`` answers 413; a rate limiter 429): a request
+    whose JSON is over ``max_bytes`` gets ``status`` with an error envelope of its own, whatever it asks."""
+
+    def request(path: str, body: dict):
+        if len(json.dumps(body)) > max_bytes:
+            return status, error_body(f"request of more than {max_bytes} bytes refused", "proxy_error")
+        return None
+
+    return Deviation(request=request)
+
+
+def flat_errors() -> Deviation:
+    """Every error answer is ``{"detail": message}`` (FastAPI's default), not the OpenAI envelope: a client finds no
+    ``error.message`` to show."""
+
+    def error(path: str, status: int, body: Any) -> Any:
+        inner = body.get("error") if isinstance(body, dict) else None
+        return {"detail": inner.get("message") if isinstance(inner, dict) else str(body)}
+
+    return Deviation(error=error)
+
+
 NULL_MODES: dict[str, Callable[[], Deviation]] = {"empty-object": empty_object, "not-found": not_found}
 
 FAULTS: dict[str, Callable[[], Deviation]] = {

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from pytest_infer import Inconclusive, InferClient
+from pytest_infer.client.answers import CHAT, completion_problem
 from pytest_infer.client.curl import curl_command
 from pytest_infer.client.errors import ERRORS, envelope_problem
 from pytest_infer.client.tls import tls
@@ -107,9 +108,15 @@ def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_rec
     ]
     if unclear:
         raise Inconclusive(f"neither served nor refused without the key: {', '.join(unclear)}")
+    refused = [p for p in reached if p.kind in PROTECTED]
+    infer_record(
+        "infer_evidence",
+        f"{len(refused)} protected routes answered with the key and refused without it and with a wrong one "
+        f"({', '.join(f'{p.method} {p.path} {p.keyed}->{p.no_key}/{p.wrong_key}' for p in refused)}); {note}",
+    )
 
 
-def test_refusals_carry_the_error_envelope(security_routes):
+def test_refusals_carry_the_error_envelope(security_routes, infer_record):
     """Under /v1 the OpenAI API defines the error envelope, a 401 included: clients parse ``error.message``."""
     probes, _, _ = security_routes
     refused = [p for p in probes if p.verdict == "refused" and p.path.startswith("/v1/")]
@@ -119,6 +126,11 @@ def test_refusals_carry_the_error_envelope(security_routes):
         f"{p.path}: {why}; body {p.body_no_key[:100]!r}" for p in refused if (why := envelope_problem(p.body_no_key))
     ]
     assert not bad, f"{len(bad)} of {len(refused)} refusals under /v1 lack the error envelope:\n" + "\n".join(bad)
+    infer_record(
+        "infer_evidence",
+        f"{len(refused)} refusals under /v1 carry the error envelope: "
+        + ", ".join(f"{p.method} {p.path} {p.no_key}" for p in refused),
+    )
 
 
 # requests that must be refused, each for its own reason: what a client can make the server say about itself
@@ -128,40 +140,77 @@ def _context(infer_endpoint, infer_target) -> int:
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_one_hostile_request_does_not_stall_the_others(
-    kind, infer_live_server, infer_endpoint, infer_target, security_limits, security_record
+    kind, infer_live_server, infer_endpoint, infer_target, security_limits, security_record, infer_record
 ):
+    """Judged only where the hostile request ran: refused before any light request met it, it is not exercised."""
     _, build = HOSTILE[kind]
     body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
     stall = measure(infer_endpoint, kind, body, security_limits)
     security_record["stalls"][kind] = stall.to_json()
     if stall.verdict == "inconclusive":
         raise Inconclusive(f"hostile request {kind!r}: {stall.why}")
+    if stall.verdict == "not_exercised":
+        raise NotExercised(f"hostile request {kind!r}: {stall.why}")
     if stall.verdict == "failed":
         pytest.fail(f"hostile request '{kind}' ({HOSTILE[kind][0]}): {stall.why}", pytrace=False)
+    infer_record("infer_evidence", stall.why)
+
+
+def _prompt_of(model: str, words: int) -> dict[str, Any]:
+    """A one-token chat whose prompt is ``words`` x "a " (one token or two each, under any tokenizer)."""
+    return {"model": model, "messages": [{"role": "user", "content": "a " * words}], "max_tokens": 1}
+
+
+# The refusal of a prompt over the context: the status of a request the server judged invalid (400: OpenAI's, vLLM's,
+# SGLang's, llama.cpp's; 422: a FastAPI validation error, as the conformance suite's context-overflow check takes it)
+# with the error envelope. Its words are not judged: each engine words it its own way, and the control (the same
+# request under the limit, answered) already pins the refusal on the prompt's length.
+CONTEXT_REFUSALS = (400, 422)
+NOT_A_CONTEXT_REFUSAL = {
+    413: "a refusal of the body's size (a proxy's limit), not of the model's context",
+    429: "a rate limit, which the same request passes later",
+}
+
+
+def refusal_problem(status: int, text: str) -> str | None:
+    """Why an answer to a prompt over the context is not its refusal, or None."""
+    if status < 400:
+        return f"HTTP {status}: served, not refused (truncated or run past the context)"
+    if status >= 500:
+        return f"HTTP {status}: a server error for a request the client can fix, not a refusal"
+    if status not in CONTEXT_REFUSALS:
+        return f"HTTP {status}, not 400: {NOT_A_CONTEXT_REFUSAL.get(status, 'not a refusal of the request as invalid')}"
+    if (why := envelope_problem(text)) is not None:
+        return f"HTTP {status} without the error envelope ({why})"
+    return None
 
 
 def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_target, infer_record):
-    """The documented limit: a prompt longer than the model's context must be refused, not truncated or served."""
+    """The documented limit: a prompt longer than the model's context must be refused (400 with the error envelope),
+    not truncated or served; judged only once the same request under the limit got a chat completion."""
     context = _context(infer_endpoint, infer_target)
     with InferClient(infer_endpoint) as client:
-        near = client.chat("a " * max(16, context // 2 - 32), max_tokens=1)
-        if near.status_code != 200:
+        under = _prompt_of(client.model, max(16, context // 2 - 32))
+        near = client.post(CHAT, json=under)
+        if (why := completion_problem(CHAT, near.status_code, near.text)) is not None:
             raise Inconclusive(
-                f"the positive control, a prompt of half the context, was not answered: HTTP {near.status_code}"
+                f"the positive control, the same request with a prompt of half the {context}-token context, got no chat"
+                f" completion: {why}\ncontrol: {client.curl('POST', CHAT, under)}"
             )
-        body = {
-            "model": client.model,
-            "messages": [{"role": "user", "content": "a " * (context + 64)}],
-            "max_tokens": 1,
-        }
-        over = client.post("/v1/chat/completions", json=body)
-        if not 400 <= over.status_code < 500:
-            infer_record("infer_reproducer", client.curl("POST", "/v1/chat/completions", body))
-            pytest.fail(
-                f"a request over the documented limit 'prompt over the {context}-token context' got HTTP"
-                f" {over.status_code}, not a 4xx: {over.text[:200]!r}",
-                pytrace=False,
-            )
+        body = _prompt_of(client.model, context + 64)
+        over = client.post(CHAT, json=body)
+    if (problem := refusal_problem(over.status_code, over.text)) is not None:
+        infer_record("infer_reproducer", client.curl("POST", CHAT, body))
+        pytest.fail(
+            f"a request over the documented limit 'prompt over the {context}-token context' got {problem}:"
+            f" {over.text[:200]!r}",
+            pytrace=False,
+        )
+    infer_record(
+        "infer_evidence",
+        f"a prompt over the {context}-token context: HTTP {over.status_code} {over.json()['error']['message'][:120]!r};"
+        f" the same request at half the context: a chat completion",
+    )
 
 
 def _provocations(model: str) -> list[tuple[str, str, Any]]:
@@ -182,13 +231,10 @@ def _provocations(model: str) -> list[tuple[str, str, Any]]:
 def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, security_record, infer_record):
     with InferClient(infer_endpoint) as client:
         control = client.post(
-            "/v1/chat/completions",
-            json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
+            CHAT, json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
         )
-        if control.status_code != 200 or not isinstance(control.json(), dict) or not control.json().get("choices"):
-            raise Inconclusive(
-                f"a normal request was not answered (HTTP {control.status_code}): no error answer can be told from it"
-            )
+        if (why := completion_problem(CHAT, control.status_code, control.text)) is not None:
+            raise Inconclusive(f"a normal request got no chat completion ({why}): no error answer can be told from it")
         unanswered = []
         for method, path, body in _provocations(client.model):
             try:
@@ -242,3 +288,10 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
         )
     if died:
         pytest.fail(died, pytrace=False)
+    routes = sorted({f"{a.method} {a.path} {a.status}" for a in mine})
+    infer_record(
+        "infer_evidence",
+        f"{len(mine)} error answers judged, none discloses a trace, path, module, exception name or secret: "
+        + ", ".join(routes[:12])
+        + (f" and {len(routes) - 12} more" if len(routes) > 12 else ""),
+    )

@@ -20,20 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from pytest_infer.client.answers import completion_problem, stream_problem
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.client.sse import SSEStream
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.robustness.kit import (
-    Answer,
-    BadRequest,
-    Guard,
-    completion_problem,
-    envelope_problem,
-    known_good,
-    reproducer,
-    stream_problem,
-)
+from pytest_infer.robustness.kit import Answer, BadRequest, Guard, envelope_problem, known_good, reproducer
 
 PATIENT = 5.0  # the deadline where an answer is expected at once: ample on a loaded machine
 SHORT = 1.0  # the deadline where a test waits it out; messages show it as "1s"

@@ -1,6 +1,6 @@
-"""The security suite against the fake server: each check passes on the correct server with a key, fails on exactly
-its deviation (an open route, a leaking error answer, a request that stalls the others), and earns no pass against
-the null servers."""
+"""The security suite against the fake server: each check passes on the correct server with a key, naming what it
+judged, fails on exactly its deviation (an open route, a leaking error answer, a request that stalls the others, a
+refusal that is not the context's), and earns no pass against the null servers."""
 
 from __future__ import annotations
 
@@ -12,17 +12,35 @@ import pytest
 
 from pytest_infer.testing.fakeserver import (
     NULL_MODES,
+    Deviation,
     FakeServer,
+    error_body,
+    flat_errors,
     leak_in_errors,
     open_route,
+    refuse_large,
     serving_process,
+    shed_others,
+    slow_request,
     stall_others,
 )
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "security"
 KEY = "sk-test-security-0123456789"
-# a light load of 4/s for 1 s, the hostile request cut off after 3 s, 1.5 s after it
-STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.5\nstall_limit_s: 0.8\n"
+# a light load of 4/s for 1 s, the hostile request cut off after 3 s, 1 s after it
+STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.0\nstall_limit_s: 0.8\n"
+# what picks each kind's hostile request out of the light load (tests/security runs only the stall checks beside it)
+HOSTILE_PICKS = {
+    "grammar-bomb": lambda body: "response_format" in body,
+    "many-stop-strings": lambda body: len(body.get("stop") or []) > 100,
+    "n-x-max-tokens": lambda body: body.get("n") == 16,
+    "long-prompt": lambda body: body.get("max_tokens") == 1 and len(json.dumps(body.get("messages"))) > 1000,
+}
+STALL_TEST = "test_one_hostile_request_does_not_stall_the_others[{}]"
+
+
+def hostile(body: dict) -> bool:
+    return any(pick(body) for pick in HOSTILE_PICKS.values())
 
 
 def run_suite(
@@ -39,31 +57,40 @@ def run_suite(
 
 
 def outcomes(results: dict) -> dict[str, tuple[str, str]]:
-    return {
-        t["nodeid"].split("::")[-1].replace("[endpoint]", "").replace("endpoint-", ""): (
-            t["outcome"],
-            t.get("message") or "",
-        )
-        for t in results["tests"]
-    }
+    return {name(t): (t["outcome"], t.get("message") or "") for t in results["tests"]}
 
 
-def test_a_correct_server_passes_every_check(pytester):
+def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
     with FakeServer(api_key=KEY) as srv:
-        result, results = run_suite(pytester, srv, "-k", "not hostile or n-x-max-tokens")
+        result, results = run_suite(pytester, srv)
     found = outcomes(results)
     assert {name: o for name, (o, _) in found.items()} == {
         "test_every_route_refuses_a_caller_without_the_key": "passed",
         "test_refusals_carry_the_error_envelope": "passed",
         "test_error_answers_disclose_nothing": "passed",
-        "test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]": "passed",
+        **{STALL_TEST.format(kind): "passed" for kind in HOSTILE_PICKS},
         "test_a_request_over_the_context_is_refused": "passed",
     }, found
+    evidence = {name(t): t["extra"].get("evidence", "") for t in results["tests"]}
+    assert (
+        "protected routes answered with the key and refused without it"
+        in evidence["test_every_route_refuses_a_caller_without_the_key"]
+    )
+    assert "POST /v1/chat/completions 401" in evidence["test_refusals_carry_the_error_envelope"]
+    assert "error answers judged, none discloses" in evidence["test_error_answers_disclose_nothing"]
+    assert "HTTP 400 'prompt of" in evidence["test_a_request_over_the_context_is_refused"]
+    for kind in HOSTILE_PICKS:  # the fake answers each at once: the first light request after it is judged
+        said = evidence[STALL_TEST.format(kind)]
+        assert said.startswith("hostile request answered (HTTP 200) in") and "worst TTFT" in said, said
     table = results["security"]["endpoint"]
     assert table["routes"]["POST /v1/chat/completions"]["verdict"] == "refused"
     assert table["errors_judged"] >= 5 and table["leaks"] == []
     assert table["stalls"]["n-x-max-tokens"]["stall_s"] < 0.8
     assert KEY not in (pytester.path / "report" / "results.json").read_text()
+
+
+def name(test: dict) -> str:
+    return test["nodeid"].split("::")[-1].replace("[endpoint]", "").replace("endpoint-", "")
 
 
 def test_an_open_route_fails_the_route_check(pytester):
@@ -105,13 +132,89 @@ def test_a_leaking_error_answer_fails_the_disclosure_check(pytester, text, leake
     assert KEY not in json.dumps(results) and KEY not in message
 
 
-def test_a_request_that_stalls_the_others_fails_its_kind(pytester):
-    with FakeServer(stall_others(lambda body: body.get("n") == 16, 2.0), api_key=KEY) as srv:
+def test_each_kind_of_hostile_request_that_stalls_the_others_fails_its_check(pytester):
+    """Each kind's request holds the one engine lock for 2 s: every light request sent meanwhile waits for it."""
+    with FakeServer(stall_others(hostile, 2.0), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "hostile")
+    found = outcomes(results)
+    for kind in HOSTILE_PICKS:
+        outcome, message = found[STALL_TEST.format(kind)]
+        assert outcome == "failed", (kind, message)
+        assert f"hostile request '{kind}'" in message and "stalled the others by" in message
+        assert "light requests in flight while it ran" in message
+        assert results["security"]["endpoint"]["stalls"][kind]["stall_s"] > 1.0
+
+
+def test_an_expensive_request_the_others_do_not_wait_for_passes_naming_what_overlapped_it(pytester):
+    with FakeServer(slow_request(HOSTILE_PICKS["n-x-max-tokens"], 2.0), api_key=KEY) as srv:
         _, results = run_suite(pytester, srv, "-k", "n-x-max-tokens")
-    outcome, message = outcomes(results)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"]
-    assert outcome == "failed", message
-    assert "stalled the others by" in message
-    assert results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]["stall_s"] > 1.0
+    [test] = results["tests"]
+    assert test["outcome"] == "passed", test["message"]
+    assert "answered (HTTP 200) in 2." in test["extra"]["evidence"]
+    assert " light requests in flight while it ran: worst TTFT" in test["extra"]["evidence"]
+    assert results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]["overlapping"] >= 4
+
+
+def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytester):
+    """Refused at once: nothing ran, not exercised. A 5xx to the valid hostile request, or to the light requests
+    beside it: failed, whatever the latency."""
+    refuse, fail, shed = (HOSTILE_PICKS[k] for k in ("many-stop-strings", "long-prompt", "grammar-bomb"))
+    shedding = shed_others(shed, 2.0).request
+    assert shedding is not None
+
+    def request(path: str, body: dict):
+        if refuse(body):
+            return 400, error_body("at most 64 stop strings", param="stop")
+        if fail(body):
+            return 500, error_body("EngineCore encountered an issue", "internal_server_error")
+        return shedding(path, body)
+
+    with FakeServer(Deviation(request=request), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "many-stop-strings or long-prompt or grammar-bomb")
+    found = outcomes(results)
+    outcome, message = found[STALL_TEST.format("many-stop-strings")]
+    assert outcome == "not_exercised", message
+    assert "refused (HTTP 400: 'at most 64 stop strings')" in message and "never ran" in message
+    outcome, message = found[STALL_TEST.format("long-prompt")]
+    assert outcome == "failed" and "the hostile request, a valid one, failed (HTTP 500" in message, message
+    outcome, message = found[STALL_TEST.format("grammar-bomb")]
+    assert outcome == "failed" and "light requests got a server error (HTTP 503" in message, message
+
+
+@pytest.mark.parametrize(
+    ("deviation", "said", "envelope"),
+    [
+        (refuse_large(3000, 413), "HTTP 413, not 400: a refusal of the body's size (a proxy's limit)", "passed"),
+        (refuse_large(3000, 429), "HTTP 429, not 400: a rate limit", "passed"),
+        (
+            flat_errors(),
+            "HTTP 400 without the error envelope (no 'error' object (top-level keys: ['detail']))",
+            "failed",
+        ),
+    ],
+    ids=["proxy-413", "rate-limit-429", "flat-error"],
+)
+def test_a_refusal_that_is_not_the_contexts_fails_the_context_check(pytester, deviation, said, envelope):
+    """The control (the same request at half the context, about 2 KB) is answered each time; the refusal over it is
+    not the context's. Errors without the envelope fail the refusals' envelope check too."""
+    with FakeServer(deviation, api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "over_the_context or envelope")
+    found = outcomes(results)
+    outcome, message = found["test_a_request_over_the_context_is_refused"]
+    assert outcome == "failed" and said in message, message
+    assert "over the documented limit 'prompt over the 2048-token context'" in message
+    assert found["test_refusals_carry_the_error_envelope"][0] == envelope, found
+
+
+def test_the_context_check_needs_a_completion_under_the_limit_not_a_status(pytester):
+    """HTTP 200 without a completion for the request under the limit: the refusal over it proves nothing."""
+    empty = Deviation(
+        request=lambda path, body: (200, {}) if body.get("max_tokens") == 1 and len(str(body)) > 1000 else None
+    )
+    with FakeServer(empty, api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "over_the_context")
+    outcome, message = outcomes(results)["test_a_request_over_the_context_is_refused"]
+    assert outcome == "inconclusive" and "got no chat completion: HTTP 200 without choices" in message, message
 
 
 def test_a_candidate_that_stalls_longer_fails_the_gate(pytester):

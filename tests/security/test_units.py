@@ -108,23 +108,86 @@ def test_the_error_log_keeps_what_the_caller_read_of_an_error_only():
     ) and "/bad" in only.body
 
 
-def _trace(i: int, at_s: float, ttft_s: float | None, phase: str = "measured") -> RequestTrace:
+def _trace(i: int, at_s: float, ttft_s: float | None, phase: str = "measured", status: int = 200) -> RequestTrace:
     sent = int(at_s * 1e9)
     events = [] if ttft_s is None else [sent + int(ttft_s * 1e9)]
-    return RequestTrace(i, phase, intended_ns=sent, sent_ns=sent, event_ns=events, end_ns=sent + 10**9, status=200)
+    return RequestTrace(i, phase, intended_ns=sent, sent_ns=sent, event_ns=events, end_ns=sent + 10**7, status=status)
+
+
+BASE = [_trace(0, 0.1, 9.0, "warmup"), _trace(1, 0.5, 0.1), _trace(2, 1.0, 0.1), _trace(3, 1.5, 0.1)]
+LIMITS = StallLimits(stall_limit_s=1.0)
+
+
+def _hostile(status: int | None = 200, start_s: float = 2.0, end_s: float = 4.0, **fields) -> Hostile:
+    return Hostile("k", status=status, start_ns=int(start_s * 1e9), end_ns=int(end_s * 1e9), **fields)
 
 
 def test_the_judge_measures_the_stall_and_the_recovery():
-    limits = StallLimits(stall_limit_s=1.0)
-    hostile = Hostile("k", status=200, start_ns=int(2e9), end_ns=int(4e9))
-    base = [_trace(0, 0.1, 9.0, "warmup"), _trace(1, 0.5, 0.1), _trace(2, 1.0, 0.1), _trace(3, 1.5, 0.1)]
-    calm = judge("k", [*base, _trace(4, 2.5, 0.3), _trace(5, 5.0, 0.1)], hostile, limits)
+    hostile = _hostile()
+    calm = judge("k", [*BASE, _trace(4, 2.5, 0.3), _trace(5, 5.0, 0.1)], hostile, LIMITS)
     assert (calm.verdict, round(calm.stall_s, 3), calm.recovered) == ("passed", 0.2, True)
-    stalled = judge("k", [*base, _trace(4, 2.5, 1.8), _trace(5, 5.0, 0.1)], hostile, limits)
+    stalled = judge("k", [*BASE, _trace(4, 2.5, 1.8), _trace(5, 5.0, 0.1)], hostile, LIMITS)
     assert stalled.verdict == "failed" and "stalled the others by 1700 ms" in stalled.why
-    stuck = judge("k", [*base, _trace(4, 2.5, 0.2), _trace(5, 5.0, 2.0)], hostile, limits)
+    stuck = judge("k", [*BASE, _trace(4, 2.5, 0.2), _trace(5, 5.0, 2.0)], hostile, LIMITS)
     assert stuck.verdict == "failed" and "did not come back" in stuck.why
-    assert judge("k", base[:2], hostile, limits).verdict == "inconclusive"
+    assert judge("k", BASE[:2], hostile, LIMITS).verdict == "inconclusive"
+
+
+def test_a_pass_names_how_long_the_hostile_request_ran_what_overlapped_it_and_their_worst_latency():
+    """A light request sent before the hostile one but still waiting when it started met it too."""
+    met_at_start = _trace(4, 1.9, 0.4)
+    stall = judge("k", [*BASE, met_at_start, _trace(5, 2.5, 0.3), _trace(6, 5.0, 0.1)], _hostile(), LIMITS)
+    assert stall.verdict == "passed", stall.why
+    assert "answered (HTTP 200) in 2.00s" in stall.why
+    assert "2 light requests in flight while it ran: worst TTFT 400 ms against a median of 100 ms before" in stall.why
+    assert stall.to_json()["overlapping"] == 2 and stall.to_json()["hostile_outcome"] == "answered"
+
+
+def test_a_refused_hostile_request_that_met_no_light_request_is_not_exercised():
+    """The server refused it at once: nothing ran, so nothing was stalled and nothing was judged."""
+    refused = _hostile(400, 2.0, 2.01, said="too many stop strings")
+    stall = judge("k", [*BASE, _trace(4, 2.5, 0.1), _trace(5, 3.0, 0.1)], refused, LIMITS)
+    assert stall.verdict == "not_exercised", stall.why
+    assert "refused (HTTP 400: 'too many stop strings') in 0.01s" in stall.why and "never ran" in stall.why
+
+
+def test_a_refusal_that_ran_long_enough_to_stall_the_others_fails():
+    refused = _hostile(400, 2.0, 4.0, said="grammar too large")
+    stall = judge("k", [*BASE, _trace(4, 2.5, 1.8), _trace(5, 5.0, 0.1)], refused, LIMITS)
+    assert stall.verdict == "failed" and "stalled the others by 1700 ms" in stall.why
+
+
+@pytest.mark.parametrize(
+    ("hostile", "said"),
+    [
+        (_hostile(500, said="EngineCore died"), "failed (HTTP 500: 'EngineCore died')"),
+        (_hostile(None, error="RemoteProtocolError"), "failed (RemoteProtocolError)"),
+        (_hostile(200, said="HTTP 200 without choices: '{}'"), "failed (HTTP 200: \"HTTP 200 without choices: '{}'\")"),
+    ],
+    ids=["5xx", "dropped", "no-completion"],
+)
+def test_a_valid_hostile_request_that_fails_fails_the_check(hostile, said):
+    stall = judge("k", [*BASE, _trace(4, 2.5, 0.1), _trace(5, 5.0, 0.1)], hostile, LIMITS)
+    assert stall.verdict == "failed", stall.why
+    assert f"the hostile request, a valid one, {said}" in stall.why
+
+
+def test_a_light_request_with_a_server_error_fails_the_check():
+    shed = [_trace(4, 2.5, None, status=503), _trace(5, 3.0, None, status=503), _trace(6, 5.0, 0.1)]
+    stall = judge("k", [*BASE, *shed], _hostile(), LIMITS)
+    assert stall.verdict == "failed" and "2 of 6 light requests got a server error (HTTP 503 x2)" in stall.why
+
+
+def test_a_hostile_request_answered_before_any_light_request_met_it():
+    """Shorter than the limit, it could hold no light request back past it: the first one after it is judged. As long
+    as the limit, with nothing in flight, nothing was measured."""
+    quick = judge("k", [*BASE, _trace(4, 2.5, 0.15), _trace(5, 3.0, 0.1)], _hostile(200, 2.0, 2.05), LIMITS)
+    assert quick.verdict == "passed", quick.why
+    assert "no light request in flight while it ran (it took under the 1000 ms limit); the first after it" in quick.why
+    lingering = judge("k", [*BASE, _trace(4, 2.5, 1.5), _trace(5, 3.0, 0.1)], _hostile(200, 2.0, 2.05), LIMITS)
+    assert lingering.verdict == "failed" and "stalled the others by 1400 ms" in lingering.why
+    slow = judge("k", [*BASE, _trace(4, 5.5, 0.1)], _hostile(200, 2.0, 5.0), LIMITS)
+    assert slow.verdict == "inconclusive" and "no light request was in flight" in slow.why
 
 
 def test_the_gate_fails_a_route_the_candidate_opened():
