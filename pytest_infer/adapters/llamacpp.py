@@ -45,10 +45,13 @@ RELEASES = MappingProxyType(
 SLOTS = 4  # requests decoded side by side; each has the built-in model's context to itself
 _VERSION_LINE = re.compile(r"version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>\w+)\)")
 
-# As llama-server b11312 writes its /metrics (tools/server/server-task.cpp): counters and gauges, no histogram and
-# no count of finished requests. ``prompt_tokens_total`` leaves out the prompt tokens taken from the slot's cache,
-# so it cannot equal the prompt tokens clients are billed for; it is not compared (the cached ones are the hits).
+# Read off llama-server b11312's /metrics (tools/server/server-task.cpp writes them): counters and gauges, no
+# histogram and no count of finished requests; tokens_predicted_total grew by a request's completion_tokens.
+# ``prompt_tokens_total`` leaves out the prompt tokens taken from the slot's cache, so it cannot equal the prompt
+# tokens clients are told of; it is not compared (the cached ones are the hits).
 METRICS = ServerMetricNames(
+    verified=True,
+    verified_on="llama-server b11312 (llama-cpp-python 0.3.36's source)",
     output_tokens="llamacpp:tokens_predicted_total",
     prefix_cache_hits="llamacpp:prompt_tokens_cached_total",
     running="llamacpp:requests_processing",
@@ -178,8 +181,10 @@ class LlamaCppAdapter(BaseAdapter):
             "--metrics",
         ]  # fmt: skip
         if request.on_cpu_tiny:
-            # the context is split between the slots: each request gets the built-in model's own
-            argv += ["--parallel", str(SLOTS), "--ctx-size", str(request.builtin.context * SLOTS)]
+            # the context is split between the slots: each request gets the built-in model's own. One thread: its
+            # worker threads meet at every step of the graph, and on a shared 2-core machine one descheduled worker
+            # stalls the step (tiny streamed 5-7 tokens/s with two, 6,000-15,000 with one, on the same machine)
+            argv += ["--parallel", str(SLOTS), "--ctx-size", str(request.builtin.context * SLOTS), "--threads", "1"]
         if request.chat_template:
             argv += ["--chat-template-file", request.chat_template]
         env = {API_KEY_VARIABLE: csv_field(request.api_key)} if request.api_key else {}

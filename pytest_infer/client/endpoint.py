@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     import httpx
 
 CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length")  # how servers advertise a model's context
+META_CONTEXT_KEY = "n_ctx"  # llama.cpp's, under the card's "meta": the context of one slot, what one request may use
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,8 @@ class Endpoint:
         return [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else []
 
     def context_length(self, client: Any = None) -> int | None:
-        """The served model's context in tokens where ``/v1/models`` advertises it (vLLM, SGLang), else ``None``."""
+        """The served model's context in tokens where ``/v1/models`` advertises it (vLLM, SGLang, llama.cpp), else
+        ``None``."""
         import httpx
 
         try:
@@ -76,8 +78,8 @@ class Endpoint:
         for card in cards:
             if self.model and card.get("id") not in (self.model, None):
                 continue
-            for key in CONTEXT_KEYS:
-                value = card.get(key)
+            meta = card.get("meta")
+            for value in (*map(card.get, CONTEXT_KEYS), meta.get(META_CONTEXT_KEY) if isinstance(meta, dict) else None):
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return value
         return None

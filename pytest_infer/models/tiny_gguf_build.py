@@ -13,8 +13,9 @@ same llama.cpp source), so it imports nothing from pytest_infer:
   merge is written that can never apply: llama.cpp starts every word from single characters and joins only pairs
   it finds ranked, so a merge of two multi-character tokens (``PLACEHOLDER_MERGE``) is never met, and every text
   splits into the same byte tokens as under the Hugging Face tokenizer. A merge of two characters would not be
-  inert: ``Ġ Ġ`` joins two spaces into ``ĠĠ``, which is no token, and llama.cpp then drops those characters (it
-  falls back to the raw UTF-8 bytes of the joined text, which a byte-level vocabulary does not hold).
+  inert: ``Ġ Ġ`` joins two spaces of one word into ``ĠĠ``, which is no token, and llama.cpp then drops them (it
+  falls back to the raw UTF-8 bytes of the joined text, which a byte-level vocabulary does not hold): ``a   b``
+  (three spaces, split as ``a``, two spaces, `` b``) became ``a b``.
 """
 
 from __future__ import annotations

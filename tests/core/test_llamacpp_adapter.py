@@ -7,11 +7,13 @@ import csv
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest
 from pytest_infer.adapters.llamacpp import API_KEY_VARIABLE, LlamaCppAdapter, csv_field, parse_version
+from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.models import local_model
 from pytest_infer.models.gemma import ModelError
 from pytest_infer.options import parse_environments, parse_frameworks
@@ -36,6 +38,7 @@ def test_the_tiny_launch_line_serves_its_gguf_with_templates_metrics_and_four_sl
     assert spec.argv[1:] == [
         "--model", "/cache/tiny.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "8123",
         "--jinja", "--metrics", "--parallel", "4", "--ctx-size", "4096",  # 1024 tokens a slot, as vLLM's tiny
+        "--threads", "1",
     ]  # fmt: skip
     assert spec.argv[0].endswith("llama-server") and spec.env == {}
     assert spec.ready_paths == ("/health", "/v1/models")
@@ -45,7 +48,7 @@ def test_a_gguf_without_a_template_gets_the_template_file_and_a_real_model_no_co
     request = LaunchRequest("/m.gguf", "gemma", "127.0.0.1", 1, ENV, chat_template="/t/gemma.jinja")
     argv = LlamaCppAdapter().launch(request).argv
     assert argv[argv.index("--chat-template-file") + 1] == "/t/gemma.jinja"
-    assert "--ctx-size" not in argv and "--parallel" not in argv
+    assert "--ctx-size" not in argv and "--parallel" not in argv and "--threads" not in argv
 
 
 @pytest.mark.parametrize("key", ["sk-plain", 'sk-with,comma and "quotes"', "#sk-a-comment-in-a-key-file"])
@@ -114,3 +117,18 @@ def test_users_may_name_it_as_the_project_or_its_server_is_named(tmp_path: Path)
     assert list(parse_environments([f"llama.cpp={env.bin_dir.parent}"], ("llamacpp",))) == ["llamacpp"]
     with pytest.raises(pytest.UsageError, match="unknown framework 'llama'"):
         parse_frameworks("llama")
+
+
+def test_the_context_of_one_slot_is_read_from_the_model_cards_meta():
+    """llama.cpp advertises a request's context only as ``meta.n_ctx``; the suites size their over-long prompts by
+    it (the tiny model's 2048 positions would be twice what one of its slots holds)."""
+    card = {"id": "tiny", "owned_by": "llamacpp", "meta": {"n_ctx": 1024, "n_ctx_train": 2048}}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"object": "list", "data": [card]})
+
+    endpoint = Endpoint("http://llama.invalid", "tiny")
+    with httpx.Client(base_url=endpoint.base_url, transport=httpx.MockTransport(answer)) as client:
+        assert endpoint.context_length(client) == 1024
+        card["meta"] = {"n_ctx_train": 2048}
+        assert endpoint.context_length(client) is None

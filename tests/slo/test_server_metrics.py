@@ -211,14 +211,16 @@ def test_one_odd_request_is_within_the_ttft_tolerance_but_a_pattern_is_not():
     assert cross_check(server(many), [trace(t) for t in client]).problems != []
 
 
-def test_every_framework_names_its_metrics_or_none_and_only_vllms_are_verified():
+def test_every_framework_names_its_metrics_or_none_and_only_vllms_and_llamacpps_are_verified():
     names = {name: getattr(registry.get(name), "server_metrics", None) for name in registry.names()}
     assert isinstance(names["vllm"], ServerMetricNames) and names["vllm"].verified
     assert (
         names["vllm"].requests == "vllm:request_success_total"
         and names["vllm"].ttft == "vllm:time_to_first_token_seconds"
     )
-    assert all(not n.verified for k, n in names.items() if n is not None and k != "vllm")
+    assert names["llamacpp"] is not None and names["llamacpp"].verified
+    assert names["llamacpp"].output_tokens == "llamacpp:tokens_predicted_total" and names["llamacpp"].ttft is None
+    assert all(not n.verified for k, n in names.items() if n is not None and k not in ("vllm", "llamacpp"))
     assert names["sglang"] is not None and names["sglang"].ttft == "sglang:time_to_first_token_seconds"
     assert metric_names(registry.get("transformers")) is None and metric_names(ENDPOINT) is None
     assert metric_names(registry.get("vllm")) is VLLM
