@@ -51,10 +51,10 @@ def port_in_use(host: str, port: int) -> bool:
         return False
 
 
-def refuses(host: str, port: int) -> bool:
+def refuses(host: str, port: int, timeout: float = 0.25) -> bool:
     """Nothing listens there: a connection is refused (one that times out is a busy server's full backlog)."""
     try:
-        with socket.create_connection((host, port), timeout=1.0):
+        with socket.create_connection((host, port), timeout=timeout):
             return False
     except ConnectionRefusedError:
         return True
