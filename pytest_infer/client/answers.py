@@ -73,3 +73,13 @@ def stream_problem(path: str, stream: SSEStream) -> str | None:
     if path == CHAT and not any(isinstance(choice["delta"].get("content"), str) for choice in chosen):
         return f"HTTP 200 but no chunk carries delta.content: {stream.raw[:SHOWN]!r}"
     return None
+
+
+def error_message(text: str) -> str:
+    """What an error answer says: its ``error.message`` where it has one, else the start of its body."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else text[:SHOWN]

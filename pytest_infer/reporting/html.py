@@ -81,6 +81,19 @@ def _checks(views: Views) -> str:
     )
 
 
+def _evidence(views: Views) -> str:
+    """What each pass judged, one row per passed cell, behind a fold: a pass is read by what it saw."""
+    found = views.evidence()
+    if not found:
+        return ""
+    rows = [f"<tr><td>{_e(row)}</td><td>{_e(label)}</td><td>{_e(text)}</td></tr>" for row, label, text in found]
+    return (
+        f"<details><summary>What each pass judged ({len(found)} passes)</summary>"
+        + _table(["check", "target", "evidence"], rows, "evidence")
+        + "</details>"
+    )
+
+
 def _gate_verdict(gate) -> str:
     """The gate's verdict, what it compared, its warnings and its regressions: the top of the verdict block."""
     if gate is None:
@@ -243,6 +256,7 @@ def render_html(
         + _findings(views)
         + _limits(views)
         + _checks(views)
+        + _evidence(views)
         + suites
         + _differences(gate)
         + "<h2>Targets</h2>"

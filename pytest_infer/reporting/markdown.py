@@ -163,6 +163,16 @@ def matrix_units(views: Views) -> list[str]:
     return units
 
 
+def evidence_units(views: Views) -> list[str]:
+    """What each pass judged, a row each (cut to ``MAX_DETAIL``): last, so it is what gives way to fit the limit."""
+    found = views.evidence()
+    if not found:
+        return []
+    return ["", f"### What each pass judged ({len(found)} passes)", ""] + _table(
+        ["check", "target", "evidence"], [[row, label, text[:MAX_DETAIL]] for row, label, text in found]
+    )
+
+
 def _artifact_link(env: dict[str, str]) -> str:
     if all(env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")):
         url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
@@ -235,7 +245,7 @@ def render_markdown(
                 f" {env.get('gpu', {}).get('count', 0)}"
             ),
         ]
-    return fit(units, limit)
+    return fit(units + evidence_units(views), limit)
 
 
 def write_step_summary(markdown: str, env: dict[str, str] | None = None) -> Path | None:

@@ -29,6 +29,7 @@ OUTCOME_SEVERITY = (
     "fixed",
     "passed",
 )
+PASSES = ("passed", "fixed")  # the outcomes that judged something and found it right
 SYMBOLS = {
     "passed": "pass",
     "failed": "FAIL",
@@ -90,6 +91,15 @@ class CheckCell:
         return next((t.reproducer for t in self.tests if t.reproducer), "")
 
     @property
+    def evidence(self) -> str:
+        """What a pass judged (``extra.evidence``, which every suite records the same way); "" for any other outcome."""
+        if self.outcome not in PASSES:
+            return ""
+        return next(
+            (str(t.extra["evidence"]) for t in self.tests if t.outcome == self.outcome and t.extra.get("evidence")), ""
+        )
+
+    @property
     def symbol(self) -> str:
         """A cell failed only by checks of severity 'warning' (deviations clients tolerate) reads FAIL(w)."""
         failed = [t for t in self.tests if t.outcome == "failed"]
@@ -110,7 +120,11 @@ def check_matrix(results: SessionResults) -> dict[str, dict[str, CheckCell]]:
 
 
 def checks_section(matrix: dict[str, dict[str, CheckCell]]) -> Section:
-    rows = {row: {t: Cell(c.symbol, c.outcome, c.message) for t, c in cells.items()} for row, cells in matrix.items()}
+    """The matrix as a section: a cell's detail is its failure's message, or what its pass judged."""
+    rows = {
+        row: {t: Cell(c.symbol, c.outcome, c.message or c.evidence) for t, c in cells.items()}
+        for row, cells in matrix.items()
+    }
     return Section("Checks", "check", rows)
 
 
@@ -323,6 +337,15 @@ class Views:
     def variants(self) -> list[str]:
         """The variant labels the targets carry (``TargetRecord.variant``), in order of appearance: a column each."""
         return list(dict.fromkeys(label for t in self.results.targets.values() for label in t.variant))
+
+    def evidence(self) -> list[tuple[str, str, str]]:
+        """``(row, target label, what it judged)`` for each passed cell of the matrix that names it, in matrix order."""
+        return [
+            (row, self.label(target), cell.evidence)
+            for row, cells in self.checks.items()
+            for target, cell in cells.items()
+            if cell.evidence
+        ]
 
     def notable_checks(self) -> Section:
         """The check matrix's rows where something failed or the targets differ: what the reports show unfolded."""

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..client.answers import CHAT, COMPLETIONS, completion_problem, stream_problem
+from ..client.answers import CHAT, COMPLETIONS, completion_problem, error_message, stream_problem
 from ..client.endpoint import Endpoint
 from ..client.errors import ERROR_HOOKS, envelope_problem
 from ..client.http import InferClient
@@ -234,7 +234,8 @@ class Guard:
         """Assert ``case`` gets a 4xx with the error envelope and the server still serves correctly afterwards; first,
         that the same request without the fault is served (``control``), else the case is inconclusive.
 
-        ``record`` (the ``infer_record`` fixture) gets the reproducer of a failure for the results and JUnit XML."""
+        ``record`` (the ``infer_record`` fixture) gets the reproducer of a failure, or what a pass judged, for the
+        results and JUnit XML."""
         self.require_up()
         self.control(client, case)
         self.count("tried")
@@ -268,5 +269,12 @@ class Guard:
             pytest.fail(
                 f"{self.target}: bad request {case.id!r}: " + "; ".join(problems) + f"\nreproduce: {curl}",
                 pytrace=False,
+            )
+        if record is not None:
+            record(
+                "infer_evidence",
+                f"POST {case.path}: the same request without the fault answered correctly; {case.id} got HTTP"
+                f" {answer.status} with the error envelope ({error_message(answer.text)[:120]!r}); a normal request"
+                " was answered correctly after it",
             )
         return answer

@@ -15,7 +15,6 @@ dropped connection or an HTTP 200 that is no completion fails; a refusal that no
 
 from __future__ import annotations
 
-import json
 import statistics
 import threading
 import time
@@ -28,7 +27,7 @@ from typing import Any
 import httpx
 import yaml
 
-from ..client.answers import CHAT, SHOWN, completion_problem
+from ..client.answers import CHAT, completion_problem, error_message
 from ..client.endpoint import Endpoint
 from ..load.patterns import LoadSpec, Workload, run_load
 from ..load.prompts import calibrate
@@ -155,22 +154,12 @@ def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeou
             if resp.status_code < 400:
                 out.said = completion_problem(CHAT, resp.status_code, resp.text) or ""
             else:
-                out.said = _error_message(resp.text)
+                out.said = error_message(resp.text)
     except httpx.TimeoutException:
         out.cut_off = True
     except httpx.HTTPError as exc:
         out.error = type(exc).__name__
     out.end_ns = time.perf_counter_ns()
-
-
-def _error_message(text: str) -> str:
-    """An error answer's ``error.message`` where it has one, else the start of its body."""
-    try:
-        error = json.loads(text).get("error")
-    except (ValueError, AttributeError):
-        error = None
-    message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) and message else text[:SHOWN]
 
 
 def ttft_s(trace: RequestTrace) -> float | None:

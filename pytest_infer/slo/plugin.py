@@ -299,7 +299,21 @@ def slo_result(
     request.node.add_report_section("setup", "slo figures", result.table())
     if result.verdict.status == "invalid":
         pytest.fail(f"measurement invalid: {'; '.join(result.verdict.invalid)}\n{result.table()}", pytrace=False)
+    infer_record("infer_evidence", evidence(result))
     return result
+
+
+def evidence(result: PointResult | CapacityResult) -> str:
+    """What a load point's verdict judged: its load, the measured requests answered, each threshold against its
+    figure (a capacity search: the capacity found and its probes)."""
+    checks = "; ".join(" ".join(str(check).split()) for check in result.verdict.checks)
+    summary = getattr(result, "summary", None)
+    if summary is None:
+        return f"{result.table().splitlines()[0]}; {checks}"
+    spec = result.point.load_spec()
+    load = f"concurrency {spec.concurrency}" if spec.mode == "closed" else f"{spec.mode} arrivals at {spec.rate:g}/s"
+    answered = f"{summary.ok} of {summary.requests} measured requests answered"
+    return f"load point {result.point.id} ({load}): {answered}; {checks}"
 
 
 def _measure(

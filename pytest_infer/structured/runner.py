@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -201,6 +202,15 @@ class StructuredRunner:
         self.timeout = timeout
         self._process_alive = alive or (lambda: True)
         self._cache: dict[tuple[str, str, int, Sampling], Attempt] = {}
+        self.answers: dict[str, Counter[str]] = {}  # request path -> each outcome's count of the requests it sent
+
+    def evidence(self) -> str:
+        """What this runner sent and what came back, by request path: what a pass judged ("" if it sent nothing)."""
+        return "; ".join(
+            f"POST {CHAT} via {path}: {counts.total()} answers, "
+            + ", ".join(f"{n} {outcome}" for outcome, n in counts.most_common())
+            for path, counts in self.answers.items()
+        )
 
     def body(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> dict[str, Any]:
         sampling = sampling or self.sampling
@@ -293,6 +303,7 @@ class StructuredRunner:
             attempt.verdict = self._lost(f"the connection failed: {type(exc).__name__}: {exc}", Outcome.SERVER_ERROR)
         attempt.seconds = round(time.monotonic() - started, 3)
         outcome = attempt.verdict.outcome
+        self.answers.setdefault(path.name, Counter())[outcome.value] += 1
         if outcome.failed or (refuse and outcome is not Outcome.REJECTED):
             attempt.server_log = self.logged_since(mark)
         return attempt

@@ -126,7 +126,7 @@ def _check_health(guard) -> None:
 
 
 def test_disconnect_mid_stream_frees_the_request(
-    infer_client, infer_server, robustness_guard, robustness_context_length
+    infer_client, infer_server, robustness_guard, robustness_context_length, infer_record
 ):
     body = _long_stream_body(infer_server.model, robustness_context_length)
     _controls(robustness_guard, infer_client, "disconnect_mid_stream", body)
@@ -149,9 +149,15 @@ def test_disconnect_mid_stream_frees_the_request(
     _check_health(robustness_guard)
     after = _probe_seconds(robustness_guard, infer_server.model, "after dropped streams")
     _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
+    infer_record(
+        "infer_evidence",
+        f"{DROPPED_STREAMS} streams dropped after their first event, each next one's first event after {waits}s;"
+        f" a {PROBE_TOKENS}-token request answered correctly in {before:.2f}s before, {after:.2f}s after (limit"
+        f" {limit:.2f}s)",
+    )
 
 
-def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length):
+def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length, infer_record):
     body = _long_stream_body(infer_server.model, robustness_context_length)
     _controls(robustness_guard, infer_client, "many_concurrent_aborts", body)
     timeout = robustness_guard.timeout
@@ -178,6 +184,11 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     _assert_not_slowed(
         robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times"
     )
+    infer_record(
+        "infer_evidence",
+        f"{CONCURRENT_ABORTS} concurrent streams served until their clients left at random times; a"
+        f" {PROBE_TOKENS}-token request answered correctly in {before:.2f}s before, {after:.2f}s after",
+    )
 
 
 def _read_fast_seconds(client: httpx.Client, body: dict, timeout: float) -> float:
@@ -190,7 +201,7 @@ def _read_fast_seconds(client: httpx.Client, body: dict, timeout: float) -> floa
 
 
 def test_slow_reading_client_does_not_block_others(
-    infer_client, infer_server, robustness_guard, robustness_context_length
+    infer_client, infer_server, robustness_guard, robustness_context_length, infer_record
 ):
     """A client reading a stream a few hundred bytes at a time must cost others no more than a fast reader does.
 
@@ -247,4 +258,10 @@ def test_slow_reading_client_does_not_block_others(
         f"{robustness_guard.target}: while a slow reader held a {SLOW_STREAM_TOKENS}-token stream, a"
         f" {PROBE_TOKENS}-token request took {during:.2f}s; a full-speed reader of that stream takes {fast:.2f}s (limit"
         f" {limit:.2f}s): the slow socket stalls the server"
+    )
+    infer_record(
+        "infer_evidence",
+        f"while a slow reader held a {SLOW_STREAM_TOKENS}-token stream ({received[0]} bytes read), a"
+        f" {PROBE_TOKENS}-token request answered correctly in {during:.2f}s ({before:.2f}s before; a full-speed"
+        f" reader of the stream takes {fast:.2f}s; limit {limit:.2f}s)",
     )

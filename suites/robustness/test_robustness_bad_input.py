@@ -11,6 +11,7 @@ bad request is sent three times and its cause is hidden.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 
 import pytest
@@ -232,7 +233,7 @@ GENERATED = settings(
 GENERATED_SEED = 0x719696F069717D0186C2C528C08E88E7228F0BB2F6A101864AEBF13EFB705ED590165AEDB8DA3FF0F6C964484762CA54
 
 
-def test_generated_bad_requests_never_break_the_server(infer_client, infer_server, robustness_guard):
+def test_generated_bad_requests_never_break_the_server(infer_client, infer_server, robustness_guard, infer_record):
     """No generated variant may get a 5xx, hang, drop the connection or kill the server.
 
     A 4xx must carry the envelope; a 2xx is counted as ``accepted`` (servers may be lenient
@@ -246,6 +247,8 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
             BadRequest("generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream),
         )
 
+    answered: Counter[str] = Counter()
+
     @GENERATED
     @seed(GENERATED_SEED)
     @given(bad_chat_requests(infer_server.model))
@@ -256,6 +259,7 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
         robustness_guard.count("tried")
         answer = robustness_guard.send(case)
         robustness_guard.count({"hang": "hangs", "death": "deaths"}.get(answer.kind, answer.kind))
+        answered[answer.kind] += 1
         reproduce = reproducer(infer_client, case)
         if answer.kind in ("5xx", "hang", "dropped", "death"):
             if answer.kind == "death":
@@ -278,3 +282,9 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
             f"{robustness_guard.target}: after the generated bad requests the server is unusable: {after}",
             pytrace=False,
         )
+    infer_record(
+        "infer_evidence",
+        f"{answered.total()} generated bad chat requests (plain and streamed, after both controls answered correctly):"
+        f" {answered['4xx']} refused with the error envelope, {answered['accepted']} accepted, none a 5xx, a hang or a"
+        " dropped connection; a normal request was answered correctly after them",
+    )

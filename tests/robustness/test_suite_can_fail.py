@@ -55,6 +55,25 @@ def test_a_correct_server_passes_the_catalogue_and_is_counted(pytester):
     result.stdout.fnmatch_lines(
         ["robustness *endpoint*", f"tried *{cases}", f"4xx *{cases}", "5xx *0", "accepted *0", "hangs *0", "deaths *0"]
     )
+    for test in results["tests"]:  # each pass names its control, the refusal it judged and the health after it
+        evidence = test["extra"]["evidence"]
+        assert "the same request without the fault answered correctly;" in evidence, test
+        assert re.search(r"got HTTP 4\d\d with the error envelope \(.+\); a normal request was answered", evidence)
+
+
+def test_the_generated_and_the_abuse_checks_pass_a_correct_server_naming_what_they_judged(pytester):
+    with FakeServer() as srv:
+        result, results = run_suite(pytester, srv, "-k", "generated or abuse", timeout=20)
+    result.assert_outcomes(passed=4)
+    evidence = {t["nodeid"].split("::")[-1].split("[")[0]: t["extra"]["evidence"] for t in results["tests"]}
+    assert re.match(
+        r"\d+ generated bad chat requests \(plain and streamed, after both controls answered correctly\): \d+"
+        r" refused with the error envelope, \d+ accepted, none a 5xx",
+        evidence["test_generated_bad_requests_never_break_the_server"],
+    ), evidence
+    assert "4 streams dropped after their first event" in evidence["test_disconnect_mid_stream_frees_the_request"]
+    assert "32 concurrent streams served until their clients left" in evidence["test_many_concurrent_aborts"]
+    assert "a 16-token request answered correctly in" in evidence["test_slow_reading_client_does_not_block_others"]
 
 
 def when(field: str, value: object, answer: tuple[int, object]) -> Deviation:

@@ -75,6 +75,11 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
         for p, t in zip(params, results["tests"])
     }
     assert outcomes == {"meets": "passed", "misses": "failed", "too": "error"}
+    [passed] = [t for t in results["tests"] if t["outcome"] == "passed"]  # names the load and each threshold it judged
+    assert passed["extra"]["evidence"].startswith(
+        "load point meets (concurrency 2): 20 of 20 measured requests answered; ok ttft_p50_ms: "
+    ), passed["extra"]
+    assert "<= 5000; ok tpot_p90_ms: " in passed["extra"]["evidence"]
     junit = (pytester.path / "junit.xml").read_text()
     assert 'name="slo_verdict" value="pass"' in junit and 'name="slo_ttft_p50_ms"' in junit
 

@@ -96,6 +96,10 @@ def test_a_grammar_that_masks_every_push_passes_every_probe(suite):
         result = run(suite, server)
         requests = [b for m, p, b in server.state.requests if p == "/v1/chat/completions"]
     result.assert_outcomes(passed=len(PROBES))
+    tests = json.loads((suite.path / "report" / "results.json").read_text())["tests"]
+    assert {t["extra"].get("evidence") for t in tests} == {
+        "POST /v1/chat/completions via response_format: 1 answers, 1 valid"
+    }  # what each probe's pass judged: the one answer it pushed, valid
     sent = {probe_of(r): r for r in requests if probe_of(r)}
     assert sent["maxLength"]["logit_bias"] == {"97": BIAS} and sent["maxLength"]["temperature"] == 0
     assert sent["string-control-characters"]["logit_bias"] == {"10": BIAS, "9": BIAS, "1": BIAS}
@@ -211,6 +215,10 @@ def test_without_a_tokenize_route_the_model_tokenizer_file_gives_the_ids(suite, 
         )
         requests = [b for m, p, b in server.state.requests if p == "/v1/chat/completions"]
     result.assert_outcomes(passed=len(PROBES))
+    tests = json.loads((suite.path / "report" / "results.json").read_text())["tests"]
+    assert {t["extra"].get("evidence") for t in tests} == {
+        "POST /v1/chat/completions via response_format: 1 answers, 1 valid"
+    }  # what each probe's pass judged: the one answer it pushed, valid
     sent = {probe_of(r): r for r in requests if probe_of(r)}
     assert sent["maxLength"]["logit_bias"] == {"1097": BIAS}
     assert sent["string-control-characters"]["logit_bias"] == {"1010": BIAS, "1009": BIAS, "1001": BIAS}

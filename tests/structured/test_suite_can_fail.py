@@ -4,6 +4,7 @@ a fake server that honours every schema they pass, and against one wrong in exac
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -98,6 +99,14 @@ def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks
     with FakeServer(honest()) as server:
         good = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
     assert {t["outcome"] for t in good.values()} == {"passed"} and len(good) == len(CORPUS) + 1
+    evidence = {name: t["extra"].get("evidence", "") for name, t in good.items()}
+    assert evidence["response_format-length-with-pattern"] == (
+        "POST /v1/chat/completions via response_format: 3 answers, 3 valid"
+    )  # what a pass judged: each seed's answer, valid
+    assert re.fullmatch(
+        r"POST /v1/chat/completions via response_format: 2 answers, 1 (valid|rejected), 1 (valid|rejected)",
+        evidence["response_format"],  # the invalid schema: the known-good one answered, the invalid one refused
+    ), evidence
     case = CORPUS["length-with-pattern"]
     with FakeServer(honest(wrong={key(case.schema): "abcdefgh"})) as server:
         bad = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
@@ -120,6 +129,10 @@ def test_survival_fails_on_a_crash_and_refusal_fails_on_a_500_or_a_200(suite):
     with FakeServer(honest()) as server:
         good = run(suite, server, "test_survival.py", "-k", "not stream and not native")
     assert {t["outcome"] for t in good.values()} == {"passed"}
+    assert all(
+        re.match(r"POST /v1/chat/completions via response_format: \d answers", t["extra"]["evidence"])
+        for t in good.values()
+    )
     name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
     with FakeServer(honest(crash_on=key(schema))) as server:
         crashed = run(suite, server, "test_survival.py", "-k", f"{name} and not stream and not native")
@@ -137,6 +150,9 @@ def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refuse
     with FakeServer(honest()) as server:
         honoured = run(suite, server, "test_support.py", "-k", "response_format and not stream")
     assert [t["outcome"] for t in honoured.values()] == ["passed"]
+    assert [t["extra"]["evidence"] for t in honoured.values()][0].startswith(
+        "POST /v1/chat/completions via response_format: "
+    )
     with FakeServer(answering(lambda schema: ("Sure! Here is some text.", "stop"))) as server:
         ignored = run(suite, server, "test_support.py", "-k", "response_format and not stream")
     (only,) = ignored.values()

@@ -71,6 +71,9 @@ def test_valid_answers_pass_streamed_or_not_and_fill_the_matrix(suite):
         ["*structured output: JSON-Schema keyword x outcome*", "*keyword*valid*rejected*truncated*invalid*error*"]
     )
     assert matrix_all(suite) == {"valid": 16}
+    assert {t["extra"].get("evidence") for t in results(suite)["tests"] if t["outcome"] == "passed"} == {
+        f"POST /v1/chat/completions via response_format{stream}: 8 answers, 8 valid" for stream in ("", "-stream")
+    }  # what each pass judged: the schemas it sent and what came back
 
 
 @pytest.mark.parametrize(
