@@ -3,17 +3,21 @@
 A null server answers every request the same useless way: the fake server's null modes (HTTP 200 ``{}``, a 404
 envelope) and independently written ones (tests/null_servers.py: an empty body, ``[]``, a 500 envelope, an echo of
 the request, a stream that is only ``[DONE]``). A check that passes against one judged nothing, or judged only that
-an answer came: the bundled suites run against each as users run them (``--infer-endpoint``; two sessions of several
-named endpoints each, in parallel), and the results files must hold no ``passed`` (nor ``fixed``) test of any suite.
+an answer came: every bundled suite (smoke included) runs against each as users run them (``--infer-endpoint``, with
+an API key, so the security suite's route checks run too: the fake's null servers require it, the independent ones
+take any; two sessions of several named endpoints each, in parallel), and the results files must hold no ``passed``
+(nor ``fixed``) test of any suite.
 
 The same sessions pass against a correct server elsewhere (tests/conformance/test_plugin.py,
-tests/structured/test_suite_outcomes.py, tests/robustness/test_suite_can_fail.py); the SLO profile used here is
-shown passing on the correct fake server below, so its failures on the null servers are theirs.
+tests/structured/test_suite_outcomes.py, tests/robustness/test_suite_can_fail.py,
+tests/security/test_suite_can_fail.py); the SLO profile and the smoke test are shown passing on the correct fake
+server below, each naming what it judged, so their failures on the null servers are theirs.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,11 +29,14 @@ import pytest
 from filelock import FileLock
 
 from pytest_infer.paths import bundled
+from pytest_infer.secrets import API_KEY_ENV
 from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer
 
-SUITES = ("conformance", "structured", "slo", "robustness", "security")
+SUITES = ("conformance", "structured", "slo", "robustness", "security", "smoke")
 SERVERS = (*(f"fake-{mode}" for mode in NULL_MODES), *(f"wsgi-{mode}" for mode in null_servers.MODES))
-CONTROL = "fake-correct"  # the correct fake server: the SLO profile's positive control
+CONTROL = "fake-correct"  # the correct fake server: the positive control of the SLO profile and the smoke test
+CONTROLLED = ("slo", "smoke")
+KEY = "sk-null-servers-0123456789"  # given as users give it, in the environment (never on the command line)
 PASSES = ("passed", "fixed")
 SESSION_SECONDS = 600  # a session's limit; they take seconds on an idle machine
 # Lenient on purpose: any server that streams tokens meets it within seconds; a null server must still miss it.
@@ -70,7 +77,8 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
         *OPTIONS,
         *(f"--infer-endpoint={name}={url}" for name, url in urls.items()),
     ]
-    return subprocess.Popen(argv, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, API_KEY_ENV: KEY}
+    return subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 @pytest.fixture(scope="session")
@@ -92,13 +100,16 @@ def _run_sessions(root: Path) -> dict[str, list[dict]]:
     """Three sessions at once (a session's imports cost more than a server's tests, so not one per server)."""
     root.mkdir()
     with ExitStack() as stack:
-        urls = {f"fake-{mode}": stack.enter_context(FakeServer(make())).base_url for mode, make in NULL_MODES.items()}
+        urls = {
+            f"fake-{mode}": stack.enter_context(FakeServer(make(), api_key=KEY)).base_url
+            for mode, make in NULL_MODES.items()
+        }
         urls |= {f"wsgi-{mode}": stack.enter_context(null_servers.serving(mode)) for mode in null_servers.MODES}
-        control = stack.enter_context(FakeServer()).base_url
+        control = stack.enter_context(FakeServer(api_key=KEY)).base_url
         groups = {
             "nulls-1": (SERVERS[0::2], SUITES),
             "nulls-2": (SERVERS[1::2], SUITES),
-            "control": ((CONTROL,), ("slo",)),
+            "control": ((CONTROL,), CONTROLLED),
         }
         urls[CONTROL] = control
         runs = {
@@ -123,9 +134,17 @@ def _run_sessions(root: Path) -> dict[str, list[dict]]:
     return found
 
 
-def test_the_slo_profile_passes_on_a_correct_server(results):
-    """The positive control of the SLO sessions: the profile is met by a server that serves."""
-    assert [t["outcome"] for t in results[CONTROL]] == ["passed"]
+def suite_of(test: dict) -> str:
+    """The suite a test ran under: its marker's, else its folder's (the smoke suite carries no marker)."""
+    return test["suite"] or test["nodeid"].split("/")[0]
+
+
+def test_the_slo_profile_and_the_smoke_test_pass_on_a_correct_server_naming_what_they_judged(results):
+    """The positive control of the sessions: a server that serves meets the profile and answers the smoke test."""
+    passed = {suite_of(t): t["extra"].get("evidence", "") for t in results[CONTROL] if t["outcome"] == "passed"}
+    assert sorted(passed) == sorted(CONTROLLED) and len(results[CONTROL]) == len(CONTROLLED), results[CONTROL]
+    assert passed["slo"].startswith("load point lenient (concurrency 2): 20 of 20 measured requests answered;")
+    assert passed["smoke"].startswith("POST /v1/chat/completions: HTTP 200, a chat completion of ")
 
 
 @pytest.mark.parametrize(
@@ -133,7 +152,9 @@ def test_the_slo_profile_passes_on_a_correct_server(results):
     [(suite, server) for suite in SUITES for server in SERVERS],
 )
 def test_no_check_passes_against_a_null_server(results, suite, server):
-    tests = [t for t in results[server] if t["suite"] == suite]
+    tests = [t for t in results[server] if suite_of(t) == suite]
     assert tests, f"the {suite} suite recorded no test against {server}: it did not run"
+    keyless = [t["nodeid"] for t in tests if "no API key" in (t["message"] or "")]
+    assert not keyless, f"run without the API key, so not judged: {keyless}"
     passed = sorted(f"{t['check'] or t['nodeid'].split('::')[-1]}" for t in tests if t["outcome"] in PASSES)
     assert not passed, f"{len(passed)} of {len(tests)} {suite} tests passed against the null server {server}: {passed}"
