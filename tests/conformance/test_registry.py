@@ -291,6 +291,22 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             f"{anthropic_invalid} for a 'developer' message",
             f'the body is not {{"type": "error", "error": {{...}}}}: {vllm_validation}',
         ),
+        ("vllm", "0.32.0", "messages.parameter-ranges", "HTTP 400 for temperature=1.5", 'HTTP 200: {"id":"m"}'),
+        ("vllm", "0.31.0", "messages.parameter-ranges", "HTTP 400 for top_k=-1", 'HTTP 200: {"id":"m"}'),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.parameter-ranges",
+            f"{anthropic_invalid} for top_p=1.5",
+            "error.type is 'BadRequestError', not 'invalid_request_error': {}",
+        ),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.parameter-ranges",
+            f"{anthropic_invalid} for max_tokens=-1",
+            f'the body is not {{"type": "error", "error": {{...}}}}: {vllm_validation}',
+        ),
         (
             "vllm",
             "0.32.0",
