@@ -305,7 +305,7 @@ def _record(
     extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
     if hasattr(report, "wasxfail"):  # the declaration it ran under: the gate tells one known deviation from another
         extra["xfail"] = str(report.wasxfail)
-    if props.get("infer_evidence"):  # what a pass judged (conformance): a pass without it is no verdict
+    if props.get("infer_evidence"):  # what a pass judged (every suite records it; the reports show it)
         extra["evidence"] = str(props["infer_evidence"])[:1000]
     if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
         extra["server_log"] = str(props["infer_server_log"])[-8000:]
