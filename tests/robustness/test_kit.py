@@ -780,12 +780,19 @@ def rejected_failure(guard: Guard, record: Record | None = None) -> pytest.fail.
     return failed.value
 
 
-def test_a_refusal_with_the_envelope_passes_and_records_nothing(server):
+def test_a_refusal_with_the_envelope_passes_and_records_what_it_judged_not_a_reproducer(server):
     server.plan["/bad"] = unless_control(answer(400, ENVELOPE))
     guard, record = guard_of(server), Record()
     got = guard.expect_rejected(Curl(), BAD, record)
     assert (got.kind, got.status, got.text, got.error) == ("4xx", 400, ENVELOPE.decode(), "")
-    assert (guard.tally, guard.down, record) == ({"tried": 1, "4xx": 1}, None, [])
+    assert (guard.tally, guard.down) == ({"tried": 1, "4xx": 1}, None)
+    assert record == [
+        (
+            "infer_evidence",
+            "POST /bad: the same request without the fault answered correctly; bad got HTTP 400 with the error envelope"
+            " ('n must be positive'); a normal request was answered correctly after it",
+        )
+    ]
     assert [(path, body) for _, path, _, body in server.seen[:2]] == [
         ("/bad", GOOD),
         ("/bad", b'{"n": -1}'),
