@@ -9,9 +9,9 @@ Its version as users name it is the release, ``bNNNN``: llama.cpp tags every com
 its commit count. A build from a git checkout reports that count (``llama-server --version``: ``version:
 0.5.0-dev (build 11312, commit 0c1e57098)``); a build from the binding's source has no history, so it reports
 build 0 and the commit the install step read from the binding's changelog, and ``RELEASES`` names the release of
-that commit. The counts there are read off builds of those commits published with their number (11312 twice,
-independently); llama.cpp's repository is too large to fetch here and count. A commit not in the table is
-reported as its commit, with its build number unknown.
+that commit. The counts there are read off public builds and notes that name a commit with its release, each
+seen in two independent places; llama.cpp's repository is too large to fetch here and count. A commit not in the
+table is reported as its commit, with its build number unknown.
 """
 
 from __future__ import annotations
