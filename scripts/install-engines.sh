@@ -124,9 +124,10 @@ install_llamacpp() {  # binding version
   "$dir/bin/pip" download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$dir/sdist"
   mkdir -p "$src" "$dir/share/llama.cpp"
   tar xzf "$dir/sdist/llama_cpp_python-$version.tar.gz" -C "$src" --strip-components=3 "llama_cpp_python-$version/vendor/llama.cpp"
+  # awk reads to the end: leaving at the first match ends tar with SIGPIPE, a failure under pipefail
   commit=$(tar xzOf "$dir/sdist/llama_cpp_python-$version.tar.gz" "llama_cpp_python-$version/CHANGELOG.md" |
     awk -v head="## [$version]" '$0 == head {on = 1; next} /^## \[/ {on = 0}
-      on && match($0, /llama\.cpp@[0-9a-f]+/) {print substr($0, RSTART + 10, RLENGTH - 10); exit}')
+      on && !found && match($0, /llama\.cpp@[0-9a-f]+/) {print substr($0, RSTART + 10, RLENGTH - 10); found = 1}')
   echo "llamacpp $version: llama.cpp commit ${commit:-unknown (the changelog names none)}"
   PATH="$dir/bin:$PATH" nice -n 15 cmake -S "$src" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
