@@ -43,7 +43,8 @@ RELEASES = MappingProxyType(
     }
 )
 SLOTS = 4  # requests decoded side by side; each has the built-in model's context to itself
-_VERSION_LINE = re.compile(r"version: (?P<version>\S+) \(build (?P<build>\d+), commit (?P<commit>\w+)\)")
+# "version: 0.5.0-dev (build 11312, commit 0c1e57098)"; up to b9976 at least, "version: 9976 (e3546c794)"
+_VERSION_LINE = re.compile(r"version: (?:\S+ \(build (?P<build>\d+), commit |(?P<old_build>\d+) \()(?P<commit>\w+)\)")
 
 # Read off llama-server b11312's /metrics (tools/server/server-task.cpp writes them): counters and gauges, no
 # histogram and no count of finished requests; tokens_predicted_total grew by a request's completion_tokens.
@@ -130,8 +131,8 @@ def parse_version(text: str, source: str) -> Version:
     """``llama-server --version``'s answer as a ``Version`` (the release; else the commit)."""
     match = _VERSION_LINE.search(text)
     if match is None:
-        return Version(None, source=source, error=f"no 'version: ... (build N, commit C)' line in {text[-300:]!r}")
-    build, commit = int(match["build"]), match["commit"]
+        return Version(None, source=source, error=f"no llama.cpp 'version: ...' line in {text[-300:]!r}")
+    build, commit = int(match["build"] or match["old_build"]), match["commit"]
     commit = None if commit == "unknown" else commit
     release = release_of(build, commit) if commit else (f"b{build}" if build else None)
     if release is not None:

@@ -70,12 +70,14 @@ def test_a_comma_unquoted_would_be_two_keys():
         # the binding's source: no history, build 0, the commit the install step built in: the table's release
         ("version: 0.5.0-dev (build 0, commit 0c1e57098)", "b11312", "0c1e57098", None),
         ("version: 0.5.0-dev (build 0, commit 4df29be4f)", "b10454", "4df29be4f", None),
+        ("version: 0 (e3546c794)", "b9976", "e3546c794", None),  # how b9976 and before say it
+        ("version: 9976 (e3546c794)", "b9976", "e3546c794", None),
         # a git checkout counts its own commits: that is the release
         ("version: 0.5.0-dev (build 11400, commit 1a2b3c4)", "b11400", "1a2b3c4", None),
         # a commit of no known release: named by its commit
         ("version: 0.5.0-dev (build 0, commit deadbee)", "deadbee", "deadbee", None),
         ("version: 0.5.0-dev (build 0, commit unknown)", None, None, "neither a build number nor a commit"),
-        ("llama-server: command not found", None, None, "no 'version: ... (build N, commit C)' line"),
+        ("llama-server: command not found", None, None, "no llama.cpp 'version: ...' line"),
     ],
 )
 def test_the_version_is_the_release_users_name(line, version, commit, error):
