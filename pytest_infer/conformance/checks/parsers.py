@@ -31,7 +31,7 @@ from ..scripts import (
     thinking_first,
 )
 from ..scripts import tool_script as bare_tool_script
-from .tools import TIME, WEATHER, assemble
+from .calls import TIME, WEATHER, assemble
 
 REFERENCE = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionMessageToolCallChunk; the engine's parser docs"
 REASONING_NAMES = ("reasoning", "reasoning_content")

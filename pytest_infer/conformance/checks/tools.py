@@ -10,29 +10,11 @@ from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange
 from ..failures import Inconclusive
 from ..registry import check
+from .calls import TIME, WEATHER, assemble
 from .chat import shown
+from .parsers import scripted_auto, scripted_parallel
 
 SPEC = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionToolChoiceOption"
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string", "maxLength": 20}},
-            "required": ["city"],
-        },
-    },
-}
-TIME = {
-    "type": "function",
-    "function": {
-        "name": "get_time",
-        "description": "Current time in a timezone.",
-        "parameters": {"type": "object", "properties": {"tz": {"type": "string", "maxLength": 20}}, "required": ["tz"]},
-    },
-}
 ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 
@@ -74,38 +56,6 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
     if len({json.dumps(i, sort_keys=True, default=repr) for i in ids}) != len(ids):  # an id may be unhashable (a list)
         problems.append(f"duplicate call ids {ids}")
     return problems
-
-
-def assemble(chunks: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[str]]:
-    """Streamed call fragments joined per ``index`` as the SDK's accumulator does, with what breaks it."""
-    calls: dict[int, dict[str, Any]] = {}
-    problems = []
-    for c in chunks:
-        for ch in c.get("choices") or []:
-            for frag in (ch.get("delta") or {}).get("tool_calls") or []:
-                if not isinstance(frag, dict) or not isinstance(frag.get("function") or {}, dict):
-                    problems.append(f"fragment is not a call object with a function object: {frag!r}")
-                    continue
-                idx = frag.get("index")
-                if not isinstance(idx, int):
-                    problems.append(f"fragment without integer index: {frag}")
-                    continue
-                if idx not in calls:
-                    if not frag.get("id"):
-                        problems.append(f"the first fragment of call {idx} has no id: {frag}")
-                    calls[idx] = {
-                        "id": frag.get("id"),
-                        "type": frag.get("type", "function"),
-                        "function": {"name": (frag.get("function") or {}).get("name"), "arguments": ""},
-                    }
-                elif frag.get("id") and frag.get("id") != calls[idx]["id"]:
-                    problems.append(f"call {idx} changed id from {calls[idx]['id']} to {frag['id']}")
-                piece = (frag.get("function") or {}).get("arguments") or ""
-                if not isinstance(piece, str):
-                    problems.append(f"call {idx} arguments fragment is {type(piece).__name__}, not a string: {frag}")
-                    continue
-                calls[idx]["function"]["arguments"] += piece
-    return calls, problems
 
 
 def described(calls: list[Any]) -> str:
@@ -258,8 +208,6 @@ def auto(ctx: CheckContext) -> str:
     """The default mode of every agent framework; only a real model decides to call, so the built-in one's call is
     scripted and the server's parser judged."""
     if ctx.tiny:
-        from .parsers import scripted_auto  # parsers builds on this module
-
         return scripted_auto(ctx)
     for choice in ("auto", None):
         ex = ctx.offered(
@@ -292,8 +240,6 @@ def parallel(ctx: CheckContext) -> str:
     ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
     if len(calls) < 2:
-        from .parsers import scripted_parallel  # parsers builds on this module
-
         if (scripted := scripted_parallel(ctx)) is not None:
             return scripted  # the evidence of what was judged
         raise NotExercised(
