@@ -28,14 +28,14 @@ import random
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
 
 from ..adapters.base import ServerMetricNames
 from ..client.endpoint import Endpoint
-from .client import CHAT_PATH, COMPLETIONS_PATH, async_client, stream_request
+from .client import async_client, stream_request
 from .monitor import (
     ClientUsage,
     LoopLagMonitor,
@@ -45,10 +45,10 @@ from .monitor import (
 )
 from .prompts import FALLBACK, Calibration, calibrate
 from .rawhttp import RawClient
-from .replay import MOONCAKE_BLOCK_TOKENS, gaps_ns, read_trace
+from .replay import gaps_ns, read_trace
 from .server_metrics import ServerFigures, ServerWatch
 from .trace import RequestTrace
-from .workloads import bodies
+from .workloads import Workload, bodies
 
 MODES = ("closed", "poisson", "replay")
 TRANSPORTS = ("auto", "raw", "httpx")
@@ -93,40 +93,6 @@ class LoadSpec:
         if self.mode == "replay":
             return "replay" if self.speedup == 1 else f"replay x{self.speedup:g}"
         return f"c{self.concurrency}" if self.mode == "closed" else f"poisson{self.rate:g}/s"
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    """What each request asks for (built by ``workloads.py``)."""
-
-    api: str = "chat"  # or "completions"
-    input_tokens: int = 64  # multi-turn: each user message
-    output_tokens: int = 32
-    shared_prefix_tokens: int = 0
-    ignore_eos: bool = True
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    shared_prefix_share: float = (
-        1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
-    )
-    turns: int = 1  # > 1: multi-turn conversations, each turn carrying the ones before
-    trace_file: str | None = None  # replay: each request's lengths and shared blocks from this trace (mode "replay")
-    trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS  # tokens per hash_ids block of the trace
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.shared_prefix_share <= 1:
-            raise ValueError("shared_prefix_share is a share of the prompts: between 0 and 1")
-        if self.turns < 1:
-            raise ValueError("turns must be at least 1")
-        if self.turns > 1 and self.api != "chat":
-            raise ValueError("multi-turn conversations are chat messages: use api chat")
-        if self.trace_file and (self.turns > 1 or self.shared_prefix_tokens):
-            raise ValueError(
-                "a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens"
-            )
-
-    @property
-    def path(self) -> str:
-        return CHAT_PATH if self.api == "chat" else COMPLETIONS_PATH
 
 
 @dataclass(slots=True)

@@ -18,13 +18,46 @@ time; in an open loop an arrival continues a conversation whose answer is in.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
+from .client import CHAT_PATH, COMPLETIONS_PATH
 from .prompts import Calibration, PromptFactory, request_body
-from .replay import TracePrompts, read_trace
+from .replay import MOONCAKE_BLOCK_TOKENS, TracePrompts, read_trace
 
-if TYPE_CHECKING:
-    from .patterns import Workload
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What each request asks for (``bodies`` builds each one)."""
+
+    api: str = "chat"  # or "completions"
+    input_tokens: int = 64  # multi-turn: each user message
+    output_tokens: int = 32
+    shared_prefix_tokens: int = 0
+    ignore_eos: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    shared_prefix_share: float = (
+        1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
+    )
+    turns: int = 1  # > 1: multi-turn conversations, each turn carrying the ones before
+    trace_file: str | None = None  # replay: each request's lengths and shared blocks from this trace (mode "replay")
+    trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS  # tokens per hash_ids block of the trace
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.shared_prefix_share <= 1:
+            raise ValueError("shared_prefix_share is a share of the prompts: between 0 and 1")
+        if self.turns < 1:
+            raise ValueError("turns must be at least 1")
+        if self.turns > 1 and self.api != "chat":
+            raise ValueError("multi-turn conversations are chat messages: use api chat")
+        if self.trace_file and (self.turns > 1 or self.shared_prefix_tokens):
+            raise ValueError(
+                "a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens"
+            )
+
+    @property
+    def path(self) -> str:
+        return CHAT_PATH if self.api == "chat" else COMPLETIONS_PATH
 
 
 class Bodies:
