@@ -16,6 +16,7 @@ import yaml
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import (
     BUNDLED_EXPECTATIONS,
+    BuiltinModel,
     Environment,
     LaunchRequest,
     Version,
@@ -186,16 +187,34 @@ def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
     assert again.argv[again.argv.index("--config") + 1] == str(config)  # one file per key
 
 
-def test_lmdeploy_argv(tmp_path):
-    env = Environment(label="lm", python=str(tmp_path / "bin" / "python"), bin_dir=tmp_path / "bin")
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "bin" / "lmdeploy").write_text("#!/bin/sh\n")
-    spec = registry.get("lmdeploy").launch(request(environment=env, extra_args=("--tp", "2")))
+def test_lmdeploy_argv_runs_the_pytorch_engine_as_a_module_of_its_interpreter():
+    """TurboMind is the CLI's default backend, and a carried LMDeploy (scripts/gpu-smoke.sh --prepare-lmdeploy) has
+    neither its binaries nor a console script: the PyTorch engine, through ``python -m lmdeploy``."""
+    spec = registry.get("lmdeploy").launch(request(extra_args=("--tp", "2")))
     assert spec.argv == [
-        str(tmp_path / "bin" / "lmdeploy"), "serve", "api_server", "org/model-7b",
+        "/opt/env/bin/python", "-m", "lmdeploy", "serve", "api_server", "org/model-7b", "--backend", "pytorch",
         "--model-name", "org/model-7b", "--server-name", "127.0.0.1", "--server-port", "8123", "--tp", "2",
     ]  # fmt: skip
-    assert spec.ready_paths == ("/v1/models",)
+    assert spec.env == {} and spec.ready_paths == ("/health", "/v1/models")
+
+
+def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks(tmp_path):
+    """LMDeploy picks a built-in template by matching the model's path unless told; a built-in model gets one that
+    renders its own template (``hf``), its context as the session length, and a fixed KV cache (by default the engine
+    takes 80% of the free GPU memory)."""
+    model = tmp_path / "tiny-abc"
+    spec = registry.get("lmdeploy").launch(request(model=str(model), served_model_name="tiny", on_cpu_tiny=True))
+    template = str(tmp_path / "tiny-abc.lmdeploy-chat-template.json")
+    assert spec.argv[3:] == [
+        "serve", "api_server", str(model), "--backend", "pytorch", "--model-name", "tiny",
+        "--server-name", "127.0.0.1", "--server-port", "8123",
+        "--chat-template", template, "--session-len", "1024", "--num-gpu-blocks", "512",
+    ]  # fmt: skip
+    assert json.loads(Path(template).read_text()) == {"model_name": "hf", "model_path": str(model)}
+    gemma = registry.get("lmdeploy").launch(
+        request(model=str(model), on_cpu_tiny=True, builtin=BuiltinModel(dtype="bfloat16", context=2048))
+    )
+    assert gemma.argv[-6:] == ["--session-len", "2048", "--num-gpu-blocks", "512", "--dtype", "bfloat16"]
 
 
 def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_path):
@@ -219,7 +238,7 @@ def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_pa
     )
     seen = json.loads(run.stdout)
     assert seen["argv"] == [
-        "lmdeploy", "serve", "api_server", "org/model-7b", "--model-name", "org/model-7b",
+        "lmdeploy", "serve", "api_server", "org/model-7b", "--backend", "pytorch", "--model-name", "org/model-7b",
         "--server-name", "127.0.0.1", "--server-port", "8123", "--tp", "2", "--api-keys", "sk-lm-secret",
     ]  # fmt: skip
     assert not any("sk-lm-secret" in arg for arg in seen["cmdline"])
