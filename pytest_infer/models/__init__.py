@@ -9,8 +9,16 @@ from pathlib import Path
 from ..adapters.base import Adapter, BuiltinModel, Environment, python_of
 from .gemma import CHAT_TEMPLATE, GEMMA, GEMMA_LAUNCH, ModelError, gemma_model_dir, gguf_path
 from .tiny import TINY, tiny_gguf, tiny_model_dir
+from .tiny_build import MAX_POSITIONS as TINY_POSITIONS
 
 BUILTIN = (TINY, GEMMA)
+
+
+def known_context(name: str) -> int | None:
+    """The context in tokens to assume for a built-in model where the server does not advertise one (transformers
+    serve): tiny's whole context, gemma-3-270m's as the plugin serves it on the other engines (its own 32768
+    positions are too many to fill on a CPU); None for any other model."""
+    return {TINY: TINY_POSITIONS, GEMMA: GEMMA_LAUNCH.context}.get(name)
 
 
 @dataclass(frozen=True, slots=True)

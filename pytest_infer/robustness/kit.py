@@ -34,7 +34,6 @@ from ..outcomes import Inconclusive
 REJECT_TIMEOUT = 30.0  # seconds a bad request may take to be refused (capped by --infer-request-timeout)
 MAX_BODY = 1 << 20  # bytes of an answer read at most: a gigabyte error page costs a megabyte
 DEFAULT_CONTEXT = 131_072  # tokens assumed when the server does not advertise its context length
-TINY_CONTEXT = 2048  # the built-in tiny model's max_position_embeddings
 
 
 @dataclass(slots=True)

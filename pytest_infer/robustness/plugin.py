@@ -25,9 +25,9 @@ def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) 
 
 @pytest.fixture(scope="session")
 def robustness_context_length(infer_target, infer_endpoint) -> int:
-    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a known or large
-    default."""
-    from .kit import DEFAULT_CONTEXT, TINY_CONTEXT
+    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a built-in model's
+    known one, else a large default."""
+    from ..models import known_context
+    from .kit import DEFAULT_CONTEXT
 
-    advertised = infer_endpoint.context_length()
-    return advertised or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)
+    return infer_endpoint.context_length() or known_context(infer_target.model) or DEFAULT_CONTEXT

@@ -18,6 +18,7 @@ from pytest_infer.client.answers import CHAT, completion_problem
 from pytest_infer.client.curl import curl_command
 from pytest_infer.client.errors import ERRORS, envelope_problem
 from pytest_infer.client.tls import tls
+from pytest_infer.models import known_context
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.security import (
     HOSTILE,
@@ -35,7 +36,6 @@ from pytest_infer.security import (
 
 pytestmark = pytest.mark.security
 
-TINY_CONTEXT = 2048  # the built-in model's; a server that advertises its own is taken at its word
 DEFAULT_CONTEXT = 131_072
 
 
@@ -135,7 +135,7 @@ def test_refusals_carry_the_error_envelope(security_routes, infer_record):
 
 # requests that must be refused, each for its own reason: what a client can make the server say about itself
 def _context(infer_endpoint, infer_target) -> int:
-    return infer_endpoint.context_length() or (TINY_CONTEXT if infer_target.model == "tiny" else DEFAULT_CONTEXT)
+    return infer_endpoint.context_length() or known_context(infer_target.model) or DEFAULT_CONTEXT
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
