@@ -98,13 +98,7 @@ class TargetRecord(ServerFacts):
 
 
 def _target_record(data: dict[str, Any]) -> TargetRecord:
-    """A target as stored. A file written before variants kept its one variant, the SLO profile, in a field of its
-    own: read as the variant ``profile``, so it combines as it did."""
     data = dict(data)
-    if "profile" in data:
-        profile = data.pop("profile")
-        if profile is not None:
-            data["variant"] = {"profile": profile}
     data["crashes"] = [Crash(**crash) for crash in data.get("crashes", [])]
     return TargetRecord(**data)
 
@@ -122,18 +116,6 @@ class TestRecord:
     reproducer: str = ""
     duration: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-# Files written before "inconclusive" was an outcome of its own recorded it as a skip whose reason says so.
-_INCONCLUSIVE_SKIP = ("inconclusive: ", "Skipped: inconclusive: ")
-
-
-def _test_record(data: dict[str, Any]) -> TestRecord:
-    """A test record as stored; an old file's inconclusive skip is read as the outcome it was."""
-    record = TestRecord(**data)
-    if record.outcome == "skipped" and record.message.startswith(_INCONCLUSIVE_SKIP):
-        record.outcome = "inconclusive"
-    return record
 
 
 def _installed_suites() -> dict[str, Suite]:
@@ -209,7 +191,7 @@ class SessionResults:
                 plugin_version=data.get("plugin_version", ""),
                 environment=data.get("environment", {}),
                 targets={k: _target_record(v) for k, v in data.get("targets", {}).items()},
-                tests=[_test_record(t) for t in data.get("tests", [])],
+                tests=[TestRecord(**t) for t in data.get("tests", [])],
                 tables=tables,
                 gate=data.get("gate"),
                 suites=suites,

@@ -15,7 +15,6 @@ from pytest_infer.options import ENDPOINT, REPORT_DIR  # noqa: E402
 from pytest_infer.reporting.html import render_html  # noqa: E402
 from pytest_infer.reporting.markdown import render_markdown  # noqa: E402
 from pytest_infer.reporting.terminal import render_summary  # noqa: E402
-from pytest_infer.results.model import SessionResults  # noqa: E402
 from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
 
 CHECK = "chat.stop_strings"
@@ -67,13 +66,3 @@ def test_every_report_counts_and_shows_inconclusive():
     assert f"| {CHECK} | ❔ inconclusive |" in markdown and "1 inconclusive" in markdown
     page = render_html(results)
     assert '<td class="inconclusive"' in page and "1 inconclusive" in page
-
-
-def test_a_file_that_recorded_inconclusive_as_a_skip_reads_as_inconclusive(tmp_path):
-    old = session("0.31.0", outcomes={CHECK: "skipped", "chat.basic": "skipped"}).to_dict()
-    by_check = {t["check"]: t for t in old["tests"]}
-    by_check[CHECK]["message"] = "Skipped: inconclusive: the model never ended its JSON"
-    by_check["chat.basic"]["message"] = "Skipped: needs a real model"
-    (tmp_path / "old.json").write_text(json.dumps(old))
-    outcomes = {t.check: t.outcome for t in SessionResults.read(tmp_path / "old.json").tests}
-    assert (outcomes[CHECK], outcomes["chat.basic"]) == ("inconclusive", "skipped")

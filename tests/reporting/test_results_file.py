@@ -188,28 +188,13 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
     assert json.loads(json.dumps(merged.to_dict()))["targets"]["vllm@0.32.0"]["id"] == "vllm@0.32.0"
 
 
-def test_a_file_written_before_variants_reads_its_profile_as_a_variant_and_combines_as_before():
-    """Files whose targets had a ``profile`` field of their own: the profile is the variant ``profile``, the same
-    profile folds one server's files into one column, another profile keeps them apart."""
-    stored = ROOT / "benchmarks" / "results" / "main-job"
-    before, after = (SessionResults.read(stored / name) for name in ("before-aeec12e.json", "after.json"))
-    assert before.targets["vllm"].variant == after.targets["vllm"].variant == {"profile": "cpu"}
-    merged = combine([("before", before), ("after", after)])
-    assert list(merged.targets) == ["vllm"] and merged.targets["vllm"].variant == {"profile": "cpu"}
-
-    def old_file(profile: str | None) -> SessionResults:
-        data = session("0.32.0", runs=1).to_dict()
-        for target in data["targets"].values():
-            del target["variant"]
-            target["profile"] = profile
-        return SessionResults.from_dict(json.loads(json.dumps(data)))
-
-    assert old_file(None).targets["vllm"].variant == {}
-    apart = combine([("cpu.json", old_file("cpu")), ("gpu.json", old_file("h200")), ("cpu2.json", old_file("cpu"))])
-    assert {t: r.variant for t, r in apart.targets.items()} == {
-        "vllm": {"profile": "cpu"},
-        "vllm@0.32.0": {"profile": "h200"},
-    }
+def test_a_target_field_this_version_does_not_know_is_a_malformed_document_that_names_it():
+    """Files are read as this version writes them; an older shape (a target's own ``profile`` field, before
+    variants) is refused with the field named, never read as something else."""
+    data = session("0.32.0", runs=1).to_dict()
+    data["targets"]["vllm"]["profile"] = "cpu"
+    with pytest.raises(ResultsFileError, match="malformed results document: .*'profile'"):
+        SessionResults.from_dict(json.loads(json.dumps(data)))
 
 
 def test_rows_name_the_check_or_the_test_without_its_target():

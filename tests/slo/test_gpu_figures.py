@@ -252,7 +252,8 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
     assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]
 
 
-H200_RUNS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu-smoke"
+# trimmed copies of benchmarks/results/gpu-smoke (tests/data/README.md)
+H200_RUNS = Path(__file__).resolve().parents[2] / "tests" / "data" / "gpu-smoke"
 
 
 @pytest.mark.parametrize("run", ["results.json", "run2/results.json", "run3/results.json"])
