@@ -6,11 +6,27 @@ installed, and must not pull in the conformance checks or jsonschema to get them
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import pytest
 
 
 class InferError(Exception):
     """Root of pytest-infer's own errors: ``except InferError`` catches every one of them."""
+
+
+class MissingExtra(InferError, ImportError):
+    """An optional part used where its extra is not installed: a plain install stays light, and says what to add."""
+
+
+def optional_module(name: str, extra: str, purpose: str) -> Any:
+    """``name`` imported, or ``MissingExtra`` naming the ``pytest-infer[extra]`` that installs it for ``purpose``."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        top = name.partition(".")[0]
+        raise MissingExtra(f"{purpose} need {top}, not installed: pip install 'pytest-infer[{extra}]'") from exc
 
 
 class Unsupported(pytest.skip.Exception):  # type: ignore[name-defined]  # pytest's public alias of Skipped

@@ -11,6 +11,12 @@
 #       --parallel: the suites that measure time (GPU_SMOKE_ALONE, default suites/slo, suites/security and
 #       suites/smoke) run first, alone; then every other suite folder at once, each in its own pytest with its own
 #       server, and the parts are merged into --out/results.json (on a 2-core host it is slower than one pytest).
+#   scripts/gpu-smoke.sh --prepare-lmdeploy DIR [--wheels DIR] [--lmdeploy-wheel FILE] [--python-version ...] [--target-has ...]
+#       here: LMDeploy's release (GPU_SMOKE_LMDEPLOY_VERSION, default 0.18.0) without TurboMind's binaries, and the
+#       packages its PyTorch engine's serve path imports that the GPU machine and the wheels of --wheels lack, as a
+#       folder DIR/site with DIR/MANIFEST.txt; refuses a size over the limit less the wheels of --wheels
+#   scripts/gpu-smoke.sh --lmdeploy DIR ...: the run above, with LMDeploy (PyTorch engine, from DIR/site) beside
+#       `transformers serve` in the same session and report; only on a CUDA GPU
 #
 # The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
 # (--target-has names them; their dependency closure is not carried; --carry-also names packages that closure
@@ -27,6 +33,7 @@ die() { echo "gpu-smoke: $*" >&2; exit 2; }
 
 if [ -x .venv/bin/python ]; then PY=${PYTHON:-.venv/bin/python}; else PY=${PYTHON:-python3}; fi
 DEVICE=cuda OUT=infer-report/gpu-smoke WHEELS="" PREPARE="" ENGINE="" PROFILE=h200-smoke PARALLEL="" CARRY_ALSO=""
+PREPARE_LMDEPLOY="" LMDEPLOY="" LMDEPLOY_WHEEL="" LMDEPLOY_VERSION=${GPU_SMOKE_LMDEPLOY_VERSION:-0.18.0}
 PYVER=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 TARGET_HAS=${GPU_SMOKE_TARGET_HAS:-"torch transformers==5.17.0 nvidia-ml-py"}
 LIMIT_MIB=${GPU_SMOKE_WHEELS_MIB:-64}
@@ -46,14 +53,41 @@ while [ $# -gt 0 ]; do
     --carry-also) CARRY_ALSO=${2:?}; shift 2 ;;
     --python-version) PYVER=${2:?}; shift 2 ;;
     --target-has) TARGET_HAS=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS" ;;
+    --prepare-lmdeploy) PREPARE_LMDEPLOY=${2:?}; shift 2 ;;
+    --lmdeploy-wheel) LMDEPLOY_WHEEL=${2:?}; shift 2 ;;
+    --lmdeploy) LMDEPLOY=${2:?}; shift 2 ;;
+    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS, --prepare-lmdeploy DIR, --lmdeploy-wheel FILE, --lmdeploy DIR" ;;
   esac
 done
 case "$DEVICE" in cuda | cpu) ;; *) die "--device $DEVICE: valid: cuda, cpu" ;; esac
+# binary wheels for the GPU machine's Python on manylinux x86_64
+PLATFORM=(--only-binary=:all: --python-version "$PYVER" --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
+          --platform manylinux_2_17_x86_64 --implementation cp)
 
 # What the run needs beyond the plugin: transformers serve's extra and accelerate, which it loads models with.
 NEEDS=("accelerate" "transformers[serving]")
+
+# The packages REQ... need beyond the closure of what the machine has (--target-has), as NAME==VERSION lines in OUT:
+# resolved, not downloaded (metadata only). --carry-also names the has-closure claims but the machine lacks; they are
+# carried at the version the closure of REQ... pins.
+missing_packages() {  # OUT REQ...
+  local out=$1 tmp has
+  shift
+  tmp=$(mktemp -d)
+  read -r -a has <<< "$TARGET_HAS"
+  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/has.json" "${PLATFORM[@]}" --target "$tmp/t" "${has[@]}"
+  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/needs.json" "${PLATFORM[@]}" --target "$tmp/t" \
+    "$@" "${has[@]}"
+  "$PY" - "$tmp/has.json" "$tmp/needs.json" "$CARRY_ALSO" > "$out" <<'EOF'
+import json, re, sys
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+has, needs = ({norm(i["metadata"]["name"]): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:3])
+lacks = {norm(n) for n in sys.argv[3].split()}
+print("\n".join(f"{n}=={v}" for n, v in sorted(needs.items()) if (n not in has or n in lacks) and n != "pytest-infer"))
+EOF
+  rm -rf "$tmp"
+}
 
 prepare_wheels() {  # DIR
   local dir=$1 tmp
@@ -63,24 +97,9 @@ prepare_wheels() {  # DIR
   "$PY" -m pip wheel --no-deps --no-build-isolation -q -w "$dir" .
   local plugin
   plugin=$(find "$dir" -name 'pytest_infer-*.whl' | sort | tail -n 1)
-  local platform=(--only-binary=:all: --python-version "$PYVER" --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
-                  --platform manylinux_2_17_x86_64 --implementation cp)
-  # The closure of what the run needs, minus the closure of what the machine has: resolved, not downloaded (metadata only).
-  local has
-  read -r -a has <<< "$TARGET_HAS"
-  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/has.json" "${platform[@]}" --target "$tmp/t" "${has[@]}"
-  "$PY" -m pip install -q --dry-run --ignore-installed --report "$tmp/needs.json" "${platform[@]}" --target "$tmp/t" \
-    "${plugin}[gpu]" "${NEEDS[@]}" "${has[@]}"
-  # --carry-also: names the has-closure claims but the machine lacks; carried at the version the run's closure pins
-  "$PY" - "$tmp/has.json" "$tmp/needs.json" "$CARRY_ALSO" > "$tmp/missing.txt" <<'EOF'
-import json, re, sys
-norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
-has, needs = ({norm(i["metadata"]["name"]): i["metadata"]["version"] for i in json.load(open(p))["install"]} for p in sys.argv[1:3])
-lacks = {norm(n) for n in sys.argv[3].split()}
-print("\n".join(f"{n}=={v}" for n, v in sorted(needs.items()) if (n not in has or n in lacks) and n != "pytest-infer"))
-EOF
+  missing_packages "$tmp/missing.txt" "${plugin}[gpu,all]" "${NEEDS[@]}"
   echo "gpu-smoke: carrying $(wc -l < "$tmp/missing.txt") packages the GPU machine lacks (it has: $TARGET_HAS)"
-  "$PY" -m pip download -q --no-deps "${platform[@]}" -d "$dir" -r "$tmp/missing.txt"
+  "$PY" -m pip download -q --no-deps "${PLATFORM[@]}" -d "$dir" -r "$tmp/missing.txt"
   local total
   total=$(du -cb "$dir"/*.whl | tail -n 1 | cut -f1)
   echo "gpu-smoke: $(find "$dir" -name '*.whl' | wc -l) wheels, $((total / 1024 / 1024)) MiB in $dir (limit $LIMIT_MIB MiB)"
@@ -91,8 +110,40 @@ EOF
   fi
 }
 
+# LMDeploy's release without TurboMind, and what its serve path imports that the machine and the wheels of --wheels lack
+prepare_lmdeploy() {  # DIR
+  local dir=$1 tmp wheel reqs beside=() carried limit=$((LIMIT_MIB * 1024 * 1024))
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  wheel=$LMDEPLOY_WHEEL
+  if [ -z "$wheel" ]; then
+    "$PY" -m pip download -q --no-deps "${PLATFORM[@]}" -d "$tmp/wheel" "lmdeploy==$LMDEPLOY_VERSION"
+    wheel=$(find "$tmp/wheel" -name 'lmdeploy-*.whl' | head -n 1)
+  fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  "$PY" scripts/gpu_carry.py strip "$wheel" "$dir" "$PYVER" > "$tmp/requirements.txt"
+  mapfile -t reqs < "$tmp/requirements.txt"
+  if [ -n "$WHEELS" ]; then  # carried beside it: not carried twice, and their size counts against the limit
+    beside=("$WHEELS"/*.whl)
+    limit=$((limit - $(du -cb "${beside[@]}" | tail -n 1 | cut -f1)))
+  fi
+  missing_packages "$tmp/missing.txt" "${reqs[@]}" "${beside[@]}"
+  "$PY" scripts/gpu_carry.py carry "$tmp/missing.txt" "${beside[@]}" > "$tmp/carry.txt"
+  if [ -s "$tmp/carry.txt" ]; then
+    "$PY" -m pip download -q --no-deps "${PLATFORM[@]}" -d "$tmp/deps" -r "$tmp/carry.txt"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile "${PLATFORM[@]}" --target "$dir/site" "$tmp/deps"/*.whl
+  fi
+  mapfile -t carried < "$tmp/carry.txt"
+  "$PY" scripts/gpu_carry.py finish "$dir" "$limit" "${carried[@]}"
+}
+
 if [ -n "$PREPARE" ]; then
   prepare_wheels "$PREPARE"
+  exit 0
+fi
+if [ -n "$PREPARE_LMDEPLOY" ]; then
+  prepare_lmdeploy "$PREPARE_LMDEPLOY"
   exit 0
 fi
 

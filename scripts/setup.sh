@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up on a fresh machine. It leans on nothing the machine happens to have:
 #   .venv/            a project virtual environment made from scratch (no system site packages)
-#                     with the plugin (editable) and every tool its tests call (test extra:
+#                     with the plugin (editable) and every tool its tests call (test extra, and all: every optional part;
 #                     build backend, actionlint, shellcheck)
 #   headless Chromium for the HTML report's browser test (Debian's package, when run as root)
 #   the CPU engines, each in its own venv under $PYTEST_INFER_ENGINES (scripts/install-engines.sh)
@@ -22,7 +22,7 @@ else
   echo "setup: venv: made $VENV from $PY"
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[test]"
+"$VENV/bin/python" -m pip install -q -e ".[test,all]"  # the tests cover every optional part
 echo "setup: plugin: pytest-infer $("$VENV/bin/python" -c 'import pytest_infer; print(pytest_infer.__version__)') and its test tools installed in $VENV"
 
 if command -v chromium >/dev/null; then

@@ -14,6 +14,7 @@ from ..client.curl import curl_command
 from ..client.endpoint import Endpoint
 from ..client.errors import ERROR_HOOKS, carries_error
 from ..client.sse import SSEStream, read_sse
+from ..outcomes import MissingExtra, NotExercised, optional_module
 from .failures import CheckFailure, Excused, Inconclusive, Unsupported, trim
 from .table import DONE
 
@@ -190,9 +191,12 @@ class CheckContext:
 
     def anthropic(self) -> Any:
         """A sync ``anthropic.Anthropic`` client on the same server, retries off; the key also goes as a bearer token,
-        which is what OpenAI-compatible servers check (the SDK's own header is ``x-api-key``)."""
-        import anthropic
-
+        which is what OpenAI-compatible servers check (the SDK's own header is ``x-api-key``). Without the
+        ``anthropic`` extra the check that needs it is not exercised, and says which extra to install."""
+        try:
+            anthropic = optional_module("anthropic", "anthropic", "the Messages API's SDK checks")
+        except MissingExtra as exc:
+            raise NotExercised(str(exc)) from exc
         return anthropic.Anthropic(
             base_url=self.base_url,
             api_key=self.endpoint.api_key or "EMPTY",

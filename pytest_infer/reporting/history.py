@@ -19,7 +19,7 @@ from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
 from ..table import Cell, Finding
 from . import plots
-from .html import _e, _table, page
+from .html import _e, _table, drawn, page
 
 MARKS = {"regression": "REGRESSED", "improvement": "fixed", "change": "changed", "noise": "noise"}
 MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
@@ -293,12 +293,12 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
             if rows
             else "<p>No change.</p>"
         )
-    figures = trend_figures(results, history)
+    figures, skipped = drawn(lambda: trend_figures(results, history))
     body += (
         '<h2>Trends</h2><div class="plots">'
         + "".join(f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures)
-        + "</div>"
+        + f"</div>{skipped}"
     )
-    if not figures:
+    if not figures and not skipped:
         body += "<p>No suite recorded figures to draw as trends for two or more sound versions of one framework.</p>"
     return page(title, body)

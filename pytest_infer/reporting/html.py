@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
+from ..outcomes import MissingExtra
 from ..results.model import SessionResults
 from ..results.views import Problem, Views, build_views
 from ..table import Section
@@ -213,8 +216,23 @@ def _differences(gate) -> str:
     )
 
 
+Figure = TypeVar("Figure")  # (title, svg): optional or not
+
+
+def drawn(figures: Callable[[], list[Figure]]) -> tuple[list[Figure], str]:
+    """The figures, or none and a note naming the extra that draws them: a report without plots is still a report."""
+    try:
+        return figures(), ""
+    except MissingExtra as exc:
+        return [], f"<p>Plots skipped: {_e(str(exc))}.</p>"
+
+
 def _plots(results: SessionResults, views: Views) -> str:
-    figures = [figure for table in results.tables.values() for figure in table.figures(views.label)]
+    figures, skipped = drawn(
+        lambda: [figure for table in results.tables.values() for figure in table.figures(views.label)]
+    )
+    if skipped:
+        return f"<h2>Plots</h2>{skipped}"
     if not figures:
         return ""
     shown = [f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures if svg]

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import io
 
+from ..outcomes import optional_module
+
 
 def figure(width: float = 6.4, height: float = 3.6):
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # a dependency; say which if an environment lacks it
-        raise RuntimeError(f"the HTML report's plots need matplotlib ({exc}): pip install matplotlib") from exc
-    return Figure(figsize=(width, height), layout="constrained")
+    matplotlib_figure = optional_module("matplotlib.figure", "plots", "the reports' plots")
+    return matplotlib_figure.Figure(figsize=(width, height), layout="constrained")
 
 
 def svg(fig) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .metrics.catalogue import Figure
 
 from ..table import ALPHA
+from .metrics.stats import scipy_stats
 
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
 MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
@@ -48,8 +49,7 @@ def mann_whitney_greater(x: list[float], y: list[float]) -> float:
     scipy.stats is imported here, not at module level: it costs about a second, paid only by a
     gate that has repeated measurements to test.
     """
-    from scipy.stats import mannwhitneyu
-
+    mannwhitneyu = scipy_stats("the gate's significance tests of repeated measurements").mannwhitneyu
     if len(set(x) | set(y)) == 1:
         return 1.0  # all equal: no evidence either way (scipy's asymptotic path has no variance to use)
     return float(mannwhitneyu(x, y, alternative="greater", method="auto").pvalue)
@@ -62,8 +62,7 @@ def worse_test(before: list[float], after: list[float], *, higher_is_better: boo
 
 def paired_worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
     """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (Wilcoxon signed-rank, exact)."""
-    from scipy.stats import wilcoxon
-
+    wilcoxon = scipy_stats("the gate's paired significance tests of repeated runs").wilcoxon
     differences = [a - b for a, b in zip(after, before)]
     if not any(differences):
         return 1.0  # identical runs: no evidence either way (scipy refuses all-zero differences)

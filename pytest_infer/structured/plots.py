@@ -18,8 +18,6 @@ KEYWORD_COLOURS = {
 
 def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callable[[str], str]) -> str:
     """Keyword x target, coloured by the worst outcome class, annotated with the counts."""
-    from matplotlib.colors import ListedColormap
-
     from ..reporting.plots import figure, svg
 
     ids = list(dict.fromkeys(t for cells in matrix.values() for t in cells))
@@ -30,6 +28,8 @@ def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callabl
         for k in keywords
     ]
     fig = figure(1.8 + 1.9 * len(ids), 1.0 + 0.32 * len(keywords))
+    from matplotlib.colors import ListedColormap  # installed: figure() names the extra where it is not
+
     ax = fig.add_subplot()
     ax.imshow(
         grid, cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]), vmin=0, vmax=len(classes) - 1, aspect="auto"

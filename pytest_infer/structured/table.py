@@ -7,6 +7,7 @@ its share of valid answers as it compares a keyword's.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -32,13 +33,15 @@ def _share(counts: dict[str, int], classes: frozenset[str]) -> tuple[int, int]:
 
 
 def rise_p_value(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """One-sided Fisher exact p-value that the share ``hits / total`` is higher after than before."""
-    from scipy.stats import fisher_exact
-
+    """One-sided Fisher exact p-value that the share ``hits / total`` is higher after than before: the chance, with
+    the hits' total and both sample sizes fixed, that ``after`` holds ``a`` of them or more (hypergeometric tail;
+    exact integers, so no scipy for every gate)."""
     (b, bn), (a, an) = before, after
     if bn == 0 or an == 0:
         return 1.0
-    return float(fisher_exact([[a, an - a], [b, bn - b]], alternative="greater")[1])
+    hits = a + b
+    tail = sum(math.comb(hits, k) * math.comb(an + bn - hits, an - k) for k in range(a, min(hits, an) + 1))
+    return tail / math.comb(an + bn, an)
 
 
 # (classes, a significant rise is a ..., a significant fall is a ...); the first that moves significantly names the

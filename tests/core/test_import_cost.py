@@ -9,7 +9,9 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("httpx", "jsonschema", "hypothesis", "numpy", "matplotlib", "psutil", "openai", "anthropic", "yaml", "rich")
+HEAVY = (
+    "httpx", "jsonschema", "hypothesis", "numpy", "matplotlib", "scipy", "psutil", "openai", "anthropic", "yaml", "rich",
+)  # fmt: skip
 LOAD = """
 import json, sys
 import pytest

@@ -3,6 +3,8 @@ to alpha, a share that falls), keywords one side lacks, and the keyword matrix's
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_infer.structured.table import StructuredTable, keyword_status, rise_p_value
 from pytest_infer.table import Pairing, Table
 
@@ -164,3 +166,15 @@ def test_severity_reads_the_failure_not_the_request_it_quotes():
     assert (
         cause("test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}")[3] == "critical"
     )
+
+
+def test_the_share_test_is_fishers_exact_one_sided_test_without_scipy():
+    """The gate's share test is scipy's ``fisher_exact(alternative="greater")`` in exact integers: the same p on a
+    grid of tables, small and large, so a plain install gates structured output as one with scipy does."""
+    from scipy.stats import fisher_exact
+
+    for bn, an in ((5, 7), (40, 40), (75, 300)):
+        for b in range(0, bn + 1, max(1, bn // 6)):
+            for a in range(0, an + 1, max(1, an // 6)):
+                want = float(fisher_exact([[a, an - a], [b, bn - b]], alternative="greater")[1])
+                assert rise_p_value((b, bn), (a, an)) == pytest.approx(want, rel=1e-9), (b, bn, a, an)

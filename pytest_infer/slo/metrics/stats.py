@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
-from ...outcomes import InferError
+from ...outcomes import InferError, optional_module
 
 PERCENTILE_METHOD: Final = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
 
@@ -27,6 +27,11 @@ def min_samples(q: float) -> int:
     if not 0 <= q < 100:
         raise ValueError(f"percentile {q} is not in [0, 100)")
     return math.ceil(round(100 / (q if 0 < q < 50 else 100 - q), 9))
+
+
+def scipy_stats(purpose: str) -> Any:
+    """``scipy.stats``, imported when repeated runs are tested (about a second), from the ``stats`` extra."""
+    return optional_module("scipy.stats", "stats", purpose)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -59,8 +64,8 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[
     gives them), or ``None`` when the runs are too few for any two of them to bound it at ``confidence`` (below
     6 at 95%). A Student-t interval of the mean would pair a skewed tail figure with a negative latency."""
     import numpy as np
-    from scipy.stats import quantile_test
 
+    quantile_test = scipy_stats("intervals of repeated runs' medians").quantile_test
     ci = quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(confidence)
     return (float(ci.low), float(ci.high)) if math.isfinite(ci.low) and math.isfinite(ci.high) else None
 
@@ -71,8 +76,8 @@ def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Es
     if n < 2:
         raise InsufficientSamples(f"a confidence interval needs at least 2 runs, got {n}")
     import numpy as np
-    from scipy.stats import t  # only needed when runs are repeated
 
+    t = scipy_stats("confidence intervals of repeated runs").t
     arr = np.asarray(values, dtype=float)
     mean = float(arr.mean())
     half = float(t.ppf(1 - (1 - confidence) / 2, n - 1) * arr.std(ddof=1) / math.sqrt(n))
