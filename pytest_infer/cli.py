@@ -96,7 +96,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .reporting.outputs import gate_of, write_renderings
+    from .gating.compare import gate_of
+    from .reporting.outputs import write_renderings
 
     results = (
         _read_all(args.inputs)

@@ -123,6 +123,11 @@ class GateResult:
         )
 
 
+def gate_of(results: SessionResults) -> GateResult | None:
+    """The verdict a saved results file holds, if its run compared with a baseline."""
+    return GateResult.from_dict(results.gate) if results.gate else None
+
+
 def _notes_in(verdict: Any) -> list[str]:
     """A gate stored before its notes had a field of their own kept them only in its verdict: ``PASS: ... (note)``."""
     head, sep, note = str(verdict or "").partition(f"{PASS} (")

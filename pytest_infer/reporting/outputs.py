@@ -14,6 +14,10 @@ from typing import Any
 
 from ..gating.compare import GateResult, compare
 from ..results.model import SessionResults, atomic_write_text
+from ..results.views import build_views
+from .benchmark import write_benchmark_json
+from .html import render_html
+from .markdown import render_markdown, write_step_summary
 
 RESULTS_FILE = "results.json"
 HTML_FILE = "report.html"
@@ -26,11 +30,6 @@ class Written:
     paths: dict[str, Path]
     gate: GateResult | None
     plot_error: str | None = None
-
-
-def gate_of(results: SessionResults) -> GateResult | None:
-    """The verdict a saved results file holds, if its run compared with a baseline."""
-    return GateResult.from_dict(results.gate) if results.gate else None
 
 
 def run_gate(results: SessionResults, baseline: Path, settings: Mapping[str, Any] | None = None) -> GateResult:
@@ -50,11 +49,6 @@ def write_renderings(
     step_summary: bool = True,
 ) -> Written:
     """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``, from one set of views."""
-    from ..results.views import build_views
-    from .benchmark import write_benchmark_json
-    from .html import render_html
-    from .markdown import render_markdown, write_step_summary
-
     views = build_views(results)
     paths: dict[str, Path] = {}
     markdown = render_markdown(results, gate, title, views)

@@ -8,6 +8,7 @@ its table.
 
 from __future__ import annotations
 
+from ..gating.compare import gate_of
 from ..results.model import SessionResults
 from ..results.views import Views, build_views
 from ..table import Section
@@ -93,8 +94,6 @@ def finding_lines(views: Views) -> list[str]:
 
 def render_summary(results: SessionResults, views: Views | None = None, gate=None) -> list[str]:
     """The verdict (the gate's, if ``gate`` is given or the results hold one), the findings, then every table."""
-    from .outputs import gate_of
-
     views = views or build_views(results)
     gate = gate if gate is not None else gate_of(results)
     lines = [*verdict_lines(views, gate), *finding_lines(views), ""]
