@@ -21,16 +21,13 @@ spellings of a metric (``output_tps``, ``throughput``) are its aliases.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ...outcomes import InferError
-
-if TYPE_CHECKING:
-    from .definitions import RequestMetrics
-    from .summary import Summary
+from .definitions import RequestMetrics
 
 HIGHER, LOWER = "higher", "lower"
 PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
@@ -54,6 +51,25 @@ V = TypeVar("V")
 ENERGY_NEEDS = (
     "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer NVIDIA GPU on this machine)"
 )
+
+
+class Point(Protocol):
+    """What a load point's figures are computed from (``summary.Summary``): its measured requests and counts."""
+
+    @property
+    def measured(self) -> Sequence[RequestMetrics]: ...
+    @property
+    def window_s(self) -> float: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def ok(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def met(self) -> int: ...
 
 
 class UnknownMetric(InferError, ValueError):
@@ -80,7 +96,7 @@ class Metric:
     # how the summary computes it: one measured request's samples (failed requests included: return none for them
     # where they have no say), or the load point's value from the summary; neither: measured beside the load run
     per_request: Callable[[RequestMetrics], Iterable[float]] | None = None
-    per_point: Callable[[Summary], float | None] | None = None
+    per_point: Callable[[Point], float | None] | None = None
     reported: tuple[str, ...] = ()  # the statistics of its samples a summary stores (empty: REPORTED)
     digits: int | None = None  # the stored figures are rounded to this many decimals
     confidence: tuple[str, ...] = ()  # statistics given a confidence interval over a point's repeated runs
@@ -173,15 +189,15 @@ def _ok(r: RequestMetrics, value: float | None) -> list[float]:
     return [value] if r.ok and value is not None else []
 
 
-def _per_s(count: float, s: Summary) -> float:
+def _per_s(count: float, s: Point) -> float:
     return count / s.window_s if s.window_s > 0 else 0.0
 
 
-def _share(count: float, s: Summary, empty: float) -> float:
+def _share(count: float, s: Point, empty: float) -> float:
     return count / s.requests if s.requests else empty
 
 
-def _prompt_tokens_mean(s: Summary) -> float | None:
+def _prompt_tokens_mean(s: Point) -> float | None:
     prompts = [t.usage_prompt_tokens for m in s.measured if (t := m.trace) and t.usage_prompt_tokens is not None]
     return sum(prompts) / len(prompts) if prompts else None
 
