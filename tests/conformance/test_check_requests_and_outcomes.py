@@ -9,6 +9,7 @@ feature is unsupported, the control failed, nothing could be judged), each namin
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
@@ -319,9 +320,26 @@ def _route(method: str, path: str) -> str:
     return f"{method} {RESPONSE_ID.sub('resp-<id>', path)}"
 
 
+HERE = "tests/conformance/test_check_requests_and_outcomes.py (docs/guide/extending.md)"
+
+
 def test_every_check_is_stated() -> None:
-    assert sorted(SENDS) == sorted(CHECK_IDS)
-    assert set(GIVES_UP) <= set(CHECK_IDS)
+    """A check's requests are its claim: each one's routes and fields are pinned in SENDS."""
+    missing, stale = sorted(set(CHECK_IDS) - set(SENDS)), sorted(set(SENDS) - set(CHECK_IDS))
+    assert not missing and not stale, (
+        f"add each check to SENDS in {HERE}: {{route: its top-level request fields}} on a correct server"
+        f" (test_requests_a_check_sends shows what it sent), so a probe that stops sending the field it exists for"
+        f" fails. Missing: {missing}; stale (no such check any more): {stale}"
+    )
+    assert set(GIVES_UP) <= set(CHECK_IDS), (
+        f"GIVES_UP in {HERE} names checks that do not exist: {set(GIVES_UP) - set(CHECK_IDS)}"
+    )
+
+
+def test_a_new_check_missing_from_sends_is_told_where_to_add_it(monkeypatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "CHECK_IDS", [*CHECK_IDS, "chat.new"])
+    with pytest.raises(AssertionError, match=r"add each check to SENDS in tests/conformance/.*Missing: \['chat.new'\]"):
+        test_every_check_is_stated()
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
@@ -333,7 +351,11 @@ def test_requests_a_check_sends(check_id: str, ctx: conformance.CheckContext, fa
     sent: dict[str, set[str]] = {}
     for method, path, body in fake.requests:
         sent.setdefault(_route(method, path), set()).update(body if isinstance(body, dict) else ())
-    assert {route: " ".join(sorted(fields)) for route, fields in sent.items()} == SENDS[check_id]
+    stated = SENDS.get(check_id)
+    assert {route: " ".join(sorted(fields)) for route, fields in sent.items()} == stated, (
+        f"{check_id} sends what SENDS in {HERE} does not state (None: not in it): put the new routes and fields there"
+        " if the check is meant to send them"
+    )
 
 
 @pytest.mark.parametrize("broken", sorted(BROKEN))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from pytest_infer import conformance
@@ -32,11 +34,29 @@ CHECK_IDS = [
 ]
 
 
+TABLES = "tests/conformance/deviations.py (docs/guide/extending.md)"
+
+
 def test_every_check_has_a_mutation() -> None:
-    assert sorted(MUTATIONS) == sorted(CHECK_IDS), (
-        f"missing: {sorted(set(CHECK_IDS) - set(MUTATIONS))}, stale: {sorted(set(MUTATIONS) - set(CHECK_IDS))}"
+    """A check never shown failing proves nothing: each one has a fake-server deviation it must fail on."""
+    missing, stale = sorted(set(CHECK_IDS) - set(MUTATIONS)), sorted(set(MUTATIONS) - set(CHECK_IDS))
+    assert not missing and not stale, (
+        f"add each check to MUTATIONS in {TABLES}: the fake server's Deviation (pytest_infer/testing/fakeserver.py)"
+        f" that breaks exactly what the check judges; a check never shown failing proves nothing."
+        f" Missing: {missing}; stale (no such check any more): {stale}"
     )
-    assert sorted(EXPECTED_IN_MESSAGE) == sorted(MUTATIONS)
+    unsaid, extra = sorted(set(MUTATIONS) - set(EXPECTED_IN_MESSAGE)), sorted(set(EXPECTED_IN_MESSAGE) - set(MUTATIONS))
+    assert not unsaid and not extra, (
+        f"add each check to EXPECTED_IN_MESSAGE in {TABLES}: words its failure on its MUTATIONS deviation must say,"
+        f" so a check that fails for another reason is caught. Missing: {unsaid}; stale: {extra}"
+    )
+
+
+def test_a_new_check_missing_from_the_tables_is_told_where_to_add_it(monkeypatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "CHECK_IDS", [*CHECK_IDS, "chat.new"])
+    with pytest.raises(AssertionError, match=r"add each check to MUTATIONS in tests/conformance/deviations.py.*"
+                       r"Missing: \['chat.new'\]"):  # fmt: skip
+        test_every_check_has_a_mutation()
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
