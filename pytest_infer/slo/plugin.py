@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ..load.hardware import Hardware
     from .metrics import ValidityRules
     from .profiles import LoadPoint, Profile
-    from .profiles.capacity import CapacityResult
-    from .profiles.evaluate import Interleaved, PointResult, Subject
+    from .profiles.capacity import CapacityResult, Interleaved
+    from .profiles.evaluate import PointResult, Subject
     from .settings import SloOptions, SloSettings
 
 SLO = "--slo"
@@ -359,7 +359,7 @@ def _probes_on(
 
 def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:
     """This load point on every target that is up, measured once for all of them (at the first target's test)."""
-    from .profiles.evaluate import Interleaved
+    from .profiles.capacity import Interleaved
 
     done = config.stash.setdefault(interleaved_key, {})
     if point_id not in done:

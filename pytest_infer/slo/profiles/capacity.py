@@ -244,3 +244,14 @@ def capacity_verdict(point: LoadPoint, cap: Capacity) -> PointVerdict:
 def evaluate_capacity(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> CapacityResult:
     cap = search(point, measure)
     return CapacityResult(point, cap, capacity_verdict(point, cap))
+
+
+@dataclass(frozen=True, slots=True)
+class Interleaved:
+    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
+
+    id: str
+    results: dict[str, PointResult | CapacityResult]
+
+    def __getitem__(self, target_id: str) -> PointResult | CapacityResult:
+        return self.results[target_id]

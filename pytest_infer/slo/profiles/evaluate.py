@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from ...adapters.base import Adapter, ServerMetricNames
@@ -36,9 +36,6 @@ from ..metrics.catalogue import CATALOGUE, Metric, confidence_figures, listed_fi
 from ..metrics.judge import judge
 from ..metrics.server_check import cross_check
 from . import LoadPoint
-
-if TYPE_CHECKING:
-    from .capacity import CapacityResult
 
 
 def sampled() -> list[Metric]:
@@ -411,14 +408,3 @@ def _judged(
         server,
         [_figures(part, limits) for part in slices],
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Interleaved:
-    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
-
-    id: str
-    results: dict[str, PointResult | CapacityResult]
-
-    def __getitem__(self, target_id: str) -> PointResult | CapacityResult:
-        return self.results[target_id]
