@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+# the request paths each case runs on (the cases' first parameter; the table folds one case's failures across them)
+REQUEST_PATHS = ("response_format", "response_format-stream", "native")
+
 
 @dataclass(frozen=True, slots=True)
 class StructuredOptions:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .table import KEYWORD_CLASSES, keyword_status
+from ..reporting.plots import figure, svg
 
 KEYWORD_COLOURS = {
     "valid": "#2e7d32",
@@ -16,19 +16,20 @@ KEYWORD_COLOURS = {
 }
 
 
-def keyword_heatmap(matrix: dict[str, dict[str, dict[str, int]]], label: Callable[[str], str]) -> str:
-    """Keyword x target, coloured by the worst outcome class, annotated with the counts."""
-    from ..reporting.plots import figure, svg
-
+def keyword_heatmap(
+    matrix: dict[str, dict[str, dict[str, int]]], status: Callable[[dict[str, int]], str], label: Callable[[str], str]
+) -> str:
+    """Keyword x target, coloured by each cell's ``status`` (the table's worst outcome class), annotated with the
+    counts."""
     ids = list(dict.fromkeys(t for cells in matrix.values() for t in cells))
     keywords = list(matrix)
-    classes = [*KEYWORD_CLASSES, "none"]
+    classes = list(KEYWORD_COLOURS)  # "none" last: a class without a colour is drawn as none
     grid = [
-        [classes.index(s) if (s := keyword_status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids]
+        [classes.index(s) if (s := status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids]
         for k in keywords
     ]
     fig = figure(1.8 + 1.9 * len(ids), 1.0 + 0.32 * len(keywords))
-    from matplotlib.colors import ListedColormap  # installed: figure() names the extra where it is not
+    from matplotlib.colors import ListedColormap  # lazy: matplotlib is an extra; figure() names it where missing
 
     ax = fig.add_subplot()
     ax.imshow(

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..session import session_key, tests_a_server
+from .options import REQUEST_PATHS, StructuredOptions
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
     from .explore import ExploreSettings
-    from .options import StructuredOptions
     from .runner import RequestPath, StructuredRunner
     from .store import ReproducerStore
 
@@ -27,7 +27,6 @@ DEFAULT_SEED = 0
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_SHRINK_SECONDS = 90.0
 HYPOTHESIS_DIR = "hypothesis-structured"
-REQUEST_PATHS = ("response_format", "response_format-stream", "native")
 
 
 structured_key = pytest.StashKey["StructuredOptions"]()
@@ -114,8 +113,6 @@ def parse_keywords(text: str) -> frozenset[str]:
 
 
 def parse(config: pytest.Config) -> StructuredOptions:
-    from .options import StructuredOptions
-
     get = config.getoption
     keywords = get("structured_keywords")
     return StructuredOptions(

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
+from .options import REQUEST_PATHS
+from .plots import keyword_heatmap
 
 # Outcome classes of the matrix (docs/structured-output.md), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
@@ -101,8 +103,6 @@ _PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<params>.*)\]$")
 def _cause(row: str, message: str) -> Cause | None:
     """The same test and case on every request path (``response_format``, its streaming mode, the native field) is one
     cause."""
-    from .plugin import REQUEST_PATHS
-
     match = _PARAMS.match(row)
     if match is None:
         return None
@@ -191,6 +191,4 @@ class StructuredTable(TargetTable):
         return _cause(row, message)
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
-        from .plots import keyword_heatmap
-
-        return [("Keyword matrix", keyword_heatmap(self.by_keyword(), label) if self.counts else None)]
+        return [("Keyword matrix", keyword_heatmap(self.by_keyword(), keyword_status, label) if self.counts else None)]
