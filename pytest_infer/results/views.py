@@ -51,6 +51,16 @@ def target_label(target: TargetRecord) -> str:
     return target.id
 
 
+DEFAULT_MODEL = "tiny"  # --infer-model's default: a column heading names any other model
+
+
+def column_label(target: TargetRecord) -> str:
+    """A report column's heading: the target's label, and its model unless it is the default, so a framework x model
+    matrix says which model each column served (a path by its last part)."""
+    model = target.model.rstrip("/").rsplit("/", 1)[-1] if target.model.startswith(("/", ".")) else target.model
+    return target_label(target) if model == DEFAULT_MODEL else f"{target_label(target)} · {model}"
+
+
 def row_key(test: TestRecord) -> str:
     """The matrix row of a test: its registered check, else its node id without the target parameter."""
     if test.check:
@@ -374,7 +384,7 @@ class Views:
 
 def build_views(results: SessionResults) -> Views:
     ids = list(results.targets)
-    labels = [target_label(results.targets[t]) for t in ids]
+    labels = [column_label(results.targets[t]) for t in ids]
     if len(set(labels)) < len(labels):
         labels = ids
     checks = check_matrix(results)
