@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 HEAVY = (
-    "httpx", "jsonschema", "hypothesis", "numpy", "matplotlib", "scipy", "psutil", "openai", "anthropic", "yaml", "rich",
+    "httpx", "jsonschema", "hypothesis", "numpy", "matplotlib", "scipy", "psutil", "openai", "anthropic", "yaml",
+    "rich",
 )  # fmt: skip
 LOAD = """
 import json, sys
