@@ -182,11 +182,24 @@ def pytest_configure(config: pytest.Config) -> None:
         parse_count(SLO_PROCESSES, processes) if processes else None, ray_address,
         parse_count(SLO_SLICES, slices) if slices is not None else DEFAULT_SLICES,
     )  # fmt: skip
+    if options.profile is not None and session is not None and session.targets:
+        _check_model(options.profile, session.options.model)
     config.stash[slo_key] = options
     if session is not None:
         session.settings[NAME] = settings
         if options.profile is not None:
             session.variant["profile"] = options.profile.name
+
+
+def _check_model(profile: Profile, model: str) -> None:
+    """A profile's thresholds are set per model: one without an entry for the session's model has none to judge it by,
+    so the run stops before any server starts rather than borrow another model's."""
+    if model not in profile.models:
+        raise pytest.UsageError(
+            f"{SLO}: {profile.path}: profile {profile.name!r} has no load points for model {model!r} (its thresholds"
+            f" were set for: {', '.join(profile.models)}); add an entry for it under models: (thresholds from runs"
+            f" measured on this hardware), or run without {SLO}"
+        )
 
 
 class SLOHardwareMismatch(pytest.PytestWarning):
@@ -208,13 +221,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             "slo_point_id", [pytest.param(None, id="no-profile", marks=pytest.mark.skip(reason=NO_PROFILE))]
         )
         return
-    model = session.options.model
-    if model not in profile.models:
-        raise pytest.UsageError(
-            f"--slo: {profile.path}: profile {profile.name!r} has no load points for model {model!r}; it has:"
-            f" {', '.join(profile.models)}"
-        )
-    ids = [p["id"] for p in profile.models[model]["load_points"]]
+    ids = [p["id"] for p in profile.models[session.options.model]["load_points"]]  # the model checked at configure
     metafunc.parametrize("slo_point_id", ids)
 
 
@@ -226,6 +233,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     problem = profile.hardware_mismatch(detect_hardware())
     lines = [f"pytest-infer SLO profile: {profile.name} ({profile.path})"]
+    session = config.stash.get(session_key, None)
+    if session is not None and session.targets:
+        lines[0] += f", thresholds set for {session.options.model}"
     if profile.thresholds_source == "estimated":
         lines.append(
             f"SLO thresholds of {profile.name!r} are ESTIMATES, not measured on this hardware: recalibrate before"
