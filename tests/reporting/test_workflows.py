@@ -104,7 +104,7 @@ def test_the_gpu_template_installs_nvml_for_gpu_memory_limits():
         s.get("run", "")
         for s in yaml.safe_load((ROOT / ".github/workflows/gpu-gate.yml").read_text())["jobs"]["suites"]["steps"]
     ]
-    assert any('pip install -e ".[gpu]"' in r for r in runs)
+    assert any('pip install -e ".[gpu,all]"' in r for r in runs)
 
 
 @pytest.mark.parametrize(("suite", "pytest_args", "code", "said"), [
