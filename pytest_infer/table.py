@@ -1,7 +1,11 @@
-"""The ``Table`` interface: a suite's typed results, its rows in every report (``Section``, ``Cell``), its figures
-against their limits (``Limits``), the root causes of its failures (``Cause``) and its findings for the gate
-(``Finding``, under a ``Pairing``). The core stores, merges, renders and compares tables without knowing whose they
-are; each suite subclasses ``Table`` in its own ``table.py`` (``Suite.table`` names it).
+"""The ``Table`` interface: a suite's typed results, its rows in every report (``Section``, ``Cell``), the root causes
+of its failures (``Cause``) and its findings for the gate (``Finding``, under a ``Pairing``). The core stores, merges,
+renders and compares tables without knowing whose they are; each suite subclasses ``Table`` in its own ``table.py``
+(``Suite.table`` names it).
+
+A suite that measures (figures against limits, timings compared across sessions) also implements ``Measured``: its
+limits, the tests whose measurement was invalid, how its timings were compared, its notes on the verdict and the
+history, its sessions' figures and its benchmark series. The core asks ``isinstance(table, Measured)``, never a suite.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 ALPHA = 0.05  # the gate's significance level, where a suite tests a change for significance
 
@@ -152,52 +156,57 @@ class Table:
         one each, for the gate's "rules:" line."""
         return []
 
-    def verdict_note(self, findings: list[Finding]) -> str | None:
-        """What a passing verdict must add about this suite's findings (of every pair): changes it listed without
-        judging them, for want of what judging needs; ``None`` when there are none."""
-        return None
-
-    @classmethod
-    def history_note(cls, settings: Any) -> str | None:
-        """How a history (``pytest-infer history``) judges this suite's figures under ``settings``, in one sentence;
-        ``None`` for a suite whose findings need no word."""
-        return None
-
-    def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
-        """How this suite's timing figures of the pair were compared (in turns, or in separate sessions and on what
-        terms), for the gate's verdict; ``None`` for a suite that times nothing."""
-        return None
-
-    def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
-        """``{session: {(target, unit, figure): value}}``: each session's timing figures, from which a calibration
-        learns how far they move between sessions on one machine; ``source`` names the file."""
-        return {}
-
     def cause(self, row: str, message: str) -> Cause | None:
         """The root cause of a failed test of this suite (its matrix row, without the target; its message), or
         ``None`` for the core's default: one finding per row. A suite overrides it to fold the same failure
         on several request paths or cases into one."""
         return None
 
-    def unmeasured(self, target: str) -> set[str]:
-        """Node ids of this suite's tests on ``target`` whose measurement was invalid (a load client that fell behind,
-        counts the server disputes): their error is no verdict on the server, so the gate compares nothing there."""
-        return set()
-
-    def limits(self) -> list[Limits]:
-        """Each measured unit against its limits, for the reports' figures table; empty for a suite that measures
-        nothing."""
-        return []
-
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
         """``[(title, svg or None)]`` for the HTML report; ``None`` when there is nothing to plot."""
         return []
+
+
+@runtime_checkable
+class Measured(Protocol):
+    """The optional part of a table whose suite measures figures against limits (the SLO suite). The gate and the
+    reports ask ``isinstance(table, Measured)`` (``issubclass`` for the class-level ``history_note``); a table
+    declares it by subclassing it, so the type checker holds its methods to these signatures."""
+
+    def limits(self) -> list[Limits]:
+        """Each measured unit against its limits, for the reports' figures table."""
+        ...
+
+    def unmeasured(self, target: str) -> set[str]:
+        """Node ids of this suite's tests on ``target`` whose measurement was invalid (a load client that fell behind,
+        counts the server disputes): their error is no verdict on the server, so the gate compares nothing there."""
+        ...
+
+    def timing_mode(self, baseline: Table, pairing: Pairing) -> str | None:
+        """How this suite's timing figures of the pair were compared (in turns, or in separate sessions and on what
+        terms), for the gate's verdict; ``None`` where it timed nothing on the pair."""
+        ...
+
+    def verdict_note(self, findings: list[Finding]) -> str | None:
+        """What a passing verdict must add about this suite's findings (of every pair): changes it listed without
+        judging them, for want of what judging needs; ``None`` when there are none."""
+        ...
+
+    @classmethod
+    def history_note(cls, settings: Any) -> str | None:
+        """How a history (``pytest-infer history``) judges this suite's figures under ``settings``, in one sentence."""
+        ...
+
+    def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
+        """``{session: {(target, unit, figure): value}}``: each session's timing figures, from which a calibration
+        learns how far they move between sessions on one machine; ``source`` names the file."""
+        ...
 
     def benchmarks(self) -> list[dict[str, Any]]:
         """Measured figures for pytest-benchmark's JSON, one series each: ``{group, target, key, metric, value, runs,
         verdict, seconds, stored_as}``. pytest-benchmark keeps times (lower is better): ``seconds`` holds the runs
         as such times and ``stored_as`` says how the figure became one (reporting/benchmark.py)."""
-        return []
+        ...
 
 
 class TargetTable(Table):

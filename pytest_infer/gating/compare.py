@@ -6,7 +6,7 @@ explicitly. For each pair the gate compares the check outcomes, then hands the
 pair to every suite's table (``Table.compare``: keyword status, SLO figures
 under each suite's own settings, ...). Only regressions fail the gate; improvements, fixed
 deviations, noise and other changes are listed so a reviewer sees them. A test
-whose measurement was invalid on either side (``Table.unmeasured``) is compared
+whose measurement was invalid on either side (``Measured.unmeasured``) is compared
 with nothing, and a target that judged nothing (its server never became ready, its file holds no tests) is
 compared with nothing at all: either way the gate cannot pass, its verdict is INCOMPLETE. A check only the
 candidate judged is newly judged, not an improvement, and its failure still fails the gate. Every step of a
@@ -23,7 +23,7 @@ from typing import Any
 from ..results.model import SessionResults
 from ..results.views import CheckCell, check_matrix, counts_text, target_label
 from ..suite import Suite
-from ..table import ALPHA, Finding, Fixed, Pairing, Table
+from ..table import ALPHA, Finding, Fixed, Measured, Pairing, Table
 
 BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # the candidate broke or failed where it was judged before
 PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
@@ -52,7 +52,7 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
     unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
     timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
-    notes: list[str] = field(default_factory=list)  # what the suites listed without judging (Table.verdict_note)
+    notes: list[str] = field(default_factory=list)  # what the suites listed without judging (Measured.verdict_note)
     # "baseline vllm 0.31.0: the server never became ready (...)": a side of a pair that judged nothing, not compared
     not_judged: list[str] = field(default_factory=list)
     plugin: str = ""  # "0.1.0 -> 0.2.0" where the two files' plugin versions differ: the checks themselves may have
@@ -340,8 +340,12 @@ def compare(
         if unjudged:  # whatever the other side holds: nothing of it is a regression, an improvement or a pass
             result.not_judged += unjudged
             continue
-        invalid = {n for t in baseline.tables.values() for n in t.unmeasured(b)} | {
-            n for t in candidate.tables.values() for n in t.unmeasured(c)
+        invalid = {
+            n
+            for results, tid in ((baseline, b), (candidate, c))
+            for t in results.tables.values()
+            if isinstance(t, Measured)
+            for n in t.unmeasured(tid)
         }
         checks, unmeasured = _compare_checks(before, after, pairing, invalid)
         result.findings += checks
@@ -350,9 +354,13 @@ def compare(
             found = table.compare(baseline.tables.get(name, Table()), pairing)
             by_suite.setdefault(name, []).extend(found)
             result.findings += found
-            if mode := table.timing_mode(baseline.tables.get(name, Table()), pairing):
+            if isinstance(table, Measured) and (mode := table.timing_mode(baseline.tables.get(name, Table()), pairing)):
                 result.timing.append(f"{pairing.label}: {mode}")
-    result.notes = [note for name, found in by_suite.items() if (note := candidate.tables[name].verdict_note(found))]
+    result.notes = [
+        note
+        for name, found in by_suite.items()
+        if isinstance(table := candidate.tables[name], Measured) and (note := table.verdict_note(found))
+    ]
     order = {k: i for i, k in enumerate(KINDS)}
     result.findings.sort(key=lambda f: order[f.kind])
     return result

@@ -20,6 +20,7 @@ from typing import Any
 from .. import __version__
 from ..results.model import SessionResults, atomic_write_text
 from ..results.views import Views, build_views
+from ..table import Measured
 
 
 def _stats(data: list[float]) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
     git = env.get("git", {})
     benchmarks = []
     for name, table in results.tables.items():
-        for series in table.benchmarks():
+        for series in table.benchmarks() if isinstance(table, Measured) else ():
             metric, runs, label = series["metric"], series["runs"], views.label(series["target"])
             data = series["seconds"]
             if not data:

@@ -17,7 +17,7 @@ from typing import Any
 from ..gating.compare import GateResult, compare, not_judged
 from ..results.model import SessionResults, combine
 from ..results.views import CheckCell, Views, build_views, version_key
-from ..table import Cell, Finding
+from ..table import Cell, Finding, Measured
 from . import plots
 from .html import _e, _table, drawn, page
 
@@ -59,7 +59,7 @@ class History:
     steps: list[Step]
     # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
     table: dict[str, list[tuple[str, str, list[Cell]]]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # how each suite's figures were judged (Table.history_note)
+    notes: list[str] = field(default_factory=list)  # how each suite's figures were judged (Measured.history_note)
 
     @property
     def timing(self) -> str:
@@ -124,7 +124,9 @@ def build_history(
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
     notes = [
-        note for name, suite in merged.suites.items() if (note := suite.table_type().history_note(settings.get(name)))
+        note
+        for name, suite in merged.suites.items()
+        if issubclass(table := suite.table_type(), Measured) and (note := table.history_note(settings.get(name)))
     ]
     return merged, History(by_framework, steps, _changing_rows(views, by_framework), notes)
 

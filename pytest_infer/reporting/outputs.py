@@ -15,6 +15,7 @@ from typing import Any
 from ..gating.compare import GateResult, compare
 from ..results.model import SessionResults, atomic_write_text
 from ..results.views import build_views
+from ..table import Measured
 from .benchmark import write_benchmark_json
 from .html import render_html
 from .markdown import render_markdown, write_step_summary
@@ -62,7 +63,7 @@ def write_renderings(
         paths["html"] = out / HTML_FILE
     except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: say so, keep results.json and the rest
         plot_error = f"{type(exc).__name__}: {exc}"
-    if any(table.benchmarks() for table in results.tables.values()):
+    if any(isinstance(table, Measured) and table.benchmarks() for table in results.tables.values()):
         paths["benchmark json"] = write_benchmark_json(results, out / BENCHMARK_FILE, views)
     return Written(paths, gate, plot_error)
 

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Section, Table
+from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Measured, Section, Table
 from .model import Crash, SessionResults, TargetRecord, TestRecord
 
 # Worst first: what a row shows when one check ran several times against one target (an xdist run, or runs merged by
@@ -403,7 +403,7 @@ def build_views(results: SessionResults) -> Views:
         by_suite.setdefault((test.target, test.suite or "other"), Counter())[test.outcome] += 1
     views = Views(results, ids, labels, checks, sections, outcomes, by_suite=by_suite)
     for name, table in results.tables.items():
-        for limits in table.limits():
+        for limits in table.limits() if isinstance(table, Measured) else ():
             limits.suite = name
             views.limits.append(limits)
     views.problems = problems(results, views.label)

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..outcomes import InferError
 from ..results.model import SessionResults, atomic_write_text
+from ..table import Measured
 from .metrics.catalogue import Figure, parse
 
 KIND = "pytest-infer drift calibration"
@@ -166,7 +167,7 @@ def calibrate(
     facts: dict[str, dict[str, str]] = {}
     for source, results in parts:
         for table in results.tables.values():
-            for name, figures in table.session_figures(source).items():
+            for name, figures in table.session_figures(source).items() if isinstance(table, Measured) else ():
                 sessions.setdefault(name, {}).update(figures)
                 measured = sorted({t for t, _, _ in figures if target in (None, t)})
                 for tid in measured:

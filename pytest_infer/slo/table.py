@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..table import Cell, Finding, Limits, Pairing, Section, Table
+from ..table import Cell, Finding, Limits, Measured, Pairing, Section, Table
 from . import settings as slo_settings
 from .metrics.catalogue import Figure, find, headline, parse, stored
 from .metrics.catalogue import metric as catalogued
@@ -150,7 +150,7 @@ VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "error"}
 ESTIMATE_NOTE = "the profile's limits are estimates, not measured on its hardware: recalibrate before gating on them"
 
 
-class SloTable(Table):
+class SloTable(Table, Measured):
     """The recorded load-point entries, in the order they were measured."""
 
     def __init__(self, entries: list[Any] | None = None) -> None:
