@@ -74,33 +74,33 @@ def p99(values: Iterable[float]) -> float | None:
 
 
 class TreeCPU:
-    """A process tree's CPU seconds, sampled in a thread, so that a window's share can be cut out afterwards.
+    """A process tree's CPU seconds over time, so that a window's share can be cut out afterwards.
 
-    A process that ends keeps the last CPU time seen for it. ``exclude``: pids whose trees are not the
-    client's (the paced server, a child of this process).
+    A peer's tree is sampled in a thread of this process (psutil; a process that ends keeps the last CPU
+    time seen for it). This process itself (our client) is read from ``os.times()`` when the run starts and
+    ends, its children counted once waited for (the paced server never is while it serves): no sampling
+    thread takes the GIL from the client it measures.
     """
 
-    def __init__(self, pid: int, exclude: Iterable[int] = (), every_s: float = 0.25) -> None:
+    def __init__(self, pid: int, every_s: float = 0.25) -> None:
         self.root = psutil.Process(pid)
-        self.exclude = set(exclude)
+        self.own = pid == os.getpid()
         self.every_s = every_s
         self.seen: dict[int, float] = {}
         self.samples: list[tuple[int, float]] = []  # (perf_counter_ns, CPU seconds of the tree so far)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _tree(self) -> list[psutil.Process]:
-        procs = [self.root]
-        try:
-            for child in self.root.children():
-                if child.pid not in self.exclude:
-                    procs += [child, *child.children(recursive=True)]
-        except psutil.Error:
-            pass
-        return procs
-
     def sample(self) -> None:
-        for proc in self._tree():
+        if self.own:
+            t = os.times()
+            self.samples.append((time.perf_counter_ns(), t.user + t.system + t.children_user + t.children_system))
+            return
+        try:
+            tree = [self.root, *self.root.children(recursive=True)]
+        except psutil.Error:
+            tree = [self.root]
+        for proc in tree:
             try:
                 times = proc.cpu_times()
                 self.seen[proc.pid] = times.user + times.system
@@ -114,12 +114,14 @@ class TreeCPU:
 
     def __enter__(self) -> TreeCPU:
         self.sample()
-        self._thread.start()
+        if not self.own:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        if not self.own:
+            self._stop.set()
+            self._thread.join()
         self.sample()
 
     def at(self, t_ns: int) -> float:
@@ -212,7 +214,7 @@ def run_ours(url: str, load: Load, server_pid: int, processes: int = 1, ray_addr
         Calibration(1.0, 0.0, "fixed"),
     )
     started = time.monotonic()
-    with TreeCPU(os.getpid(), exclude={server_pid}) as cpu:
+    with TreeCPU(os.getpid()) as cpu:
         if processes == 1 and ray_address is None:
             run = run_load(endpoint, spec, workload, calibration=fixed)
         else:  # several processes need several cores: with --pin they may use every core (the server keeps core 1)
@@ -584,8 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, line in status.items():
         if not line.startswith(("present", "installed")):
             print(f"not measured: {name}: {line}")
-    text = table(rows) + "\n\n" + ratio_tables(rows)
-    print(text)
+    print(table(rows) + ("\n\n" + ratio_tables(rows) if ready else ""))
     result = {
         "command": "python benchmarks/client_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "args": vars(args),

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -222,21 +223,31 @@ def test_summary_is_the_median_of_the_repeats_and_keeps_a_refusal():
     assert client_bench.summary([{"cannot_express": "why"}]) == {"cannot_express": "why"}
 
 
-def test_tree_cpu_counts_a_child_and_leaves_out_an_excluded_one():
-    import time
+BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
 
-    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+
+def test_tree_cpu_of_this_process_counts_a_finished_child_not_a_running_server():
+    server = subprocess.Popen([sys.executable, "-c", BURN + "time.sleep(3)"])  # stands for the paced server
     try:
-        with client_bench.TreeCPU(os.getpid(), exclude={idle.pid}, every_s=0.05) as cpu:
+        with client_bench.TreeCPU(os.getpid()) as cpu:
             start = time.perf_counter_ns()
-            subprocess.Popen([sys.executable, "-c", burn]).wait()
-            time.sleep(0.2)
+            subprocess.Popen([sys.executable, "-c", BURN]).wait()
             end = time.perf_counter_ns()
     finally:
-        idle.kill()
-        idle.wait()
-    assert 0.25 <= cpu.between(start, end) < 2.0
+        server.kill()
+        server.wait()
+    assert 0.25 <= cpu.between(start, end) < 1.5
+
+
+def test_tree_cpu_of_a_peer_counts_its_children():
+    peer = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, sys; subprocess.run([sys.executable, '-c', {BURN!r}])"]
+    )
+    with client_bench.TreeCPU(peer.pid, every_s=0.05) as cpu:
+        start = time.perf_counter_ns()
+        peer.wait()
+        end = time.perf_counter_ns()
+    assert 0.25 <= cpu.between(start, end) < 1.5
 
 
 # --- installing: never here, and a dry run says what it would do ---
