@@ -60,12 +60,12 @@ def launched_parsers(adapter: Adapter, options: InferOptions) -> tuple[tuple[str
     tiny model where none is named)."""
     tiny, given = options.model == TINY, options.parsers or Parsers()
     try:
-        args = adapter.parser_args(given, on_cpu_tiny=tiny) if hasattr(adapter, "parser_args") else ()
+        args = adapter.parser_args(given, on_cpu_tiny=tiny)
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
     if args == () and (given.tool or given.reasoning):
         raise pytest.UsageError(f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch")
-    defaults = getattr(adapter, "tiny_parsers", Parsers()) if tiny else Parsers()
+    defaults = adapter.tiny_parsers if tiny else Parsers()
     named = given.tool or given.reasoning  # then the default reasoning parser stays off (vllm.py)
     return args, Parsers(given.tool or defaults.tool, given.reasoning or (None if named else defaults.reasoning))
 

@@ -15,9 +15,6 @@ from typing import Any, ClassVar, Protocol
 
 from .parsers import Parsers
 
-# The bundled known-deviation files live with the conformance suite that reads them; an adapter names its own.
-BUNDLED_EXPECTATIONS = Path(__file__).resolve().parent.parent / "conformance" / "expectations"
-
 
 @dataclass(frozen=True, slots=True)
 class Environment:
@@ -191,7 +188,8 @@ class ServerMetricNames:
 class Adapter(Protocol):
     """Everything pytest-infer knows about one framework; nothing framework-specific lives outside it.
 
-    ``BaseAdapter`` gives every attribute below a default, except ``name``, ``title`` and ``launch``.
+    ``BaseAdapter`` gives every member below a default, except ``name``, ``title`` and ``launch``; callers read each
+    member directly, so an adapter has them all (the registry refuses an entry point's adapter that lacks one).
     """
 
     name: ClassVar[str]  # what users type after --infer-framework
@@ -204,7 +202,12 @@ class Adapter(Protocol):
     structured_output_field: ClassVar[str | None]  # the framework's own schema field besides response_format
     owned_by: ClassVar[tuple[str, ...]]  # ``owned_by`` values in GET /v1/models that identify it behind an endpoint
     version_routes: ClassVar[tuple[VersionRoute, ...]]  # where a running server reports its version
-    expectations: ClassVar[Path | None]  # bundled known-deviations YAML (conformance)
+    # a known-deviations YAML a third party's adapter ships (the conformance suite bundles the built-in ones)
+    expectations: ClassVar[Path | None]
+    known_routes: ClassVar[tuple[KnownRoute, ...]]  # routes beyond /openapi.json, with what each can do (security)
+    server_metrics: ClassVar[ServerMetricNames | None]  # the Prometheus names of its /metrics (SLO)
+    tiny_parsers: ClassVar[Parsers]  # the parsers ``launch`` runs for the built-in tiny model when none are named
+    takes_gguf: ClassVar[bool]  # it loads a model as one GGUF file: a built-in model is handed to it in that form
 
     def launch(self, request: LaunchRequest) -> LaunchSpec: ...
 
@@ -214,9 +217,29 @@ class Adapter(Protocol):
         """The request fields that carry ``schema`` on ``structured_output_field``."""
         ...
 
+    def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
+        """The request fields that make the model write exactly what ``regex`` matches (None: it has none, and
+        scripted output, which the conformance parser checks use, is out of its reach)."""
+        ...
+
+    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+        """The launch arguments that run ``parsers`` (ValueError: this framework chooses no parser at launch)."""
+        ...
+
+    def tiny_parser_args(self, named: Sequence[str]) -> tuple[str, ...]:
+        """The launch arguments of the tiny model's default parsers that ``named`` (the user's extra arguments)
+        leaves open."""
+        ...
+
+    def gguf_converter(self, environment: Environment) -> Path | None:
+        """Where ``environment`` keeps llama.cpp's converter, which makes the tiny model's GGUF (an adapter that
+        ``takes_gguf``); None: it keeps none."""
+        ...
+
 
 def missing_members(adapter: object) -> list[str]:
-    """The ``Adapter`` attributes and methods that ``adapter`` lacks."""
+    """The ``Adapter`` attributes and methods that ``adapter`` lacks: the registry's check of a third party's object
+    when its entry point loads, so no caller ever needs to ask."""
     members = [
         *Adapter.__annotations__,
         *(k for k, v in vars(Adapter).items() if callable(v) and not k.startswith("_")),
@@ -242,13 +265,9 @@ class BaseAdapter:
     owned_by: ClassVar[tuple[str, ...]] = ()
     version_routes: ClassVar[tuple[VersionRoute, ...]] = ()
     expectations: ClassVar[Path | None] = None
-    # routes beyond what /openapi.json lists, with what each can do (read with getattr, as server_metrics)
     known_routes: ClassVar[tuple[KnownRoute, ...]] = OPENAI_ROUTES
-    # the Prometheus names of its /metrics (read with getattr: an adapter written to the protocol may lack it)
     server_metrics: ClassVar[ServerMetricNames | None] = None
-    # the parsers ``launch`` runs for the built-in tiny model when none are named (read with getattr, as above)
     tiny_parsers: ClassVar[Parsers] = Parsers()
-    # it loads a model as one GGUF file, where the others load a folder: a built-in model is handed to it in that form
     takes_gguf: ClassVar[bool] = False
 
     def detect_version(self, environment: Environment) -> Version:
@@ -259,14 +278,10 @@ class BaseAdapter:
             raise ValueError(f"{type(self).__name__} has no structured-output field of its own")
         return {self.structured_output_field: schema}
 
-    # Scripted output (conformance parser checks); read with getattr, as server_metrics: an adapter written to
-    # the protocol alone has neither, and then scripted output and --infer-parser are out of its reach.
     def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
-        """The request fields that make the model write exactly what ``regex`` matches (None: it has none)."""
         return None
 
     def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
-        """The launch arguments that run ``parsers`` (ValueError: this framework chooses no parser at launch)."""
         if parsers.tool or parsers.reasoning:
             raise ValueError(f"{self.title} takes no tool-call or reasoning parser at launch")
         return ()
@@ -283,6 +298,9 @@ class BaseAdapter:
         return self.parser_args(
             Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True
         )
+
+    def gguf_converter(self, environment: Environment) -> Path | None:
+        return None
 
 
 _PROBE = r"""

@@ -16,7 +16,6 @@ from typing import Any
 
 from ..results.environment import cpuinfo_field
 from .base import (
-    BUNDLED_EXPECTATIONS,
     OPENAI_ROUTES,
     LaunchRequest,
     LaunchSpec,
@@ -127,7 +126,6 @@ class SGLangAdapter(PythonModuleAdapter):
     owned_by = ("sglang",)
     # 0.5.23 has no /version; it still answers the older /get_server_info, asked second
     version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
-    expectations = BUNDLED_EXPECTATIONS / "sglang.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
     # pythonic calls and Qwen3's thinking, which SGLang parses only where a request asks to think (enable_thinking) or

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import BUNDLED_EXPECTATIONS, OPENAI_ROUTES, LaunchRequest, LaunchSpec, PythonModuleAdapter, routes
+from .base import OPENAI_ROUTES, LaunchRequest, LaunchSpec, PythonModuleAdapter, routes
 
 
 class TransformersAdapter(PythonModuleAdapter):
@@ -14,7 +14,6 @@ class TransformersAdapter(PythonModuleAdapter):
     distributions = ("transformers",)
     engine_dirs = ("transformers-*", "transformers")
     owned_by = ("huggingface",)
-    expectations = BUNDLED_EXPECTATIONS / "transformers.yaml"
     # transformers serve (5.x) takes no API key at all; /reset unloads the model, /load_model loads any hub model
     known_routes = (
         *OPENAI_ROUTES,

@@ -6,7 +6,6 @@ from types import MappingProxyType
 from typing import Any
 
 from .base import (
-    BUNDLED_EXPECTATIONS,
     OPENAI_ROUTES,
     LaunchRequest,
     LaunchSpec,
@@ -127,7 +126,6 @@ class VLLMAdapter(PythonModuleAdapter):
     structured_output_field = "structured_outputs"  # guided_json before 0.12
     owned_by = ("vllm",)
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
-    expectations = BUNDLED_EXPECTATIONS / "vllm.yaml"
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
     tiny_parsers = Parsers(tool="pythonic", reasoning="qwen3")

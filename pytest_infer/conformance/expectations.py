@@ -8,8 +8,8 @@ searched in the failure's "expected: ...\ngot: ..." lines. A failure it matches
 is an expected failure (xfail), a pass shows as "fixed", and any other failure
 of the check stays a failure that says the declaration did not match. A server
 whose version is unknown or not PEP 440 gets no declaration at all, and a
-failure says so. The bundled files are the ones the adapters name
-(``Adapter.expectations``).
+failure says so. The suite bundles one file per built-in framework, ``expectations/<framework>.yaml``; a third
+party's adapter names its own (``Adapter.expectations``).
 
     framework: vllm
     deviations:
@@ -204,10 +204,15 @@ def load_file(path: Path, check_ids: Iterable[str] | None = None, framework: str
     )
 
 
+BUNDLED = Path(__file__).resolve().parent / "expectations"
+
+
 def bundled_files() -> list[tuple[Path, str]]:
-    """Each adapter's expectations file, with the framework it must name."""
+    """The suite's files (``expectations/<framework>.yaml``), then each adapter's own, with the framework it must
+    name."""
+    files = [(path, path.stem) for path in sorted(BUNDLED.glob("*.yaml"))]
     try:
-        return [(a.expectations, a.name) for a in adapters.ADAPTERS.values() if a.expectations is not None]
+        return files + [(a.expectations, a.name) for a in adapters.ADAPTERS.values() if a.expectations is not None]
     except adapters.AdapterLoadError as exc:
         raise ExpectationsError(f"bundled expectations: {exc}") from exc
 

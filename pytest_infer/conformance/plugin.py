@@ -59,10 +59,9 @@ def conformance_ctx(
 
 
 def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
-    """The adapter's field that forces text (an adapter written to the protocol alone has none) and the parsers the
-    target runs."""
+    """The adapter's field that forces text and the parsers the target runs."""
     from .scripts import Scripting
 
-    fields = getattr(adapter, "forced_text_fields", None)
-    force = None if fields is None else (lambda regex: fields(regex, version))
-    return Scripting(parsers.tool, parsers.reasoning, force, adapter.name)
+    return Scripting(
+        parsers.tool, parsers.reasoning, lambda regex: adapter.forced_text_fields(regex, version), adapter.name
+    )

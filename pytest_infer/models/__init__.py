@@ -36,9 +36,8 @@ def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalM
     made with the environment's interpreter), fetched or made on first use; None for any other name (a hub id or a
     path, which the engine is given as it is)."""
     if name == TINY:
-        converter = getattr(adapter, "gguf_converter", None)  # read with getattr: only an adapter of GGUFs has it
-        if getattr(adapter, "takes_gguf", False) and converter is not None:
-            if (folder := converter(environment)) is None:
+        if adapter.takes_gguf:
+            if (folder := adapter.gguf_converter(environment)) is None:
                 raise ModelError(
                     f"{adapter.title} in {environment.label} keeps no llama.cpp converter, which makes the tiny model's"
                     " GGUF: install it with scripts/install-engines.sh"
@@ -46,7 +45,7 @@ def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalM
             return LocalModel(tiny_gguf(python_of(environment), folder), BuiltinModel())
         return LocalModel(tiny_model_dir(python_of(environment)), BuiltinModel())
     if name == GEMMA:
-        if getattr(adapter, "takes_gguf", False):  # read with getattr: an adapter written to the protocol may lack it
+        if adapter.takes_gguf:
             return LocalModel(gguf_path(), GEMMA_LAUNCH, str(CHAT_TEMPLATE))
         return LocalModel(gemma_model_dir(python_of(environment)), GEMMA_LAUNCH)
     return None

@@ -56,6 +56,4 @@ def security_record(infer_target, infer_session) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def security_known_routes(infer_server) -> tuple:
     """The routes the target's adapter knows (the OpenAI ones behind an endpoint of no known framework)."""
-    from ..adapters.base import OPENAI_ROUTES
-
-    return getattr(infer_server.adapter, "known_routes", OPENAI_ROUTES)
+    return infer_server.adapter.known_routes

@@ -15,7 +15,6 @@ import yaml
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import (
-    BUNDLED_EXPECTATIONS,
     BuiltinModel,
     Environment,
     LaunchRequest,
@@ -28,6 +27,7 @@ from pytest_infer.adapters.lmdeploy import LMDeployAdapter
 from pytest_infer.adapters.sglang import SGLangAdapter
 from pytest_infer.adapters.transformers import TransformersAdapter
 from pytest_infer.adapters.vllm import VLLMAdapter
+from pytest_infer.conformance.expectations import BUNDLED as BUNDLED_EXPECTATIONS
 from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
 from pytest_infer.conformance.expectations import load as load_expectations
 from pytest_infer.slo.profiles import LoadPoint

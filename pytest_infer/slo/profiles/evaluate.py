@@ -141,8 +141,8 @@ def server_line(server: dict[str, Any]) -> str:
 
 
 def metric_names(adapter: Adapter) -> ServerMetricNames | None:
-    """The framework's Prometheus names, from its adapter; None for one without (or written to the protocol alone)."""
-    return getattr(adapter, "server_metrics", None)
+    """The framework's Prometheus names, from its adapter; None for one without."""
+    return adapter.server_metrics
 
 
 def pooled(figures: list[ServerFigures]) -> ServerFigures:
