@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 
 _NAMES = {
     # a suite: its registration, its results table, its rows in every report, its findings for the gate
-    "Suite": "suite", "Table": "table", "Section": "table", "Cell": "table", "Finding": "table", "Pairing": "table",
+    "Suite": "suite", "SuiteCli": "suite", "Table": "table", "Measured": "table", "Section": "table", "Cell": "table",
+    "Finding": "table", "Pairing": "table",
     # a framework adapter (entry-point group pytest_infer.adapters)
     "BaseAdapter": "adapters.base", "Environment": "adapters.base", "LaunchRequest": "adapters.base",
     "LaunchSpec": "adapters.base", "Version": "adapters.base",

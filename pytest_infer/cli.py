@@ -18,12 +18,10 @@ cut-short or foreign file, a bad rule).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from .gating.compare import EXIT_INCOMPLETE, EXIT_PASS, compare
@@ -31,7 +29,7 @@ from .outcomes import InferError
 from .paths import bundled
 from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import SessionResults, atomic_write_text, combine, result_files
-from .suite import installed
+from .suite import SuiteCli, installed
 from .table import ALPHA
 
 EXIT_OK, EXIT_USAGE = EXIT_PASS, EXIT_INCOMPLETE  # bad input exits as an incomplete gate does: nothing compared
@@ -41,14 +39,14 @@ class CliError(InferError):
     pass
 
 
-def suite_clis() -> dict[str, ModuleType]:
-    """Suite name -> the module of its part in this command (``Suite.cli``), for every installed suite that has one."""
-    return {suite.name: importlib.import_module(suite.cli) for suite in installed() if suite.cli}
+def suite_clis() -> dict[str, SuiteCli]:
+    """Suite name -> its part in this command (``Suite.cli``), for every installed suite that has one."""
+    return {suite.name: part for suite in installed() if (part := suite.command_line()) is not None}
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Each suite's gate settings from its arguments (``Pairing.settings``)."""
-    return {name: module.settings(args) for name, module in suite_clis().items() if hasattr(module, "settings")}
+    """Each suite's gate settings from its arguments (``Pairing.settings``), for the suites that have some."""
+    return {name: value for name, part in suite_clis().items() if (value := part.settings(args)) is not None}
 
 
 def _read_all(inputs: Sequence[str]) -> SessionResults:
@@ -141,9 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     clis = suite_clis()
 
     def suites_add_arguments(p: argparse.ArgumentParser, command: str) -> None:
-        for module in clis.values():
-            if hasattr(module, "add_arguments"):
-                module.add_arguments(p, command)
+        for part in clis.values():
+            part.add_arguments(p, command)
 
     p = sub.add_parser("merge", help="combine result files (one per CI job) into one matrix")
     p.add_argument("inputs", nargs="+", metavar="FILE|DIR")
@@ -197,12 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "path", help='where the bundled suites, or a folder a suite bundles, are: pytest "$(pytest-infer path suites)"'
     )
-    folders = [folder for module in clis.values() if hasattr(module, "folders") for folder in module.folders()]
+    folders = [folder for part in clis.values() for folder in part.folders()]
     p.add_argument("folder", choices=("suites", *folders))
     p.set_defaults(func=cmd_path)
-    for module in clis.values():
-        if hasattr(module, "commands"):
-            module.commands(sub)
+    for part in clis.values():
+        part.commands(sub)
     return parser
 
 

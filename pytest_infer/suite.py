@@ -17,12 +17,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._lazy import entry_points, resolve
 from .outcomes import InferError
 
 if TYPE_CHECKING:
+    import argparse
+
     from .table import Table
 
 ENTRY_POINT_GROUP = "pytest_infer.suites"
@@ -32,16 +34,33 @@ class SuiteError(InferError, ValueError):
     """A suite that cannot be registered: a broken entry point, a name taken twice."""
 
 
+class SuiteCli:
+    """A suite's part in the ``pytest-infer`` command (``Suite.cli`` names an instance): each default adds nothing,
+    so a suite overrides what it brings."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser, command: str) -> None:
+        """Add its arguments to a core command (``compare``, ``history``)."""
+
+    def settings(self, args: argparse.Namespace) -> Any:
+        """Its gate settings (``Pairing.settings``) from its arguments, raising an ``InferError`` on bad input;
+        ``None``: it has none."""
+        return None
+
+    def commands(self, subparsers: argparse._SubParsersAction) -> None:
+        """Add commands of its own, each a parser whose ``func(args)`` returns the exit status."""
+
+    def folders(self) -> tuple[str, ...]:
+        """The project folders it bundles, for ``pytest-infer path``."""
+        return ()
+
+
 @dataclass(frozen=True, slots=True)
 class Suite:
     """A suite as the core sees it. ``plugin`` is the module holding its options and fixtures,
     registered with pytest-infer's own; ``runs_last`` orders its tests after every other suite's.
 
-    ``cli`` is the module of its part in the ``pytest-infer`` command, any of: ``add_arguments(parser, command)``
-    adds its arguments to a core command (``compare``, ``history``); ``settings(args)`` turns them into its gate
-    settings (``Pairing.settings``), raising an ``InferError`` on bad input; ``commands(subparsers)`` adds commands
-    of its own, each a parser whose ``func(args)`` returns the exit status; ``folders()`` names the project folders
-    it bundles, for ``pytest-infer path``."""
+    ``cli`` is the ``"module:attribute"`` of its ``SuiteCli``, its part in the ``pytest-infer`` command, imported
+    when the command runs (``command_line()``)."""
 
     name: str
     description: str
@@ -64,6 +83,10 @@ class Suite:
     def table_type(self) -> type[Table]:
         return self.table if isinstance(self.table, type) else _table_type(self.table, self.name)
 
+    def command_line(self) -> SuiteCli | None:
+        """Its part in the ``pytest-infer`` command; None for a suite that adds nothing there."""
+        return None if self.cli is None else _suite_cli(self.cli, self.name)
+
 
 @functools.cache
 def _table_type(spec: str, suite: str) -> type[Table]:
@@ -75,6 +98,21 @@ def _table_type(spec: str, suite: str) -> type[Table]:
         raise SuiteError(f"suite {suite!r}: cannot load its table {spec!r}: {exc}") from exc
     if not (isinstance(found, type) and issubclass(found, Table)):
         raise SuiteError(f"suite {suite!r}: its table {spec!r} is no pytest_infer.Table subclass")
+    return found
+
+
+@functools.cache
+def _suite_cli(spec: str, suite: str) -> SuiteCli:
+    if ":" not in spec:
+        raise SuiteError(f"suite {suite!r}: its cli {spec!r} must be 'module:attribute', naming a SuiteCli instance")
+    try:
+        found = resolve(spec)
+    except (ImportError, AttributeError) as exc:
+        raise SuiteError(f"suite {suite!r}: cannot load its command-line part {spec!r}: {exc}") from exc
+    if not isinstance(found, SuiteCli):
+        raise SuiteError(
+            f"suite {suite!r}: its cli {spec!r} is a {type(found).__name__}, not a pytest_infer.SuiteCli instance"
+        )
     return found
 
 

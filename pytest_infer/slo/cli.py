@@ -1,91 +1,101 @@
-"""The SLO suite's part of the ``pytest-infer`` command (``Suite.cli``): ``--fail-on`` and ``--calibration`` for
-``compare`` and ``history``, and ``calibrate``, which measures how far timing moves between sessions of one version on
-this machine (docs/timing-across-sessions.md)."""
+"""The SLO suite's part of the ``pytest-infer`` command (``Suite.cli`` names ``CLI``): ``--fail-on`` and
+``--calibration`` for ``compare`` and ``history``, and ``calibrate``, which measures how far timing moves between
+sessions of one version on this machine (docs/timing-across-sessions.md)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from ..suite import SuiteCli
 from .settings import SloSettings
 
 DRIFT_SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
 
 
-def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    if command == "compare":
-        parser.add_argument(
-            "--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%"
-        )
-        parser.add_argument(
-            "--calibration",
-            type=Path,
-            metavar="FILE",
+class SloCli(SuiteCli):
+    """``--fail-on`` and ``--calibration`` for ``compare`` and ``history``, ``calibrate``, the profiles' folder."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser, command: str) -> None:
+        if command == "compare":
+            parser.add_argument(
+                "--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%"
+            )
+            parser.add_argument(
+                "--calibration",
+                type=Path,
+                metavar="FILE",
+                help=(
+                    "drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
+                    "gates beyond it; without it, such timing is listed, not gated"
+                ),
+            )
+        elif command == "history":
+            parser.add_argument(
+                "--fail-on",
+                metavar="RULES",
+                help=(
+                    "SLO figures marked as regressions, as for compare (default: every figure's significance test"
+                    " alone)"
+                ),
+            )
+            parser.add_argument(
+                "--calibration",
+                type=Path,
+                metavar="FILE",
+                help="drift between sessions (pytest-infer calibrate), as for compare",
+            )
+
+    def settings(self, args: argparse.Namespace) -> SloSettings:
+        """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises, naming its flag."""
+        from .drift import CalibrationError, DriftCalibration
+        from .rules import RuleError, parse_rules
+
+        try:
+            rules = parse_rules(args.fail_on) if args.fail_on else ()
+        except RuleError as exc:
+            raise RuleError(f"--fail-on: {exc}") from None
+        try:
+            drift = DriftCalibration.read(args.calibration) if args.calibration else None
+        except CalibrationError as exc:
+            raise CalibrationError(f"--calibration: {exc}") from None
+        return SloSettings(rules, drift)
+
+    def folders(self) -> tuple[str, ...]:
+        """The bundled folders ``pytest-infer path`` names: the SLO profiles (``--slo=NAME`` reads them)."""
+        return ("slo",)
+
+    def commands(self, subparsers: argparse._SubParsersAction) -> None:
+        from .drift import SAFETY
+
+        p = subparsers.add_parser(
+            "calibrate",
             help=(
-                "drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
-                "gates beyond it; without it, such timing is listed, not gated"
+                "how far timing moves between sessions of one server version on this machine: "
+                "the drift compare --calibration tolerates across sessions"
             ),
         )
-    elif command == "history":
-        parser.add_argument(
-            "--fail-on",
-            metavar="RULES",
-            help="SLO figures marked as regressions, as for compare (default: every figure's significance test alone)",
+        p.add_argument(
+            "inputs",
+            nargs="+",
+            metavar="FILE|DIR",
+            help=(
+                "results of at least 3 sessions of one server version, on the gate's machine (sessions of another"
+                " framework, version, model or machine are refused)"
+            ),
         )
-        parser.add_argument(
-            "--calibration",
-            type=Path,
-            metavar="FILE",
-            help="drift between sessions (pytest-infer calibrate), as for compare",
+        p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
+        p.add_argument(
+            "--safety",
+            type=float,
+            default=SAFETY,
+            help=f"the largest move seen is multiplied by this (default {SAFETY:g})",
         )
+        p.add_argument("--target", help="the target to calibrate, where a file holds several")
+        p.set_defaults(func=cmd_calibrate)
 
 
-def settings(args: argparse.Namespace) -> SloSettings:
-    """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises, naming its flag."""
-    from .drift import CalibrationError, DriftCalibration
-    from .rules import RuleError, parse_rules
-
-    try:
-        rules = parse_rules(args.fail_on) if args.fail_on else ()
-    except RuleError as exc:
-        raise RuleError(f"--fail-on: {exc}") from None
-    try:
-        drift = DriftCalibration.read(args.calibration) if args.calibration else None
-    except CalibrationError as exc:
-        raise CalibrationError(f"--calibration: {exc}") from None
-    return SloSettings(rules, drift)
-
-
-def folders() -> tuple[str, ...]:
-    """The bundled folders ``pytest-infer path`` names: the SLO profiles (``--slo=NAME`` reads them)."""
-    return ("slo",)
-
-
-def commands(subparsers: argparse._SubParsersAction) -> None:
-    from .drift import SAFETY
-
-    p = subparsers.add_parser(
-        "calibrate",
-        help=(
-            "how far timing moves between sessions of one server version on this machine: "
-            "the drift compare --calibration tolerates across sessions"
-        ),
-    )
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="FILE|DIR",
-        help=(
-            "results of at least 3 sessions of one server version, on the gate's machine (sessions of another"
-            " framework, version, model or machine are refused)"
-        ),
-    )
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE")
-    p.add_argument(
-        "--safety", type=float, default=SAFETY, help=f"the largest move seen is multiplied by this (default {SAFETY:g})"
-    )
-    p.add_argument("--target", help="the target to calibrate, where a file holds several")
-    p.set_defaults(func=cmd_calibrate)
+CLI = SloCli()
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

@@ -7,5 +7,5 @@ SUITE = Suite(
     "latency and throughput SLO checks (suites/slo).",
     table="pytest_infer.slo.table:SloTable",
     plugin="pytest_infer.slo.plugin",
-    cli="pytest_infer.slo.cli",
+    cli="pytest_infer.slo.cli:CLI",
 )

@@ -23,7 +23,7 @@ from pytest_infer.testing.fakeserver import Deviation, FakeServer
 # its settings: a gate setting of its own (how many words may go) from its pytest option or its part of the
 # pytest-infer command, and a variant of its own (a dialect) that makes a target another target.
 TOY_SUITE = """
-from pytest_infer import Cell, Finding, Section, Suite, Table
+from pytest_infer import Cell, Finding, Section, Suite, SuiteCli, Table
 
 
 class WordTable(Table):
@@ -61,20 +61,20 @@ class WordTable(Table):
         return [f"toy.words may drop by {settings}"] if settings else []
 
 
-def add_arguments(parser, command):
-    if command == "compare":
-        parser.add_argument("--toy-tolerance", type=int, default=0)
+class ToyCli(SuiteCli):
+    def add_arguments(self, parser, command):
+        if command == "compare":
+            parser.add_argument("--toy-tolerance", type=int, default=0)
+
+    def settings(self, args):
+        return getattr(args, "toy_tolerance", 0)
+
+    def folders(self):
+        return ("toy",)
 
 
-def settings(args):
-    return getattr(args, "toy_tolerance", 0)
-
-
-def folders():
-    return ("toy",)
-
-
-TOY = Suite("toy", "the toy suite (counts words)", table=WordTable, cli="toy_suite")
+TOY = Suite("toy", "the toy suite (counts words)", table=WordTable, cli="toy_suite:CLI")
+CLI = ToyCli()
 """
 
 TOY_CONFTEST = """
@@ -282,6 +282,24 @@ def test_a_suite_names_its_table_as_module_and_class_and_gets_it_on_first_use():
 def test_a_table_that_cannot_be_loaded_names_its_suite(spec: str, message: str):
     with pytest.raises(SuiteError, match=message):
         Suite("broken", "its table is wrong", table=spec).table_type()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("pytest_infer.no_such_module:CLI", "suite 'broken': cannot load its command-line part"),
+        ("pytest_infer.slo.cli", "its cli 'pytest_infer.slo.cli' must be 'module:attribute', naming a SuiteCli"),
+        ("pytest_infer.slo.cli:SloCli", "its cli 'pytest_infer.slo.cli:SloCli' is a type, not a pytest_infer.SuiteCli"),
+    ],
+    ids=["no-module", "a-module-not-an-instance", "a-class-not-an-instance"],
+)
+def test_a_cli_part_that_is_no_suite_cli_names_its_suite(spec: str, message: str):
+    """``Suite.cli`` names a ``SuiteCli`` instance, whose every method the command calls: anything else is refused
+    when the command loads it, so the command never asks a suite what it happens to define."""
+    with pytest.raises(SuiteError, match=message):
+        Suite("broken", "its cli is wrong", cli=spec).command_line()
+    assert Suite("plain", "no command-line part").command_line() is None
+    assert {s.name: type(s.command_line()).__name__ for s in installed() if s.cli} == {"slo": "SloCli"}
 
 
 def test_two_suites_of_one_name_are_refused():
