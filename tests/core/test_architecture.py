@@ -21,13 +21,18 @@ def lint_imports() -> str:
     return tool
 
 
-def documented_layers(text: str) -> list[set[str]]:
-    """The modules of each layer of ARCHITECTURE.md's table, top layer first, as the contract names them: the rows
-    from ``values`` up to the row that may import everything (the stand-alone testing package below it is a contract
-    of its own)."""
+STACKS = {"run": "the run's layers", "comparison": "the comparison's layers"}
+
+
+def documented_layers(text: str, stack: str) -> list[set[str]]:
+    """The modules of each layer of one stack in ARCHITECTURE.md's table, top layer first, as the contract names
+    them: the rows of that stack or of both, from ``values`` up to the row that may import everything (the
+    stand-alone testing package below it is a contract of its own)."""
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
     layers: list[set[str]] = []
-    for _layer, package, _, imports in rows[1:]:
+    for _layer, where, package, _, imports in rows[1:]:
+        if where.strip() not in ("both", stack):
+            continue
         modules = set()
         for path in re.findall(r"`([^`]+)`", package):
             path = path.removeprefix("pytest_infer/").removesuffix("/").removesuffix(".py")
@@ -38,26 +43,36 @@ def documented_layers(text: str) -> list[set[str]]:
     return layers[::-1]
 
 
-def contract_layers(pyproject: str) -> list[set[str]]:
-    contract = tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"][0]
+def contract_layers(pyproject: str, name: str) -> list[set[str]]:
+    (contract,) = [c for c in tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"] if c["name"] == name]
     return [{module.strip() for module in layer.split("|")} for layer in contract["layers"]]
 
 
-def test_architecture_md_lists_the_layers_of_the_contract():
-    documented = documented_layers((ROOT / "ARCHITECTURE.md").read_text())
-    assert documented == contract_layers((ROOT / "pyproject.toml").read_text())
+@pytest.mark.parametrize("stack", STACKS)
+def test_architecture_md_lists_the_layers_of_the_contracts(stack: str):
+    documented = documented_layers((ROOT / "ARCHITECTURE.md").read_text(), stack)
+    assert documented == contract_layers((ROOT / "pyproject.toml").read_text(), STACKS[stack])
 
 
 def test_a_layer_missing_from_architecture_md_is_told_apart():
     text = (ROOT / "ARCHITECTURE.md").read_text()
     without_targets = "\n".join(line for line in text.splitlines() if not line.startswith("| targets |"))
-    assert documented_layers(without_targets) != contract_layers((ROOT / "pyproject.toml").read_text())
+    assert documented_layers(without_targets, "run") != contract_layers(
+        (ROOT / "pyproject.toml").read_text(), STACKS["run"]
+    )
+
+
+def test_a_layer_in_the_wrong_stack_is_told_apart():
+    """Gating listed in the run's stack is a claim the contracts do not make: the two stacks import nothing of each
+    other."""
+    text = (ROOT / "ARCHITECTURE.md").read_text().replace("| gating | comparison |", "| gating | run |")
+    assert documented_layers(text, "run") != contract_layers((ROOT / "pyproject.toml").read_text(), STACKS["run"])
 
 
 def test_the_import_contracts_hold():
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Contracts: 4 kept, 0 broken." in run.stdout
+    assert "Contracts: 10 kept, 0 broken." in run.stdout
 
 
 def copy_with(tmp_path: Path, module: str, appended: str) -> Path:
@@ -82,6 +97,32 @@ def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
     )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pytest_infer.results.model -> pytest_infer.reporting.terminal" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "appended", "broken"),
+    [
+        ("session.py", "from .gating import compare", "the run imports no part of the comparison BROKEN"),
+        ("gating/compare.py", "from ..targets import Target", "the comparison imports no part of the run BROKEN"),
+        ("reporting/terminal.py", "from .outputs import write_renderings", "the reports over the renderers BROKEN"),
+        ("conformance/context.py", "from .checks import chat", "the conformance suite's glue over its checks BROKEN"),
+        ("structured/table.py", "from .plugin import structured_key", "the structured suite's glue over its machinery"),
+    ],
+    ids=["run-imports-gate", "gate-imports-run", "renderer-imports-outputs", "context-imports-checks", "table-plugin"],
+)
+def test_each_stack_and_inner_contract_catches_its_own_break(tmp_path: Path, module: str, appended: str, broken: str):
+    """The two stacks' independence and the inner layers of the reports and the suites, each on a copy of the package
+    where one module imports what its contract forbids (the circles that function-level imports once hid)."""
+    copy_with(tmp_path, module, f"\n{appended}  # noqa: E402, F401\n")
+    run = subprocess.run(
+        [lint_imports(), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert run.returncode == 1 and broken in run.stdout, run.stdout[-3000:]
 
 
 def tool(name: str) -> str:
