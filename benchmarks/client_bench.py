@@ -27,11 +27,13 @@ every client on core 0 (several processes of ours on any core).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import html
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -265,14 +267,22 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, server_pid: int,
         out = Path(tmp)
         argv = peer.command(load, url, out, tokenizer)
         with open(out / "tool.log", "wb") as log:
-            proc = subprocess.Popen(argv, cwd=out, stdout=log, stderr=subprocess.STDOUT, env=clean_env(peer))
-            with TreeCPU(proc.pid) as cpu:
-                try:
+            # its own process group: a run cut short (time limit, Ctrl-C) ends the peer's workers too
+            proc = subprocess.Popen(
+                argv, cwd=out, stdout=log, stderr=subprocess.STDOUT, env=clean_env(peer), start_new_session=True
+            )
+            try:
+                with TreeCPU(proc.pid) as cpu:
                     proc.wait(timeout_s)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # a worker left behind, or the whole tool when late
+                proc.wait()
         tail = (out / "tool.log").read_text(errors="replace")[-1500:]
+        if time.monotonic() - started >= timeout_s:
+            return {"error": f"no result within {timeout_s:g} s: {tail}"}
         if proc.returncode != 0:
             return {"error": f"exit {proc.returncode}: {tail}"}
         try:

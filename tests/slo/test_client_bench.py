@@ -175,6 +175,25 @@ def test_a_failed_peer_reports_its_exit_and_log(paced, tmp_path):
     assert got["error"].startswith("exit 3") and "boom: no tokenizer" in got["error"]
 
 
+def test_a_peer_past_its_time_is_ended_with_its_workers(paced, tmp_path):
+    proc, url = paced
+    marker = tmp_path / "worker.pid"
+
+    class Hanging(FakePeer):
+        def command(self, load, url, out, tokenizer):
+            worker = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+            spawn = (
+                f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker!r}]); time.sleep(60)"
+            )
+            return [sys.executable, "-c", spawn]
+
+    got = client_bench.run_peer(Hanging(), url, Load(1, 1, 1), tmp_path, proc.pid, timeout_s=3)
+    assert got["error"].startswith("no result within 3 s")
+    worker = int(marker.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{worker}").exists() or "Z" in Path(f"/proc/{worker}/stat").read_text().split()[2]
+
+
 def row(streams: int, **tools) -> dict:
     return {"streams": streams, "tools": {name: {"runs": [], "summary": s} for name, s in tools.items()}}
 
