@@ -13,10 +13,11 @@
 #       server, and the parts are merged into --out/results.json (on a 2-core host it is slower than one pytest).
 #   scripts/gpu-smoke.sh --prepare-lmdeploy DIR [--wheels DIR] [--lmdeploy-wheel FILE] [--python-version ...] [--target-has ...]
 #       here: LMDeploy's release (GPU_SMOKE_LMDEPLOY_VERSION, default 0.18.0) without TurboMind's binaries, and the
-#       packages its PyTorch engine's serve path imports that the GPU machine and the wheels of --wheels lack, as a
-#       folder DIR/site with DIR/MANIFEST.txt; refuses a size over the limit less the wheels of --wheels
+#       packages its PyTorch engine's serve path imports that the GPU machine and the wheels of --wheels lack: its
+#       files in DIR/site, the packages' wheels in DIR/wheels, DIR/MANIFEST.txt; refuses a size over the limit less
+#       the wheels of --wheels
 #   scripts/gpu-smoke.sh --lmdeploy DIR ...: the run above, with LMDeploy (PyTorch engine, from DIR/site) beside
-#       `transformers serve` in the same session and report; only on a CUDA GPU
+#       `transformers serve` in the same session and report (its wheels installed as --wheels's); only on a CUDA GPU
 #
 # The GPU machine is assumed to have Python, PyTorch with CUDA, transformers and NVML's package
 # (--target-has names them; their dependency closure is not carried; --carry-also names packages that closure
@@ -56,7 +57,7 @@ while [ $# -gt 0 ]; do
     --prepare-lmdeploy) PREPARE_LMDEPLOY=${2:?}; shift 2 ;;
     --lmdeploy-wheel) LMDEPLOY_WHEEL=${2:?}; shift 2 ;;
     --lmdeploy) LMDEPLOY=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) die "unknown argument $1; valid: --device cuda|cpu, --out DIR, --wheels DIR, --engine ENV, --profile NAME, --parallel, --prepare-wheels DIR, --python-version X.Y, --target-has REQS, --carry-also REQS, --prepare-lmdeploy DIR, --lmdeploy-wheel FILE, --lmdeploy DIR" ;;
   esac
 done
@@ -130,10 +131,8 @@ prepare_lmdeploy() {  # DIR
   fi
   missing_packages "$tmp/missing.txt" "${reqs[@]}" "${beside[@]}"
   "$PY" scripts/gpu_carry.py carry "$tmp/missing.txt" "${beside[@]}" > "$tmp/carry.txt"
-  if [ -s "$tmp/carry.txt" ]; then
-    "$PY" -m pip download -q --no-deps "${PLATFORM[@]}" -d "$tmp/deps" -r "$tmp/carry.txt"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile "${PLATFORM[@]}" --target "$dir/site" "$tmp/deps"/*.whl
-  fi
+  # as the registry's wheels (a third of their installed size), installed into a folder by the run (--lmdeploy)
+  [ -s "$tmp/carry.txt" ] && "$PY" -m pip download -q --no-deps "${PLATFORM[@]}" -d "$dir/wheels" -r "$tmp/carry.txt"
   mapfile -t carried < "$tmp/carry.txt"
   "$PY" scripts/gpu_carry.py finish "$dir" "$limit" "${carried[@]}"
 }
@@ -159,6 +158,21 @@ if [ -n "$WHEELS" ]; then
     die "the carried wheels in $WHEELS leave a package missing (above); prepare them with --carry-also"
 fi
 "$PY" -c 'import pytest_infer' 2>/dev/null || die "$PY has no pytest-infer: give --wheels DIR (made by --prepare-wheels) or install it"
+if [ -n "$LMDEPLOY" ]; then
+  # LMDeploy from its carried folder, by the machine's interpreter; it goes as far as the import on a machine without
+  # a GPU, then stops, naming what is missing, rather than start a server that never turns ready
+  [ -d "$LMDEPLOY/site/lmdeploy" ] || die "--lmdeploy $LMDEPLOY: no site/lmdeploy in it; make it with --prepare-lmdeploy"
+  SITE=${SITE:-${GPU_SMOKE_SITE:-$(mktemp -d)}}
+  if compgen -G "$LMDEPLOY/wheels/*.whl" > /dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" "$LMDEPLOY"/wheels/*.whl
+  fi
+  export PYTHONPATH="$SITE:$(cd "$LMDEPLOY/site" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+  "$PY" -c 'import lmdeploy.cli' || die "--lmdeploy $LMDEPLOY: lmdeploy.cli does not import from it (above)"
+  [ "$DEVICE" = cuda ] || die "LMDeploy's PyTorch engine runs on a CUDA GPU only: --device $DEVICE"
+  why=$("$PY" -c 'import torch; print("" if torch.cuda.is_available() else "torch.cuda.is_available() is False")' 2>&1 |
+    tail -n 1) || true
+  [ -z "$why" ] || die "LMDeploy's PyTorch engine runs on a CUDA GPU only: no CUDA GPU here ($why)"
+fi
 if [ -z "$ENGINE" ]; then  # the environment whose `transformers` launches the server
   ENGINE=$(command -v "$PY")  # a path: --infer-env takes an interpreter's path, not a name on PATH
   [ "$DEVICE" = cpu ] && [ -d "${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers" ] && ENGINE=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}/transformers
@@ -170,6 +184,12 @@ fi
   "$PY" -c 'from pytest_infer.load.hardware import detect_hardware; print("hardware:", detect_hardware().to_dict())'
 } | tee "$OUT/machine.txt"
 
+FRAMEWORKS=(--infer-framework=transformers "--infer-env=transformers=$ENGINE")
+if [ -n "$LMDEPLOY" ]; then  # beside transformers serve: one session, one report, the framework x version matrix
+  FRAMEWORKS=(--infer-framework=transformers,lmdeploy "--infer-env=transformers=$ENGINE" "--infer-env=lmdeploy=$(command -v "$PY")")
+  cp "$LMDEPLOY/MANIFEST.txt" "$OUT/lmdeploy-carry.txt"  # which release, what it left out: the backend that ran
+fi
+
 # Every suite under suites/; transformers serve decodes one request at a time, so fewer generated schemas.
 # On a host that is not the profile's (a CPU dry run) the mismatch (SLOHardwareMismatch: "profile ...") stays a warning
 # under this checkout's filterwarnings=error.
@@ -180,7 +200,7 @@ run_suites() {  # DIR LIMIT SUITE...: one pytest, one server, its results and re
   # shellcheck disable=SC2086  # GPU_SMOKE_PYTEST_ARGS is a word list
   timeout --signal=TERM --kill-after=60 "$limit" "$PY" -m pytest "$@" -p no:cacheprovider -q -rN \
     -W "default:profile :pytest.PytestWarning" \
-    --infer-framework=transformers "--infer-env=transformers=$ENGINE" --infer-model=tiny \
+    "${FRAMEWORKS[@]}" --infer-model=tiny \
     "--infer-server-arg=--device" "--infer-server-arg=$DEVICE" \
     "--slo=$PROFILE" --structured-examples=5 --structured-shrink-seconds=10 \
     "--infer-report-dir=$dir" "--junitxml=$dir/junit.xml" ${GPU_SMOKE_PYTEST_ARGS:-} > "$dir/pytest.log" 2>&1
