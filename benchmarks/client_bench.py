@@ -430,6 +430,11 @@ def plot_svg(rows: list[dict]) -> str:
             ax.plot([x for x, _ in xy], [max(y, 0.01) for _, y in xy], marker="o", label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    from matplotlib.ticker import FormatStrFormatter  # after plots.figure, which says how to install it
+
+    ax.set_xticks([row["streams"] for row in rows])
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
     for limit in KEEP_MS:
         ax.axhline(limit, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("concurrent streams")
