@@ -20,8 +20,8 @@ class TensorRTLLMAdapter(PythonModuleAdapter):
             "--host", request.host,
             "--port", str(request.port),
         ]  # fmt: skip
-        # trtllm-serve names the model by its path; it has no served-model-name flag
-        # and no API-key flag (put it behind a proxy for that).
+        # trtllm-serve names the model by its path: recent releases document --served_model_name, 0.x has none, so it is
+        # not passed; no release has an API-key flag (put it behind a proxy for that).
         notes = (
             ("trtllm-serve reads no API key: the key is sent, but this server does not check it",)
             if request.api_key
