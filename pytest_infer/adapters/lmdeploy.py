@@ -34,6 +34,9 @@ DTYPES = ("float16", "bfloat16")
 # KV cache blocks for a built-in model: 512 blocks of 64 tokens, 32 whole contexts of tiny at once. Without it the
 # engine takes 80% of the free GPU memory (--cache-max-entry-count 0.8), which the GPU memory figure would report.
 BUILTIN_KV_BLOCKS = 512
+# Requests decoded at once for a built-in model: the engine captures a CUDA graph per batch size up to it at start
+# (1, 2, 4 ... 256, then every 256: twelve graphs at the 1024 it picks for an H200, get_max_batch_size).
+BUILTIN_BATCH = 64
 
 # from lmdeploy/metrics/loggers.py; /metrics is mounted unless --disable-metrics (on by default)
 METRICS = ServerMetricNames(
@@ -131,7 +134,7 @@ class LMDeployAdapter(PythonModuleAdapter):
         if request.on_cpu_tiny:
             args += ["--chat-template", chat_template_config(request.model)]
             args += ["--session-len", str(request.builtin.context)]
-            args += ["--num-gpu-blocks", str(BUILTIN_KV_BLOCKS)]
+            args += ["--num-gpu-blocks", str(BUILTIN_KV_BLOCKS), "--max-batch-size", str(BUILTIN_BATCH)]
             if request.builtin.dtype in DTYPES:
                 args += ["--dtype", request.builtin.dtype]
         args += list(request.extra_args)

@@ -200,21 +200,22 @@ def test_lmdeploy_argv_runs_the_pytorch_engine_as_a_module_of_its_interpreter():
 
 def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks(tmp_path):
     """LMDeploy picks a built-in template by matching the model's path unless told; a built-in model gets one that
-    renders its own template (``hf``), its context as the session length, and a fixed KV cache (by default the engine
-    takes 80% of the free GPU memory)."""
+    renders its own template (``hf``), its context as the session length, a fixed KV cache (by default the engine
+    takes 80% of the free GPU memory) and batch (a CUDA graph is captured per batch size at start)."""
     model = tmp_path / "tiny-abc"
     spec = registry.get("lmdeploy").launch(request(model=str(model), served_model_name="tiny", on_cpu_tiny=True))
     template = str(tmp_path / "tiny-abc.lmdeploy-chat-template.json")
     assert spec.argv[3:] == [
         "serve", "api_server", str(model), "--backend", "pytorch", "--model-name", "tiny",
         "--server-name", "127.0.0.1", "--server-port", "8123",
-        "--chat-template", template, "--session-len", "1024", "--num-gpu-blocks", "512",
+        "--chat-template", template, "--session-len", "1024", "--num-gpu-blocks", "512", "--max-batch-size", "64",
     ]  # fmt: skip
     assert json.loads(Path(template).read_text()) == {"model_name": "hf", "model_path": str(model)}
     gemma = registry.get("lmdeploy").launch(
         request(model=str(model), on_cpu_tiny=True, builtin=BuiltinModel(dtype="bfloat16", context=2048))
     )
-    assert gemma.argv[-6:] == ["--session-len", "2048", "--num-gpu-blocks", "512", "--dtype", "bfloat16"]
+    assert gemma.argv[-8:-2] == ["--session-len", "2048", "--num-gpu-blocks", "512", "--max-batch-size", "64"]
+    assert gemma.argv[-2:] == ["--dtype", "bfloat16"]
 
 
 def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_path):

@@ -83,21 +83,30 @@ def test_the_version_is_read_from_the_carried_release(pythonpath):
     assert (version.version, version.source) == ("0.18.0", "lmdeploy.__version__")
 
 
-def test_the_adapters_chat_template_file_renders_the_tiny_models_own_template(carried):
-    """What the launch line's --chat-template gives the CLI: HFChatTemplate over tiny's template, not a built-in one
-    matched by the model's path."""
+def test_lmdeploys_own_parser_takes_the_adapters_launch_line_and_its_chat_template_renders_tiny(carried):
+    """The launch line for tiny through LMDeploy's own argument parser (the PyTorch engine, the session length, the
+    KV blocks, the batch), and its --chat-template file through the CLI's reading of it: HFChatTemplate over tiny's
+    own template, not a built-in one matched by the model's path."""
     model = tiny_model_dir(PYTHON)
     spec = registry.get("lmdeploy").launch(
         LaunchRequest(str(model), "tiny", "127.0.0.1", 25001, Environment.from_spec(PYTHON), on_cpu_tiny=True)
     )
-    template = spec.argv[spec.argv.index("--chat-template") + 1]
+    assert spec.argv[1:3] == ["-m", "lmdeploy"]
     script = (
+        "import json, sys\n"
+        "from lmdeploy.cli.cli import CLI\n"
+        "from lmdeploy.cli.serve import SubCliServe\n"
         "from lmdeploy.cli.utils import get_chat_template\n"
         "from lmdeploy.model import get_chat_template as build\n"
-        f"config = get_chat_template({template!r}, None)\n"
-        f"t = build({str(model)!r}, config)\n"
-        "print(type(t).__name__, repr(t.messages2prompt([{'role': 'user', 'content': 'hi'}])))\n"
+        "CLI.add_parsers(); SubCliServe.add_parsers()\n"
+        "args = CLI.parser.parse_args(sys.argv[1:])\n"
+        "t = build(args.model_path, get_chat_template(args.chat_template, args.model_path))\n"
+        "prompt = t.messages2prompt([{'role': 'user', 'content': 'hi'}])\n"
+        "print(json.dumps([args.backend, args.model_name, args.server_port, args.session_len, args.num_gpu_blocks,"
+        " args.max_batch_size, args.api_keys, type(t).__name__, prompt]))\n"
     )
-    run = carried("-c", script)
+    run = carried("-c", script, *spec.argv[3:])
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.splitlines()[-1] == "HFChatTemplate '<s><|user|>hi<|end|><|assistant|>'"
+    assert json.loads(run.stdout.splitlines()[-1]) == [
+        "pytorch", "tiny", 25001, 1024, 512, 64, None, "HFChatTemplate", "<s><|user|>hi<|end|><|assistant|>",
+    ]  # fmt: skip
