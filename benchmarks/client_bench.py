@@ -267,9 +267,10 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, server_pid: int,
         out = Path(tmp)
         argv = peer.command(load, url, out, tokenizer)
         with open(out / "tool.log", "wb") as log:
-            # its own process group: a run cut short (time limit, Ctrl-C) ends the peer's workers too
+            # Its own process group, so that its workers end with it; not its own session, which would be a
+            # scheduler autogroup of its own: more CPU than ours gets on a busy machine.
             proc = subprocess.Popen(
-                argv, cwd=out, stdout=log, stderr=subprocess.STDOUT, env=clean_env(peer), start_new_session=True
+                argv, cwd=out, stdout=log, stderr=subprocess.STDOUT, env=clean_env(peer), process_group=0
             )
             try:
                 with TreeCPU(proc.pid) as cpu:
