@@ -81,13 +81,15 @@ class ErrorReply(Exception):
 
 
 def generate_text(prompt: str, seed: int | None, temperature: float, length: int) -> str:
-    """Deterministic for temperature 0 or a given seed; varies otherwise."""
+    """Deterministic for temperature 0 or a given seed; varies otherwise. The prompt's non-ASCII characters join
+    the alphabet, as a real model writes back the rare characters it was shown."""
     if temperature == 0 or seed is not None:
         key = f"{prompt}|{seed if temperature else 'greedy'}"
         rng = random.Random(int(hashlib.sha256(key.encode()).hexdigest()[:16], 16))
     else:
         rng = random.Random()
-    return "".join(rng.choice(ALPHABET) for _ in range(length)).replace("  ", " a")[:length]
+    alphabet = ALPHABET + "".join(sorted({ch for ch in prompt if ord(ch) > 0x7F}))
+    return "".join(rng.choice(alphabet) for _ in range(length)).replace("  ", " a")[:length]
 
 
 def forced_text(body: dict) -> str | None:

@@ -283,6 +283,16 @@ def _no_logprobs_without_top(p: str, body: dict, resp: dict) -> None:
         _choice(resp)["logprobs"] = {"content": None}
 
 
+def _entry_per_character(p: str, body: dict, resp: dict) -> None:
+    """llama.cpp b11312: a character of several byte tokens is one logprobs entry, while usage bills every token."""
+    if body.get("logprobs"):
+        extra = sum(len(ch.encode()) - 1 for ch in _choice(resp)["message"]["content"])
+        resp["usage"].update(
+            completion_tokens=resp["usage"]["completion_tokens"] + extra,
+            total_tokens=resp["usage"]["total_tokens"] + extra,
+        )
+
+
 def _logprobs_when_off(p: str, body: dict, resp: dict) -> None:
     if not body.get("logprobs"):
         _choice(resp)["logprobs"] = {"content": []}
@@ -382,6 +392,7 @@ MUTATIONS: dict[str, Deviation] = {
     "chat.parameter-ranges": answer_when(bad_temperature, 200, canned_chat()),
     "chat.logprobs": on_response(_positive_logprob),
     "chat.logprobs-without-top": on_response(_no_logprobs_without_top),
+    "chat.logprobs-multibyte": on_response(_entry_per_character),
     "chat.logprobs-off": on_response(_logprobs_when_off),
     "chat.json-object": on_response(_json_broken("json_object")),
     "chat.json-schema": on_response(_json_broken("json_schema")),
@@ -482,6 +493,7 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
     "chat.parameter-ranges": "temperature=2.5 -> HTTP 200",
     "chat.logprobs": "logprob 0.5 > 0",
     "chat.logprobs-without-top": "logprobs.content is None",
+    "chat.logprobs-multibyte": "one logprobs entry per generated token",
     "chat.logprobs-off": "logprobs null",
     "chat.json-object": "json.loads",
     "chat.json-schema": "'answer' is a required property",

@@ -206,7 +206,12 @@ def test_limit_problems(used: Any, reason: str, expected: list[str]) -> None:
 
 # --- logprob_problems -------------------------------------------------------------------
 def entry(token: Any = "a", logprob: Any = -0.1, top: Any = (), **extra: Any) -> dict[str, Any]:
-    e = {"token": token, "logprob": logprob, "bytes": [97], "top_logprobs": list(top)}
+    e = {
+        "token": token,
+        "logprob": logprob,
+        "bytes": list(token.encode()) if isinstance(token, str) else [97],
+        "top_logprobs": list(top),
+    }
     e.update(extra)
     return e
 
@@ -223,7 +228,40 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
         pytest.param([entry(), entry("b", top=())], "ab", 0, [], id="well-formed"),
         pytest.param([entry(logprob=0)], "a", 0, [], id="logprob-0-is-certainty"),
         pytest.param([entry(bytes=None)], "a", 0, [], id="bytes-null"),
-        pytest.param([entry(top=[{"token": "a", "logprob": 0}])], "a", 1, [], id="top-logprob-0"),
+        pytest.param([entry(logprob=0, top=[{"token": "a", "logprob": 0}])], "a", 1, [], id="top-logprob-0"),
+        pytest.param(
+            [entry(logprob=-0.5, top=[{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -0.5}])],
+            "a",
+            2,
+            [],
+            id="tie-with-the-top",
+        ),
+        pytest.param([entry("é", bytes=[195, 169])], "é", 0, [], id="bytes-of-a-two-byte-token"),
+        pytest.param([entry("\ufffd", bytes=[240, 160])], "\ufffd", 0, [], id="bytes-of-part-of-a-character"),
+        pytest.param(
+            [entry("\u2581cat", bytes=[32, 99, 97, 116])],
+            "\u2581cat",
+            0,
+            ["entry 0 bytes [32, 99, 97, 116] are not the UTF-8 of its token '\u2581cat'"],
+            id="bytes-not-the-token",
+        ),
+        pytest.param(
+            [entry(logprob=-0.1, top=[{"token": "b", "logprob": -2.0}, {"token": "a", "logprob": -0.1}])],
+            "a",
+            2,
+            ["entry 0 top_logprobs are not the most likely first: [-2.0, -0.1]"],
+            id="top-not-ranked",
+        ),
+        pytest.param(
+            [entry(logprob=-2.0, top=[{"token": "b", "logprob": -0.1}, {"token": "a", "logprob": -2.0}])],
+            "a",
+            2,
+            [
+                "entry 0 token 'a' (logprob -2.0) is not the most likely at temperature 0:"
+                " {'token': 'b', 'logprob': -0.1}"
+            ],
+            id="greedy-token-not-the-top",
+        ),
         pytest.param([], "", 0, ["logprobs.content is [], not a list of token entries"], id="empty-list"),
         pytest.param(None, "", 0, ["logprobs.content is None, not a list of token entries"], id="null"),
         pytest.param(

@@ -27,6 +27,7 @@ SENDS = {
     "chat.json-schema": {"POST /v1/chat/completions": "max_tokens messages model response_format seed temperature"},
     "chat.json-schema-missing": {"POST /v1/chat/completions": "max_tokens messages model response_format"},
     "chat.logprobs": {"POST /v1/chat/completions": "logprobs max_tokens messages model temperature top_logprobs"},
+    "chat.logprobs-multibyte": {"POST /v1/chat/completions": "logprobs max_tokens messages model temperature"},
     "chat.logprobs-off": {"POST /v1/chat/completions": "logprobs max_tokens messages model temperature"},
     "chat.logprobs-without-top": {"POST /v1/chat/completions": "logprobs max_tokens messages model temperature"},
     "chat.max-completion-tokens": {
@@ -166,6 +167,7 @@ GIVES_UP = {
         "refuses": Unsupported,
     },
     "chat.logprobs": {"no-route": Unsupported, "refuses": Unsupported},
+    "chat.logprobs-multibyte": {"empty-object": Inconclusive, "no-route": Unsupported, "refuses": Unsupported},
     "chat.logprobs-off": {"empty-object": Inconclusive},
     "chat.logprobs-without-top": {"no-route": Unsupported, "refuses": Unsupported},
     "chat.n": {"no-route": Unsupported, "refuses": Unsupported},

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 
 from ..context import CheckContext, Exchange, object_or_empty
-from ..failures import trim
+from ..failures import Inconclusive, trim
 from ..registry import check
 from .models import judge_model_names
 
@@ -145,6 +145,16 @@ def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
     return problems
 
 
+def limit_reached(data: dict[str, Any], limit: int, ex: Exchange) -> None:
+    """A real model may end its answer by itself before the limit: then no limit was hit, and what a server says
+    when one is hit was not judged."""
+    used = object_or_empty(data.get("usage")).get("completion_tokens")
+    if isinstance(used, int) and used < limit and choice_of(data).get("finish_reason") != "length":
+        raise Inconclusive(
+            f"the model ended by itself after {used} of {limit} tokens, so the limit was never reached: {ex.curl}"
+        )
+
+
 @check(
     "chat.max-tokens",
     "max_tokens caps the completion and hitting it gives finish_reason 'length'",
@@ -160,6 +170,7 @@ def max_tokens(ctx: CheckContext) -> str:
         f"{'; '.join(problems)}: {ex.text}",
         ex,
     )
+    limit_reached(data, 5, ex)
     return (
         f"max_tokens=5: completion_tokens {data['usage']['completion_tokens']}, finish_reason"
         f" {choice_of(data).get('finish_reason')!r}"
@@ -181,6 +192,7 @@ def max_completion_tokens(ctx: CheckContext) -> str:
     ctx.expect(
         not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex
     )
+    limit_reached(new, 5, ex)
     before = generated_of(old)
     ctx.agree(
         before,
@@ -289,7 +301,17 @@ def seed(ctx: CheckContext) -> str:
         generated_of(ctx.expect_json_object(second, "seed=4242")),
     )
     ctx.agree(a, b, f"the same text twice for seed 4242: {a!r}", second)
-    return f"2 answers for seed 4242 at temperature 1, reasoning and content identical: {shown(a)}"
+    # a real model sure of its next words writes them under any seed: then two equal answers show nothing of the seed
+    other = ctx.chat(max_tokens=12, temperature=1.0, seed=4243)
+    c = generated_of(ctx.expect_json_object(other, "seed=4243"))
+    if c == a:
+        raise Inconclusive(
+            f"seed 4243 gave the same text as seed 4242 ({a!r}): sampling at temperature 1 showed no effect of the"
+            f" seed, so their agreement judges nothing: {other.curl}"
+        )
+    return (
+        f"2 answers for seed 4242 at temperature 1, reasoning and content identical: {shown(a)}; seed 4243: {shown(c)}"
+    )
 
 
 RANGES: dict[str, dict[str, Any]] = {
@@ -323,7 +345,13 @@ def parameter_ranges(ctx: CheckContext) -> str:
     return f"HTTP {statuses} for {', '.join(RANGES)}; HTTP 200 for the same chat in range"
 
 
+GREEDY_SLACK = 1e-4  # logprobs computed in low precision: a tie with the top alternative is still the top
+
+
 def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
+    """What is wrong with the logprobs of a temperature-0 answer: each entry's shape, its bytes the UTF-8 of its
+    token, its top_logprobs most likely first and led by the token picked (greedy picks the most likely), and the
+    tokens joining to ``content``."""
     if not isinstance(entries, list) or not entries:
         return [f"logprobs.content is {entries!r}, not a list of token entries"]
     problems = []
@@ -339,6 +367,8 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
             problems.append(f"entry {i} logprob {e['logprob']} > 0")
         if "bytes" not in e or not (e["bytes"] is None or isinstance(e["bytes"], list)):
             problems.append(f"entry {i} bytes is {e.get('bytes', 'missing')!r}")
+        elif isinstance(e["bytes"], list) and "\ufffd" not in e["token"] and e["bytes"] != list(e["token"].encode()):
+            problems.append(f"entry {i} bytes {e['bytes']} are not the UTF-8 of its token {e['token']!r}")
         top = e.get("top_logprobs")
         if not isinstance(top, list) or len(top) != k:
             problems.append(f"entry {i} has {len(top) if isinstance(top, list) else top!r} top_logprobs, not {k}")
@@ -346,6 +376,13 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
             not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)) or t["logprob"] > 0 for t in top
         ):
             problems.append(f"entry {i} top_logprobs malformed: {top!r}")
+        elif (ranked := [t["logprob"] for t in top]) != sorted(ranked, reverse=True):
+            problems.append(f"entry {i} top_logprobs are not the most likely first: {ranked}")
+        elif top and e["logprob"] < top[0]["logprob"] - GREEDY_SLACK:
+            problems.append(
+                f"entry {i} token {e['token']!r} (logprob {e['logprob']}) is not the most likely at temperature 0:"
+                f" {top[0]!r}"
+            )
         if problems:
             break
     if (
@@ -363,7 +400,7 @@ def logprobs_content(data: dict[str, Any]) -> Any:
 
 @check(
     "chat.logprobs",
-    "logprobs have the chat shape, each <= 0, k top_logprobs, tokens concatenate to the content",
+    "logprobs have the chat shape, each <= 0, k top_logprobs led by the greedy token, tokens joining to the content",
     reference="openai-openapi ChatCompletionTokenLogprob; vllm#3179, vllm#4795",
     needs=("logprobs",),
 )
@@ -397,6 +434,61 @@ def logprobs_without_top(ctx: CheckContext) -> str:
     problems = logprob_problems(logprobs_content(data), content_of(data) or "", 0)
     ctx.expect(not problems, "logprobs.content with empty top_logprobs", "; ".join(problems), ex)
     return f"{len(logprobs_content(data))} token entries with empty top_logprobs, joining to {shown(content_of(data))}"
+
+
+# 4-byte characters, several tokens each in a real vocabulary; a real model writes them back
+MULTIBYTE = [{"role": "user", "content": "Repeat exactly: 𠀋𠀋 𪚥𪚥 𠀋𠀋 𪚥𪚥"}]
+
+
+def _incomplete_utf8(tail: bytes) -> bool:
+    """``tail`` is the start of one UTF-8 character cut off at the limit (a text drops it, its tokens' bytes not)."""
+    try:
+        tail.decode()
+    except UnicodeDecodeError:
+        return 0 < len(tail) < 4
+    return not tail
+
+
+@check(
+    "chat.logprobs-multibyte",
+    "on characters of several tokens, logprobs have one entry per billed token and their bytes join to the content",
+    reference="openai-openapi ChatCompletionTokenLogprob (bytes: characters represented by multiple tokens)",
+    needs=("logprobs",),
+)
+def logprobs_multibyte(ctx: CheckContext) -> str:
+    """Perplexity and scoring clients sum every token's logprob and rebuild text from ``bytes``; an entry per
+    character instead of per token drops the other tokens' logprobs. ASCII answers never show it."""
+    ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True))
+    ex, data = greedy(ctx, messages=MULTIBYTE, max_tokens=12, logprobs=True)
+    content = content_of(data) or ""
+    wide = ctx.nonempty(sorted({ch for ch in content if ord(ch) > 0x7F}), "non-ASCII character in the answer", ex)
+    entries = logprobs_content(data)
+    ctx.expect(
+        isinstance(entries, list) and all(isinstance(e, dict) for e in entries),
+        "logprobs.content: a list of token entries",
+        entries,
+        ex,
+    )
+    billed = object_or_empty(data.get("usage")).get("completion_tokens")
+    ctx.expect(
+        len(entries) == billed,
+        f"one logprobs entry per generated token ({billed}, usage.completion_tokens)",
+        f"{len(entries)} entries: {shown([e.get('token') for e in entries], 200)}",
+        ex,
+    )
+    pieces = [e.get("bytes") for e in entries]
+    judged_bytes = all(isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b) for b in pieces)
+    if judged_bytes:
+        joined, text = bytes(x for b in pieces for x in b), content.encode()
+        ctx.expect(
+            joined.startswith(text) and _incomplete_utf8(joined[len(text) :]),
+            f"the entries' bytes joining to the UTF-8 of the content {content!r}",
+            joined.decode("utf-8", "backslashreplace"),
+            ex,
+        )
+    return f"{len(entries)} entries for {billed} tokens of {shown(content)} ({len(wide)} non-ASCII characters)" + (
+        ", their bytes joining to its UTF-8" if judged_bytes else "; bytes null, not judged"
+    )
 
 
 @check(

@@ -157,6 +157,14 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("length-early", _limited(_at_5, lambda r: r["usage"].update(completion_tokens=4)), "after 4 of 5 tokens"),
         ("usage-not-object", _limited(_at_5, lambda r: _set(r, usage="n/a")), '"usage": "n/a"'),  # crashed before
     ],
+    "chat.logprobs-multibyte": [
+        (
+            "bytes-replaced",
+            _entries(lambda e: [x.update(bytes=list("\ufffd".encode())) for x in e if len(x["bytes"]) > 1], top=None),
+            "the entries' bytes joining to the UTF-8 of the content",
+        ),
+        ("not-a-list", _logprobs_are({"content": "none"}, top=None), "a list of token entries"),
+    ],
     "chat.max-completion-tokens": [
         (
             "says-stop",
@@ -258,7 +266,14 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("top-not-object", _first_top(lambda t: t.__setitem__(0, "e")), "top_logprobs malformed: ['e'"),
         ("top-logprob-not-number", _first_top(lambda t: t[1].update(logprob="x")), "'logprob': 'x'"),
         ("top-logprob-positive", _first_top(lambda t: t[2].update(logprob=0.5)), "'logprob': 0.5"),
-        ("tokens-join", _entries(lambda e: e[0].update(token="#")), "tokens join to '#"),
+        ("tokens-join", _entries(lambda e: e[0].update(token="#", bytes=[35])), "tokens join to '#"),
+        ("bytes-not-the-token", _entries(lambda e: e[0].update(bytes=[0])), "bytes [0] are not the UTF-8 of its token"),
+        ("top-not-ranked", _first_top(lambda t: t.reverse()), "top_logprobs are not the most likely first"),
+        (
+            "greedy-token-not-top",
+            _entries(lambda e: e[0].update(logprob=-0.5)),
+            "(logprob -0.5) is not the most likely",
+        ),
         # entry 1 broken too: the failure names the first bad entry only (the case's quoted text says which)
         (
             "two-at-once",
