@@ -24,9 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .gating.compare import EXIT_INCOMPLETE, EXIT_PASS, compare
+from .gating.compare import EXIT_INCOMPLETE, EXIT_PASS, compare, gate_of
 from .outcomes import InferError
 from .paths import bundled
+from .reporting.history import build_history, render_history, terminal_lines
+from .reporting.history import render_markdown as render_history_markdown
+from .reporting.markdown import render_markdown
+from .reporting.outputs import write_renderings
 from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import SessionResults, atomic_write_text, combine, result_files
 from .suite import SuiteCli, installed
@@ -87,15 +91,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         candidate.write(args.output)
         print(f"candidate with the gate's verdict -> {args.output}")
     if args.markdown:
-        from .reporting.markdown import render_markdown
-
         atomic_write_text(args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate"))
     return gate.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .gating.compare import gate_of
-    from .reporting.outputs import write_renderings
 
     results = (
         _read_all(args.inputs)
@@ -114,14 +114,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from .reporting.history import build_history, render_history, render_markdown, terminal_lines
-
     parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
     merged, history = build_history(parts, _settings(args))
     html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
     atomic_write_text(
-        markdown, render_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", ""))
+        markdown, render_history_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", ""))
     )
     _print(terminal_lines(history))
     print(f"html: {html}\nmarkdown: {markdown}")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+
+import httpx
 
 from . import registry
 from .base import Adapter, BaseAdapter, LaunchRequest, LaunchSpec, Version, VersionRoute
-
-if TYPE_CHECKING:
-    import httpx
 
 
 class EndpointAdapter(BaseAdapter):
@@ -35,8 +33,6 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
     ``httpx.TransportError`` is raised. What betrays a framework (``owned_by``, ``version_routes``) comes from the
     adapters, in registry order.
     """
-    import httpx
-
     adapters = list(registry.ADAPTERS.values())
     owners = {owner.lower(): adapter for adapter in adapters for owner in adapter.owned_by}
     routes: dict[str, tuple[VersionRoute, Adapter]] = {}

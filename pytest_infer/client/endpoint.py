@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import httpx
+import httpx
+
+from .tls import tls
 
 CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length")  # how servers advertise a model's context
 META_CONTEXT_KEY = "n_ctx"  # llama.cpp's, under the card's "meta": the context of one slot, what one request may use
@@ -42,10 +43,6 @@ class Endpoint:
 
     def http(self, timeout: float | None = None, **kwargs: Any) -> httpx.Client:
         """A plain httpx client bound to this endpoint (its URL, key and timeout, the shared TLS context)."""
-        import httpx
-
-        from .tls import tls
-
         return httpx.Client(
             base_url=self.base_url, headers=self.headers, timeout=timeout or self.timeout, verify=tls(), **kwargs
         )
@@ -69,8 +66,6 @@ class Endpoint:
     def context_length(self, client: Any = None) -> int | None:
         """The served model's context in tokens where ``/v1/models`` advertises it (vLLM, SGLang, llama.cpp), else
         ``None``."""
-        import httpx
-
         try:
             cards = self.models(client, timeout=10.0)
         except httpx.HTTPError:

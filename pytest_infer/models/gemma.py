@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..adapters.base import BuiltinModel
 from ..outcomes import InferError
 from ..paths import cache_dir
@@ -132,7 +134,6 @@ def make_folder(target: Path, make: Callable[[Path], None]) -> Path:
     cleared under it."""
     if target.exists():
         return target
-    from filelock import FileLock
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):

@@ -8,7 +8,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..paths import cache_dir
+from .gemma import ModelError, make_folder
 
 TINY = "tiny"
 _BUILDER = Path(__file__).with_name("tiny_build.py")
@@ -26,7 +29,6 @@ def tiny_model_dir(python: str) -> Path:
     marker = target / "pytest_infer_tiny.json"
     if marker.exists():
         return target
-    from filelock import FileLock
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
@@ -52,8 +54,6 @@ def tiny_gguf(python: str, converter: Path) -> Path:
     ``convert_hf_to_gguf.py`` in ``converter``, from the folder that interpreter builds. Cached beside the folder,
     keyed by both recipes; the first llama.cpp engine to ask converts it, and every other reads that file.
     """
-    from .gemma import ModelError, make_folder
-
     folder = tiny_model_dir(python)
     digest = hashlib.sha256(_BUILDER.read_bytes() + _GGUF_BUILDER.read_bytes()).hexdigest()[:12]
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from pytest_benchmark.stats import Stats
 
 from .. import __version__
 from ..results.model import SessionResults, atomic_write_text
@@ -24,8 +27,6 @@ from ..table import Measured
 
 
 def _stats(data: list[float]) -> dict[str, Any]:
-    from pytest_benchmark.stats import Stats
-
     stats = Stats()
     for value in data:
         stats.update(value)
@@ -98,8 +99,6 @@ def to_benchmark_json(results: SessionResults, views: Views | None = None) -> di
 
 
 def _benchmark_version() -> str:
-    from importlib.metadata import version
-
     return version("pytest-benchmark")
 
 

@@ -20,13 +20,13 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import httpx
 
 from ..adapters.base import OPENAI_ROUTES, ROUTE_KINDS, KnownRoute
 from ..client.curl import curl_command
-
-if TYPE_CHECKING:  # httpx loads when a probe runs: the suite's table (PROTECTED) is read at every pytest start
-    import httpx
+from ..client.tls import tls
 
 PROTECTED = ("generate", "change-state", "internals")  # kinds that must refuse a caller without the key
 REFUSED = (401, 403)
@@ -80,8 +80,6 @@ def _concrete(path: str) -> str:
 
 def discover(client: httpx.Client, known: tuple[KnownRoute, ...] = OPENAI_ROUTES) -> tuple[list[Route], str]:
     """The routes to probe and where they came from (``client`` carries the right key)."""
-    import httpx
-
     found: dict[str, Route] = {}
     note = "no /openapi.json"
     try:
@@ -207,10 +205,6 @@ class RouteProbe:
 
 
 def _send(base_url: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> tuple[int | str, str]:
-    import httpx
-
-    from ..client.tls import tls
-
     try:
         with httpx.Client(base_url=base_url, headers=headers, timeout=PROBE_TIMEOUT, verify=tls()) as fresh:
             resp = fresh.request(method, path, json=body) if body is not None else fresh.request(method, path)

@@ -19,14 +19,19 @@ import os
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
+import psutil
+
 from ..adapters import registry
 from ..adapters.base import Adapter, BuiltinModel, LaunchRequest, LaunchSpec, Version
-from ..adapters.external import ENDPOINT
+from ..adapters.external import ENDPOINT, detect_endpoint
 from ..client.endpoint import Endpoint
+from ..client.tls import tls
 from ..models import local_model
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..results.model import Crash, ServerFacts, atomic_write_text
@@ -151,10 +156,6 @@ class ServerInfo(ServerFacts):
 
 
 def _answers(base_url: str) -> bool:
-    import httpx
-
-    from ..client.tls import tls
-
     try:
         httpx.get(f"{base_url}/v1/models", timeout=2.0, verify=tls())
         return True
@@ -244,8 +245,6 @@ class ServerPool:
     def start_all(self, target_ids: list[str]) -> None:
         """Start the servers of these targets not yet running, side by side: an engine's start is mostly one process
         importing and compiling on one core, so on a machine of several the starts overlap."""
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=max(1, len(target_ids)), thread_name_prefix="pytest-infer-start") as run:
             list(run.map(self.get, target_ids))
 
@@ -414,8 +413,6 @@ class ServerPool:
     @staticmethod
     def _send_first_requests(endpoint: Endpoint, requests: tuple[tuple[str, dict], ...]) -> tuple[str, ...]:
         """Send the launch spec's first requests; what went wrong becomes a note, since the server itself is up."""
-        import httpx
-
         notes = []
         with endpoint.http() as client:
             for path, body in requests:
@@ -430,7 +427,6 @@ class ServerPool:
     def _memory_limit(self) -> int:
         if self.options.memory_limit_gb is not None:
             return int(self.options.memory_limit_gb * 2**30)
-        import psutil
 
         return int(psutil.virtual_memory().total * DEFAULT_MEMORY_SHARE)
 
@@ -442,8 +438,6 @@ class ServerPool:
     def _served_model(endpoint: Endpoint, unlisted: str | None = None) -> str | None:
         """The id the server answers to: the one asked for if listed, else the first listed, else the launch's own
         (``LaunchSpec.served_model``; ``transformers serve`` names models by path)."""
-        import httpx
-
         try:
             ids = [m.get("id") for m in endpoint.models(timeout=10)]
         except httpx.HTTPError:
@@ -453,10 +447,6 @@ class ServerPool:
         return unlisted or endpoint.model
 
     def _connect(self, target: Target) -> ServerInfo:
-        import httpx
-
-        from ..adapters.external import detect_endpoint
-
         info = ServerInfo(
             target=target.id,
             adapter=target.adapter,

@@ -13,18 +13,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlparse
+
+import httpx
+import psutil
 
 from ..adapters.base import LaunchSpec
 from ..client.endpoint import Endpoint
 from ..outcomes import InferError
 from ..secrets import MASK, redact
-
-if TYPE_CHECKING:
-    import httpx
-    import psutil
-
 
 PF_EXITING = 0x4  # Linux's flag of a process inside exit(): /proc/PID/stat, field 9
 # How long a process already inside exit() may take to be gone: its parent reaps it only when its last thread has
@@ -106,8 +103,6 @@ class ReadinessProbe:
     served_model: str | None = None  # asked for when /v1/models lists none (``LaunchSpec.served_model``)
 
     def __call__(self) -> bool:
-        import httpx
-
         try:
             with self.endpoint.http(timeout=2.0) as client:
                 answers = {path: client.get(path) for path in self.paths}
@@ -140,8 +135,6 @@ class ReadinessProbe:
 
 def process_tree_rss(pid: int) -> int:
     """Resident memory of a process and all its descendants, in bytes."""
-    import psutil  # here: loading the plugin should not load it
-
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
@@ -377,8 +370,6 @@ class ServerProcess:
 
 def terminate_tree(pid: int, grace: float) -> None:
     """Stop a process group led by ``pid`` plus descendants that changed group."""
-    import psutil
-
     try:
         descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -406,8 +397,6 @@ def terminate_tree(pid: int, grace: float) -> None:
 
 def running(process: psutil.Process | int) -> bool:
     """The process exists and is not a zombie (an exited child nobody has reaped yet)."""
-    import psutil
-
     try:
         proc = psutil.Process(process) if isinstance(process, int) else process
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE

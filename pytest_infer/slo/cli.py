@@ -7,7 +7,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..results.model import SessionResults, result_files
 from ..suite import SuiteCli
+from .drift import SAFETY, CalibrationError, DriftCalibration, calibrate
+from .rules import RuleError, parse_rules
 from .settings import SloSettings
 
 DRIFT_SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
@@ -48,8 +51,6 @@ class SloCli(SuiteCli):
 
     def settings(self, args: argparse.Namespace) -> SloSettings:
         """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises, naming its flag."""
-        from .drift import CalibrationError, DriftCalibration
-        from .rules import RuleError, parse_rules
 
         try:
             rules = parse_rules(args.fail_on) if args.fail_on else ()
@@ -66,8 +67,6 @@ class SloCli(SuiteCli):
         return ("slo",)
 
     def commands(self, subparsers: argparse._SubParsersAction) -> None:
-        from .drift import SAFETY
-
         p = subparsers.add_parser(
             "calibrate",
             help=(
@@ -99,8 +98,6 @@ CLI = SloCli()
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..results.model import SessionResults, result_files
-    from .drift import calibrate
 
     parts = [(str(p), SessionResults.read(p)) for p in result_files(args.inputs)]
     drift = calibrate(parts, safety=args.safety, target=args.target)

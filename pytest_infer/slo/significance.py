@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .metrics.catalogue import Figure
 
 from ..table import ALPHA
+from .metrics.catalogue import samples_of
 from .metrics.stats import scipy_stats
 
 MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
@@ -38,8 +39,6 @@ class Significance:
 
 def sample_keys(metric: Figure) -> list[Figure]:
     """The per-request samples a summary figure may come from: ``ttft_p99_ms`` -> ``ttft_ms``."""
-    from .metrics.catalogue import samples_of
-
     return samples_of(metric)
 
 

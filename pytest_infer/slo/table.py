@@ -13,10 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..reporting import plots
 from ..table import Cell, Finding, Limits, Measured, Pairing, Section, Table
 from . import settings as slo_settings
-from .metrics.catalogue import Figure, find, headline, parse, stored
+from .metrics.catalogue import Figure, UnknownMetric, find, headline, parse, stored, threshold
 from .metrics.catalogue import metric as catalogued
+from .metrics.stats import median_interval
+from .rules import rule_for, worsening
+from .significance import significance
 
 RESERVED = frozenset(
     {
@@ -307,8 +311,6 @@ class SloTable(Table, Measured):
         }
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
-        from ..reporting import plots
-
         points = self.points()
         series = [
             (f"{label(p.target)} {p.name}", str(k), sorted(p.samples[k]))
@@ -366,8 +368,6 @@ def _shown(value: float, unit: str) -> str:
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of
     it."""
-    from .metrics.catalogue import UnknownMetric, threshold
-    from .metrics.stats import median_interval
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
@@ -491,8 +491,6 @@ def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
 
 
 def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairing) -> Finding | None:
-    from .rules import rule_for, worsening
-    from .significance import significance
 
     settings = slo_settings.of(pairing.settings.get(slo_settings.NAME))
     rule = rule_for(settings.rules, metric)
@@ -570,8 +568,6 @@ def _against_concurrency(
     points: list[SloPoint], label: Callable[[str], str], figures: tuple[Figure, ...], title: str
 ) -> str | None:
     """A figure against concurrency (closed-loop load points), one line per target."""
-    from ..reporting import plots
-
     series: dict[str, list[tuple[float, float]]] = {}
     ylabel = ""
     for point in points:

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 
+from ...outcomes import NotExercised
 from ..context import CheckContext, Exchange, object_or_empty
 from ..failures import Inconclusive, trim
 from ..registry import check
@@ -259,8 +260,6 @@ def stop_case(ctx: CheckContext) -> tuple[str, str, str]:
     text, tokens = token_texts(ctx, {})
     found = stop_across_tokens(text, tokens)
     if found is None:
-        from ..failures import Inconclusive
-
         raise Inconclusive(f"the greedy answer {text!r} is too short to place a stop string in")
     stop, at = found
     return text, stop, text[:at]
@@ -658,8 +657,6 @@ def _count(value: Any) -> bool:
 def usage_details(ctx: CheckContext) -> str:
     """Cost dashboards bill cached tokens at a discount; a count outside the total, or none on an obvious
     cache hit, misprices every request."""
-    from ...outcomes import NotExercised
-
     answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
     usages = [object_or_empty(data.get("usage")) for _, data in answers]
     if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):

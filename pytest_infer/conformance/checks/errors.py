@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ..context import CheckContext, Exchange, StreamExchange, envelope_type_problems
 from ..registry import check
 from .chat import shown
@@ -98,8 +100,6 @@ def unknown_model(ctx: CheckContext) -> str:
 def _overflow_prompt(ctx: CheckContext) -> str:
     length = ctx.context_length()
     if length is None:
-        import pytest
-
         pytest.skip(
             "the server does not expose its context length (max_model_len in /v1/models); an over-long prompt could"
             " exhaust its memory"

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ..context import USER, CheckContext
+from ..failures import Inconclusive
 from ..registry import check
 from . import messages, responses
 from .chat import LIMIT, content_of, greedy, shown
@@ -228,8 +229,6 @@ async def completions(ctx: CheckContext) -> str:
 )
 def tool_stream(ctx: CheckContext) -> str:
     """Agent frameworks accumulate ``delta.tool_calls`` by index exactly like this."""
-    from ..failures import Inconclusive
-
     params = {
         "model": ctx.model,
         "messages": ASK,
