@@ -14,9 +14,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ...adapters import registry
 from ...adapters.base import Adapter
+from ...load import LoadSpec, Workload
+from ...load.replay import MOONCAKE_BLOCK_TOKENS, TraceError, read_trace
 from ...outcomes import InferError
 from ...paths import bundled
+from ..metrics.catalogue import check_threshold_key
 
 
 def profiles_dir() -> Path:
@@ -25,6 +29,10 @@ def profiles_dir() -> Path:
 
 def available_profiles() -> dict[str, Path]:
     return {path.stem: path for path in sorted(profiles_dir().glob("*.yaml"))}
+
+
+# the threshold a capacity search is judged by, by what it searches over
+CAPACITY_THRESHOLDS = {"rate": "min_capacity_rps", "concurrency": "min_capacity_concurrency"}
 
 
 class ProfileError(InferError, ValueError):
@@ -181,9 +189,7 @@ class LoadPoint:
     settings: dict[str, Any]  # the _POINT_FIELDS that apply (defaults, point, override)
     thresholds: dict[str, float]
 
-    def load_spec(self):
-        from ...load import LoadSpec
-
+    def load_spec(self) -> LoadSpec:
         s = self.settings
         replay = bool(s.get("trace_file"))
         warmup = s.get("warmup_requests", 8)
@@ -204,14 +210,10 @@ class LoadPoint:
 
     @property
     def trace_length(self) -> int:
-        from ...load.replay import read_trace
-
         return len(read_trace(self.settings["trace_file"]))
 
-    def workload(self, adapter: Adapter | None = None):
+    def workload(self, adapter: Adapter | None = None) -> Workload:
         """What each request asks for; the server's ``adapter`` decides ignore_eos and exact token-count fields."""
-        from ...load import Workload
-        from ...load.replay import MOONCAKE_BLOCK_TOKENS
 
         s = self.settings
         trace = s.get("trace_file")
@@ -307,8 +309,6 @@ class Profile:
 
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
     """Checks the schema cannot express: threshold names, unique ids, overrides that name real points."""
-    from ...adapters import registry
-    from ..metrics.catalogue import check_threshold_key
 
     errors = []
     for model, entry in data["models"].items():
@@ -353,8 +353,6 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
 
 def _unjudged(where: str, point: dict[str, Any], thresholds: dict[str, Any], after: str = "") -> list[str]:
     """A load point with no threshold would pass whatever it measured: refuse it before anything starts."""
-    from .capacity import CAPACITY_THRESHOLDS
-
     if not thresholds:
         return [
             f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge its figures; "
@@ -386,8 +384,6 @@ def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
 
 def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
     """Workload settings that do not go together, and trace files that cannot be replayed (relative to ``base``)."""
-    from ...load.replay import TraceError, read_trace
-
     errors = []
     for model, entry in data["models"].items():
         overrides = entry.get("frameworks") or {}

@@ -20,11 +20,10 @@ from statistics import median
 from typing import Any
 
 from ..metrics.judge import PointVerdict, ThresholdCheck
-from . import LoadPoint
+from . import CAPACITY_THRESHOLDS, LoadPoint
 from .evaluate import PointResult
 
 DEFAULTS = {"resolution": 0.25, "max_probes": 8, "stop_error_share": 0.05, "saturation_ratio": 2.0}
-CAPACITY_THRESHOLDS = {"rate": "min_capacity_rps", "concurrency": "min_capacity_concurrency"}
 FIGURE = {"rate": "capacity_rps", "concurrency": "capacity_concurrency"}
 
 
