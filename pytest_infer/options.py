@@ -248,6 +248,7 @@ def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[
 
 def parse_baseline(text: str) -> Path:
     """The baseline is read now, so a missing or cut-short file stops the run before any server starts."""
+    # lazy: options load in every pytest run; this only when the option is given
     from .results.model import ResultsFileError, SessionResults
 
     path = Path(text)
@@ -259,6 +260,7 @@ def parse_baseline(text: str) -> Path:
 
 
 def parse_parsers(specs: list[str]) -> Parsers:
+    # lazy: options load in every pytest run; this only when the option is given
     from .adapters.parsers import Parsers
 
     try:

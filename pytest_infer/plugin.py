@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from . import hooks
 from . import options as opts
 from .outcomes import Inconclusive, NotExercised, NotRun, Unsupported
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
@@ -34,8 +35,6 @@ NO_SERVER = "no server under test: pass --infer-framework=NAME or --infer-endpoi
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from . import hooks
-
     pluginmanager.add_hookspecs(hooks)
 
 
@@ -70,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     options = opts.parse(config)
     targets = []
     if options.active:
+        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
         from .targets import resolve_targets
 
         targets = resolve_targets(options)
@@ -156,6 +156,7 @@ def _target_of(item: pytest.Item) -> Target | None:
     target = callspec.params.get("infer_target") if callspec is not None else None
     if target is None:  # not a test of a server (most tests of most runs): the targets module stays unloaded
         return None
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     from .targets import Target
 
     return target if isinstance(target, Target) else None
@@ -219,6 +220,7 @@ def infer_endpoint(infer_server: ServerInfo, infer_session: InferSession) -> End
 @pytest.fixture
 def infer_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint) -> Iterator[InferClient]:
     """An httpx client for the server under test, retries off."""
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     from .client.http import InferClient
 
     with InferClient(infer_endpoint) as client:
@@ -228,6 +230,7 @@ def infer_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint) -> Ite
 @pytest.fixture
 def infer_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (sync), pointed at the server under test."""
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     import openai
 
     with openai.OpenAI(**infer_endpoint.openai_kwargs()) as client:
@@ -237,6 +240,7 @@ def infer_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint)
 @pytest.fixture
 async def infer_async_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (async)."""
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     import openai
 
     async with openai.AsyncOpenAI(**infer_endpoint.openai_kwargs()) as client:
@@ -298,6 +302,7 @@ def _record(
         outcome = "failed" if report.when == "call" else "error"
     else:
         outcome = "passed"
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     from .results.model import TestRecord
 
     message = _message(report) if report.longrepr is not None and not report.passed else ""
@@ -340,6 +345,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())  # type: ignore[attr-defined]  # set by xdist
         return
     if infer.targets:
+        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
         from .reporting.outputs import finish_session
 
         # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
@@ -363,6 +369,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     infer = config.stash[session_key]
     if not infer.targets or not infer.results.targets:
         return
+    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     from .reporting.terminal import render_summary
 
     terminalreporter.write_sep("=", "pytest-infer")
@@ -373,11 +380,13 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
             terminalreporter.write_line(f"note: {info.target}: {note}", yellow=True)
     written = getattr(infer, "written", None)
     if written is not None:
+        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
         from .reporting.terminal import render_written
 
         for line in render_written(written):
             terminalreporter.write_line(line)
         if written.gate is not None:
+            # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
             from .reporting.terminal import render_gate
 
             gate = written.gate
@@ -422,6 +431,7 @@ class XdistController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
+        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
         from .results.model import SessionResults
 
         data = getattr(node, "workeroutput", {}).get(WORKER_RESULTS_KEY)

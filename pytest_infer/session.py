@@ -57,6 +57,7 @@ class InferSession:
         session = cls(options, targets, suites, is_worker=workerinput is not None)
         session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
         if workerinput is None and targets:  # the controller writes the results of a session that tests a server
+            # lazy: this module loads in every pytest run; this only in a session that tests a server
             from .results.environment import capture_environment
 
             session.results.environment = capture_environment(config.rootpath, __version__)
@@ -66,12 +67,14 @@ class InferSession:
 
     @functools.cached_property
     def pool(self) -> ServerPool:
+        # lazy: this module loads in every pytest run; this only in a session that tests a server
         from .server.pool import ServerPool
 
         return ServerPool(self.options, self.targets, owner=not self.is_worker)
 
     @functools.cached_property
     def results(self) -> SessionResults:
+        # lazy: this module loads in every pytest run; this only in a session that tests a server
         from .results.model import SessionResults
 
         results = SessionResults(suites=self.suites)
@@ -89,6 +92,7 @@ class InferSession:
         return {t.id: self.server(t.id) for t in self.targets}
 
     def server(self, target_id: str) -> ServerInfo:
+        # lazy: this module loads in every pytest run; this only in a session that tests a server
         from .results.model import TargetRecord
 
         info = self.pool.get(target_id)

@@ -90,6 +90,7 @@ class Suite:
 
 @functools.cache
 def _table_type(spec: str, suite: str) -> type[Table]:
+    # lazy: every pytest run loads the registry; a table only when a session reads one
     from .table import Table
 
     try:

@@ -100,6 +100,7 @@ class Registry(Mapping[str, "Adapter"]):
 
 
 def _load(ep: EntryPoint) -> Adapter:
+    # lazy: the registry loads in every pytest run; base only with a third party's adapter
     from .base import missing_members
 
     try:

@@ -184,6 +184,7 @@ class CheckContext:
     def openai(self) -> Any:
         """The sync ``openai.OpenAI`` client, retries off (a retry must never hide a failure)."""
         if self._openai is None:
+            # lazy: openai takes about a second to import; only the SDK checks need it
             import openai
 
             self._openai = openai.OpenAI(**self.endpoint.openai_kwargs())
@@ -207,6 +208,7 @@ class CheckContext:
 
     def async_openai(self) -> Any:
         """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
+        # lazy: openai takes about a second to import; only the SDK checks need it
         import openai
 
         return openai.AsyncOpenAI(**self.endpoint.openai_kwargs())

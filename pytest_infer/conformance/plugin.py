@@ -60,6 +60,7 @@ def conformance_ctx(
 
 def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
     """The adapter's field that forces text and the parsers the target runs."""
+    # lazy: this plugin loads in every pytest run; scripting only in a conformance session
     from .scripts import Scripting
 
     return Scripting(

@@ -524,6 +524,7 @@ class RayLoadWorker:
     """A Ray actor (``ray.remote(RayLoadWorker)``): where it runs, its clock, and one share of a load."""
 
     def where(self) -> tuple[str, str, int]:
+        # lazy: ray is an optional extra (pytest-infer[ray])
         import ray
 
         return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid()
@@ -576,6 +577,7 @@ def _remote_clock(ray: Any, actor: Any) -> int:
 
 def _ray() -> Any:
     try:
+        # lazy: ray is an optional extra (pytest-infer[ray])
         import ray
     except ImportError:
         raise RuntimeError("a Ray cluster's load needs Ray: pip install 'pytest-infer[ray]'") from None
@@ -586,6 +588,7 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
              calibration: Calibration, seed: int, transport: str, at_window_end: Callable[[], Any],
              apply_clock_offsets: bool | None) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
     ray = _ray()
+    # lazy: ray is an optional extra (pytest-infer[ray])
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 

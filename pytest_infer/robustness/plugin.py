@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,8 +14,7 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="session")
 def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) -> Guard:
     """This target's Guard; its tally is the target's row of the robustness table."""
-    from dataclasses import replace
-
+    # lazy: this plugin loads in every pytest run; its kit only in a robustness session
     from .kit import REJECT_TIMEOUT, Guard
 
     endpoint = replace(infer_endpoint, timeout=min(REJECT_TIMEOUT, infer_endpoint.timeout))
@@ -27,6 +27,7 @@ def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) 
 def robustness_context_length(infer_target, infer_endpoint) -> int:
     """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a built-in model's
     known one, else a large default."""
+    # lazy: this plugin loads in every pytest run; its kit only in a robustness session
     from ..models import known_context
     from .kit import DEFAULT_CONTEXT
 

@@ -24,11 +24,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Reads the limits now, so a bad file stops the run before any server starts; a run that tests no server and
     names no file reads nothing (the stall machinery loads httpx and the load client)."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a security session
     from ..session import tests_a_server
 
     given = option_value(config, STALL)
     if not given and not tests_a_server(config):
         return
+    # lazy: this plugin loads in every pytest run; its machinery only in a security session
     from .stall import LIMITS_FILE, StallLimits
 
     path = given or LIMITS_FILE

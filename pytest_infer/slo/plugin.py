@@ -108,6 +108,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def parse_profile(text: str) -> Profile:
     """The profile, loaded and validated once, so a bad one stops the run before any server starts."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .profiles import ProfileError, available_profiles, load_profile
 
     if text.endswith((".yaml", ".yml")) or os.sep in text:
@@ -126,10 +127,12 @@ def parse_profile(text: str) -> Profile:
 def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
     """The gate's rules and drift calibration, read now, so a bad rule or file stops the run before any server
     starts; both compare with a baseline run."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .settings import SloSettings
 
     rules_text, calibration = option_value(config, FAIL_ON), option_value(config, CALIBRATION)
     if rules_text:
+        # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
         from .rules import RuleError, parse_rules
 
         try:
@@ -146,6 +149,7 @@ def _gate_settings(config: pytest.Config, baseline: Path | None) -> SloSettings:
         raise pytest.UsageError(
             f"{CALIBRATION} needs {BASELINE}=FILE: it bounds the drift between its session and this one"
         )
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .drift import CalibrationError, DriftCalibration
 
     try:
@@ -162,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not tests_a_server(config) and not any(option_value(config, o) for o in OPTIONS):
         return
     session = config.stash.get(session_key, None)
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .settings import NAME, SloOptions
 
     settings = _gate_settings(config, session.options.baseline if session is not None else None)
@@ -229,6 +234,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     profile = _profile(config)
     if profile is None:
         return []
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from ..load.hardware import detect_hardware
 
     problem = profile.hardware_mismatch(detect_hardware())
@@ -248,6 +254,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 @pytest.fixture(scope="session")
 def slo_hardware() -> Hardware:
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from ..load.hardware import detect_hardware
 
     return detect_hardware()
@@ -271,6 +278,7 @@ def slo_result(
     infer_live_server, infer_endpoint, infer_session, infer_target, infer_record,
 ) -> PointResult | CapacityResult:  # fmt: skip
     """Measure this load point on this target; record it; ERROR when the measurement is invalid."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .metrics import headline, stored
 
     options = request.config.stash[slo_key]
@@ -330,6 +338,7 @@ def _measure(
     point_id: str, profile: Profile, options: SloOptions, servers: list
 ) -> Sequence[PointResult | CapacityResult]:
     """``servers``: ``(model, ServerInfo, Endpoint)`` per target, measured in turns."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .metrics import ValidityRules
     from .profiles.evaluate import Subject, evaluate_interleaved
 
@@ -342,6 +351,7 @@ def _measure(
         )
     runner = _runner(options)
     if subjects[0].point.search is not None:  # probes adapt to what each server does: one search per target, in turn
+        # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
         from .profiles.capacity import evaluate_capacity
 
         return [evaluate_capacity(s.point, _probes_on(s, rules, runner)) for s in subjects]
@@ -352,6 +362,7 @@ def _measure(
 
 def _runner(options: SloOptions) -> Callable[..., LoadRun]:
     """One client process, or one load from several (``--slo-processes``, ``--slo-ray-address``)."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from ..load import run_load, run_load_distributed
 
     if options.processes or options.ray_address:
@@ -362,6 +373,7 @@ def _runner(options: SloOptions) -> Callable[..., LoadRun]:
 def _probes_on(
     subject: Subject, rules: ValidityRules, runner: Callable[..., LoadRun]
 ) -> Callable[[LoadPoint], PointResult]:
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .profiles.evaluate import evaluate_interleaved
 
     return lambda probe: evaluate_interleaved([replace(subject, point=probe)], rules=rules, runner=runner)[0]
@@ -369,6 +381,7 @@ def _probes_on(
 
 def _interleaved(config: pytest.Config, point_id: str, profile: Profile, session) -> Interleaved:
     """This load point on every target that is up, measured once for all of them (at the first target's test)."""
+    # lazy: this plugin loads in every pytest run; its machinery only in an SLO session
     from .profiles.capacity import Interleaved
 
     done = config.stash.setdefault(interleaved_key, {})

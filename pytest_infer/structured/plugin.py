@@ -100,6 +100,7 @@ def _seconds(option: str, text: str) -> float:
 
 
 def parse_keywords(text: str) -> frozenset[str]:
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .strategies import KEYWORDS
 
     names = frozenset(k.strip() for k in text.split(",") if k.strip())
@@ -132,6 +133,7 @@ def parse(config: pytest.Config) -> StructuredOptions:
 def _tokenizer(text: str | None) -> Path | None:
     if text is None:
         return None
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .probes import tokenizer_file
 
     path = Path(text).expanduser()
@@ -158,6 +160,7 @@ def structured_options(pytestconfig: pytest.Config) -> StructuredOptions:
 @pytest.fixture(scope="session")
 def structured_explore_settings(structured_options: StructuredOptions, infer_session) -> ExploreSettings:
     """How the generated-schema sweep runs: the options, and the example database in the report dir."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .explore import ExploreSettings
 
     return ExploreSettings(
@@ -172,6 +175,7 @@ def structured_explore_settings(structured_options: StructuredOptions, infer_ses
 @pytest.fixture(scope="session")
 def structured_store(infer_session) -> ReproducerStore:
     """Failures found so far (``structured-reproducers.json`` in the report dir), replayed first."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .store import ReproducerStore
 
     return ReproducerStore.in_dir(infer_session.options.report_dir)
@@ -183,6 +187,7 @@ def structured_runner(
 ) -> Iterator[StructuredRunner]:
     """Sends schemas to the server under test and classifies the answers (seeded sampling); a failing
     answer of a launched server keeps the lines the server logged while it ran."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from ..client.http import InferClient
     from .runner import Sampling, StructuredRunner
 
@@ -200,6 +205,7 @@ def structured_runner(
 def structured_tokenizer(infer_server, structured_options: StructuredOptions) -> Path | None:
     """Where the grammar probes read token ids when the server has no tokenize route: the option, else the
     model folder of a launched server where it holds a tokenizer.json; ``None`` when neither is there."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .probes import tokenizer_file
 
     if structured_options.tokenizer is not None:
@@ -211,6 +217,7 @@ def structured_tokenizer(infer_server, structured_options: StructuredOptions) ->
 @pytest.fixture(params=REQUEST_PATHS)
 def structured_request_path(request: pytest.FixtureRequest, infer_live_server) -> RequestPath:
     """Every way the framework takes a schema: response_format, streamed, and its own extra field."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .runner import RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM, native_path
 
     if request.param == "native":
@@ -226,6 +233,7 @@ def structured_record(infer_session, infer_target):
     """``structured_record(attempt, case=None)``: count an attempt in the keyword x outcome matrix of this target,
     and in the row of its corpus ``case`` when it has one (the gate compares a case's valid share)."""
 
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .classify import matrix_cells
     from .strategies import keywords_of
     from .table import case_row
@@ -255,6 +263,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if not tests_a_server(config):
         return
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .table import StructuredTable
 
     session = config.stash[session_key]
@@ -272,6 +281,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 def render_matrix(rows: dict[str, dict[str, int]]) -> list[str]:
     """A keyword x outcome-class table of counts, the "all" row first."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
     from .classify import MATRIX_CLASSES
 
     columns = list(MATRIX_CLASSES) + sorted({c for cells in rows.values() for c in cells} - set(MATRIX_CLASSES))

@@ -202,6 +202,7 @@ def local_token_ids(tokenizer: Path, text: str) -> list[int]:
 @functools.cache
 def _load_tokenizer(path: Path) -> Any:
     try:
+        # lazy: tokenizers is an optional extra (pytest-infer[tokenizers])
         from tokenizers import Tokenizer
     except ImportError:
         raise Unsupported(

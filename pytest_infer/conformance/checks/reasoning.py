@@ -7,6 +7,7 @@ from typing import Any
 from ...outcomes import NotExercised
 from ..context import CheckContext
 from ..registry import check
+from .parsers import scripted_reasoning_fields
 
 REFERENCE = "vLLM reasoning outputs (message.reasoning, formerly reasoning_content); DeepSeek API reasoning_content"
 NAMES = ("reasoning", "reasoning_content")  # vLLM renamed reasoning_content to reasoning; clients read one of them
@@ -25,8 +26,6 @@ def _named(fields: dict[str, Any]) -> dict[str, Any]:
 def reasoning(ctx: CheckContext) -> str:
     """A client reads one field; a stream that names it otherwise than the answer, or thinking left in content, breaks
     it."""
-    from .parsers import scripted_reasoning_fields  # a thinking block scripted where the model writes none itself
-
     scripted = scripted_reasoning_fields(ctx)
     ex = ctx.chat(**{"max_tokens": 64, "temperature": 0, **scripted})
     message = ((ctx.expect_json_object(ex, "a chat completion").get("choices") or [{}])[0]).get("message") or {}

@@ -137,6 +137,7 @@ async def chat_stream_async(ctx: CheckContext) -> str:
 )
 def errors(ctx: CheckContext) -> str:
     """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
+    # lazy: openai takes about a second to import; only the SDK checks need it
     import openai
 
     ctx.control(ctx.chat(max_tokens=2), "the same chat with messages, for the served model")
@@ -172,6 +173,7 @@ def errors(ctx: CheckContext) -> str:
 )
 async def errors_stream_async(ctx: CheckContext) -> str:
     """An error must surface when the stream is opened, where users wrap it in try/except."""
+    # lazy: openai takes about a second to import; only the SDK checks need it
     import openai
 
     ctx.control(ctx.chat_stream(max_tokens=2), "the same stream with messages")

@@ -63,6 +63,7 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[
     """A distribution-free interval for the median of repeated runs (order statistics, as scipy's quantile test
     gives them), or ``None`` when the runs are too few for any two of them to bound it at ``confidence`` (below
     6 at 95%). A Student-t interval of the mean would pair a skewed tail figure with a negative latency."""
+    # lazy: numpy takes most of a second to import; reading results needs none
     import numpy as np
 
     quantile_test = scipy_stats("intervals of repeated runs' medians").quantile_test
@@ -75,6 +76,7 @@ def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Es
     n = len(values)
     if n < 2:
         raise InsufficientSamples(f"a confidence interval needs at least 2 runs, got {n}")
+    # lazy: numpy takes most of a second to import; reading results needs none
     import numpy as np
 
     t = scipy_stats("confidence intervals of repeated runs").t
