@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -123,6 +127,94 @@ def test_each_stack_and_inner_contract_catches_its_own_break(tmp_path: Path, mod
         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )
     assert run.returncode == 1 and broken in run.stdout, run.stdout[-3000:]
+
+
+CIRCLES = """
+import json, sys
+import grimp
+
+graph = grimp.build_graph("pytest_infer", include_external_packages=False)
+imports = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+order, low, stack, circles = {}, {}, [], []
+
+
+def visit(module):
+    order[module] = low[module] = len(order)
+    stack.append(module)
+    for imported in imports[module]:
+        if imported not in order:
+            visit(imported)
+            low[module] = min(low[module], low[imported])
+        elif imported in stack:
+            low[module] = min(low[module], order[imported])
+    if low[module] == order[module]:
+        part = stack[stack.index(module):]
+        del stack[stack.index(module):]
+        if len(part) > 1:
+            circles.append(sorted(part))
+
+
+sys.setrecursionlimit(10000)
+for module in sorted(imports):
+    if module not in order:
+        visit(module)
+print(json.dumps(circles))
+"""
+
+
+def import_circles(root: Path) -> list[list[str]]:
+    """The package's import circles (strongly connected modules), TYPE_CHECKING imports and imports inside
+    functions included: a circle that a function-level import hides is still one."""
+    pytest.importorskip("grimp")
+    run = subprocess.run(
+        [sys.executable, "-c", CIRCLES], cwd=root, capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    return json.loads(run.stdout)
+
+
+def test_no_module_imports_itself_back_through_others(tmp_path: Path):
+    assert import_circles(ROOT) == []
+    copy_with(tmp_path, "reporting/terminal.py", "\n\ndef _late():\n    from .outputs import write_renderings\n")
+    assert [c for c in import_circles(tmp_path) if "pytest_infer.reporting.terminal" in c] == [
+        [
+            "pytest_infer.reporting.html",
+            "pytest_infer.reporting.markdown",
+            "pytest_infer.reporting.outputs",
+            "pytest_infer.reporting.terminal",
+        ]
+    ]
+
+
+def unexplained_lazy_imports(source: str) -> list[int]:
+    """Lines of imports inside functions with no comment on them or above their group (the reason they are lazy)."""
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    above = sub.lineno - 2
+                    while above >= 0 and re.match(r"\s*(from \S+ )?import ", lines[above]):
+                        above -= 1
+                    said = "#" in lines[sub.end_lineno - 1] or (above >= 0 and lines[above].strip().startswith("#"))
+                    if not said:
+                        found.append(sub.lineno)
+    return sorted(set(found))
+
+
+def test_every_import_inside_a_function_says_why_it_is_lazy():
+    """An import inside a function is there for start-up cost (or an optional extra) and says so; any other import
+    belongs at the module's top, where the import contracts see it."""
+    bare = "def f():\n    import json\n\n    return json\n"
+    assert unexplained_lazy_imports(bare) == [2]
+    assert unexplained_lazy_imports(bare.replace("    import json", "    # lazy: why\n    import json")) == []
+    unexplained = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "pytest_infer").rglob("*.py"))
+        if (lines := unexplained_lazy_imports(path.read_text())) and "testing" not in path.parts
+    }
+    assert unexplained == {}
 
 
 def tool(name: str) -> str:
