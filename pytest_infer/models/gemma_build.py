@@ -23,7 +23,6 @@ TURN_TOKENS = ("<start_of_turn>", "<end_of_turn>")
 
 
 def build(gguf: Path, template: Path, out: Path) -> None:
-    # lazy: the package reads this module's constants; only an engine's interpreter has these
     import torch
     from tokenizers import processors
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -66,7 +66,6 @@ def byte_level_symbols() -> dict[int, str]:
 
 
 def build_tokenizer(out: Path):
-    # lazy: the package reads this module's constants; only an engine's interpreter has these
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -111,7 +110,6 @@ def token_bias(tokenizer) -> list[float]:
 
 
 def build(out: Path) -> None:
-    # lazy: the package reads this module's constants; only an engine's interpreter has these
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 

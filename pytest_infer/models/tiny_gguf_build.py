@@ -29,7 +29,6 @@ PLACEHOLDER_MERGE = "<s> </s>"  # two multi-character tokens: no BPE step of lla
 
 def convert(tiny: Path, converter: Path, out: Path) -> None:
     sys.path.insert(0, str(converter))
-    # lazy: the converter's folder joins sys.path just above; only an engine's interpreter has these
     import convert_hf_to_gguf
     import gguf
     from conversion import base
