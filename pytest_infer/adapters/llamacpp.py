@@ -26,10 +26,10 @@ from .base import (
     OPENAI_ROUTES,
     BaseAdapter,
     Environment,
+    FrameworkVersion,
     LaunchRequest,
     LaunchSpec,
     ServerMetricNames,
-    Version,
     VersionRoute,
     routes,
 )
@@ -127,20 +127,20 @@ def release_of(build: int, commit: str) -> str | None:
     return f"b{found}" if found is not None and len(commit) >= 7 else None
 
 
-def parse_version(text: str, source: str) -> Version:
-    """``llama-server --version``'s answer as a ``Version`` (the release; else the commit)."""
+def parse_version(text: str, source: str) -> FrameworkVersion:
+    """``llama-server --version``'s answer as a ``FrameworkVersion`` (the release; else the commit)."""
     match = _VERSION_LINE.search(text)
     if match is None:
-        return Version(None, source=source, error=f"no llama.cpp 'version: ...' line in {text[-300:]!r}")
+        return FrameworkVersion(None, source=source, error=f"no llama.cpp 'version: ...' line in {text[-300:]!r}")
     build, commit = int(match["build"] or match["old_build"]), match["commit"]
     commit = None if commit == "unknown" else commit
     release = release_of(build, commit) if commit else (f"b{build}" if build else None)
     if release is not None:
-        return Version(release, distribution="llama.cpp", commit=commit, source=source)
+        return FrameworkVersion(release, distribution="llama.cpp", commit=commit, source=source)
     if commit:
         note = f"{source}; build {build}: commit {commit} is in no release table of this adapter"
-        return Version(commit, distribution="llama.cpp", commit=commit, source=note)
-    return Version(None, source=source, error=f"{match[0]}: neither a build number nor a commit")
+        return FrameworkVersion(commit, distribution="llama.cpp", commit=commit, source=note)
+    return FrameworkVersion(None, source=source, error=f"{match[0]}: neither a build number nor a commit")
 
 
 class LlamaCppAdapter(BaseAdapter):
@@ -155,12 +155,12 @@ class LlamaCppAdapter(BaseAdapter):
     known_routes = KNOWN_ROUTES
     takes_gguf = True
 
-    def detect_version(self, environment: Environment) -> Version:
+    def detect_version(self, environment: Environment) -> FrameworkVersion:
         server = environment.executable("llama-server")
         try:
             proc = subprocess.run([server, "--version"], capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return Version(None, error=f"{server}: {exc}")
+            return FrameworkVersion(None, error=f"{server}: {exc}")
         return parse_version(proc.stdout + proc.stderr, f"{server} --version")
 
     def gguf_converter(self, environment: Environment) -> Path | None:

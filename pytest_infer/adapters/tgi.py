@@ -6,7 +6,7 @@ import re
 import subprocess
 from typing import Any
 
-from .base import BaseAdapter, Environment, LaunchRequest, LaunchSpec, ServerMetricNames, Version, VersionRoute
+from .base import BaseAdapter, Environment, FrameworkVersion, LaunchRequest, LaunchSpec, ServerMetricNames, VersionRoute
 
 # as TGI documents them (reference/metrics); not checked against a server. TGI counts tokens only in
 # per-request histograms, whose sums are the totals; it has no time-to-first-token histogram.
@@ -50,17 +50,17 @@ class TGIAdapter(BaseAdapter):
         ]
         return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
 
-    def detect_version(self, environment: Environment) -> Version:
+    def detect_version(self, environment: Environment) -> FrameworkVersion:
         if environment.image is not None:
             tag = environment.image.rsplit(":", 1)[-1] if ":" in environment.image.rsplit("/", 1)[-1] else None
-            return Version(tag, source="image tag", error=None if tag else "image has no tag")
+            return FrameworkVersion(tag, source="image tag", error=None if tag else "image has no tag")
         launcher = environment.executable("text-generation-launcher")
         try:
             out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=60).stdout
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return Version(None, error=f"{launcher}: {exc}")
+            return FrameworkVersion(None, error=f"{launcher}: {exc}")
         match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
-        return Version(
+        return FrameworkVersion(
             match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:]
         )
 

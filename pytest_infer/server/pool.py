@@ -28,7 +28,7 @@ import httpx
 import psutil
 
 from ..adapters import registry
-from ..adapters.base import Adapter, BuiltinModel, LaunchRequest, LaunchSpec, Version
+from ..adapters.base import Adapter, BuiltinModel, FrameworkVersion, LaunchRequest, LaunchSpec
 from ..adapters.external import ENDPOINT, detect_endpoint
 from ..client.endpoint import Endpoint
 from ..client.tls import tls
@@ -84,7 +84,7 @@ class ServerInfo(ServerFacts):
 
     @property
     def version_text(self) -> str:
-        return str(Version(self.version, commit=self.commit))
+        return str(FrameworkVersion(self.version, commit=self.commit))
 
     def alive(self, settle: float = 5.0) -> bool:
         """For launched servers: is the process still there and answering (from any process on the host)?

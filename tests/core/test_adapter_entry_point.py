@@ -20,7 +20,7 @@ from pytest_infer.structured.runner import paths_for
 TOY_ADAPTER = """
 import sys
 
-from pytest_infer.adapters.base import BaseAdapter, LaunchSpec, Version
+from pytest_infer.adapters.base import BaseAdapter, LaunchSpec, FrameworkVersion
 
 
 class ToyAdapter(BaseAdapter):
@@ -35,7 +35,7 @@ class ToyAdapter(BaseAdapter):
         return LaunchSpec(argv=argv, notes=("launched by ToyAdapter",))
 
     def detect_version(self, environment):
-        return Version("0.1", distribution="toy-adapter", source="ToyAdapter")
+        return FrameworkVersion("0.1", distribution="toy-adapter", source="ToyAdapter")
 
 
 class Nameless:

@@ -17,8 +17,8 @@ from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import (
     BuiltinModel,
     Environment,
+    FrameworkVersion,
     LaunchRequest,
-    Version,
     VersionRoute,
     probe_python_version,
 )
@@ -66,7 +66,7 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
             served_model_name="tiny",
             on_cpu_tiny=True,
             api_key="sk-secret",
-            version=Version("0.32.0", distribution="vllm-cpu"),
+            version=FrameworkVersion("0.32.0", distribution="vllm-cpu"),
         )
     )
     assert spec.argv[-14:] == [
@@ -271,7 +271,7 @@ def test_tgi_container_argv_publishes_loopback_port_only():
         "-e", "API_KEY", "ghcr.io/huggingface/text-generation-inference:3.3.4", "--model-id", "org/model-7b",
     ]  # fmt: skip
     assert "k" not in spec.argv
-    assert registry.get("tgi").detect_version(env) == Version("3.3.4", source="image tag")
+    assert registry.get("tgi").detect_version(env) == FrameworkVersion("3.3.4", source="image tag")
 
 
 def test_transformers_argv_cpu_tiny(tmp_path):

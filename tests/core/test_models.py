@@ -15,7 +15,7 @@ import jinja2.sandbox
 import pytest
 
 from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import BaseAdapter, Environment, LaunchRequest, LaunchSpec, Version
+from pytest_infer.adapters.base import BaseAdapter, Environment, FrameworkVersion, LaunchRequest, LaunchSpec
 from pytest_infer.models import gemma
 from pytest_infer.models.gemma import CHAT_TEMPLATE, GEMMA, ModelError, Package, fetch, make_folder
 from pytest_infer.options import InferOptions
@@ -174,8 +174,8 @@ class Recording(BaseAdapter):
     name = "recording"
     title = "Recording"
 
-    def detect_version(self, environment: Environment) -> Version:
-        return Version("1.0")
+    def detect_version(self, environment: Environment) -> FrameworkVersion:
+        return FrameworkVersion("1.0")
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         raise Recorded(request)
