@@ -241,7 +241,7 @@ def run_ours(url: str, load: Load, server_pid: int, processes: int = 1, ray_addr
     result["output_tokens_per_s"] = round(sum(t.client_tokens for t in measured) / run.window_s, 1)
     result["client_busy"] = round(run.client.busy_share, 3)
     if getattr(run, "processes", None):
-        result["processes"] = [round(p.busy_share, 3) for p in run.processes]
+        result["processes"] = [round(p.client.busy_share, 3) for p in run.processes]
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
 
@@ -416,19 +416,25 @@ def ratio_tables(rows: list[dict], ours: str = OURS) -> str:
 
 
 def plot_svg(rows: list[dict]) -> str:
-    """Median TTFT error against streams, one line per tool (log-log: errors span 0.1 to 100+ ms)."""
+    """Median TTFT error against streams, one line per tool (log-log: errors span 0.1 to 100+ ms).
+
+    A hollow marker: the server was behind its schedule in that run, so the load was below nominal.
+    """
     from pytest_infer.reporting import plots
 
     fig = plots.figure(7.2, 4.2)
     ax = fig.add_subplot()
     for name in tools(rows):
-        xy = [
-            (row["streams"], abs(s["ttft_p50_error_ms"]))
+        points = [
+            (row["streams"], max(abs(s["ttft_p50_error_ms"]), 0.01), s["server_kept_schedule"])
             for row in rows
             if (s := row["tools"].get(name, {}).get("summary", {})).get("ttft_p50_error_ms") is not None
         ]
-        if xy:
-            ax.plot([x for x, _ in xy], [max(y, 0.01) for _, y in xy], marker="o", label=name)
+        if points:
+            (line,) = ax.plot([x for x, _, _ in points], [y for _, y, _ in points], marker="o", label=name)
+            behind = [(x, y) for x, y, kept in points if not kept]
+            if behind:
+                ax.plot(*zip(*behind), linestyle="", marker="o", markerfacecolor="white", color=line.get_color())
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     from matplotlib.ticker import FormatStrFormatter  # after plots.figure, which says how to install it
@@ -440,7 +446,7 @@ def plot_svg(rows: list[dict]) -> str:
         ax.axhline(limit, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("concurrent streams")
     ax.set_ylabel("|median TTFT error| (ms)")
-    ax.set_title("Load clients against the paced server: median TTFT error")
+    ax.set_title("Load clients on the paced server: median TTFT error\n(hollow: the server was behind its schedule)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     return plots.svg(fig)

@@ -311,15 +311,17 @@ def test_one_run_with_peers_not_installed_measures_ours_alone(tmp_path, capsys):
     out = tmp_path / "bench.json"
     code = client_bench.main(
         ["--streams", "2", "--rounds", "4", "--tokens", "8", "--ttft-ms", "20", "--itl-ms", "2", "--peers",
-         "aiperf", "--no-install", "--out", str(out)]
+         "aiperf", "--no-install", "--processes", "1,2", "--out", str(out)]
     )  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "aiperf: would install" in printed and "not measured: aiperf" in printed
     result = json.loads(out.read_text())
-    assert list(result["rows"][0]["tools"]) == ["ours"]
-    ours = result["rows"][0]["tools"]["ours"]["summary"]
-    assert abs(ours["ttft_p50_error_ms"]) < 20 and ours["cpu_ms_per_request"] > 0
+    assert list(result["rows"][0]["tools"]) == ["ours", "ours x2"]
+    for name in ("ours", "ours x2"):
+        ours = result["rows"][0]["tools"][name]["summary"]
+        assert abs(ours["ttft_p50_error_ms"]) < 20 and ours["cpu_ms_per_request"] > 0
+    assert len(result["rows"][0]["tools"]["ours x2"]["runs"][0]["processes"]) == 2
     assert set(result["load_average"]) == {"before", "after"}
     page = out.with_suffix(".html").read_text()
     assert "<svg" in page and "Load clients against the paced server" in page
