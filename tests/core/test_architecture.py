@@ -88,17 +88,17 @@ def copy_with(tmp_path: Path, module: str, appended: str) -> Path:
     return tmp_path
 
 
+def lint_copy(root: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` on a copy of the package (``copy_with``), the copy alone on the import path."""
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    command = [lint_imports(), "--no-cache"]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300, env=env)
+
+
 def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
     """The same contracts on a copy of the package where the results model imports the reporting layer."""
     copy_with(tmp_path, "results/model.py", "\nfrom ..reporting import terminal  # noqa: E402\n")
-    run = subprocess.run(
-        [lint_imports(), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    run = lint_copy(tmp_path)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "pytest_infer.results.model -> pytest_infer.reporting.terminal" in run.stdout
 
@@ -118,14 +118,7 @@ def test_each_stack_and_inner_contract_catches_its_own_break(tmp_path: Path, mod
     """The two stacks' independence and the inner layers of the reports and the suites, each on a copy of the package
     where one module imports what its contract forbids (the circles that function-level imports once hid)."""
     copy_with(tmp_path, module, f"\n{appended}  # noqa: E402, F401\n")
-    run = subprocess.run(
-        [lint_imports(), "--no-cache"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-    )
+    run = lint_copy(tmp_path)
     assert run.returncode == 1 and broken in run.stdout, run.stdout[-3000:]
 
 
