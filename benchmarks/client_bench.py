@@ -183,12 +183,30 @@ def server_side(records: list[dict]) -> dict:
     }
 
 
-def judged(ttft_ms: list[float], itl_ms: list[float], measured: list[dict], every: list[dict], cpu: TreeCPU) -> dict:
-    """One tool's run: its figures, the server's over the requests it measured, the errors, its CPU per request."""
+def judged(
+    ttft_ms: list[float],
+    itl_ms: list[float],
+    measured: list[dict] | None,
+    every: list[dict] | None,
+    cpu: TreeCPU,
+    sent: int,
+) -> dict:
+    """One tool's run: its figures, the server's over the requests it measured, the errors, its CPU per request.
+
+    Another server than the paced one (``every`` None) has no ground truth: the tool's own figures alone,
+    its CPU over its whole run divided by the ``sent`` requests.
+    """
+    client = {"ttft_p50_ms": median(ttft_ms), "ttft_p99_ms": p99(ttft_ms), "itl_p50_ms": median(itl_ms)}
+    if every is None or measured is None:
+        cpu_s = cpu.samples[-1][1] - cpu.samples[0][1]
+        return {
+            "requests": len(ttft_ms),
+            **{k: None if v is None else round(v, 3) for k, v in client.items()},
+            "cpu_ms_per_request": round(cpu_s * 1000 / max(1, sent), 3),
+        }
     server = server_side(measured)
     start = min((r["recv_ns"] for r in every), default=0)
     end = max((r["end_ns"] or r["write_ns"][-1] for r in every), default=0)
-    client = {"ttft_p50_ms": median(ttft_ms), "ttft_p99_ms": p99(ttft_ms), "itl_p50_ms": median(itl_ms)}
 
     def err(key: str) -> float | None:
         c, s = client[key], server[key]
@@ -206,13 +224,14 @@ def judged(ttft_ms: list[float], itl_ms: list[float], measured: list[dict], ever
     }
 
 
-def run_ours(url: str, load: Load, server_pid: int, processes: int = 1, ray_address: str | None = None) -> dict:
+def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_address: str | None = None) -> dict:
     """One process: ``run_load`` in this process; more (or Ray): ``run_load_distributed``, traces merged."""
-    httpx.post(f"{url}/reset", timeout=10)
+    if paced:
+        httpx.post(f"{url}/reset", timeout=10)
     spec = LoadSpec(concurrency=load.streams, requests=load.requests, warmup_requests=load.warmup)
     endpoint, workload, fixed = (
         Endpoint(url, load.model),
-        Workload(api="completions", input_tokens=load.input_tokens, output_tokens=load.output_tokens, ignore_eos=False),
+        Workload(api="completions", input_tokens=load.input_tokens, output_tokens=load.output_tokens, ignore_eos=True),
         Calibration(1.0, 0.0, "fixed"),
     )
     started = time.monotonic()
@@ -230,13 +249,14 @@ def run_ours(url: str, load: Load, server_pid: int, processes: int = 1, ray_addr
                 os.sched_setaffinity(0, pinned)
     measured = [t for t in run.measured if t.ok]
     lo, hi = min(t.sent_ns for t in run.measured), max(t.sent_ns for t in run.measured)
-    every = served(url)
+    every = served(url) if paced else None
     result = judged(
         [(t.event_ns[0] - t.sent_ns) / 1e6 for t in measured],
         [(b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:])],
-        [r for r in every if lo <= r["recv_ns"] <= hi + 5_000_000],
+        None if every is None else [r for r in every if lo <= r["recv_ns"] <= hi + 5_000_000],
         every,
         cpu,
+        len(run.traces),
     )
     result["output_tokens_per_s"] = round(sum(t.client_tokens for t in measured) / run.window_s, 1)
     result["client_busy"] = round(run.client.busy_share, 3)
@@ -257,11 +277,12 @@ def clean_env(peer: Peer) -> dict[str, str]:
     return env
 
 
-def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, server_pid: int, timeout_s: float) -> dict:
+def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float, paced: bool = True) -> dict:
     """One run of a peer in a fresh folder; its figures come from the files it writes there."""
     if why := peer.cannot_express(load):
         return {"cannot_express": why}
-    httpx.post(f"{url}/reset", timeout=10)
+    if paced:
+        httpx.post(f"{url}/reset", timeout=10)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"client-bench-{peer.name}-") as tmp:
         out = Path(tmp)
@@ -292,8 +313,15 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, server_pid: int,
             return {"error": f"{exc}; log: {tail}"}
     if not got.ttft_ms:
         return {"error": f"no measured request in its results; log: {tail}"}
-    every = served(url)
-    result = judged(got.ttft_ms, got.itl_ms, every[-len(got.ttft_ms) :], every, cpu)
+    every = served(url) if paced else None
+    result = judged(
+        got.ttft_ms,
+        got.itl_ms,
+        None if every is None else every[-len(got.ttft_ms) :],
+        every,
+        cpu,
+        load.warmup + load.requests,
+    )
     result["output_tokens_per_s"] = None if got.output_tokens_per_s is None else round(got.output_tokens_per_s, 1)
     if got.itl_kind != "gaps":
         result["itl_kind"] = got.itl_kind
@@ -301,7 +329,15 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, server_pid: int,
     return result
 
 
-FIGURES = ("ttft_p50_error_ms", "ttft_p99_error_ms", "itl_p50_error_ms", "cpu_ms_per_request", "output_tokens_per_s")
+FIGURES = (
+    "ttft_p50_ms",
+    "itl_p50_ms",
+    "ttft_p50_error_ms",
+    "ttft_p99_error_ms",
+    "itl_p50_error_ms",
+    "cpu_ms_per_request",
+    "output_tokens_per_s",
+)
 
 
 def summary(runs: list[dict]) -> dict:
@@ -311,8 +347,9 @@ def summary(runs: list[dict]) -> dict:
         first = runs[0] if runs else {}
         return {k: first[k] for k in ("cannot_express", "error") if k in first}
     out: dict = {k: median(r[k] for r in ok if r.get(k) is not None) for k in FIGURES}
-    out["server_lag_p50_ms"] = max(r["server"]["lag_p50_ms"] or 0 for r in ok)
-    out["server_kept_schedule"] = out["server_lag_p50_ms"] <= SERVER_LAG_P50_MS
+    if all("server" in r for r in ok):
+        out["server_lag_p50_ms"] = max(r["server"]["lag_p50_ms"] or 0 for r in ok)
+        out["server_kept_schedule"] = out["server_lag_p50_ms"] <= SERVER_LAG_P50_MS
     out["repeats"] = len(ok)
     if len(ok) < len(runs):
         out["failed_repeats"] = len(runs) - len(ok)
@@ -374,6 +411,27 @@ def table(rows: list[dict]) -> str:
             f"- {name}: highest load kept with |median TTFT error| <= 1 ms: {kept(rows, name, KEEP_MS[0])};"
             f" <= 5 ms: {kept(rows, name, KEEP_MS[1])}"
         )
+    return "\n".join(lines)
+
+
+def side_by_side(rows: list[dict]) -> str:
+    """Every tool's own figures on a real server (no ground truth there: figures, not errors)."""
+    lines = [
+        "| streams | tool | TTFT p50 (ms) | ITL p50 (ms) | output tok/s | CPU per request (ms) |",
+        "|" + "---|" * 6,
+    ]
+    for row in rows:
+        for name in tools([row]):
+            s = row["tools"][name].get("summary", {})
+            if "cannot_express" in s or "error" in s:
+                why = s.get("cannot_express") or f"failed: {s['error'][:100]!r}"
+                lines.append(f"| {row['streams']} | {name} | {why} | | | |")
+                continue
+            tps = "" if s.get("output_tokens_per_s") is None else f"{s['output_tokens_per_s']:.0f}"
+            lines.append(
+                f"| {row['streams']} | {name} | {_ms(s.get('ttft_p50_ms'), sign=False)} |"
+                f" {_ms(s.get('itl_p50_ms'), sign=False)} | {tps} | {_ms(s.get('cpu_ms_per_request'), sign=False)} |"
+            )
     return "\n".join(lines)
 
 
@@ -536,6 +594,13 @@ def main(argv: list[str] | None = None) -> int:
         help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster",
     )
     parser.add_argument("--port", type=int, default=None, help="the paced server's port (default: a free one)")
+    parser.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="a real server instead of the paced one: each tool's own figures side by side (no ground truth)",
+    )
+    parser.add_argument("--model", default="paced-model", help="the model name requests carry (with --endpoint)")
     parser.add_argument("--out", default="benchmarks/results/client_bench_peers.json")
     parser.add_argument("--html", default=None, help="the page with the plot (default: --out with .html)")
     parser.add_argument("--table-from", default=None, help="re-print the tables of a saved result file, run nothing")
@@ -565,42 +630,46 @@ def main(argv: list[str] | None = None) -> int:
 
         ray.init(num_cpus=max(counts), include_dashboard=False, log_to_driver=False)
         ray_address = "auto"
-    ours: dict[str, Callable[[str, Load, int], dict]] = {
-        (OURS if n == 1 else f"{OURS} x{n}"): functools.partial(_ours, processes=n) for n in counts
+    paced = args.endpoint is None
+    ours: dict[str, Callable[[str, Load], dict]] = {
+        (OURS if n == 1 else f"{OURS} x{n}"): functools.partial(run_ours, paced=paced, processes=n) for n in counts
     }
     for n in (c for c in counts if ray_address and c > 1):
-        ours[f"{OURS} ray x{n}"] = functools.partial(_ours, processes=n, ray_address=ray_address)
+        ours[f"{OURS} ray x{n}"] = functools.partial(run_ours, paced=paced, processes=n, ray_address=ray_address)
     load_before = os.getloadavg()
     started = time.monotonic()
-    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin, args.port)
+    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin, args.port) if paced else (None, args.endpoint)
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="client-bench-tokenizer-") as tok:
             tokenizer = peer_tokenizer(Path(tok)) if ready else Path(tok)
-            runners: dict[str, Callable[[str, Load, int], dict]] = {
+            runners: dict[str, Callable[[str, Load], dict]] = {
                 **ours,
                 **{
                     p.name: functools.partial(
-                        lambda url, load, pid, peer: run_peer(peer, url, load, tokenizer, pid, args.peer_timeout),
-                        peer=p,
+                        lambda url, load, peer: run_peer(peer, url, load, tokenizer, args.peer_timeout, paced), peer=p
                     )
                     for p in ready
                 },
             }
             for streams in (int(s) for s in args.streams.split(",")):
-                load = Load(streams, max(streams * args.rounds, MIN_REQUESTS), streams, output_tokens=args.tokens)
+                load = Load(
+                    streams, max(streams * args.rounds, MIN_REQUESTS), streams, output_tokens=args.tokens,
+                    model=args.model,
+                )  # fmt: skip
                 row: dict = {"streams": streams, "tools": {name: {"runs": []} for name in runners}}
                 for repeat in range(args.repeats):
                     for name in rotated(list(runners), streams + repeat):
-                        run = runners[name](url, load, proc.pid)
+                        run = runners[name](url, load)
                         row["tools"][name]["runs"].append(run)
                         print(json.dumps({"streams": streams, "repeat": repeat, "tool": name, **run})[:400], flush=True)
                 for name in runners:
                     row["tools"][name]["summary"] = summary(row["tools"][name]["runs"])
                 rows.append(row)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
         if args.ray == "local":
             import ray
 
@@ -608,7 +677,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, line in status.items():
         if not line.startswith(("present", "installed")):
             print(f"not measured: {name}: {line}")
-    print(table(rows) + ("\n\n" + ratio_tables(rows) if ready else ""))
+    if paced:
+        print(table(rows) + ("\n\n" + ratio_tables(rows) if ready else ""))
+    else:
+        print(side_by_side(rows))
     result = {
         "command": "python benchmarks/client_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "args": vars(args),
@@ -619,12 +691,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(args.out)
     write_atomic(out, json.dumps(result, separators=(",", ":")) + "\n")
-    write_atomic(Path(args.html) if args.html else out.with_suffix(".html"), html_page(result))
+    if paced:
+        write_atomic(Path(args.html) if args.html else out.with_suffix(".html"), html_page(result))
     return 0
-
-
-def _ours(url: str, load: Load, server_pid: int, processes: int = 1, ray_address: str | None = None) -> dict:
-    return run_ours(url, load, server_pid, processes, ray_address)
 
 
 if __name__ == "__main__":

@@ -151,8 +151,8 @@ def paced():
 def test_a_late_client_is_charged_its_lateness(paced, tmp_path):
     proc, url = paced
     load = Load(streams=2, requests=8, warmup=2, output_tokens=8)
-    on_time = client_bench.run_peer(FakePeer(0.0), url, load, tmp_path, proc.pid, timeout_s=60)
-    late = client_bench.run_peer(FakePeer(25.0), url, load, tmp_path, proc.pid, timeout_s=60)
+    on_time = client_bench.run_peer(FakePeer(0.0), url, load, tmp_path, timeout_s=60)
+    late = client_bench.run_peer(FakePeer(25.0), url, load, tmp_path, timeout_s=60)
     assert on_time["requests"] == late["requests"] == 8
     assert late["server"]["requests"] == 8 and late["server"]["ttft_p50_ms"] == pytest.approx(20, abs=10)
     assert late["ttft_p50_error_ms"] - on_time["ttft_p50_error_ms"] == pytest.approx(25, abs=8)
@@ -160,7 +160,7 @@ def test_a_late_client_is_charged_its_lateness(paced, tmp_path):
 
 
 def test_a_load_a_peer_cannot_express_runs_nothing_and_says_why(tmp_path):
-    got = client_bench.run_peer(FakePeer(why_not="no closed loop"), "http://127.0.0.1:9", Load(4, 8, 4), tmp_path, 0, 1)
+    got = client_bench.run_peer(FakePeer(why_not="no closed loop"), "http://127.0.0.1:9", Load(4, 8, 4), tmp_path, 1)
     assert got == {"cannot_express": "no closed loop"}  # the unreachable URL was never asked
 
 
@@ -171,8 +171,23 @@ def test_a_failed_peer_reports_its_exit_and_log(paced, tmp_path):
         def command(self, load, url, out, tokenizer):
             return [sys.executable, "-c", "import sys; print('boom: no tokenizer'); sys.exit(3)"]
 
-    got = client_bench.run_peer(Crashing(), url, Load(1, 1, 1), tmp_path, proc.pid, timeout_s=30)
+    got = client_bench.run_peer(Crashing(), url, Load(1, 1, 1), tmp_path, timeout_s=30)
     assert got["error"].startswith("exit 3") and "boom: no tokenizer" in got["error"]
+
+
+def test_a_real_server_gets_each_tools_own_figures_side_by_side(paced, tmp_path, capsys):
+    proc, url = paced
+    out = tmp_path / "real.json"
+    code = client_bench.main(
+        ["--endpoint", url, "--model", "paced-model", "--streams", "2", "--rounds", "4", "--tokens", "8", "--peers",
+         "", "--out", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    assert "| 2 | ours |" in capsys.readouterr().out.split("TTFT p50 (ms) | ITL p50 (ms)")[1]
+    run = json.loads(out.read_text())["rows"][0]["tools"]["ours"]["runs"][0]
+    assert run["ttft_p50_ms"] == pytest.approx(20, abs=15) and run["itl_p50_ms"] == pytest.approx(2, abs=1.5)
+    assert "ttft_p50_error_ms" not in run and run["cpu_ms_per_request"] > 0  # no ground truth: no error claimed
+    assert not out.with_suffix(".html").exists()
 
 
 def test_a_peer_past_its_time_is_ended_with_its_workers(paced, tmp_path):
@@ -187,7 +202,7 @@ def test_a_peer_past_its_time_is_ended_with_its_workers(paced, tmp_path):
             )
             return [sys.executable, "-c", spawn]
 
-    got = client_bench.run_peer(Hanging(), url, Load(1, 1, 1), tmp_path, proc.pid, timeout_s=3)
+    got = client_bench.run_peer(Hanging(), url, Load(1, 1, 1), tmp_path, timeout_s=3)
     assert got["error"].startswith("no result within 3 s")
     worker = int(marker.read_text())
     time.sleep(0.2)
