@@ -10,6 +10,7 @@ tokens, warm-up of one request per stream) at every offered load; at each load t
     python benchmarks/client_bench.py --pin                  # 1 to 512 streams, every installed peer
     python benchmarks/client_bench.py --pin --quick          # 1, 64, 512 streams, one repeat
     python benchmarks/client_bench.py --peers '' --streams 512,1024 --itl-ms 40 --processes 1,2 --ray local
+    python benchmarks/client_bench.py --endpoint http://127.0.0.1:8000 --model tiny --streams 4,16  # a real server
 
 ``--processes 1,2``: our client also as 2 processes (``run_load_distributed``), the load split between
 them and their raw traces merged; ``--ray local`` (or a cluster's address) adds the same processes as
@@ -189,21 +190,16 @@ def judged(
     measured: list[dict] | None,
     every: list[dict] | None,
     cpu: TreeCPU,
-    sent: int,
 ) -> dict:
     """One tool's run: its figures, the server's over the requests it measured, the errors, its CPU per request.
 
-    Another server than the paced one (``every`` None) has no ground truth: the tool's own figures alone,
-    its CPU over its whole run divided by the ``sent`` requests.
+    Another server than the paced one (``every`` None) has no ground truth: the tool's own figures alone.
+    Nor does it say when the load began and ended, so a peer's CPU could not be told from its start-up
+    (vllm bench serve imports torch): no CPU per request either.
     """
     client = {"ttft_p50_ms": median(ttft_ms), "ttft_p99_ms": p99(ttft_ms), "itl_p50_ms": median(itl_ms)}
     if every is None or measured is None:
-        cpu_s = cpu.samples[-1][1] - cpu.samples[0][1]
-        return {
-            "requests": len(ttft_ms),
-            **{k: None if v is None else round(v, 3) for k, v in client.items()},
-            "cpu_ms_per_request": round(cpu_s * 1000 / max(1, sent), 3),
-        }
+        return {"requests": len(ttft_ms), **{k: None if v is None else round(v, 3) for k, v in client.items()}}
     server = server_side(measured)
     start = min((r["recv_ns"] for r in every), default=0)
     end = max((r["end_ns"] or r["write_ns"][-1] for r in every), default=0)
@@ -232,7 +228,7 @@ def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_a
     endpoint, workload, fixed = (
         Endpoint(url, load.model),
         Workload(api="completions", input_tokens=load.input_tokens, output_tokens=load.output_tokens, ignore_eos=True),
-        Calibration(1.0, 0.0, "fixed"),
+        Calibration(1.0, 0.0, "fixed") if paced else None,  # a real server: prompts measured in its own tokens
     )
     started = time.monotonic()
     with TreeCPU(os.getpid()) as cpu:
@@ -256,7 +252,6 @@ def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_a
         None if every is None else [r for r in every if lo <= r["recv_ns"] <= hi + 5_000_000],
         every,
         cpu,
-        len(run.traces),
     )
     result["output_tokens_per_s"] = round(sum(t.client_tokens for t in measured) / run.window_s, 1)
     result["client_busy"] = round(run.client.busy_share, 3)
@@ -320,7 +315,6 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float
         None if every is None else every[-len(got.ttft_ms) :],
         every,
         cpu,
-        load.warmup + load.requests,
     )
     result["output_tokens_per_s"] = None if got.output_tokens_per_s is None else round(got.output_tokens_per_s, 1)
     if got.itl_kind != "gaps":
@@ -417,20 +411,20 @@ def table(rows: list[dict]) -> str:
 def side_by_side(rows: list[dict]) -> str:
     """Every tool's own figures on a real server (no ground truth there: figures, not errors)."""
     lines = [
-        "| streams | tool | TTFT p50 (ms) | ITL p50 (ms) | output tok/s | CPU per request (ms) |",
-        "|" + "---|" * 6,
+        "| streams | tool | TTFT p50 (ms) | ITL p50 (ms) | output tok/s |",
+        "|" + "---|" * 5,
     ]
     for row in rows:
         for name in tools([row]):
             s = row["tools"][name].get("summary", {})
             if "cannot_express" in s or "error" in s:
                 why = s.get("cannot_express") or f"failed: {s['error'][:100]!r}"
-                lines.append(f"| {row['streams']} | {name} | {why} | | | |")
+                lines.append(f"| {row['streams']} | {name} | {why} | | |")
                 continue
             tps = "" if s.get("output_tokens_per_s") is None else f"{s['output_tokens_per_s']:.0f}"
             lines.append(
                 f"| {row['streams']} | {name} | {_ms(s.get('ttft_p50_ms'), sign=False)} |"
-                f" {_ms(s.get('itl_p50_ms'), sign=False)} | {tps} | {_ms(s.get('cpu_ms_per_request'), sign=False)} |"
+                f" {_ms(s.get('itl_p50_ms'), sign=False)} | {tps} |"
             )
     return "\n".join(lines)
 

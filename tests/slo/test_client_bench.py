@@ -186,7 +186,7 @@ def test_a_real_server_gets_each_tools_own_figures_side_by_side(paced, tmp_path,
     assert "| 2 | ours |" in capsys.readouterr().out.split("TTFT p50 (ms) | ITL p50 (ms)")[1]
     run = json.loads(out.read_text())["rows"][0]["tools"]["ours"]["runs"][0]
     assert run["ttft_p50_ms"] == pytest.approx(20, abs=15) and run["itl_p50_ms"] == pytest.approx(2, abs=1.5)
-    assert "ttft_p50_error_ms" not in run and run["cpu_ms_per_request"] > 0  # no ground truth: no error claimed
+    assert "ttft_p50_error_ms" not in run and "cpu_ms_per_request" not in run  # no ground truth, no load window
     assert not out.with_suffix(".html").exists()
 
 
