@@ -283,6 +283,15 @@ def _no_logprobs_without_top(p: str, body: dict, resp: dict) -> None:
         _choice(resp)["logprobs"] = {"content": None}
 
 
+def _samples_nothing(p: str, body: dict) -> None:
+    """transformers serve 5.24.0: every answer is the greedy one, whatever the temperature and seed."""
+    if p == CHAT:
+        body["temperature"] = 0
+
+
+SAMPLES_NOTHING = Deviation(request=_samples_nothing)
+
+
 def _entry_per_character(p: str, body: dict, resp: dict) -> None:
     """llama.cpp b11312: a character of several byte tokens is one logprobs entry, while usage bills every token."""
     if body.get("logprobs"):
@@ -647,6 +656,7 @@ BRANCHES["chat.request-fields"] = [
     (name, ignoring(name), "-> HTTP 200, ignored")
     for name in ("max_completion_tokens", "n", "logprobs", "response_format", "top_p", "presence_penalty")
 ] + [
+    ("temperature-greedy", SAMPLES_NOTHING, '{"temperature": 2.0} -> HTTP 200, ignored'),
     (
         "error",
         answer_when(lambda p, b: p == CHAT and b.get("presence_penalty") == 2.0, 500, {"detail": "boom"}),
