@@ -206,6 +206,18 @@ def _stop_leak(body: dict, events: list) -> list:
     return events
 
 
+def _bytes_decoded_alone(body: dict, events: list) -> list:
+    """Each token decoded on its own: a character of 4 byte tokens streams as 4 U+FFFD."""
+    for i in content_events(events):
+        delta = events[i]["choices"][0]["delta"]
+        if any(ord(ch) > 0x7F for ch in delta["content"]):
+            events[i] = copy.deepcopy(events[i])
+            events[i]["choices"][0]["delta"]["content"] = "".join(
+                "\ufffd" * len(ch.encode()) if ord(ch) > 0x7F else ch for ch in delta["content"]
+            )
+    return events
+
+
 def _finish_twice(body: dict, events: list) -> list:
     idx = content_events(events)
     events[idx[0]] = copy.deepcopy(events[idx[0]])
@@ -460,6 +472,7 @@ MUTATIONS: dict[str, Deviation] = {
     ),
     "stream.text-equals-nonstream": on_events(_cumulative),
     "stream.one-finish-reason": on_events(_finish_twice),
+    "stream.multibyte-text": on_events(_bytes_decoded_alone),
     "stream.stop": on_events(_stop_leak),
     "stream.usage-off": on_events(_usage_always),
     "stream.include-usage": on_events(_usage_everywhere),
@@ -538,6 +551,7 @@ EXPECTED_IN_MESSAGE: dict[str, str] = {
     "stream.first-delta-role": "role 'assistant'",
     "stream.text-equals-nonstream": "non-streamed text",
     "stream.one-finish-reason": "one non-null finish_reason",
+    "stream.multibyte-text": "the non-streamed text",
     "stream.stop": "finish_reason 'stop'",
     "stream.usage-off": "no usage",
     "stream.include-usage": "usage only in the last chunk",

@@ -124,6 +124,7 @@ SENDS = {
     "stream.include-usage": {
         "POST /v1/chat/completions": "max_tokens messages model stream stream_options temperature"
     },
+    "stream.multibyte-text": {"POST /v1/chat/completions": "max_tokens messages model stream temperature"},
     "stream.one-finish-reason": {"POST /v1/chat/completions": "max_tokens messages model stream temperature"},
     "stream.options-without-stream": {"POST /v1/chat/completions": "max_tokens messages model stream stream_options"},
     "stream.sse-framing": {"POST /v1/chat/completions": "max_tokens messages model stream temperature"},
@@ -303,6 +304,7 @@ GIVES_UP = {
         "not-an-object": Inconclusive,
         "refuses": Inconclusive,
     },
+    "stream.multibyte-text": {"empty-object": Inconclusive},
     "stream.stop": {"empty-object": Inconclusive},
     "tokenize.chat-count": {"no-route": Unsupported, "refuses": Unsupported},
     "tokenize.round-trip": {"no-route": Unsupported, "refuses": Unsupported},

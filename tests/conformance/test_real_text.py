@@ -45,3 +45,10 @@ def test_an_answer_without_a_wide_character_is_inconclusive(ctx: conformance.Che
     fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
     with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
         conformance.run("chat.logprobs-multibyte", ctx)
+
+
+def test_a_stream_without_a_wide_character_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    """Half a character in a delta shows only on an answer that has characters of several tokens."""
+    fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
+    with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
+        conformance.run("stream.multibyte-text", ctx)

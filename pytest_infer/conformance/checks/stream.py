@@ -8,7 +8,7 @@ from ...client.errors import carries_error
 from ...outcomes import NotExercised
 from ..context import CheckContext, StreamExchange
 from ..registry import check
-from .chat import LIMIT, content_of, greedy, shown, stop_case
+from .chat import LIMIT, MULTIBYTE, content_of, greedy, shown, stop_case
 
 SPEC = "openai-openapi CreateChatCompletionStreamResponse"
 
@@ -107,6 +107,21 @@ def text_equals_nonstream(ctx: CheckContext) -> str:
     ex, chunks = chat_stream(ctx, max_tokens=16)
     ctx.agree(content_of(data), joined(chunks), f"the non-streamed text {content_of(data)!r}", ex)
     return f"{len(chunks)} chunks joining to the non-streamed text {shown(content_of(data))}"
+
+
+@check(
+    "stream.multibyte-text",
+    "characters of several tokens stream whole: the deltas join to the non-streamed text, no replacement character",
+    reference=f"{SPEC} (delta.content); openai-conformance.md",
+)
+def multibyte_text(ctx: CheckContext) -> str:
+    """A server that decodes each token alone sends half a character as U+FFFD; ASCII gibberish never has one."""
+    _, data = greedy(ctx, messages=MULTIBYTE, max_tokens=12)
+    expected = content_of(data)
+    wide = ctx.nonempty(sorted({ch for ch in expected or "" if ord(ch) > 0x7F}), "non-ASCII character in the answer")
+    ex, chunks = chat_stream(ctx, messages=MULTIBYTE, max_tokens=12)
+    ctx.agree(expected, joined(chunks), f"the non-streamed text {expected!r}", ex)
+    return f"{len(chunks)} chunks joining to the non-streamed text {shown(expected)} ({len(wide)} non-ASCII characters)"
 
 
 @check(
