@@ -216,8 +216,22 @@ def judged(
         "ttft_p99_error_ms": err("ttft_p99_ms"),
         "itl_p50_error_ms": err("itl_p50_ms"),
         "cpu_ms_per_request": None if cpu_s is None else round(cpu_s * 1000 / len(every), 3),
+        "in_flight_mean": in_flight_mean(every),
         "server": {k: v if not isinstance(v, float) else round(v, 3) for k, v in server.items()},
     }
+
+
+def in_flight_mean(records: list[dict]) -> float | None:
+    """The requests the server held at once, on average from its first arrival to its last token: the load a
+    tool offered, whatever streams it was asked for."""
+    events = sorted([(r["recv_ns"], 1) for r in records] + [(r["end_ns"] or r["write_ns"][-1], -1) for r in records])
+    if len(events) < 2 or events[-1][0] == events[0][0]:
+        return None
+    held, area, last = 0, 0, events[0][0]
+    for t, step in events:
+        area += held * (t - last)
+        held, last = held + step, t
+    return round(area / (events[-1][0] - events[0][0]), 1)
 
 
 def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_address: str | None = None) -> dict:
@@ -331,6 +345,7 @@ FIGURES = (
     "itl_p50_error_ms",
     "cpu_ms_per_request",
     "output_tokens_per_s",
+    "in_flight_mean",
 )
 
 
@@ -378,16 +393,16 @@ def table(rows: list[dict]) -> str:
     """Every tool at every load: its errors, CPU per request and the server's lag (medians of the repeats)."""
     lines = [
         "| streams | tool | TTFT error p50 (ms) | TTFT error p99 (ms) | ITL error p50 (ms) | CPU per request (ms) |"
-        " output tok/s | server lag p50 (ms) |",
-        "|" + "---|" * 8,
+        " output tok/s | in flight (mean) | server lag p50 (ms) |",
+        "|" + "---|" * 9,
     ]
     for row in rows:
         for name in tools([row]):
             s = row["tools"][name].get("summary", {})
             if "cannot_express" in s:
-                lines.append(f"| {row['streams']} | {name} | cannot express: {s['cannot_express']} | | | | | |")
+                lines.append(f"| {row['streams']} | {name} | cannot express: {s['cannot_express']} | | | | | | |")
             elif "error" in s:
-                lines.append(f"| {row['streams']} | {name} | failed: {s['error'][:100]!r} | | | | | |")
+                lines.append(f"| {row['streams']} | {name} | failed: {s['error'][:100]!r} | | | | | | |")
             elif not s:
                 continue
             else:
@@ -397,7 +412,8 @@ def table(rows: list[dict]) -> str:
                 tps = "" if s["output_tokens_per_s"] is None else f"{s['output_tokens_per_s']:.0f}"
                 lines.append(
                     f"| {row['streams']} | {name} | {_ms(s['ttft_p50_error_ms'])} | {_ms(s['ttft_p99_error_ms'])} |"
-                    f" {_ms(s['itl_p50_error_ms'])} | {_ms(s['cpu_ms_per_request'], sign=False)} | {tps} | {lag} |"
+                    f" {_ms(s['itl_p50_error_ms'])} | {_ms(s['cpu_ms_per_request'], sign=False)} | {tps} |"
+                    f" {'' if s.get('in_flight_mean') is None else s['in_flight_mean']} | {lag} |"
                 )
     lines.append("")
     for name in tools(rows):

@@ -157,6 +157,17 @@ def test_a_late_client_is_charged_its_lateness(paced, tmp_path):
     assert late["server"]["requests"] == 8 and late["server"]["ttft_p50_ms"] == pytest.approx(20, abs=10)
     assert late["ttft_p50_error_ms"] - on_time["ttft_p50_error_ms"] == pytest.approx(25, abs=8)
     assert late["cpu_ms_per_request"] > 0  # the fake client's interpreter costs CPU, charged over 10 requests
+    assert 1.0 < late["in_flight_mean"] <= 2.0  # two streams held the server busy with (nearly) two requests
+
+
+def test_in_flight_mean_is_the_load_a_tool_offered():
+    def record(recv_ms: float, end_ms: float) -> dict:
+        return {"recv_ns": int(recv_ms * 1e6), "end_ns": int(end_ms * 1e6), "write_ns": [int(end_ms * 1e6)]}
+
+    two_streams = [record(0, 100), record(0, 100), record(100, 200), record(100, 200)]
+    asked_two_held_one = [record(0, 100), record(100, 200), record(200, 300), record(300, 400)]
+    assert client_bench.in_flight_mean(two_streams) == 2.0
+    assert client_bench.in_flight_mean(asked_two_held_one) == 1.0
 
 
 def test_a_load_a_peer_cannot_express_runs_nothing_and_says_why(tmp_path):
