@@ -139,16 +139,6 @@ def real_engine(engine_pool: EnginePool, request: pytest.FixtureRequest):
     return engine_pool.get
 
 
-@pytest.fixture(autouse=True)
-def _quiet_inner_pytest(request: pytest.FixtureRequest) -> None:
-    """Inner pytester runs inherit our warnings-as-errors; give them the asyncio setting users would set."""
-    if "pytester" in request.fixturenames:
-        request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when created
-        request.getfixturevalue("monkeypatch").setenv(
-            "PYTEST_ADDOPTS", "-o asyncio_default_fixture_loop_scope=function"
-        )
-
-
 @dataclass(frozen=True)
 class FreshServer:
     base_url: str

@@ -255,7 +255,6 @@ def test_the_gate_scripts_candidate_leg_is_not_broken_by_its_incomplete_in_run_g
     env = {
         **os.environ,
         "GATE_SUITES": str(tmp_path / "test_ok.py"),
-        "PYTEST_ADDOPTS": "-o asyncio_default_fixture_loop_scope=function",
     }
     with FakeServer() as server:
         env["VLLM_CANDIDATE_ENDPOINT"] = server.base_url

@@ -122,7 +122,6 @@ def test_a_gate_leg_that_breaks_fails_and_failing_checks_do_not(
         "GATE_SUITES": str(tmp_path / suite),
         "GATE_PYTEST_ARGS": pytest_args,
         "GATE_TRANSFORMERS_ARGS": "-q",
-        "PYTEST_ADDOPTS": "-o asyncio_default_fixture_loop_scope=function",
     }
     with FakeServer() as srv:
         env["TRANSFORMERS_ENDPOINT"] = srv.base_url
