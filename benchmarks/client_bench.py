@@ -61,6 +61,9 @@ KEEP_MS = (1.0, 5.0)  # "keeps a load": |median TTFT error| within each
 # The client's error is taken against the server's actual write times, so server lag does not bias it;
 # but a server behind its schedule offers less than the nominal load: such rows say so and do not count.
 SERVER_LAG_P50_MS = 5.0
+# A tool that holds fewer requests in flight than the streams it was asked for offers a lighter load: its
+# figures are shown, marked, and do not count as keeping that load.
+HELD_SHARE = 0.75
 OURS = "ours"
 QUICK_STREAMS = "1,64,512"
 MIN_REQUESTS = 8  # measured requests at the lowest loads, so that a median is one
@@ -377,12 +380,19 @@ def _ms(value: float | None, sign: bool = True) -> str:
     return "" if value is None else (f"{value:+.2f}" if sign else f"{value:.2f}")
 
 
+def held_the_load(summary: dict, streams: int) -> bool:
+    """Whether the tool kept (about) as many requests in flight as streams asked for (unknown: yes)."""
+    held = summary.get("in_flight_mean")
+    return held is None or held >= HELD_SHARE * streams
+
+
 def kept(rows: list[dict], name: str, limit_ms: float) -> str:
     """The highest load at which ``name`` keeps |median TTFT error| within ``limit_ms``, the server on schedule."""
     ok = [
         row["streams"]
         for row in rows
         if (s := row["tools"].get(name, {}).get("summary", {})).get("server_kept_schedule")
+        and held_the_load(s, row["streams"])
         and s.get("ttft_p50_error_ms") is not None
         and abs(s["ttft_p50_error_ms"]) <= limit_ms
     ]
@@ -413,7 +423,8 @@ def table(rows: list[dict]) -> str:
                 lines.append(
                     f"| {row['streams']} | {name} | {_ms(s['ttft_p50_error_ms'])} | {_ms(s['ttft_p99_error_ms'])} |"
                     f" {_ms(s['itl_p50_error_ms'])} | {_ms(s['cpu_ms_per_request'], sign=False)} | {tps} |"
-                    f" {'' if s.get('in_flight_mean') is None else s['in_flight_mean']} | {lag} |"
+                    f" {'' if s.get('in_flight_mean') is None else s['in_flight_mean']}"
+                    f"{'' if held_the_load(s, row['streams']) else ' (below the load asked)'} | {lag} |"
                 )
     lines.append("")
     for name in tools(rows):

@@ -251,6 +251,14 @@ def test_ratio_tables_and_cannot_express_cells():
     assert "aiperf: highest load kept with |median TTFT error| <= 1 ms: none of the loads; <= 5 ms: 1 streams" in full
 
 
+def test_a_tool_that_held_fewer_requests_than_streams_does_not_keep_the_load():
+    light = {**figures(0.5), "in_flight_mean": 7.4}
+    rows = [row(16, ours={**figures(0.8), "in_flight_mean": 15.7}, lazy=light)]
+    assert client_bench.kept(rows, "lazy", 1.0) == "none of the loads"
+    assert client_bench.kept(rows, "ours", 1.0) == "16 streams"
+    assert "| 16 | lazy | +0.50 | +1.50 | +0.01 | 1.00 | 100 | 7.4 (below the load asked) |" in client_bench.table(rows)
+
+
 def test_a_load_the_server_fell_behind_on_is_not_kept():
     rows = [row(1, ours=figures(0.5)), row(512, ours=figures(0.5, lag=30.0))]
     assert client_bench.kept(rows, "ours", 1.0) == "1 streams"
