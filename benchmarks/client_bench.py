@@ -21,8 +21,10 @@ written; ITL: gaps between writes), at the median and at p99. Every tool uses /v
 chunk), so their TTFT definitions coincide and the difference is the client's own delay. A tool
 "keeps" a load while its median TTFT error stays within 1 ms (or 5 ms). CPU per request: the tool's
 process tree's CPU time (psutil, sampled) between the server's first received request and its last
-written token, divided by the requests served in between. With --pin the server runs on core 1 and
-every client on core 0 (several processes of ours on any core).
+written token, divided by the requests served in between. The same records give the requests each tool
+held in flight (mean): one under 3/4 of the streams asked offered a lighter load, is marked so and does not
+keep it. With --pin the server runs on core 1 and every client on core 0 (several processes of ours on any
+core): on a machine others use, a core of its own is not guaranteed, and unpinned runs read truer.
 """
 
 from __future__ import annotations
