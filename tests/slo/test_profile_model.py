@@ -3,6 +3,9 @@ any server starts, saying which models the profile was set for; the header names
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 from pytest_infer.models import GEMMA
@@ -46,3 +49,19 @@ def test_the_cpu_profile_has_measured_load_points_for_gemma_on_every_cpu_engine(
     for point in points:  # every point judges latency and throughput, and fails on any error
         assert {"ttft_p50_ms", "min_output_tokens_per_s"} <= set(point.thresholds), (framework, point)
         assert point.thresholds["max_error_share"] == 0, (framework, point)
+
+
+def test_the_gemma_limits_are_the_ones_derived_from_the_stored_figures():
+    """slo/cpu.yaml's gemma-3-270m limits per engine are what benchmarks/results/real-model/thresholds.py derives
+    from the measured figures stored beside it: edit one without the other and this fails."""
+    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "real-model"
+    spec = importlib.util.spec_from_file_location("thresholds", folder / "thresholds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    derived = module.derive(str(folder / "slo-figures.jsonl"))
+    profile = load_profile("cpu")
+    assert {fw for fw, _ in derived} == set(CPU_ENGINES)
+    for (framework, point_id), limits in derived.items():
+        (point,) = [p for p in profile.load_points(GEMMA, framework) if p.id == point_id]
+        assert {k: point.thresholds[k] for k in limits} == limits, (framework, point_id)

@@ -4,9 +4,9 @@
     python thresholds.py derive slo-figures.jsonl                                  # the thresholds, as YAML
 
 The rule: for each engine and load point, the worst figure over the stored runs times MARGIN (latency) or divided by
-it (throughput), rounded outward to two significant digits; no error allowed; memory at most 16 GB. A shared, loose
-2-core machine moves single figures by 2-3x between runs (slo/cpu.yaml's notes), so this catches order-of-magnitude
-regressions and broken streaming, not percent-level drift (that is the upgrade gate's job, against a baseline).
+it (throughput), rounded outward to two significant digits (the profile adds: no error, at most 16 GB of memory).
+A shared 2-core machine moves single figures by 2-3x between runs (slo/cpu.yaml's notes), so this catches
+order-of-magnitude regressions and broken streaming, not percent-level drift (the upgrade gate's job).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def _outward(value: float, up: bool) -> float:
     return round((math.ceil if up else math.floor)(value / scale) * scale, 6)
 
 
-def derive(path: str) -> None:
+def derive(path: str) -> dict[tuple[str, str], dict[str, float]]:
+    """(engine, load point) -> its limits, from the figures in ``path``."""
     worst: dict[tuple[str, str], dict[str, float]] = {}
     with open(path) as fh:
         for line in map(json.loads, filter(str.strip, fh)):
@@ -54,15 +55,19 @@ def derive(path: str) -> None:
                     seen[key] = max(seen.get(key, 0.0), line[key])
             if "output_tokens_per_s" in line:
                 seen["tps"] = min(seen.get("tps", math.inf), line["output_tokens_per_s"])
-    for (framework, point), seen in sorted(worst.items()):
-        limits = {k: _outward(v * MARGIN, True) for k, v in seen.items() if k in LATENCY}
+    limits = {}
+    for key, seen in sorted(worst.items()):
+        limits[key] = {k: _outward(v * MARGIN, True) for k, v in seen.items() if k in LATENCY}
         if "tps" in seen:
-            limits["min_output_tokens_per_s"] = _outward(seen["tps"] / MARGIN, False)
-        limits |= {"max_error_share": 0, "max_rss_gb": 16}
-        text = ", ".join(f"{k}: {int(v) if float(v).is_integer() else v}" for k, v in limits.items())
-        print(f"{framework} {point}: {{{text}}}")
+            limits[key]["min_output_tokens_per_s"] = _outward(seen["tps"] / MARGIN, False)
+    return limits
 
 
 if __name__ == "__main__":
     command, *args = sys.argv[1:]
-    extract(args[0], args[1:]) if command == "extract" else derive(args[0])
+    if command == "extract":
+        extract(args[0], args[1:])
+    else:
+        for (framework, point), limits in derive(args[0]).items():
+            text = ", ".join(f"{k}: {int(v) if float(v).is_integer() else v}" for k, v in limits.items())
+            print(f"{framework} {point}: {{{text}}}")
