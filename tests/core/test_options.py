@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from pytest_infer import options as o
 from pytest_infer.session import session_key
 from pytest_infer.slo import plugin as slo_plugin
 
 from .fakeenv import make_fake_env
+
+ROOT = Path(__file__).parents[2]
 
 PROBE = """
 from pytest_infer.session import session_key
@@ -28,18 +33,29 @@ def fake_vllm(tmp_path_factory):
     return make_fake_env(tmp_path_factory.mktemp("vllm-fake-0.99"))
 
 
+@pytest.fixture
+def org_m_profile(tmp_path: Path) -> Path:
+    """The cpu profile with tiny's load points set for ``org/m``: a profile judges only the models it names."""
+    profile = yaml.safe_load((ROOT / "slo" / "cpu.yaml").read_text())
+    profile["name"] = "org-m"
+    profile["models"] = {"org/m": profile["models"]["tiny"]}
+    path = tmp_path / "org-m.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    return path
+
+
 def run_probe(pytester, *args):
     pytester.makepyfile(test_probe=PROBE)
     return pytester.runpytest("-s", "-p", "no:cacheprovider", *args)
 
 
-def test_all_options_parse(pytester, fake_vllm):
+def test_all_options_parse(pytester, fake_vllm, org_m_profile):
     result = run_probe(
         pytester,
         f"{o.FRAMEWORK}=vllm",
         f"{o.ENV}=vllm={fake_vllm}",
         f"{o.MODEL}=org/m",
-        f"{slo_plugin.SLO}=cpu",
+        f"{slo_plugin.SLO}={org_m_profile}",
         f"{o.SERVER_ARG}=--max-num-seqs 8",
         f"{o.SERVER_ARG}=--enforce-eager",
         f"{o.STARTUP_TIMEOUT}=12.5",
@@ -49,18 +65,18 @@ def test_all_options_parse(pytester, fake_vllm):
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*OPTS ('vllm',) org/m () cpu ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"]
+        ["*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"]
     )
     assert f"TARGETS [('vllm', 'vllm', '{fake_vllm.name}', None)]" in result.stdout.str()
 
 
-def test_ini_equivalents(pytester, fake_vllm):
+def test_ini_equivalents(pytester, fake_vllm, org_m_profile):
     pytester.makeini(f"""
         [pytest]
         infer_framework = vllm
         infer_env = vllm={fake_vllm}
         infer_model = org/m
-        infer_slo = cpu
+        infer_slo = {org_m_profile}
         infer_server_arg = --max-num-seqs 8
         infer_startup_timeout = 20
         infer_request_timeout = 4
@@ -69,7 +85,7 @@ def test_ini_equivalents(pytester, fake_vllm):
         """)
     result = run_probe(pytester)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m () cpu ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"])
+    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"])
 
 
 def test_command_line_beats_ini(pytester, fake_vllm):
