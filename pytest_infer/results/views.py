@@ -52,12 +52,17 @@ def target_label(target: TargetRecord) -> str:
 
 
 DEFAULT_MODEL = "tiny"  # --infer-model's default: a column heading names any other model
+# A built-in model's cached folder or GGUF (pytest_infer/models: its name, its form, a digest of its recipe), which an
+# engine that serves a path (transformers serve) reports as its model.
+BUILTIN_FOLDER = re.compile(r"(?P<name>tiny|gemma-3-270m)(?:-gguf|-bf16)?-[0-9a-f]{12}")
 
 
 def column_label(target: TargetRecord) -> str:
     """A report column's heading: the target's label, and its model unless it is the default, so a framework x model
-    matrix says which model each column served (a path by its last part)."""
+    matrix says which model each column served (a path by its last part, a built-in model's folder by its name)."""
     model = target.model.rstrip("/").rsplit("/", 1)[-1] if target.model.startswith(("/", ".")) else target.model
+    if builtin := BUILTIN_FOLDER.fullmatch(model):
+        model = builtin["name"]
     return target_label(target) if model == DEFAULT_MODEL else f"{target_label(target)} · {model}"
 
 

@@ -34,3 +34,13 @@ def test_a_local_model_is_named_by_its_folder_and_tiny_by_nothing():
         matrix("/models/my-model/")
     )
     assert "| suite | llamacpp b11312 | transformers 5.24.0 |" in render_markdown(matrix("tiny"))
+
+
+def test_a_builtin_models_cached_folder_is_named_by_the_model():
+    """transformers serve serves a built-in model by its cached folder: the column names the model, tiny by nothing."""
+    assert "| suite | llamacpp b11312 | transformers 5.24.0 |" in render_markdown(
+        matrix("/root/.cache/pytest-infer/models/tiny-e0f588805fb3")
+    )
+    assert "| suite | llamacpp b11312 · gemma-3-270m | transformers 5.24.0 · gemma-3-270m |" in render_markdown(
+        matrix("/root/.cache/pytest-infer/models/gemma-3-270m-bf16-fa6c9653d65e")
+    )
