@@ -35,6 +35,7 @@ import functools
 import html
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -85,7 +86,7 @@ class TreeCPU:
     """A process tree's CPU seconds over time, so that a window's share can be cut out afterwards.
 
     A peer's tree is sampled in a thread of this process (psutil; a process that ends keeps the last CPU
-    time seen for it). This process itself (our client) is read from ``os.times()`` when the run starts and
+    time seen for it). This process itself (our client) is read from its own CPU clock when the run starts and
     ends, its children counted once waited for (the paced server never is while it serves): no sampling
     thread takes the GIL from the client it measures.
     """
@@ -100,9 +101,10 @@ class TreeCPU:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def sample(self) -> None:
-        if self.own:
-            t = os.times()
-            self.samples.append((time.perf_counter_ns(), t.user + t.system + t.children_user + t.children_system))
+        if self.own:  # the process's own clock (ns), not os.times()'s 10 ms ticks, which read 0 for a short run
+            children = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = time.process_time() + children.ru_utime + children.ru_stime
+            self.samples.append((time.perf_counter_ns(), cpu))
             return
         try:
             tree = [self.root, *self.root.children(recursive=True)]
