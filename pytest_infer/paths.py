@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
+
+# The built-in models' names (pytest_infer/models builds and caches them), here because the reports, which import
+# nothing of the run, name a built-in model's cached folder by its model; tiny is --infer-model's default.
+TINY = "tiny"
+GEMMA = "gemma-3-270m"
+_CACHED_FOLDER = re.compile(rf"(?P<name>{TINY}|{GEMMA})(?:-gguf|-bf16)?-[0-9a-f]{{12}}")
 
 
 def bundled(name: str) -> Path:
@@ -30,3 +37,10 @@ def cache_dir() -> Path:
 def engines_dir() -> Path:
     """Where scripts/install-engines.sh puts one virtual environment per engine."""
     return Path(os.environ.get("PYTEST_INFER_ENGINES") or cache_dir() / "engines")
+
+
+def builtin_model_of(folder: str) -> str | None:
+    """The built-in model whose cached folder or GGUF this is (its name, its form, a digest of its recipe), else None:
+    an engine that serves a path (transformers serve) reports that folder as its model."""
+    cached = _CACHED_FOLDER.fullmatch(folder)
+    return cached["name"] if cached else None

@@ -12,9 +12,8 @@ import pytest
 from .adapters import registry
 from .adapters.base import Adapter, Environment, Parsers
 from .adapters.external import ENDPOINT
-from .models.tiny import TINY
 from .options import ENV, PARSER, InferOptions
-from .paths import engines_dir
+from .paths import TINY, engines_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.base import Adapter, BuiltinModel, Environment, python_of
-from .gemma import CHAT_TEMPLATE, GEMMA, GEMMA_LAUNCH, ModelError, gemma_model_dir, gguf_path
-from .tiny import TINY, tiny_gguf, tiny_model_dir
+from ..paths import GEMMA, TINY
+from .gemma import CHAT_TEMPLATE, GEMMA_LAUNCH, ModelError, gemma_model_dir, gguf_path
+from .tiny import tiny_gguf, tiny_model_dir
 from .tiny_build import MAX_POSITIONS as TINY_POSITIONS
 
 BUILTIN = (TINY, GEMMA)

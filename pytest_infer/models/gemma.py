@@ -27,10 +27,9 @@ from filelock import FileLock
 
 from ..adapters.base import BuiltinModel
 from ..outcomes import InferError
-from ..paths import cache_dir
+from ..paths import GEMMA, cache_dir
 from .gemma_build import MARKER
 
-GEMMA = "gemma-3-270m"
 CHAT_TEMPLATE = Path(__file__).with_name("gemma3_chat_template.jinja")
 # how CPU engines run it: in the dtype it is written in, with tiny's 2048 tokens of context; it writes no markup
 # that tiny's default tool-call and reasoning parsers read (a user names parsers with --infer-parser)

@@ -13,7 +13,6 @@ from filelock import FileLock
 from ..paths import cache_dir
 from .gemma import ModelError, make_folder
 
-TINY = "tiny"
 _BUILDER = Path(__file__).with_name("tiny_build.py")
 _GGUF_BUILDER = Path(__file__).with_name("tiny_gguf_build.py")
 

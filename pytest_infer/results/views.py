@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..paths import TINY, builtin_model_of
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Measured, Section, Table
 from .model import Crash, SessionResults, TargetRecord, TestRecord
 
@@ -51,19 +52,12 @@ def target_label(target: TargetRecord) -> str:
     return target.id
 
 
-DEFAULT_MODEL = "tiny"  # --infer-model's default: a column heading names any other model
-# A built-in model's cached folder or GGUF (pytest_infer/models: its name, its form, a digest of its recipe), which an
-# engine that serves a path (transformers serve) reports as its model.
-BUILTIN_FOLDER = re.compile(r"(?P<name>tiny|gemma-3-270m)(?:-gguf|-bf16)?-[0-9a-f]{12}")
-
-
 def column_label(target: TargetRecord) -> str:
     """A report column's heading: the target's label, and its model unless it is the default, so a framework x model
     matrix says which model each column served (a path by its last part, a built-in model's folder by its name)."""
     model = target.model.rstrip("/").rsplit("/", 1)[-1] if target.model.startswith(("/", ".")) else target.model
-    if builtin := BUILTIN_FOLDER.fullmatch(model):
-        model = builtin["name"]
-    return target_label(target) if model == DEFAULT_MODEL else f"{target_label(target)} · {model}"
+    model = builtin_model_of(model) or model
+    return target_label(target) if model == TINY else f"{target_label(target)} · {model}"
 
 
 def row_key(test: TestRecord) -> str:
