@@ -12,13 +12,15 @@ inconclusive, and survival or a refusal is judged only next to a known-good sche
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..outcomes import NotExercised
 from .classify import Outcome
-from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner
+from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner, evidence_of
 from .strategies import token_budget
 
 CASE_SEEDS = 3
@@ -99,6 +101,9 @@ def run_case(
     return result
 
 
+JSON_START = re.compile(r"\s*(?:[\[{\"0-9-]|true|false|null|NaN|Infinity)")
+
+
 @dataclass(frozen=True, slots=True)
 class Support:
     """What a server does with a schema it is given: honoured, ignored, rejected, partly, error, or inconclusive."""
@@ -106,6 +111,26 @@ class Support:
     word: str
     detail: str
     attempts: tuple[Attempt, ...] = ()
+
+    @property
+    def evidence(self) -> str:
+        """What the probe sent and what came back, as a passing test's evidence."""
+        answers: dict[str, Counter[str]] = {}
+        for attempt in self.attempts:
+            answers.setdefault(attempt.path, Counter())[attempt.verdict.outcome.value] += 1
+        return evidence_of(answers)
+
+    def require_applied(self, path: RequestPath) -> None:
+        """Not exercised when the server takes a schema on ``path`` and applies none: ignored, and no answer even
+        starts like a JSON value (prose). The support test fails on that once; a test of one schema there has no
+        grammar to judge, and its requests would only say it again. Non-strict JSON (NaN, single quotes) is a grammar
+        letting through what it should not, which each schema's test still judges."""
+        prose = all(not JSON_START.match(a.output or "") for a in self.attempts if a.verdict.outcome.failed)
+        if self.word == "ignored" and prose:
+            raise NotExercised(
+                f"{path.name} takes a schema and applies none ({self.detail}; test_schema_is_honoured fails on it):"
+                " no grammar to judge on this route"
+            )
 
 
 def judge_support(attempts: list[Attempt]) -> Support:

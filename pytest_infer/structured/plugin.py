@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ from ..session import session_key, tests_a_server
 from .options import REQUEST_PATHS, StructuredOptions
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
+    from .checks import Support
     from .explore import ExploreSettings
     from .runner import RequestPath, StructuredRunner
     from .store import ReproducerStore
@@ -226,6 +227,36 @@ def structured_request_path(request: pytest.FixtureRequest, infer_live_server) -
             pytest.skip(f"{infer_live_server.framework} has no schema field of its own besides response_format")
         return native
     return RESPONSE_FORMAT if request.param == "response_format" else RESPONSE_FORMAT_STREAM
+
+
+@pytest.fixture(scope="session")
+def structured_supports() -> dict[tuple[str, str], Support]:
+    """Each target's and route's probed support, kept for the session."""
+    return {}
+
+
+@pytest.fixture
+def structured_support(structured_runner, infer_target, structured_supports) -> Callable[[RequestPath], Support]:
+    """``structured_support(path)``: what the server does with a schema on ``path`` (honoured, ignored, refused...),
+    probed once per target and route: the support test judges it, and a route that applies no schema is not
+    re-proved by every schema test after it (on a slow engine each would spend minutes saying the same)."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a structured session
+    from .checks import probe_support
+
+    def support(path: RequestPath) -> Support:
+        key = (infer_target.id, path.name)
+        if key not in structured_supports:
+            structured_supports[key] = probe_support(structured_runner.separate(), path)
+        return structured_supports[key]
+
+    return support
+
+
+@pytest.fixture
+def structured_applied(structured_request_path, structured_support) -> RequestPath:
+    """The route, once the server is seen to apply a schema on it at all; else the test is not exercised."""
+    structured_support(structured_request_path).require_applied(structured_request_path)
+    return structured_request_path
 
 
 @pytest.fixture

@@ -181,6 +181,15 @@ def prompt_for(schema: Any) -> str:
     return "Reply with only a JSON value that matches the given JSON Schema."
 
 
+def evidence_of(answers: dict[str, Counter[str]]) -> str:
+    """Requests sent and what came back (each outcome's count), by request path, in one line."""
+    return "; ".join(
+        f"POST {CHAT} via {path}: {counts.total()} answers, "
+        + ", ".join(f"{n} {outcome}" for outcome, n in counts.most_common())
+        for path, counts in answers.items()
+    )
+
+
 class StructuredRunner:
     """Runs schemas against one server. ``alive`` says whether the server process still exists
     (for launched servers); reachability is always checked over HTTP as well. ``server_log``
@@ -204,13 +213,16 @@ class StructuredRunner:
         self._cache: dict[tuple[str, str, int, Sampling], Attempt] = {}
         self.answers: dict[str, Counter[str]] = {}  # request path -> each outcome's count of the requests it sent
 
+    def separate(self) -> StructuredRunner:
+        """A runner on the same server whose requests are counted apart: a probe several tests share is no test's
+        evidence."""
+        apart = StructuredRunner(self.client, sampling=self.sampling, timeout=self.timeout, server_log=self.server_log)
+        apart._process_alive = self._process_alive
+        return apart
+
     def evidence(self) -> str:
         """What this runner sent and what came back, by request path: what a pass judged ("" if it sent nothing)."""
-        return "; ".join(
-            f"POST {CHAT} via {path}: {counts.total()} answers, "
-            + ", ".join(f"{n} {outcome}" for outcome, n in counts.most_common())
-            for path, counts in self.answers.items()
-        )
+        return evidence_of(self.answers)
 
     def body(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> dict[str, Any]:
         sampling = sampling or self.sampling

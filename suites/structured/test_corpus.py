@@ -18,9 +18,9 @@ pytestmark = pytest.mark.structured
 
 
 @pytest.mark.parametrize("case_name", list(CORPUS))
-def test_known_bug_class(case_name, structured_request_path, structured_runner, structured_record, infer_record):
+def test_known_bug_class(case_name, structured_applied, structured_runner, structured_record, infer_record):
     case = CORPUS[case_name]
-    result = run_case(structured_runner, structured_request_path, case.schema, case.instance)
+    result = run_case(structured_runner, structured_applied, case.schema, case.instance)
     for attempt in result.attempts:
         structured_record(attempt, case=case_name)
     if result.failures:
@@ -35,12 +35,12 @@ def test_known_bug_class(case_name, structured_request_path, structured_runner, 
         raise Inconclusive(f"{case_name}: {problem} (token budget {result.attempts[0].body['max_tokens']})")
 
 
-def test_invalid_schema_is_rejected(structured_request_path, structured_runner, infer_record):
+def test_invalid_schema_is_rejected(structured_applied, structured_runner, infer_record):
     """An invalid schema must get a clean 4xx: not a crash, not unconstrained text under HTTP 200; judged only
     once the same route answered a known-good schema validly (a route that refuses everything proves nothing)."""
-    if (problem := positive_control(structured_runner, structured_request_path).problem) is not None:
+    if (problem := positive_control(structured_runner, structured_applied).problem) is not None:
         raise Inconclusive(problem)
-    attempt = structured_runner.run(INVALID_SCHEMA, structured_request_path, 64, fresh=True, refuse=True)
+    attempt = structured_runner.run(INVALID_SCHEMA, structured_applied, 64, fresh=True, refuse=True)
     if (problem := refusal_problem(attempt)) is not None:
         record_evidence(infer_record, attempt)
         pytest.fail(f"{problem}\n{attempt.describe()}", pytrace=False)

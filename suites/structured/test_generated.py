@@ -22,7 +22,7 @@ pytestmark = pytest.mark.structured
 
 
 def test_generated_schemas(
-    structured_request_path,
+    structured_applied,
     structured_runner,
     structured_explore_settings,
     structured_store,
@@ -32,9 +32,9 @@ def test_generated_schemas(
     infer_session,
     infer_record,
 ):
-    stored = structured_store.for_path(structured_request_path.name)
+    stored = structured_store.for_path(structured_applied.name)
     still_failing = []
-    for entry, attempt in replay(structured_runner, structured_request_path, stored):
+    for entry, attempt in replay(structured_runner, structured_applied, stored):
         structured_record(attempt)
         structured_store.record_replay(
             entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature
@@ -42,9 +42,7 @@ def test_generated_schemas(
         if attempt.verdict.outcome.failed:
             still_failing.append(attempt)
 
-    report = explore(
-        structured_runner, structured_request_path, structured_explore_settings, on_attempt=structured_record
-    )
+    report = explore(structured_runner, structured_applied, structured_explore_settings, on_attempt=structured_record)
     for finding in report.findings:
         structured_store.record(
             finding.shown.reproducer(),
@@ -58,7 +56,7 @@ def test_generated_schemas(
         {"schema": a.schema, "verdict": a.verdict.signature, "max_tokens": a.body["max_tokens"]}
         for a in report.attempts
     ]
-    write_sweep(infer_session.options.report_dir, infer_target.id, structured_request_path.name, rows)
+    write_sweep(infer_session.options.report_dir, infer_target.id, structured_applied.name, rows)
     counts = Counter(a.verdict.outcome.value for a in report.attempts)
     summary = (
         f"{len(report.attempts)} distinct schemas ({report.examples} drawn, seed {structured_explore_settings.seed}): "
@@ -78,7 +76,7 @@ def test_generated_schemas(
         if (problem := refused_everything(structured_runner)) is not None:
             raise Inconclusive(f"{summary}: {problem}")
         raise Unsupported(
-            f"json_schema via {structured_request_path.name}",
+            f"json_schema via {structured_applied.name}",
             f"every schema was refused: {report.attempts[0].verdict.message}",
         )
     if (problem := too_few_valid(report.attempts, 1, MIN_VALID_SHARE)) is not None:

@@ -11,6 +11,7 @@ from pytest_infer.outcomes import Inconclusive
 from pytest_infer.structured import Outcome
 from pytest_infer.structured.checks import record_evidence
 from pytest_infer.structured.probes import BY_ID, body, require_bias, token_ids
+from pytest_infer.structured.runner import RESPONSE_FORMAT
 
 pytestmark = pytest.mark.structured
 
@@ -24,8 +25,15 @@ def probe_bias_applies(infer_endpoint, structured_tokenizer) -> None:
 
 @pytest.mark.parametrize("probe_id", list(BY_ID))
 def test_grammar_masks(
-    probe_id, probe_bias_applies, infer_client, structured_runner, structured_tokenizer, infer_record
+    probe_id,
+    probe_bias_applies,
+    infer_client,
+    structured_runner,
+    structured_support,
+    structured_tokenizer,
+    infer_record,
 ):
+    structured_support(RESPONSE_FORMAT).require_applied(RESPONSE_FORMAT)  # the probes send a strict response_format
     probe = BY_ID[probe_id]
     request = body(
         probe, infer_client.model, token_ids(infer_client, infer_client.model, probe.push, structured_tokenizer)

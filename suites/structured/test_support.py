@@ -5,15 +5,18 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import probe_support, record_evidence, refused_everything
+from pytest_infer.structured.checks import record_evidence, refused_everything
 
 pytestmark = pytest.mark.structured
 
 
-def test_schema_is_honoured(structured_request_path, structured_runner, structured_record, infer_record):
-    support = probe_support(structured_runner, structured_request_path)
+def test_schema_is_honoured(
+    structured_request_path, structured_support, structured_runner, structured_record, infer_record
+):
+    support = structured_support(structured_request_path)
     for attempt in support.attempts:
         structured_record(attempt)
+    infer_record("infer_evidence", support.evidence)
     infer_record("infer_structured_support", f"{structured_request_path.name}: {support.word}")
     if support.word == "rejected":
         if (problem := refused_everything(structured_runner)) is not None:

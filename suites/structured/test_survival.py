@@ -21,7 +21,8 @@ REFUSABLE = [name for name, (kind, _) in BAD_SCHEMAS.items() if kind in ("malfor
 
 
 @pytest.mark.parametrize("name", list(BAD_SCHEMAS))
-def test_server_survives(name, structured_runner, infer_record):
+def test_server_survives(name, structured_runner, structured_support, infer_record):
+    structured_support(RESPONSE_FORMAT).require_applied(RESPONSE_FORMAT)
     kind, schema = BAD_SCHEMAS[name]
     survival = survive(structured_runner, RESPONSE_FORMAT, schema)
     if survival.healthy is None or survival.attempt is None:
@@ -42,11 +43,11 @@ def test_server_survives(name, structured_runner, infer_record):
 
 
 @pytest.mark.parametrize("name", REFUSABLE)
-def test_bad_schema_is_refused(name, structured_request_path, structured_runner, infer_record):
+def test_bad_schema_is_refused(name, structured_applied, structured_runner, infer_record):
     kind, schema = BAD_SCHEMAS[name]
-    if (problem := positive_control(structured_runner, structured_request_path).problem) is not None:
+    if (problem := positive_control(structured_runner, structured_applied).problem) is not None:
         raise Inconclusive(f"{kind} schema {name!r} not sent: {problem}")
-    attempt = structured_runner.run(schema, structured_request_path, 64, fresh=True, refuse=True)
+    attempt = structured_runner.run(schema, structured_applied, 64, fresh=True, refuse=True)
     if (problem := refusal_problem(attempt)) is not None:
         record_evidence(infer_record, attempt)
         pytest.fail(f"{kind} schema {name!r}: {problem}\n{attempt.describe()}", pytrace=False)

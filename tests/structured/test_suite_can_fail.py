@@ -167,6 +167,27 @@ def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refuse
     assert [t["outcome"] for t in refused.values()] == ["unsupported"]
 
 
+def test_a_route_that_applies_no_schema_fails_once_and_its_schema_tests_are_not_exercised(suite):
+    """A server that takes response_format and writes plain text: the support test fails on it, each test of one
+    schema on that route says so instead of failing (it judged no grammar), and the probe's requests are sent once
+    for the whole suite, not again by every test (transformers serve took minutes a test on a real model)."""
+    with FakeServer(answering(lambda schema: ("Sure! Here is some text.", "stop"))) as server:
+        results = run(suite, server, ".", "-k", "response_format and not stream", "-p", "no:randomly")
+        schema_requests = [b for _, p, b in server.requests if p == "/v1/chat/completions" and schema_of(b)]
+    support = results.pop("response_format")  # test_support's row (its only parameter is the route)
+    assert support["outcome"] == "failed" and "response_format is IGNORED" in support["message"]
+    assert support["extra"]["evidence"].startswith("POST /v1/chat/completions via response_format: ")
+    assert {name.split("-", 1)[0] for name in results} >= {"response_format"} and len(results) > len(CORPUS)
+    assert {t["outcome"] for t in results.values()} == {"not_exercised"}, {
+        n: t["outcome"] for n, t in results.items() if t["outcome"] != "not_exercised"
+    }
+    assert all("response_format takes a schema and applies none" in t["message"] for t in results.values())
+    assert len(schema_requests) == 2 * len(SUPPORT_PROBES)  # the probe's two seeds per known-good schema, once
+    with FakeServer(honest()) as server:  # a route that applies schemas runs every test as before
+        honoured = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
+    assert {t["outcome"] for t in honoured.values()} == {"passed"}
+
+
 def test_survival_means_a_known_good_schema_still_answered_validly_not_any_answer(suite):
     """After the bad schema the server still answers HTTP 200, but wrongly: that is not surviving it."""
     name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
