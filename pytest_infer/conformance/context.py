@@ -68,6 +68,9 @@ class CheckContext:
     framework: str = "endpoint"
     version: str | None = None
     tiny: bool = False
+    # why the model takes no part in a tool conversation (a built-in base model whose template has no tool role), so
+    # what only its choices would show is not judged; None: a model taken at its word
+    no_tools: str | None = None
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
     shapes: Callable[[str, Any], None] | None = (

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import conformance
+from ..paths import TINY
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -42,12 +43,16 @@ def conformance_ctx(
 ) -> Iterator[conformance.CheckContext]:
     """A ``CheckContext`` for the server under test, with the features its framework does not offer; the shape of
     every answer it gets goes into the suite's table."""
+    # lazy: this plugin loads in every pytest run; the built-in models' facts only in a conformance session
+    from ..models import without_tools
+
     table = infer_session.results.table("conformance")
     with conformance.CheckContext(
         infer_endpoint,
         framework=infer_live_server.framework,
         version=infer_live_server.version,
-        tiny=infer_target.model == "tiny",
+        tiny=infer_target.model == TINY,
+        no_tools=without_tools(infer_target.model),
         unsupported=conformance_expectations.unsupported_features(
             infer_live_server.framework, infer_live_server.version
         ),

@@ -7,12 +7,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.base import Adapter, BuiltinModel, Environment, python_of
-from ..paths import GEMMA, TINY
+from ..paths import GEMMA, TINY, builtin_model_of
 from .gemma import CHAT_TEMPLATE, GEMMA_LAUNCH, ModelError, gemma_model_dir, gguf_path
 from .tiny import tiny_gguf, tiny_model_dir
 from .tiny_build import MAX_POSITIONS as TINY_POSITIONS
 
 BUILTIN = (TINY, GEMMA)
+
+
+def without_tools(name: str) -> str | None:
+    """Why a built-in model takes no part in a tool conversation, or None (tiny's calls are scripted; any other model
+    is taken at its word): gemma-3-270m is a base model, never taught to call a tool, and Gemma 3's chat template has
+    no tool role and renders no tools."""
+    if (builtin_model_of(Path(name).name) or name) == GEMMA:  # by name, or by its folder where a server serves that
+        return f"{GEMMA} is a base model that never learnt to call tools, and Gemma 3's chat template has no tool role"
+    return None
 
 
 def known_context(name: str) -> int | None:
@@ -45,7 +54,7 @@ def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalM
                 )
             return LocalModel(tiny_gguf(python_of(environment), folder), BuiltinModel())
         return LocalModel(tiny_model_dir(python_of(environment)), BuiltinModel())
-    if name == GEMMA:
+    if (builtin_model_of(Path(name).name) or name) == GEMMA:  # by name, or by its folder where a server serves that
         if adapter.takes_gguf:
             return LocalModel(gguf_path(), GEMMA_LAUNCH, str(CHAT_TEMPLATE))
         return LocalModel(gemma_model_dir(python_of(environment)), GEMMA_LAUNCH)

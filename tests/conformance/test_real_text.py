@@ -9,10 +9,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.outcomes import Inconclusive
-from pytest_infer.testing.fakeserver import FakeServer
+from pytest_infer.conformance.failures import CheckFailure
+from pytest_infer.models import GEMMA, without_tools
+from pytest_infer.outcomes import Inconclusive, NotExercised
+from pytest_infer.testing.fakeserver import FakeServer, error_body
 
-from .deviations import SAMPLES_NOTHING, _choice, compose, on_response
+from .deviations import BASE, CHAT, MUTATIONS, SAMPLES_NOTHING, _choice, answer_when, compose, on_response
 
 
 def _ends_early(path: str, body: dict, response: dict) -> None:
@@ -52,3 +54,50 @@ def test_a_stream_without_a_wide_character_is_inconclusive(ctx: conformance.Chec
     fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
     with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
         conformance.run("stream.multibyte-text", ctx)
+
+
+ROLES_MUST_ALTERNATE = answer_when(  # what vLLM and SGLang answer when Gemma 3's template meets a tool turn
+    lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
+    400,
+    error_body("Conversation roles must alternate user/assistant/user/assistant/..."),
+)
+TEMPLATE_ERROR_500 = answer_when(  # transformers serve 5.24.0 on the same turn
+    lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
+    500,
+    "Internal Server Error",
+)
+
+
+def test_a_tool_turn_refused_for_a_model_without_a_tool_role_judges_nothing(ctx, fake) -> None:
+    """gemma-3-270m's template has no tool role, so every engine must refuse the turn: that refusal is not the
+    server's failure; the same refusal for a model taken at its word is, and a 5xx is for either."""
+    fake.set_deviation(compose(ROLES_MUST_ALTERNATE))
+    with pytest.raises(CheckFailure, match="HTTP 200 for a conversation with a tool result"):
+        conformance.run("tools.result-message", ctx)
+    ctx.no_tools = without_tools(GEMMA)
+    with pytest.raises(NotExercised, match="no tool role: the tool turn was refused \\(HTTP 400\\)"):
+        conformance.run("tools.result-message", ctx)
+    fake.set_deviation(compose(TEMPLATE_ERROR_500))
+    with pytest.raises(CheckFailure, match="HTTP 500"):
+        conformance.run("tools.result-message", ctx)
+    fake.set_deviation(BASE)
+    assert conformance.run("tools.result-message", ctx).startswith("a turn after a tool result answered with text")
+
+
+def test_no_call_under_auto_from_a_model_never_taught_tools_judges_nothing(ctx, fake) -> None:
+    """auto leaves the call to the model: a base model's text answer shows nothing of the server's parser, while a
+    call it does make is judged as any other."""
+    fake.set_deviation(compose(MUTATIONS["tools.auto"]))
+    with pytest.raises(CheckFailure, match="a get_weather call"):
+        conformance.run("tools.auto", ctx)
+    ctx.no_tools = without_tools(GEMMA)
+    with pytest.raises(NotExercised, match="answered without a call, and auto leaves the call to it"):
+        conformance.run("tools.auto", ctx)
+    fake.set_deviation(BASE)
+    assert conformance.run("tools.auto", ctx).startswith("tool_choice 'auto' and no tool_choice")
+
+
+def test_the_gemma_folder_a_server_serves_is_the_model_without_tools() -> None:
+    """transformers serve names its model by the cached folder: it is still gemma-3-270m."""
+    assert without_tools(GEMMA) == without_tools("/cache/models/gemma-3-270m-bf16-fa6c9653d65e") is not None
+    assert without_tools("tiny") is None and without_tools("org/some-model") is None

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from ...outcomes import NotExercised
-from ..context import CheckContext, Exchange
+from ..context import CLIENT_ERRORS, CheckContext, Exchange
 from ..failures import Inconclusive
 from ..registry import check
 from .calls import TIME, WEATHER, assemble
@@ -192,6 +192,8 @@ def result_message(ctx: CheckContext) -> str:
         "/v1/chat/completions",
         ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0),
     )
+    if ctx.no_tools is not None and ex.status in CLIENT_ERRORS:
+        raise NotExercised(f"{ctx.no_tools}: the tool turn was refused (HTTP {ex.status}), as it must be: {ex.curl}")
     data = ctx.expect_json_object(ex, "a conversation with a tool result")
     content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
     ctx.expect(isinstance(content, str), "a text answer", ex.text, ex)
@@ -215,7 +217,10 @@ def auto(ctx: CheckContext) -> str:
         )
         data = ctx.expect_json_object(ex, f"tool_choice={choice}")
         ch = (data.get("choices") or [{}])[0]
-        problems = call_problems((ch.get("message") or {}).get("tool_calls"), ("get_weather",))
+        calls = (ch.get("message") or {}).get("tool_calls")
+        if ctx.no_tools is not None and not calls:
+            raise NotExercised(f"{ctx.no_tools}: it answered without a call, and auto leaves the call to it: {ex.curl}")
+        problems = call_problems(calls, ("get_weather",))
         ctx.expect(
             not problems and ch.get("finish_reason") == "tool_calls",
             "a get_weather call with finish_reason 'tool_calls'",
