@@ -158,6 +158,15 @@ def judge_support(attempts: list[Attempt]) -> Support:
     return Support("partly", f"some answers broke their schema ({counted})", tuple(attempts))
 
 
+def broke_or_failed(result: CaseResult, bug: str) -> str:
+    """What a case's failing seeds did: "broke the schema (<its bug class>)" when each answered JSON that breaks it;
+    else their outcomes counted, with no bug class, so a server that timed out is not filed under a grammar bug."""
+    outcomes = Counter(attempt.verdict.outcome.value for attempt in result.failures)
+    if set(outcomes) <= {Outcome.INVALID_JSON.value, Outcome.VIOLATION.value}:
+        return f"broke the schema ({bug})"
+    return "failed (" + ", ".join(f"{outcome} {n}" for outcome, n in outcomes.most_common()) + ")"
+
+
 def probe_support(runner: StructuredRunner, path: RequestPath, seeds: int = 2) -> Support:
     attempts: list[Attempt] = []
     for schema, instance in SUPPORT_PROBES:

@@ -6,6 +6,7 @@ import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.structured.checks import (
+    broke_or_failed,
     positive_control,
     record_evidence,
     refusal_problem,
@@ -25,7 +26,9 @@ def test_known_bug_class(case_name, structured_applied, structured_runner, struc
         structured_record(attempt, case=case_name)
     if result.failures:
         record_evidence(infer_record, result.failures[0])
-        head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds broke the schema ({case.bug})"
+        head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds " + broke_or_failed(
+            result, case.bug
+        )
         pytest.fail(head + "\n" + "\n\n".join(a.describe() for a in result.failures), pytrace=False)
     if result.all_rejected:
         if (problem := refused_everything(structured_runner)) is not None:

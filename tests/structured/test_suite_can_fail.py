@@ -118,6 +118,17 @@ def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks
     )
 
 
+def test_a_case_whose_seeds_met_server_errors_is_not_filed_under_its_grammar_bug(suite):
+    """Only answers that break the schema are the case's bug class; a 5xx (or a timeout) is counted as what it was."""
+    case = CORPUS["length-with-pattern"]
+    with FakeServer(honest(crash_on=key(case.schema))) as server:
+        results = run(suite, server, "test_corpus.py", "-k", "length-with-pattern and response_format and not stream")
+    (only,) = results.values()
+    assert only["outcome"] == "failed"
+    assert "length-with-pattern: 3 of 3 seeds failed (server-error 3)" in only["message"]
+    assert "broke the schema" not in only["message"] and case.bug not in only["message"]
+
+
 def test_the_invalid_schema_test_fails_when_the_server_takes_it(suite):
     with FakeServer(honest(accept={key(INVALID_SCHEMA)})) as server:
         results = run(suite, server, "test_corpus.py", "-k", "invalid_schema and response_format and not stream")
