@@ -15,11 +15,17 @@ from .tiny_build import MAX_POSITIONS as TINY_POSITIONS
 BUILTIN = (TINY, GEMMA)
 
 
+def builtin_name(name: str) -> str:
+    """A built-in model's name, given its name or the path of its cached folder (a server that serves a path reports
+    that folder as its model); any other model as given."""
+    return builtin_model_of(Path(name).name) or name
+
+
 def without_tools(name: str) -> str | None:
     """Why a built-in model takes no part in a tool conversation, or None (tiny's calls are scripted; any other model
     is taken at its word): gemma-3-270m is a base model, never taught to call a tool, and Gemma 3's chat template has
     no tool role and renders no tools."""
-    if (builtin_model_of(Path(name).name) or name) == GEMMA:  # by name, or by its folder where a server serves that
+    if builtin_name(name) == GEMMA:
         return f"{GEMMA} is a base model that never learnt to call tools, and Gemma 3's chat template has no tool role"
     return None
 
@@ -54,7 +60,7 @@ def local_model(name: str, adapter: Adapter, environment: Environment) -> LocalM
                 )
             return LocalModel(tiny_gguf(python_of(environment), folder), BuiltinModel())
         return LocalModel(tiny_model_dir(python_of(environment)), BuiltinModel())
-    if (builtin_model_of(Path(name).name) or name) == GEMMA:  # by name, or by its folder where a server serves that
+    if builtin_name(name) == GEMMA:
         if adapter.takes_gguf:
             return LocalModel(gguf_path(), GEMMA_LAUNCH, str(CHAT_TEMPLATE))
         return LocalModel(gemma_model_dir(python_of(environment)), GEMMA_LAUNCH)

@@ -216,9 +216,13 @@ class StructuredRunner:
     def separate(self) -> StructuredRunner:
         """A runner on the same server whose requests are counted apart: a probe several tests share is no test's
         evidence."""
-        apart = StructuredRunner(self.client, sampling=self.sampling, timeout=self.timeout, server_log=self.server_log)
-        apart._process_alive = self._process_alive
-        return apart
+        return StructuredRunner(
+            self.client,
+            sampling=self.sampling,
+            timeout=self.timeout,
+            alive=self._process_alive,
+            server_log=self.server_log,
+        )
 
     def evidence(self) -> str:
         """What this runner sent and what came back, by request path: what a pass judged ("" if it sent nothing)."""
