@@ -6,13 +6,15 @@ these cases never arose on it; a real model (Gemma 3 270M) is sure of its next w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from pytest_infer import conformance
 from pytest_infer.conformance.failures import CheckFailure
 from pytest_infer.models import GEMMA, without_tools
 from pytest_infer.outcomes import Inconclusive, NotExercised
-from pytest_infer.testing.fakeserver import FakeServer, error_body
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
 
 from .deviations import BASE, CHAT, MUTATIONS, SAMPLES_NOTHING, _choice, answer_when, compose, on_response
 
@@ -46,6 +48,33 @@ def test_an_answer_without_a_wide_character_is_inconclusive(ctx: conformance.Che
     """Logprobs of characters made of several tokens are judged only on an answer that has some."""
     fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
     with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
+        conformance.run("chat.logprobs-multibyte", ctx)
+
+
+def _bytes_null(which: Callable[[int], bool]) -> Deviation:
+    """The logprobs entries ``which(i)`` picks have ``bytes: null`` (the OpenAI API allows it for a token without
+    a bytes representation)."""
+
+    def change(p: str, b: dict, r: dict) -> None:
+        if b.get("logprobs") and _choice(r).get("logprobs"):
+            for i, entry in enumerate(_choice(r)["logprobs"]["content"]):
+                if which(i):
+                    entry["bytes"] = None
+
+    return compose(on_response(change))
+
+
+def test_a_null_bytes_entry_leaves_the_others_judged(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    """One entry without bytes stands for any bytes; the others still join around it to the content's UTF-8."""
+    fake.set_deviation(_bytes_null(lambda i: i == 0))
+    said = conformance.run("chat.logprobs-multibyte", ctx)
+    assert "their bytes joining to its UTF-8 (11 of 12 entries with bytes, the others null)" in said, said
+
+
+def test_logprobs_whose_bytes_are_all_null_are_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+    """No entry's bytes to judge: the bytes half of the check is not earned, so it is no pass."""
+    fake.set_deviation(_bytes_null(lambda i: True))
+    with pytest.raises(Inconclusive, match="every logprobs entry has bytes: null"):
         conformance.run("chat.logprobs-multibyte", ctx)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import jsonschema
@@ -476,18 +477,58 @@ def logprobs_multibyte(ctx: CheckContext) -> str:
         ex,
     )
     pieces = [e.get("bytes") for e in entries]
-    judged_bytes = all(isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b) for b in pieces)
-    if judged_bytes:
-        joined, text = bytes(x for b in pieces for x in b), content.encode()
-        ctx.expect(
-            joined.startswith(text) and _incomplete_utf8(joined[len(text) :]),
-            f"the entries' bytes joining to the UTF-8 of the content {content!r}",
-            joined.decode("utf-8", "backslashreplace"),
-            ex,
-        )
-    return f"{len(entries)} entries for {billed} tokens of {shown(content)} ({len(wide)} non-ASCII characters)" + (
-        ", their bytes joining to its UTF-8" if judged_bytes else "; bytes null, not judged"
+    ctx.expect(
+        all(b is None or (isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b)) for b in pieces),
+        "each entry's bytes a list of integers 0-255, or null",
+        shown(pieces, 200),
+        ex,
     )
+    known = sum(b is not None for b in pieces)
+    if not known:
+        raise Inconclusive(
+            f"every logprobs entry has bytes: null ({len(entries)} entries): nothing shows whether their bytes join to"
+            f" the content's UTF-8: {ex.curl}"
+        )
+    text = content.encode()
+    ctx.expect(
+        _bytes_join(pieces, text),
+        f"the entries' bytes joining to the UTF-8 of the content {content!r}"
+        + (
+            f" (a null entry standing for any bytes: {len(pieces) - known} of {len(pieces)})"
+            if known < len(pieces)
+            else ""
+        ),
+        " + ".join("null" if b is None else bytes(b).decode("utf-8", "backslashreplace") for b in pieces),
+        ex,
+    )
+    nulls = f" ({known} of {len(pieces)} entries with bytes, the others null)" if known < len(pieces) else ""
+    return (
+        f"{len(entries)} entries for {billed} tokens of {shown(content)} ({len(wide)} non-ASCII characters), their"
+        f" bytes joining to its UTF-8{nulls}"
+    )
+
+
+def _bytes_join(pieces: list[Any], text: bytes) -> bool:
+    """Do the entries' bytes join to ``text``, plus the start of one character cut off at the limit (a text drops
+    it, its tokens' bytes not)? A null entry (no bytes representation, which the API allows) stands for any bytes,
+    so one null entry judges nothing of the others less: they must still fall in order around it."""
+    runs: list[bytes | None] = []  # the known bytes of consecutive entries, None for a null entry
+    for piece in pieces:
+        if piece is None:
+            runs.append(None)
+        elif runs and (last := runs[-1]) is not None:
+            runs[-1] = last + bytes(piece)
+        else:
+            runs.append(bytes(piece))
+    tail = runs[-1] if runs and runs[-1] is not None else b""
+    for cut in range(min(3, len(tail)) + 1):
+        if cut and not _incomplete_utf8(tail[-cut:]):
+            continue
+        kept = [*runs[:-1], tail[: len(tail) - cut]] if tail else runs
+        pattern = b"".join(b"(?s:.*)" if run is None else re.escape(run) for run in kept)
+        if re.fullmatch(pattern, text):
+            return True
+    return False
 
 
 @check(

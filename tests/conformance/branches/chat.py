@@ -164,6 +164,17 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
             "the entries' bytes joining to the UTF-8 of the content",
         ),
         ("not-a-list", _logprobs_are({"content": "none"}, top=None), "a list of token entries"),
+        (  # one null entry leaves the others judged: their bytes still have to join to the content around it
+            "one-null-others-replaced",
+            _entries(
+                lambda e: (
+                    [e[0].update(bytes=None)]
+                    + [x.update(bytes=list("\ufffd".encode())) for x in e[1:] if len(x["bytes"]) > 1]
+                ),
+                top=None,
+            ),
+            "the entries' bytes joining to the UTF-8 of the content",
+        ),
     ],
     "chat.max-completion-tokens": [
         (
