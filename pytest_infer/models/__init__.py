@@ -30,6 +30,11 @@ def without_tools(name: str) -> str | None:
     return None
 
 
+# What Gemma 3's chat template raises on a turn of a role it has not (gemma3_chat_template.jinja): the one refusal of
+# a tool turn that is the model's, not the server's; the engines pass it on in their 4xx (vLLM, SGLang).
+TEMPLATE_REFUSAL = "Conversation roles must alternate"
+
+
 def known_context(name: str) -> int | None:
     """The context in tokens to assume for a built-in model where the server does not advertise one (transformers
     serve): tiny's whole context, gemma-3-270m's as the plugin serves it on the other engines (its own 32768

@@ -113,6 +113,37 @@ def test_a_tool_turn_refused_for_a_model_without_a_tool_role_judges_nothing(ctx,
     assert conformance.run("tools.result-message", ctx).startswith("a turn after a tool result answered with text")
 
 
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (400, "unknown field: tool_call_id"),
+        (422, "messages.2.role: Input should be 'user', 'assistant' or 'system'"),
+        (404, "The model `fake-model` does not exist."),
+    ],
+    ids=["other-400", "validation-422", "no-model-404"],
+)
+def test_a_tool_turn_refused_for_another_reason_fails_on_a_model_without_a_tool_role(ctx, fake, status, said) -> None:
+    """Only the template's own refusal is the model's: any other 4xx is the server's, judged as on any model."""
+    fake.set_deviation(
+        compose(
+            answer_when(
+                lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
+                status,
+                error_body(said),
+            )
+        )
+    )
+    ctx.no_tools = without_tools(GEMMA)
+    try:
+        conformance.run("tools.result-message", ctx)
+    except NotExercised as exc:  # a skip: pytest.raises would let it pass as skipped
+        pytest.fail(f"a {status} that is not the template's refusal was excused: {exc}")
+    except CheckFailure as failure:
+        assert f"HTTP {status}" in str(failure), str(failure)
+    else:
+        pytest.fail(f"HTTP {status} to the tool turn passed")
+
+
 def test_no_call_under_auto_from_a_model_never_taught_tools_judges_nothing(ctx, fake) -> None:
     """auto leaves the call to the model: a base model's text answer shows nothing of the server's parser, while a
     call it does make is judged as any other."""

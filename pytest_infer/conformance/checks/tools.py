@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...models import TEMPLATE_REFUSAL
 from ...outcomes import NotExercised
 from ..context import CLIENT_ERRORS, CheckContext, Exchange
 from ..failures import Inconclusive
@@ -192,8 +193,12 @@ def result_message(ctx: CheckContext) -> str:
         "/v1/chat/completions",
         ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0),
     )
-    if ctx.no_tools is not None and ex.status in CLIENT_ERRORS:
-        raise NotExercised(f"{ctx.no_tools}: the tool turn was refused (HTTP {ex.status}), as it must be: {ex.curl}")
+    if ctx.no_tools is not None and ex.status in CLIENT_ERRORS and TEMPLATE_REFUSAL in ex.text:
+        # the model's own template refusing the turn, passed on; any other 4xx is the server's and judged below
+        raise NotExercised(
+            f"{ctx.no_tools}: the tool turn was refused (HTTP {ex.status}) by its chat template"
+            f" ({TEMPLATE_REFUSAL!r}), as it must be: {ex.curl}"
+        )
     data = ctx.expect_json_object(ex, "a conversation with a tool result")
     content = ((data.get("choices") or [{}])[0].get("message") or {}).get("content")
     ctx.expect(isinstance(content, str), "a text answer", ex.text, ex)
