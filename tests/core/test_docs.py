@@ -11,11 +11,8 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -203,54 +200,7 @@ def test_the_readme_stays_short():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 
 
-# Figures the documents quote, each checked against the stored run it comes from: (document, pattern with the
-# figures as named groups, where the data is). A drift fails here; change the document, or the stored run with it.
-MAIN_JOB = ROOT / "benchmarks" / "results" / "main-job" / "after.json"
-UPGRADE_GATE = ROOT / "benchmarks" / "results" / "upgrade-gate" / "summary.md"
-QUOTED_FIGURES = (
-    ("docs/guide/installation.md", r"(?P<failed>\d+) failed, (?P<passed>\d+) passed, (?P<skipped>\d+) skipped, "
-     r"(?P<xfailed>\d+) xfailed; (?P<causes>\d+) root causes", MAIN_JOB),
-    ("docs/guide/installation.md", r"the skips are (?P<unsupported>\d+) unsupported, (?P<not_exercised>\d+) not "
-     r"exercised and (?P<inconclusive>\d+) inconclusive", MAIN_JOB),
-    ("docs/guide/gate.md", r"reference run has (?P<failed>\d+) failures in\s+(?P<causes>\d+) root causes", MAIN_JOB),
-    ("docs/guide/gate.md", r"upgrade gate's (?P<failed>\d+) are\s+(?P<causes>\d+)", UPGRADE_GATE),
-    ("README.md", r"Findings: (?P<causes>\d+) root causes of (?P<failed>\d+) failed tests", UPGRADE_GATE),
-)  # fmt: skip
-PYTEST_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "xfail": "xfailed", "fixed": "xpassed"}
-
-
-def stored_figures(source: Path) -> dict[str, int]:
-    """What a stored run says: a results file's outcome counts as pytest's summary line words them, with its root
-    causes; a stored Markdown summary's findings line."""
-    if source.suffix == ".md":
-        found = re.search(r"Findings: (?P<causes>\d+) root causes of (?P<failed>\d+) failed tests", source.read_text())
-        assert found, f"{source}: no findings line"
-        return {k: int(v) for k, v in found.groupdict().items()}
-    from pytest_infer.results.model import SessionResults
-    from pytest_infer.results.views import build_views
-
-    results = SessionResults.read(source)
-    counts = Counter(PYTEST_WORDS.get(t.outcome, "skipped") for t in results.tests)
-    counts.update(t.outcome for t in results.tests if t.outcome not in PYTEST_WORDS)
-    return {**counts, "causes": len(build_views(results).problems)}
-
-
-@pytest.mark.parametrize(("document", "pattern", "source"), QUOTED_FIGURES)
-def test_every_figure_a_document_quotes_from_a_stored_run_is_that_runs(document, pattern, source):
-    found = re.search(pattern, (ROOT / document).read_text(encoding="utf-8"))
-    assert found, f"{document} no longer quotes what {pattern!r} finds: update QUOTED_FIGURES in this file"
-    quoted = {k: int(v) for k, v in found.groupdict().items()}
-    actual = stored_figures(source)
-    assert quoted == {k: actual.get(k, 0) for k in quoted}, f"{document} quotes {quoted}; {source.name} says so"
-
-
-def test_a_drifted_figure_is_caught():
-    """The check above on a document that copied the main job's counts before the run changed."""
-    stale = "36 failed, 193 passed, 11 skipped, 5 xfailed; 15 root causes"
-    found = re.search(QUOTED_FIGURES[0][1], stale)
-    assert found and {k: int(v) for k, v in found.groupdict().items()} != {
-        k: stored_figures(MAIN_JOB).get(k, 0) for k in found.groupdict()
-    }
+# Figures the documents quote from stored runs: tests/core/test_quoted_figures.py.
 
 
 def quick_start(text: str) -> str:
