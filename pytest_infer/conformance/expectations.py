@@ -2,12 +2,13 @@ r"""Known deviations and missing features per framework and version range, loade
 
 A file names one framework; each entry names a check (``deviations``) or a
 feature (``unsupported``), a version range (a PEP 440 specifier, required: an
-open end is written out, ">=0.10.1"), a reason and a public reference. A
+open end is written out, ">=0.10.1"; llama.cpp's builds by number, ">=b11000,<b11400"), a
+reason and a public reference. A
 deviation also names the failure it excuses: ``matches``, a regular expression
 searched in the failure's "expected: ...\ngot: ..." lines. A failure it matches
 is an expected failure (xfail), a pass shows as "fixed", and any other failure
 of the check stays a failure that says the declaration did not match. A server
-whose version is unknown or not PEP 440 gets no declaration at all, and a
+whose version is unknown or neither PEP 440 nor a llama.cpp build gets no declaration at all, and a
 failure says so. The suite bundles one file per built-in framework, ``expectations/<framework>.yaml``; a third
 party's adapter names its own (``Adapter.expectations``).
 
@@ -33,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import Version
 
 from ..adapters import registry as adapters
 from ..outcomes import InferError
+from ..results.views import release_range, release_version
 from .registry import FEATURES
 
 
@@ -59,11 +61,7 @@ class Entry:
         """A version outside the range, unknown or not PEP 440 gets no declaration: what is known to deviate is a
         range of versions, and a server of unknown version may be any of them or none."""
         parsed = parse_version(version)
-        return (
-            framework == self.framework
-            and parsed is not None
-            and parsed in SpecifierSet(self.versions, prereleases=True)
-        )
+        return framework == self.framework and parsed is not None and parsed in release_range(self.versions)
 
     def excuses(self, failure: str) -> bool:
         return re.search(self.matches, failure) is not None
@@ -73,10 +71,8 @@ class Entry:
 
 
 def parse_version(version: str | None) -> Version | None:
-    try:
-        return Version(version) if version else None
-    except InvalidVersion:
-        return None
+    """PEP 440, or a llama.cpp build ``bN`` as the release N (``results.views.release_version``)."""
+    return release_version(version)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +156,11 @@ def _entries(path: Path, framework: str, items: object, key: str, known: Iterabl
             raise ExpectationsError(f"{where}: unknown {name_key} {name!r}; known: {', '.join(sorted(known))}")
         versions = str(item["versions"])
         try:
-            SpecifierSet(versions)
+            release_range(versions)
         except InvalidSpecifier:
             raise ExpectationsError(
-                f"{where}: versions {versions!r} is not a PEP 440 range such as '>=0.10,<0.12'"
+                f"{where}: versions {versions!r} is not a PEP 440 range such as '>=0.10,<0.12' (llama.cpp builds:"
+                " '>=b11000,<b11400')"
             ) from None
         matches = str(item.get("matches") or "")
         try:

@@ -18,9 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from packaging.version import Version
-
 from ..results.model import SessionResults, atomic_write_text
+from ..results.views import release_version
 from .scripts import REASONING_FORMATS, TOOL_FORMATS
 
 PREFIX = "parsers."
@@ -127,7 +126,12 @@ def history(report_dirs: list[Path]) -> str:
             raise SystemExit(f"matrix history: no results file in {report_dir} names the engine's version")
         listing = report_dir / ENGINE_PARSERS
         shipped = set(read_engine_parsers(listing)) if listing.is_file() else None
-        runs.append((Version(version), version, found, shipped))
+        release = release_version(version)
+        if release is None:
+            raise SystemExit(
+                f"matrix history: {report_dir}'s engine version {version!r} is neither PEP 440 nor a llama.cpp build"
+            )
+        runs.append((release, version, found, shipped))
     runs.sort(key=lambda run: run[0])
     keys = sorted({(parser, case) for *_, found, _ in runs for parser, row in found.items() for case in row})
     lines = ["| parser | case | " + " | ".join(run[1] for run in runs) + " | first changed in |"]

@@ -11,6 +11,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from ..paths import TINY, builtin_model_of
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Measured, Section, Table
 from .model import Crash, SessionResults, TargetRecord, TestRecord
@@ -410,6 +413,26 @@ def build_views(results: SessionResults) -> Views:
 
 
 _VERSION_PART = re.compile(r"(\d+)|([^\d.+-]+)")
+# llama.cpp names each release by its build number, b11312: numbered in order, so the number is the version
+_BUILD = re.compile(r"b(\d+)")
+_BUILD_IN_RANGE = re.compile(r"(?<=[=<>~!])(\s*)b(?=\d)")
+
+
+def release_version(version: str | None) -> Version | None:
+    """A framework's version as PEP 440, llama.cpp's build tag ``bN`` as the release N (builds are numbered in
+    order: b9999 before b11312); None for no version or one that is neither (a bare commit)."""
+    if version and (build := _BUILD.fullmatch(version.strip())):
+        version = build[1]
+    try:
+        return Version(version) if version else None
+    except InvalidVersion:
+        return None
+
+
+def release_range(versions: str) -> SpecifierSet:
+    """A PEP 440 range whose bounds may be llama.cpp builds, ``>=b11000,<b11400`` (as ``>=11000,<11400``); raises
+    ``InvalidSpecifier`` for neither."""
+    return SpecifierSet(_BUILD_IN_RANGE.sub(r"\1", versions), prereleases=True)
 
 
 def version_key(version: str | None) -> tuple:

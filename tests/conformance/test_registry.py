@@ -379,3 +379,29 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
         )
         other = conformance.CheckFailure(expected, "HTTP 500: Internal Server Error")
         assert expectations.judge(check_id, framework, version, other.judged).entry is None, (framework, check_id)
+
+
+@pytest.mark.parametrize("versions", [">=b11000,<b11400", ">=11000,<11400"], ids=["b-range", "number-range"])
+def test_a_declaration_applies_to_a_llamacpp_build_in_its_range(tmp_path: Path, versions: str) -> None:
+    """llama.cpp names its releases by build number (``b11312``); builds are ordered by that number, so a range of
+    them is written either way, and b9999 is older than b11000 (not after it, as text would sort it)."""
+    path = tmp_path / "llamacpp.yaml"
+    path.write_text(
+        f"framework: llamacpp\ndeviations:\n  - {{check: models.retrieve, versions: '{versions}',"
+        " matches: 'got: +HTTP 404: ', reason: it answers 404, reference: 'https://example.org/1'}\n"
+    )
+    expectations = load_file(path, [c.id for c in conformance.REGISTRY])
+    assert expectations.judge("models.retrieve", "llamacpp", "b11312", NOT_FOUND.judged).entry is not None
+    for outside in ("b9999", "b11400", "b100000"):
+        verdict = expectations.judge("models.retrieve", "llamacpp", outside, NOT_FOUND.judged)
+        assert verdict.entry is None and f"not {outside}" in verdict.note, verdict.note
+
+
+def test_llamacpp_builds_sort_by_their_number_in_every_ordering() -> None:
+    """The history orders versions, the parser matrix's history too: b9999 before b11312 before b100000."""
+    from pytest_infer.results.views import release_version, version_key
+
+    builds = ["b100000", "b11312", "b9999"]
+    assert sorted(builds, key=version_key) == ["b9999", "b11312", "b100000"]
+    assert sorted(builds, key=lambda b: release_version(b)) == ["b9999", "b11312", "b100000"]
+    assert release_version("0.31.0") is not None and release_version("d5e7f0a") is None
