@@ -30,7 +30,9 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVers
     optional: a server that answers none of them with anything useful is still testable, and any HTTP answer
     (a 404, a 500) shows it reachable; one that gives none to ``GET /v1/models`` (connection refused, a name that
     does not resolve, a TLS handshake refused, no answer in time) cannot be tested at all, and the
-    ``httpx.TransportError`` is raised. What betrays a framework (``owned_by``, ``version_routes``) comes from the
+    ``httpx.TransportError`` is raised; an answer whose body does not decode as its headers say raises
+    ``httpx.DecodingError`` (the pool makes either the target's one error). What betrays a framework
+    (``owned_by``, ``version_routes``) comes from the
     adapters, in registry order.
     """
     adapters = list(registry.ADAPTERS.values())

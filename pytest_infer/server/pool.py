@@ -167,6 +167,14 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _has_request(exc: httpx.RequestError) -> bool:
+    """httpx raises ``RuntimeError`` for an error's request where none was set."""
+    try:
+        return exc.request is not None
+    except RuntimeError:
+        return False
+
+
 class ServerPool:
     def __init__(self, options: InferOptions, targets: list[Target], *, owner: bool = True) -> None:
         self.options = options
@@ -447,6 +455,9 @@ class ServerPool:
         return unlisted or endpoint.model
 
     def _connect(self, target: Target) -> ServerInfo:
+        """An endpoint's one probe (``detect_endpoint``): an answer that cannot be had or cannot be read is the
+        target's one error, the URL and the error named; any answer read, a 404 or a 500 too, is judged by the
+        tests."""
         info = ServerInfo(
             target=target.id,
             adapter=target.adapter,
@@ -460,6 +471,13 @@ class ServerPool:
         except httpx.TransportError as exc:  # no HTTP answer at all; a 404 or a 500 is an answer, judged by the tests
             late = f" (no answer within {REACH_TIMEOUT:.0f} s)" if isinstance(exc, httpx.TimeoutException) else ""
             info.error = f"cannot reach {info.base_url}: {type(exc).__name__}: {exc}{late}"
+            return info
+        except httpx.RequestError as exc:  # an answer no client can read (a body that does not decode as labelled)
+            asked = f" to {exc.request.method} {exc.request.url.path}" if _has_request(exc) else ""
+            info.error = (
+                f"cannot read {info.base_url}'s answer{asked}: {type(exc).__name__}: {exc} (its body does not decode as"
+                " its headers say, so every client fails on it alike)"
+            )
             return info
         if target.adapter is ENDPOINT and detected is not None:
             info = replace(info, adapter=detected)

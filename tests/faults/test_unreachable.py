@@ -11,12 +11,14 @@ from __future__ import annotations
 import glob
 import html
 import json
+import socket
+import threading
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from pytest_infer.server.process import free_port
-from pytest_infer.testing.fakeserver import FakeServer, not_found
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, not_found
 
 SESSION = """
 def test_1(infer_client):
@@ -98,3 +100,40 @@ def test_an_endpoint_answering_404_to_everything_is_reachable_and_its_tests_are_
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     assert results["targets"]["endpoint"]["error"] is None
     assert [t["outcome"] for t in results["tests"]] == ["failed", "failed", "failed", "passed"]
+
+
+@pytest.fixture(params=["undecodable-body", "not-http"])
+def garbage(request) -> tuple[str, str]:
+    """(URL, the error named): an answer whose body does not decode as its headers say (gzip that is not), and bytes
+    that are no HTTP at all."""
+    if request.param == "undecodable-body":
+        with FakeServer(Deviation(headers=lambda path, status: {"Content-Encoding": "gzip"})) as server:
+            yield server.base_url, f"cannot read {server.base_url}'s answer to GET /v1/models: DecodingError: "
+        return
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+        def answer_garbage() -> None:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(b"\x00\xffgarbage, not HTTP\r\n\r\n")
+
+        threading.Thread(target=answer_garbage, daemon=True).start()
+        yield url, f"cannot reach {url}: RemoteProtocolError: "
+
+
+def test_an_endpoint_answering_garbage_is_one_error_naming_it_and_the_rest_not_run(pytester, garbage):
+    """The detection's first request got bytes it cannot read: one error naming the URL and what failed, as for no
+    answer at all, never a traceback out of the session or one failure per test."""
+    url, error = garbage
+    result = run(pytester, url)
+    result.assert_outcomes(errors=1, skipped=3, passed=1)
+    results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
+    assert [t["outcome"] for t in results["tests"]] == ["error", "not_run", "not_run", "not_run"]
+    assert results["targets"]["endpoint"]["error"].startswith(error), results["targets"]["endpoint"]["error"]
+    result.stdout.fnmatch_lines([f"endpoint: {glob.escape(error)}*"])
