@@ -1,0 +1,80 @@
+"""``pytest-infer bisect``: halving an ordered list of releases, where each visit is judged good, bad, inconclusive
+or failed to install; only the last two are never called good or bad. Good and bad are the gate's judgement."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_infer.vendor.bisect import BAD, GOOD, INCONCLUSIVE, INSTALL_FAILED, Visit, bisect, judge_check, summary
+
+from .conftest import BROKEN, release
+
+RELEASES = [f"0.3.{n}" for n in range(20, 37)]  # 17 releases, 0.3.20 .. 0.3.36
+
+
+def judge(first_bad: str, untestable: dict[str, str] | None = None):
+    visited: list[str] = []
+
+    def visit(version: str) -> Visit:
+        visited.append(version)
+        if version in (untestable or {}):
+            return Visit(version, untestable[version], "no verdict")
+        bad = RELEASES.index(version) >= RELEASES.index(first_bad)
+        return Visit(version, BAD if bad else GOOD, label=f"b{1000 + RELEASES.index(version)}", commit=f"c{version}")
+
+    return visit, visited
+
+
+@pytest.mark.parametrize("first_bad", ["0.3.21", "0.3.28", "0.3.36"])
+def test_halving_finds_the_first_bad_release_visiting_few(first_bad: str):
+    visit, visited = judge(first_bad)
+    result = bisect(RELEASES, visit)
+    assert result.first_bad.version == first_bad and result.exact
+    assert result.last_good.version == RELEASES[RELEASES.index(first_bad) - 1]
+    assert len(visited) <= 2 + 5  # the two ends, then log2(15) rounded up
+    assert len(set(visited)) == len(visited)  # nothing installed twice
+
+
+def test_ends_known_from_a_stored_history_are_not_visited():
+    visit, visited = judge("0.3.30")
+    ends = [Visit("0.3.20", GOOD), Visit("0.3.36", BAD)]
+    result = bisect(RELEASES, visit, ends)
+    assert "0.3.20" not in visited and "0.3.36" not in visited and result.first_bad.version == "0.3.30"
+
+
+def test_adjacent_releases_need_no_visit_between():
+    visit, visited = judge("0.3.36")
+    result = bisect(["0.3.35", "0.3.36"], visit, [Visit("0.3.35", GOOD), Visit("0.3.36", BAD)])
+    assert visited == [] and result.exact and result.first_bad.version == "0.3.36"
+
+
+@pytest.mark.parametrize("why", [INCONCLUSIVE, INSTALL_FAILED])
+def test_a_release_that_judged_nothing_is_neither_good_nor_bad(why: str):
+    """0.3.28 is the first bad one but cannot be judged: the answer is a range, 0.3.28 or 0.3.29, never an exact
+    'first bad 0.3.29' nor a good 0.3.28."""
+    visit, visited = judge("0.3.28", {"0.3.28": why})
+    result = bisect(RELEASES, visit)
+    assert result.last_good.version == "0.3.27" and result.first_bad.version == "0.3.29"
+    assert result.skipped_between == ["0.3.28"] and not result.exact
+    assert "0.3.28" in visited
+    lines = "\n".join(summary("llamacpp", "errors.context-overflow-stream", result))
+    assert f"visited 0.3.28: {why}" in lines and "the first bad is one of these or 0.3.29" in lines
+    assert "source range: c0.3.27..c0.3.29" in lines
+
+
+def test_an_end_that_is_not_what_it_was_said_to_be_gives_no_answer():
+    visit, _ = judge("0.3.20")  # already bad at GOOD
+    result = bisect(RELEASES, visit)
+    assert result.error.startswith("0.3.20 was given as good but is bad") and result.first_bad is None
+    visit, _ = judge("0.3.25", {"0.3.36": INSTALL_FAILED})
+    assert "is install failed" in bisect(RELEASES, visit).error
+
+
+def test_the_gate_judges_a_release_against_both_ends():
+    """Bad: the gate finds the check regressed from GOOD; good: the gate finds it regressed from the release to BAD;
+    a release that did not judge the check is inconclusive."""
+    good, bad = release("5.23.0"), release("5.25.0", {BROKEN: "failed"})
+    assert judge_check(BROKEN, good, bad, release("5.24.0", {BROKEN: "failed"}))[0] == BAD
+    assert judge_check(BROKEN, good, bad, release("5.24.0"))[0] == GOOD
+    outcome, why = judge_check(BROKEN, good, bad, release("5.24.0", {BROKEN: "inconclusive"}))
+    assert outcome == INCONCLUSIVE and BROKEN in why
