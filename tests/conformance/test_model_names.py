@@ -32,12 +32,16 @@ WEIGHTS = {"id": MODEL, "root": "/models/fake"}
 PASSES = {
     "an alias of the same weights": _answering_as("fake-alias", WEIGHTS, {"id": "fake-alias", "root": "/models/fake"}),
     "the name at a Hub revision": _answering_as(f"{MODEL}@main", WEIGHTS),
-    "a listed name, where no card names its weights": _answering_as("fake-alias", {"id": MODEL}, {"id": "fake-alias"}),
     "the name asked for, listed by none": compose(FAULTS["unlisted-model"]()),  # transformers serve on the tiny model
 }
 FAILS = {
     "another model the server also serves": _answering_as("other", WEIGHTS, {"id": "other", "root": "/models/other"}),
     "a name nobody lists": _answering_as("renamed-by-a-proxy", WEIGHTS),
+    # no root on either card: nothing shows the two ids name the same weights (llama.cpp, transformers serve, proxies)
+    "another listed name, where no card names its weights": _answering_as(
+        "some-other-model", {"id": MODEL}, {"id": "some-other-model"}
+    ),
+    "a listed name whose card names no weights": _answering_as("other", WEIGHTS, {"id": "other"}),
 }
 
 

@@ -67,13 +67,14 @@ def answer_names(ctx: CheckContext) -> tuple[Callable[[Any], bool], str]:
 
     The name asked for; that name at a Hub revision (``name@rev``: transformers serve answers a Hub model as
     ``org/model@main``); and an alias the server lists in /v1/models, read now (a server may list a model once it
-    is loaded): where the cards name the weights (``root``, as vLLM and SGLang do), only the ids of the asked
-    model's weights, so another model the server also serves is not taken for it."""
+    is loaded), only where both cards name the same weights (``root``, as vLLM and SGLang do). Where the asked
+    model's card names none (llama.cpp, transformers serve, proxies), nothing shows another listed id is the same
+    model, so none is taken for it: a server that also serves another model and answers as that one fails."""
     listing = ctx.get("/v1/models")
     data = listing.data.get("data") if listing.ok and isinstance(listing.data, dict) else None
     cards = [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)] if isinstance(data, list) else []
     root = next((c.get("root") for c in cards if c["id"] == ctx.model), None)
-    aliases = {c["id"] for c in cards if not root or c.get("root") in (None, root)}
+    aliases = {c["id"] for c in cards if root and c.get("root") == root}
 
     def accepted(name: Any) -> bool:
         return isinstance(name, str) and (name == ctx.model or name.startswith(f"{ctx.model}@") or name in aliases)
