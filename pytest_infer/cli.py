@@ -4,6 +4,8 @@
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
+- ``watch ENGINE`` / ``bisect ENGINE GOOD BAD --check ID`` / ``site DIR``: vendor regression tracking as a service
+  (``pytest_infer/vendor``): each new release judged and stored, the first bad release of a check, the site.
 - ``path suites|FOLDER``: where the bundled suites are, for ``pytest "$(pytest-infer path suites)"``, or a folder a
   suite bundles (the SLO suite's ``slo``: its profiles).
 
@@ -35,6 +37,7 @@ from .reporting.terminal import render_gate, render_summary, render_written
 from .results.model import SessionResults, atomic_write_text, combine, result_files
 from .suite import SuiteCli, installed
 from .table import ALPHA
+from .vendor.cli import add_commands as add_vendor_commands
 
 EXIT_OK, EXIT_USAGE = EXIT_PASS, EXIT_INCOMPLETE  # bad input exits as an incomplete gate does: nothing compared
 
@@ -197,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_path)
     for part in clis.values():
         part.commands(sub)
+    add_vendor_commands(sub)  # watch, bisect, site: vendor regression tracking (pytest_infer/vendor)
     return parser
 
 

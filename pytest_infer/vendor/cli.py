@@ -1,0 +1,144 @@
+"""The vendor service's commands, added to ``pytest-infer`` by ``add_commands``: ``watch``, ``bisect``, ``site``."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from packaging.version import Version
+
+from ..paths import TINY
+from ..results.model import SessionResults
+from .bisect import BAD, GOOD, INCONCLUSIVE, INSTALL_FAILED, Visit, bisect, judge_check, summary
+from .engines import ENGINES, VendorError, engine
+from .index import releases
+from .site import render_site
+from .store import Store
+from .watch import INSTALLER, SUITES, EngineRunner, watch
+
+HISTORY = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "vendor-history"
+
+
+def _runner(args: argparse.Namespace) -> EngineRunner:
+    return EngineRunner(engine(args.engine), suites=args.suites, model=args.model, installer=args.installer)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    e = engine(args.engine)
+    started = time.monotonic()
+    available = args.versions or releases(e.package, args.pip_arg)
+    store = Store(args.history, e.name)
+    work = args.work or Path(tempfile.mkdtemp(prefix=f"pytest-infer-watch-{e.name}-"))
+    done = watch(e, store, _runner(args), available, work, newest=args.newest)
+    if not done:
+        print(f"{e.name}: every release on the index since {e.oldest} is in {store.folder}")
+    if args.site:
+        render_site(args.history, args.site)
+        print(f"site: {args.site / 'index.html'}")
+    print(f"watch {e.name}: {len(done)} release(s) in {time.monotonic() - started:.0f} s; runs under {work}")
+    return 0 if all(x.judged for x in done) else 1
+
+
+def cmd_bisect(args: argparse.Namespace) -> int:
+    e = engine(args.engine)
+    good_v, bad_v = Version(args.good), Version(args.bad)
+    listed = args.versions or releases(e.package, args.pip_arg)
+    versions = [v for v in listed if good_v <= Version(v) <= bad_v]
+    if not versions or versions[0] != args.good or versions[-1] != args.bad:
+        raise VendorError(f"{args.good} and {args.bad} must both be releases of {e.package}, GOOD first")
+    store = Store(args.history, e.name)
+    stored = {x.version: x for x in store.judged()}
+    runner = _runner(args)
+    work = args.work or Path(tempfile.mkdtemp(prefix=f"pytest-infer-bisect-{e.name}-"))
+    ran: dict[str, SessionResults] = {}
+
+    def run(version: str) -> tuple[SessionResults | None, Visit | None]:
+        """The check's results on a release: the stored run where there is one, else installed and run."""
+        if version in stored:
+            return store.results(stored[version]), None
+        started = time.monotonic()
+        installed = runner.install(version)
+        if not installed.ok:
+            tail = installed.log.strip().splitlines()[-1:] or [""]
+            return None, Visit(version, INSTALL_FAILED, tail[0], wall_s=installed.wall_s)
+        results, done = runner.run(version, work / version, select=args.check)
+        if results is None:
+            return None, Visit(version, INCONCLUSIVE, "the run wrote no results", wall_s=done.wall_s)
+        ran[version] = results
+        return results, Visit(version, "", wall_s=round(time.monotonic() - started, 1))
+
+    def visit_of(version: str, results: SessionResults, outcome: str, detail: str, wall: float | None) -> Visit:
+        target = next(iter(results.targets.values()))
+        return Visit(version, outcome, detail, target.version or "", target.commit or "", wall)
+
+    good, failed_good = run(args.good)
+    bad, failed_bad = run(args.bad)
+    if good is None or bad is None:
+        end = failed_good if good is None else failed_bad
+        assert end is not None
+        raise VendorError(f"{end.version}: {end.outcome}: {end.detail}")
+    verdict, regressed = judge_check(args.check, good, bad, bad)
+    if verdict != BAD:
+        raise VendorError(f"the gate finds no regression of {args.check} from {args.good} to {args.bad}: {regressed}")
+    ends = [
+        visit_of(args.good, good, GOOD, "given", failed_good.wall_s if failed_good else None),
+        visit_of(args.bad, bad, BAD, regressed, failed_bad.wall_s if failed_bad else None),
+    ]
+
+    def visit(version: str) -> Visit:
+        results, v = run(version)
+        if results is None:
+            assert v is not None
+            return v
+        judged, detail = judge_check(args.check, good, bad, results)
+        return visit_of(version, results, judged, detail, v.wall_s if v else None)
+
+    started = time.monotonic()
+    result = bisect(versions, visit, ends)
+    for line in summary(e.name, args.check, result):
+        print(line)
+    if e.source and result.last_good and result.first_bad and result.last_good.commit and result.first_bad.commit:
+        print(f"changes: {e.source}/compare/{result.last_good.commit}...{result.first_bad.commit}")
+    print(f"bisect: {len(result.visits)} release(s) visited in {time.monotonic() - started:.0f} s; runs under {work}")
+    return 0 if result.exact else 1
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    sites = render_site(args.history, args.output)
+    print(f"site: {args.output / 'index.html'} ({', '.join(s.engine.name for s in sites) or 'no engine history'})")
+    return 0
+
+
+def _common(p: argparse.ArgumentParser, runs: bool) -> None:
+    p.add_argument("--history", type=Path, default=HISTORY, metavar="DIR", help="the stored histories")
+    if not runs:
+        return
+    p.add_argument("engine", choices=sorted(ENGINES))
+    p.add_argument("--versions", nargs="+", metavar="V", help="these releases instead of the package index's")
+    p.add_argument("--pip-arg", action="append", default=[], help="an argument for pip index (an --index-url)")
+    p.add_argument("--suites", nargs="+", default=list(SUITES), help=f"bundled suites to run (default {SUITES})")
+    p.add_argument("--model", default=TINY, help=f"built-in model (default {TINY})")
+    p.add_argument("--installer", type=Path, default=INSTALLER, help="installs ENGINE-VERSION (install-engines.sh)")
+    p.add_argument("--work", type=Path, metavar="DIR", help="where each run's full results go (default: a temp dir)")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("watch", help="judge every release of an engine the stored history lacks, and store it")
+    _common(p, runs=True)
+    p.add_argument("--newest", type=int, metavar="N", help="only the newest N missing releases")
+    p.add_argument("--site", type=Path, metavar="DIR", help="then render the site into DIR")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("bisect", help="the first release where a check regressed, by halving the releases")
+    _common(p, runs=True)
+    p.add_argument("good")
+    p.add_argument("bad")
+    p.add_argument("--check", required=True, help="the check's id, as the results and the gate name it")
+    p.set_defaults(func=cmd_bisect)
+
+    p = sub.add_parser("site", help="render the stored vendor histories as a static site")
+    p.add_argument("output", type=Path, metavar="DIR")
+    _common(p, runs=False)
+    p.set_defaults(func=cmd_site)
