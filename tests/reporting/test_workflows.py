@@ -33,7 +33,9 @@ def tool(name: str, install: str) -> str:
 
 
 def test_there_are_a_cpu_a_gpu_a_mutation_and_a_vendor_history_workflow():
-    assert [p.name for p in WORKFLOWS] == ["cpu-gate.yml", "gpu-gate.yml", "mutation.yml", "vendor-history.yml"]
+    assert [p.name for p in WORKFLOWS] == [
+        "cpu-gate.yml", "gpu-gate.yml", "mutation.yml", "vendor-history.yml", "vendor-watch.yml"
+    ]  # fmt: skip
     mutation = yaml.safe_load((ROOT / ".github/workflows/mutation.yml").read_text())
     steps = [step.get("run", "") for step in mutation["jobs"]["mutation"]["steps"]]
     modules = mutation["jobs"]["mutation"]["strategy"]["matrix"]["module"]
