@@ -307,6 +307,7 @@ def slo_result(
             hardware=slo_hardware.to_dict(),
             hardware_mismatch=mismatch,
             session=infer_session.id,
+            **({"not_set": list(result.point.not_set)} if result.point.not_set else {}),
             **context,
         )
     )

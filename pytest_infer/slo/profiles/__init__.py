@@ -79,7 +79,9 @@ _TRACE_SETS = (
     "shared_prefix_share",
     "turns",
 )
-_THRESHOLDS = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}}
+# null: a limit each framework sets for itself; a framework without its own is not judged on it, and says so
+# (LoadPoint.not_set): never another framework's limit in its place
+_THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}
 # a capacity load point: probes at rising rates (or concurrencies), each judged on the point's thresholds
 # (profiles/capacity.py)
 _SEARCH = {
@@ -188,6 +190,9 @@ class LoadPoint:
     id: str
     settings: dict[str, Any]  # the _POINT_FIELDS that apply (defaults, point, override)
     thresholds: dict[str, float]
+    # limits the profile leaves to each framework (null on the point) that this one has none of: not judged, and
+    # the test says so (not exercised), so that an engine nobody measured never passes on another engine's limits
+    not_set: tuple[str, ...] = ()
 
     def load_spec(self) -> LoadSpec:
         s = self.settings
@@ -242,7 +247,7 @@ class LoadPoint:
         return self.settings.get("repeat", 1)
 
     def repeated(self, times: int) -> LoadPoint:
-        return LoadPoint(self.id, {**self.settings, "repeat": times}, self.thresholds)
+        return LoadPoint(self.id, {**self.settings, "repeat": times}, self.thresholds, self.not_set)
 
     @property
     def timeout_s(self) -> float | None:
@@ -275,9 +280,11 @@ class Profile:
             settings.update({k: v for k, v in override.items() if k != "thresholds"})
             if "trace_file" in settings:
                 settings["trace_file"] = str(self.path.parent / settings["trace_file"])
-            thresholds = {**point["thresholds"], **override.get("thresholds", {})}
+            own = override.get("thresholds", {})
+            thresholds = {**point["thresholds"], **own}
+            not_set = tuple(k for k, v in point["thresholds"].items() if v is None and k not in own)
             points.append(
-                LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None})
+                LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None}, not_set)
             )
         return points
 
@@ -317,7 +324,9 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
             where = f"models.{model}.load_points[{i}]"
             if ids.count(point["id"]) > 1:
                 errors.append(f"{where}.id: duplicate load point id {point['id']!r}")
-            errors += _unjudged(f"{where}.thresholds", point, point["thresholds"])
+            errors += _unjudged(
+                f"{where}.thresholds", point, {k: v for k, v in point["thresholds"].items() if v is not None}
+            )
             for key in point["thresholds"]:
                 if (problem := check_threshold_key(key)) is not None:
                     errors.append(f"{where}.thresholds.{key}: {problem}")

@@ -104,6 +104,8 @@ class PointResult:
         lines = [f"load point {self.point.id}: {self.verdict.status.upper()}"]
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
+        if self.point.not_set:
+            lines.append(f"  NOT SET for this engine (not judged): {', '.join(self.point.not_set)}")
         f = self.figures()
         listed = [figure.name for figure in listed_figures()]
         lines.append("  figures: " + ", ".join(f"{k}={f[k]}" for k in listed if k in f))
