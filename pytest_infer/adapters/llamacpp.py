@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..results.environment import cpuinfo_field
 from .base import (
     OPENAI_ROUTES,
     BaseAdapter,
@@ -108,6 +109,33 @@ KNOWN_ROUTES = (
 )
 
 
+# CPU flags on whose machines the weights are launched unrepacked (--no-repack). There, the llama-server that
+# scripts/install-engines.sh builds (GGML_NATIVE is on by default: -march=native) died with SIGILL (exit -4) while
+# loading gemma-3-270m's Q4_K_M weights, right after "llama threadpool init"; it served tiny, and served gemma with
+# --no-repack. What the vendored source shows (ggml-cpu.cpp, amx/common.h, llama-model.cpp): a build whose compiler
+# defines __AMX_INT8__ and __AVX512VNNI__ puts the AMX buffer type first among the CPU's "extra" buffer types, ahead
+# of the generic repack one; the AMX type takes Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_XS weights (gemma's Q4_K_M, not
+# tiny's); --no-repack (use_extra_bufts false) leaves every weight in the plain CPU buffer. Which instruction faulted
+# was not reproduced: this project's machine has none of these flags (docs/cpu-engines.md).
+NO_REPACK_FLAGS = ("amx_tile", "amx_int8", "amx_bf16", "avx512_fp16")
+CPUINFO = Path("/proc/cpuinfo")
+REPACK_ARGS = ("--repack", "--no-repack", "-nr")
+
+
+def no_repack_flags(cpuinfo: Path | None = None) -> list[str]:
+    """The NO_REPACK_FLAGS this CPU has (``/proc/cpuinfo``'s first ``flags`` line); none where it cannot be read."""
+    flags = set((cpuinfo_field("flags", CPUINFO if cpuinfo is None else cpuinfo) or "").split())
+    return [flag for flag in NO_REPACK_FLAGS if flag in flags]
+
+
+def no_repack_note(flags: list[str]) -> str:
+    return (
+        f"llama-server launched with --no-repack: this CPU has {', '.join(flags)}, where the llama-server that"
+        " set-up builds died with SIGILL loading Q4_K_M weights (gemma-3-270m) and served them with --no-repack"
+        " (the faulting instruction not reproduced: docs/cpu-engines.md); --infer-server-arg=--repack overrides it"
+    )
+
+
 # The key goes in llama-server's own variable, never on argv (logged, visible in ps). Its value is a CSV row of keys
 # (a comma starts a second key), so the key is quoted as one field. Not --api-key-file: that file drops a line that
 # starts with "#", and a key written there that starts with one would leave the server open.
@@ -188,8 +216,14 @@ class LlamaCppAdapter(BaseAdapter):
             argv += ["--parallel", str(SLOTS), "--ctx-size", str(request.builtin.context * SLOTS), "--threads", "1"]
         if request.chat_template:
             argv += ["--chat-template-file", request.chat_template]
+        notes: tuple[str, ...] = ()
+        if (flags := no_repack_flags()) and not set(REPACK_ARGS) & set(request.extra_args):
+            argv.append("--no-repack")  # before the user's arguments: --repack there wins (the last one does)
+            notes = (no_repack_note(flags),)
         env = {API_KEY_VARIABLE: csv_field(request.api_key)} if request.api_key else {}
-        return LaunchSpec(argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"))
+        return LaunchSpec(
+            argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"), notes=notes
+        )
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         return {"json_schema": schema}

@@ -12,13 +12,60 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest
-from pytest_infer.adapters.llamacpp import API_KEY_VARIABLE, LlamaCppAdapter, csv_field, parse_version
+from pytest_infer.adapters.llamacpp import (
+    API_KEY_VARIABLE,
+    LlamaCppAdapter,
+    csv_field,
+    no_repack_flags,
+    parse_version,
+)
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.models import local_model
 from pytest_infer.models.gemma import ModelError
 from pytest_infer.options import parse_environments, parse_frameworks
 
 ENV = Environment(label="llamacpp-0.3.36", python="/e/bin/python", bin_dir=Path("/e/bin"))
+# /proc/cpuinfo as two machine kinds show it: this project's AVX2-only AMD EPYC, and a Sapphire Rapids Xeon with AMX
+AVX2_ONLY = "processor\t: 0\nmodel name\t: AMD EPYC 7B13\nflags\t\t: fpu sse4_2 avx avx2 fma bmi2\n"
+AMX = (
+    "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: fpu avx2 avx512f avx512_vnni"
+    " avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def avx2_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every launch here reads an AVX2-only CPU's flags, whatever machine runs the tests; a test may rewrite it."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(AVX2_ONLY)
+    monkeypatch.setattr("pytest_infer.adapters.llamacpp.CPUINFO", cpuinfo)
+    return cpuinfo
+
+
+def test_the_cpu_flags_that_turn_repacking_off_are_read_from_cpuinfo(tmp_path: Path):
+    (tmp_path / "amx").write_text(AMX)
+    (tmp_path / "fp16").write_text("flags\t\t: fpu avx512f avx512_fp16\nbugs\t\t: amx_tile_like\n")
+    (tmp_path / "avx2").write_text(AVX2_ONLY)
+    assert no_repack_flags(tmp_path / "amx") == ["amx_tile", "amx_int8", "amx_bf16", "avx512_fp16"]
+    assert no_repack_flags(tmp_path / "fp16") == ["avx512_fp16"]  # the bugs line is no flag
+    assert no_repack_flags(tmp_path / "avx2") == [] and no_repack_flags(tmp_path / "missing") == []
+
+
+def test_on_an_amx_cpu_the_weights_load_unrepacked_and_the_launch_says_why(avx2_host: Path):
+    gemma = LaunchRequest("/cache/gemma-3-270m-q4_k_m.gguf", "gemma-3-270m", "127.0.0.1", 8123, ENV)
+    plain = LlamaCppAdapter().launch(gemma)
+    assert "--no-repack" not in plain.argv and plain.notes == ()
+    avx2_host.write_text(AMX)
+    spec = LlamaCppAdapter().launch(gemma)
+    assert spec.argv[-1] == "--no-repack" and spec.argv.count("--no-repack") == 1
+    (note,) = spec.notes
+    assert note.startswith("llama-server launched with --no-repack: this CPU has amx_tile, amx_int8, amx_bf16,")
+    assert "SIGILL" in note and "--infer-server-arg=--repack overrides it" in note
+    chosen = LlamaCppAdapter().launch(
+        LaunchRequest("/m.gguf", "m", "127.0.0.1", 1, ENV, extra_args=("--repack", "--threads", "2"))
+    )
+    assert "--no-repack" not in chosen.argv and chosen.argv[-3:] == ["--repack", "--threads", "2"]
+    assert chosen.notes == ()
 
 
 def fake_engine(root: Path, version_line: str) -> Environment:
