@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 ALPHA = 0.05  # the gate's significance level, where a suite tests a change for significance
+# A finding's detail where a measurement was invalid on either side: compared with nothing, so missing (INCOMPLETE)
+UNMEASURED = "measurement invalid on one side: not compared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,8 @@ class Section:
 class Finding:
     """One difference the gate found between a baseline and a candidate target."""
 
-    kind: str  # regression, improvement, noise or change
+    kind: str  # regression, missing (the baseline judged it; the candidate has no judged counterpart), improvement,
+    # noise or change
     area: str  # the suite's area: "check", "keyword", "slo", ...
     pair: str  # "vllm 0.31.0 -> vllm 0.32.0"
     subject: str  # the check, keyword or "load point: metric"

@@ -7,9 +7,10 @@ streamed chunk is recorded as its field paths (``choices[].message.content``) wi
 JSON types seen there, and a short digest of each value seen, per endpoint and mode
 (``POST /v1/chat/completions``, ``... stream``). Comparing two versions lists the fields
 added, removed, renamed (a removed field's value seen under a new name beside it) and
-retyped; a removed, renamed or retyped field the baseline served is a regression, unless it
-was a deviation a check failed on in the baseline and passes now (``deviation_ended``): then
-it is a change, listed with what clients that read the field will see.
+retyped (a type clients never saw there before); a removed, renamed or retyped field the baseline served is a
+regression, unless a typed rule makes it a change: the reference keeps that field out of the route and mode
+(``reference.not_in_mode``), or a check that named that exact field failed in the baseline and passes now
+(``deviation_ended``). A field the reference requires (``reference.required``) is never excused.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..client.curl import curl_request
 from ..table import Cell, Finding, Fixed, Pairing, Section, Table, TargetTable
+from . import reference
 
 DONE = "[DONE]"  # the stream's terminator, recorded as a field of its own: {"[DONE]": true}
 EMPTY_ARRAY = "empty-array"  # an array seen only empty: its items' fields were not seen, so none can be missing
@@ -209,10 +211,10 @@ def _own_words(message: str) -> str:
 
 
 def _names(text: str, path: str) -> bool:
-    """Whether ``text`` names the field at ``path``: the path itself, or its key as a whole word (``summary`` names
-    ``item.summary``; ``include_usage`` does not name ``usage``)."""
-    key = path.rsplit(".", 1)[-1].removesuffix("[]")
-    return any(re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text) for name in dict.fromkeys((path, key)) if name)
+    """Whether ``text`` names the field at ``path`` exactly: its whole path as the table spells it (``usage``,
+    ``choices[].delta.tool_calls[].function.name``), not a key that happens to be a word of the text (``name`` in a
+    title is no tool call's ``function.name``)."""
+    return re.search(rf"(?<![\w.\[\]]){re.escape(path)}(?![\w\[])", text) is not None
 
 
 def deviation_ended(endpoint: str, paths: Sequence[str], fixed: Sequence[Fixed]) -> str | None:
@@ -234,8 +236,14 @@ def deviation_ended(endpoint: str, paths: Sequence[str], fixed: Sequence[Fixed])
 def _client_change(
     endpoint: str, paths: Sequence[str], why: str, impact: str, fixed: Sequence[Fixed]
 ) -> tuple[str, str]:
-    """``(kind, detail)`` of a difference that breaks a client reading the field: a regression, or a change where it
-    ended a deviation a check failed on in the baseline (listed with ``impact``, what such a client sees now)."""
+    """``(kind, detail)`` of a difference that breaks a client reading the field (``paths[0]``, as the baseline
+    served it): a regression, unless a typed rule makes it a change: the reference keeps that field out of this route
+    and mode, or a check that named that exact field failed in the baseline and passes now (listed with ``impact``,
+    what such a client sees now). A field the reference requires is a regression whatever else holds."""
+    if reference.required(endpoint, paths[0]):
+        return "regression", f"{why}; the reference requires it in every answer"
+    if (rule := reference.not_in_mode(endpoint, paths[0])) is not None:
+        return "change", f"{why}; the end of a deviation: {rule}; {impact}"
     check = deviation_ended(endpoint, paths, fixed)
     if check is None:
         return "regression", why
@@ -291,9 +299,9 @@ def drift(
             continue
         was, now = _shown(before[path]), _shown(after[path])
         kind, why = (
-            _client_change(endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed)
-            if old_types.isdisjoint(new_types)
-            else ("change", "types seen changed")
+            ("change", "types seen narrowed: every type now seen was seen before")
+            if new_types <= old_types
+            else _client_change(endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed)
         )
         found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", was, now, why))
     return found

@@ -21,22 +21,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.model import SessionResults
-from ..results.views import CheckCell, check_matrix, counts_text, target_label
+from ..results.views import check_matrix, counts_text, target_label
 from ..suite import Suite
-from ..table import ALPHA, Finding, Fixed, Measured, Pairing, Table
+from ..table import ALPHA, UNMEASURED, Finding, Measured, Pairing, Table
+from . import rule
 
-BAD_OUTCOMES = frozenset({"failed", "error", "not_run"})  # the candidate broke or failed where it was judged before
-PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
-DEVIATIONS = frozenset({"failed", "xfail"})  # the server judged and found wrong (an xfail: a declared deviation)
-VERDICTS = PASSING | DEVIATIONS | {"unsupported"}  # outcomes that judged the server; "unsupported": it refused
-ABSENT = "not run"  # the side of a row whose results hold no test of it
-IMPROVED = {
-    "failed": "fixed",
-    "xfail": "known deviation fixed",
-    "unsupported": "now supported",
-}
-KINDS = ("regression", "improvement", "noise", "change")
-UNMEASURED = "measurement invalid on one side: no verdict on the server"
+# "missing": what the baseline judged and the candidate has no judged counterpart of; it makes the verdict INCOMPLETE
+KINDS = ("regression", "missing", "improvement", "noise", "change")
 PASS = "PASS: no regressions"
 EXIT_PASS, EXIT_REGRESSION, EXIT_INCOMPLETE = 0, 1, 2
 __all__ = ["Finding", "GateResult", "compare", "not_judged", "pair_targets"]
@@ -71,7 +62,7 @@ class GateResult:
     @property
     def incomplete(self) -> bool:
         """Something the gate was given could not be compared: it cannot pass."""
-        return not self.pairs or bool(self.unmeasured or self.not_judged)
+        return not self.pairs or bool(self.not_judged or self.of("missing"))
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +80,7 @@ class GateResult:
         if not self.pairs:
             return "NO COMPARISON: no target of the candidate matches one of the baseline" + plugin
         n = len(self.regressions)
+        lacking = [f for f in self.of("missing") if f.detail != UNMEASURED]
         missing = [
             *(f"NOT JUDGED: {why}" for why in self.not_judged),
             *(
@@ -96,6 +88,7 @@ class GateResult:
                 if self.unmeasured
                 else []
             ),
+            *([f"MISSING: {_missing(lacking)}"] if lacking else []),
         ]
         if n:
             return "; ".join([f"FAIL: {n} regression{'s' if n != 1 else ''}", *missing]) + plugin
@@ -121,6 +114,13 @@ class GateResult:
             not_judged=list(data.get("not_judged", [])),
             plugin=str(data.get("plugin", "")),
         )
+
+
+def _missing(found: list[Finding], shown: int = 3) -> str:
+    """``3 of what the baseline judged have no counterpart (target vllm 0.31.0, check chat.n, ...)``."""
+    names = [f"{f.area} {f.subject}" for f in found[:shown]] + (["..."] if len(found) > shown else [])
+    have = "has" if len(found) == 1 else "have"
+    return f"{len(found)} of what the baseline judged {have} no counterpart judged ({', '.join(names)})"
 
 
 def gate_of(results: SessionResults) -> GateResult | None:
@@ -169,89 +169,6 @@ def pair_targets(
     return pairs, unpaired
 
 
-def _declaration(cell: CheckCell) -> str:
-    """The expected-failure declaration an xfail cell ran under ("" where the results did not record it)."""
-    return next((t.extra.get("xfail", "") for t in cell.tests if t.outcome == "xfail" and t.extra.get("xfail")), "")
-
-
-def _reason(cell: CheckCell) -> str:
-    return cell.message.splitlines()[0][:300] if cell.message else ""
-
-
-def _step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None:
-    """``(kind, detail)`` of one row's step from baseline to candidate, None where nothing moved.
-
-    Any step away from a pass is a regression (a check that stopped judging has stopped vouching for the
-    server). A step into a pass is an improvement where the baseline judged the row, and a change where it never
-    did (absent, not run, errored, skipped, inconclusive, not exercised: nothing was fixed, the row is newly judged).
-    A step into a failure is a regression, also from a row the baseline never judged: the candidate fails a check
-    no run showed the baseline passing, and the gate does not pass on what it cannot compare. The rest are changes.
-    Two sides that agree (the same outcome, an xfail under the same declaration) say nothing."""
-    o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
-    if old is not None and new is not None and o == n:
-        before, after = _declaration(old), _declaration(new)
-        if o == "xfail" and before and after and before != after:
-            return "change", f"expected-failure declaration changed: {before!r} -> {after!r}"
-        return None
-    if new is not None and n in VERDICTS and o not in VERDICTS:
-        if n == "failed":
-            unjudged = f"fails; the baseline never judged it (was {o})"
-            return "regression", ": ".join(filter(None, (unjudged, _reason(new))))
-        return "change", f"newly judged: {n}; the baseline never judged it (was {o})"
-    detail = _reason(new) if new is not None else "the candidate did not run it"
-    if old is None:
-        detail = "; ".join(filter(None, ("the baseline did not run it", detail)))
-    if o in PASSING and n not in PASSING:
-        return "regression", detail
-    if n in PASSING and o not in PASSING:
-        return "improvement", IMPROVED[o]
-    if n in BAD_OUTCOMES and o not in BAD_OUTCOMES and old is not None:
-        return "regression", detail
-    if o == "failed" and n in ("unsupported", "xfail"):
-        return "improvement", ""
-    return "change", detail
-
-
-def _compare_checks(
-    before: dict[str, dict[str, CheckCell]],
-    after: dict[str, dict[str, CheckCell]],
-    pairing: Pairing,
-    invalid: set[str],
-) -> tuple[list[Finding], list[str]]:
-    """The findings and the rows left unmeasured: ``invalid`` holds node ids whose measurement was invalid, and a
-    row that holds one is a change, never a regression."""
-    found, unmeasured = [], []
-    pair = pairing.label
-    for row in dict.fromkeys([*before, *after]):
-        old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
-        if old is None and new is None:  # a row of other targets only (a file that holds several): nothing to say
-            continue
-        o, n = old.outcome if old else ABSENT, new.outcome if new else ABSENT
-        if any(t.nodeid in invalid for cell in (old, new) if cell is not None for t in cell.tests):
-            found.append(Finding("change", "check", pair, row, o, n, UNMEASURED))
-            unmeasured.append(row)
-            continue
-        step = _step(old, new)
-        if step is not None:
-            found.append(Finding(step[0], "check", pair, row, o, n, step[1], new.reproducer if new else ""))
-    return found, unmeasured
-
-
-def _fixed(before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], b: str, c: str):
-    """The checks whose deviation on the baseline target (a failure, or a declared one) is gone on the candidate: each
-    failing test's message and reproducer, for the tables to find what that deviation made (``Pairing.fixed``)."""
-    return tuple(
-        Fixed(row, test.message, test.reproducer)
-        for row, cells in before.items()
-        if (old := cells.get(b)) is not None
-        and (new := after.get(row, {}).get(c)) is not None
-        and old.outcome in DEVIATIONS
-        and new.outcome in PASSING
-        for test in old.tests
-        if test.outcome in DEVIATIONS
-    )
-
-
 def not_judged(results: SessionResults, target: str) -> str:
     """Why ``target`` judged nothing, "" where it judged something: such a side has nothing to compare with.
 
@@ -265,7 +182,7 @@ def not_judged(results: SessionResults, target: str) -> str:
     tests = f"its tests: {counts_text(counts)}" if counts else "no test of it recorded"
     if record is not None and record.error:
         return f"the server never became ready ({record.error.splitlines()[0][:200]}); {tests}"
-    if any(counts[o] for o in VERDICTS):
+    if any(counts[o] for o in rule.VERDICTS):
         return ""
     if not counts and any(
         target in cells for table in results.tables.values() for s in table.sections() for cells in s.rows.values()
@@ -315,6 +232,7 @@ def compare(
     pairs: dict[str, str] | None = None,
     exclusive: bool = False,
     alpha: float = ALPHA,
+    clauses: tuple[rule.Clause, ...] = rule.RULE,
 ) -> GateResult:
     """``settings``: each suite's gate settings by suite name, for its ``Table.compare`` (``Pairing.settings``)."""
     settings = dict(settings or {})
@@ -326,41 +244,52 @@ def compare(
         warnings=code_warnings(baseline, candidate),
         plugin=plugin_change(baseline, candidate),
     )
+    if not exclusive:  # a history names its pairs: the file's other versions are no part of this step
+        result.findings += vanished(baseline, paired)
     before, after = check_matrix(baseline), check_matrix(candidate)
-    by_suite: dict[str, list[Finding]] = {}
     for b, c in paired:
         label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
-        pairing = Pairing(b, c, label, alpha, settings, _fixed(before, after, b, c))
+        pairing = Pairing(b, c, label, alpha, settings, rule.fixed(before, after, b, c))
         result.pair_labels.append(pairing.label)
+        run = rule.PairRun(baseline, candidate, pairing, before, after, rule.invalid(baseline, candidate, b, c))
         unjudged = [
             f"{side} {target_label(results.targets[tid])}: {why}"
             for side, results, tid in (("baseline", baseline, b), ("candidate", candidate, c))
             if (why := not_judged(results, tid))
         ]
-        if unjudged:  # whatever the other side holds: nothing of it is a regression, an improvement or a pass
+        if unjudged:  # nothing of it is an improvement or a pass; a death is still a death
             result.not_judged += unjudged
+            result.findings += [f for f in rule.judge(run, clauses) if f.area == "server"]
             continue
-        invalid = {
-            n
-            for results, tid in ((baseline, b), (candidate, c))
-            for t in results.tables.values()
-            if isinstance(t, Measured)
-            for n in t.unmeasured(tid)
-        }
-        checks, unmeasured = _compare_checks(before, after, pairing, invalid)
-        result.findings += checks
-        result.unmeasured += [f"{row} on {pairing.label}" for row in unmeasured]
+        found = rule.judge(run, clauses)
+        result.findings += found
+        result.unmeasured += [f"{f.subject} on {label}" for f in found if f.detail == UNMEASURED]
         for name, table in candidate.tables.items():
-            found = table.compare(baseline.tables.get(name, Table()), pairing)
-            by_suite.setdefault(name, []).extend(found)
-            result.findings += found
             if isinstance(table, Measured) and (mode := table.timing_mode(baseline.tables.get(name, Table()), pairing)):
                 result.timing.append(f"{pairing.label}: {mode}")
     result.notes = [
         note
-        for name, found in by_suite.items()
-        if isinstance(table := candidate.tables[name], Measured) and (note := table.verdict_note(found))
+        for name, table in candidate.tables.items()
+        if isinstance(table, Measured) and (note := table.verdict_note(result.findings))
     ]
     order = {k: i for i, k in enumerate(KINDS)}
     result.findings.sort(key=lambda f: order[f.kind])
     return result
+
+
+def vanished(baseline: SessionResults, paired: list[tuple[str, str]]) -> list[Finding]:
+    """A baseline target that judged something and pairs with no candidate target: an engine the candidate lost."""
+    kept = {b for b, _ in paired}
+    return [
+        Finding(
+            "missing",
+            "target",
+            "",
+            target_label(record),
+            "judged",
+            "absent",
+            "the baseline judged this target; the candidate has none that pairs with it",
+        )
+        for tid, record in baseline.targets.items()
+        if tid not in kept and not not_judged(baseline, tid)
+    ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..reporting import plots
-from ..table import Cell, Finding, Limits, Measured, Pairing, Section, Table
+from ..table import UNMEASURED, Cell, Finding, Limits, Measured, Pairing, Section, Table
 from . import settings as slo_settings
 from .metrics.catalogue import Figure, UnknownMetric, find, headline, parse, stored, threshold
 from .metrics.catalogue import metric as catalogued
@@ -244,22 +244,33 @@ class SloTable(Table, Measured):
             else {}
         )
         after = {p.key: p for p in self.points() if p.target == pairing.candidate}
-        found = []
+        found = [
+            Finding(
+                "missing", "slo", pairing.label, key, before[key].verdict, "absent", "the candidate did not measure it"
+            )
+            for key in before
+            if key not in after and before[key].verdict != "invalid"  # an invalid point judged nothing to miss
+        ]
         for key in [k for k in before if k in after]:
             old, new = before[key], after[key]
             if "invalid" in (old.verdict, new.verdict):  # a saturated client measured itself: nothing to compare
                 found.append(
                     Finding(
-                        "change",
+                        "missing",
                         "slo",
                         pairing.label,
                         key,
                         old.verdict,
                         new.verdict,
-                        "measurement invalid: figures not compared",
+                        UNMEASURED,
                     )
                 )
                 continue
+            found += [
+                Finding("missing", "slo", pairing.label, f"{key}: {m}", old.metrics[m], "absent", "not measured")
+                for m in old.metrics
+                if m not in new.metrics
+            ]
             for metric in [m for m in old.metrics if m in new.metrics]:
                 finding = _compare_metric(old, new, metric, pairing)
                 if finding is not None:

@@ -12,6 +12,7 @@ from pytest_infer.slo.metrics.catalogue import parse, stored
 from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 from pytest_infer.slo.significance import sample_keys, significance
+from pytest_infer.table import UNMEASURED
 
 RULES = parse_rules("ttft_p99:10%,output_tps:5%")
 
@@ -294,12 +295,12 @@ def test_nothing_to_compare_is_said_plainly():
     assert gate.pairs == [] and gate.verdict.startswith("NO COMPARISON") and not gate.failed
 
 
-def test_a_passing_check_the_candidate_did_not_run_is_a_regression_and_a_failing_one_a_change():
+def test_a_passing_check_the_candidate_did_not_run_is_a_regression_and_a_failing_one_missing():
     baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed"})
     candidate = session("0.32.0")
     candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", "chat.stop_strings")]
     gate = compare(baseline, candidate)
-    assert kinds(gate) == [("change", "check", "chat.stop_strings"), ("regression", "check", "chat.basic")]  # sorted
+    assert kinds(gate) == [("missing", "check", "chat.stop_strings"), ("regression", "check", "chat.basic")]  # sorted
     assert (
         [f.after for f in gate.findings] == ["not run", "not run"]
         and gate.failed
@@ -314,12 +315,8 @@ def test_an_invalid_measurement_is_never_compared():
             entry["verdict"] = "invalid"
     gate = compare(baseline, candidate, gate_settings(RULES, flat_drift()))
     assert {f.subject for f in gate.regressions} == {"cpu/c=1: ttft_p99_ms", "cpu/c=8: ttft_p99_ms"}
-    (skipped,) = [f for f in gate.findings if f.kind == "change"]
-    assert (skipped.subject, skipped.after, skipped.detail) == (
-        "cpu/c=16",
-        "invalid",
-        "measurement invalid: figures not compared",
-    )
+    (skipped,) = [f for f in gate.findings if f.kind == "missing"]
+    assert (skipped.subject, skipped.after, skipped.detail) == ("cpu/c=16", "invalid", UNMEASURED)
 
 
 def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass():
@@ -331,14 +328,18 @@ def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass
     assert (
         gate.regressions == []
         and not gate.failed
-        and gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
+        and gate.unmeasured
+        == [
+            "test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0",
+            "cpu/capacity on vllm 0.31.0 -> vllm 0.32.0",
+        ]
     )
     assert (
         gate.verdict
         == "INCOMPLETE: no regressions in what was compared; NOT MEASURED: test_load_point_meets_slo[capacity] on "
-        "vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)"
+        "vllm 0.31.0 -> vllm 0.32.0, cpu/capacity on vllm 0.31.0 -> vllm 0.32.0 (an invalid measurement: not compared)"
     )
-    assert [(f.area, f.subject, f.before, f.after) for f in gate.of("change")] == [
+    assert [(f.area, f.subject, f.before, f.after) for f in gate.of("missing")] == [
         ("check", "test_load_point_meets_slo[capacity]", "passed", "error"),
         ("slo", "cpu/capacity", "pass", "invalid"),
     ]
@@ -364,14 +365,14 @@ def test_an_invalid_measurement_beside_a_side_that_never_ran_the_test_is_still_n
         (with_capacity(session("0.31.0"), "invalid", "error"), session("0.32.0"), ("error", "not run")),
     ):
         gate = compare(baseline, candidate)
-        (finding,) = gate.findings
+        (finding,) = [f for f in gate.findings if f.area == "check"]
         assert (finding.kind, finding.pair, finding.subject, (finding.before, finding.after)) == (
-            "change",
+            "missing",
             "vllm 0.31.0 -> vllm 0.32.0",
             "test_load_point_meets_slo[capacity]",
             sides,
         )
-        assert gate.unmeasured == ["test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"]
+        assert gate.unmeasured[0] == "test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"
 
 
 def test_the_checks_after_an_invalid_measurement_are_still_compared():
@@ -406,9 +407,10 @@ def test_every_pair_keeps_what_it_could_not_measure():
         return results
 
     gate = compare(two("0.31.0", "pass", "passed"), two("0.32.0", "invalid", "error"))
-    assert [u.split(" on ")[0] for u in gate.unmeasured] == ["test_load_point_meets_slo[capacity]"] * 2 and len(
-        gate.pairs
-    ) == 2
+    assert [u.split(" on ")[0] for u in gate.unmeasured] == [
+        "test_load_point_meets_slo[capacity]",
+        "cpu/capacity",
+    ] * 2 and len(gate.pairs) == 2
 
 
 def test_an_error_that_is_not_an_invalid_measurement_is_still_a_regression():

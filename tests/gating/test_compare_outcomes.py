@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from results_factory import session
 
@@ -51,13 +53,15 @@ TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
     ("not_run", "passed"): ("change", "newly judged: passed; the baseline never judged it (was not_run)"),
     ("error", "unsupported"): ("change", "newly judged: unsupported; the baseline never judged it (was error)"),
     ("not_run", "xfail"): ("change", "newly judged: xfail; the baseline never judged it (was not_run)"),
+    # a verdict the baseline reached and the candidate did not: missing, so the gate is INCOMPLETE, never a pass
+    ("failed", "error"): ("missing", f"judged by the baseline, not by the candidate: {FAILURE}"),
+    ("failed", "skipped"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
+    ("unsupported", "skipped"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
+    ("xfail", "inconclusive"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
     # the rest are changes
-    ("failed", "error"): ("change", FAILURE),
-    ("failed", "skipped"): ("change", ""),
     ("xfail", "unsupported"): ("change", ""),
     ("skipped", "inconclusive"): ("change", ""),
     ("inconclusive", "not_exercised"): ("change", ""),
-    ("unsupported", "skipped"): ("change", ""),
     ("passed", "fixed"): ("change", ""),  # passes on both sides; the candidate now declares it a known deviation
 }
 
@@ -77,6 +81,7 @@ def test_each_outcome_transition_has_its_kind_and_detail(old, new):
     assert finding.line().startswith(f"[check] {CHECK}: {old} -> {new} (vllm 0.31.0 -> vllm 0.32.0)")  # the step, named
     assert finding.reproducer == (f"curl -sS http://127.0.0.1:8000/v1/{CHECK}" if new in ("failed", "error") else "")
     assert gate.verdict.startswith("FAIL") == (TRANSITIONS[old, new][0] == "regression")
+    assert gate.verdict.startswith("INCOMPLETE") == (TRANSITIONS[old, new][0] == "missing")
 
 
 @pytest.mark.parametrize(
@@ -141,16 +146,24 @@ def test_a_long_failure_message_is_cut_to_its_first_line_and_300_characters():
     assert finding.detail == "x" * 300
 
 
-def test_findings_come_regressions_first_then_improvements_noise_and_changes():
+def test_findings_come_regressions_first_then_missing_improvements_noise_and_changes():
     baseline = session(
         "0.31.0", outcomes={"chat.basic": "failed", CHECK: "failed"}, keywords={"enum": {"valid": 39, "invalid": 1}}
     )
     candidate = session(
         "0.32.0",
-        outcomes={"chat.basic": "passed", "chat.n_choices": "failed", CHECK: "error"},
+        outcomes={"chat.basic": "passed", "chat.n_choices": "failed", CHECK: "error", "chat.stream_matches": "skipped"},
         keywords={"enum": {"valid": 40}},
     )
-    assert [f.kind for f in compare(baseline, candidate).findings] == ["regression", "improvement", "noise", "change"]
+    baseline.tests[1].outcome = "skipped"  # chat.stream_matches: skipped -> skipped says nothing
+    candidate.tests.append(dataclasses.replace(candidate.tests[1], nodeid="other", check="chat.new", outcome="passed"))
+    assert [f.kind for f in compare(baseline, candidate).findings] == [
+        "regression",
+        "missing",
+        "improvement",
+        "noise",
+        "change",
+    ]
 
 
 def test_explicit_pairs_reach_the_comparison_and_alpha_reaches_the_tables():
@@ -237,7 +250,7 @@ def without(results, *checks):
         ),  # a pass that went away is a step away from a pass
         ("fixed", None, "regression", "the candidate did not run it"),
         ("skipped", None, "change", "the candidate did not run it"),
-        ("failed", None, "change", "the candidate did not run it"),
+        ("failed", None, "missing", "judged by the baseline, not by the candidate: the candidate did not run it"),
         (None, "passed", "change", "newly judged: passed; the baseline never judged it (was not run)"),
         (None, "skipped", "change", "the baseline did not run it"),
         (
