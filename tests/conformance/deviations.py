@@ -1177,10 +1177,24 @@ EXPECTED_IN_MESSAGE |= {check_id: "got:      another-model" for check_id in MODE
     "messages.required-fields": "expected: HTTP 400 for no model\ngot:      HTTP 200: ",
 }
 OPENAI_ENVELOPE = error_body("Field required", param="model")
+
+
+def _without_model(event: Any) -> Any:
+    """A streamed chunk less its ``model`` key."""
+    return {k: v for k, v in event.items() if k != "model"} if isinstance(event, dict) else event
+
+
 BRANCHES |= {
     "chat.model": [
         ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 10 of 10 event(s)"),
         ("answer-only", Deviation(response=wrong_model().response), "got:      another-model"),
+        # model is required in the answer and in every chunk (CreateChatCompletionResponse, ...StreamResponse)
+        ("answer-without-model", on_response(lambda p, b, r: r.pop("model")), "got:      no model key"),
+        (
+            "chunk-without-model",
+            on_events(lambda b, events: [_without_model(e) if i == 2 else e for i, e in enumerate(events)]),
+            "no model key (or null) in 1 of 10 event(s)",
+        ),
     ],
     "responses.model": [
         ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 3 of "),

@@ -98,7 +98,8 @@ def fields(ctx: CheckContext) -> str:
 
 @check(
     "chat.model",
-    "the answer and every chunk of its stream name the model asked for (or an alias /v1/models lists)",
+    "the answer and every chunk of its stream name the model asked for (or an alias /v1/models lists): model is"
+    " required in each",
     reference=f"{SPEC} (model); CreateChatCompletionStreamResponse (model)",
 )
 def model(ctx: CheckContext) -> str:
@@ -106,7 +107,7 @@ def model(ctx: CheckContext) -> str:
     ex, data = greedy(ctx)
     stream = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
     chunks = ctx.expect_stream(stream, "a streamed chat")
-    return judge_model_names(ctx, "chat", (ex, data), (stream, [c.get("model") for c in chunks]))
+    return judge_model_names(ctx, "chat", (ex, data), (stream, [c.get("model") for c in chunks]), required=True)
 
 
 @check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))

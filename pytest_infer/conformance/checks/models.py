@@ -84,17 +84,38 @@ def answer_names(ctx: CheckContext) -> tuple[Callable[[Any], bool], str]:
 
 
 def judge_model_names(
-    ctx: CheckContext, route: str, answer: tuple[Exchange, dict[str, Any]], stream: tuple[StreamExchange, list[Any]]
+    ctx: CheckContext,
+    route: str,
+    answer: tuple[Exchange, dict[str, Any]],
+    stream: tuple[StreamExchange, list[Any]],
+    *,
+    required: bool = False,
 ) -> str:
     """The model an answer of ``route`` names (``answer``: the exchange and its JSON body, judged a correct answer of
     the route first) and the model each event of its stream names (``stream``: the exchange and the names its
     events carry, None for an event that names none) are the one asked for. A request answered by another model,
-    or a proxy that renames it, bills and logs the wrong one. A name left out is the business of each route's
-    fields check; nothing named at all is inconclusive."""
+    or a proxy that renames it, bills and logs the wrong one. Where the route requires ``model`` in the answer and
+    in every event (``required``: chat, whose every chunk is an answer of its own), a name left out fails, so a
+    server that strips it cannot pass; elsewhere it is the business of each route's fields check, and nothing named
+    at all is inconclusive."""
     ex, data = answer
     problems = answer_problems(ex.path, data)
     ctx.expect(not problems, f"a correct answer of {ex.path}", f"{'; '.join(problems)}: {ex.text}", ex)
     stream_ex, streamed = stream
+    if required:
+        ctx.expect(
+            isinstance(data.get("model"), str),
+            f"model in the {route} answer (required)",
+            "no model key" if "model" not in data else f"model: {data['model']!r}",
+            ex,
+        )
+        missing = sum(n is None for n in streamed)
+        ctx.expect(
+            not missing,
+            f"model in every streamed {route} chunk (required)",
+            f"no model key (or null) in {missing} of {len(streamed)} event(s)",
+            stream_ex,
+        )
     named = ctx.nonempty(
         [n for n in [data.get("model"), *streamed] if n is not None], f"model named in the {route} answers", ex
     )

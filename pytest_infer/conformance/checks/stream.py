@@ -52,15 +52,18 @@ def sse_framing(ctx: CheckContext) -> str:
 
 @check(
     "stream.chunk-identity",
-    "every chunk has object 'chat.completion.chunk' and the same id and created",
+    "every chunk has object 'chat.completion.chunk' and the same id, created and model",
     reference=SPEC,
 )
 def chunk_identity(ctx: CheckContext) -> str:
-    """Clients group chunks by ``id``; a changing id splits one answer into many."""
+    """Clients group chunks by ``id``; a changing id splits one answer into many. ``model`` is required in every
+    chunk (CreateChatCompletionStreamResponse): a client that reads it from any chunk, the last one with the usage
+    included, meets a missing key."""
     ex, chunks = chat_stream(ctx)
     objects = {c.get("object") for c in chunks}
     ids = {c.get("id") for c in chunks}
     created = {c.get("created") for c in chunks}
+    models = {c.get("model") for c in chunks}
     ctx.expect(
         objects == {"chat.completion.chunk"},
         "object 'chat.completion.chunk' in every chunk",
@@ -74,7 +77,16 @@ def chunk_identity(ctx: CheckContext) -> str:
         sorted(map(str, created)),
         ex,
     )
-    return f"{len(chunks)} chunks of object 'chat.completion.chunk', one id {shown(next(iter(ids)), 40)}, one created"
+    ctx.expect(
+        len(models) == 1 and isinstance(model := next(iter(models)), str) and bool(model),
+        "one model named in every chunk",
+        sorted(map(str, models)),
+        ex,
+    )
+    return (
+        f"{len(chunks)} chunks of object 'chat.completion.chunk', one id {shown(next(iter(ids)), 40)}, one created,"
+        f" one model {shown(next(iter(models)), 40)}"
+    )
 
 
 @check("stream.first-delta-role", "the first delta of each choice carries role 'assistant'", reference=SPEC)

@@ -105,6 +105,8 @@ BRANCHES: dict[str, list[tuple[str, Deviation, str]]] = {
         ("empty-id", _each_chunk(lambda i, c: c.update(id="")), 'got:      [""]'),
         ("created-changes", _each_chunk(lambda i, c: c.update(created=1) if i == 1 else None), '["1", "'),
         ("created-not-int", _each_chunk(lambda i, c: c.update(created="today")), '["today"]'),
+        ("model-missing", _each_chunk(lambda i, c: c.pop("model") if i == 1 else None), '["None", "fake-model"]'),
+        ("model-changes", _each_chunk(lambda i, c: c.update(model="other") if i == 1 else None), '["fake-model", "oth'),
     ],
     "stream.first-delta-role": [
         ("role", _each_chunk(_first_choice(lambda ch: ch["delta"].update(role="user"))), '"role": "user"'),
