@@ -4,7 +4,8 @@ regressions the upgrade gate must catch, injected on demand (benchmarks/gate_acc
 Every fault is one named change a new server version could bring: an API deviation (a stream
 without its terminator, parameters no longer validated, ``n`` ignored, ...), a structured-output
 one (a keyword no longer enforced, a refusal turned into a 5xx, raw control characters in
-strings) or a timing one (every stream's first event, or every event, later by a set delay).
+strings) or a timing one (every stream's first event, or every event, later by a set delay; or every event at a
+multiple of its time since the request, ``slower*2``: a server twice as slow, for the SLO limits).
 
     python benchmarks/fault_proxy.py --upstream http://127.0.0.1:18000 --fault stream-no-done --port 18100
 """
@@ -44,6 +45,8 @@ class Fault:
     first_event_delay_s: float = 0.0
     event_delay_s: float = 0.0
     event_delay_share: float = 0.0  # each event later than the one before by this share of the gap it came after
+    time_scale: float = 1.0  # each event sent at this many times its time since the request (``slower*2``: TTFT,
+    # every gap and the whole answer twice as long, a server twice as slow at everything it streams)
     notes: str = ""
     acted: int = 0  # how many requests, answers or events it changed (delays count every stream)
 
@@ -240,6 +243,20 @@ def proportional_itl_fault(factor: float) -> Fault:
     )
 
 
+def slower_fault(factor: float) -> Fault:
+    """``slower*2``: every streamed event sent at ``factor`` times its time since the request came, so TTFT, each
+    gap and the end-to-end time are all ``factor`` times as long: the server as a whole that much slower."""
+    if factor < 1:
+        raise ValueError(f"slower*{factor:g}: a proxy can only delay, the factor must be at least 1")
+    return Fault(
+        f"slower*{factor:g}",
+        "slo",
+        ("ttft", "output_tokens_per_s", "itl", "tpot", "e2e"),
+        time_scale=factor,
+        notes=f"each streamed event at x{factor:g} its time since the request",
+    )
+
+
 def loosened_on_share(share: float) -> Fault:
     """maxLength loosened on ``share`` of the requests it can act on (evenly spread, deterministic)."""
     seen = [0]
@@ -272,11 +289,14 @@ def fault_named(name: str) -> Fault:
         return loosened_on_share(float(name.removeprefix("maxlength-loosened@").removesuffix("%")) / 100)
     if name.startswith("itl*"):
         return proportional_itl_fault(float(name.removeprefix("itl*")))
+    if name.startswith("slower*"):
+        return slower_fault(float(name.removeprefix("slower*")))
     kind, plus, amount = name.partition("+")
     if plus and amount.endswith("ms"):
         return timing_fault(kind, float(amount.removesuffix("ms")))
     raise ValueError(
-        f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, itl*F, maxlength-loosened@N%"
+        f"unknown fault {name!r}; valid: none, {', '.join(FAULTS)}, ttft+Nms, itl+Nms, itl*F, slower*F,"
+        " maxlength-loosened@N%"
     )
 
 
@@ -334,6 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._forward("POST", raw)
 
     def _forward(self, method: str, raw: bytes | None) -> None:
+        started = time.perf_counter()  # the request read: what a time_scale fault scales each event's time from
         fault = self.proxy.fault
         request: Json = {}
         if raw:
@@ -349,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
         client = self.proxy.client
         with client.stream(method, self.path, content=raw, headers=headers) as upstream:
             if upstream.headers.get("content-type", "").startswith("text/event-stream"):
-                self._stream(upstream, request, fault)
+                self._stream(upstream, request, fault, started)
             else:
                 self._whole(upstream, request, fault)
 
@@ -371,14 +392,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _stream(self, upstream: httpx.Response, request: Json, fault: Fault) -> None:
+    def _stream(self, upstream: httpx.Response, request: Json, fault: Fault, started: float) -> None:
         self.send_response(upstream.status_code)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         first = True
         lag = 0.0  # an event delay accumulates: each token later than the one before, as a slower decode step makes it
-        fault.acted += bool(fault.first_event_delay_s or fault.event_delay_s or fault.event_delay_share)
+        fault.acted += bool(
+            fault.first_event_delay_s or fault.event_delay_s or fault.event_delay_share or fault.time_scale != 1
+        )
         before: float | None = None  # when the event before came
         for arrived, data in _timed(_sse_payloads(upstream.iter_lines())):
             payloads = fault.event(self.path, request, data) if fault.event else None
@@ -388,7 +411,8 @@ class _Handler(BaseHTTPRequestHandler):
             before = arrived
             for payload in [data] if payloads is None else payloads:
                 lag += fault.event_delay_s if payload != "[DONE]" else 0.0
-                wait = arrived + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()
+                due = started + (arrived - started) * fault.time_scale
+                wait = due + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()
                 if wait > 0:
                     time.sleep(wait)
                 first = False
