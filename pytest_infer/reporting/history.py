@@ -21,7 +21,7 @@ from ..table import Cell, Finding, Measured
 from . import plots
 from .html import _e, _table, drawn, page
 
-MARKS = {"regression": "REGRESSED", "improvement": "fixed", "change": "changed", "noise": "noise"}
+MARKS = {"regression": "REGRESSED", "missing": "MISSING", "improvement": "fixed", "change": "changed", "noise": "noise"}
 MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
 
 

@@ -103,7 +103,9 @@ def _gate_verdict(gate) -> str:
         return ""
     css = "fail" if gate.failed else "none" if gate.incomplete else "pass"
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
-    regressions = "".join(f"<li>{_e(f.line())}</li>" for f in gate.of("regression"))
+    regressions = "".join(
+        f"<li>{_e(f.kind)}: {_e(f.line())}</li>" for f in (*gate.of("regression"), *gate.of("missing"))
+    )
     return (
         f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared:'
         f" {_e(pairs or 'nothing')}; rules: {_e(', '.join(gate.rules) or 'none')}</p>"

@@ -63,7 +63,7 @@ def verdict_units(views: Views, gate) -> list[str]:
     if gate is not None:
         units += [f"**Upgrade gate: {gate.verdict}**", ""]
         units += [f"- timing: {t}" for t in gate.timing]
-        units += [f"- regression: {f.line()}" for f in gate.of("regression")]
+        units += [f"- {f.kind}: {f.line()}" for f in (*gate.of("regression"), *gate.of("missing"))]
         units += [f"> ⚠️ {w}\n" for w in gate.warnings]
         units.append("")
     cells: dict[str, dict[str, str]] = {}

@@ -123,6 +123,7 @@ def render_gate(gate) -> list[str]:
     lines += [f"warning: {w}" for w in gate.warnings]
     for kind, title in (
         ("regression", "REGRESSIONS"),
+        ("missing", "MISSING: judged by the baseline, not by the candidate"),
         ("improvement", "improvements"),
         ("noise", "within noise (not gating)"),
         ("change", "other changes"),
