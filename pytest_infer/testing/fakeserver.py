@@ -171,6 +171,25 @@ def _response_text(response: dict) -> str:
     return "".join(part["text"] for item in response["output"] for part in item["content"])
 
 
+def _biased(bias: Any) -> str | None:
+    """The character (token ids are code points, as /tokenize gives them) that ``logit_bias`` pushes to the top: the
+    highest bias of at least +50, as a real sampler then chooses it every time; None without one. A bias outside
+    [-100, 100] or not keyed by a token id is refused, as vLLM does."""
+    if bias is None:
+        return None
+    if not isinstance(bias, dict):
+        raise ErrorReply("logit_bias must be an object of token ids to biases", param="logit_bias")
+    best: tuple[float, str] | None = None
+    for key, value in bias.items():
+        if not str(key).isdigit() or not 0 <= int(key) < 0x110000 or isinstance(value, bool):
+            raise ErrorReply(f"logit_bias: {key!r} is not a token id", param="logit_bias")
+        if not isinstance(value, (int, float)) or not -100 <= value <= 100:
+            raise ErrorReply(f"logit_bias: {value!r} is not between -100 and 100", param="logit_bias")
+        if value >= 50 and (best is None or value > best[0]):
+            best = (value, chr(int(key)))
+    return best[1] if best else None
+
+
 def _public(stored: dict) -> dict:
     """A stored response as the API shows it: without the prompt kept to continue a chain."""
     return {k: v for k, v in stored.items() if k != "_prompt"}
@@ -195,6 +214,7 @@ class FakeState:
         self.deviation = deviation or Deviation()
         self.fault = fault
         self.api_key = api_key  # when set, /v1/* answers 401 without "Authorization: Bearer <api_key>"
+        self.logit_bias = False  # when set, a token id biased by +50 or more is every token written (``_biased``)
         self.requests: list[tuple[str, str, Any]] = []
         self.lock = threading.Lock()
         self.counter = 0
@@ -325,7 +345,11 @@ class Handler(BaseHTTPRequestHandler):
         return {"prompt": "".join(map(chr, tokens))}
 
     def _model_card(self) -> dict:
-        return {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver"}
+        """The card with the context it refuses prompts past, advertised as vLLM does (``max_model_len``)."""
+        return {
+            "id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver",
+            "max_model_len": CONTEXT_LENGTH,
+        }  # fmt: skip
 
     def do_POST(self) -> None:
         if self._unauthorized():
@@ -416,6 +440,7 @@ class Handler(BaseHTTPRequestHandler):
             "temperature": temperature,
             "seed": seed,
             "penalties": penalties,
+            "biased": _biased(body.get("logit_bias")) if self.state.logit_bias else None,
         }
 
     def _choice_texts(self, prompt: str, params: dict, stop: Any) -> list[tuple[str, str]]:
@@ -430,6 +455,8 @@ class Handler(BaseHTTPRequestHandler):
             params["temperature"],
             params["limit"] + 8,
         )
+        if params.get("biased"):  # a token pushed to the top by logit_bias is every token chosen
+            text = params["biased"] * (params["limit"] + 8)
         text, fired = _apply_stop(text, stop)
         if fired is not None and len(text) <= params["limit"]:
             return text, "stop", fired
@@ -863,6 +890,9 @@ class Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog of 5 resets connections past it: a batch of 16 at once lost some (the consistency
+    # suite's). Real servers listen with a backlog in the hundreds or more (uvicorn: 2048).
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hangs up mid-answer is what the abort and stall checks do on purpose: nothing to print. Printed
@@ -876,9 +906,15 @@ class FakeServer:
     """The fake server on a free loopback port, in a background thread."""
 
     def __init__(
-        self, deviation: Deviation | None = None, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None
+        self,
+        deviation: Deviation | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_key: str | None = None,
+        logit_bias: bool = False,
     ) -> None:
         self.state = FakeState(deviation, api_key=api_key)
+        self.state.logit_bias = logit_bias  # honour logit_bias (off: the default fake ignores it, as some servers do)
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.httpd = _HTTPServer((host, port), handler)
         # A short poll: stopping waits for the serving loop's next wake-up, and tests stop thousands of these.
@@ -1115,6 +1151,112 @@ def flat_errors() -> Deviation:
 
 
 NULL_MODES: dict[str, Callable[[], Deviation]] = {"empty-object": empty_object, "not-found": not_found}
+
+# What a request carries beside its prompt: the parameters a batching server must keep with their own request.
+SAMPLING_KEYS = (
+    "temperature", "top_p", "seed", "stop", "max_tokens", "max_completion_tokens", "logit_bias", "logprobs",
+    "top_logprobs", "n", "response_format", "tools", "tool_choice", "presence_penalty", "frequency_penalty",
+)  # fmt: skip
+
+
+def shuffle_parameters(window: float = 0.5) -> Deviation:
+    """A batching server that mixes up its requests' parameters: two chat requests open within ``window`` seconds of
+    each other swap everything they carry beside the prompt (SAMPLING_KEYS); a request with no partner in that time,
+    one sent alone, keeps its own. Each waits up to ``window`` for a partner, so alone requests are that much slower."""
+    lock = threading.Lock()
+    waiting: list[tuple[dict, threading.Event]] = []
+
+    def request(path: str, body: dict):
+        if path != "/v1/chat/completions":
+            return None
+        with lock:
+            if waiting:
+                other, paired = waiting.pop(0)
+                for key in SAMPLING_KEYS:
+                    mine, theirs = body.pop(key, None), other.pop(key, None)
+                    if theirs is not None:
+                        body[key] = theirs
+                    if mine is not None:
+                        other[key] = mine
+                paired.set()
+                return None
+            paired = threading.Event()
+            waiting.append((body, paired))
+        if not paired.wait(window):
+            with lock:
+                if (body, paired) in waiting:
+                    waiting.remove((body, paired))
+        return None
+
+    return Deviation(request=request)
+
+
+def _in_batch(hold: float) -> tuple[Callable[[str, dict], None], Callable[[dict], bool]]:
+    """A request hook that holds each chat request ``hold`` seconds, and a test of whether a body was open at the same
+    time as another: how a fault tells a request in a batch from one alone."""
+    lock = threading.Lock()
+    open_now: set[int] = set()
+    batched: set[int] = set()
+
+    def request(path: str, body: dict) -> None:
+        if path != "/v1/chat/completions":
+            return None
+        with lock:
+            if open_now:
+                batched.update(open_now | {id(body)})
+            open_now.add(id(body))
+        time.sleep(hold)
+        with lock:
+            open_now.discard(id(body))
+        return None
+
+    def was_batched(body: dict) -> bool:
+        with lock:
+            return id(body) in batched
+
+    return request, was_batched
+
+
+DIVERGE_KINDS = ("near-tie", "outside-top-k", "no-logprobs")
+
+
+def diverge_in_batch(kind: str, position: int = 3, hold: float = 0.1) -> Deviation:
+    """Greedy answers that change when the request shared the server with another (``_in_batch``), at token
+    ``position`` (one character each): ``near-tie``: the batched answer chose another token and lists the alone one
+    second in its top logprobs (a near-tie that flipped); ``outside-top-k``: another token, the alone one nowhere in its
+    top logprobs (a wrong computation); ``no-logprobs``: another token, and no logprobs to judge it by."""
+    if kind not in DIVERGE_KINDS:
+        raise ValueError(f"kind must be one of {DIVERGE_KINDS}")
+    request, was_batched = _in_batch(hold)
+
+    def response(path: str, body: dict, response: dict) -> dict:
+        if path != "/v1/chat/completions" or not was_batched(body):
+            return response
+        for choice in response.get("choices", []):
+            message = choice.get("message") or {}
+            text = message.get("content") or ""
+            if len(text) <= position:
+                continue
+            alone = text[position]
+            outside = [c for c in "zqxjkvbw" if c != alone]
+            flipped = {"near-tie": next(c for c in "etaoinsh" if c != alone)}.get(kind, outside[0])
+            message["content"] = text[:position] + flipped + text[position + 1 :]
+            entries = (choice.get("logprobs") or {}).get("content")
+            if kind == "no-logprobs" or not entries:
+                choice["logprobs"] = None
+                continue
+            k = len(entries[position]["top_logprobs"]) or 2
+            top = [flipped, alone, *outside[1:]][:k] if kind == "near-tie" else outside[:k]
+            entries[position] = {
+                **_logprob_entry(flipped, k),
+                "top_logprobs": [
+                    {"token": t, "logprob": -0.05 - i * 0.01, "bytes": list(t.encode())} for i, t in enumerate(top)
+                ],
+            }
+        return response
+
+    return Deviation(request=request, response=response)
+
 
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,

@@ -10,8 +10,9 @@ take any; two sessions of several named endpoints each, in parallel), and the re
 
 The same sessions pass against a correct server elsewhere (tests/conformance/test_plugin.py,
 tests/structured/test_suite_outcomes.py, tests/robustness/test_suite_can_fail.py,
-tests/security/test_suite_can_fail.py); the SLO profile and the smoke test are shown passing on the correct fake
-server below, each naming what it judged, so their failures on the null servers are theirs.
+tests/security/test_suite_can_fail.py, tests/consistency/test_suite_can_fail.py); the SLO profile and the smoke test
+are shown passing on the correct fake server below, each naming what it judged, so their failures on the null servers
+are theirs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pytest_infer.paths import bundled
 from pytest_infer.secrets import API_KEY_ENV
 from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer
 
-SUITES = ("conformance", "structured", "slo", "robustness", "security", "smoke")
+SUITES = ("conformance", "structured", "slo", "robustness", "security", "consistency", "smoke")
 SERVERS = (*(f"fake-{mode}" for mode in NULL_MODES), *(f"wsgi-{mode}" for mode in null_servers.MODES))
 CONTROL = "fake-correct"  # the correct fake server: the positive control of the SLO profile and the smoke test
 CONTROLLED = ("slo", "smoke")

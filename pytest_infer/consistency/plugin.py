@@ -1,0 +1,66 @@
+"""pytest glue of the consistency suite: how many requests are kept in flight (``--consistency-in-flight``), each
+target's row of its table, and the mixed-parameter batch, sent once per target."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..options import add_option, option_value
+
+if TYPE_CHECKING:
+    from .mix import Mix
+
+IN_FLIGHT = "--consistency-in-flight"
+DEFAULT_IN_FLIGHT = 8
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_option(
+        parser,
+        IN_FLIGHT,
+        f"the consistency suite: other requests kept in flight while the measured ones run (default "
+        f"{DEFAULT_IN_FLIGHT}).",
+        metavar="N",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A bad count stops the run before any server starts."""
+    given = option_value(config, IN_FLIGHT)
+    try:
+        n = DEFAULT_IN_FLIGHT if given is None else int(given)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise pytest.UsageError(f"{IN_FLIGHT}={given}: a whole number of requests, 1 or more")
+    config.stash[_IN_FLIGHT] = n
+
+
+_IN_FLIGHT = pytest.StashKey[int]()
+
+
+@pytest.fixture(scope="session")
+def consistency_in_flight(pytestconfig: pytest.Config) -> int:
+    """How many other requests run beside the measured ones."""
+    return pytestconfig.stash[_IN_FLIGHT]
+
+
+@pytest.fixture(scope="session")
+def consistency_record(infer_target, infer_session) -> dict[str, Any]:
+    """This target's row of the consistency table: ``batch`` (alone against in a batch), ``params`` (each check's
+    verdict on the mixed batch)."""
+    return infer_session.results.table("consistency").target(infer_target.id)
+
+
+@pytest.fixture(scope="session")
+def consistency_mix(infer_server, infer_endpoint) -> Mix:
+    """The mixed-parameter batch of this target: every request alone twice, then all at once (once per target; each
+    check judges its part)."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
+    from ..client.http import InferClient
+    from .mix import run_mix
+
+    with InferClient(infer_endpoint) as client:
+        return run_mix(client)

@@ -1,0 +1,122 @@
+"""The consistency suite against the fake server: each check passes on a correct server, naming what it judged, fails
+on exactly its fault (greedy answers that change in a batch beyond a near-tie; parameters swapped between concurrent
+requests), and calls what it cannot judge inconclusive or not exercised, never a pass. The null servers are in
+tests/core/test_null_servers.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/faults/test_faults.py)
+import pytest
+
+from pytest_infer.consistency import CHECKS
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, diverge_in_batch, shuffle_parameters, slow_request
+
+SUITE = Path(__file__).resolve().parents[2] / "suites" / "consistency"
+GREEDY = "test_greedy_answers_alone_and_in_a_batch_agree"
+PARAMS = "test_each_request_keeps_its_own_parameters_in_a_batch[{}]"
+
+
+def _instance(schema: Any) -> Any:
+    """The one value of the suite's schemas (objects of ``const`` properties): what a server that applies them
+    writes. The fake itself answers every schema with ``{"answer": ...}``."""
+    return {name: prop["const"] for name, prop in schema["properties"].items()}
+
+
+def obeying(inner: Deviation | None = None) -> Deviation:
+    """``inner``'s hooks, with each json_schema answer replaced by the schema's value first (a grammar applied)."""
+    inner = inner or Deviation()
+
+    def response(path: str, body: dict, response: dict) -> dict:
+        rf = body.get("response_format") or {}
+        if rf.get("type") == "json_schema":
+            for choice in response["choices"]:
+                choice["message"]["content"] = json.dumps(_instance(rf["json_schema"]["schema"]))
+        return inner.response(path, body, response) if inner.response else response
+
+    return Deviation(request=inner.request, response=response)
+
+
+def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str) -> dict[str, tuple[str, str, str]]:
+    """The suite against ``srv``: each test's (outcome, message, evidence) by name; the results file's table too."""
+    pytester.runpytest(
+        str(SUITE), "-m", "consistency", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p",
+        "no:cacheprovider", "-p", "no:randomly", "--infer-report-dir=report", *args,
+    )  # fmt: skip
+    results = json.loads((pytester.path / "report" / "results.json").read_text())
+    found = {
+        t["nodeid"].split("::")[-1].replace("endpoint-", "").replace("[endpoint]", ""): (
+            t["outcome"],
+            t.get("message") or "",
+            t["extra"].get("evidence", ""),
+        )
+        for t in results["tests"]
+    }
+    found["table"] = results["consistency"]["endpoint"]
+    return found
+
+
+def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
+    """The fake, slowed 0.1 s a request so the batch really overlaps, honouring logit_bias and the schemas."""
+    with FakeServer(obeying(slow_request(lambda body: True, 0.1)), logit_bias=True) as srv:
+        found = run_suite(pytester, srv)
+    table = found.pop("table")
+    assert {name: o for name, (o, _, _) in found.items()} == {
+        GREEDY: "passed",
+        **{PARAMS.format(check): "passed" for check in CHECKS},
+    }, found
+    assert found[GREEDY][2].startswith("4 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight")
+    assert "near-tie flips: 0" in found[GREEDY][2]
+    assert "seed: 2 requests each gave its own alone answer in a batch of 16" in found[PARAMS.format("seeds")][2]
+    assert "each of two requests met its own schema and not the other's" in found[PARAMS.format("schemas")][2]
+    assert table["batch"]["identical"] == 4 and table["batch"]["overlapped"] == 4
+    assert {check: v["outcome"] for check, v in table["params"].items()} == dict.fromkeys(CHECKS, "passed")
+
+
+def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_check(pytester):
+    """Two requests open together swap every parameter; alone, each keeps its own (so the controls hold)."""
+    with FakeServer(obeying(shuffle_parameters(window=0.15)), logit_bias=True) as srv:
+        found = run_suite(pytester, srv, "-k", "parameters")
+    for check in CHECKS:
+        outcome, message, _ = found[PARAMS.format(check)]
+        assert outcome == "failed", (check, outcome, message)
+    assert "differently in the batch than alone" in found[PARAMS.format("seeds")][1]
+    assert found["table"]["params"]["schemas"]["outcome"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("kind", "outcome", "said"),
+    [
+        ("near-tie", "passed", "0 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight"),
+        ("outside-top-k", "failed", "4 of 4 greedy answers changed in a batch beyond a near-tie"),
+        ("no-logprobs", "inconclusive", "no logprobs to judge the change by"),
+    ],
+)
+def test_greedy_answers_that_change_in_a_batch_are_judged_by_the_top_k(pytester, kind, outcome, said):
+    """The fault changes token 3 of every answer that shared the server: among the batched top-k (a near-tie flip:
+    counted, not failed), outside it (failed), or with no logprobs (inconclusive)."""
+    with FakeServer(diverge_in_batch(kind)) as srv:
+        found = run_suite(pytester, srv, "-k", "greedy")
+    got, message, evidence = found[GREEDY]
+    assert got == outcome, (got, message)
+    assert said in (evidence if outcome == "passed" else message)
+    batch = found["table"]["batch"]
+    assert batch["first_divergence"] == [3, 3, 3, 3]
+    assert batch[{"near-tie": "near_ties", "outside-top-k": "outside_top_k", "no-logprobs": "unclassified"}[kind]] == 4
+    if kind == "near-tie":
+        assert "near-tie flips: 4 (first at tokens [3, 3, 3, 3])" in evidence
+    if kind == "outside-top-k":
+        assert "the alone token is not among the batched answer's top-5" in message
+
+
+def test_settings_a_server_does_not_apply_alone_are_not_exercised(pytester):
+    """The plain fake ignores logit_bias and JSON schemas even alone: those checks judge nothing, and say so."""
+    with FakeServer() as srv:
+        found = run_suite(pytester, srv, "-k", "logit_bias or schemas")
+    assert found[PARAMS.format("logit_bias")][0] == "not_exercised"
+    assert "changed nothing alone" in found[PARAMS.format("logit_bias")][1]
+    assert found[PARAMS.format("schemas")][0] == "not_exercised"
+    assert "broke its own schema" in found[PARAMS.format("schemas")][1]

@@ -1,0 +1,97 @@
+"""The consistency suite's judgement without a server: how two answers to one request compare (vLLM's
+check_logprobs_close rule), what overlaps, and the table's rows, merge, causes and gate findings."""
+
+from __future__ import annotations
+
+from pytest_infer.consistency import Answer, ConsistencyTable, Tally, compare
+from pytest_infer.table import Pairing
+
+
+def answer(tokens: list[str], tops: list[list[str]] | None = None, started: float = 0.0, ended: float = 1.0) -> Answer:
+    """A chat answer of ``tokens`` whose logprobs list ``tops`` per token (None: no logprobs at all)."""
+    logprobs = (
+        None
+        if tops is None
+        else {"content": [{"token": t, "logprob": -0.1, "top_logprobs": [{"token": x} for x in top]}
+                          for t, top in zip(tokens, tops)]}
+    )  # fmt: skip
+    data = {"choices": [{"message": {"content": "".join(tokens)}, "logprobs": logprobs, "finish_reason": "length"}]}
+    return Answer({}, 200, data, None, started, ended, "curl")
+
+
+def test_identical_answers_are_identical():
+    assert compare(answer(["a", "b"], [["a"], ["b"]]), answer(["a", "b"], [["a"], ["b"]])).kind == "identical"
+
+
+def test_a_flip_to_a_token_whose_alternative_was_the_alone_one_is_a_near_tie():
+    found = compare(
+        answer(["a", "b", "c"], [["a"], ["b", "x"], ["c"]]), answer(["a", "x", "c"], [["a"], ["x", "b"], ["c"]])
+    )
+    assert (found.kind, found.position, found.alone, found.batched) == ("near-tie", 1, "b", "x")
+    assert found.batched_in_alone_top is True
+    assert "among the batched answer's top-2" in found.describe()
+
+
+def test_a_token_the_batched_answer_did_not_rank_is_outside_the_top_k():
+    found = compare(answer(["a", "b"], [["a"], ["b"]]), answer(["a", "x"], [["a"], ["x", "y"]]))
+    assert (found.kind, found.position) == ("outside-top-k", 1)
+    assert "not among" in found.describe()
+
+
+def test_without_logprobs_a_change_is_unclassified_at_its_character():
+    found = compare(answer(["ab", "cd"]), answer(["ab", "xd"]))
+    assert (found.kind, found.position, found.unit) == ("unclassified", 2, "character")
+
+
+def test_a_batched_answer_that_ends_early_is_unclassified():
+    found = compare(answer(["a", "b"], [["a"], ["b"]]), answer(["a"], [["a"]]))
+    assert (found.kind, found.position, found.batched) == ("unclassified", 1, "(end)")
+
+
+def test_overlap_counts_only_answers_open_at_the_same_time():
+    mine = answer(["a"], started=1.0, ended=2.0)
+    others = [mine, answer(["b"], started=0.0, ended=1.5), answer(["c"], started=2.5, ended=3.0)]
+    assert mine.overlap(others) == 1
+
+
+def _row(identical: int, outside: int, params: dict[str, str]) -> dict:
+    tally = Tally(prompts=4, in_flight=8, overlapped=4, identical=identical, outside=outside)
+    return {
+        "batch": {**tally.to_json(), "divergences": []},
+        "params": {c: {"outcome": o, "message": f"{c}: {o}"} for c, o in params.items()},
+    }
+
+
+def test_the_gate_names_fewer_identical_answers_and_a_parameter_check_that_broke():
+    before = ConsistencyTable({"old": _row(4, 0, {"seeds": "passed", "stop": "passed"})})
+    after = ConsistencyTable({"new": _row(2, 2, {"seeds": "failed", "stop": "passed"})})
+    found = after.compare(before, Pairing("old", "new", "v1 -> v2"))
+    assert [(f.kind, f.subject, f.before, f.after) for f in found] == [
+        ("regression", "greedy answers identical alone and in a batch", "100%", "50%"),
+        ("regression", "parameters in a batch: seeds", "kept", "not kept"),
+    ]
+    assert before.compare(before, Pairing("old", "old", "same")) == []
+
+
+def test_near_tie_flips_alone_are_a_change_not_a_regression():
+    before = ConsistencyTable({"old": _row(4, 0, {})})
+    after = ConsistencyTable({"new": _row(3, 0, {})})
+    assert [f.kind for f in after.compare(before, Pairing("old", "new", "v1 -> v2"))] == ["change"]
+
+
+def test_rows_merge_and_render():
+    table = ConsistencyTable({"t": _row(3, 1, {"seeds": "passed"})})
+    table.merge(ConsistencyTable({"t": {"batch": {}, "params": {"n": {"outcome": "failed", "message": "n: x"}}}}))
+    assert sorted(table.counts["t"]["params"]) == ["n", "seeds"] and table.counts["t"]["batch"]["identical"] == 3
+    sections = {s.heading: s.rows for s in table.sections()}
+    assert sections["alone vs batch"]["identical answers"]["t"].text == "3/4"
+    assert sections["alone vs batch"]["divergences outside the top-k"]["t"].css == "failed"
+    assert sections["parameter"]["n"]["t"].css == "failed"
+
+
+def test_failures_fold_by_cause():
+    table = ConsistencyTable()
+    beyond = table.cause("r", "2 of 4 greedy answers changed in a batch beyond a near-tie: ...")
+    swapped = table.cause("r", "seed: 2 of 2 requests answered differently in the batch than alone (...)")
+    assert beyond is not None and beyond.severity == "critical"
+    assert swapped is not None and swapped.place == "seed" and swapped.key != beyond.key
