@@ -11,12 +11,17 @@ good and the first bad, the answer names them as the range in which the first ba
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..gating.compare import compare
 from ..results.model import SessionResults
 from ..results.views import PASSES, check_matrix
+from .engines import VendorError
+from .runner import Runner
+from .store import Store
 
 GOOD, BAD, INCONCLUSIVE, INSTALL_FAILED = "good", "bad", "inconclusive", "install failed"
 JUDGING = (*PASSES, "failed", "xfail")  # a check's outcomes that judged the server (an xfail: a known deviation)
@@ -111,6 +116,57 @@ def _regressed(findings, check: str) -> str:
          for f in findings if f.kind == "regression" and f.area == "check" and f.subject == check),
         "",
     )  # fmt: skip
+
+
+def bisect_releases(
+    check: str, versions: Sequence[str], store: Store, runner: Runner, work: Path
+) -> tuple[Bisection, list[Visit]]:
+    """Bisect ``check`` over ``versions`` (GOOD first, BAD last), each release from the stored history where it is
+    judged there, else installed and run with only ``check`` selected. Returns the bisection and the ends that had to
+    be run (visited too, before the halving). The gate must find the check regressed from GOOD to BAD."""
+    stored = {x.version: x for x in store.judged()}
+    ran: list[Visit] = []
+
+    def run(version: str) -> tuple[SessionResults | None, Visit]:
+        if version in stored:
+            return store.results(stored[version]), Visit(version, "", "from the stored history")
+        started = time.monotonic()
+        installed = runner.install(version)
+        if not installed.ok:
+            tail = installed.log.strip().splitlines()[-1:] or [""]
+            return None, Visit(version, INSTALL_FAILED, tail[0], wall_s=installed.wall_s)
+        results, done = runner.run(version, work / version, select=check)
+        wall = round(time.monotonic() - started, 1)
+        if results is None:
+            return None, Visit(version, INCONCLUSIVE, f"the run wrote no results: {done.log[-300:]}", wall_s=wall)
+        return results, Visit(version, "", wall_s=wall)
+
+    def judged(version: str, results: SessionResults, outcome: str, detail: str, wall: float | None) -> Visit:
+        target = next(iter(results.targets.values()))
+        return Visit(version, outcome, detail, target.version or "", target.commit or "", wall)
+
+    (good, good_visit), (bad, bad_visit) = run(versions[0]), run(versions[-1])
+    for results, v in ((good, good_visit), (bad, bad_visit)):
+        if results is None:
+            raise VendorError(f"{v.version}: {v.outcome}: {v.detail}")
+    assert good is not None and bad is not None
+    outcome, regressed = judge_check(check, good, bad, bad)
+    if outcome != BAD:
+        raise VendorError(f"the gate finds no regression of {check} from {versions[0]} to {versions[-1]}: {regressed}")
+    ends = [
+        judged(versions[0], good, GOOD, good_visit.detail or "given", good_visit.wall_s),
+        judged(versions[-1], bad, BAD, regressed, bad_visit.wall_s),
+    ]
+    ran = [e for e, v in zip(ends, (good_visit, bad_visit), strict=True) if v.version not in stored]
+
+    def visit(version: str) -> Visit:
+        results, v = run(version)
+        if results is None:
+            return v
+        outcome, detail = judge_check(check, good, bad, results)
+        return judged(version, results, outcome, detail, v.wall_s)
+
+    return bisect(versions, visit, ends), ran
 
 
 def summary(engine: str, check: str, b: Bisection) -> list[str]:

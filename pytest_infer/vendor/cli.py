@@ -10,8 +10,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ..paths import TINY
-from ..results.model import SessionResults
-from .bisect import BAD, GOOD, INCONCLUSIVE, INSTALL_FAILED, Visit, bisect, judge_check, summary
+from .bisect import bisect_releases, summary
 from .engines import ENGINES, VendorError, engine
 from .index import releases
 from .site import render_site
@@ -48,55 +47,10 @@ def cmd_bisect(args: argparse.Namespace) -> int:
     versions = [v for v in listed if good_v <= Version(v) <= bad_v]
     if not versions or versions[0] != args.good or versions[-1] != args.bad:
         raise VendorError(f"{args.good} and {args.bad} must both be releases of {e.package}, GOOD first")
-    store = Store(args.history, e.name)
-    stored = {x.version: x for x in store.judged()}
-    runner = _runner(args)
     work = args.work or Path(tempfile.mkdtemp(prefix=f"pytest-infer-bisect-{e.name}-"))
-    ran: dict[str, SessionResults] = {}
-
-    def run(version: str) -> tuple[SessionResults | None, Visit | None]:
-        """The check's results on a release: the stored run where there is one, else installed and run."""
-        if version in stored:
-            return store.results(stored[version]), None
-        started = time.monotonic()
-        installed = runner.install(version)
-        if not installed.ok:
-            tail = installed.log.strip().splitlines()[-1:] or [""]
-            return None, Visit(version, INSTALL_FAILED, tail[0], wall_s=installed.wall_s)
-        results, done = runner.run(version, work / version, select=args.check)
-        if results is None:
-            return None, Visit(version, INCONCLUSIVE, "the run wrote no results", wall_s=done.wall_s)
-        ran[version] = results
-        return results, Visit(version, "", wall_s=round(time.monotonic() - started, 1))
-
-    def visit_of(version: str, results: SessionResults, outcome: str, detail: str, wall: float | None) -> Visit:
-        target = next(iter(results.targets.values()))
-        return Visit(version, outcome, detail, target.version or "", target.commit or "", wall)
-
-    good, failed_good = run(args.good)
-    bad, failed_bad = run(args.bad)
-    if good is None or bad is None:
-        end = failed_good if good is None else failed_bad
-        assert end is not None
-        raise VendorError(f"{end.version}: {end.outcome}: {end.detail}")
-    verdict, regressed = judge_check(args.check, good, bad, bad)
-    if verdict != BAD:
-        raise VendorError(f"the gate finds no regression of {args.check} from {args.good} to {args.bad}: {regressed}")
-    ends = [
-        visit_of(args.good, good, GOOD, "given", failed_good.wall_s if failed_good else None),
-        visit_of(args.bad, bad, BAD, regressed, failed_bad.wall_s if failed_bad else None),
-    ]
-
-    def visit(version: str) -> Visit:
-        results, v = run(version)
-        if results is None:
-            assert v is not None
-            return v
-        judged, detail = judge_check(args.check, good, bad, results)
-        return visit_of(version, results, judged, detail, v.wall_s if v else None)
-
     started = time.monotonic()
-    result = bisect(versions, visit, ends)
+    result, ends_run = bisect_releases(args.check, versions, Store(args.history, e.name), _runner(args), work)
+    result.visits[:0] = ends_run
     for line in summary(e.name, args.check, result):
         print(line)
     if e.source and result.last_good and result.first_bad and result.last_good.commit and result.first_bad.commit:

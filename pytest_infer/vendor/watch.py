@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
 
 from ..paths import TINY, bundled, engines_dir
 from ..reporting.history import build_history, run_state
@@ -25,25 +24,11 @@ from ..results.model import ResultsFileError, SessionResults
 from ..results.views import build_views
 from .engines import Engine
 from .index import newer_or_equal
+from .runner import Done, Runner
 from .store import INSTALL_FAILED, JUDGED, LOG_TAIL, RUN_FAILED, Entry, Store
 
 SUITES = ("smoke", "conformance", "structured", "robustness", "security")  # SLO figures across sessions: not compared
 INSTALLER = Path(__file__).resolve().parents[2] / "scripts" / "install-engines.sh"  # in a checkout
-
-
-@dataclass(slots=True)
-class Done:
-    """One child process's end: whether it succeeded, its output's tail, its wall time."""
-
-    ok: bool
-    log: str
-    wall_s: float
-
-
-class Runner(Protocol):
-    def install(self, version: str) -> Done: ...
-
-    def run(self, version: str, out: Path, select: str | None = None) -> tuple[SessionResults | None, Done]: ...
 
 
 def _tail(text: str) -> str:

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_infer.vendor.bisect import BAD, GOOD, INCONCLUSIVE, INSTALL_FAILED, Visit, bisect, judge_check, summary
+from pytest_infer.vendor.bisect import (
+    BAD,
+    GOOD,
+    INCONCLUSIVE,
+    INSTALL_FAILED,
+    Visit,
+    bisect,
+    bisect_releases,
+    judge_check,
+    summary,
+)
 
 from .conftest import BROKEN, release
 
@@ -78,3 +88,38 @@ def test_the_gate_judges_a_release_against_both_ends():
     assert judge_check(BROKEN, good, bad, release("5.24.0"))[0] == GOOD
     outcome, why = judge_check(BROKEN, good, bad, release("5.24.0", {BROKEN: "inconclusive"}))
     assert outcome == INCONCLUSIVE and BROKEN in why
+
+
+def test_bisecting_releases_runs_only_the_check_on_what_it_visits(tmp_path):
+    """GOOD is in the stored history (not installed again); BAD and the visited releases are installed and run with
+    only the check selected; 5.20.0 fails to install and is skipped, so the answer is the range 5.20.0 or 5.21.0."""
+    from pytest_infer.vendor.engines import ENGINES
+    from pytest_infer.vendor.store import Store
+    from pytest_infer.vendor.watch import watch
+
+    from .conftest import FakeRunner
+
+    store = Store(tmp_path, "transformers")
+    watch(ENGINES["transformers"], store, FakeRunner({"5.18.0": release("5.18.0")}), ["5.18.0"], tmp_path / "w")
+    versions = ["5.18.0", "5.19.0", "5.20.0", "5.21.0", "5.22.0", "5.23.0"]
+    runs = {v: release(v, {BROKEN: "failed"} if v >= "5.21.0" else None) for v in versions[1:]}
+    runner = FakeRunner(runs, broken={"5.20.0"})
+    result, ends_run = bisect_releases(BROKEN, versions, store, runner, tmp_path / "work")
+    assert [v.version for v in ends_run] == ["5.23.0"] and "5.18.0" not in runner.installed
+    assert {select for _, select in runner.ran} == {BROKEN}
+    assert result.last_good.version == "5.19.0" and result.first_bad.version == "5.21.0"
+    assert result.skipped_between == ["5.20.0"] and not result.exact
+    assert [(v.version, v.outcome) for v in result.visits] == [
+        ("5.20.0", INSTALL_FAILED), ("5.21.0", BAD), ("5.19.0", GOOD),
+    ]  # fmt: skip
+
+
+def test_bisecting_ends_the_gate_does_not_call_a_regression_is_refused(tmp_path):
+    from pytest_infer.vendor.engines import VendorError
+    from pytest_infer.vendor.store import Store
+
+    from .conftest import FakeRunner
+
+    runs = {"5.18.0": release("5.18.0"), "5.23.0": release("5.23.0")}
+    with pytest.raises(VendorError, match="the gate finds no regression"):
+        bisect_releases(BROKEN, list(runs), Store(tmp_path, "transformers"), FakeRunner(runs), tmp_path / "w")
