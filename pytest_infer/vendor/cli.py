@@ -20,8 +20,18 @@ from .watch import INSTALLER, SUITES, EngineRunner, watch
 HISTORY = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "vendor-history"
 
 
-def _runner(args: argparse.Namespace) -> EngineRunner:
-    return EngineRunner(engine(args.engine), suites=args.suites, model=args.model, installer=args.installer)
+def _runner(args: argparse.Namespace, store: Store, keep: bool = True) -> EngineRunner:
+    """The history's own suites and model unless given; given ones that differ from the stored are refused (the gate
+    would compare a release's tests with tests its predecessor never ran)."""
+    stored = store.run_settings()
+    given = {"suites": args.suites, "model": args.model}
+    for key, value in given.items():
+        if value is not None and key in stored and stored[key] != value:
+            raise VendorError(f"{store.folder} was run with {key} {stored[key]}, not {value}: start another --history")
+    chosen = {"suites": list(SUITES), "model": TINY, **stored, **{k: v for k, v in given.items() if v is not None}}
+    if keep:  # watch: the history's first release fixes them; bisect writes nothing to the history
+        store.keep_run_settings(chosen)
+    return EngineRunner(engine(args.engine), suites=chosen["suites"], model=chosen["model"], installer=args.installer)
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -30,7 +40,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     available = args.versions or releases(e.package, args.pip_arg)
     store = Store(args.history, e.name)
     work = args.work or Path(tempfile.mkdtemp(prefix=f"pytest-infer-watch-{e.name}-"))
-    done = watch(e, store, _runner(args), available, work, newest=args.newest)
+    done = watch(e, store, _runner(args, store), available, work, newest=args.newest)
     if not done:
         print(f"{e.name}: every release on the index since {e.oldest} is in {store.folder}")
     if args.site:
@@ -49,7 +59,8 @@ def cmd_bisect(args: argparse.Namespace) -> int:
         raise VendorError(f"{args.good} and {args.bad} must both be releases of {e.package}, GOOD first")
     work = args.work or Path(tempfile.mkdtemp(prefix=f"pytest-infer-bisect-{e.name}-"))
     started = time.monotonic()
-    result, ends_run = bisect_releases(args.check, versions, Store(args.history, e.name), _runner(args), work)
+    store = Store(args.history, e.name)
+    result, ends_run = bisect_releases(args.check, versions, store, _runner(args, store, keep=False), work)
     result.visits[:0] = ends_run
     for line in summary(e.name, args.check, result):
         print(line)
@@ -72,8 +83,8 @@ def _common(p: argparse.ArgumentParser, runs: bool) -> None:
     p.add_argument("engine", choices=sorted(ENGINES))
     p.add_argument("--versions", nargs="+", metavar="V", help="these releases instead of the package index's")
     p.add_argument("--pip-arg", action="append", default=[], help="an argument for pip index (an --index-url)")
-    p.add_argument("--suites", nargs="+", default=list(SUITES), help=f"bundled suites to run (default {SUITES})")
-    p.add_argument("--model", default=TINY, help=f"built-in model (default {TINY})")
+    p.add_argument("--suites", nargs="+", help=f"bundled suites to run (default: the history's, else {SUITES})")
+    p.add_argument("--model", help=f"built-in model (default: the history's, else {TINY})")
     p.add_argument("--installer", type=Path, default=INSTALLER, help="installs ENGINE-VERSION (install-engines.sh)")
     p.add_argument("--work", type=Path, metavar="DIR", help="where each run's full results go (default: a temp dir)")
 

@@ -60,15 +60,32 @@ class Store:
     def __init__(self, root: Path, engine: str) -> None:
         self.folder = Path(root) / engine
 
-    def entries(self) -> list[Entry]:
+    def _read(self) -> dict[str, Any]:
         path = self.folder / INDEX
         if not path.exists():
-            return []
+            return {"entries": []}
         try:
             data = json.loads(path.read_text())
-            return sorted((Entry(**e) for e in data["entries"]), key=lambda e: Version(e.version))
+            if not isinstance(data, dict) or not isinstance(data["entries"], list):
+                raise TypeError("no list of entries")
+            return data
         except (ValueError, KeyError, TypeError) as exc:
             raise VendorError(f"{path}: not a vendor history ({exc})") from exc
+
+    def entries(self) -> list[Entry]:
+        try:
+            return sorted((Entry(**e) for e in self._read()["entries"]), key=lambda e: Version(e.version))
+        except (ValueError, TypeError) as exc:
+            raise VendorError(f"{self.folder / INDEX}: not a vendor history ({exc})") from exc
+
+    def run_settings(self) -> dict[str, Any]:
+        """What every release of this history was run with (``suites``, ``model``): a new release is run the same
+        way, since the gate compares two releases test by test, and a test one side did not run is no verdict."""
+        return {k: v for k, v in self._read().items() if k != "entries"}
+
+    def keep_run_settings(self, settings: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._write({**self._read(), **settings})
 
     def versions(self) -> set[str]:
         """Every release tried, judged or not: a release that failed to install is not retried by itself."""
@@ -99,4 +116,7 @@ class Store:
             tmp.replace(self.folder / entry.file)
         kept = [e for e in self.entries() if e.version != entry.version] + [entry]
         kept.sort(key=lambda e: Version(e.version))
-        atomic_write_text(self.folder / INDEX, json.dumps({"entries": [asdict(e) for e in kept]}, indent=1) + "\n")
+        self._write({**self._read(), "entries": [asdict(e) for e in kept]})
+
+    def _write(self, data: dict[str, Any]) -> None:
+        atomic_write_text(self.folder / INDEX, json.dumps(data, indent=1) + "\n")

@@ -83,3 +83,27 @@ def test_a_run_that_wrote_no_results_is_recorded_as_such(tmp_path: Path):
     store = Store(tmp_path, "transformers")
     (entry,) = watch(HF, store, FakeRunner({}), ["5.0.0"], tmp_path / "work")
     assert entry.state == "run failed" and "no results file" in entry.log_tail and store.judged() == []
+
+
+def test_the_command_records_a_failed_install_and_keeps_the_historys_suites(tmp_path: Path, capsys):
+    """``pytest-infer watch`` with an installer that fails: the release is recorded with the install's
+    log and the exit status says a release was not judged; the suites it was run with stay the history's, and a
+    later watch asking for others is refused (the gate would compare tests one side never ran)."""
+    from pytest_infer.cli import main
+
+    history, installer = tmp_path / "history", tmp_path / "install.sh"
+    installer.write_text('echo "ERROR: Could not find a version that satisfies the requirement $1"; exit 1\n')
+    common = ["--history", str(history), "--installer", str(installer), "--work", str(tmp_path / "work")]
+    assert main(["watch", "transformers", "--versions", "5.25.0", "--suites", "smoke", "conformance", *common]) == 1
+    store = Store(history, "transformers")
+    (entry,) = store.entries()
+    assert entry.state == INSTALL_FAILED and "requirement transformers-5.25.0" in entry.log_tail
+    assert store.run_settings() == {
+        "suites": ["smoke", "conformance"],
+        "model": "tiny",
+    }
+    assert main(["watch", "transformers", "--versions", "5.25.0", "5.26.0", *common]) == 1  # the stored suites
+    assert [e.version for e in store.entries()] == ["5.25.0", "5.26.0"]
+    capsys.readouterr()
+    assert main(["watch", "transformers", "--versions", "5.27.0", "--suites", "security", *common]) == 2
+    assert "was run with suites ['smoke', 'conformance'], not ['security']" in capsys.readouterr().err
