@@ -64,3 +64,24 @@ def consistency_mix(infer_server, infer_endpoint) -> Mix:
 
     with InferClient(infer_endpoint) as client:
         return run_mix(client)
+
+
+@pytest.fixture(scope="session")
+def consistency_reference(pytestconfig: pytest.Config):
+    """``reference(model)``: the reference's greedy steps of the numerics prompts for a built-in model, computed once
+    per model in the transformers engine's environment; ``NotExercised`` naming why there is none."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
+    from ..outcomes import NotExercised
+    from .reference import reference_for, reference_steps
+
+    made: dict[str, Any] = {}
+
+    def reference(model: str):
+        if model not in made:
+            found = reference_for(model)
+            made[model] = found if isinstance(found, str) else reference_steps(*found)
+        if isinstance(made[model], str):
+            raise NotExercised(made[model])
+        return made[model]
+
+    return reference

@@ -3,10 +3,15 @@ divergences outside the top-k, where they part), and each per-request parameter 
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
+
+# The numerics rule (docs/consistency.md): on tokens both the server and the reference chose, a server's logprob may
+# differ from the reference's by at most this much (nats). Set from measured runs (docs/consistency.md: the figures).
+MAX_LOGPROB_DIFF = 0.5
 
 # failure messages of the suite's tests (suites/consistency) -> root causes: (pattern, title, severity)
 CAUSES = (
@@ -21,6 +26,11 @@ CAUSES = (
         "critical",
     ),
     (re.compile(r"was not answered \((?P<what>[^)]*)\)"), "requests in a batch are not answered", "major"),
+    (
+        re.compile(r"part from the reference beyond a near-tie|differs from the reference by"),
+        "the server's numbers part from the reference implementation",
+        "critical",
+    ),
 )
 PARAM_CSS = {"passed": "passed", "failed": "failed", "inconclusive": "invalid", "not_exercised": "not_exercised"}
 
@@ -40,8 +50,9 @@ class ConsistencyTable(TargetTable):
     def merge(self, other: Table) -> None:
         for target, theirs in other.to_json().items():
             mine = self.target(target)
-            if theirs.get("batch"):
-                mine["batch"] = theirs["batch"]
+            for part in ("batch", "numerics"):
+                if theirs.get(part):
+                    mine[part] = theirs[part]
             mine["params"].update(theirs.get("params", {}))
 
     def sections(self) -> list[Section]:
@@ -80,6 +91,26 @@ class ConsistencyTable(TargetTable):
                     batch,
                 )
             )
+        numerics: dict[str, dict[str, Cell]] = {}
+        for target, data in self.counts.items():
+            n = data.get("numerics") or {}
+            if not n.get("compared"):
+                continue
+            rows = {
+                "greedy tokens agreeing with the reference": Cell(
+                    f"{n['agreed']}/{n['compared']}", value=n["agreed"] / n["compared"]
+                ),
+                "largest logprob difference on them": Cell(f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]),
+                "disagreements: near-ties": Cell(str(n["near_ties"])),
+                "disagreements: outside the top-k": Cell(
+                    str(n["outside_top_k"]), "failed" if n["outside_top_k"] else "",
+                    "; ".join(json.dumps(d) for d in n.get("disagreements", []))[:500],
+                ),
+            }  # fmt: skip
+            for row, cell in rows.items():
+                numerics.setdefault(row, {})[target] = cell
+        if numerics:
+            out.append(Section("Consistency: numerics against the reference (transformers)", "numerics", numerics))
         params: dict[str, dict[str, Cell]] = {}
         for target, data in self.counts.items():
             for check, verdict in sorted(data.get("params", {}).items()):
@@ -117,6 +148,22 @@ class ConsistencyTable(TargetTable):
                         f"{was:.0%}", f"{now:.0%}",
                         f"outside the top-k: {old['outside_top_k']} -> {new['outside_top_k']}; near-tie flips: "
                         f"{old['near_ties']} -> {new['near_ties']}",
+                    )
+                )  # fmt: skip
+        old_n, new_n = before.get("numerics") or {}, after.get("numerics") or {}
+        if old_n.get("compared") and new_n.get("compared"):
+            was, now = old_n["agreed"] / old_n["compared"], new_n["agreed"] / new_n["compared"]
+            # the rule (docs/consistency.md): greedy decoding against a fixed reference is deterministic, so any drop
+            # in agreement is the server's numbers moving; so is a largest difference that crosses the suite's limit
+            crossed = new_n["max_logprob_diff"] > MAX_LOGPROB_DIFF >= old_n["max_logprob_diff"]
+            if now < was or crossed:
+                found.append(
+                    Finding(
+                        "regression", "consistency", pairing.label, "numerics against the reference",
+                        f"{old_n['agreed']}/{old_n['compared']} agree, max diff {old_n['max_logprob_diff']:.4f}",
+                        f"{new_n['agreed']}/{new_n['compared']} agree, max diff {new_n['max_logprob_diff']:.4f}",
+                        f"greedy tokens agreeing with the transformers reference, largest logprob difference on them "
+                        f"(limit {MAX_LOGPROB_DIFF})",
                     )
                 )  # fmt: skip
         for check, verdict in after.get("params", {}).items():

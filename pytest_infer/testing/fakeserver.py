@@ -1258,6 +1258,24 @@ def diverge_in_batch(kind: str, position: int = 3, hold: float = 0.1) -> Deviati
     return Deviation(request=request, response=response)
 
 
+def perturb_logprobs(delta: float) -> Deviation:
+    """A kernel that moves the numbers: every logprob of a text completion's answer (the chosen token's and its top
+    alternatives') shifted by ``delta`` nats, the tokens themselves unchanged."""
+
+    def response(path: str, body: dict, response: dict) -> dict:
+        if path != "/v1/completions":
+            return response
+        for choice in response.get("choices", []):
+            lp = choice.get("logprobs") or {}
+            lp["token_logprobs"] = [None if v is None else v + delta for v in lp.get("token_logprobs") or []]
+            lp["top_logprobs"] = [
+                None if top is None else {t: v + delta for t, v in top.items()} for top in lp.get("top_logprobs") or []
+            ]
+        return response
+
+    return Deviation(response=response)
+
+
 FAULTS: dict[str, Callable[[], Deviation]] = {
     "none": Deviation,
     "die-after-0": lambda: _die_after(0),  # the first chat request ends the process

@@ -18,6 +18,8 @@ import pytest
 
 from pytest_infer import Inconclusive, InferClient, Unsupported
 from pytest_infer.consistency import CHECKS, PROMPTS, Tally, compare, filler, greedy, send, send_together
+from pytest_infer.consistency.reference import MAX_LOGPROB_DIFF, agreement, server_steps
+from pytest_infer.consistency.reference import PROMPTS as NUMERICS_PROMPTS
 from pytest_infer.outcomes import NotExercised
 
 pytestmark = pytest.mark.consistency
@@ -111,3 +113,51 @@ def test_each_request_keeps_its_own_parameters_in_a_batch(
         raise OUTCOMES[verdict.outcome](verdict.message)
     assert verdict.outcome == "passed", verdict.message
     infer_record("infer_evidence", verdict.message)
+
+
+def test_numerics_match_the_reference(
+    infer_live_server, infer_endpoint, consistency_reference, consistency_record, infer_record
+):
+    """The server's greedy continuation of fixed prompts (completions route, logprobs) against the reference's, up to
+    the first disagreement (check_logprobs_close): a disagreement where either token is outside the other's top-k
+    fails, and so does a logprob on an agreeing token more than MAX_LOGPROB_DIFF from the reference's."""
+    served, curls = [], []
+    with InferClient(infer_endpoint) as client:
+        for prompt in NUMERICS_PROMPTS:
+            steps, why, curl = server_steps(client, prompt)
+            if steps is None:
+                if why.startswith("HTTP 404"):
+                    raise Unsupported("completions logprobs", f"{why}\nreproduce: {curl}")
+                raise NotExercised(f"the completions route gave no logprobs to compare: {why}\nreproduce: {curl}")
+            served.append(steps)
+            curls.append(curl)
+    reference = consistency_reference(infer_endpoint.model)  # the model the server says it serves
+    found = [agreement(steps, expected) for steps, expected in zip(served, reference)]
+    compared, agreed = sum(a.compared for a in found), sum(a.agreed for a in found)
+    max_diff = max(a.max_diff for a in found)
+    outside = [(p, a, c) for p, a, c in zip(NUMERICS_PROMPTS, found, curls) if a.disagreement and not a.near_tie]
+    consistency_record["numerics"] = {
+        "compared": compared,
+        "agreed": agreed,
+        "max_logprob_diff": round(max_diff, 6),
+        "near_ties": sum(a.near_tie for a in found),
+        "outside_top_k": len(outside),
+        "disagreements": [a.disagreement for a in found if a.disagreement],
+    }
+    infer_record("infer_reproducer", curls[0])
+    assert not outside, (
+        f"{len(outside)} of {len(found)} greedy continuations part from the reference beyond a near-tie: "
+        + "; ".join(f"{p!r} at token {a.disagreement['position']}: server {a.disagreement['server']!r}, reference "
+                    f"{a.disagreement['reference']!r}" for p, a, _ in outside)
+        + f"\nreproduce: {outside[0][2]}"
+    )  # fmt: skip
+    assert max_diff <= MAX_LOGPROB_DIFF, (
+        f"a logprob on a token both chose differs from the reference by {max_diff:.4f} (limit {MAX_LOGPROB_DIFF}): "
+        f"the server's numbers moved\nreproduce: {curls[0]}"
+    )
+    infer_record(
+        "infer_evidence",
+        f"{agreed} of {compared} greedy tokens agree with the reference (transformers, the same weights); largest "
+        f"logprob difference on them {max_diff:.4f} (limit {MAX_LOGPROB_DIFF}); near-tie disagreements: "
+        f"{sum(a.near_tie for a in found)}",
+    )

@@ -6,6 +6,7 @@ tests/core/test_null_servers.py."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,19 @@ import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/fau
 import pytest
 
 from pytest_infer.consistency import CHECKS
-from pytest_infer.testing.fakeserver import Deviation, FakeServer, diverge_in_batch, shuffle_parameters, slow_request
+from pytest_infer.testing.fakeserver import (
+    Deviation,
+    FakeServer,
+    diverge_in_batch,
+    perturb_logprobs,
+    shuffle_parameters,
+    slow_request,
+)
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "consistency"
 GREEDY = "test_greedy_answers_alone_and_in_a_batch_agree"
 PARAMS = "test_each_request_keeps_its_own_parameters_in_a_batch[{}]"
+NUMERICS = "test_numerics_match_the_reference"
 
 
 def _instance(schema: Any) -> Any:
@@ -40,10 +49,12 @@ def obeying(inner: Deviation | None = None) -> Deviation:
     return Deviation(request=inner.request, response=response)
 
 
-def run_suite(pytester: pytest.Pytester, srv: FakeServer, *args: str) -> dict[str, tuple[str, str, str]]:
+def run_suite(
+    pytester: pytest.Pytester, srv: FakeServer, *args: str, suite: Path = SUITE
+) -> dict[str, tuple[str, str, str]]:
     """The suite against ``srv``: each test's (outcome, message, evidence) by name; the results file's table too."""
     pytester.runpytest(
-        str(SUITE), "-m", "consistency", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p",
+        str(suite), "-m", "consistency", f"--infer-endpoint={srv.base_url}", "--infer-request-timeout=20", "-p",
         "no:cacheprovider", "-p", "no:randomly", "--infer-report-dir=report", *args,
     )  # fmt: skip
     results = json.loads((pytester.path / "report" / "results.json").read_text())
@@ -67,7 +78,9 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
     assert {name: o for name, (o, _, _) in found.items()} == {
         GREEDY: "passed",
         **{PARAMS.format(check): "passed" for check in CHECKS},
+        NUMERICS: "not_exercised",  # fake-model has no reference implementation; the test below brings one
     }, found
+    assert "fake-model is not a built-in model" in found[NUMERICS][1]
     assert found[GREEDY][2].startswith("4 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight")
     assert "near-tie flips: 0" in found[GREEDY][2]
     assert "seed: 2 requests each gave its own alone answer in a batch of 16" in found[PARAMS.format("seeds")][2]
@@ -78,7 +91,7 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
 
 def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_check(pytester):
     """Two requests open together swap every parameter; alone, each keeps its own (so the controls hold)."""
-    with FakeServer(obeying(shuffle_parameters(window=0.15)), logit_bias=True) as srv:
+    with FakeServer(obeying(shuffle_parameters(window=0.3)), logit_bias=True) as srv:
         found = run_suite(pytester, srv, "-k", "parameters")
     for check in CHECKS:
         outcome, message, _ = found[PARAMS.format(check)]
@@ -120,3 +133,40 @@ def test_settings_a_server_does_not_apply_alone_are_not_exercised(pytester):
     assert "changed nothing alone" in found[PARAMS.format("logit_bias")][1]
     assert found[PARAMS.format("schemas")][0] == "not_exercised"
     assert "broke its own schema" in found[PARAMS.format("schemas")][1]
+
+
+REFERENCE_CONFTEST = '''
+import pytest
+from pytest_infer import InferClient
+from pytest_infer.consistency.reference import PROMPTS, server_steps
+
+
+@pytest.fixture(scope="session")
+def consistency_reference(infer_endpoint):
+    """The reference of the fake model: the correct fake server's own greedy steps (served by a second fake)."""
+    def reference(model):
+        with InferClient(infer_endpoint.__class__(REFERENCE_URL, infer_endpoint.model)) as client:
+            return [server_steps(client, prompt)[0] for prompt in PROMPTS]
+    return reference
+'''
+
+
+@pytest.mark.parametrize(("delta", "outcome"), [(0.0, "passed"), (0.7, "failed")])
+def test_logprobs_moved_by_a_known_amount_fail_the_numerics_check(pytester, delta, outcome):
+    """The reference is the correct fake (a user's conftest may bring its own reference this way; the built-in models'
+    is transformers'); the server under test shifts every completion logprob by ``delta``: 0.7 nats is past the
+    limit of 0.5 and fails, naming the difference; 0 passes, naming the agreement."""
+    with FakeServer() as reference, FakeServer(perturb_logprobs(delta)) as srv:
+        copy = pytester.path / "consistency"
+        shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        (copy / "conftest.py").write_text(REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url)))
+        found = run_suite(pytester, srv, "-k", "numerics", suite=copy)
+    got, message, evidence = found[NUMERICS]
+    assert got == outcome, (got, message)
+    numerics = found["table"]["numerics"]
+    assert numerics["agreed"] == numerics["compared"] == 64
+    assert numerics["max_logprob_diff"] == pytest.approx(delta)
+    if outcome == "failed":
+        assert "differs from the reference by 0.7000 (limit 0.5)" in message
+    else:
+        assert evidence.startswith("64 of 64 greedy tokens agree with the reference")

@@ -3,6 +3,8 @@ check_logprobs_close rule), what overlaps, and the table's rows, merge, causes a
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_infer.consistency import Answer, ConsistencyTable, Tally, compare
 from pytest_infer.table import Pairing
 
@@ -95,3 +97,16 @@ def test_failures_fold_by_cause():
     swapped = table.cause("r", "seed: 2 of 2 requests answered differently in the batch than alone (...)")
     assert beyond is not None and beyond.severity == "critical"
     assert swapped is not None and swapped.place == "seed" and swapped.key != beyond.key
+
+
+def test_numerics_agree_up_to_the_first_disagreement_and_judge_it_by_both_top_ks():
+    from pytest_infer.consistency.reference import Step, agreement
+
+    reference = [Step("a", -0.1, ("a", "b")), Step("b", -0.2, ("b", "c")), Step("c", -0.3, ("c",))]
+    near = agreement([Step("a", -0.15, ("a",)), Step("c", -0.4, ("c", "b")), Step("x", -1, ())], reference)
+    assert (near.compared, near.agreed, near.max_diff) == (2, 1, pytest.approx(0.05))
+    assert near.disagreement["position"] == 1 and near.near_tie
+    far = agreement([Step("a", -0.1, ("a",)), Step("z", -0.4, ("z", "y"))], reference)
+    assert far.disagreement["server_in_reference_top"] is False and not far.near_tie
+    same = agreement(reference, reference)
+    assert (same.agreed, same.max_diff, same.disagreement) == (3, 0.0, {})
