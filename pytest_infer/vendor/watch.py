@@ -127,17 +127,23 @@ def judge(engine: Engine, version: str, runner: Runner, out: Path) -> tuple[Entr
     return entry, results
 
 
-def gate_entry(store: Store, entry: Entry) -> None:
-    """The gate's verdict on a judged release against the judged release before it (``build_history``: the gate
-    along the release line, as it stands today), written into its entry."""
+def regate(store: Store) -> None:
+    """Each judged release's verdict against the judged release before it, by the gate as it stands
+    (``build_history``: the gate along the release line), written into its entry: a release judged later that falls
+    between two stored ones changes the step after it too."""
     _, history = build_history(store.parts())
-    step = next((s for s in history.steps if s.after == entry.label), None)
-    if step is not None:
-        by_label = {e.label: e.version for e in store.judged()}
-        entry.before, entry.verdict = by_label.get(step.before, step.before), step.result.verdict
-    else:
-        entry.before, entry.verdict = "", "first judged release: nothing to compare with"
-    store.add(entry)
+    steps = {s.after: s for s in history.steps}
+    by_label = {e.label: e.version for e in store.judged()}
+    for entry in store.judged():
+        step = steps.get(entry.label)
+        before, verdict = (
+            (by_label.get(step.before, step.before), step.result.verdict)
+            if step is not None
+            else ("", "first judged release: nothing to compare with")
+        )
+        if (entry.before, entry.verdict) != (before, verdict):
+            entry.before, entry.verdict = before, verdict
+            store.add(entry)
 
 
 def watch(
@@ -150,7 +156,8 @@ def watch(
         entry, results = judge(engine, version, runner, work)
         store.add(entry, results)
         if entry.judged:
-            gate_entry(store, entry)
+            regate(store)
+            entry = next(e for e in store.entries() if e.version == version)
         print(f"=== {engine.name} {version}: {entry.state}" + (f": {entry.verdict}" if entry.verdict else "")
               + (f" ({entry.wall_s} s)" if entry.wall_s is not None else ""), flush=True)  # fmt: skip
         done.append(entry)

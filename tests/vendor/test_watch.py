@@ -107,3 +107,16 @@ def test_the_command_records_a_failed_install_and_keeps_the_historys_suites(tmp_
     capsys.readouterr()
     assert main(["watch", "transformers", "--versions", "5.27.0", "--suites", "security", *common]) == 2
     assert "was run with suites ['smoke', 'conformance'], not ['security']" in capsys.readouterr().err
+
+
+def test_a_release_judged_later_between_two_stored_ones_regates_the_step_after_it(tmp_path: Path):
+    """5.23.0 then 5.25.0 stored; 5.24.0 judged later breaks the check: its step and 5.25.0's both change."""
+    store = Store(tmp_path, "transformers")
+    bad = {BROKEN: "failed"}
+    runs = {"5.23.0": release("5.23.0"), "5.24.0": release("5.24.0", bad), "5.25.0": release("5.25.0", bad)}
+    watch(HF, store, FakeRunner(runs), ["5.23.0", "5.25.0"], tmp_path / "work")
+    assert store.entries()[-1].verdict.startswith("FAIL: 1 regression") and store.entries()[-1].before == "5.23.0"
+    watch(HF, store, FakeRunner(runs), ["5.24.0"], tmp_path / "work")
+    verdicts = {e.version: (e.before, e.verdict.split(" (")[0]) for e in store.entries()}
+    assert verdicts["5.24.0"] == ("5.23.0", "FAIL: 1 regression")
+    assert verdicts["5.25.0"][0] == "5.24.0" and verdicts["5.25.0"][1].startswith("PASS")
