@@ -109,6 +109,18 @@ class LaunchSpec:
     first_requests: tuple[tuple[str, dict[str, Any]], ...] = ()
     # the id the server answers to where its /v1/models may list nothing (transformers serve 5.17 lists the hub cache)
     served_model: str | None = None
+    # the context in tokens this launch line gives each request (``launch_context``); None where it sets none and the
+    # engine's own default applies, which may be another than the plugin would assume for the model
+    context: int | None = None
+
+
+def launch_context(request: LaunchRequest, *flags: str) -> int | None:
+    """The context a launch of a built-in model sets with ``flags`` (the built-in model's own), or None: a launch of
+    another model sets none, and the user's own value of one of ``flags`` (``--infer-server-args``), placed after
+    the launch's, is what the engine takes."""
+    if not request.on_cpu_tiny or any(arg.split("=", 1)[0] in flags for arg in request.extra_args):
+        return None
+    return request.builtin.context
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from .base import (
     LaunchSpec,
     ServerMetricNames,
     VersionRoute,
+    launch_context,
     routes,
 )
 
@@ -222,7 +223,11 @@ class LlamaCppAdapter(BaseAdapter):
             notes = (no_repack_note(flags),)
         env = {API_KEY_VARIABLE: csv_field(request.api_key)} if request.api_key else {}
         return LaunchSpec(
-            argv=argv + list(request.extra_args), env=env, ready_paths=("/health", "/v1/models"), notes=notes
+            argv=argv + list(request.extra_args),
+            env=env,
+            ready_paths=("/health", "/v1/models"),
+            notes=notes,
+            context=launch_context(request, "--ctx-size", "-c", "--parallel", "-np"),
         )
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:

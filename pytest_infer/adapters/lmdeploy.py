@@ -16,6 +16,7 @@ from .base import (
     LaunchSpec,
     PythonModuleAdapter,
     ServerMetricNames,
+    launch_context,
     python_of,
     routes,
 )
@@ -139,10 +140,14 @@ class LMDeployAdapter(PythonModuleAdapter):
                 args += ["--dtype", request.builtin.dtype]
         args += list(request.extra_args)
         python = python_of(request.environment)
+        context = launch_context(request, "--session-len")
         if not request.api_key:
-            return LaunchSpec(argv=[python, "-m", "lmdeploy", *args], ready_paths=("/health", "/v1/models"))
+            return LaunchSpec(
+                argv=[python, "-m", "lmdeploy", *args], ready_paths=("/health", "/v1/models"), context=context
+            )
         return LaunchSpec(
             argv=[python, "-c", WITH_KEY, *args],
             env={KEY_VARIABLE: request.api_key},
             ready_paths=("/health", "/v1/models"),
+            context=context,
         )

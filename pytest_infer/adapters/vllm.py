@@ -13,6 +13,7 @@ from .base import (
     PythonModuleAdapter,
     ServerMetricNames,
     VersionRoute,
+    launch_context,
     python_of,
     routes,
 )
@@ -175,6 +176,7 @@ class VLLMAdapter(PythonModuleAdapter):
             env=env,
             first_requests=(self.settle_grammar_backend(),),
             notes=(GRAMMAR_BACKEND_NOTE,),
+            context=launch_context(request, "--max-model-len"),
         )
 
     def settle_grammar_backend(self) -> tuple[str, dict[str, Any]]:

@@ -35,10 +35,18 @@ def without_tools(name: str) -> str | None:
 TEMPLATE_REFUSAL = "Conversation roles must alternate"
 
 
+def own_context(name: str) -> int | None:
+    """The context no server can run a built-in model past, where a CPU can fill it: tiny's positions (2048), the
+    same on every engine. None for gemma-3-270m, whose 2048 is only how the plugin launches it (its own 32768
+    positions are too many to fill on a CPU), and for any other model."""
+    return TINY_POSITIONS if builtin_name(name) == TINY else None
+
+
 def known_context(name: str) -> int | None:
     """The context in tokens to assume for a built-in model where the server does not advertise one (transformers
-    serve): tiny's whole context, gemma-3-270m's as the plugin serves it on the other engines (its own 32768
-    positions are too many to fill on a CPU); None for any other model."""
+    serve), to size long requests, never as a limit judged (``own_context``, ``ServerInfo.known_context``): tiny's
+    whole context, gemma-3-270m's as the plugin serves it on the other engines (its own 32768 positions are too
+    many to fill on a CPU); None for any other model."""
     return {TINY: TINY_POSITIONS, GEMMA: GEMMA_LAUNCH.context}.get(name)
 
 

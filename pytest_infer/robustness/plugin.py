@@ -24,11 +24,18 @@ def robustness_guard(infer_target, infer_server, infer_endpoint, infer_session) 
 
 
 @pytest.fixture(scope="session")
-def robustness_context_length(infer_target, infer_endpoint) -> int:
-    """The model's context in tokens as /v1/models advertises it (vLLM: max_model_len), else a built-in model's
-    known one, else a large default."""
+def robustness_known_context(infer_server, infer_endpoint) -> tuple[int | None, str]:
+    """The model's context where it is known (advertised in /v1/models, else set by the plugin's launch line), and
+    where it was read; None and why elsewhere: what a prompt over the context is judged by."""
+    return infer_server.known_context(infer_endpoint)
+
+
+@pytest.fixture(scope="session")
+def robustness_context_length(infer_target, robustness_known_context) -> int:
+    """A size for long requests, never a limit judged: the known context, else a built-in model's assumed one, else
+    a large default."""
     # lazy: this plugin loads in every pytest run; its kit only in a robustness session
     from ..models import known_context
     from .kit import DEFAULT_CONTEXT
 
-    return infer_endpoint.context_length() or known_context(infer_target.model) or DEFAULT_CONTEXT
+    return robustness_known_context[0] or known_context(infer_target.model) or DEFAULT_CONTEXT

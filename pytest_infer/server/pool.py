@@ -32,7 +32,7 @@ from ..adapters.base import Adapter, BuiltinModel, FrameworkVersion, LaunchReque
 from ..adapters.external import ENDPOINT, detect_endpoint
 from ..client.endpoint import Endpoint
 from ..client.tls import tls
-from ..models import local_model
+from ..models import local_model, own_context
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..results.model import Crash, ServerFacts, atomic_write_text
 from ..targets import Target
@@ -68,6 +68,7 @@ class ServerInfo(ServerFacts):
     error: str | None = None
     notes: tuple[str, ...] = ()
     crashes: int = 0  # how many times it died in this session (``ServerPool.crashes`` holds each)
+    launch_context: int | None = None  # the context the plugin's launch line set (``LaunchSpec.context``)
 
     def __post_init__(self) -> None:
         self.framework = self.adapter.name
@@ -102,6 +103,26 @@ class ServerInfo(ServerFacts):
                 return True
             time.sleep(0.05)
         return False
+
+    def known_context(self, endpoint: Endpoint) -> tuple[int | None, str]:
+        """The model's context in tokens and where it was read: what /v1/models advertises, else what the plugin's
+        launch line set, else a built-in model's own where it is small enough to fill (tiny). None, and why, for a
+        server that advertises none and that the plugin did not launch with one (an endpoint; a launch that sets
+        none): a context assumed for the model may not be the server's (transformers serve runs gemma-3-270m at
+        32768, not the 2048 the plugin launches it with elsewhere), and a prompt over the assumed one judges
+        nothing."""
+        if advertised := endpoint.context_length():
+            return advertised, "advertised in /v1/models"
+        if self.launch_context:
+            return self.launch_context, f"set by the plugin's {self.framework} launch line"
+        if own := own_context(self.model):
+            return own, "the built-in model's own positions, past which no server runs it"
+        if not self.launched:
+            return None, "an endpoint the plugin did not launch advertises no context in /v1/models"
+        return None, (
+            f"the plugin's {self.framework} launch sets no context and /v1/models advertises none: the engine's own"
+            " default applies, unknown here"
+        )
 
     def log_tail(self, lines: int = 40) -> str:
         return tail(Path(self.log_path), lines) if self.log_path else ""
@@ -306,7 +327,7 @@ class ServerPool:
                 chat_template=local.chat_template if local else None,
             )
         )
-        base.notes = spec.notes
+        base.notes, base.launch_context = spec.notes, spec.context
         self._specs[target.id] = spec
         endpoint = self.endpoint(base)
         try:

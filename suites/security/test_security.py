@@ -134,8 +134,10 @@ def test_refusals_carry_the_error_envelope(security_routes, infer_record):
 
 
 # requests that must be refused, each for its own reason: what a client can make the server say about itself
-def _context(infer_endpoint, infer_target) -> int:
-    return infer_endpoint.context_length() or known_context(infer_target.model) or DEFAULT_CONTEXT
+def _context(infer_server, infer_endpoint, infer_target) -> int:
+    """A size for the hostile requests, never a limit judged: the known context, else a built-in model's assumed
+    one, else a large default."""
+    return infer_server.known_context(infer_endpoint)[0] or known_context(infer_target.model) or DEFAULT_CONTEXT
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
@@ -144,7 +146,7 @@ def test_one_hostile_request_does_not_stall_the_others(
 ):
     """Judged only where the hostile request ran: refused before any light request met it, it is not exercised."""
     _, build = HOSTILE[kind]
-    body = build(infer_endpoint.model, _context(infer_endpoint, infer_target), response_format)
+    body = build(infer_endpoint.model, _context(infer_live_server, infer_endpoint, infer_target), response_format)
     stall = measure(infer_endpoint, kind, body, security_limits)
     security_record["stalls"][kind] = stall.to_json()
     if stall.verdict == "inconclusive":
@@ -185,10 +187,14 @@ def refusal_problem(status: int, text: str) -> str | None:
     return None
 
 
-def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_target, infer_record):
+def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint, infer_record):
     """The documented limit: a prompt longer than the model's context must be refused (400 with the error envelope),
-    not truncated or served; judged only once the same request under the limit got a chat completion."""
-    context = _context(infer_endpoint, infer_target)
+    not truncated or served; judged only once the same request under the limit got a chat completion, and only where
+    the server's context is known (advertised, or set by the plugin's launch): over an assumed one, a prompt may be
+    well inside the server's own."""
+    context, where = infer_live_server.known_context(infer_endpoint)
+    if context is None:
+        raise Inconclusive(f"the server's context is unknown ({where}): no prompt is known to be over it")
     with InferClient(infer_endpoint) as client:
         under = _prompt_of(client.model, max(16, context // 2 - 32))
         near = client.post(CHAT, json=under)

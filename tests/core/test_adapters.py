@@ -476,3 +476,43 @@ def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
         ExpectationsError, match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it"
     ):
         load_expectations()
+
+
+@pytest.mark.parametrize("framework", ["vllm", "llamacpp", "lmdeploy", "sglang", "transformers"])
+def test_a_launch_names_the_context_its_line_sets_and_no_other(framework):
+    """What robustness and security judge a prompt over: the built-in model's context where the launch line sets it
+    (vLLM --max-model-len, llama.cpp --ctx-size per slot, LMDeploy --session-len); none where the line sets none
+    (SGLang and transformers serve run the model's own, advertised or not), for a model not built in, or where the
+    user's own value of the flag, after the launch's, is what the engine takes."""
+    adapter = registry.get(framework)
+    builtin = BuiltinModel(context=2048)
+    sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(framework)
+    spec = adapter.launch(request(on_cpu_tiny=True, builtin=builtin))
+    assert spec.context == (2048 if sets else None)
+    assert adapter.launch(request(builtin=builtin)).context is None
+    if sets:
+        assert adapter.launch(request(on_cpu_tiny=True, builtin=builtin, extra_args=(sets, "8192"))).context is None
+        assert adapter.launch(request(on_cpu_tiny=True, builtin=builtin, extra_args=(f"{sets}=8192",))).context is None
+
+
+def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
+    from pytest_infer.client.endpoint import Endpoint
+    from pytest_infer.server.pool import ServerInfo
+
+    listed = Deviation(
+        request=lambda path, body: (200, {"data": [{"id": "fake-model"}]}) if path == "/v1/models" else None
+    )
+    with FakeServer() as advertising, FakeServer(listed) as silent:
+        endpoint = Endpoint(advertising.base_url, "fake-model")
+        quiet = Endpoint(silent.base_url, "fake-model")
+        launched = ServerInfo(target="t", adapter=registry.get("vllm"), model="m", base_url="", launch_context=1024)
+        assert launched.known_context(endpoint) == (2048, "advertised in /v1/models")
+        assert launched.known_context(quiet) == (1024, "set by the plugin's vllm launch line")
+        other = ServerInfo(target="t", adapter=registry.get("transformers"), model="m", base_url="")
+        assert other.known_context(quiet)[0] is None and "launch sets no context" in other.known_context(quiet)[1]
+        tiny = ServerInfo(target="t", adapter=ENDPOINT, model="/cache/models/tiny-e0f588805fb3", base_url="")
+        assert tiny.known_context(quiet)[0] == 2048  # its own positions: no server runs it longer
+        outside = ServerInfo(target="t", adapter=ENDPOINT, model="m", base_url="", launched=False)
+        assert outside.known_context(quiet) == (
+            None, "an endpoint the plugin did not launch advertises no context in /v1/models"
+        )  # fmt: skip
