@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from ..paths import builtin_model_of
 from ..reporting.history import Step
 from ..results.model import SessionResults, TargetRecord
 from ..results.views import CheckCell, check_matrix
@@ -48,6 +50,27 @@ def _server_log(results: SessionResults, cell: CheckCell | None) -> str:
     return next((c.log_tail for c in target.crashes if c.log_tail), "")
 
 
+_EXPECTED = re.compile(r"^expected: (.+)$", re.MULTILINE)
+
+
+def _expected(before: str, old: CheckCell | None, new: CheckCell | None, finding: Finding) -> str:
+    """What the check requires, and what the release before did: its pass's evidence where it passed, else the
+    requirement the failing test states (its ``expected:`` line) and the earlier outcome."""
+    if old is not None and old.evidence:
+        return f"What {before} did: {old.evidence}"
+    stated = _EXPECTED.search(new.message) if new is not None else None
+    earlier = f"{before}: {old.outcome if old is not None else finding.before}"
+    if stated:
+        return f"{stated[1]} ({earlier})"
+    return f"`{finding.subject}` passes ({earlier})"
+
+
+def _model(model: str) -> str:
+    """A built-in model's cached folder, named by the model (a path on our machine means nothing to a maintainer)."""
+    name = builtin_model_of(Path(model).name.split("@")[0])
+    return f"`{name}` (pytest-infer's built-in test model, {model})" if name else f"`{model}`"
+
+
 def _release(engine: Engine, version: str, target: TargetRecord) -> str:
     parts = [f"{engine.package} {version}"]
     if target.version and target.version != version:
@@ -66,7 +89,7 @@ def draft(engine: Engine, step: Step, versions: dict[str, str], runs: dict[str, 
     new_target, new = _cell(runs[after], finding.subject)
     reproducer = finding.reproducer or (new.reproducer if new else "")
     observed = (new.message if new else "") or f"{finding.after}" + (f" ({finding.detail})" if finding.detail else "")
-    expected = (old.evidence if old else "") or f"{finding.before}, as in {before}"
+    expected = _expected(before, old, new, finding)
     log = _server_log(runs[after], new)
     title = f"{finding.subject}: {finding.before} in {before}, {finding.after} in {after}"
     if finding.area == "check" and old is not None and new is not None:
@@ -76,9 +99,12 @@ def draft(engine: Engine, step: Step, versions: dict[str, str], runs: dict[str, 
         "",
         f"**Last good:** {_release(engine, before, old_target)}  ",
         f"**First bad:** {_release(engine, after, new_target)}  ",
-        f"**Model:** {new_target.model}  ",
-        f"**Found by:** [pytest-infer](https://github.com/) ({finding.area} `{finding.subject}`), comparing the two "
-        "releases on the same requests; nothing else changed between the two runs.",
+        f"**Model:** {_model(new_target.model)}  ",
+        f"**Found by:** pytest-infer ({finding.area} `{finding.subject}`), which ran the same requests against both "
+        "releases on the same machine, model and suite code.",
+        "",
+        f"**The change:** {finding.before} in {before}, {finding.after} in {after}"
+        + (f": {finding.detail[:400]}" if finding.detail else ""),
         "",
         "## Steps to reproduce",
         "",
@@ -93,7 +119,7 @@ def draft(engine: Engine, step: Step, versions: dict[str, str], runs: dict[str, 
         "",
         "## Expected",
         "",
-        f"What {before} did: {expected}",
+        expected,
         "",
         "## Observed",
         "",

@@ -50,6 +50,7 @@ def test_a_draft_is_written_for_the_vendor_with_the_curl_line_and_the_server_log
     text = found[1].markdown
     assert text.startswith(f"# Regression in 5.25.0: {BROKEN} (passed in 5.23.0, failed in 5.25.0)\n")
     assert "**Last good:** transformers 5.23.0" in text and "**First bad:** transformers 5.25.0" in text
+    assert "**The change:** passed in 5.23.0, failed in 5.25.0" in text
     assert f"curl -sS http://127.0.0.1:8080/v1/{BROKEN}" in text  # the stored curl line, on the port it names
     assert f"What 5.23.0 did: {BROKEN}: the answer ended at the stop string" in text
     assert f"What 5.25.0 does: {BROKEN} failed: expected X, got Y" in text
