@@ -27,6 +27,7 @@ from .index import newer_or_equal
 from .runner import Done, Runner
 from .store import INSTALL_FAILED, JUDGED, LOG_TAIL, RUN_FAILED, Entry, Store
 
+SERVER_LOG = 1500  # characters of a server's own log kept with a run that failed
 SUITES = ("smoke", "conformance", "structured", "robustness", "security")  # SLO figures across sessions: not compared
 INSTALLER = Path(__file__).resolve().parents[2] / "scripts" / "install-engines.sh"  # in a checkout
 
@@ -104,6 +105,15 @@ def missing(available: Sequence[str], store: Store, engine: Engine, newest: int 
     return new[-newest:] if newest else new
 
 
+def _server_logs(out: Path) -> str:
+    """The end of each server's own log (the plugin writes them under ``servers/``): why a server never started is
+    there, not in pytest's output (transformers 5.20.0's ``transformers serve`` dies importing ``requests``)."""
+    return "".join(
+        f"\n--- {log.name} (last lines) ---\n{log.read_text(errors='replace')[-SERVER_LOG:]}"
+        for log in sorted((out / "servers").glob("*.log"))
+    )
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -117,10 +127,12 @@ def judge(engine: Engine, version: str, runner: Runner, out: Path) -> tuple[Entr
     wall = round(installed.wall_s + ran.wall_s, 1)
     if results is None or len(results.targets) != 1:
         why = "no results file" if results is None else f"{len(results.targets)} targets in one release's results"
-        return Entry(version, RUN_FAILED, log_tail=_tail(f"{ran.log}\n{why}"), wall_s=wall, when=_now()), None
+        log = _tail(f"{ran.log}\n{why}{_server_logs(out / version)}")
+        return Entry(version, RUN_FAILED, log_tail=log, wall_s=wall, when=_now()), None
     tid, target = next(iter(results.targets.items()))
     if (state := run_state(results, tid)) != "ok":
-        return Entry(version, RUN_FAILED, log_tail=_tail(f"{ran.log}\n{state}"), wall_s=wall, when=_now()), None
+        log = _tail(f"{ran.log}\n{state}{_server_logs(out / version)}")
+        return Entry(version, RUN_FAILED, log_tail=log, wall_s=wall, when=_now()), None
     counts = dict(build_views(results).outcomes.get(tid, {}))
     entry = Entry(version, JUDGED, target.version or version, target.commit or "", wall_s=wall, counts=counts)
     entry.when = _now()

@@ -43,4 +43,7 @@ class FakeRunner:
 
     def run(self, version: str, out: Path, select: str | None = None) -> tuple[SessionResults | None, Done]:
         self.ran.append((version, select))
+        if version not in self.runs:  # a server that died at start-up, as the plugin logs it
+            (out / "servers").mkdir(parents=True, exist_ok=True)
+            (out / "servers" / "transformers.log").write_text("ModuleNotFoundError: No module named 'requests'\n")
         return self.runs.get(version), Done(version in self.runs, "1 failed, 4 passed", 3.0)

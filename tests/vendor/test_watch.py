@@ -83,6 +83,7 @@ def test_a_run_that_wrote_no_results_is_recorded_as_such(tmp_path: Path):
     store = Store(tmp_path, "transformers")
     (entry,) = watch(HF, store, FakeRunner({}), ["5.0.0"], tmp_path / "work")
     assert entry.state == "run failed" and "no results file" in entry.log_tail and store.judged() == []
+    assert "--- transformers.log (last lines) ---\nModuleNotFoundError: No module named 'requests'" in entry.log_tail
 
 
 def test_the_command_records_a_failed_install_and_keeps_the_historys_suites(tmp_path: Path, capsys):
