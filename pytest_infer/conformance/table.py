@@ -298,9 +298,10 @@ def drift(
         if old_types == new_types:
             continue
         was, now = _shown(before[path]), _shown(after[path])
+        emptied = new_types <= {"null"} < old_types  # its values are gone: a client reading one gets null now
         kind, why = (
             ("change", "types seen narrowed: every type now seen was seen before")
-            if new_types <= old_types
+            if new_types <= old_types and not emptied
             else _client_change(endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed)
         )
         found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", was, now, why))

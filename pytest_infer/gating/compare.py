@@ -1,16 +1,11 @@
-"""Compare a candidate session with a baseline: what regressed, what improved, what is noise.
+"""Compare a candidate session with a baseline: pair the targets, apply the rule to each pair, give the verdict.
 
-Targets are paired by id, else by framework when each side has exactly one
-target of it (``vllm 0.31.0`` baseline v ``vllm 0.32.0`` candidate), or
-explicitly. For each pair the gate compares the check outcomes, then hands the
-pair to every suite's table (``Table.compare``: keyword status, SLO figures
-under each suite's own settings, ...). Only regressions fail the gate; improvements, fixed
-deviations, noise and other changes are listed so a reviewer sees them. A test
-whose measurement was invalid on either side (``Measured.unmeasured``) is compared
-with nothing, and a target that judged nothing (its server never became ready, its file holds no tests) is
-compared with nothing at all: either way the gate cannot pass, its verdict is INCOMPLETE. A check only the
-candidate judged is newly judged, not an improvement, and its failure still fails the gate. Every step of a
-check's outcome and the finding it makes: docs/gate-outcomes.md.
+Targets are paired by id, else by framework when each side has exactly one target of it (``vllm 0.31.0`` baseline
+v ``vllm 0.32.0`` candidate), or explicitly. Each pair is judged by ``rule.RULE`` clause by clause; a baseline target
+that pairs with none is missing, and a side that judged nothing (its server never became ready, its file holds no
+tests) is compared with nothing but its deaths. Regressions fail the gate; anything missing makes it INCOMPLETE;
+improvements, fixed deviations, noise and other changes are listed so a reviewer sees them. Every step of a check's
+outcome and the finding it makes: docs/gate-outcomes.md.
 """
 
 from __future__ import annotations

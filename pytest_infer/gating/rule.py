@@ -177,7 +177,8 @@ def failure_kinds(run: PairRun) -> list[Finding]:
         if not was or not now:
             continue
         worst_was, worst_now = max(rank[k] for k, _ in was), max(rank[k] for k, _ in now)
-        new_signatures = [s for k, s in now if s not in {s for _, s in was}]
+        seen = {s for _, s in was}
+        new_signatures = [s for k, s in now if s not in seen and rank[k] >= worst_was]  # not a better kind
         if worst_now > worst_was:
             detail = f"the failure worsened: {FAILURE_KINDS[worst_was]} -> {FAILURE_KINDS[worst_now]}"
         elif new_signatures and new.outcome == old.outcome:  # an error is no failed assertion: only its kind counts
