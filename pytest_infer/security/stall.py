@@ -10,7 +10,9 @@ within ``recovery_factor`` x the median before (plus ``recovery_slack_s``).
 
 What the hostile request got is judged first: every request here is valid, so a 5xx (to it or to a light request), a
 dropped connection or an HTTP 200 that is no completion fails; a refusal that no light request met is not exercised
-(nothing ran, nothing was stalled), never a pass.
+(nothing ran, nothing was stalled), never a pass. A kind whose cost is its schema (``SCHEMAS``: the grammar bomb)
+passes only where its answer conforms to that schema (or, cut at the token limit, still can): a server that takes
+the schema and applies none never compiled the costly grammar, and is not exercised.
 """
 
 from __future__ import annotations
@@ -105,6 +107,15 @@ HOSTILE: dict[str, tuple[str, Callable[[str, int, Callable[[dict], dict]], dict[
 }
 
 
+# kind -> the schema its answer must conform to: judged only where the server applied it (a server that takes a schema
+# and applies none never compiles the costly grammar, and its quick prose shows nothing of that cost)
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"grammar-bomb": compile_bomb}
+
+# Why an answer (its text, its finish_reason) does not conform to a schema, None where it does or, cut at the token
+# limit, still can: the caller's judge (the bundled suite passes the structured suite's classifier)
+Conformance = Callable[[dict[str, Any], "str | None", "str | None"], "str | None"]
+
+
 def response_format(schema: dict) -> dict[str, Any]:
     return {"response_format": {"type": "json_schema", "json_schema": {"name": "bomb", "schema": schema}}}
 
@@ -122,6 +133,10 @@ class Hostile:
     start_ns: int = 0
     end_ns: int = 0
     cut_off: bool = False
+    content: str | None = None  # an answer's text and finish_reason: what shows its schema applied
+    finish_reason: str | None = None
+    # why its answer shows no schema applied (None: no schema to confirm; "": confirmed)
+    unapplied: str | None = None
 
     @property
     def seconds(self) -> float:
@@ -153,6 +168,12 @@ def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeou
             out.status = resp.status_code
             if resp.status_code < 400:
                 out.said = completion_problem(CHAT, resp.status_code, resp.text) or ""
+                if not out.said:  # a chat completion: its first choice's text, for the schema it was asked
+                    choice = resp.json()["choices"][0]
+                    out.content, out.finish_reason = (
+                        (choice.get("message") or {}).get("content"),
+                        choice.get("finish_reason"),
+                    )
             else:
                 out.said = error_message(resp.text)
     except httpx.TimeoutException:
@@ -160,6 +181,18 @@ def _send_hostile(endpoint: Endpoint, body: dict[str, Any], out: Hostile, timeou
     except httpx.HTTPError as exc:
         out.error = type(exc).__name__
     out.end_ns = time.perf_counter_ns()
+
+
+def schema_unapplied(hostile: Hostile, schema: dict[str, Any], conforms: Conformance) -> str:
+    """Why the hostile request's answer shows no schema applied ("" where it conforms, or can still, cut at the
+    limit): an answer that was not had (cut off, refused, failed) shows nothing either."""
+    if hostile.outcome != "answered":
+        return f"no answer came to show it was applied ({hostile.describe()})"
+    text = hostile.content or ""
+    if not text.strip():
+        return f"the answer is empty (finish_reason {hostile.finish_reason!r})"
+    why = conforms(schema, text, hostile.finish_reason)
+    return f"{why}: {text[:80]!r}" if why else ""
 
 
 def ttft_s(trace: RequestTrace) -> float | None:
@@ -302,6 +335,12 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         problems.append("the server did not come back to its earlier latency")
     out.verdict = "failed" if problems else "passed"
     out.why = "; ".join([*problems, figures])
+    if out.verdict == "passed" and hostile.unapplied:  # no answer shows the costly part ran: no pass
+        out.verdict = "not_exercised"
+        out.why = (
+            f"the answer does not conform to the hostile request's schema ({hostile.unapplied}): the server took the"
+            f" schema and it applied none, so the costly grammar never ran; {figures}"
+        )
     return out
 
 
@@ -311,11 +350,14 @@ def _ms(seconds: float | None) -> str:
     return "no answer" if seconds == float("inf") else f"{seconds * 1000:.0f} ms"
 
 
-def measure(endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLimits) -> Stall:
+def measure(
+    endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLimits, conforms: Conformance | None = None
+) -> Stall:
     """Run the light load, send ``body`` into it, and judge (every request bounded by the endpoint's timeout).
 
     One light request alone comes first: a server that gives it no first output cannot show a stall, and the
-    measurement would only spend its whole window finding that out."""
+    measurement would only spend its whole window finding that out. A kind whose cost is a schema (``SCHEMAS``)
+    passes only where ``conforms`` confirms its answer follows the schema; without a judge it cannot pass."""
     with endpoint.http() as sync:
         calibration = calibrate(sync, "chat", endpoint.model)
     workload = Workload(
@@ -347,6 +389,12 @@ def measure(endpoint: Endpoint, kind: str, body: dict[str, Any], limits: StallLi
     loader.start()
     time.sleep(limits.before_s + 1.0 / limits.rate)  # the warm-up request, then before_s of measured ones
     _send_hostile(endpoint, body, hostile, limits.hostile_timeout_s)
+    if kind in SCHEMAS:
+        hostile.unapplied = (
+            schema_unapplied(hostile, SCHEMAS[kind](), conforms)
+            if conforms is not None
+            else "no judge of its schema was given"
+        )
     loader.join(limits.before_s + limits.hostile_timeout_s + limits.after_s + endpoint.timeout + 60)
     if not runs:
         return Stall(kind, hostile.describe(), why="the light load did not finish")

@@ -33,6 +33,7 @@ from pytest_infer.security import (
     scan_headers,
     sent_strings,
 )
+from pytest_infer.structured import Outcome, classify_output
 
 pytestmark = pytest.mark.security
 
@@ -140,6 +141,14 @@ def _context(infer_server, infer_endpoint, infer_target) -> int:
     return infer_server.known_context(infer_endpoint)[0] or known_context(infer_target.model) or DEFAULT_CONTEXT
 
 
+def _conforms(schema: dict, text: str | None, finish_reason: str | None) -> str | None:
+    """Why a hostile answer breaks the schema it was asked under, by the structured suite's classifier: None for a
+    valid answer, or one cut at the token limit that can still become valid (the grammar bomb asks for 8 tokens of
+    a much longer object)."""
+    found = classify_output(schema, text, finish_reason)
+    return None if found.outcome in (Outcome.VALID, Outcome.TRUNCATED) else f"{found.outcome.value}: {found.message}"
+
+
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_one_hostile_request_does_not_stall_the_others(
     kind, infer_live_server, infer_endpoint, infer_target, security_limits, security_record, infer_record
@@ -147,7 +156,7 @@ def test_one_hostile_request_does_not_stall_the_others(
     """Judged only where the hostile request ran: refused before any light request met it, it is not exercised."""
     _, build = HOSTILE[kind]
     body = build(infer_endpoint.model, _context(infer_live_server, infer_endpoint, infer_target), response_format)
-    stall = measure(infer_endpoint, kind, body, security_limits)
+    stall = measure(infer_endpoint, kind, body, security_limits, _conforms)
     security_record["stalls"][kind] = stall.to_json()
     if stall.verdict == "inconclusive":
         raise Inconclusive(f"hostile request {kind!r}: {stall.why}")

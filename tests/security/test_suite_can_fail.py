@@ -43,6 +43,18 @@ def hostile(body: dict) -> bool:
     return any(pick(body) for pick in HOSTILE_PICKS.values())
 
 
+def _applying_the_bomb(path: str, body: dict, response: dict) -> dict:
+    """The grammar bomb's answer as a server that applies its schema writes it within max_tokens=8: the start of
+    the object it requires, cut at the limit (the fake writes ``{"answer": ...}`` whatever the schema)."""
+    if HOSTILE_PICKS["grammar-bomb"](body) and not body.get("stream"):
+        response["choices"][0]["message"]["content"] = '{"p0": "value-0'
+        response["choices"][0]["finish_reason"] = "length"
+    return response
+
+
+APPLIES_SCHEMAS = Deviation(response=_applying_the_bomb)
+
+
 def run_suite(
     pytester: pytest.Pytester, srv: FakeServer, *args: str, key: str | None = KEY
 ) -> tuple[pytest.RunResult, dict]:
@@ -61,7 +73,7 @@ def outcomes(results: dict) -> dict[str, tuple[str, str]]:
 
 
 def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
-    with FakeServer(api_key=KEY) as srv:
+    with FakeServer(APPLIES_SCHEMAS, api_key=KEY) as srv:
         result, results = run_suite(pytester, srv)
     found = outcomes(results)
     assert {name: o for name, (o, _) in found.items()} == {
@@ -153,6 +165,18 @@ def test_an_expensive_request_the_others_do_not_wait_for_passes_naming_what_over
     assert "answered (HTTP 200) in 2." in test["extra"]["evidence"]
     assert " light requests in flight while it ran: worst TTFT" in test["extra"]["evidence"]
     assert results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]["overlapping"] >= 4
+
+
+def test_a_hostile_schema_the_server_does_not_apply_is_not_exercised(pytester):
+    """transformers serve 5.24.0 takes response_format and applies none: its answer to the grammar bomb is prose,
+    the costly grammar never compiled, and whatever the others' latency it shows nothing of that cost. The fake
+    answers ``{"answer": ...}`` whatever the schema says: not the object the bomb requires."""
+    with FakeServer(api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "grammar-bomb")
+    outcome, message = outcomes(results)[STALL_TEST.format("grammar-bomb")]
+    assert outcome == "not_exercised", message
+    assert "the answer does not conform to the hostile request's schema" in message, message
+    assert "it applied none, so the costly grammar never ran" in message, message
 
 
 def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytester):
