@@ -6,7 +6,10 @@ hostile request goes out ``before_s`` into it, from another thread, and is cut o
 client could not send on time is late too. The figure is the stall: the worst TTFT of the light requests in flight
 while the hostile one ran (none: the first one sent after it, judged only when the hostile request took less than the
 limit) less the median TTFT of those settled before it (0 when less). Recovery: the requests sent after it are back
-within ``recovery_factor`` x the median before (plus ``recovery_slack_s``).
+within ``recovery_factor`` x the median before (plus ``recovery_slack_s``). A light request's first token is not
+all it waits for: those already streaming when the hostile request began, and those that met it, are judged by their
+worst gap between two tokens (``gap_limit_s``) and their whole answer (``e2e_limit_s``), each less the median of the
+requests that had ended before it.
 
 What the hostile request got is judged first: every request here is valid, so a 5xx (to it or to a light request), a
 dropped connection or an HTTP 200 that is no completion fails; a refusal that no light request met is not exercised
@@ -51,6 +54,8 @@ class StallLimits:
     hostile_timeout_s: float = 6.0
     after_s: float = 3.0
     stall_limit_s: float = 2.0
+    gap_limit_s: float = 2.0  # a streaming light request's worst gap between tokens, less the median before
+    e2e_limit_s: float = 4.0  # a light request's whole answer, less the median before: its TTFT and gaps together
     recovery_factor: float = 3.0
     recovery_slack_s: float = 0.5
 
@@ -226,6 +231,9 @@ class Stall:
     during: list[float | None] = field(default_factory=list)  # the light requests in flight while it ran
     after: list[float | None] = field(default_factory=list)
     stall_s: float | None = None
+    streaming: int = 0  # light requests already streaming when it began: judged by their gaps and whole answers
+    gap_stall_s: float | None = None
+    e2e_stall_s: float | None = None
     recovered: bool | None = None
     verdict: str = "inconclusive"
     why: str = ""
@@ -243,10 +251,26 @@ class Stall:
             "during_s": [r(x) for x in self.during],
             "after_median_s": r(_median(self.after)),
             "stall_s": r(self.stall_s),
+            "streaming": self.streaming,
+            "gap_stall_s": r(self.gap_stall_s),
+            "e2e_stall_s": r(self.e2e_stall_s),
             "recovered": self.recovered,
             "verdict": self.verdict,
             "why": self.why,
         }
+
+
+def worst_gap_s(trace: RequestTrace) -> float:
+    """The longest wait between two outputs of a light request that answered (0 for an answer in one output);
+    infinity for one that never finished (cut off, dropped, cancelled at the end of the load)."""
+    if not trace.ok:
+        return float("inf")
+    return max((b - a for a, b in zip(trace.event_ns, trace.event_ns[1:])), default=0) / 1e9
+
+
+def e2e_s(trace: RequestTrace) -> float:
+    """Seconds from when the schedule meant to send it to its end; infinity for one that never finished."""
+    return (trace.end_ns - _start(trace)) / 1e9 if trace.ok and trace.end_ns is not None else float("inf")
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -319,6 +343,16 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         met = f"no light request in flight while it ran (it took under the {limit:.0f} ms limit); the first after it"
     worst = [ttft_s(t) for t in affected]
     stall = out.stall_s = float("inf") if None in worst else max(0.0, max(x for x in worst if x is not None) - base)
+    # the light requests already streaming when it began, and those that met it, judged after their first output
+    # too: against the requests that had ended before it began (0 where none had)
+    streaming = [t for t in settled_before if t.end_ns is None or t.end_ns >= hostile.start_ns]
+    ended = [t for t in settled_before if t not in streaming and t.ok]
+    judged = [t for t in (*streaming, *affected) if ttft_s(t) is not None]  # those with no first output: TTFT's
+    out.streaming = len(streaming)
+    base_gap = statistics.median(map(worst_gap_s, ended)) if ended else 0.0
+    base_e2e = statistics.median(map(e2e_s, ended)) if ended else 0.0
+    gap = out.gap_stall_s = max(0.0, max(map(worst_gap_s, judged), default=0.0) - base_gap)
+    whole = out.e2e_stall_s = max(0.0, max(map(e2e_s, judged), default=0.0) - base_e2e)
     out.after = [ttft_s(t) for t in (later if overlapping else later[1:])]
     after = _median(out.after)
     out.recovered = after is not None and after <= max(limits.recovery_factor * base, base + limits.recovery_slack_s)
@@ -326,11 +360,22 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
     figures = (
         f"hostile request {hostile.describe()}; {met}: worst TTFT {_ms(stall + base)}"
         + (f" ({len(unanswered)} got no first output: {_unanswered(unanswered)})" if unanswered else "")
-        + f" against a median of {base * 1000:.0f} ms before; after it {_ms(after)} (median of {len(out.after)})"
+        + f" against a median of {base * 1000:.0f} ms before; {len(judged)} light requests streaming while it ran"
+        f" ({len(streaming)} already when it began): worst gap between tokens {_ms(gap + base_gap)} against"
+        f" {base_gap * 1000:.0f} ms, worst whole answer {_ms(whole + base_e2e)} against {base_e2e * 1000:.0f} ms"
+        f" (medians of the {len(ended)} that ended before it); after it {_ms(after)} (median of {len(out.after)})"
     )
     problems = []
     if stall > limits.stall_limit_s:
         problems.append(f"stalled the others by {_ms(stall)} (limit {limit:.0f} ms)")
+    if gap > limits.gap_limit_s:
+        problems.append(
+            f"held a streaming light request's next token back by {_ms(gap)} (limit {limits.gap_limit_s * 1000:.0f} ms)"
+        )
+    if whole > limits.e2e_limit_s:
+        problems.append(
+            f"made a light request's whole answer {_ms(whole)} longer (limit {limits.e2e_limit_s * 1000:.0f} ms)"
+        )
     if not out.recovered:
         problems.append("the server did not come back to its earlier latency")
     out.verdict = "failed" if problems else "passed"

@@ -40,7 +40,7 @@ FINISH_REASONS = ("stop", "length")
 MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
 TOOL_PARSER, REASONING_PARSER = "hermes", "qwen3"
 _UNESCAPE = {"n": "\n", "t": "\t", "r": "\r"}
-Event = Any  # a dict (sent as JSON), a str (sent as-is after "data: "), or bytes (sent raw)
+Event = Any  # a dict (sent as JSON), a str (sent as-is after "data: "), bytes (sent raw), or a callable (called there)
 
 
 @dataclass
@@ -264,6 +264,9 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         for event in events:
+            if callable(event):  # a pause mid-stream (``stall_streams``): nothing is sent
+                event()
+                continue
             if isinstance(event, bytes):
                 payload = event
             elif isinstance(event, dict) and self.path in TYPED_STREAMS and "type" in event:
@@ -1094,6 +1097,38 @@ def stall_others(hostile: Callable[[dict], bool], seconds: float) -> Deviation:
         return None
 
     return Deviation(request=request)
+
+
+def stall_streams(hostile: Callable[[dict], bool], seconds: float, pace: float = 0.1) -> Deviation:
+    """While a request ``hostile`` picks runs (``seconds``, then served), every other stream already past its first
+    token pauses until it ends: each first token on time, the later ones held back (an engine whose heavy step holds
+    the decoding of requests already streaming). Every other stream writes a token each ``pace`` seconds, so that
+    some are streaming when the hostile request comes."""
+    idle = threading.Event()
+    idle.set()
+
+    def request(path: str, body: dict):
+        if hostile(body):
+            idle.clear()
+            try:
+                time.sleep(seconds)
+            finally:
+                idle.set()
+        return None
+
+    def wait() -> None:
+        time.sleep(pace)
+        idle.wait(seconds + 5)
+
+    def events(path: str, body: dict, events: list[Event]) -> list[Event]:
+        if hostile(body):
+            return events
+        paced: list[Event] = []
+        for i, event in enumerate(events):
+            paced += [event, wait] if i >= 1 and event != "[DONE]" else [event]  # after the role and first token
+        return paced
+
+    return Deviation(request=request, events=events)
 
 
 def slow_request(pick: Callable[[dict], bool], seconds: float) -> Deviation:

@@ -23,12 +23,16 @@ from pytest_infer.testing.fakeserver import (
     shed_others,
     slow_request,
     stall_others,
+    stall_streams,
 )
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "security"
 KEY = "sk-test-security-0123456789"
 # a light load of 4/s for 1 s, the hostile request cut off after 3 s, 1 s after it
-STALL = "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.0\nstall_limit_s: 0.8\n"
+STALL = (
+    "rate: 4\nbefore_s: 1.0\nhostile_timeout_s: 3.0\nafter_s: 1.0\nstall_limit_s: 0.8\ngap_limit_s: 0.8\n"
+    "e2e_limit_s: 1.6\n"
+)
 # what picks each kind's hostile request out of the light load (tests/security runs only the stall checks beside it)
 HOSTILE_PICKS = {
     "grammar-bomb": lambda body: "response_format" in body,
@@ -177,6 +181,19 @@ def test_a_hostile_schema_the_server_does_not_apply_is_not_exercised(pytester):
     assert outcome == "not_exercised", message
     assert "the answer does not conform to the hostile request's schema" in message, message
     assert "it applied none, so the costly grammar never ran" in message, message
+
+
+def test_light_requests_held_back_mid_stream_fail_the_stall_check_though_their_first_tokens_were_on_time(pytester):
+    """Every light stream already past its first token pauses while the hostile request runs (2 s): no TTFT moves,
+    the gaps between tokens and the whole answers do."""
+    with FakeServer(stall_streams(HOSTILE_PICKS["n-x-max-tokens"], 2.0), api_key=KEY) as srv:
+        _, results = run_suite(pytester, srv, "-k", "n-x-max-tokens")
+    outcome, message = outcomes(results)[STALL_TEST.format("n-x-max-tokens")]
+    assert outcome == "failed", message
+    assert "held a streaming light request's next token back by" in message and "(limit 800 ms)" in message, message
+    assert "stalled the others by" not in message, message  # the first tokens were on time
+    stall = results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]
+    assert stall["gap_stall_s"] > 1.0 and stall["e2e_stall_s"] > 1.0 and stall["stall_s"] < 0.8, stall
 
 
 def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytester):
