@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..gating.compare import code_warnings
 from ..reporting.history import History, build_history
 from ..reporting.html import _e, _table, page
 from ..results.model import SessionResults, atomic_write_text
@@ -187,7 +188,11 @@ def _releases(site: EngineSite) -> str:
     for step in reversed(site.history.steps):
         before, after = by_label.get(step.before, step.before), by_label.get(step.after, step.after)
         rows = [_finding_row(f) for f in step.findings]
-        out += f'<h2 id="r-{slug(after)}">{_e(after)} since {_e(before)}: {_e(step.result.verdict)}</h2>' + (
+        out += f'<h2 id="r-{slug(after)}">{_e(after)} since {_e(before)}: {_e(step.result.verdict)}</h2>'
+        # the gate's own warning on the two runs (a history merges them, so its steps cannot see it): two releases run
+        # by different suite code may differ by the suites, not the server
+        warnings = code_warnings(site.runs[before], site.runs[after]) if {before, after} <= site.runs.keys() else []
+        out += "".join(f'<p class="warning">{_e(w)}</p>' for w in warnings) + (
             _table(["what", "area", "subject", "before", "after", "detail", "reproducer"], rows, f"step-{slug(after)}")
             if rows
             else "<p>No change.</p>"

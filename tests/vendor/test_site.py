@@ -25,13 +25,14 @@ FIXED_LATER = "completions.logprobs"
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """5.22.0 passes all; 5.23.0 breaks logprobs; 5.24.0 fails to install; 5.25.0 fixes logprobs and breaks stop
-    strings: logprobs' regression is closed, stop strings' is open."""
+    strings, run by other suite code: logprobs' regression is closed, stop strings' is open."""
     root = tmp_path_factory.mktemp("history")
     runs = {
         "5.22.0": release("5.22.0"),
         "5.23.0": release("5.23.0", {FIXED_LATER: "failed"}),
         "5.25.0": release("5.25.0", {BROKEN: "failed"}),
     }
+    runs["5.25.0"].environment["git"] = {"commit": "def4567890ab", "dirty": False}  # the suites changed meanwhile
     watch(HF, Store(root, "transformers"), FakeRunner(runs, {"5.24.0"}), [*runs, "5.24.0"], root / "work")
     (root / "llamacpp").mkdir()
     (root / "llamacpp" / "summary.md").write_text("## llama.cpp b9976 to b11312, stored as Markdown\n")
@@ -70,6 +71,7 @@ def test_the_site_has_the_table_the_releases_the_checks_and_the_open_regressions
     assert "No matching distribution" in table  # the release that failed to install, with its log
     releases = (out / "transformers" / "releases.html").read_text()
     assert releases.index("5.25.0 since 5.23.0: FAIL: 1 regression") < releases.index("5.23.0 since 5.22.0")
+    assert releases.count("ran different suite code") == 1  # the gate's warning, on the step whose suites differed
     check = (out / "transformers" / "checks" / f"{FIXED_LATER}.html").read_text()
     assert check.count("<circle") == 3 and check.count('fill="#c62828"') == 1  # up, down, up again
     assert f"reports/transformers-5.25.0-{BROKEN}.md" in (out / "regressions.html").read_text()
