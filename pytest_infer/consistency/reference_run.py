@@ -5,8 +5,8 @@ imports nothing from the package (like models/tiny_build.py).
 
 REQUEST_JSON: ``{"prompts": [...], "max_tokens": N, "top_k": K}``. Prints one JSON object: ``{"steps": [[{"token",
 "logprob", "top": [[token, logprob], ...]}, ...] per prompt], "dtype": ...}``. Each prompt is tokenized as the
-completions route does (the tokenizer's special tokens added), then continued greedily one token at a time in float32
-log-softmax over the model's own logits: the numbers a server's logprobs are held to.
+completions route does (the tokenizer's special tokens added), then continued greedily one token at a time, the model
+in its stored dtype and the log-softmax of its logits in float32: the numbers a server's logprobs are held to.
 """
 
 from __future__ import annotations
