@@ -42,21 +42,24 @@ KEPT = (*LATENCY, THROUGHPUT, "requests", "error_share", "peak_rss_gb")
 
 
 def extract(run: str, paths: list[str]) -> None:
-    """One line per (engine, load point) of each results.json: the figures the thresholds are set from."""
+    """One line per (engine, load point) of each results.json, and per run of a point measured several times
+    (``--slo-repeat``, named RUN#1, RUN#2, ...; the point's verdict applies to each): the figures limits are set from.
+    """
     for path in paths:
         with open(path) as fh:
             data = json.load(fh)
         for entry in data.get("slo", []):
-            metrics = entry.get("metrics", {})
-            line = {
-                "run": run,
-                "framework": entry.get("framework"),
-                "version": entry.get("version"),
-                "load_point": entry.get("load_point"),
-                "verdict": entry.get("verdict"),
-                **{k: round(metrics[k], 2) for k in KEPT if isinstance(metrics.get(k), (int, float))},
-            }
-            print(json.dumps(line))
+            runs = [r.get("metrics", r) for r in entry["runs"]] if entry.get("runs") else [entry.get("metrics", {})]
+            for i, metrics in enumerate(runs, 1):
+                line = {
+                    "run": run if len(runs) == 1 else f"{run}#{i}",
+                    "framework": entry.get("framework"),
+                    "version": entry.get("version"),
+                    "load_point": entry.get("load_point"),
+                    "verdict": entry.get("verdict"),
+                    **{k: round(metrics[k], 2) for k in KEPT if isinstance(metrics.get(k), (int, float))},
+                }
+                print(json.dumps(line))
 
 
 def refused(run: Mapping[str, Any]) -> str | None:
