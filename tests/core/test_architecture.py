@@ -114,7 +114,11 @@ def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
         ("vendor/store.py", "from .site import render_site", "the vendor service's commands over its parts BROKEN"),
     ],
     ids=[
-        "run-imports-gate", "gate-imports-run", "renderer-imports-outputs", "context-imports-checks", "table-plugin",
+        "run-imports-gate",
+        "gate-imports-run",
+        "renderer-imports-outputs",
+        "context-imports-checks",
+        "table-plugin",
         "vendor-store-imports-site",
     ],
 )
