@@ -391,7 +391,8 @@ def test_overflow_prompt_is_twice_the_advertised_context(ctx: conformance.CheckC
 
 def test_overflow_prompt_skips_without_a_context_length(ctx: conformance.CheckContext, fake: FakeServer) -> None:
     """Without max_model_len there is no safe length to send, and the skip says why."""
-    fake.set_deviation(Deviation())  # the bare fake server: a model card without max_model_len
+    listing = {"object": "list", "data": [GOOD_CARD]}  # a model card without max_model_len
+    fake.set_deviation(Deviation(request=lambda path, body: (200, listing) if path == "/v1/models" else None))
     with pytest.raises(pytest.skip.Exception) as info:
         _overflow_prompt(ctx)
     assert (
