@@ -8,6 +8,8 @@ Two typed facts, and nothing guessed from a check's wording (a fixed ``chat.mode
 - ``NOT_IN_MODE``: fields the reference puts in another route or mode only (``choices[].message`` is the
   non-streamed answer's; a chunk carries ``choices[].delta``). A server that served one there deviated; its
   removal is the end of that deviation, a change.
+- ``ON_ITEMS``: fields the reference defines on one kind of item only (``summary`` is a Responses reasoning item's;
+  a message item has none). Removed where the baseline served no item of that kind, it was on the wrong items.
 
 Paths are the conformance table's (``choices[].delta.content``). Sources: docs/openai-conformance.md (OpenAI's
 Chat Completions, Completions, Embeddings, Models and Responses objects) and the Anthropic Messages object.
@@ -60,6 +62,17 @@ NOT_IN_MODE: dict[str, dict[str, str]] = {
 }
 
 
+_REASONING = frozenset({"reasoning"})
+ON_ITEMS: dict[str, dict[str, tuple[str, frozenset[str]]]] = {
+    "POST /v1/responses": {"output[].summary": ("output[].type", _REASONING)},
+    "GET /v1/responses/{id}": {"output[].summary": ("output[].type", _REASONING)},
+    "POST /v1/responses" + STREAM: {
+        "item.summary": ("item.type", _REASONING),
+        "response.output[].summary": ("response.output[].type", _REASONING),
+    },
+}
+
+
 def required(endpoint: str, path: str) -> bool:
     return path in REQUIRED.get(endpoint, frozenset())
 
@@ -71,3 +84,9 @@ def not_in_mode(endpoint: str, path: str) -> str | None:
     return next(
         (why for field, why in rules.items() if path == field or path.startswith((f"{field}.", f"{field}["))), None
     )
+
+
+def defined_only_on(endpoint: str, path: str) -> tuple[str, frozenset[str]] | None:
+    """``(the path naming an item's kind, the kinds the reference defines ``path`` on)``, None where it is defined
+    on every item (or nowhere this module knows)."""
+    return ON_ITEMS.get(endpoint, {}).get(path)

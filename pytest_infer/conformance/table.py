@@ -233,8 +233,25 @@ def deviation_ended(endpoint: str, paths: Sequence[str], fixed: Sequence[Fixed])
     )
 
 
+def _on_other_items(endpoint: str, path: str, before: dict[str, Any]) -> str | None:
+    """Why ``path`` was served on items the reference does not define it on, None where it may have been on its own:
+    the baseline's items of that route showed no kind the reference gives the field (by their values' digests)."""
+    if (kinds := reference.defined_only_on(endpoint, path)) is None:
+        return None
+    kind_path, defined_on = kinds
+    seen = set(before.get(kind_path, {}).get("values", []))
+    if any(digest(kind) in seen for kind in defined_on):
+        return None
+    return f"the reference defines it on {', '.join(sorted(defined_on))} items only, and the baseline served none"
+
+
 def _client_change(
-    endpoint: str, paths: Sequence[str], why: str, impact: str, fixed: Sequence[Fixed]
+    endpoint: str,
+    paths: Sequence[str],
+    why: str,
+    impact: str,
+    fixed: Sequence[Fixed],
+    before: dict[str, Any] | None = None,
 ) -> tuple[str, str]:
     """``(kind, detail)`` of a difference that breaks a client reading the field (``paths[0]``, as the baseline
     served it): a regression, unless a typed rule makes it a change: the reference keeps that field out of this route
@@ -242,7 +259,7 @@ def _client_change(
     what such a client sees now). A field the reference requires is a regression whatever else holds."""
     if reference.required(endpoint, paths[0]):
         return "regression", f"{why}; the reference requires it in every answer"
-    if (rule := reference.not_in_mode(endpoint, paths[0])) is not None:
+    if rule := reference.not_in_mode(endpoint, paths[0]) or _on_other_items(endpoint, paths[0], before or {}):
         return "change", f"{why}; the end of a deviation: {rule}; {impact}"
     check = deviation_ended(endpoint, paths, fixed)
     if check is None:
@@ -277,6 +294,7 @@ def drift(
                 f"renamed: the same values now come as {new}",
                 f"clients that read {old} will find it as {new}",
                 fixed,
+                before,
             )
             found.append(Finding(kind, "api", pair, f"{endpoint}: {old}", old, new, why))
         else:
@@ -288,6 +306,7 @@ def drift(
                 "removed: the baseline served it" + (served if empty else ""),
                 f"clients that read {old} without asking for it will miss it",
                 fixed,
+                before,
             )
             found.append(Finding(kind, "api", pair, f"{endpoint}: {old}", _shown(before[old]), "absent", why))
     for new in added:
@@ -302,7 +321,9 @@ def drift(
         kind, why = (
             ("change", "types seen narrowed: every type now seen was seen before")
             if new_types <= old_types and not emptied
-            else _client_change(endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed)
+            else _client_change(
+                endpoint, (path,), "retyped", f"clients that read {path} as {was} now get {now}", fixed, before
+            )
         )
         found.append(Finding(kind, "api", pair, f"{endpoint}: {path}", was, now, why))
     return found

