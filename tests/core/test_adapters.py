@@ -479,11 +479,12 @@ def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
 
 
 @pytest.mark.parametrize("framework", ["vllm", "llamacpp", "lmdeploy", "sglang", "transformers"])
-def test_a_launch_names_the_context_its_line_sets_and_no_other(framework):
+def test_a_launch_names_the_context_its_line_sets_and_no_other(framework, tmp_path, monkeypatch):
     """What robustness and security judge a prompt over: the built-in model's context where the launch line sets it
     (vLLM --max-model-len, llama.cpp --ctx-size per slot, LMDeploy --session-len); none where the line sets none
     (SGLang and transformers serve run the model's own, advertised or not), for a model not built in, or where the
     user's own value of the flag, after the launch's, is what the engine takes."""
+    monkeypatch.chdir(tmp_path)  # LMDeploy's chat-template file is written beside the model path, here org/...
     adapter = registry.get(framework)
     builtin = BuiltinModel(context=2048)
     sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(framework)
