@@ -16,6 +16,7 @@ import sys
 
 
 def main() -> None:
+    # lazy: only the engine's interpreter that runs this script has torch and transformers; the package's has neither
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
