@@ -110,3 +110,22 @@ def test_numerics_agree_up_to_the_first_disagreement_and_judge_it_by_both_top_ks
     assert far.disagreement["server_in_reference_top"] is False and not far.near_tie
     same = agreement(reference, reference)
     assert (same.agreed, same.max_diff, same.disagreement) == (3, 0.0, {})
+
+
+def _numerics(agreed: int, diff: float) -> dict:
+    return {"compared": 64, "agreed": agreed, "max_logprob_diff": diff, "near_ties": 0, "outside_top_k": 0}
+
+
+def test_the_gate_names_numerics_that_moved():
+    """An injected shift past the limit (0.7 nats, as perturb_logprobs makes it) and a drop in agreement each gate;
+    the same numbers, or a shift within the limit, do not."""
+    before = ConsistencyTable({"old": {"batch": {}, "params": {}, "numerics": _numerics(64, 0.0)}})
+    pairing = Pairing("old", "new", "v1 -> v2")
+    for numerics, gated in ((_numerics(64, 0.7), True), (_numerics(63, 0.0), True), (_numerics(64, 0.1), False)):
+        after = ConsistencyTable({"new": {"batch": {}, "params": {}, "numerics": numerics}})
+        found = after.compare(before, pairing)
+        assert [(f.kind, f.subject) for f in found] == (
+            [("regression", "numerics against the reference")] if gated else []
+        ), numerics
+    moved = ConsistencyTable({"new": {"batch": {}, "params": {}, "numerics": _numerics(64, 0.7)}})
+    assert moved.compare(before, pairing)[0].after == "64/64 agree, max diff 0.7000"
