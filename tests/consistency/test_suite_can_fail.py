@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,24 @@ def test_logprobs_moved_by_a_known_amount_fail_the_numerics_check(pytester, delt
         assert "differs from the reference by 0.7000 (limit 0.5)" in message
     else:
         assert evidence.startswith("64 of 64 greedy tokens agree with the reference")
+
+
+def test_the_gate_names_an_injected_numerics_drift(pytester):
+    """Two sessions, the second's server shifting every logprob by 0.7 nats: ``pytest-infer compare`` fails the
+    candidate and names the numerics beside the check that now fails."""
+    reports = {}
+    for name, delta in (("baseline", 0.0), ("candidate", 0.7)):
+        with FakeServer() as reference, FakeServer(perturb_logprobs(delta)) as srv:
+            copy = pytester.path / name
+            shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+            (copy / "conftest.py").write_text(REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url)))
+            run_suite(pytester, srv, "-k", "numerics", suite=copy)
+        reports[name] = pytester.path / f"{name}.json"
+        shutil.copy(pytester.path / "report" / "results.json", reports[name])
+    gate = subprocess.run(
+        [str(Path(sys.executable).with_name("pytest-infer")), "compare", str(reports["baseline"]),
+         str(reports["candidate"])],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    assert "numerics against the reference: 64/64 agree, max diff 0.0000 -> 64/64 agree, max diff 0.7000" in gate.stdout
