@@ -358,7 +358,7 @@ def _tool_choice(mix: Mix) -> Verdict:
         if mix.alone[name].status != 200 or not mix.alone[name].choices:
             return Verdict(
                 "not_exercised",
-                f"{name} alone was not answered (HTTP {mix.alone[name].status}): the server does not take its tool "
+                f"{name} alone was not answered ({mix.alone[name].problem}): the server does not take its tool "
                 f"choice alone\nreproduce: {mix.alone[name].reproducer}",
             )
     alone = {n: _called(mix.alone[n]) for n in names}
