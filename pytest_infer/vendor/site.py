@@ -211,6 +211,7 @@ def render_site(root: Path, out: Path) -> list[EngineSite]:
              for p in sorted(Path(root).glob(f"*/{INDEX}")) if p.parent.name in ENGINES]  # fmt: skip
     for site in sites:
         engine_pages(site, out)
+    # the gate's verdict as it stands today, drawn from the stored runs (an entry's verdict is the one it got then)
     cards = "".join(
         f'<div class="card"><h2><a href="{s.engine.name}/index.html">{_e(s.engine.name)}</a></h2>'
         f"<p>{sum(x.judged for x in s.entries)} releases judged"
@@ -218,8 +219,8 @@ def render_site(root: Path, out: Path) -> list[EngineSite]:
         f"; {sum(not x.judged for x in s.entries)} not judged</p>"
         f'<p class="{"fail" if s.open else "pass"} verdict">{len(s.open)} open regression'
         f"{'' if len(s.open) == 1 else 's'}</p>"
-        + (f"<p>latest: {_e(s.entries[-1].version)}: {_e(s.entries[-1].verdict or s.entries[-1].state)}</p>"
-           if s.entries else "")
+        + (f"<p>latest step: {_e(s.history.steps[-1].after)}: {_e(s.history.steps[-1].result.verdict)}</p>"
+           if s.history is not None and s.history.steps else "")
         + "</div>"
         for s in sites
     )  # fmt: skip

@@ -64,6 +64,7 @@ def test_the_site_has_the_table_the_releases_the_checks_and_the_open_regressions
     assert [d.subject for d in site.open] == [BROKEN]  # logprobs regressed and was fixed: not open
     front = (out / "index.html").read_text()
     assert "3 releases judged (5.22.0, 5.23.0, 5.25.0); 1 not judged" in front and "1 open regression" in front
+    assert "latest step: 5.25.0: FAIL: 1 regression" in front
     assert "llamacpp/summary.md" in front  # the histories stored as Markdown, shown as they are
     table = (out / "transformers" / "index.html").read_text()
     assert table.count('data-suite="conformance"') == 5 and 'id="suite-filter"' in table
