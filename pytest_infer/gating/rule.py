@@ -36,7 +36,7 @@ _KIND_OF = (
     ("timeout", re.compile(r"timed out|timeout", re.IGNORECASE)),
     ("5xx", re.compile(r"\bHTTP 5\d\d\b|\bstatus(?: code)?:? 5\d\d\b|server[- ]error", re.IGNORECASE)),
 )
-_VARIABLE = re.compile(r"'[^']*'|\"[^\"]*\"|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?", re.IGNORECASE)
+_VARIABLE = re.compile(r"'[^']*'?|\"[^\"]*\"?|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?", re.IGNORECASE)
 
 
 @dataclass(slots=True)
