@@ -479,21 +479,29 @@ def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
 
 
 @pytest.mark.parametrize("framework", ["vllm", "llamacpp", "lmdeploy", "sglang", "transformers"])
-def test_a_launch_names_the_context_its_line_sets_and_no_other(framework, tmp_path, monkeypatch):
+def test_a_launch_names_the_context_its_line_sets_and_no_other(framework, tmp_path):
     """What robustness and security judge a prompt over: the built-in model's context where the launch line sets it
     (vLLM --max-model-len, llama.cpp --ctx-size per slot, LMDeploy --session-len); none where the line sets none
     (SGLang and transformers serve run the model's own, advertised or not), for a model not built in, or where the
     user's own value of the flag, after the launch's, is what the engine takes."""
-    monkeypatch.chdir(tmp_path)  # LMDeploy's chat-template file is written beside the model path, here org/...
     adapter = registry.get(framework)
     builtin = BuiltinModel(context=2048)
     sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(framework)
-    spec = adapter.launch(request(on_cpu_tiny=True, builtin=builtin))
+    model = str(tmp_path / "tiny-abc")  # a built-in model is a local folder: LMDeploy's template goes beside it
+    spec = adapter.launch(request(model=model, on_cpu_tiny=True, builtin=builtin))
     assert spec.context == (2048 if sets else None)
     assert adapter.launch(request(builtin=builtin)).context is None
     if sets:
-        assert adapter.launch(request(on_cpu_tiny=True, builtin=builtin, extra_args=(sets, "8192"))).context is None
-        assert adapter.launch(request(on_cpu_tiny=True, builtin=builtin, extra_args=(f"{sets}=8192",))).context is None
+        assert (
+            adapter.launch(request(model=model, on_cpu_tiny=True, builtin=builtin, extra_args=(sets, "8192"))).context
+            is None
+        )
+        assert (
+            adapter.launch(
+                request(model=model, on_cpu_tiny=True, builtin=builtin, extra_args=(f"{sets}=8192",))
+            ).context
+            is None
+        )
 
 
 def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
