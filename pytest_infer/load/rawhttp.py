@@ -61,7 +61,8 @@ class _Connection(asyncio.Protocol):
             return  # bytes after a cancelled request: the connection is discarded
         try:
             if not self.in_body:
-                self.head += data
+                # RFC 9112 2.2: empty lines before a status line are ignored (a chunked body's last CRLF that came late)
+                self.head = (self.head + data).lstrip(b"\r\n")
                 end = self.head.find(b"\r\n\r\n")
                 if end < 0:
                     return
@@ -194,14 +195,15 @@ class RawClient:
         self._header = f"Host: {netloc}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n{auth}"
         self._idle: list[_Connection] = []
 
-    async def _connection(self) -> _Connection:
-        while self._idle:
+    async def _connection(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
+        """A connection and whether it was kept from an earlier request."""
+        while self._idle and not fresh:
             conn = self._idle.pop()
             if conn.reusable:
-                return conn
+                return conn, True
         loop = asyncio.get_running_loop()
         _, conn = await loop.create_connection(_Connection, self.host, self.port)
-        return conn
+        return conn, False
 
     async def stream(self, path: str, body: dict[str, Any], trace: RequestTrace) -> RequestTrace:
         """Send one streamed request and fill ``trace``; never raises except on cancellation."""
@@ -213,8 +215,17 @@ class RawClient:
         sink = StreamSink(trace)
         conn: _Connection | None = None
         try:
-            conn = await self._connection()
-            await asyncio.wait_for(conn.start(request, sink), self.timeout)
+            conn, kept = await self._connection()
+            try:
+                await asyncio.wait_for(conn.start(request, sink), self.timeout)
+            except OSError:
+                # A kept connection that closed before any byte of an answer was closed by the server while idle:
+                # the request never ran, so it goes once more on a fresh one. llama-server b11312 closes after every
+                # streamed answer though its headers offer keep-alive (tests/slo/test_load.py shows the loss).
+                if not kept or conn.head or conn.in_body:
+                    raise
+                conn, _ = await self._connection(fresh=True)
+                await asyncio.wait_for(conn.start(request, sink), self.timeout)
         except asyncio.CancelledError:
             trace.cancelled = True
             if conn is not None and conn.transport is not None:

@@ -347,3 +347,21 @@ def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(mo
     runner.window_end_ns = first.end_ns
     assert runner.phase(1) == "cooldown" and runner.done.is_set()
     assert (runner.window_end_ns - runner.window_start_ns) / 1e9 < 0.4
+
+
+def test_a_kept_connection_the_server_closed_while_idle_loses_no_request():
+    """llama-server b11312 closes the connection after each streamed answer though its headers offer keep-alive (no
+    ``Connection: close``): the next request written on it meets a closed socket before any byte of an answer. It
+    never ran, so it goes again on a fresh connection; before, every second request was counted as an error."""
+    body = _sse(*CHUNKS, "[DONE]")
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    wire = head + b"%x\r\n%s\r\n" % (len(body), body) + b"0\r\n"
+    with FakeServer(_raw_writer([wire, b"\r\n"], pause=0.05)) as srv:  # the last CRLF late, then the close
+        run = run_load(
+            Endpoint(srv.base_url, "fake-model"),
+            LoadSpec(concurrency=1, requests=6, warmup_requests=0),
+            Workload(output_tokens=2, ignore_eos=False),
+            calibration=FIXED,
+            transport="raw",
+        )
+    assert [t.error for t in run.measured] == [None] * 6 and all(t.ok and t.done for t in run.measured)
