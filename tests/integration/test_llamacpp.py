@@ -141,9 +141,9 @@ def test_every_suite_on_llama_server_through_the_plugin(pytester, monkeypatch, t
     assert outcome["test_check[errors.unknown-model-llamacpp]"] == "failed"
     assert outcome["test_bad_request_is_refused[llamacpp-malformed_json]"] == "failed"
     assert outcome["test_bad_schema_is_refused[native-llamacpp-minimum-above-maximum]"] == "failed"
-    # it ends every streamed answer by closing the connection it offered to keep alive, so the load client's next
-    # request on it meets a closed socket: the SLO suite sees the errors, not a slow server
+    # it ends every streamed answer by closing the connection it offered to keep alive: the load client sends a
+    # request that met that closed socket before any byte of its answer once more, so none is lost to it
     (c1,) = [p for p in results["slo"] if p["load_point"] == "c1"]
-    assert c1["verdict"] == "fail" and "max_error_share" in " ".join(c1["failures"]), c1["failures"]
-    assert any("closed the connection" in e for e in c1["figures"]["errors"]), c1["figures"]["errors"]
+    assert c1["metrics"]["error_share"] == 0 and not c1["figures"].get("errors"), c1["figures"].get("errors")
+    assert "max_error_share" not in " ".join(c1["failures"]), c1["failures"]
     assert c1["server"]["check"]["ok"] and c1["server"]["check"]["compared"] == ["output_tokens"]
