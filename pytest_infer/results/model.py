@@ -6,6 +6,7 @@ xdist workers send theirs to the controller, and every report renders it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -207,9 +208,16 @@ class SessionResults:
     @classmethod
     def read(cls, path: Path, suites: dict[str, Suite] | None = None) -> SessionResults:
         try:
-            text = Path(path).read_text()
+            raw = Path(path).read_bytes()
         except OSError as exc:
             raise ResultsFileError(f"{path}: {exc.strerror or exc}") from exc
+        try:  # results stored in a repository are gzipped: a matrix's file shrinks about tenfold
+            text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
+        except (EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+            raise ResultsFileError(
+                f"{path}: not whole gzip or UTF-8 text ({exc}); the file is cut short or corrupt, "
+                "so it is rejected rather than read as data"
+            ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -229,7 +237,11 @@ def result_files(inputs: Sequence[str]) -> list[Path]:
     for item in inputs:
         path = Path(item)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.json") if p.name == "results.json" or _looks_like_results(p))
+            found = sorted(
+                p
+                for p in path.rglob("*.json*")
+                if p.name in ("results.json", "results.json.gz") or _looks_like_results(p)
+            )
             if not found:
                 raise ResultsFileError(f"{path}: no results files in this folder")
             files += found
@@ -239,10 +251,12 @@ def result_files(inputs: Sequence[str]) -> list[Path]:
 
 
 def _looks_like_results(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
     try:
         with path.open(encoding="utf-8") as fh:
             return '"schema_version"' in fh.read(200)
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ import pytest
 from results_factory import session
 
 from pytest_infer.results.environment import capture_environment, git_info, gpu_info
-from pytest_infer.results.model import ResultsFileError, SessionResults, combine
+from pytest_infer.results.model import ResultsFileError, SessionResults, combine, result_files
 from pytest_infer.results.views import check_matrix, row_key
 from pytest_infer.slo.metrics.catalogue import parse
 
@@ -87,6 +88,22 @@ def test_the_atomic_writer_killed_mid_write_leaves_the_previous_file_whole(tmp_p
     assert SessionResults.read(target).targets["vllm"].version == "0.30.0"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "results.json"]
     assert leftovers and all(n.startswith(".results.json.") for n in leftovers)  # hidden, never read as results
+
+
+def test_a_gzipped_file_reads_as_the_plain_one_and_one_cut_short_is_rejected(tmp_path: Path):
+    plain = tmp_path / "results.json"
+    session(samples=10).write(plain)
+    packed = tmp_path / "stored" / "results.json.gz"
+    packed.parent.mkdir()
+    data = gzip.compress(plain.read_bytes())
+    packed.write_bytes(data)
+    assert SessionResults.read(packed).to_dict() == SessionResults.read(plain).to_dict()
+    assert result_files([str(packed.parent)]) == [packed]
+    for cut in (1, len(data) // 2, len(data) - 3):
+        part = tmp_path / f"cut-{cut}.json.gz"
+        part.write_bytes(data[:cut])
+        with pytest.raises(ResultsFileError, match=r"cut short or corrupt, so it is rejected"):
+            SessionResults.read(part)
 
 
 def test_written_files_are_as_readable_as_plain_ones(tmp_path: Path):
