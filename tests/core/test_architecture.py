@@ -73,6 +73,21 @@ def test_a_layer_in_the_wrong_stack_is_told_apart():
     assert documented_layers(text, "run") != contract_layers((ROOT / "pyproject.toml").read_text(), STACKS["run"])
 
 
+ARCHITECTURE_WORDS = 1100  # one pass: the layers, the contracts, where each concept lives, a request's path
+
+
+def too_long(text: str) -> list[str]:
+    """A message when ARCHITECTURE.md outgrows one reading; its history belongs in CHANGELOG.md."""
+    n = len(text.split())
+    return [f"ARCHITECTURE.md has {n} words, over {ARCHITECTURE_WORDS}"] if n > ARCHITECTURE_WORDS else []
+
+
+def test_architecture_md_reads_in_one_pass():
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    assert too_long(text) == []
+    assert too_long(text + text) != []
+
+
 def test_the_import_contracts_hold():
     run = subprocess.run([lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
