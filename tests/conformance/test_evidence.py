@@ -11,7 +11,7 @@ from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.testing.fakeserver import MODEL, NULL_MODES, Deviation, FakeServer, error_body
 
 from .deviations import CHAT, compose
-from .test_mutations import CHECK_IDS
+from .proofs import CHECK_IDS
 
 # the checks that expect a refusal, and the route where their positive control is sent
 NEGATIVE = {

@@ -9,8 +9,7 @@ from pytest_infer import conformance
 from pytest_infer.outcomes import Unsupported
 from pytest_infer.testing.fakeserver import FakeServer, error_body
 
-from .branches.tools import chain
-from .deviations import MESSAGES, answer_when, answers, compose, on_events, on_response
+from .deviations import MESSAGES, answer_when, answers, chain, compose, on_events, on_response
 
 THINKING = {"type": "thinking", "thinking": "let me think", "signature": "c2ln"}
 

@@ -1,117 +1,73 @@
-"""Every check passes on the (completed) fake server and fails, with a clear message, on its own deviation."""
+"""Every check passes on the (completed) fake server and fails, with a clear message, on its own
+deviation and on each further branch: the proofs in proofs/<area>.py, run here."""
 
 from __future__ import annotations
-
-import sys
 
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
+from pytest_infer.conformance import CheckContext
+from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import FakeServer
 
-from .branches import BRANCHES as MORE_BRANCHES
-from .deviations import (
-    BRANCHES,
-    EXERCISED_ONLY_BY_DIALECTS,
-    EXPECTED_IN_MESSAGE,
-    MUTATIONS,
-    answers,
-    compose,
-    on_events,
-    on_response,
-    sdk_breaking_error,
+from .deviations import compose, on_response
+from .proofs import (
+    CHECK_IDS,
+    CHECKS,
+    GAPS,
+    PROOFS,
+    collect,
+    fails_on,
+    fails_on_its_mutation,
+    passes_on_the_correct_server,
+    proof_of,
 )
 
-# checks that judge something a correct server shows only when it goes wrong; -> a deviation that shows it correctly
-EXERCISED_ONLY_BY = {"stream.error-event": on_events(sdk_breaking_error)} | EXERCISED_ONLY_BY_DIALECTS
-
-# The parser checks need a server that forces scripted text: tests/conformance/test_parsers.py proves each of them.
-CHECK_IDS = [
-    c.id
-    for c in conformance.REGISTRY
-    if c.func.__module__.startswith("pytest_infer.conformance.checks") and not c.id.startswith("parsers.")
-]
+GUIDE = "docs/guide/extending.md"
 
 
-TABLES = "tests/conformance/deviations.py (docs/guide/extending.md)"
+def test_every_check_has_a_proof() -> None:
+    """A check never shown failing proves nothing: each one has a Proof in its area's module."""
+    assert not GAPS, f"each check needs a Proof ({GUIDE}):\n" + "\n".join(GAPS)
 
 
-def test_every_check_has_a_mutation() -> None:
-    """A check never shown failing proves nothing: each one has a fake-server deviation it must fail on."""
-    missing, stale = sorted(set(CHECK_IDS) - set(MUTATIONS)), sorted(set(MUTATIONS) - set(CHECK_IDS))
-    assert not missing and not stale, (
-        f"add each check to MUTATIONS in {TABLES}: the fake server's Deviation (pytest_infer/testing/fakeserver.py)"
-        f" that breaks exactly what the check judges; a check never shown failing proves nothing."
-        f" Missing: {missing}; stale (no such check any more): {stale}"
-    )
-    unsaid, extra = sorted(set(MUTATIONS) - set(EXPECTED_IN_MESSAGE)), sorted(set(EXPECTED_IN_MESSAGE) - set(MUTATIONS))
-    assert not unsaid and not extra, (
-        f"add each check to EXPECTED_IN_MESSAGE in {TABLES}: words its failure on its MUTATIONS deviation must say,"
-        f" so a check that fails for another reason is caught. Missing: {unsaid}; stale: {extra}"
-    )
+def test_a_new_check_missing_from_the_tables_is_told_where_to_add_it() -> None:
+    def new(ctx: CheckContext) -> str:
+        return "judged nothing"
 
-
-def test_a_new_check_missing_from_the_tables_is_told_where_to_add_it(monkeypatch) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "CHECK_IDS", [*CHECK_IDS, "chat.new"])
-    with pytest.raises(AssertionError, match=r"add each check to MUTATIONS in tests/conformance/deviations.py.*"
-                       r"Missing: \['chat.new'\]"):  # fmt: skip
-        test_every_check_has_a_mutation()
+    new.__module__ = "pytest_infer.conformance.checks.chat"
+    check = conformance.Check("chat.new", "a new check", "a spec", "error", new)
+    gaps = collect([*CHECKS, check])[1]
+    assert gaps == ["add PROOFS['chat.new'] to tests/conformance/proofs/chat.py"]
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_passes_on_the_correct_server(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
-    """The fake server offers every feature and answers every probe: a check that gives up on it (unsupported,
-    inconclusive) has broken, not skipped. A pass names what it judged."""
-    try:
-        if check_id in EXERCISED_ONLY_BY:
-            with pytest.raises(NotExercised):  # nothing to judge is never a pass
-                conformance.run(check_id, ctx)
-            fake.set_deviation(compose(EXERCISED_ONLY_BY[check_id]))
-        evidence = conformance.run(check_id, ctx)
-    except (Unsupported, Inconclusive) as gave_up:
-        pytest.fail(f"{check_id} gave up on the correct server: {gave_up.msg}")
-    assert isinstance(evidence, str) and len(evidence.strip()) >= 10, (
-        f"{check_id} passed with the evidence {evidence!r}"
-    )
+def test_passes_on_the_correct_server(check_id: str, ctx: CheckContext, fake: FakeServer) -> None:
+    passes_on_the_correct_server(check_id, proof_of(check_id), ctx, fake)
 
 
 @pytest.mark.parametrize("check_id", CHECK_IDS)
-def test_fails_on_its_deviation(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
-    fake.set_deviation(compose(MUTATIONS[check_id]))
-    with answers(), pytest.raises(conformance.CheckFailure) as info:  # giving up (a skip) is no failure
-        conformance.run(check_id, ctx)
-    failure = info.value
-    text = str(failure)
-    assert failure.check_id == check_id and f"[{check_id}]" in text
-    assert "expected: " in text and "got: " in text
-    assert EXPECTED_IN_MESSAGE[check_id] in text, text
-    if failure.curl:
-        assert failure.curl.startswith("curl -sS") and fake.base_url in failure.curl
+def test_fails_on_its_deviation(check_id: str, ctx: CheckContext, fake: FakeServer) -> None:
+    fails_on_its_mutation(check_id, proof_of(check_id), ctx, fake)
 
 
 BRANCH_CASES = [
     pytest.param(check_id, deviation, quoted, id=f"{check_id}:{branch}")
-    for table in (BRANCHES, MORE_BRANCHES)
-    for check_id, cases in table.items()
-    for branch, deviation, quoted in cases
+    for check_id, proof in PROOFS.items()
+    for branch, deviation, quoted in proof.branches
 ]
 
 
 @pytest.mark.parametrize(("check_id", "deviation", "quoted"), BRANCH_CASES)
 def test_fails_on_each_further_branch(
-    check_id: str, deviation, quoted: str, ctx: conformance.CheckContext, fake: FakeServer
+    check_id: str, deviation, quoted: str, ctx: CheckContext, fake: FakeServer
 ) -> None:
     """A check with several conditions fails on each alone, quoting what the server sent."""
-    fake.set_deviation(compose(deviation))
-    with answers(), pytest.raises(conformance.CheckFailure) as info:
-        conformance.run(check_id, ctx)
-    assert info.value.check_id == check_id and quoted in str(info.value), str(info.value)
+    fails_on(check_id, deviation, quoted, ctx, fake)
 
 
-def test_usage_details_a_server_does_not_report_are_not_exercised(
-    ctx: conformance.CheckContext, fake: FakeServer
-) -> None:
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["usage"].pop("prompt_tokens_details"))))
+def test_usage_details_a_server_does_not_report_are_not_exercised(ctx: CheckContext, fake) -> None:
+    unreported = on_response(lambda p, b, r: r["usage"].pop("prompt_tokens_details"))
+    fake.set_deviation(compose(unreported))
     with pytest.raises(NotExercised, match="no prompt_tokens_details"):
         conformance.run("chat.usage-details", ctx)

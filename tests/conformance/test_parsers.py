@@ -344,13 +344,13 @@ def test_adapters_force_text_on_their_own_field() -> None:
         "regex": "a",
         "custom_params": {"__sglang_reasoning_in_grammar": True},
     }
-    assert VLLMAdapter().parser_args(Parsers("hermes", "qwen3"), on_cpu_tiny=True) == (
+    assert VLLMAdapter().parser_args(Parsers("hermes", "qwen3"), scripted=True) == (
         "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
         "--structured-outputs-config", json.dumps({"enable_in_reasoning": True}),
         "--default-chat-template-kwargs", json.dumps({"enable_thinking": False}),
     )  # fmt: skip
     assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(
-        Parsers("mistral", "mistral"), on_cpu_tiny=True
+        Parsers("mistral", "mistral"), scripted=True
     )
     assert "--default-chat-template-kwargs" not in VLLMAdapter().parser_args(
         Parsers("hermes", "qwen3")
@@ -362,14 +362,16 @@ def test_the_main_job_judges_the_parsers_the_tiny_model_is_launched_with(framewo
     """The README's main job names no parser: the launch and the checks' scripts both get the adapter's defaults
     (the integration lane runs the checks on them against a real vLLM)."""
     from pytest_infer.adapters import registry
+    from pytest_infer.models.gemma import GEMMA
+    from pytest_infer.models.tiny import TINY
     from pytest_infer.options import InferOptions
     from pytest_infer.targets import launched_parsers
 
-    adapter = registry.get(framework)
-    _, parsers = launched_parsers(adapter, InferOptions(frameworks=(framework,), model="tiny"))
-    assert parsers == Parsers("pythonic", "qwen3")
-    _, named = launched_parsers(adapter, InferOptions(frameworks=(framework,), model="tiny", parsers=Parsers("hermes")))
+    adapter, options = registry.get(framework), InferOptions(frameworks=(framework,))
+    assert launched_parsers(adapter, options, TINY)[1] == Parsers("pythonic", "qwen3")
+    named = launched_parsers(adapter, InferOptions(frameworks=(framework,), parsers=Parsers("hermes")), TINY)[1]
     assert named == Parsers("hermes")  # a tool parser named alone: no reasoning parser beside it
+    assert launched_parsers(adapter, options, GEMMA) == launched_parsers(adapter, options, None) == ((), Parsers())
 
 
 def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
@@ -438,7 +440,7 @@ def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_c
 
 
 def test_tools_auto_on_the_tiny_model_fails_when_auto_never_calls(server: FakeServer) -> None:
-    from .deviations import MUTATIONS
+    from .proofs import MUTATIONS
 
     try:
         with (

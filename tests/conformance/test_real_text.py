@@ -12,11 +12,13 @@ import pytest
 
 from pytest_infer import conformance
 from pytest_infer.conformance.failures import CheckFailure
-from pytest_infer.models import GEMMA, without_tools
+from pytest_infer.models import registry
+from pytest_infer.models.gemma import GEMMA
 from pytest_infer.outcomes import Inconclusive, NotExercised
 from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
 
-from .deviations import BASE, CHAT, MUTATIONS, SAMPLES_NOTHING, _choice, answer_when, compose, on_response
+from .deviations import BASE, CHAT, SAMPLES_NOTHING, _choice, answer_when, compose, on_response
+from .proofs import MUTATIONS
 
 
 def _ends_early(path: str, body: dict, response: dict) -> None:
@@ -103,7 +105,7 @@ def test_a_tool_turn_refused_for_a_model_without_a_tool_role_judges_nothing(ctx,
     fake.set_deviation(compose(ROLES_MUST_ALTERNATE))
     with pytest.raises(CheckFailure, match="HTTP 200 for a conversation with a tool result"):
         conformance.run("tools.result-message", ctx)
-    ctx.no_tools = without_tools(GEMMA)
+    ctx.no_tools = GEMMA.without_tools
     with pytest.raises(NotExercised, match="no tool role: the tool turn was refused \\(HTTP 400\\)"):
         conformance.run("tools.result-message", ctx)
     fake.set_deviation(compose(TEMPLATE_ERROR_500))
@@ -133,7 +135,7 @@ def test_a_tool_turn_refused_for_another_reason_fails_on_a_model_without_a_tool_
             )
         )
     )
-    ctx.no_tools = without_tools(GEMMA)
+    ctx.no_tools = GEMMA.without_tools
     try:
         conformance.run("tools.result-message", ctx)
     except NotExercised as exc:  # a skip: pytest.raises would let it pass as skipped
@@ -150,7 +152,7 @@ def test_no_call_under_auto_from_a_model_never_taught_tools_judges_nothing(ctx, 
     fake.set_deviation(compose(MUTATIONS["tools.auto"]))
     with pytest.raises(CheckFailure, match="a get_weather call"):
         conformance.run("tools.auto", ctx)
-    ctx.no_tools = without_tools(GEMMA)
+    ctx.no_tools = GEMMA.without_tools
     with pytest.raises(NotExercised, match="answered without a call, and auto leaves the call to it"):
         conformance.run("tools.auto", ctx)
     fake.set_deviation(BASE)
@@ -159,5 +161,6 @@ def test_no_call_under_auto_from_a_model_never_taught_tools_judges_nothing(ctx, 
 
 def test_the_gemma_folder_a_server_serves_is_the_model_without_tools() -> None:
     """transformers serve names its model by the cached folder: it is still gemma-3-270m."""
-    assert without_tools(GEMMA) == without_tools("/cache/models/gemma-3-270m-bf16-fa6c9653d65e") is not None
-    assert without_tools("tiny") is None and without_tools("org/some-model") is None
+    assert registry.builtin("/cache/models/gemma-3-270m-bf16-fa6c9653d65e") is GEMMA
+    assert GEMMA.without_tools is not None and registry.builtin("org/some-model") is None
+    assert all(builtin.without_tools is None for builtin in registry.BUILTINS if builtin is not GEMMA)

@@ -10,8 +10,7 @@ import struct
 from pytest_infer import conformance
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
-from .branches.tools import chain
-from .deviations import MESSAGES, answers, compose, embeddings, on_events, on_response
+from .deviations import MESSAGES, answers, chain, compose, embeddings, on_events, on_response
 
 
 def test_chat_passes_when_neither_answer_reports_usage(ctx: conformance.CheckContext, fake: FakeServer) -> None:

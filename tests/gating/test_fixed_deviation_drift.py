@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conformance.deviations import BASE, MUTATIONS, compose
+from conformance.deviations import BASE, compose
+from conformance.proofs import MUTATIONS
 from results_factory import session
 
 from pytest_infer.cli import main
