@@ -23,7 +23,7 @@ from pytest_infer import conformance
 from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
 from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
 
-from ..deviations import answers, compose
+from ..deviations import BASE, answers, compose
 
 SKIPPED = pytest.skip.Exception  # a check that stops with a plain pytest.skip
 Branch = tuple[str, Deviation, str]
@@ -228,7 +228,7 @@ def prove(check_id: str, proof: Proof, ctx: conformance.CheckContext, fake: Fake
     fails_on_its_mutation(check_id, proof, ctx, fake)
     for _, deviation, quoted in proof.branches:
         fails_on(check_id, deviation, quoted, ctx, fake)
-    fake.set_deviation(compose(Deviation()))
+    fake.set_deviation(BASE)
     fake.forget()
     sends_what_it_states(check_id, proof, ctx, fake)
     for broken in BROKEN:
