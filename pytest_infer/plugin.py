@@ -16,7 +16,7 @@ import pytest
 
 from . import hooks
 from . import options as opts
-from .outcomes import Inconclusive, NotExercised, NotRun, Unsupported
+from .outcomes import NotRun, Outcome, OutcomeSkip
 from .session import WORKER_RESULTS_KEY, WORKER_SERVERS_KEY, InferSession, session_key
 from .suite import Suite, SuiteError, by_name, installed
 
@@ -183,7 +183,7 @@ def _target_failed(info: ServerInfo, session: InferSession) -> None:
         pytest.fail(f"{info.target}: {info.error}", pytrace=False)
     why = info.error.splitlines()[0][:200]
     started = info.launched and not info.crashes  # else the error says what happened: an endpoint's, a death's
-    raise NotRun(f"not run: {info.target} did not start ({why})" if started else f"not run: {info.target}: {why}")
+    raise NotRun(f"{info.target} did not start ({why})" if started else f"{info.target}: {why}")
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ def infer_live_server(infer_server: ServerInfo, infer_session: InferSession) -> 
     if not infer_server.alive():
         infer_session.pool.get(infer_server.target)
         if infer_server.error:
-            raise NotRun(f"not run: {infer_server.target}: {infer_server.error.splitlines()[0][:200]}")
+            raise NotRun(f"{infer_server.target}: {infer_server.error.splitlines()[0][:200]}")
     if not infer_server.alive():
         pytest.fail(
             f"{infer_server.target}: the server process {infer_server.pid} has died; last lines of its log:\n"
@@ -272,36 +272,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.sections.append((f"server log tail: {info.target} ({state})", info.log_tail()))
     if call.when == "call" or (call.when == "setup" and not report.passed):
         excinfo = call.excinfo
-        skip = next(
-            (name for kind, name in SKIP_OUTCOMES.items() if excinfo is not None and excinfo.errisinstance(kind)), None
-        )
-        _record(session, item, report, target, skip)
-
-
-# skips that the results record as outcomes of their own, not as "skipped"
-SKIP_OUTCOMES: dict[type[BaseException], str] = {
-    Unsupported: "unsupported",
-    NotRun: "not_run",
-    NotExercised: "not_exercised",
-    Inconclusive: "inconclusive",
-}
+        skip = excinfo.value if excinfo is not None else None
+        own = skip.outcome if isinstance(skip, OutcomeSkip) else None
+        _record(session, item, report, target, own)
 
 
 def _record(
-    session: InferSession, item: pytest.Item, report: pytest.TestReport, target: Target, skip: str | None = None
+    session: InferSession,
+    item: pytest.Item,
+    report: pytest.TestReport,
+    target: Target,
+    skip: Outcome | None = None,
 ) -> None:
+    """``skip``: the outcome of its own that the test's skip records (an ``OutcomeSkip``)."""
     check = item.get_closest_marker("infer_check")
     suite = next((name for name in session.suites if item.get_closest_marker(name)), None)
     if hasattr(report, "wasxfail"):
-        outcome = "xfail" if report.skipped else "fixed"
+        outcome = Outcome.XFAIL if report.skipped else Outcome.FIXED
     elif skip is not None:
         outcome = skip
     elif report.skipped:
-        outcome = "skipped"
+        outcome = Outcome.SKIPPED
     elif report.failed:
-        outcome = "failed" if report.when == "call" else "error"
+        outcome = Outcome.FAILED if report.when == "call" else Outcome.ERROR
     else:
-        outcome = "passed"
+        outcome = Outcome.PASSED
     # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
     from .results.model import TestRecord
 
@@ -318,7 +313,7 @@ def _record(
         TestRecord(
             nodeid=item.nodeid,
             target=target.id,
-            outcome=outcome,
+            outcome=outcome.value,
             suite=suite,
             check=check.args[0] if check and check.args else None,
             message=str(message)[:4000],

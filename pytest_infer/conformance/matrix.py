@@ -18,15 +18,22 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..outcomes import Outcome, words
 from ..results.model import SessionResults, atomic_write_text
-from ..results.views import release_version
+from ..results.views import PROBLEMS, release_version
 from .scripts import REASONING_FORMATS, TOOL_FORMATS
 
 PREFIX = "parsers."
 MATRIX_FILE = "matrix" + ".md"  # a report the script writes, not a document under docs/
 ENGINE_PARSERS = "engine-parsers.txt"  # written by scripts/parser-matrix.sh beside the parsers' folders
 # results outcome -> the cell shown
-CELLS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "xfailed": "FAIL (known)", "xpassed": "pass (fixed)"}
+CELLS: dict[str, str] = {
+    Outcome.PASSED: Outcome.PASSED.label,
+    Outcome.FAILED: Outcome.FAILED.label,
+    Outcome.ERROR: Outcome.ERROR.label,
+    Outcome.XFAIL: f"{Outcome.FAILED.label} (known)",
+    Outcome.FIXED: f"{Outcome.PASSED.label} ({Outcome.FIXED.words})",
+}
 Rows = dict[str, dict[str, str]]  # parser folder -> case -> cell
 
 
@@ -35,7 +42,7 @@ def cell(outcome: str, message: str) -> str:
         return CELLS[outcome]
     if "not drivable" in message:
         return "not drivable"
-    return outcome.replace("_", " ")
+    return words(outcome)
 
 
 def rows(report_dir: Path) -> tuple[Rows, list[str], str | None]:
@@ -50,7 +57,7 @@ def rows(report_dir: Path) -> tuple[Rows, list[str], str | None]:
         for test in results.tests:
             if test.check and test.check.startswith(PREFIX):
                 found.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
-                if test.outcome in ("failed", "error"):
+                if test.outcome in PROBLEMS:
                     said = [
                         line.strip()
                         for line in test.message.splitlines()

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import jsonschema
 
 from ..client.http import InferClient
+from ..outcomes import Outcome
 from .kit import Answer, send, send_together, tokenize
 
 PROMPT = "Write a short story about a lighthouse keeper."
@@ -53,9 +54,9 @@ CHECKS = ("seeds", "stop", "max_tokens", "logit_bias", "logprobs", "n", "schemas
 
 
 class Verdict(NamedTuple):
-    """A check's outcome (``passed``, ``failed``, ``inconclusive``, ``not_exercised``, ``unsupported``) and why."""
+    """A check's outcome (passed, failed, inconclusive, not exercised or unsupported) and why."""
 
-    outcome: str
+    outcome: Outcome
     message: str
 
 
@@ -140,13 +141,13 @@ def _controls(mix: Mix, names: tuple[str, ...], reproducible: bool) -> Verdict |
         alone = mix.alone[name]
         if alone.problem is not None:
             return Verdict(
-                "not_exercised",
+                Outcome.NOT_EXERCISED,
                 f"{name} alone was not answered ({alone.problem}): the server does not take it alone, so whether it "
                 f"keeps it apart in a batch is not judged\nreproduce: {alone.reproducer}",
             )
         if reproducible and _texts(alone) != _texts(mix.again[name]):
             return Verdict(
-                "inconclusive",
+                Outcome.INCONCLUSIVE,
                 f"{name} alone twice gave two answers ({_texts(alone)!r:.200} then {_texts(mix.again[name])!r:.200}): "
                 f"it is not reproducible alone, so the batch cannot be held to it\nreproduce: {alone.reproducer}",
             )
@@ -154,7 +155,7 @@ def _controls(mix: Mix, names: tuple[str, ...], reproducible: bool) -> Verdict |
         batched = mix.batched[name]
         if batched.problem is not None:
             return Verdict(
-                "failed",
+                Outcome.FAILED,
                 f"{name} in the batch was not answered ({batched.problem}), though alone it was"
                 f"\nreproduce (alone): {batched.reproducer}",
             )
@@ -170,14 +171,14 @@ def _same_as_alone(mix: Mix, names: tuple[str, ...], setting: str) -> Verdict:
     ]
     if wrong:
         return Verdict(
-            "failed",
+            Outcome.FAILED,
             f"{setting}: {len(wrong)} of {len(names)} requests answered differently in the batch than alone "
             f"(their {setting} reached another request, or none): "
             + "; ".join(wrong)
             + f"\nreproduce (alone): {mix.alone[names[0]].reproducer}",
         )
     return Verdict(
-        "passed",
+        Outcome.PASSED,
         f"{setting}: {len(names)} requests each gave its own alone answer in a batch of "
         f"{len(mix.batched)}: " + "; ".join(f"{n} {_texts(mix.batched[n])!r:.60}" for n in names),
     )
@@ -188,7 +189,10 @@ def _seeds(mix: Mix) -> Verdict:
     if (stop := _controls(mix, names, reproducible=True)) is not None:
         return stop
     if _texts(mix.alone["seed-a"]) == _texts(mix.alone["seed-b"]):
-        return Verdict("inconclusive", "seeds 11 and 22 give one answer alone: a swap of seeds would not show")
+        return Verdict(
+            Outcome.INCONCLUSIVE,
+            "seeds 11 and 22 give one answer alone: a swap of seeds would not show",
+        )
     return _same_as_alone(mix, names, "seed")
 
 
@@ -200,17 +204,23 @@ def _stop(mix: Mix) -> Verdict:
         strings = mix.alone[name].body.get("stop") or []
         if not all(strings) or mix.alone[name].finish_reason() != "stop":
             return Verdict(
-                "not_exercised",
+                Outcome.NOT_EXERCISED,
                 f"{name} alone did not end on its stop string {strings!r} (finish_reason "
                 f"{mix.alone[name].finish_reason()!r}): the server does not apply it alone (or the plain answer gave "
                 "no text to cut a stop string from)",
             )
     if mix.alone["stop-a"].text() == mix.alone["stop-b"].text():
-        return Verdict("inconclusive", "both stop strings cut the answer at one place alone: a swap would not show")
+        return Verdict(
+            Outcome.INCONCLUSIVE,
+            "both stop strings cut the answer at one place alone: a swap would not show",
+        )
     found = _same_as_alone(mix, names, "stop strings")
     ended = [n for n in names if mix.batched[n].finish_reason() != "stop"]
-    if found.outcome == "passed" and ended:
-        return Verdict("failed", f"stop strings: {ended} did not end on their stop string in the batch")
+    if found.outcome == Outcome.PASSED and ended:
+        return Verdict(
+            Outcome.FAILED,
+            f"stop strings: {ended} did not end on their stop string in the batch",
+        )
     return found
 
 
@@ -222,7 +232,7 @@ def _max_tokens(mix: Mix) -> Verdict:
         limit = mix.alone[name].body["max_tokens"]
         if mix.alone[name].completion_tokens() != limit or mix.alone[name].finish_reason() != "length":
             return Verdict(
-                "not_exercised",
+                Outcome.NOT_EXERCISED,
                 f"{name} alone did not run to its max_tokens {limit} (usage.completion_tokens "
                 f"{mix.alone[name].completion_tokens()!r}, finish_reason {mix.alone[name].finish_reason()!r}): the "
                 "model ended first, or the server does not count",
@@ -233,14 +243,14 @@ def _max_tokens(mix: Mix) -> Verdict:
         if mix.batched[n].completion_tokens() != mix.batched[n].body["max_tokens"]
     ]
     if wrong:
-        return Verdict("failed", "max_tokens: in the batch " + "; ".join(wrong))
+        return Verdict(Outcome.FAILED, "max_tokens: in the batch " + "; ".join(wrong))
     return _same_as_alone(mix, names, "max_tokens")
 
 
 def _logit_bias(mix: Mix) -> Verdict:
     if mix.bias_token is None:
         return Verdict(
-            "unsupported",
+            Outcome.UNSUPPORTED,
             f"the server's tokenize route gave no token id of {BIAS_TEXT!r}: logit_bias needs one, so it is not sent",
         )
     names = ("bias", "plain")
@@ -249,7 +259,7 @@ def _logit_bias(mix: Mix) -> Verdict:
     biased, plain = mix.alone["bias"].text(), mix.alone["plain"].text()
     if biased == plain or BIAS_TEXT not in biased:
         return Verdict(
-            "not_exercised",
+            Outcome.NOT_EXERCISED,
             f"logit_bias +100 on the token of {BIAS_TEXT!r} ({mix.bias_token}) changed nothing alone ({biased!r:.80} "
             f"against {plain!r:.80} without it): the server does not apply it alone\nreproduce: "
             f"{mix.alone['bias'].reproducer}",
@@ -276,15 +286,18 @@ def _logprobs(mix: Mix) -> Verdict:
     alone = {n: _logprobs_shape(mix.alone[n]) for n in names}
     if not all(want[n](mix.alone[n]) for n in names):
         return Verdict(
-            "not_exercised",
+            Outcome.NOT_EXERCISED,
             f"alone, logprobs (top 2) on one request and none on the other came back as {alone}: the server does "
             "not give what was asked alone",
         )
     batched = {n: _logprobs_shape(mix.batched[n]) for n in names}
     if not all(want[n](mix.batched[n]) for n in names):
-        return Verdict("failed", f"logprobs: in the batch the two requests got {batched}, alone {alone}")
+        return Verdict(
+            Outcome.FAILED,
+            f"logprobs: in the batch the two requests got {batched}, alone {alone}",
+        )
     return Verdict(
-        "passed",
+        Outcome.PASSED,
         f"logprobs: in a batch of {len(mix.batched)}, the request that asked got {batched['lp-on']}"
         ", the one that did not got none",
     )
@@ -296,10 +309,13 @@ def _n(mix: Mix) -> Verdict:
         return stop
     counts = {n: len(mix.alone[n].choices) for n in names}
     if counts != {"n-3": 3, "n-1": 1}:
-        return Verdict("not_exercised", f"alone, n=3 and n=1 gave {counts} choices: the server does not apply n alone")
+        return Verdict(
+            Outcome.NOT_EXERCISED,
+            f"alone, n=3 and n=1 gave {counts} choices: the server does not apply n alone",
+        )
     batched = {n: len(mix.batched[n].choices) for n in names}
     if batched != counts:
-        return Verdict("failed", f"n: in the batch n=3 and n=1 gave {batched} choices")
+        return Verdict(Outcome.FAILED, f"n: in the batch n=3 and n=1 gave {batched} choices")
     return _same_as_alone(mix, names, "n")
 
 
@@ -323,7 +339,7 @@ def _schemas(mix: Mix) -> Verdict:
     for name in names:
         if (why := _schema_errors(mix.alone[name].text(), SCHEMAS[name])) is not None:
             return Verdict(
-                "not_exercised",
+                Outcome.NOT_EXERCISED,
                 f"{name} alone broke its own schema ({why}): the server does not apply the schema alone (the "
                 f"structured suite judges that), so cross-talk under batching is not judged\nreproduce: "
                 f"{mix.alone[name].reproducer}",
@@ -336,11 +352,13 @@ def _schemas(mix: Mix) -> Verdict:
         elif _schema_errors(text, SCHEMAS[other[name]]) is None:
             wrong.append(f"{name}'s answer {text!r:.80} is valid against {other[name]} too")
     if wrong:
+        reproducer = mix.alone[names[0]].reproducer
         return Verdict(
-            "failed", "schemas: " + "; ".join(wrong) + f"\nreproduce (alone): {mix.alone[names[0]].reproducer}"
+            Outcome.FAILED,
+            "schemas: " + "; ".join(wrong) + f"\nreproduce (alone): {reproducer}",
         )
     return Verdict(
-        "passed",
+        Outcome.PASSED,
         f"schemas: in a batch of {len(mix.batched)}, each of two requests met its own schema and "
         "not the other's: " + "; ".join(f"{n} {mix.batched[n].text()!r:.60}" for n in names),
     )
@@ -357,25 +375,25 @@ def _tool_choice(mix: Mix) -> Verdict:
     for name in names:  # a forced call's message may carry no content: judged by its calls, not as a completion
         if mix.alone[name].status != 200 or not mix.alone[name].choices:
             return Verdict(
-                "not_exercised",
+                Outcome.NOT_EXERCISED,
                 f"{name} alone was not answered ({mix.alone[name].problem}): the server does not take its tool "
                 f"choice alone\nreproduce: {mix.alone[name].reproducer}",
             )
     alone = {n: _called(mix.alone[n]) for n in names}
     if alone != want:
         return Verdict(
-            "not_exercised",
+            Outcome.NOT_EXERCISED,
             f"alone, tool_choice get_time and none called {alone}: the server does not apply the tool choice alone",
         )
     batched = {n: _called(mix.batched[n]) if mix.batched[n].status == 200 else mix.batched[n].problem for n in names}
     if batched != want:
         return Verdict(
-            "failed",
+            Outcome.FAILED,
             f"tool_choice: in the batch, get_time and none called {batched}\nreproduce (alone): "
             f"{mix.alone['tool-a'].reproducer}",
         )
     return Verdict(
-        "passed",
+        Outcome.PASSED,
         f"tool_choice: in a batch of {len(mix.batched)}, the request naming get_time called it and"
         " the one with none called nothing",
     )

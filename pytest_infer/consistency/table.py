@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from ..outcomes import Outcome, words
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
 # The numerics rule (docs/consistency.md): on tokens both the server and the reference chose, a server's logprob may
@@ -32,7 +33,11 @@ CAUSES = (
         "critical",
     ),
 )
-PARAM_CSS = {"passed": "passed", "failed": "failed", "inconclusive": "invalid", "not_exercised": "not_exercised"}
+# A parameter check's cell: drawn as its outcome; inconclusive as an invalid measurement.
+PARAM_CSS = {
+    **{o: o.value for o in (Outcome.PASSED, Outcome.FAILED, Outcome.NOT_EXERCISED)},
+    Outcome.INCONCLUSIVE: "invalid",
+}
 
 
 class ConsistencyTable(TargetTable):
@@ -66,12 +71,14 @@ class ConsistencyTable(TargetTable):
             rows = {
                 "identical answers": Cell(
                     f"{b['identical']}/{b['prompts']}",
-                    "" if share == 1 else "failed" if b["outside_top_k"] else "",
+                    "" if share == 1 else Outcome.FAILED if b["outside_top_k"] else "",
                     value=share,
                 ),
                 "near-tie flips": Cell(str(b["near_ties"]), value=float(b["near_ties"])),
                 "divergences outside the top-k": Cell(
-                    str(b["outside_top_k"]), "failed" if b["outside_top_k"] else "", value=float(b["outside_top_k"])
+                    str(b["outside_top_k"]),
+                    Outcome.FAILED if b["outside_top_k"] else "",
+                    value=float(b["outside_top_k"]),
                 ),
                 "divergences without logprobs": Cell(
                     str(b["unclassified"]), "invalid" if b["unclassified"] else "", value=float(b["unclassified"])
@@ -103,7 +110,7 @@ class ConsistencyTable(TargetTable):
                 "largest logprob difference on them": Cell(f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]),
                 "disagreements: near-ties": Cell(str(n["near_ties"])),
                 "disagreements: outside the top-k": Cell(
-                    str(n["outside_top_k"]), "failed" if n["outside_top_k"] else "",
+                    str(n["outside_top_k"]), Outcome.FAILED if n["outside_top_k"] else "",
                     "; ".join(json.dumps(d) for d in n.get("disagreements", []))[:500],
                 ),
             }  # fmt: skip
@@ -116,7 +123,7 @@ class ConsistencyTable(TargetTable):
             for check, verdict in sorted(data.get("params", {}).items()):
                 outcome = verdict.get("outcome", "")
                 params.setdefault(check, {})[target] = Cell(
-                    outcome.replace("_", " "), PARAM_CSS.get(outcome, ""), verdict.get("message", "")[:500]
+                    words(outcome), PARAM_CSS.get(outcome, ""), verdict.get("message", "")[:500]
                 )
         if params:
             out.append(Section("Consistency: each request keeps its own parameters in a batch", "parameter", params))
@@ -168,7 +175,7 @@ class ConsistencyTable(TargetTable):
                 )  # fmt: skip
         for check, verdict in after.get("params", {}).items():
             was_outcome = (before.get("params", {}).get(check) or {}).get("outcome")
-            if verdict.get("outcome") == "failed" and was_outcome == "passed":
+            if verdict.get("outcome") == Outcome.FAILED and was_outcome == Outcome.PASSED:
                 found.append(
                     Finding(
                         "regression", "consistency", pairing.label, f"parameters in a batch: {check}", "kept",

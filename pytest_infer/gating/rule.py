@@ -17,18 +17,29 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..outcomes import Outcome
 from ..results.model import Crash, SessionResults, TestRecord
 from ..results.views import CheckCell, headline_of, row_key
 from ..table import UNMEASURED, Finding, Fixed, Measured, Pairing, Table
 
-PASSING = frozenset({"passed", "fixed"})  # "fixed": a declared deviation that passed
-DEVIATIONS = frozenset({"failed", "xfail"})  # the server judged and found wrong (an xfail: a declared deviation)
-VERDICTS = PASSING | DEVIATIONS | {"unsupported"}  # outcomes that judged the server; "unsupported": it refused
-BROKE = frozenset({"error", "not_run"})  # the test broke before judging, or its server was gone
+PASSING = frozenset(o for o in Outcome if o.passes)
+DEVIATIONS = frozenset(o for o in Outcome if o.deviates)
+VERDICTS = frozenset(o for o in Outcome if o.judged)  # the passes, the deviations and the refusal
+BROKE = frozenset(o for o in Outcome if o.broke)
 # The outcome order on judged rows: a step down is a regression, a step up an improvement.
-RANK = {"failed": 0, "xfail": 1, "unsupported": 1, "passed": 2, "fixed": 2}
+RANK: dict[str, int] = {
+    Outcome.FAILED: 0,
+    Outcome.XFAIL: 1,
+    Outcome.UNSUPPORTED: 1,
+    Outcome.PASSED: 2,
+    Outcome.FIXED: 2,
+}
 ABSENT = "not run"  # the side of a row whose results hold no test of it
-IMPROVED = {"failed": "fixed", "xfail": "known deviation fixed", "unsupported": "now supported"}
+IMPROVED: dict[str, str] = {
+    Outcome.FAILED: Outcome.FIXED.value,
+    Outcome.XFAIL: "known deviation fixed",
+    Outcome.UNSUPPORTED: "now supported",
+}
 # A failure's kind, worst last: what it met decides how bad it is, whatever its outcome says.
 FAILURE_KINDS = ("assertion", "5xx", "timeout", "death")
 _KIND_OF = (
@@ -87,7 +98,8 @@ def _reason(cell: CheckCell | None) -> str:
 
 def _declaration(cell: CheckCell) -> str:
     """The expected-failure declaration an xfail cell ran under ("" where the results did not record it)."""
-    return next((t.extra.get("xfail", "") for t in cell.tests if t.outcome == "xfail" and t.extra.get("xfail")), "")
+    declared = (t.extra.get("xfail", "") for t in cell.tests if t.outcome == Outcome.XFAIL)
+    return next((d for d in declared if d), "")
 
 
 def step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None:
@@ -96,7 +108,7 @@ def step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None
     o, n = _outcome(old), _outcome(new)
     if old is not None and new is not None and o == n:
         before, after = _declaration(old), _declaration(new)
-        if o == "xfail" and before and after and before != after:
+        if o == Outcome.XFAIL and before and after and before != after:
             return "change", f"expected-failure declaration changed: {before!r} -> {after!r}"
         return None
     detail = _reason(new) if old is not None else "; ".join(filter(None, ("the baseline did not run it", _reason(new))))
@@ -108,9 +120,9 @@ def step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None
         return "change", detail
     if o in PASSING:  # a pass lost to a row that judged nothing: it no longer vouches for the server
         return "regression", detail
-    if n == "failed":  # the baseline never judged it: the gate does not pass on what it cannot compare
+    if n == Outcome.FAILED:  # the baseline never judged it: no pass on what it cannot compare
         return "regression", ": ".join(filter(None, (f"fails; the baseline never judged it (was {o})", _reason(new))))
-    if n in BROKE and o in VERDICTS - {"failed"}:  # a declared or refused row the candidate broke on
+    if n in BROKE and o in VERDICTS - {Outcome.FAILED}:  # a declared or refused row it broke on
         return "regression", detail
     if o in VERDICTS:  # judged, now not: ``coverage`` makes it missing, ``failure_kinds`` judges what it met
         return None
@@ -160,7 +172,8 @@ def failure_kind(message: str) -> tuple[str, str]:
 
 
 def _kinds(cell: CheckCell) -> list[tuple[str, str]]:
-    return [failure_kind(t.message) for t in cell.tests if t.outcome in DEVIATIONS or t.outcome == "error"]
+    failing = [t for t in cell.tests if t.outcome in DEVIATIONS or t.outcome == Outcome.ERROR]
+    return [failure_kind(t.message) for t in failing]
 
 
 def failure_kinds(run: PairRun) -> list[Finding]:
@@ -171,7 +184,8 @@ def failure_kinds(run: PairRun) -> list[Finding]:
     for row, old, new in run.rows():
         if old is None or new is None or old.outcome not in DEVIATIONS:
             continue
-        if new.outcome != old.outcome and not (new.outcome == "error" and old.outcome == "failed"):
+        worse = new.outcome == Outcome.ERROR and old.outcome == Outcome.FAILED
+        if new.outcome != old.outcome and not worse:
             continue
         was, now = _kinds(old), _kinds(new)
         if not was or not now:

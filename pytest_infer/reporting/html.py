@@ -12,9 +12,9 @@ import json
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..outcomes import MissingExtra
+from ..outcomes import MissingExtra, Outcome
 from ..results.model import SessionResults
-from ..results.views import Problem, Views, build_views
+from ..results.views import PROBLEMS, Problem, Views, build_views
 from ..table import Section
 from .terminal import target_state, verdict_counts
 
@@ -22,10 +22,7 @@ STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}
-th{background:#f3f3f3}td.passed,td.valid{background:#e8f5e9}
-td.failed,td.error,td.invalid{background:#ffcdd2;font-weight:bold}
-td.unsupported,td.rejected,td.skipped,td.not_run,td.not_exercised,td.inconclusive{background:#eceff1}
-td.xfail,td.truncated{background:#fff8e1}td.fixed{background:#c8e6c9;font-weight:bold}
+th{background:#f3f3f3}
 .verdict{font-size:1.3em;padding:.3em .8em;display:inline-block;border-radius:4px;margin:.2em 0}
 .pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
@@ -35,6 +32,23 @@ padding:0 .3em;margin-right:.4em}
 .sev.critical{background:#c62828;color:#fff}.sev.major{background:#ffcdd2}.sev.minor{background:#fff8e1}
 .where,.ref{color:#555;font-size:.9em}
 """
+# The suites' own cell classes, each drawn as the outcome it reads as.
+DRAWN_AS = {
+    "valid": Outcome.PASSED,
+    "invalid": Outcome.FAILED,
+    "rejected": Outcome.SKIPPED,
+    "truncated": Outcome.XFAIL,
+}
+
+
+def outcome_style() -> str:
+    """Each outcome's cell, and the classes drawn as it: its colour, in bold where notable."""
+    rules = []
+    for outcome in Outcome:
+        classes = [outcome.value, *(c for c, drawn in DRAWN_AS.items() if drawn is outcome)]
+        bold = ";font-weight:bold" if outcome.notable else ""
+        rules.append(f"{','.join(f'td.{c}' for c in classes)}{{background:{outcome.colour}{bold}}}")
+    return "\n".join(rules)
 
 
 def _e(value: object) -> str:
@@ -119,13 +133,8 @@ def _verdict(views: Views, gate) -> str:
     """The answer first: the gate's verdict, then one row per suite with each target's counts of each outcome."""
     cells: dict[str, dict[str, str]] = {}
     for target, suite, counts in views.verdict_rows():
-        css = (
-            "failed"
-            if counts.get("failed") or counts.get("error")
-            else "invalid"
-            if counts.get("invalid")
-            else "passed"
-        )
+        problem = any(counts.get(o) for o in PROBLEMS)
+        css = Outcome.FAILED if problem else "invalid" if counts.get("invalid") else Outcome.PASSED
         cells.setdefault(suite, {})[target] = f'<td class="{css}">{_e(verdict_counts(counts))}</td>'
     body = [
         f"<tr><td>{_e(suite)}</td>{''.join(row.get(t, '<td>-</td>') for t in views.ids)}</tr>"
@@ -200,7 +209,11 @@ def _limits(views: Views) -> str:
     return f"<h2>Figures against their limits</h2>{invalid}{table}{fold}"
 
 
-VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "invalid"}
+VERDICT_CSS = {"pass": Outcome.PASSED, "fail": Outcome.FAILED, "invalid": "invalid"}
+
+
+# A gate finding's cell: a regression drawn as a failure, an improvement as a pass.
+FINDING_CSS = {"regression": Outcome.FAILED, "improvement": Outcome.PASSED}
 
 
 def _differences(gate) -> str:
@@ -208,7 +221,7 @@ def _differences(gate) -> str:
         return ""
     rows = [
         "<tr><td"
-        f' class="{"failed" if f.kind == "regression" else "passed" if f.kind == "improvement" else ""}">'
+        f' class="{FINDING_CSS.get(f.kind, "")}">'
         f"{_e(f.kind)}</td><td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td>"
         f"<td>{_e(f.pair)}</td><td>{_e(f.detail)}</td></tr>"
         for f in gate.findings
@@ -246,10 +259,10 @@ def _plots(results: SessionResults, views: Views) -> str:
 
 
 def page(title: str, body: str) -> str:
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>{body}</body></html>\n"
-    )
+    style = f"<style>{STYLE}{outcome_style()}</style>"
+    head = f'<meta charset="utf-8"><title>{_e(title)}</title>{style}'
+    shown = f"<body><h1>{_e(title)}</h1>{body}</body>"
+    return f'<!DOCTYPE html><html lang="en"><head>{head}</head>{shown}</html>\n'
 
 
 def render_html(

@@ -10,16 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..outcomes import Outcome
 from ..results.model import SessionResults
-from ..results.views import Problem, Views, build_views
+from ..results.views import PROBLEMS, Problem, Views, build_views
 from ..table import Cell, Section
 from .terminal import target_state, verdict_counts
 
-ICONS = {
-    "passed": "✅ pass", "failed": "❌ FAIL", "error": "💥 ERROR", "unsupported": "➖ unsup", "xfail": "⚠️ xfail",
-    "fixed": "🎉 FIXED",
-    "not_run": "⛔ not run", "not_exercised": "◌ not exercised", "inconclusive": "❔ inconclusive", "skipped": "⏭ skip",
-}  # fmt: skip
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_DETAIL = 200
 # GitHub's limit on a pull-request comment (a step summary may hold 1 MiB): the summary stays under it.
@@ -39,8 +35,12 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _text(cell: Cell, checks: bool) -> str:
+    """A check's cell as its outcome's icon and label; one whose text is not its outcome's symbol
+    (``FAIL(w)``) keeps its text."""
+    if checks and (outcome := Outcome.of(cell.css)):
+        return f"{outcome.icon} {outcome.label if cell.text == outcome.symbol else cell.text}"
     if checks:
-        return ICONS.get(cell.css, cell.text) if cell.text != "FAIL(w)" else "❌ FAIL(w)"
+        return cell.text
     return f"{cell.text} ({cell.detail[:MAX_DETAIL]})" if cell.detail else cell.text
 
 
@@ -68,7 +68,8 @@ def verdict_units(views: Views, gate) -> list[str]:
         units.append("")
     cells: dict[str, dict[str, str]] = {}
     for target, suite, counts in views.verdict_rows():
-        mark = "❌ " if counts.get("failed") or counts.get("error") else "⚠️ " if counts.get("invalid") else ""
+        problem = any(counts.get(o) for o in PROBLEMS)
+        mark = f"{Outcome.FAILED.icon} " if problem else "⚠️ " if counts.get("invalid") else ""
         cells.setdefault(suite, {})[target] = mark + verdict_counts(counts)
     body = [[suite, *(row.get(t, "-") for t in views.ids)] for suite, row in cells.items()]
     return units + (_table(["suite", *views.labels], body) if body else ["No tests were recorded."])

@@ -9,25 +9,15 @@ its table.
 from __future__ import annotations
 
 from ..gating.compare import gate_of
+from ..outcomes import Outcome
 from ..results.model import SessionResults
 from ..results.views import Views, build_views
 from ..table import Section
 
 MAX_ROW = 60
-# The verdict's columns: (outcome, heading); "invalid" counts measurements that judged nothing.
-VERDICT_COLUMNS = (
-    ("passed", "pass"),
-    ("failed", "FAIL"),
-    ("error", "ERROR"),
-    ("unsupported", "unsup"),
-    ("xfail", "xfail"),
-    ("fixed", "FIXED"),
-    ("inconclusive", "inconclusive"),
-    ("not_exercised", "not exercised"),
-    ("not_run", "not run"),
-    ("skipped", "skip"),
-    ("invalid", "invalid measurement"),
-)
+# The verdict's columns: (outcome, heading), every outcome in its order, then measurements that
+# judged nothing.
+VERDICT_COLUMNS = (*((o.value, o.label) for o in Outcome), ("invalid", "invalid measurement"))
 
 
 def verdict_counts(counts) -> str:

@@ -14,38 +14,15 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from ..outcomes import Outcome, words
 from ..paths import TINY, builtin_model_of
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Measured, Section, Table
 from .model import Crash, SessionResults, TargetRecord, TestRecord
 
-# Worst first: what a row shows when one check ran several times against one target (an xdist run, or runs merged by
-# ``combine``). Any step away from a pass wins over a pass: the passes ("fixed" is a declared deviation that passed)
-# come last, so a cell holding [fixed, inconclusive] is inconclusive, never a pass.
-OUTCOME_SEVERITY = (
-    "error",
-    "not_run",
-    "failed",
-    "unsupported",
-    "xfail",
-    "inconclusive",
-    "not_exercised",
-    "skipped",
-    "fixed",
-    "passed",
-)
-PASSES = ("passed", "fixed")  # the outcomes that judged something and found it right
-SYMBOLS = {
-    "passed": "pass",
-    "failed": "FAIL",
-    "unsupported": "unsup",
-    "xfail": "xfail",
-    "fixed": "FIXED",
-    "error": "ERROR",
-    "not_run": "n/run",
-    "not_exercised": "n/ex",
-    "inconclusive": "inconc",
-    "skipped": "skip",
-}
+# Worst first: what a row shows when one check ran several times against one target (an xdist run,
+# or runs merged by ``combine``).
+OUTCOME_SEVERITY = Outcome.worst_first()
+PASSES = frozenset(o for o in Outcome if o.passes)  # judged something and found it right
 
 
 def target_label(target: TargetRecord) -> str:
@@ -81,12 +58,12 @@ def row_key(test: TestRecord) -> str:
 def counts_text(counts: Counter[str]) -> str:
     """``1 error, 88 not run``: how many tests had each outcome, worst first."""
     order = [*OUTCOME_SEVERITY, *sorted(set(counts) - set(OUTCOME_SEVERITY))]
-    return ", ".join(f"{counts[o]} {o.replace('_', ' ')}" for o in order if counts[o])
+    return ", ".join(f"{counts[o]} {words(o)}" for o in order if counts[o])
 
 
 def worst(outcomes: list[str]) -> str:
-    rank = {o: i for i, o in enumerate(OUTCOME_SEVERITY)}
-    return min(outcomes, key=lambda o: rank.get(o, -1))
+    """The worst of ``outcomes``; one this version does not know is worse than any it knows."""
+    return min(outcomes, key=lambda o: known.severity if (known := Outcome.of(o)) else -1)
 
 
 @dataclass(slots=True)
@@ -114,10 +91,12 @@ class CheckCell:
     @property
     def symbol(self) -> str:
         """A cell failed only by checks of severity 'warning' (deviations clients tolerate) reads FAIL(w)."""
-        failed = [t for t in self.tests if t.outcome == "failed"]
-        if self.outcome == "failed" and failed and all(t.extra.get("severity") == "warning" for t in failed):
-            return "FAIL(w)"
-        return SYMBOLS.get(self.outcome, self.outcome)
+        failed = [t for t in self.tests if t.outcome == Outcome.FAILED]
+        warned = all(t.extra.get("severity") == "warning" for t in failed)
+        if self.outcome == Outcome.FAILED and failed and warned:
+            return f"{Outcome.FAILED.symbol}(w)"
+        known = Outcome.of(self.outcome)
+        return known.symbol if known else self.outcome
 
 
 def check_matrix(results: SessionResults) -> dict[str, dict[str, CheckCell]]:
@@ -141,8 +120,8 @@ def checks_section(matrix: dict[str, dict[str, CheckCell]]) -> Section:
 
 
 # Outcomes that make a finding, and outcomes that make a matrix row worth showing by default.
-PROBLEMS = ("failed", "error")
-NOTABLE = frozenset({"failed", "error", "fixed", "not_run"})
+PROBLEMS = frozenset(o for o in Outcome if o.finding)
+NOTABLE = frozenset(o for o in Outcome if o.notable)
 # An upstream reference in a message: ``xgrammar#749``, ``#895``, ``owner/repo#12``, or a GitHub issue or pull URL.
 _REFERENCE = re.compile(
     r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+|(?<![\w/&#])(?:[A-Za-z][\w.-]*(?:/[\w.-]+)?)?#\d+\b"
@@ -225,8 +204,8 @@ def _short(nodeid: str) -> str:
 
 
 def _not_run(results: SessionResults, target: str) -> str:
-    count = sum(1 for t in results.tests if t.target == target and t.outcome == "not_run")
-    return f"; {count} test{'s' if count > 1 else ''} not run" if count else ""
+    count = sum(1 for t in results.tests if t.target == target and t.outcome == Outcome.NOT_RUN)
+    return f"; {count} test{'s' if count > 1 else ''} {Outcome.NOT_RUN.words}" if count else ""
 
 
 def _crash_cause(results: SessionResults, target: TargetRecord, crash: Crash) -> Cause:

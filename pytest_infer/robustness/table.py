@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..outcomes import Outcome
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
 # What the reports show per target, in this order.
@@ -41,6 +42,12 @@ def _cause(row: str, message: str) -> Cause | None:
     return None
 
 
+def _cell(counter: str, counts: dict[str, int]) -> Cell:
+    """A counter's cell: a bad counter that counted something is drawn as a failure."""
+    n = counts.get(counter, 0)
+    return Cell(str(n), Outcome.FAILED if counter in BAD_COUNTERS and n else "")
+
+
 class RobustnessTable(TargetTable):
     """``{target: {counter: n}}``."""
 
@@ -62,10 +69,7 @@ class RobustnessTable(TargetTable):
     def sections(self) -> list[Section]:
         counters = list(dict.fromkeys([*COUNTERS, *(k for c in self.counts.values() for k in c)]))
         rows = {
-            counter: {
-                t: Cell(str(c.get(counter, 0)), "failed" if counter in BAD_COUNTERS and c.get(counter) else "")
-                for t, c in self.counts.items()
-            }
+            counter: {t: _cell(counter, c) for t, c in self.counts.items()}
             for counter in counters
             if any(counter in c for c in self.counts.values())
         }

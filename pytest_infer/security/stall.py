@@ -37,6 +37,7 @@ from ..client.endpoint import Endpoint
 from ..load.patterns import LoadSpec, Workload, run_load
 from ..load.prompts import calibrate
 from ..load.trace import RequestTrace
+from ..outcomes import Outcome
 
 LIMITS_FILE = Path(__file__).with_name("stall.yaml")
 MAX_N = 16
@@ -125,6 +126,11 @@ def response_format(schema: dict) -> dict[str, Any]:
     return {"response_format": {"type": "json_schema", "json_schema": {"name": "bomb", "schema": schema}}}
 
 
+# What became of a hostile request that, valid as it is, got a 5xx, a dropped connection or no
+# completion: the request's fate, not a test's outcome.
+REQUEST_FAILED = "failed"
+
+
 @dataclass(slots=True)
 class Hostile:
     """What became of the hostile request: ``outcome`` is answered (a chat completion), refused (a 4xx), failed (a 5xx,
@@ -155,7 +161,7 @@ class Hostile:
             return "refused"
         if self.status is not None and 200 <= self.status < 300 and not self.said:
             return "answered"
-        return "failed"
+        return REQUEST_FAILED
 
     def describe(self) -> str:
         if self.cut_off:
@@ -235,7 +241,7 @@ class Stall:
     gap_stall_s: float | None = None
     e2e_stall_s: float | None = None
     recovered: bool | None = None
-    verdict: str = "inconclusive"
+    verdict: str = Outcome.INCONCLUSIVE
     why: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -295,11 +301,14 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
     out = Stall(kind, hostile.describe(), hostile.outcome, hostile.seconds)
     light = [t for t in traces if t.phase == "measured"]
     errors = [t for t in light if t.status is not None and t.status >= 500]
-    if errors or hostile.outcome == "failed":
-        problems = [f"the hostile request, a valid one, {hostile.describe()}"] if hostile.outcome == "failed" else []
+    hostile_failed = hostile.outcome == REQUEST_FAILED
+    if errors or hostile_failed:
+        problems = []
+        if hostile_failed:
+            problems.append(f"the hostile request, a valid one, {hostile.describe()}")
         if errors:
             problems.append(f"{len(errors)} of {len(light)} light requests got a server error ({_unanswered(errors)})")
-        out.verdict, out.why = "failed", "; ".join(problems)
+        out.verdict, out.why = Outcome.FAILED, "; ".join(problems)
         return out
     settled_before = [t for t in light if _start(t) < hostile.start_ns and _settled(t) < hostile.start_ns]
     out.before = [x for t in settled_before if (x := ttft_s(t)) is not None]
@@ -323,7 +332,7 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
     out.during = [ttft_s(t) for t in overlapping]
     if not overlapping:
         if hostile.outcome == "refused":
-            out.verdict = "not_exercised"
+            out.verdict = Outcome.NOT_EXERCISED
             out.why = (
                 f"the server refused the hostile request before any light request met it ({hostile.describe()}): it"
                 " never ran, so it stalled nothing"
@@ -378,10 +387,10 @@ def judge(kind: str, traces: list[RequestTrace], hostile: Hostile, limits: Stall
         )
     if not out.recovered:
         problems.append("the server did not come back to its earlier latency")
-    out.verdict = "failed" if problems else "passed"
+    out.verdict = Outcome.FAILED if problems else Outcome.PASSED
     out.why = "; ".join([*problems, figures])
-    if out.verdict == "passed" and hostile.unapplied:  # no answer shows the costly part ran: no pass
-        out.verdict = "not_exercised"
+    if out.verdict == Outcome.PASSED and hostile.unapplied:  # no answer shows it ran: no pass
+        out.verdict = Outcome.NOT_EXERCISED
         out.why = (
             f"the answer does not conform to the hostile request's schema ({hostile.unapplied}): the server took the"
             f" schema and it applied none, so the costly grammar never ran; {figures}"

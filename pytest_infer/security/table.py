@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..outcomes import Outcome
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 from .routes import PROTECTED
 
@@ -59,7 +60,7 @@ class SecurityTable(TargetTable):
                     else f"not reached ({probe.get('keyed')})"
                 )
                 routes.setdefault(f"{name} [{probe.get('kind')}]", {})[target] = Cell(
-                    text, "failed" if bad else "", probe.get("reproducer", "")
+                    text, Outcome.FAILED if bad else "", probe.get("reproducer", "")
                 )
         if routes:
             out.append(
@@ -69,7 +70,8 @@ class SecurityTable(TargetTable):
         for target, data in self.counts.items():
             for leak in data.get("leaks", []):
                 row = f"{leak['what']} in {leak['where']}"
-                leaks.setdefault(row, {})[target] = Cell(f"{leak['request']}: {leak['excerpt']}", "failed")
+                excerpt = f"{leak['request']}: {leak['excerpt']}"
+                leaks.setdefault(row, {})[target] = Cell(excerpt, Outcome.FAILED)
             if data.get("errors_judged"):
                 leaks.setdefault("error answers judged", {})[target] = Cell(
                     str(data["errors_judged"]), "", value=float(data["errors_judged"])
@@ -81,15 +83,15 @@ class SecurityTable(TargetTable):
             for kind, stall in data.get("stalls", {}).items():
                 value = stall.get("stall_s")
                 text = "n/a" if value is None else f"{value * 1000:.0f} ms"
-                if stall.get("verdict") == "not_exercised":
-                    text = f"not exercised: {stall.get('hostile_outcome') or 'refused'}"
+                verdict = Outcome.of(stall.get("verdict", ""))
+                if verdict is Outcome.NOT_EXERCISED:
+                    text = f"{verdict.words}: {stall.get('hostile_outcome') or 'refused'}"
                 elif stall.get("overlapping") is not None and value is not None:
                     text += f" ({stall['overlapping']} in flight)"
                 if stall.get("recovered") is False:
                     text += ", not recovered"
-                css = {"failed": "failed", "passed": "passed", "not_exercised": "not_exercised"}.get(
-                    stall.get("verdict", ""), ""
-                )
+                shown = (Outcome.FAILED, Outcome.PASSED, Outcome.NOT_EXERCISED)
+                css = stall.get("verdict", "") if verdict in shown else ""
                 stalls.setdefault(kind, {})[target] = Cell(
                     text, css, stall.get("why", ""), value=None if value in (None, float("inf")) else value
                 )

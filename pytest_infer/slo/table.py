@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..outcomes import Outcome
 from ..reporting import plots
 from ..table import UNMEASURED, Cell, Finding, Limits, Measured, Pairing, Section, Table
 from . import settings as slo_settings
@@ -150,7 +151,7 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
     return list(points.values())
 
 
-VERDICT_CSS = {"pass": "passed", "fail": "failed", "invalid": "error"}
+VERDICT_CSS = {"pass": Outcome.PASSED, "fail": Outcome.FAILED, "invalid": Outcome.ERROR}
 ESTIMATE_NOTE = "the profile's limits are estimates, not measured on its hardware: recalibrate before gating on them"
 
 
@@ -393,7 +394,8 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
         shown_limit += f" ({ESTIMATED})"
     if check.get("unmeasured") or measured is None:
         note = str(check.get("note") or "")  # the judge's "not measured: <why>", naming what was missing
-        return (name, shown_limit, note if note.startswith("not measured") else "not measured", "-", "not_exercised")
+        unmeasured = note if note.startswith("not measured") else "not measured"
+        return (name, shown_limit, unmeasured, "-", Outcome.NOT_EXERCISED)
     ok = bool(check.get("ok"))
     runs = point.runs.get(figure, []) if figure else []
     if len(runs) >= 2 and figure:  # repeated runs (one job's repeats, or merged jobs): their median, as the gate does
@@ -423,7 +425,7 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
             margin = f"{measured / limit:.3g}x the limit"
         else:
             margin = f"{inside:.0%} headroom" if inside >= 0 else f"{-inside:.0%} past the limit"
-    return (name, shown_limit, text, margin, "passed" if ok else "failed")
+    return (name, shown_limit, text, margin, Outcome.PASSED if ok else Outcome.FAILED)
 
 
 def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
@@ -442,7 +444,10 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
         if len(ints) == len(pairs):
             server, client = sum(a for a, _ in ints), sum(b for _, b in ints)
             cells.append(
-                (f"server / client {label}", Cell(f"{server} / {client}", "" if server == client else "failed"))
+                (
+                    f"server / client {label}",
+                    Cell(f"{server} / {client}", "" if server == client else Outcome.FAILED),
+                )
             )
     ttft = [s["ttft"] for s in point.server if isinstance(s.get("ttft"), dict) and s["ttft"].get("count")]
     if ttft:
@@ -457,7 +462,11 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
         cells.append(
             (
                 "server cross-check",
-                Cell("disagree" if problems else "agree", "failed" if problems else "passed", "; ".join(problems)),
+                Cell(
+                    "disagree" if problems else "agree",
+                    Outcome.FAILED if problems else Outcome.PASSED,
+                    "; ".join(problems),
+                ),
             )
         )
     return cells

@@ -17,14 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gating.compare import compare
+from ..outcomes import Outcome
 from ..results.model import SessionResults
-from ..results.views import PASSES, check_matrix
+from ..results.views import check_matrix
 from .engines import VendorError
 from .runner import Runner
 from .store import Store
 
 GOOD, BAD, INCONCLUSIVE, INSTALL_FAILED = "good", "bad", "inconclusive", "install failed"
-JUDGING = (*PASSES, "failed", "xfail")  # a check's outcomes that judged the server (an xfail: a known deviation)
+# a check's outcomes that judged the server right or wrong (an xfail: a known deviation)
+JUDGING = frozenset(o for o in Outcome if o.passes or o.deviates)
 
 
 @dataclass(slots=True)

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..gating.compare import code_warnings
+from ..outcomes import Outcome
 from ..reporting.history import History, build_history
-from ..reporting.html import _e, _table, page
+from ..reporting.html import FINDING_CSS, _e, _table, page
 from ..results.model import SessionResults, atomic_write_text
-from ..results.views import PASSES, CheckCell, check_matrix
+from ..results.views import PASSES, PROBLEMS, CheckCell, check_matrix
 from ..table import Finding
 from .drafts import Draft, drafts
 from .engines import ENGINES, Engine
@@ -36,7 +37,8 @@ FILTER_JS = (
     "addEventListener('DOMContentLoaded',()=>{const m=location.hash.match(/^#suite=(.+)$/);"
     "if(m)filterSuite(decodeURIComponent(m[1]))})</script>"
 )
-LINE_Y = {"passed": 8, "fixed": 8, "failed": 32, "error": 32}  # a check's line: up is good, down is bad
+# a check's line: up is good, down is bad
+LINE_Y: dict[str, int] = {**{o: 8 for o in PASSES}, **{o: 32 for o in PROBLEMS}}
 
 
 def slug(text: str) -> str:
@@ -109,7 +111,7 @@ def _line(cells: list[tuple[str, str]]) -> str:
 
 def _finding_row(f: Finding) -> str:
     return (
-        f'<tr><td class="{"failed" if f.kind == "regression" else "passed" if f.kind == "improvement" else ""}">'
+        f'<tr><td class="{FINDING_CSS.get(f.kind, "")}">'
         f"{_e(f.kind)}</td><td>{_e(f.area)}</td><td>{_e(f.subject)}</td><td>{_e(f.before)}</td><td>{_e(f.after)}</td>"
         f"<td>{_e(f.detail)}</td><td><code>{_e(f.reproducer)}</code></td></tr>"
     )
@@ -129,7 +131,7 @@ def engine_pages(site: EngineSite, out: Path) -> None:
         for entry, tid in columns:
             cell = cells.get(tid)
             if cell is None:
-                tds.append('<td class="not_run">-</td>')
+                tds.append(f'<td class="{Outcome.NOT_RUN.value}">-</td>')
                 continue
             text = _e(cell.symbol)
             if cell.outcome not in PASSES:
