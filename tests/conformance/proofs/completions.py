@@ -9,17 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-    wrong_model,
-)
+from pytest_infer.testing.fakeserver import Deviation, wrong_model
 
-from ..deviations import (
-    COMPLETIONS,
-    _set,
-    on_events,
-    on_response,
-)
+from ..deviations import COMPLETIONS, _set, on_events, on_response
 from . import Proof
 
 

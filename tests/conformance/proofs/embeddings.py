@@ -10,16 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-)
+from pytest_infer.testing.fakeserver import Deviation
 
-from ..deviations import (
-    _embeddings,
-    _vector,
-    answer_when,
-    embeddings,
-)
+from ..deviations import _embeddings, _vector, answer_when, embeddings
 from . import Proof
 
 EMBEDDINGS = "/v1/embeddings"

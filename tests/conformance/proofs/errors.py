@@ -7,19 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.testing.fakeserver import (
-    CONTEXT_LENGTH,
-    MODEL,
-    Deviation,
-    error_body,
-)
+from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, error_body
 
-from ..deviations import (
-    CHAT,
-    answer_when,
-    bad_temperature,
-    canned_chat,
-)
+from ..deviations import CHAT, answer_when, bad_temperature, canned_chat
 from . import SKIPPED, Proof
 
 

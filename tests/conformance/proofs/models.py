@@ -6,15 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_infer.testing.fakeserver import (
-    CONTEXT_LENGTH,
-    MODEL,
-    Deviation,
-)
+from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation
 
-from ..deviations import (
-    answer_when,
-)
+from ..deviations import answer_when
 from . import Proof
 
 

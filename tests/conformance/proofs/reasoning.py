@@ -6,13 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-)
+from pytest_infer.testing.fakeserver import Deviation
 
-from ..deviations import (
-    CHAT,
-)
+from ..deviations import CHAT
 from . import Proof
 
 

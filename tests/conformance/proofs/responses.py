@@ -8,11 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-    error_body,
-    wrong_model,
-)
+from pytest_infer.testing.fakeserver import Deviation, error_body, wrong_model
 
 from ..deviations import (
     RESPONSES,

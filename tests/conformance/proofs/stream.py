@@ -8,9 +8,7 @@ import copy
 from collections.abc import Callable
 
 from pytest_infer.outcomes import Inconclusive, NotExercised
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-)
+from pytest_infer.testing.fakeserver import Deviation
 
 from ..deviations import (
     CHAT,

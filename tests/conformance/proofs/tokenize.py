@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from pytest_infer.outcomes import Unsupported
 
-from ..deviations import (
-    CHAT,
-    answer_when,
-    on_response,
-)
+from ..deviations import CHAT, answer_when, on_response
 from . import Proof
 
 PROOFS: dict[str, Proof] = {

@@ -9,10 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import NotExercised, Unsupported
-from pytest_infer.testing.fakeserver import (
-    Deviation,
-    error_body,
-)
+from pytest_infer.testing.fakeserver import Deviation, error_body
 
 from ..deviations import (
     CHAT,
