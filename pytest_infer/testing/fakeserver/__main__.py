@@ -1,0 +1,5 @@
+"""``python -m pytest_infer.testing.fakeserver --port P [--fault NAME]``."""
+
+from .server import main
+
+main()
