@@ -2,8 +2,9 @@
 entered in ``DEVIATIONS`` under its name. ``FAULTS`` are those a process of its own can be
 started with (``--fault NAME``), for lifecycle tests that need a server that can really die.
 
-A new way to be wrong is a new factory here with ``@registered("its-name")``; the handler that
-serves the APIs stays as it is."""
+A new way to be wrong is a new factory here with ``@registered("its-name")`` (``fault=True``: a
+``--fault`` too, for one that takes no argument); the handler that serves the APIs stays as it
+is. tests/core/test_fake_server_layout.py holds each to a docstring and its name."""
 
 from __future__ import annotations
 
