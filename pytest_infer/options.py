@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 
 from .adapters import registry
-from .paths import TINY
+from .paths import DEFAULT_MODEL
 from .secrets import API_KEY_ENV
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ API_KEY = "--infer-api-key"
 BASELINE = "--infer-baseline"
 MEMORY_LIMIT = "--infer-server-memory-limit"
 
-DEFAULT_MODEL = TINY
 DEFAULT_STARTUP_TIMEOUT = 600.0
 DEFAULT_REQUEST_TIMEOUT = 120.0
 DEFAULT_REPORT_DIR = "infer-report"

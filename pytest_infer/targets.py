@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 
 from .adapters import registry
-from .adapters.base import Adapter, Environment, Parsers
+from .adapters.base import Adapter, Builtin, Environment, Parsers
 from .adapters.external import ENDPOINT
+from .models import registry as models
 from .options import ENV, PARSER, InferOptions
-from .paths import TINY, engines_dir
+from .paths import engines_dir
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     """One server under test. ``id`` is what test ids and report columns show; ``adapter`` is its framework's, found
-    once when the targets are resolved (``EndpointAdapter`` for an endpoint of no named framework)."""
+    once when the targets are resolved (``EndpointAdapter`` for an endpoint of no named framework).
+    ``builtin`` is the built-in model ``model`` names (None: any other), resolved then too."""
 
     id: str
     adapter: Adapter
@@ -28,6 +30,7 @@ class Target:
     endpoint: str | None = None
     server_args: tuple[str, ...] = ()
     parsers: Parsers = Parsers()  # the tool-call and reasoning parsers it runs, where known
+    builtin: Builtin | None = None
 
     @property
     def framework(self) -> str:
@@ -54,23 +57,27 @@ def discover_environment(adapter: Adapter) -> Environment | None:
     return None
 
 
-def launched_parsers(adapter: Adapter, options: InferOptions) -> tuple[tuple[str, ...], Parsers]:
-    """The launch arguments for the parsers named, and the parsers the server will run (the adapter's own for the
-    tiny model where none is named)."""
-    tiny, given = options.model == TINY, options.parsers or Parsers()
+def launched_parsers(
+    adapter: Adapter, options: InferOptions, builtin: Builtin | None
+) -> tuple[tuple[str, ...], Parsers]:
+    """The launch arguments for the parsers named, and the parsers the server will run (the built-in
+    model's own on this framework where none is named)."""
+    given = options.parsers or Parsers()
     try:
-        args = adapter.parser_args(given, on_cpu_tiny=tiny)
+        args = adapter.parser_args(given, scripted=builtin is not None and builtin.scripted)
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
     if args == () and (given.tool or given.reasoning):
         raise pytest.UsageError(f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch")
-    defaults = adapter.tiny_parsers if tiny else Parsers()
+    defaults = builtin.parsers.get(adapter.name, Parsers()) if builtin else Parsers()
     named = given.tool or given.reasoning  # then the default reasoning parser stays off (vllm.py)
     return args, Parsers(given.tool or defaults.tool, given.reasoning or (None if named else defaults.reasoning))
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
-    """The session's targets, each with its framework's adapter: the one place a framework is looked up by name."""
+    """The session's targets, each with its framework's adapter and the built-in model it
+    serves: the one place a framework or a built-in model is looked up by name."""
+    builtin = models.builtin(options.model)
     if options.endpoints:
         adapter = registry.get(options.frameworks[0]) if options.frameworks else ENDPOINT
         return [
@@ -80,6 +87,7 @@ def resolve_targets(options: InferOptions) -> list[Target]:
                 model=options.model,
                 endpoint=url,
                 parsers=options.parsers or Parsers(),
+                builtin=builtin,
             )
             for name, url in options.endpoints
         ]
@@ -98,7 +106,7 @@ def resolve_targets(options: InferOptions) -> list[Target]:
             environments = (found or Environment(label="PATH"),)
         for environment in environments:
             target_id = framework if len(environments) == 1 else f"{framework}@{environment.label}"
-            parser_args, parsers = launched_parsers(adapter, options)
+            parser_args, parsers = launched_parsers(adapter, options, builtin)
             targets.append(
                 Target(
                     target_id,
@@ -107,6 +115,7 @@ def resolve_targets(options: InferOptions) -> list[Target]:
                     environment=environment,
                     server_args=options.server_args + parser_args,
                     parsers=parsers,
+                    builtin=builtin,
                 )
             )
     ids = [t.id for t in targets]

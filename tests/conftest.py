@@ -29,7 +29,7 @@ import pytest_infer.slo.settings  # noqa: F401  (the plugin imports it when a se
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest, LaunchSpec, python_of
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.models.tiny import tiny_model_dir
+from pytest_infer.models.tiny import TINY, tiny_model_dir
 from pytest_infer.options import InferOptions
 from pytest_infer.paths import cache_dir, engines_dir
 from pytest_infer.server.pool import ServerInfo, ServerPool
@@ -104,12 +104,9 @@ class EnginePool:
             startup_timeout=400,
             endpoints=((name, endpoint),) if endpoint else (),
         )
-        if endpoint:
-            target = Target(id=name, adapter=registry.get(framework), model="tiny", endpoint=endpoint)
-        else:
-            target = Target(
-                id=name, adapter=registry.get(framework), model="tiny", environment=engine_environment(name)
-            )
+        adapter = registry.get(framework)
+        served = {"endpoint": endpoint} if endpoint else {"environment": engine_environment(name)}
+        target = Target(id=name, adapter=adapter, model=TINY.name, builtin=TINY, **served)
         pool = ServerPool(options, [target])
         self.pools[name] = pool
         return pool.get(name)
@@ -155,7 +152,7 @@ def fresh_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshServer
     environment = engine_environment("vllm-0.32")
     port = free_port()
     model = str(tiny_model_dir(python_of(environment)))
-    request = LaunchRequest(model, "tiny", "127.0.0.1", port, environment, on_cpu_tiny=True,
+    request = LaunchRequest(model, "tiny", "127.0.0.1", port, environment, builtin=TINY,
                             version=adapter.detect_version(environment),
                             extra_args=("--no-enable-prefix-caching",))  # fmt: skip
     spec = adapter.launch(request)

@@ -7,11 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from .parsers import Parsers
 
@@ -70,15 +70,49 @@ class FrameworkVersion:
         return f"{text} ({self.commit[:12]})" if self.commit else text
 
 
-@dataclass(frozen=True, slots=True)
-class BuiltinModel:
-    """How a launch runs a built-in model (``tiny``, ``gemma-3-270m``) on a CPU engine: the dtype of its weights
-    there, the context it allows, and whether the adapter's ``tiny_parsers`` run by default (tiny's chat template and
-    vocabulary are made for them; a real model's parsers are named with --infer-parser). The defaults are tiny's."""
+# The forms an engine loads a model in (``Adapter.model_form``): a Hugging Face folder, or a GGUF.
+ModelForm = Literal["folder", "gguf"]
 
-    dtype: str = "float32"
-    context: int = 1024
-    scripted_parsers: bool = True
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A model the plugin makes or fetches itself (``pytest_infer/models`` lists them),
+    resolved once from ``--infer-model`` and carried on the target: a launch reads its facts
+    here, never its name.
+
+    ``files`` makes or fetches it, per engine form, for an engine's environment on first use.
+    ``dtype`` and ``context`` are how a CPU engine runs it: its weights' dtype there, and the
+    context a launch gives each request. ``own_context``: the positions no server runs it
+    past, where a CPU can fill them. ``parsers``: per framework, those a launch runs where
+    none are named. ``scripted``: its weights are random, so what it writes is only ever what
+    a request scripts (``conformance/scripts.py``), and a check that needs a capable model is
+    not judged on it. ``chat_template``: a template file a launch passes with files that carry
+    none (a GGUF). ``without_tools``: why it takes no part in a tool conversation (a template
+    with no tool role).
+    """
+
+    name: str
+    files: Mapping[ModelForm, Callable[[Environment], Path]] = field(hash=False)
+    dtype: str
+    context: int
+    own_context: int | None = None
+    parsers: Mapping[str, Parsers] = field(default_factory=dict, hash=False)
+    scripted: bool = False
+    chat_template: Path | None = None
+    without_tools: str | None = None
+
+    @property
+    def known_context(self) -> int:
+        """The context to size long requests by where a server advertises none, never a limit
+        judged: its own positions, else the context the plugin launches it with."""
+        return self.own_context or self.context
+
+    def path(self, form: ModelForm, environment: Environment) -> Path:
+        """Its files in ``form`` for ``environment``'s engine, made or fetched on first use."""
+        if form not in self.files:
+            known = ", ".join(self.files)
+            raise ValueError(f"the built-in model {self.name} has no {form} form (only {known})")
+        return self.files[form](environment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +126,8 @@ class LaunchRequest:
     environment: Environment
     extra_args: tuple[str, ...] = ()
     api_key: str | None = None
-    on_cpu_tiny: bool = False  # a built-in model (tiny, gemma-3-270m), run as ``builtin`` says
     version: FrameworkVersion | None = None
-    builtin: BuiltinModel = BuiltinModel()
-    chat_template: str | None = None  # a template file the launch passes, for model files that carry none (a GGUF)
+    builtin: Builtin | None = None  # a built-in model, launched as its facts say; None: any other
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +150,23 @@ def launch_context(request: LaunchRequest, *flags: str) -> int | None:
     """The context a launch of a built-in model sets with ``flags`` (the built-in model's own), or None: a launch of
     another model sets none, and the user's own value of one of ``flags`` (``--infer-server-args``), placed after
     the launch's, is what the engine takes."""
-    if not request.on_cpu_tiny or any(arg.split("=", 1)[0] in flags for arg in request.extra_args):
+    if request.builtin is None or any(arg.split("=", 1)[0] in flags for arg in request.extra_args):
         return None
     return request.builtin.context
+
+
+def builtin_parser_args(adapter: BaseAdapter, request: LaunchRequest) -> tuple[str, ...]:
+    """The launch arguments of the built-in model's own parsers on ``adapter``'s framework that
+    the user's extra arguments leave open: a named parser is judged alone, so beside one the
+    default reasoning parser stays off (vLLM 0.32.0's mistral reasoning parser turns streamed
+    hermes and pythonic calls into content)."""
+    if request.builtin is None:
+        return ()
+    defaults = request.builtin.parsers.get(adapter.name, Parsers())
+    tool_named = "--tool-call-parser" in request.extra_args
+    alone = tool_named or "--reasoning-parser" in request.extra_args
+    chosen = Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning)
+    return adapter.parser_args(chosen, scripted=request.builtin.scripted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +264,7 @@ class Adapter(Protocol):
     expectations: ClassVar[Path | None]
     known_routes: ClassVar[tuple[KnownRoute, ...]]  # routes beyond /openapi.json, with what each can do (security)
     server_metrics: ClassVar[ServerMetricNames | None]  # the Prometheus names of its /metrics (SLO)
-    tiny_parsers: ClassVar[Parsers]  # the parsers ``launch`` runs for the built-in tiny model when none are named
-    takes_gguf: ClassVar[bool]  # it loads a model as one GGUF file: a built-in model is handed to it in that form
+    model_form: ClassVar[ModelForm]  # the form it loads a model in, and is handed a built-in one in
 
     def launch(self, request: LaunchRequest) -> LaunchSpec: ...
 
@@ -234,18 +279,10 @@ class Adapter(Protocol):
         scripted output, which the conformance parser checks use, is out of its reach)."""
         ...
 
-    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
-        """The launch arguments that run ``parsers`` (ValueError: this framework chooses no parser at launch)."""
-        ...
-
-    def tiny_parser_args(self, named: Sequence[str]) -> tuple[str, ...]:
-        """The launch arguments of the tiny model's default parsers that ``named`` (the user's extra arguments)
-        leaves open."""
-        ...
-
-    def gguf_converter(self, environment: Environment) -> Path | None:
-        """Where ``environment`` keeps llama.cpp's converter, which makes the tiny model's GGUF (an adapter that
-        ``takes_gguf``); None: it keeps none."""
+    def parser_args(self, parsers: Parsers, *, scripted: bool = False) -> tuple[str, ...]:
+        """The launch arguments that run ``parsers`` (ValueError: this framework chooses no
+        parser at launch); ``scripted``: for a built-in model whose output requests script
+        (``Builtin.scripted``)."""
         ...
 
 
@@ -279,8 +316,7 @@ class BaseAdapter:
     expectations: ClassVar[Path | None] = None
     known_routes: ClassVar[tuple[KnownRoute, ...]] = OPENAI_ROUTES
     server_metrics: ClassVar[ServerMetricNames | None] = None
-    tiny_parsers: ClassVar[Parsers] = Parsers()
-    takes_gguf: ClassVar[bool] = False
+    model_form: ClassVar[ModelForm] = "folder"
 
     def detect_version(self, environment: Environment) -> FrameworkVersion:
         return FrameworkVersion(None, error=f"{type(self).__name__} does not detect versions")
@@ -293,26 +329,10 @@ class BaseAdapter:
     def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
         return None
 
-    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+    def parser_args(self, parsers: Parsers, *, scripted: bool = False) -> tuple[str, ...]:
         if parsers.tool or parsers.reasoning:
             raise ValueError(f"{self.title} takes no tool-call or reasoning parser at launch")
         return ()
-
-    def tiny_parser_args(self, named: Sequence[str]) -> tuple[str, ...]:
-        """The launch arguments of the tiny model's default parsers that ``named`` (the user's extra arguments) leaves
-        open: a named parser is judged alone, so beside one the default reasoning parser stays off (vLLM 0.32.0's
-        mistral reasoning parser turns streamed hermes and pythonic calls into content)."""
-        tool_named, alone = (
-            "--tool-call-parser" in named,
-            "--tool-call-parser" in named or "--reasoning-parser" in named,
-        )
-        defaults = self.tiny_parsers
-        return self.parser_args(
-            Parsers(None if tool_named else defaults.tool, None if alone else defaults.reasoning), on_cpu_tiny=True
-        )
-
-    def gguf_converter(self, environment: Environment) -> Path | None:
-        return None
 
 
 _PROBE = r"""

@@ -182,7 +182,7 @@ class LlamaCppAdapter(BaseAdapter):
     version_routes = (VersionRoute("/props", key="build_info"),)  # "b11312-0c1e57098"; needs the key
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
-    takes_gguf = True
+    model_form = "gguf"
 
     def detect_version(self, environment: Environment) -> FrameworkVersion:
         server = environment.executable("llama-server")
@@ -191,13 +191,6 @@ class LlamaCppAdapter(BaseAdapter):
         except (OSError, subprocess.TimeoutExpired) as exc:
             return FrameworkVersion(None, error=f"{server}: {exc}")
         return parse_version(proc.stdout + proc.stderr, f"{server} --version")
-
-    def gguf_converter(self, environment: Environment) -> Path | None:
-        """The folder of llama.cpp's ``convert_hf_to_gguf.py`` that the install step keeps (None: not there)."""
-        if environment.bin_dir is None:
-            return None
-        folder = environment.bin_dir.parent / "share" / "llama.cpp"
-        return folder if (folder / "convert_hf_to_gguf.py").exists() else None
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
         # --jinja: the model's own chat template (tools, reasoning); --metrics: /metrics answers only with it
@@ -210,13 +203,13 @@ class LlamaCppAdapter(BaseAdapter):
             "--jinja",
             "--metrics",
         ]  # fmt: skip
-        if request.on_cpu_tiny:
+        if request.builtin:
             # the context is split between the slots: each request gets the built-in model's own. One thread: its
             # worker threads meet at every step of the graph, and on a shared 2-core machine one descheduled worker
             # stalls the step (tiny streamed 5-7 tokens/s with two, 6,000-15,000 with one, on the same machine)
             argv += ["--parallel", str(SLOTS), "--ctx-size", str(request.builtin.context * SLOTS), "--threads", "1"]
-        if request.chat_template:
-            argv += ["--chat-template-file", request.chat_template]
+        if request.builtin and request.builtin.chat_template:
+            argv += ["--chat-template-file", str(request.builtin.chat_template)]
         notes: tuple[str, ...] = ()
         if (flags := no_repack_flags()) and not set(REPACK_ARGS) & set(request.extra_args):
             argv.append("--no-repack")  # before the user's arguments: --repack there wins (the last one does)

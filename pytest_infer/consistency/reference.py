@@ -118,16 +118,14 @@ def reference_for(model: str) -> tuple[str, Path] | str:
     """The reference's interpreter and model folder for ``model``: the transformers engine's environment and the
     built-in model as it loads it; or why there is none (a model not built in, no transformers environment)."""
     # lazy: building or converting a model folder is for a session that judges numerics
-    from ..models import builtin_name
-    from ..models.gemma import gemma_model_dir
-    from ..models.tiny import tiny_model_dir
-    from ..paths import GEMMA, TINY, engines_dir
+    from ..adapters.base import Environment
+    from ..models import registry
+    from ..paths import engines_dir
 
-    name = builtin_name(model)
-    if name not in (TINY, GEMMA):
+    builtin = registry.builtin(model)  # the served model's (a user's reference may take any model)
+    if builtin is None:
         return f"{model} is not a built-in model: no reference implementation is at hand for it"
     python = engines_dir() / "transformers" / "bin" / "python"
     if not python.exists():
         return f"the transformers engine's environment ({python.parent.parent}) is not installed: it is the reference"
-    folder = tiny_model_dir(str(python)) if name == TINY else gemma_model_dir(str(python))
-    return str(python), folder
+    return str(python), builtin.path("folder", Environment.from_spec(str(python.parent.parent)))

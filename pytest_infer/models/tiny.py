@@ -1,5 +1,6 @@
-"""The built-in ``tiny`` model: built once per engine interpreter, then cached; its GGUF, for llama.cpp, made from
-that folder once with llama.cpp's own converter (``tiny_gguf_build.py``: why it needs a placeholder merge)."""
+"""The built-in ``tiny`` model, ``--infer-model``'s default: random weights built here, no download.
+Built once per engine interpreter, then cached; its GGUF, for llama.cpp, made from that folder once
+with llama.cpp's own converter (``tiny_gguf_build.py``: why it needs a placeholder merge)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,15 @@ import hashlib
 import os
 import subprocess
 from pathlib import Path
+from types import MappingProxyType
 
 from filelock import FileLock
 
-from ..paths import cache_dir
+from ..adapters.base import Builtin, Environment, python_of
+from ..adapters.parsers import Parsers
+from ..paths import model_cache
 from .gemma import ModelError, make_folder
+from .tiny_build import MAX_POSITIONS
 
 _BUILDER = Path(__file__).with_name("tiny_build.py")
 _GGUF_BUILDER = Path(__file__).with_name("tiny_gguf_build.py")
@@ -24,7 +29,7 @@ def tiny_model_dir(python: str) -> Path:
     Concurrent sessions wait on a lock rather than writing the same folder twice.
     """
     digest = hashlib.sha256(_BUILDER.read_bytes()).hexdigest()[:12]
-    target = cache_dir() / "models" / f"tiny-{digest}"
+    target = model_cache("tiny", digest=digest)
     marker = target / "pytest_infer_tiny.json"
     if marker.exists():
         return target
@@ -68,4 +73,40 @@ def tiny_gguf(python: str, converter: Path) -> Path:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
             raise ModelError(f"converting tiny to GGUF with {python} failed (exit {proc.returncode}):\n{tail}")
 
-    return make_folder(cache_dir() / "models" / f"tiny-gguf-{digest}", convert) / "tiny.gguf"
+    return make_folder(model_cache("tiny", "gguf", digest), convert) / "tiny.gguf"
+
+
+def converter_of(environment: Environment) -> Path:
+    """The folder of llama.cpp's ``convert_hf_to_gguf.py`` that the install step keeps beside a
+    llama.cpp engine's interpreter, which makes tiny's GGUF."""
+    folder = environment.bin_dir.parent / "share" / "llama.cpp" if environment.bin_dir else None
+    if folder is None or not (folder / "convert_hf_to_gguf.py").exists():
+        raise ModelError(
+            f"{environment.label} keeps no llama.cpp converter, which makes the tiny model's"
+            " GGUF: install it with scripts/install-engines.sh"
+        )
+    return folder
+
+
+TINY = Builtin(
+    name="tiny",
+    files=MappingProxyType(
+        {
+            "folder": lambda environment: tiny_model_dir(python_of(environment)),
+            "gguf": lambda env: tiny_gguf(python_of(env), converter_of(env)),
+        }
+    ),
+    dtype="float32",
+    context=1024,
+    own_context=MAX_POSITIONS,  # the same on every engine, and small enough for a CPU to fill
+    # pythonic calls and Qwen3's thinking, which SGLang parses only where a request asks to think
+    # (enable_thinking) or the text opens with <think>: the model's own text stays content, and
+    # scripted output drives both parsers (vLLM: adapters/vllm.py)
+    parsers=MappingProxyType(
+        {
+            "vllm": Parsers(tool="pythonic", reasoning="qwen3"),
+            "sglang": Parsers(tool="pythonic", reasoning="qwen3"),
+        }
+    ),
+    scripted=True,
+)

@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from ..outcomes import Outcome, words
-from ..paths import TINY, builtin_model_of
+from ..paths import DEFAULT_MODEL, builtin_model_of
 from ..table import CAUSE_SEVERITIES, Cause, Cell, Limits, Measured, Section, Table
 from .model import Crash, SessionResults, TargetRecord, TestRecord
 
@@ -36,8 +36,8 @@ def column_label(target: TargetRecord) -> str:
     """A report column's heading: the target's label, and its model unless it is the default, so a framework x model
     matrix says which model each column served (a path by its last part, a built-in model's folder by its name)."""
     model = target.model.rstrip("/").rsplit("/", 1)[-1] if target.model.startswith(("/", ".")) else target.model
-    model = builtin_model_of(model) or model
-    return target_label(target) if model == TINY else f"{target_label(target)} · {model}"
+    model = builtin_model_of(target.model) or model
+    return target_label(target) if model == DEFAULT_MODEL else f"{target_label(target)} · {model}"
 
 
 def row_key(test: TestRecord) -> str:

@@ -35,7 +35,7 @@ def robustness_context_length(infer_target, robustness_known_context) -> int:
     """A size for long requests, never a limit judged: the known context, else a built-in model's assumed one, else
     a large default."""
     # lazy: this plugin loads in every pytest run; its kit only in a robustness session
-    from ..models import known_context
     from .kit import DEFAULT_CONTEXT
 
-    return robustness_known_context[0] or known_context(infer_target.model) or DEFAULT_CONTEXT
+    assumed = infer_target.builtin.known_context if infer_target.builtin else DEFAULT_CONTEXT
+    return robustness_known_context[0] or assumed

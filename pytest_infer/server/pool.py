@@ -28,11 +28,11 @@ import httpx
 import psutil
 
 from ..adapters import registry
-from ..adapters.base import Adapter, BuiltinModel, FrameworkVersion, LaunchRequest, LaunchSpec
+from ..adapters.base import Adapter, Builtin, FrameworkVersion, LaunchRequest, LaunchSpec
 from ..adapters.external import ENDPOINT, detect_endpoint
 from ..client.endpoint import Endpoint
 from ..client.tls import tls
-from ..models import local_model, own_context
+from ..models import registry as models
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..results.model import Crash, ServerFacts, atomic_write_text
 from ..targets import Target
@@ -55,6 +55,7 @@ class ServerInfo(ServerFacts):
     reach it.
 
     It crosses to xdist workers as JSON (``to_dict``, ``from_dict``): the adapter travels as the framework's name.
+    ``builtin``, the built-in model it serves (None: any other), travels as the model's.
     """
 
     framework: str = field(init=False)
@@ -69,19 +70,26 @@ class ServerInfo(ServerFacts):
     notes: tuple[str, ...] = ()
     crashes: int = 0  # how many times it died in this session (``ServerPool.crashes`` holds each)
     launch_context: int | None = None  # the context the plugin's launch line set (``LaunchSpec.context``)
+    builtin: Builtin | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         self.framework = self.adapter.name
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "adapter"}
+        given = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "adapter"}
+        return given | {"builtin": self.builtin.name if self.builtin else None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerInfo:
-        """A server handed over as ``to_dict`` made it, its adapter found again by the framework's name."""
+        """A server handed over as ``to_dict`` made it, its adapter and built-in model found again
+        by name."""
         given = dict(data, notes=tuple(data.get("notes", ())))
-        framework = given.pop("framework")
-        return cls(**given, adapter=ENDPOINT if framework == ENDPOINT.name else registry.get(framework))
+        framework, builtin = given.pop("framework"), given.pop("builtin", None)
+        return cls(
+            **given,
+            adapter=ENDPOINT if framework == ENDPOINT.name else registry.get(framework),
+            builtin=models.builtin(builtin) if builtin else None,
+        )
 
     @property
     def version_text(self) -> str:
@@ -115,7 +123,7 @@ class ServerInfo(ServerFacts):
             return advertised, "advertised in /v1/models"
         if self.launch_context:
             return self.launch_context, f"set by the plugin's {self.framework} launch line"
-        if own := own_context(self.model):
+        if own := (self.builtin.own_context if self.builtin else None):
             return own, "the built-in model's own positions, past which no server runs it"
         if not self.launched:
             return None, "an endpoint the plugin did not launch advertises no context in /v1/models"
@@ -302,13 +310,14 @@ class ServerPool:
             commit=version.commit,
             version_source=version.source,
             log_path=str(log_path),
+            builtin=target.builtin,
         )
-        try:
-            local = local_model(target.model, adapter, environment)
+        builtin = target.builtin
+        try:  # a built-in model in the form the engine loads
+            model_path = builtin.path(adapter.model_form, environment) if builtin else target.model
         except Exception as exc:  # a failed fetch or build fails this target's tests, not the session
             base.error = str(exc)
             return base
-        model_path = local.path if local else target.model
         port = free_port(self.options.host)
         base.base_url = _url(self.options.host, port)
         base.model_path = str(model_path)
@@ -321,10 +330,8 @@ class ServerPool:
                 environment=environment,
                 extra_args=target.server_args,
                 api_key=self.options.api_key,
-                on_cpu_tiny=local is not None,
                 version=version,
-                builtin=local.launch if local else BuiltinModel(),
-                chat_template=local.chat_template if local else None,
+                builtin=target.builtin,
             )
         )
         base.notes, base.launch_context = spec.notes, spec.context
@@ -485,10 +492,11 @@ class ServerPool:
             model=target.model,
             base_url=target.endpoint or "",
             launched=False,
+            builtin=target.builtin,
         )
         try:
             with self.endpoint(info).http(timeout=REACH_TIMEOUT) as client:
-                detected, version, models = detect_endpoint(client)
+                detected, version, served = detect_endpoint(client)
         except httpx.TransportError as exc:  # no HTTP answer at all; a 404 or a 500 is an answer, judged by the tests
             late = f" (no answer within {REACH_TIMEOUT:.0f} s)" if isinstance(exc, httpx.TimeoutException) else ""
             info.error = f"cannot reach {info.base_url}: {type(exc).__name__}: {exc}{late}"
@@ -503,6 +511,6 @@ class ServerPool:
         if target.adapter is ENDPOINT and detected is not None:
             info = replace(info, adapter=detected)
         info.version, info.version_source = version.version, version.source
-        if models and target.model not in models:
-            info.model = models[0]
+        if served and target.model not in served:  # the model it serves, and its built-in one
+            info.model, info.builtin = served[0], models.builtin(served[0])
         return info

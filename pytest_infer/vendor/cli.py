@@ -9,7 +9,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..paths import TINY
+from ..paths import DEFAULT_MODEL
 from .bisect import bisect_releases, summary
 from .engines import ENGINES, VendorError, engine
 from .index import releases
@@ -28,7 +28,8 @@ def _runner(args: argparse.Namespace, store: Store, keep: bool = True) -> Engine
     for key, value in given.items():
         if value is not None and key in stored and stored[key] != value:
             raise VendorError(f"{store.folder} was run with {key} {stored[key]}, not {value}: start another --history")
-    chosen = {"suites": list(SUITES), "model": TINY, **stored, **{k: v for k, v in given.items() if v is not None}}
+    chosen = {"suites": list(SUITES), "model": DEFAULT_MODEL, **stored}
+    chosen |= {k: v for k, v in given.items() if v is not None}
     if keep:  # watch: the history's first release fixes them; bisect writes nothing to the history
         store.keep_run_settings(chosen)
     return EngineRunner(engine(args.engine), suites=chosen["suites"], model=chosen["model"], installer=args.installer)
@@ -84,7 +85,7 @@ def _common(p: argparse.ArgumentParser, runs: bool) -> None:
     p.add_argument("--versions", nargs="+", metavar="V", help="these releases instead of the package index's")
     p.add_argument("--pip-arg", action="append", default=[], help="an argument for pip index (an --index-url)")
     p.add_argument("--suites", nargs="+", help=f"bundled suites to run (default: the history's, else {SUITES})")
-    p.add_argument("--model", help=f"built-in model (default: the history's, else {TINY})")
+    p.add_argument("--model", help=f"built-in model (default: the history's, else {DEFAULT_MODEL})")
     p.add_argument("--installer", type=Path, default=INSTALLER, help="installs ENGINE-VERSION (install-engines.sh)")
     p.add_argument("--work", type=Path, metavar="DIR", help="where each run's full results go (default: a temp dir)")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..paths import builtin_model_of
 from ..reporting.history import Step
@@ -67,7 +66,7 @@ def _expected(before: str, old: CheckCell | None, new: CheckCell | None, finding
 
 def _model(model: str) -> str:
     """A built-in model's cached folder, named by the model (a path on our machine means nothing to a maintainer)."""
-    name = builtin_model_of(Path(model).name.split("@")[0])
+    name = builtin_model_of(model.split("@")[0])
     return f"`{name}` (pytest-infer's built-in test model, {model})" if name else f"`{model}`"
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..paths import TINY, bundled, engines_dir
+from ..paths import DEFAULT_MODEL, bundled, engines_dir
 from ..reporting.history import build_history, run_state
 from ..results.model import ResultsFileError, SessionResults
 from ..results.views import build_views
@@ -62,7 +62,7 @@ class EngineRunner:
 
     engine: Engine
     suites: Sequence[str] = SUITES
-    model: str = TINY
+    model: str = DEFAULT_MODEL
     installer: Path = INSTALLER
     engines: Path = field(default_factory=engines_dir)
     timeout: float = 3600

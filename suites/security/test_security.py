@@ -18,7 +18,6 @@ from pytest_infer.client.answers import CHAT, completion_problem
 from pytest_infer.client.curl import curl_command
 from pytest_infer.client.errors import ERRORS, envelope_problem
 from pytest_infer.client.tls import tls
-from pytest_infer.models import known_context
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.security import (
     HOSTILE,
@@ -138,7 +137,8 @@ def test_refusals_carry_the_error_envelope(security_routes, infer_record):
 def _context(infer_server, infer_endpoint, infer_target) -> int:
     """A size for the hostile requests, never a limit judged: the known context, else a built-in model's assumed
     one, else a large default."""
-    return infer_server.known_context(infer_endpoint)[0] or known_context(infer_target.model) or DEFAULT_CONTEXT
+    assumed = infer_target.builtin.known_context if infer_target.builtin else DEFAULT_CONTEXT
+    return infer_server.known_context(infer_endpoint)[0] or assumed
 
 
 def _conforms(schema: dict, text: str | None, finish_reason: str | None) -> str | None:

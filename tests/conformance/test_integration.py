@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_infer import conformance
-from pytest_infer.adapters import registry
+from pytest_infer.adapters.parsers import Parsers
+from pytest_infer.models.tiny import TINY
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
@@ -25,7 +26,7 @@ NOT_BROKEN = {"passed", "xfail", "unsupported", "skipped", "not_exercised", "inc
 def _run_suite(pytester: pytest.Pytester, info, framework: str) -> dict[str, dict]:
     shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
     report = pytester.path / "report"
-    tiny = registry.get(framework).tiny_parsers  # what the pool launched the tiny model with; an endpoint is told
+    tiny = TINY.parsers.get(framework, Parsers())  # what the pool launched tiny with; told to an endpoint
     parsers = [f"--infer-parser={tiny.tool}"] * bool(tiny.tool) + [f"--infer-parser=reasoning:{tiny.reasoning}"] * bool(
         tiny.reasoning
     )

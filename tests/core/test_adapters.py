@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -15,7 +16,6 @@ import yaml
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import (
-    BuiltinModel,
     Environment,
     FrameworkVersion,
     LaunchRequest,
@@ -30,6 +30,8 @@ from pytest_infer.adapters.vllm import VLLMAdapter
 from pytest_infer.conformance.expectations import BUNDLED as BUNDLED_EXPECTATIONS
 from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
 from pytest_infer.conformance.expectations import load as load_expectations
+from pytest_infer.models.gemma import GEMMA
+from pytest_infer.models.tiny import TINY
 from pytest_infer.slo.profiles import LoadPoint
 from pytest_infer.structured.runner import paths_for
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
@@ -64,7 +66,7 @@ def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
         request(
             model="/cache/tiny",
             served_model_name="tiny",
-            on_cpu_tiny=True,
+            builtin=TINY,
             api_key="sk-secret",
             version=FrameworkVersion("0.32.0", distribution="vllm-cpu"),
         )
@@ -89,7 +91,7 @@ def test_vllm_tiny_takes_the_users_tool_parser_instead_of_the_default():
         request(
             model="/cache/tiny",
             served_model_name="tiny",
-            on_cpu_tiny=True,
+            builtin=TINY,
             extra_args=("--enable-auto-tool-choice", "--tool-call-parser", "hermes"),
         )
     )
@@ -98,10 +100,9 @@ def test_vllm_tiny_takes_the_users_tool_parser_instead_of_the_default():
 
 
 def test_vllm_tiny_takes_the_users_reasoning_parser_instead_of_the_default():
+    extra = ("--reasoning-parser", "qwen3")
     spec = registry.get("vllm").launch(
-        request(
-            model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--reasoning-parser", "qwen3")
-        )
+        request(model="/cache/tiny", served_model_name="tiny", builtin=TINY, extra_args=extra)
     )
     assert spec.argv.count("--reasoning-parser") == 1 and spec.argv[-1] == "qwen3"
     assert spec.argv[spec.argv.index("--tool-call-parser") + 1] == "pythonic"
@@ -122,7 +123,7 @@ def test_sglang_argv_gpu():
 
 def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
-    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
+    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", builtin=TINY))
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
         "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule",
@@ -136,7 +137,7 @@ def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
     spec = registry.get("sglang").launch(
         request(
-            model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True, extra_args=("--tool-call-parser", "hermes")
+            model="/cache/tiny", served_model_name="tiny", builtin=TINY, extra_args=("--tool-call-parser", "hermes")
         )
     )
     assert (
@@ -148,7 +149,7 @@ def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch
 
 def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: True)
-    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", on_cpu_tiny=True))
+    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", builtin=TINY))
     assert spec.argv[-12:-4] == ["--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
                                  "--attention-backend", "torch_native", "--sleep-on-idle"]  # fmt: skip
 
@@ -175,7 +176,7 @@ def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):
 
 def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
     key = 'sk-"secret": #1'
-    spec = registry.get("sglang").launch(request(api_key=key, on_cpu_tiny=True))
+    spec = registry.get("sglang").launch(request(api_key=key, builtin=TINY))
     assert not any("secret" in arg for arg in spec.argv) and not any("secret" in v for v in spec.env.values())
     config = Path(spec.argv[spec.argv.index("--config") + 1])
     assert config.suffix == ".yaml"  # SGLang refuses other suffixes
@@ -203,7 +204,7 @@ def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks
     renders its own template (``hf``), its context as the session length, a fixed KV cache (by default the engine
     takes 80% of the free GPU memory) and batch (a CUDA graph is captured per batch size at start)."""
     model = tmp_path / "tiny-abc"
-    spec = registry.get("lmdeploy").launch(request(model=str(model), served_model_name="tiny", on_cpu_tiny=True))
+    spec = registry.get("lmdeploy").launch(request(model=str(model), served_model_name="tiny", builtin=TINY))
     template = str(tmp_path / "tiny-abc.lmdeploy-chat-template.json")
     assert spec.argv[3:] == [
         "serve", "api_server", str(model), "--backend", "pytorch", "--model-name", "tiny",
@@ -211,9 +212,7 @@ def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks
         "--chat-template", template, "--session-len", "1024", "--num-gpu-blocks", "512", "--max-batch-size", "64",
     ]  # fmt: skip
     assert json.loads(Path(template).read_text()) == {"model_name": "hf", "model_path": str(model)}
-    gemma = registry.get("lmdeploy").launch(
-        request(model=str(model), on_cpu_tiny=True, builtin=BuiltinModel(dtype="bfloat16", context=2048))
-    )
+    gemma = registry.get("lmdeploy").launch(request(model=str(model), builtin=GEMMA))
     assert gemma.argv[-8:-2] == ["--session-len", "2048", "--num-gpu-blocks", "512", "--max-batch-size", "64"]
     assert gemma.argv[-2:] == ["--dtype", "bfloat16"]
 
@@ -276,7 +275,7 @@ def test_tgi_container_argv_publishes_loopback_port_only():
 
 def test_transformers_argv_cpu_tiny(tmp_path):
     model = tmp_path / "models" / "tiny-abc"
-    spec = registry.get("transformers").launch(request(model=str(model), on_cpu_tiny=True))
+    spec = registry.get("transformers").launch(request(model=str(model), builtin=TINY))
     assert spec.argv[1:] == [
         "serve",
         str(model),
@@ -295,7 +294,7 @@ def test_transformers_argv_cpu_tiny(tmp_path):
 def test_transformers_tiny_has_a_hub_cache_folder_on_a_fresh_machine(tmp_path):
     """transformers serve 5.17.0 answers /v1/models with HTTP 500 (``CacheNotFound``) where the hub cache folder does
     not exist, so the server never turned ready on a bare machine: the tiny model's launch brings an empty one."""
-    spec = registry.get("transformers").launch(request(model=str(tmp_path / "tiny-abc"), on_cpu_tiny=True))
+    spec = registry.get("transformers").launch(request(model=str(tmp_path / "tiny-abc"), builtin=TINY))
     assert Path(spec.env["HF_HUB_CACHE"]).is_dir()
     assert not list(Path(spec.env["HF_HUB_CACHE"]).iterdir())
     assert "HF_HUB_CACHE" not in registry.get("transformers").launch(request(model="org/model-7b")).env
@@ -305,11 +304,11 @@ def test_transformers_tiny_goes_to_the_device_the_run_names(tmp_path):
     """scripts/gpu-smoke.sh puts the tiny model on the GPU: a --device (and a --dtype) of the run's replaces the CPU
     defaults."""
     spec = registry.get("transformers").launch(
-        request(model=str(tmp_path / "tiny"), on_cpu_tiny=True, extra_args=("--device", "cuda"))
+        request(model=str(tmp_path / "tiny"), builtin=TINY, extra_args=("--device", "cuda"))
     )
     assert spec.argv[5:] == ["--port", "8123", "--dtype", "float32", "--device", "cuda"]
     spec = registry.get("transformers").launch(
-        request(model=str(tmp_path / "tiny"), on_cpu_tiny=True, extra_args=("--dtype=bfloat16",))
+        request(model=str(tmp_path / "tiny"), builtin=TINY, extra_args=("--dtype=bfloat16",))
     )
     assert spec.argv[5:] == ["--port", "8123", "--device", "cpu", "--dtype=bfloat16"]
 
@@ -485,23 +484,15 @@ def test_a_launch_names_the_context_its_line_sets_and_no_other(framework, tmp_pa
     (SGLang and transformers serve run the model's own, advertised or not), for a model not built in, or where the
     user's own value of the flag, after the launch's, is what the engine takes."""
     adapter = registry.get(framework)
-    builtin = BuiltinModel(context=2048)
+    builtin = dataclasses.replace(TINY, context=2048)
     sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(framework)
     model = str(tmp_path / "tiny-abc")  # a built-in model is a local folder: LMDeploy's template goes beside it
-    spec = adapter.launch(request(model=model, on_cpu_tiny=True, builtin=builtin))
+    spec = adapter.launch(request(model=model, builtin=builtin))
     assert spec.context == (2048 if sets else None)
-    assert adapter.launch(request(builtin=builtin)).context is None
+    assert adapter.launch(request()).context is None
     if sets:
-        assert (
-            adapter.launch(request(model=model, on_cpu_tiny=True, builtin=builtin, extra_args=(sets, "8192"))).context
-            is None
-        )
-        assert (
-            adapter.launch(
-                request(model=model, on_cpu_tiny=True, builtin=builtin, extra_args=(f"{sets}=8192",))
-            ).context
-            is None
-        )
+        assert adapter.launch(request(model=model, builtin=builtin, extra_args=(sets, "8192"))).context is None
+        assert adapter.launch(request(model=model, builtin=builtin, extra_args=(f"{sets}=8192",))).context is None
 
 
 def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
@@ -519,7 +510,8 @@ def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
         assert launched.known_context(quiet) == (1024, "set by the plugin's vllm launch line")
         other = ServerInfo(target="t", adapter=registry.get("transformers"), model="m", base_url="")
         assert other.known_context(quiet)[0] is None and "launch sets no context" in other.known_context(quiet)[1]
-        tiny = ServerInfo(target="t", adapter=ENDPOINT, model="/cache/models/tiny-e0f588805fb3", base_url="")
+        served = "/cache/models/tiny-e0f588805fb3"
+        tiny = ServerInfo(target="t", adapter=ENDPOINT, model=served, base_url="", builtin=TINY)
         assert tiny.known_context(quiet)[0] == 2048  # its own positions: no server runs it longer
         outside = ServerInfo(target="t", adapter=ENDPOINT, model="m", base_url="", launched=False)
         assert outside.known_context(quiet) == (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -20,8 +21,8 @@ from pytest_infer.adapters.llamacpp import (
     parse_version,
 )
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.models import local_model
-from pytest_infer.models.gemma import ModelError
+from pytest_infer.models.gemma import GEMMA, ModelError
+from pytest_infer.models.tiny import TINY, converter_of
 from pytest_infer.options import parse_environments, parse_frameworks
 
 ENV = Environment(label="llamacpp-0.3.36", python="/e/bin/python", bin_dir=Path("/e/bin"))
@@ -80,7 +81,7 @@ def fake_engine(root: Path, version_line: str) -> Environment:
 
 
 def test_the_tiny_launch_line_serves_its_gguf_with_templates_metrics_and_four_slots():
-    request = LaunchRequest("/cache/tiny.gguf", "tiny", "127.0.0.1", 8123, ENV, on_cpu_tiny=True)
+    request = LaunchRequest("/cache/tiny.gguf", "tiny", "127.0.0.1", 8123, ENV, builtin=TINY)
     spec = registry.get("llamacpp").launch(request)
     assert spec.argv[1:] == [
         "--model", "/cache/tiny.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "8123",
@@ -92,10 +93,12 @@ def test_the_tiny_launch_line_serves_its_gguf_with_templates_metrics_and_four_sl
 
 
 def test_a_gguf_without_a_template_gets_the_template_file_and_a_real_model_no_context_of_ours():
-    request = LaunchRequest("/m.gguf", "gemma", "127.0.0.1", 1, ENV, chat_template="/t/gemma.jinja")
+    request = LaunchRequest("/m.gguf", "gemma-3-270m", "127.0.0.1", 1, ENV, builtin=GEMMA)
     argv = LlamaCppAdapter().launch(request).argv
-    assert argv[argv.index("--chat-template-file") + 1] == "/t/gemma.jinja"
-    assert "--ctx-size" not in argv and "--parallel" not in argv and "--threads" not in argv
+    assert argv[argv.index("--chat-template-file") + 1] == str(GEMMA.chat_template)
+    assert "--chat-template-file" not in LlamaCppAdapter().launch(replace(request, builtin=TINY)).argv
+    argv = LlamaCppAdapter().launch(replace(request, builtin=None)).argv
+    assert not {"--chat-template-file", "--ctx-size", "--parallel", "--threads"} & set(argv)
 
 
 @pytest.mark.parametrize("key", ["sk-plain", 'sk-with,comma and "quotes"', "#sk-a-comment-in-a-key-file"])
@@ -149,7 +152,7 @@ def test_a_commit_outside_the_table_says_so_in_its_source(tmp_path: Path):
 def test_an_engine_without_its_converter_cannot_make_tinys_gguf_and_says_how_to_get_one(tmp_path: Path):
     env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
     with pytest.raises(ModelError, match="keeps no llama.cpp converter.*scripts/install-engines.sh"):
-        local_model("tiny", registry.get("llamacpp"), env)
+        TINY.path(registry.get("llamacpp").model_form, env)
 
 
 def test_the_converter_is_the_one_the_install_step_keeps(tmp_path: Path):
@@ -157,7 +160,7 @@ def test_the_converter_is_the_one_the_install_step_keeps(tmp_path: Path):
     kept = tmp_path / "llamacpp-0.3.36" / "share" / "llama.cpp"
     kept.mkdir(parents=True)
     (kept / "convert_hf_to_gguf.py").write_text("")
-    assert LlamaCppAdapter().gguf_converter(env) == kept
+    assert converter_of(env) == kept
 
 
 def test_users_may_name_it_as_the_project_or_its_server_is_named(tmp_path: Path):

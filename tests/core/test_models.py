@@ -17,7 +17,8 @@ import pytest
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import BaseAdapter, Environment, FrameworkVersion, LaunchRequest, LaunchSpec
 from pytest_infer.models import gemma
-from pytest_infer.models.gemma import CHAT_TEMPLATE, GEMMA, ModelError, Package, fetch, make_folder
+from pytest_infer.models.gemma import CHAT_TEMPLATE, GEMMA, NAME, ModelError, Package, fetch, make_folder
+from pytest_infer.models.tiny import TINY
 from pytest_infer.options import InferOptions
 from pytest_infer.server.pool import ServerPool
 from pytest_infer.targets import Target
@@ -182,7 +183,7 @@ class Recording(BaseAdapter):
 
 
 class RecordingGguf(Recording):
-    takes_gguf = True
+    model_form = "gguf"
 
 
 @pytest.fixture
@@ -190,7 +191,7 @@ def cached_gemma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """gemma-3-270m as a session finds it after the first: its GGUF in the cache; the folder made by a stand-in for
     the conversion, which records the interpreter it was given."""
     monkeypatch.setenv("PYTEST_INFER_CACHE", str(tmp_path / "cache"))
-    gguf = tmp_path / "cache" / "models" / GEMMA / gemma.GEMMA_PACKAGE.file
+    gguf = tmp_path / "cache" / "models" / NAME / gemma.GEMMA_PACKAGE.file
     gguf.parent.mkdir(parents=True)
     gguf.write_bytes(b"GGUF")
 
@@ -201,10 +202,11 @@ def cached_gemma(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return gguf
 
 
-def pool_request(adapter: BaseAdapter, tmp_path: Path, model: str = GEMMA) -> LaunchRequest:
-    """The launch request the pool builds for ``model`` on ``adapter``."""
-    target = Target(id=adapter.name, adapter=adapter, model=model, environment=ENGINE)
-    pool = ServerPool(InferOptions(frameworks=(adapter.name,), model=model, report_dir=tmp_path / "report"), [target])
+def pool_request(adapter: BaseAdapter, tmp_path: Path) -> LaunchRequest:
+    """The launch request the pool builds for gemma-3-270m on ``adapter``."""
+    target = Target(id=adapter.name, adapter=adapter, model=NAME, environment=ENGINE, builtin=GEMMA)
+    options = InferOptions(frameworks=(adapter.name,), model=NAME, report_dir=tmp_path / "report")
+    pool = ServerPool(options, [target])
     with pytest.raises(Recorded) as recorded:
         pool.get(target.id)
     return recorded.value.args[0]
@@ -212,19 +214,19 @@ def pool_request(adapter: BaseAdapter, tmp_path: Path, model: str = GEMMA) -> La
 
 def test_an_engine_that_takes_a_gguf_gets_the_gguf_and_the_template_file(cached_gemma, tmp_path):
     request = pool_request(RecordingGguf(), tmp_path)
-    assert request.model == str(cached_gemma) and request.served_model_name == GEMMA
-    assert request.chat_template == str(CHAT_TEMPLATE) and "<start_of_turn>" in CHAT_TEMPLATE.read_text()
-    assert request.on_cpu_tiny and request.builtin == gemma.GEMMA_LAUNCH
-    assert not any(p.name.startswith(f"{GEMMA}-bf16") for p in cached_gemma.parent.parent.iterdir())  # nothing made
+    assert request.model == str(cached_gemma) and request.served_model_name == NAME
+    assert request.builtin is GEMMA and "<start_of_turn>" in CHAT_TEMPLATE.read_text()
+    argv = registry.get("llamacpp").launch(request).argv
+    assert argv[argv.index("--chat-template-file") + 1] == str(CHAT_TEMPLATE)
+    assert not any(p.name.startswith(f"{NAME}-bf16") for p in cached_gemma.parent.parent.iterdir())  # nothing made
 
 
 def test_an_engine_that_loads_a_folder_gets_one_made_once_with_its_interpreter(cached_gemma, tmp_path):
     request = pool_request(Recording(), tmp_path)
     folder = Path(request.model)
-    assert folder.parent == cached_gemma.parent.parent and folder.name.startswith(f"{GEMMA}-bf16-")
+    assert folder.parent == cached_gemma.parent.parent and folder.name.startswith(f"{NAME}-bf16-")
     assert (folder / "made-with").read_text() == f"{ENGINE.python} {cached_gemma}"
-    assert request.chat_template is None  # the folder's tokenizer carries it
-    assert request.on_cpu_tiny and request.builtin == gemma.GEMMA_LAUNCH
+    assert request.builtin is GEMMA
     assert pool_request(Recording(), tmp_path).model == str(folder)
 
 
@@ -235,10 +237,9 @@ def test_each_folder_engine_runs_gemma_in_bfloat16_without_tinys_parsers(framewo
     assert request.model in argv and "float32" not in argv and "bfloat16" in argv
     assert not {"--reasoning-parser", "--tool-call-parser"} & set(argv)
     if framework == "vllm":
-        assert (
-            argv[argv.index("--max-model-len") + 1] == "2048" and argv[argv.index("--served-model-name") + 1] == GEMMA
-        )
-    tiny_request = LaunchRequest(str(tmp_path / "tiny"), "tiny", "127.0.0.1", 8000, ENGINE, on_cpu_tiny=True)
+        assert argv[argv.index("--max-model-len") + 1] == "2048"
+        assert argv[argv.index("--served-model-name") + 1] == NAME
+    tiny_request = LaunchRequest(str(tmp_path / "tiny"), "tiny", "127.0.0.1", 8000, ENGINE, builtin=TINY)
     tiny = registry.get(framework).launch(tiny_request).argv
     assert "float32" in tiny or framework == "sglang" and "bfloat16" in tiny  # tiny as before (SGLang: AMX or not)
     assert framework == "transformers" or "--reasoning-parser" in tiny

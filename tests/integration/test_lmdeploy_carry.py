@@ -16,7 +16,7 @@ import pytest
 
 from pytest_infer.adapters import registry
 from pytest_infer.adapters.base import Environment, LaunchRequest, probe_python_version
-from pytest_infer.models.tiny import tiny_model_dir
+from pytest_infer.models.tiny import TINY, tiny_model_dir
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +89,7 @@ def test_lmdeploys_own_parser_takes_the_adapters_launch_line_and_its_chat_templa
     own template, not a built-in one matched by the model's path."""
     model = tiny_model_dir(PYTHON)
     spec = registry.get("lmdeploy").launch(
-        LaunchRequest(str(model), "tiny", "127.0.0.1", 25001, Environment.from_spec(PYTHON), on_cpu_tiny=True)
+        LaunchRequest(str(model), "tiny", "127.0.0.1", 25001, Environment.from_spec(PYTHON), builtin=TINY)
     )
     assert spec.argv[1:3] == ["-m", "lmdeploy"]
     script = (

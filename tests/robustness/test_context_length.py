@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infer.models import GEMMA, TINY
-from pytest_infer.models.gemma import GEMMA_LAUNCH
+from pytest_infer.models.gemma import GEMMA
+from pytest_infer.models.tiny import TINY
 from pytest_infer.robustness.kit import DEFAULT_CONTEXT
 from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, FakeServer
 
@@ -25,7 +25,7 @@ def test_context(robustness_context_length, infer_endpoint):
 
 
 @pytest.mark.parametrize(
-    ("model", "context"), [(GEMMA, GEMMA_LAUNCH.context), (TINY, 2048), ("org/other", DEFAULT_CONTEXT)]
+    ("model", "context"), [(GEMMA.name, GEMMA.context), (TINY.name, 2048), ("org/other", DEFAULT_CONTEXT)]
 )
 def test_a_server_that_advertises_no_context_gets_the_built_in_models_own(pytester, model, context):
     pytester.makepyfile(test_probe=PROBE)
@@ -68,7 +68,7 @@ def test_an_assumed_context_judges_no_refusal_on_a_server_not_launched_with_it(p
     with FakeServer(_a_longer_context(32768)) as srv:
         selected = "prompt_over_context and not streaming and not completions" if suite == "robustness" else "over_the"
         pytester.runpytest(
-            str(SUITES / suite), "-m", suite, f"--infer-endpoint={srv.base_url}", f"--infer-model={GEMMA}",
+            str(SUITES / suite), "-m", suite, f"--infer-endpoint={srv.base_url}", f"--infer-model={GEMMA.name}",
             "--infer-request-timeout=20", "-p", "no:cacheprovider", "--infer-report-dir=report", "-k", selected,
         )  # fmt: skip
     tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_infer.models import GEMMA
+from pytest_infer.models.gemma import NAME as GEMMA
 from pytest_infer.slo.metrics.catalogue import threshold
 from pytest_infer.slo.profiles import load_profile
 
