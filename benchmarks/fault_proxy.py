@@ -8,11 +8,14 @@ strings) or a timing one (every stream's first event, or every event, later by a
 multiple of its time since the request, ``slower*2``: a server twice as slow, for the SLO limits).
 
     python benchmarks/fault_proxy.py --upstream http://127.0.0.1:18000 --fault stream-no-done --port 18100
+    python benchmarks/fault_proxy.py --upstream URL --fault none --fault 'itl*1.2' --port 0
+    python benchmarks/fault_proxy.py --list  # the named faults, what the gate must report for each
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import queue
 import threading
@@ -463,15 +466,46 @@ class FaultProxy:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--upstream", required=True)
-    parser.add_argument("--fault", default="none")
-    parser.add_argument("--port", type=int, default=18100)
+    parser.add_argument("--upstream", help="the server the proxy forwards to")
     parser.add_argument(
-        "--hide-metrics", action="store_true", help="answer /metrics with 404: no server-side cross-check of the delays"
+        "--fault",
+        action="append",
+        help="the fault to inject (default none); several: one proxy each, side by side",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=18100,
+        help="the first proxy's port, the next ones' above it (0: free ones, as printed)",
+    )
+    parser.add_argument(
+        "--hide-metrics",
+        action="store_true",
+        help="answer /metrics with 404: no server-side cross-check of the delays",
+    )
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="print the named faults as JSON lines and exit",
     )
     args = parser.parse_args(argv)
-    with FaultProxy(args.upstream, fault_named(args.fault), port=args.port, hide_metrics=args.hide_metrics) as proxy:
-        print(f"{proxy.fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)
+    if args.list:
+        for f in FAULTS.values():
+            named = {"name": f.name, "area": f.area, "expect": f.expect, "notes": f.notes}
+            print(json.dumps(named))
+        return 0
+    if not args.upstream:
+        parser.error("--upstream is required")
+    try:
+        faults = [fault_named(name) for name in args.fault or ["none"]]
+    except ValueError as exc:
+        parser.error(str(exc))
+    with contextlib.ExitStack() as stack:
+        for i, fault in enumerate(faults):
+            port = args.port and args.port + i
+            proxy = FaultProxy(args.upstream, fault, port=port, hide_metrics=args.hide_metrics)
+            stack.enter_context(proxy)
+            print(f"{fault.name}: {proxy.base_url} -> {args.upstream}", flush=True)
         threading.Event().wait()
     return 0
 
