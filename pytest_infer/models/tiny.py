@@ -18,6 +18,7 @@ from ..paths import model_cache
 from .gemma import ModelError, make_folder
 from .tiny_build import MAX_POSITIONS
 
+NAME = "tiny"
 _BUILDER = Path(__file__).with_name("tiny_build.py")
 _GGUF_BUILDER = Path(__file__).with_name("tiny_gguf_build.py")
 
@@ -29,7 +30,7 @@ def tiny_model_dir(python: str) -> Path:
     Concurrent sessions wait on a lock rather than writing the same folder twice.
     """
     digest = hashlib.sha256(_BUILDER.read_bytes()).hexdigest()[:12]
-    target = model_cache("tiny", digest=digest)
+    target = model_cache(NAME, digest=digest)
     marker = target / "pytest_infer_tiny.json"
     if marker.exists():
         return target
@@ -73,7 +74,7 @@ def tiny_gguf(python: str, converter: Path) -> Path:
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
             raise ModelError(f"converting tiny to GGUF with {python} failed (exit {proc.returncode}):\n{tail}")
 
-    return make_folder(model_cache("tiny", "gguf", digest), convert) / "tiny.gguf"
+    return make_folder(model_cache(NAME, "gguf", digest), convert) / "tiny.gguf"
 
 
 def converter_of(environment: Environment) -> Path:
@@ -89,10 +90,10 @@ def converter_of(environment: Environment) -> Path:
 
 
 TINY = Builtin(
-    name="tiny",
+    name=NAME,
     files=MappingProxyType(
         {
-            "folder": lambda environment: tiny_model_dir(python_of(environment)),
+            "folder": lambda env: tiny_model_dir(python_of(env)),
             "gguf": lambda env: tiny_gguf(python_of(env), converter_of(env)),
         }
     ),
