@@ -52,11 +52,12 @@ import psutil
 from peers import Load, Peer, PeerError, all_peers, ensure
 from peers.vllm_bench import VllmBench
 
-from pytest_infer.client.endpoint import Endpoint
+from pytest_infer import Endpoint
+
+# internal: no public API runs the load client alone, or says where the engines are installed
 from pytest_infer.load import LoadSpec, Workload, run_load, run_load_distributed
 from pytest_infer.load.prompts import Calibration
 from pytest_infer.paths import engines_dir
-from pytest_infer.server.process import free_port
 
 KEEP_MS = (1.0, 5.0)  # "keeps a load": |median TTFT error| within each
 # The client's error is taken against the server's actual write times, so server lag does not bias it;
@@ -157,17 +158,23 @@ def _server_setup(pin: bool) -> None:
         os.sched_setaffinity(0, {1})
 
 
-def start_server(ttft_ms: float, itl_ms: float, pin: bool, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    port = port or free_port()
+def start_server(
+    ttft_ms: float,
+    itl_ms: float,
+    pin: bool,
+    port: int | None = None,
+) -> tuple[subprocess.Popen, str]:
+    """The paced server, on ``port`` or a free one; its URL, from the line it prints when ready."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port), "--ttft-ms", str(ttft_ms),
-         "--itl-ms", str(itl_ms)],
+        [sys.executable, "-m", "pytest_infer.testing.pacedserver", "--port", str(port or 0),
+         "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
         stdout=subprocess.PIPE,
         text=True,
         preexec_fn=functools.partial(_server_setup, pin),
     )  # fmt: skip
-    assert "ready" in (proc.stdout.readline() if proc.stdout else "")
-    return proc, f"http://127.0.0.1:{port}"
+    ready = proc.stdout.readline() if proc.stdout else ""
+    assert "ready" in ready, ready
+    return proc, ready.split(" on ")[1].split()[0]
 
 
 def served(url: str) -> list[dict]:
@@ -624,6 +631,11 @@ def main(argv: list[str] | None = None) -> int:
         help="a real server instead of the paced one: each tool's own figures side by side (no ground truth)",
     )
     parser.add_argument("--model", default="paced-model", help="the model name requests carry (with --endpoint)")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="the peers' tokenizer (default: the tiny model's; for --endpoint, the served one's)",
+    )
     parser.add_argument("--out", default="benchmarks/results/client_bench_peers.json")
     parser.add_argument("--html", default=None, help="the page with the plot (default: --out with .html)")
     parser.add_argument("--table-from", default=None, help="re-print the tables of a saved result file, run nothing")
@@ -665,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="client-bench-tokenizer-") as tok:
-            tokenizer = peer_tokenizer(Path(tok)) if ready else Path(tok)
+            tokenizer = Path(args.tokenizer or (peer_tokenizer(Path(tok)) if ready else tok))
             runners: dict[str, Callable[[str, Load], dict]] = {
                 **ours,
                 **{
