@@ -33,7 +33,6 @@ from pathlib import Path
 from fault_proxy import FAULTS, Fault, FaultProxy, fault_named
 
 from pytest_infer import SessionResults
-from pytest_infer.slo.metrics.catalogue import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = Path(__file__).with_name("gate_accuracy_slo.yaml")
@@ -100,20 +99,25 @@ def gate(baseline: Path, candidate: Path, rules: str, pairs: dict[str, str] | No
 EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
 
 
+def by_name(figures: dict) -> dict:
+    """A load point's figures (or runs) under their names, as the results file spells them."""
+    return {figure.name: value for figure, value in figures.items()}
+
+
 def effects(baseline: Path, candidate: Path, pairs: dict[str, str] | None = None) -> dict[str, float]:
     """What a timing fault did to the figures, in % against the baseline (the pooled figures of
     each load point)."""
     ((b, c),) = (pairs or {None: None}).items()
     slo = SessionResults.read(baseline).table("slo").points()
-    before = {p.key: p.metrics for p in slo if b is None or p.target == b}
+    before = {p.key: by_name(p.metrics) for p in slo if b is None or p.target == b}
     out = {}
     for point in SessionResults.read(candidate).table("slo").points():
         if c is not None and point.target != c:
             continue
+        now, was = by_name(point.metrics), before.get(point.key, {})
         for metric in EFFECT_METRICS:
-            figure, was = parse(metric), before.get(point.key, {})
-            if figure in point.metrics and was.get(figure):
-                out[f"{point.key} {metric}"] = round(100 * (point.metrics[figure] / was[figure] - 1), 1)
+            if metric in now and was.get(metric):
+                out[f"{point.key} {metric}"] = round(100 * (now[metric] / was[metric] - 1), 1)
     return out
 
 
@@ -125,8 +129,9 @@ def pair_differences(pair: Path) -> dict[str, list[float]]:
     base, cand = points.get(base_id), points.get(cand_id)
     if base is None or cand is None:
         return {}
+    base_runs, cand_runs = by_name(base.runs), by_name(cand.runs)
     return {
-        m: [round(100 * (c / b - 1), 1) for b, c in zip(base.runs.get(parse(m), []), cand.runs.get(parse(m), [])) if b]
+        m: [round(100 * (c / b - 1), 1) for b, c in zip(base_runs.get(m, []), cand_runs.get(m, [])) if b]
         for m in EFFECT_METRICS
     }
 
