@@ -1,4 +1,4 @@
-"""The conformance suite's core: the check registry, typed failures, contexts, and expectations.
+"""The conformance suite's core: the check registry, typed failures, contexts, and declarations.
 
 Register a check of your own from a ``conftest.py``; the bundled suite
 (``suites/conformance``) runs it against every target like the built-in ones::
@@ -21,7 +21,7 @@ from typing import Any
 
 _NAMES = {
     "CheckContext": "context", "Exchange": "context", "StreamExchange": "context",
-    "Expectations": "expectations", "ExpectationsError": "expectations", "load_expectations": "expectations",
+    "Expectations": "declarations", "ExpectationsError": "declarations", "load_expectations": "declarations",
     "CheckFailure": "failures", "DeclaredDeviation": "failures", "Inconclusive": "failures", "Unsupported": "failures",
     "FEATURES": "registry", "REGISTRY": "registry", "Check": "registry", "CheckRegistry": "registry",
     "DuplicateCheckError": "registry", "check": "registry",

@@ -12,8 +12,8 @@ from ..session import session_key, tests_a_server
 from .options import REQUEST_PATHS, StructuredOptions
 
 if TYPE_CHECKING:  # the machinery (hypothesis, jsonschema, httpx) loads when a structured test needs it
-    from .checks import Support
     from .explore import ExploreSettings
+    from .judge import Support
     from .runner import RequestPath, StructuredRunner
     from .store import ReproducerStore
 
@@ -241,7 +241,7 @@ def structured_support(structured_runner, infer_target, structured_supports) -> 
     probed once per target and route: the support test judges it, and a route that applies no schema is not
     re-proved by every schema test after it (on a slow engine each would spend minutes saying the same)."""
     # lazy: this plugin loads in every pytest run; its machinery only in a structured session
-    from .checks import probe_support
+    from .judge import probe_support
 
     def support(path: RequestPath) -> Support:
         key = (infer_target.id, path.name)

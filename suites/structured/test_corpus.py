@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import (
+from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
+from pytest_infer.structured.judge import (
     broke_or_failed,
     positive_control,
     record_evidence,
@@ -13,7 +14,6 @@ from pytest_infer.structured.checks import (
     refused_everything,
     run_case,
 )
-from pytest_infer.structured.corpus import CORPUS, INVALID_SCHEMA
 
 pytestmark = pytest.mark.structured
 

@@ -14,8 +14,8 @@ import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.structured import Outcome
-from pytest_infer.structured.checks import MIN_VALID_SHARE, record_evidence, refused_everything, too_few_valid
 from pytest_infer.structured.explore import explore, replay
+from pytest_infer.structured.judge import MIN_VALID_SHARE, record_evidence, refused_everything, too_few_valid
 from pytest_infer.structured.store import write_sweep
 
 pytestmark = pytest.mark.structured

@@ -9,7 +9,7 @@ import pytest
 from pytest_infer import InferClient, Unsupported
 from pytest_infer.outcomes import Inconclusive
 from pytest_infer.structured import Outcome
-from pytest_infer.structured.checks import record_evidence
+from pytest_infer.structured.judge import record_evidence
 from pytest_infer.structured.probes import BY_ID, body, require_bias, token_ids
 from pytest_infer.structured.runner import RESPONSE_FORMAT
 

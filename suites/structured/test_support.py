@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured.checks import record_evidence, refused_everything
+from pytest_infer.structured.judge import record_evidence, refused_everything
 
 pytestmark = pytest.mark.structured
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.structured.checks import positive_control, record_evidence, refusal_problem, survive
 from pytest_infer.structured.corpus import BAD_SCHEMAS
+from pytest_infer.structured.judge import positive_control, record_evidence, refusal_problem, survive
 from pytest_infer.structured.runner import RESPONSE_FORMAT
 
 pytestmark = pytest.mark.structured

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_infer import conformance
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.conformance.expectations import load_file
+from pytest_infer.conformance.declarations import load_file
 from pytest_infer.conformance.failures import trim
 from pytest_infer.testing.fakeserver import MODEL, FakeServer
 

@@ -27,9 +27,9 @@ from pytest_infer.adapters.lmdeploy import LMDeployAdapter
 from pytest_infer.adapters.sglang import SGLangAdapter
 from pytest_infer.adapters.transformers import TransformersAdapter
 from pytest_infer.adapters.vllm import VLLMAdapter
-from pytest_infer.conformance.expectations import BUNDLED as BUNDLED_EXPECTATIONS
-from pytest_infer.conformance.expectations import ExpectationsError, bundled_files
-from pytest_infer.conformance.expectations import load as load_expectations
+from pytest_infer.conformance.declarations import BUNDLED as BUNDLED_EXPECTATIONS
+from pytest_infer.conformance.declarations import ExpectationsError, bundled_files
+from pytest_infer.conformance.declarations import load as load_expectations
 from pytest_infer.models.gemma import GEMMA
 from pytest_infer.models.tiny import TINY
 from pytest_infer.slo.profiles import LoadPoint

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_infer.structured import Attempt, Classified, Outcome, classify_output, is_json_prefix
-from pytest_infer.structured.checks import judge_support
 from pytest_infer.structured.classify import classify_status
+from pytest_infer.structured.judge import judge_support
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]}
 JSON_VALUES = st.recursive(

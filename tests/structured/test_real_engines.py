@@ -21,9 +21,9 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.models.tiny import tiny_model_dir
 from pytest_infer.structured import Outcome, StructuredRunner
-from pytest_infer.structured.checks import probe_support
 from pytest_infer.structured.corpus import INVALID_SCHEMA
 from pytest_infer.structured.explore import ExploreSettings, explore
+from pytest_infer.structured.judge import probe_support
 from pytest_infer.structured.probes import BY_ID, body, token_ids
 from pytest_infer.structured.runner import RESPONSE_FORMAT, RESPONSE_FORMAT_STREAM, Sampling
 

@@ -32,7 +32,7 @@ from pytest_infer.client.http import InferClient  # noqa: E402
 from pytest_infer.server.pool import ServerInfo  # noqa: E402
 from pytest_infer.structured import Outcome  # noqa: E402
 from pytest_infer.structured import runner as runner_module  # noqa: E402
-from pytest_infer.structured.checks import SUPPORT_PROBES, record_evidence, survive  # noqa: E402
+from pytest_infer.structured.judge import SUPPORT_PROBES, record_evidence, survive  # noqa: E402
 from pytest_infer.structured.runner import LOG_SECTION, RESPONSE_FORMAT, StructuredRunner  # noqa: E402
 from pytest_infer.testing.fakeserver import MODEL, Deviation, FakeServer, error_body  # noqa: E402
 

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("matplotlib.figure")  # see test_suite_outcomes.py: loaded once for pytester's in-process runs
 httpx.HTTPTransport()
 
-from pytest_infer.structured.checks import SUPPORT_PROBES  # noqa: E402
 from pytest_infer.structured.corpus import BAD_SCHEMAS, CORPUS, INVALID_SCHEMA  # noqa: E402
+from pytest_infer.structured.judge import SUPPORT_PROBES  # noqa: E402
 from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body  # noqa: E402
 
 from .deviations import answering, schema_of  # noqa: E402

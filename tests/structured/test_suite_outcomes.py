@@ -21,7 +21,7 @@ import pytest
 pytest.importorskip("matplotlib.figure")
 httpx.HTTPTransport()
 
-from pytest_infer.structured.checks import SUPPORT_PROBES  # noqa: E402
+from pytest_infer.structured.judge import SUPPORT_PROBES  # noqa: E402
 from pytest_infer.structured.store import FILE_NAME, SWEEP_DIR  # noqa: E402
 from pytest_infer.testing.fakeserver import FakeServer, error_body, serving_process  # noqa: E402
 
@@ -145,7 +145,7 @@ def test_refusals_and_truncations_without_a_valid_answer_are_inconclusive(suite)
 def test_too_small_a_share_of_valid_answers_is_inconclusive(suite):
     """One valid answer among many cut off: below ``MIN_VALID_SHARE`` of the accepted schemas the sweep judged too
     little."""
-    from pytest_infer.structured.checks import MIN_VALID_SHARE
+    from pytest_infer.structured.judge import MIN_VALID_SHARE
 
     turn = iter(range(10**6))
     few = deviations.answering(  # the support probe's known-good schemas answered, the sweep's first alone valid

@@ -1,4 +1,4 @@
-r"""Known deviations and missing features per framework and version range, loaded from YAML.
+r"""The declarations: known deviations and missing features per framework and version range, loaded from YAML.
 
 A file names one framework; each entry names a check (``deviations``) or a
 feature (``unsupported``), a version range (a PEP 440 specifier, required: an
