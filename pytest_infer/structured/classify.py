@@ -1,4 +1,4 @@
-"""The outcome of one structured-output request, classified into exactly one class.
+"""The class of one structured-output answer: every request lands in exactly one.
 
 Strict RFC 8259 parsing: Python's ``json`` already rejects raw control
 characters inside strings; ``NaN``/``Infinity`` are refused here too. Schema
@@ -22,7 +22,9 @@ from ..outcomes import InferError
 from .prefix import parse_prefix, prefix_violation
 
 
-class Outcome(str, enum.Enum):
+class AnswerClass(str, enum.Enum):
+    """What one answer is; a test's outcome, judged from many answers, is ``pytest_infer.outcomes.Outcome``."""
+
     REJECTED = "rejected"  # 4xx: the framework says it does not support the schema
     VALID = "valid"
     INVALID_JSON = "invalid-json"  # not strict RFC 8259 JSON
@@ -45,27 +47,29 @@ class Outcome(str, enum.Enum):
         return self.value
 
 
-FAILURES = frozenset({Outcome.INVALID_JSON, Outcome.VIOLATION, Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.DIED})
+FAILURES = frozenset(
+    {AnswerClass.INVALID_JSON, AnswerClass.VIOLATION, AnswerClass.SERVER_ERROR, AnswerClass.TIMEOUT, AnswerClass.DIED}
+)
 MATRIX_CLASSES = ("valid", "rejected", "truncated", "invalid", "error")
 _MATRIX_CLASS = {
-    Outcome.VALID: "valid",
-    Outcome.REJECTED: "rejected",
-    Outcome.TRUNCATED: "truncated",
-    Outcome.INVALID_JSON: "invalid",
-    Outcome.VIOLATION: "invalid",
+    AnswerClass.VALID: "valid",
+    AnswerClass.REJECTED: "rejected",
+    AnswerClass.TRUNCATED: "truncated",
+    AnswerClass.INVALID_JSON: "invalid",
+    AnswerClass.VIOLATION: "invalid",
 }
 
 
-def matrix_cells(keywords: set[str], outcome: Outcome) -> list[tuple[str, str]]:
+def matrix_cells(keywords: set[str], outcome: AnswerClass) -> list[tuple[str, str]]:
     """The (row, column) cells one request counts in: the "all" row and one row per keyword."""
     return [(row, outcome.matrix_class) for row in ("all", *sorted(keywords))]
 
 
 @dataclass(frozen=True, slots=True)
 class Classified:
-    """An outcome with its evidence: ``keyword`` is the schema keyword the output broke, if any."""
+    """An answer's class with its evidence: ``keyword`` is the schema keyword the output broke, if any."""
 
-    outcome: Outcome
+    outcome: AnswerClass
     message: str = ""
     keyword: str | None = None
 
@@ -143,43 +147,45 @@ def prefix_verdict(schema: Any, text: str) -> Classified | None:
     ...); whatever might still become valid stays truncated.
     """
     found = prefix_violation(schema, text)
-    return Classified(Outcome.VIOLATION, found.message, found.keyword) if found is not None else None
+    return Classified(AnswerClass.VIOLATION, found.message, found.keyword) if found is not None else None
 
 
 def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Classified:
     """Classify a 200 answer's text against the schema it was constrained to."""
     if not isinstance(text, str):
-        return Classified(Outcome.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})")
+        return Classified(AnswerClass.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})")
     try:
         instance = strict_loads(text)
     except NumberRangeError as exc:
         if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
             return prefix_verdict(schema, text) or Classified(
-                Outcome.TRUNCATED, f"cut at the token limit inside a number: {exc}"
+                AnswerClass.TRUNCATED, f"cut at the token limit inside a number: {exc}"
             )
         return Classified(
-            Outcome.INVALID_JSON,
+            AnswerClass.INVALID_JSON,
             f"{exc} (RFC 8259 section 6: not interoperable; strict parsers reject it)",
             "number-range",
         )
     except ValueError as exc:
         if finish_reason == "length" and is_json_prefix(text):
             return prefix_verdict(schema, text) or Classified(
-                Outcome.TRUNCATED, f"cut at the token limit after {len(text)} characters"
+                AnswerClass.TRUNCATED, f"cut at the token limit after {len(text)} characters"
             )
-        return Classified(Outcome.INVALID_JSON, f"not strict JSON: {exc}", "json")
+        return Classified(AnswerClass.INVALID_JSON, f"not strict JSON: {exc}", "json")
     if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
         # a bare number cut at the limit may still grow digits, a fraction or an exponent:
         # its type is judged, and bounds only where no continuation can meet them
         return prefix_verdict(schema, text) or Classified(
-            Outcome.TRUNCATED, "a number still growing at the token limit"
+            AnswerClass.TRUNCATED, "a number still growing at the token limit"
         )
     problem = validate(schema, instance)
     if problem is not None:
-        return Classified(Outcome.VIOLATION, problem[1], problem[0])
+        return Classified(AnswerClass.VIOLATION, problem[1], problem[0])
     if finish_reason == "length":
-        return Classified(Outcome.TRUNCATED, "the token limit was hit: the value parses but the model had not finished")
-    return Classified(Outcome.VALID)
+        return Classified(
+            AnswerClass.TRUNCATED, "the token limit was hit: the value parses but the model had not finished"
+        )
+    return Classified(AnswerClass.VALID)
 
 
 def classify_status(status: int, body: str) -> Classified | None:
@@ -188,5 +194,5 @@ def classify_status(status: int, body: str) -> Classified | None:
         return None
     excerpt = body[:300]
     if 400 <= status < 500:
-        return Classified(Outcome.REJECTED, f"HTTP {status}: {excerpt}")
-    return Classified(Outcome.SERVER_ERROR, f"HTTP {status}: {excerpt}")
+        return Classified(AnswerClass.REJECTED, f"HTTP {status}: {excerpt}")
+    return Classified(AnswerClass.SERVER_ERROR, f"HTTP {status}: {excerpt}")

@@ -25,7 +25,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from .classify import Outcome
+from .classify import AnswerClass
 from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner, canonical
 from .strategies import DEFAULT_MAX_DEPTH, schemas_with_instances, token_budget
 
@@ -115,9 +115,9 @@ def explore(
         report.attempts.append(attempt)
         if on_attempt is not None:
             on_attempt(attempt)
-        if attempt.verdict.outcome is Outcome.DIED:
+        if attempt.verdict.outcome is AnswerClass.DIED:
             report.stopped = f"the server died after this schema: {canonical(schema)}"
-        elif attempt.verdict.outcome in (Outcome.SERVER_ERROR, Outcome.TIMEOUT):
+        elif attempt.verdict.outcome in (AnswerClass.SERVER_ERROR, AnswerClass.TIMEOUT):
             ok, why = runner.healthy()
             if not ok:
                 report.stopped = f"the server stopped serving after this schema ({why}): {canonical(schema)}"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..outcomes import NotExercised
-from .classify import Outcome
+from .classify import AnswerClass
 from .runner import GREEDY, Attempt, RequestPath, Sampling, StructuredRunner, evidence_of
 from .strategies import token_budget
 
@@ -58,11 +58,11 @@ class CaseResult:
 
     @property
     def all_rejected(self) -> bool:
-        return bool(self.attempts) and all(a.verdict.outcome is Outcome.REJECTED for a in self.attempts)
+        return bool(self.attempts) and all(a.verdict.outcome is AnswerClass.REJECTED for a in self.attempts)
 
     @property
     def all_truncated(self) -> bool:
-        return bool(self.attempts) and all(a.verdict.outcome is Outcome.TRUNCATED for a in self.attempts)
+        return bool(self.attempts) and all(a.verdict.outcome is AnswerClass.TRUNCATED for a in self.attempts)
 
     @property
     def too_few_valid(self) -> str | None:
@@ -81,8 +81,8 @@ def too_few_valid(attempts: Sequence[Attempt], min_valid: int = 1, min_share: fl
     The share is of the accepted answers: a refused schema is the server saying it does not support it,
     not an answer that could have been judged.
     """
-    valid = sum(a.verdict.outcome is Outcome.VALID for a in attempts)
-    accepted = sum(a.verdict.outcome is not Outcome.REJECTED for a in attempts)
+    valid = sum(a.verdict.outcome is AnswerClass.VALID for a in attempts)
+    accepted = sum(a.verdict.outcome is not AnswerClass.REJECTED for a in attempts)
     if valid >= min_valid and valid >= min_share * accepted:
         return None
     need = f"at least {min_valid}" + (f" and {min_share:.0%} of the {accepted} accepted" if min_share else "")
@@ -96,7 +96,7 @@ def run_case(
     for i in range(seeds):
         sampling = Sampling(runner.sampling.temperature, runner.sampling.seed + i)
         result.attempts.append(runner.run(schema, path, token_budget(instance), sampling=sampling))
-        if result.attempts[-1].verdict.outcome is Outcome.DIED:
+        if result.attempts[-1].verdict.outcome is AnswerClass.DIED:
             break
     return result
 
@@ -139,17 +139,17 @@ def judge_support(attempts: list[Attempt]) -> Support:
     Rejected: every request refused with 4xx. Anything else is "partly" (honoured with bugs)."""
     outcomes = [a.verdict.outcome for a in attempts]
     counted = ", ".join(f"{o.value} {outcomes.count(o)}" for o in dict.fromkeys(outcomes))
-    if outcomes and all(o is Outcome.REJECTED for o in outcomes):
+    if outcomes and all(o is AnswerClass.REJECTED for o in outcomes):
         return Support("rejected", f"every request was refused ({counted})", tuple(attempts))
-    if any(o in (Outcome.SERVER_ERROR, Outcome.TIMEOUT, Outcome.DIED) for o in outcomes):
+    if any(o in (AnswerClass.SERVER_ERROR, AnswerClass.TIMEOUT, AnswerClass.DIED) for o in outcomes):
         return Support("error", f"the server failed before it could be judged ({counted})", tuple(attempts))
-    answered = [a for a in attempts if a.verdict.outcome not in (Outcome.REJECTED, Outcome.TRUNCATED)]
+    answered = [a for a in attempts if a.verdict.outcome not in (AnswerClass.REJECTED, AnswerClass.TRUNCATED)]
     if not answered:
         return Support("inconclusive", f"no answer finished within its token budget ({counted})", tuple(attempts))
-    if all(a.verdict.outcome is Outcome.VALID for a in answered):
+    if all(a.verdict.outcome is AnswerClass.VALID for a in answered):
         return Support("honoured", f"every finished answer matched its schema ({counted})", tuple(attempts))
-    if all(a.verdict.outcome is Outcome.INVALID_JSON for a in answered) and not any(
-        a.verdict.outcome is Outcome.VALID for a in attempts
+    if all(a.verdict.outcome is AnswerClass.INVALID_JSON for a in answered) and not any(
+        a.verdict.outcome is AnswerClass.VALID for a in attempts
     ):
         return Support(
             "ignored",
@@ -163,7 +163,7 @@ def broke_or_failed(result: CaseResult, bug: str) -> str:
     """What a case's failing seeds did: "broke the schema (<its bug class>)" when each answered JSON that breaks it;
     else their outcomes counted, with no bug class, so a server that timed out is not filed under a grammar bug."""
     outcomes = Counter(attempt.verdict.outcome.value for attempt in result.failures)
-    if set(outcomes) <= {Outcome.INVALID_JSON.value, Outcome.VIOLATION.value}:
+    if set(outcomes) <= {AnswerClass.INVALID_JSON.value, AnswerClass.VIOLATION.value}:
         return f"broke the schema ({bug})"
     return "failed (" + ", ".join(f"{outcome} {n}" for outcome, n in outcomes.most_common()) + ")"
 
@@ -202,7 +202,7 @@ def positive_control(runner: StructuredRunner, path: RequestPath) -> Control:
     tried = []
     for schema, instance in SUPPORT_PROBES:
         tried.append(runner.run(schema, path, token_budget(instance), sampling=GREEDY))
-        if tried[-1].verdict.outcome is Outcome.VALID:
+        if tried[-1].verdict.outcome is AnswerClass.VALID:
             return Control(tried[-1], tuple(tried))
     return Control(None, tuple(tried))
 
@@ -237,7 +237,7 @@ def survive(runner: StructuredRunner, path: RequestPath, schema: Any, max_tokens
     mark = runner.mark_log()
     attempt = runner.run(schema, path, max_tokens, fresh=True)
     again = runner.run(good.schema, path, good.body["max_tokens"], sampling=GREEDY, fresh=True)
-    if again.verdict.outcome is Outcome.VALID:
+    if again.verdict.outcome is AnswerClass.VALID:
         return Survival(attempt, True, f"the known-good schema {json.dumps(good.schema)} still gets a valid answer")
     dead = "" if runner.reachable() else "; the server no longer answers"
     why = (
@@ -250,9 +250,9 @@ def survive(runner: StructuredRunner, path: RequestPath, schema: Any, max_tokens
 def refusal_problem(attempt: Attempt) -> str | None:
     """For a schema no answer can honour (malformed or unsatisfiable): anything but a clean 4xx is a problem."""
     verdict = attempt.verdict
-    if verdict.outcome is Outcome.REJECTED:
+    if verdict.outcome is AnswerClass.REJECTED:
         return None
-    if verdict.outcome in (Outcome.VALID, Outcome.TRUNCATED, Outcome.INVALID_JSON, Outcome.VIOLATION):
+    if verdict.outcome in (AnswerClass.VALID, AnswerClass.TRUNCATED, AnswerClass.INVALID_JSON, AnswerClass.VIOLATION):
         return f"accepted with HTTP 200 (failed open): {verdict.outcome.value}, output {attempt.output!r}"
     return f"{verdict.outcome.value} instead of a 4xx: {verdict.message}"
 

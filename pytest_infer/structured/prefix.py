@@ -4,7 +4,7 @@ An answer cut at the token limit (``finish_reason: "length"``) is the start of s
 ``parse_prefix`` reads such a start into a tree of :class:`Node`: the values already complete, and
 the spine of values still open (arrays, objects, a key, a string, a number), each with its path.
 ``prefix_violation`` then asks whether *every* way of finishing the text breaks the schema; only
-then is the cut answer a violation (``Outcome.VIOLATION``) rather than a truncation.
+then is the cut answer a violation (``AnswerClass.VIOLATION``) rather than a truncation.
 
 Soundness comes first: whatever cannot be decided for every continuation is left alone (no
 violation), because a false ``invalid`` would blame a backend for a budget that was too small.

@@ -26,7 +26,7 @@ from ..adapters import registry
 from ..adapters.base import Adapter
 from ..client.http import InferClient
 from ..client.sse import read_sse
-from .classify import Classified, Outcome, classify_output, classify_status
+from .classify import AnswerClass, Classified, classify_output, classify_status
 
 CHAT = "/v1/chat/completions"
 PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens
@@ -304,7 +304,11 @@ class StructuredRunner:
         """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against
         ``schema``."""
         attempt = Attempt(
-            schema, path.name, body, Classified(Outcome.VALID), self.client.curl("POST", CHAT, body, stream=path.stream)
+            schema,
+            path.name,
+            body,
+            Classified(AnswerClass.VALID),
+            self.client.curl("POST", CHAT, body, stream=path.stream),
         )
         mark = self.mark_log()
         started = time.monotonic()
@@ -314,19 +318,23 @@ class StructuredRunner:
             else:
                 self._plain(attempt, body)
         except httpx.TimeoutException as exc:
-            attempt.verdict = self._lost(f"no answer within {self.timeout:g} s ({type(exc).__name__})", Outcome.TIMEOUT)
+            attempt.verdict = self._lost(
+                f"no answer within {self.timeout:g} s ({type(exc).__name__})", AnswerClass.TIMEOUT
+            )
         except httpx.TransportError as exc:
-            attempt.verdict = self._lost(f"the connection failed: {type(exc).__name__}: {exc}", Outcome.SERVER_ERROR)
+            attempt.verdict = self._lost(
+                f"the connection failed: {type(exc).__name__}: {exc}", AnswerClass.SERVER_ERROR
+            )
         attempt.seconds = round(time.monotonic() - started, 3)
         outcome = attempt.verdict.outcome
         self.answers.setdefault(path.name, Counter())[outcome.value] += 1
-        if outcome.failed or (refuse and outcome is not Outcome.REJECTED):
+        if outcome.failed or (refuse and outcome is not AnswerClass.REJECTED):
             attempt.server_log = self.logged_since(mark)
         return attempt
 
-    def _lost(self, message: str, outcome: Outcome) -> Classified:
+    def _lost(self, message: str, outcome: AnswerClass) -> Classified:
         if not self.reachable():
-            return Classified(Outcome.DIED, f"{message}; afterwards the server no longer answers")
+            return Classified(AnswerClass.DIED, f"{message}; afterwards the server no longer answers")
         return Classified(outcome, message)
 
     def _plain(self, attempt: Attempt, body: dict) -> None:
@@ -340,7 +348,8 @@ class StructuredRunner:
             attempt.output, attempt.finish_reason = choice["message"].get("content"), choice.get("finish_reason")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             attempt.verdict = Classified(
-                Outcome.SERVER_ERROR, f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}"
+                AnswerClass.SERVER_ERROR,
+                f"HTTP 200 without a chat completion ({type(exc).__name__}): {resp.text[:300]}",
             )
             return
         attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
@@ -357,7 +366,7 @@ class StructuredRunner:
             code = errors[0].get("code")
             status = code if isinstance(code, int) else 500
             verdict = classify_status(status, json.dumps(errors[0])) or Classified(
-                Outcome.SERVER_ERROR, json.dumps(errors[0])
+                AnswerClass.SERVER_ERROR, json.dumps(errors[0])
             )
             attempt.verdict = Classified(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
             return
@@ -375,7 +384,9 @@ class StructuredRunner:
                 attempt.finish_reason = choice.get("finish_reason") or attempt.finish_reason
         attempt.output = "".join(parts)
         if broken:
-            attempt.verdict = self._lost(f"the stream did not end properly: {'; '.join(broken)}", Outcome.SERVER_ERROR)
+            attempt.verdict = self._lost(
+                f"the stream did not end properly: {'; '.join(broken)}", AnswerClass.SERVER_ERROR
+            )
             return
         attempt.verdict = classify_output(attempt.schema, attempt.output, attempt.finish_reason)
 

@@ -15,7 +15,7 @@ from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 from .options import REQUEST_PATHS
 from .plots import keyword_heatmap
 
-# Outcome classes of the matrix (docs/structured-output.md), worst first.
+# Answer classes of the matrix (docs/structured-output.md), worst first.
 KEYWORD_CLASSES = ("invalid", "error", "truncated", "rejected", "valid")
 # Wrong answers: worse than a clean refusal or a truncation.
 WRONG_KEYWORD = frozenset({"invalid", "error"})

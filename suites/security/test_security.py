@@ -32,7 +32,7 @@ from pytest_infer.security import (
     scan_headers,
     sent_strings,
 )
-from pytest_infer.structured import Outcome, classify_output
+from pytest_infer.structured import AnswerClass, classify_output
 
 pytestmark = pytest.mark.security
 
@@ -146,7 +146,11 @@ def _conforms(schema: dict, text: str | None, finish_reason: str | None) -> str 
     valid answer, or one cut at the token limit that can still become valid (the grammar bomb asks for 8 tokens of
     a much longer object)."""
     found = classify_output(schema, text, finish_reason)
-    return None if found.outcome in (Outcome.VALID, Outcome.TRUNCATED) else f"{found.outcome.value}: {found.message}"
+    return (
+        None
+        if found.outcome in (AnswerClass.VALID, AnswerClass.TRUNCATED)
+        else f"{found.outcome.value}: {found.message}"
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.structured import Outcome
+from pytest_infer.structured import AnswerClass
 from pytest_infer.structured.explore import explore, replay
 from pytest_infer.structured.judge import MIN_VALID_SHARE, record_evidence, refused_everything, too_few_valid
 from pytest_infer.structured.store import write_sweep
@@ -72,7 +72,7 @@ def test_generated_schemas(
         problems.insert(0, f"sweep stopped early: {report.stopped}")
     if problems:
         pytest.fail(f"{summary}\n\n" + "\n\n".join(problems), pytrace=False)
-    if report.attempts and all(a.verdict.outcome is Outcome.REJECTED for a in report.attempts):
+    if report.attempts and all(a.verdict.outcome is AnswerClass.REJECTED for a in report.attempts):
         if (problem := refused_everything(structured_runner)) is not None:
             raise Inconclusive(f"{summary}: {problem}")
         raise Unsupported(

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_infer import InferClient, Unsupported
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.structured import Outcome
+from pytest_infer.structured import AnswerClass
 from pytest_infer.structured.judge import record_evidence
 from pytest_infer.structured.probes import BY_ID, body, require_bias, token_ids
 from pytest_infer.structured.runner import RESPONSE_FORMAT
@@ -40,7 +40,7 @@ def test_grammar_masks(
     )
     attempt = structured_runner.send(probe.schema, request)
     verdict = attempt.verdict
-    if verdict.outcome is Outcome.REJECTED:
+    if verdict.outcome is AnswerClass.REJECTED:
         raise Unsupported(
             f"json_schema with {probe.id}", f"the schema is refused, so there is nothing to mask: {verdict.message}"
         )
@@ -49,7 +49,7 @@ def test_grammar_masks(
         pytest.fail(
             f"{probe.id}: the grammar let through {probe.push!r} at {probe.where}\n{attempt.describe()}", pytrace=False
         )
-    if verdict.outcome is not Outcome.VALID:
+    if verdict.outcome is not AnswerClass.VALID:
         raise Inconclusive(
             f"{probe.id}: the answer is {verdict.signature}, not valid, so the mask at {probe.where} was not seen"
             f" working: {attempt.output!r}"

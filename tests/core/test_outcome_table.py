@@ -34,7 +34,7 @@ OTHER_WORDS = {
     ("conformance/checks/messages.py", "anthropic_error_problems"): "Anthropic's error type",
     ("conformance/checks/chat.py", "request_fields"): "what a server did with a field",
     ("structured/classify.py", "MATRIX_CLASSES"): "a keyword's class of answers",
-    ("structured/classify.py", "Outcome.matrix_class"): "a keyword's class of answers",
+    ("structured/classify.py", "AnswerClass.matrix_class"): "a keyword's class of answers",
     ("structured/table.py", "KEYWORD_CLASSES"): "a keyword's class of answers",
     ("structured/table.py", "WRONG_KEYWORD"): "a keyword's class of answers",
     ("structured/judge.py", "judge_support"): "what a server does with a schema",

@@ -1,4 +1,4 @@
-"""Outcome classification: strict RFC 8259 parsing, schema validation, truncation, HTTP status."""
+"""Answer classification: strict RFC 8259 parsing, schema validation, truncation, HTTP status."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import Attempt, Classified, Outcome, classify_output, is_json_prefix
+from pytest_infer.structured import AnswerClass, Attempt, Classified, classify_output, is_json_prefix
 from pytest_infer.structured.classify import classify_status
 from pytest_infer.structured.judge import judge_support
 
@@ -23,28 +23,33 @@ JSON_VALUES = st.recursive(
 @pytest.mark.parametrize(
     ("text", "finish", "outcome", "keyword"),
     [
-        ('{"a": "xy"}', "stop", Outcome.VALID, None),
-        ('  {"a": "xy"}\n', "stop", Outcome.VALID, None),
-        ('{"a": "x\ty"}', "stop", Outcome.INVALID_JSON, "json"),  # a raw control character inside a string
-        ('{"a": NaN}', "stop", Outcome.INVALID_JSON, "json"),
-        ('{"a": 1e999}', "stop", Outcome.INVALID_JSON, "number-range"),
-        ("{'a': 'xy'}", "stop", Outcome.INVALID_JSON, "json"),
-        ('{"a": "toolong"}', "stop", Outcome.VIOLATION, "maxLength"),
-        ("{}", "stop", Outcome.VIOLATION, "required"),
-        ('{"a": "xy"', "length", Outcome.TRUNCATED, None),
-        ('{"a": "x', "length", Outcome.TRUNCATED, None),
-        ('{"a": "xy"', "stop", Outcome.INVALID_JSON, "json"),  # stopped, yet unclosed
-        ('{"a": "xy"} trailing', "length", Outcome.INVALID_JSON, "json"),  # not a prefix of any document
-        ("8ajBTX5c[/oFTX5c", "length", Outcome.INVALID_JSON, "json"),  # unconstrained text cut at the limit
-        ('{"a": "xy"}', "length", Outcome.TRUNCATED, None),  # whole but cut: the model had not finished
-        ('{"a": "toolong"}', "length", Outcome.VIOLATION, "maxLength"),
-        ('{"a": "toolo', "length", Outcome.VIOLATION, "maxLength"),  # cut, but already past maxLength (test_prefix.py)
-        ('{"a', "length", Outcome.TRUNCATED, None),
-        ("{t", "length", Outcome.INVALID_JSON, "json"),  # no document starts so
+        ('{"a": "xy"}', "stop", AnswerClass.VALID, None),
+        ('  {"a": "xy"}\n', "stop", AnswerClass.VALID, None),
+        ('{"a": "x\ty"}', "stop", AnswerClass.INVALID_JSON, "json"),  # a raw control character inside a string
+        ('{"a": NaN}', "stop", AnswerClass.INVALID_JSON, "json"),
+        ('{"a": 1e999}', "stop", AnswerClass.INVALID_JSON, "number-range"),
+        ("{'a': 'xy'}", "stop", AnswerClass.INVALID_JSON, "json"),
+        ('{"a": "toolong"}', "stop", AnswerClass.VIOLATION, "maxLength"),
+        ("{}", "stop", AnswerClass.VIOLATION, "required"),
+        ('{"a": "xy"', "length", AnswerClass.TRUNCATED, None),
+        ('{"a": "x', "length", AnswerClass.TRUNCATED, None),
+        ('{"a": "xy"', "stop", AnswerClass.INVALID_JSON, "json"),  # stopped, yet unclosed
+        ('{"a": "xy"} trailing', "length", AnswerClass.INVALID_JSON, "json"),  # not a prefix of any document
+        ("8ajBTX5c[/oFTX5c", "length", AnswerClass.INVALID_JSON, "json"),  # unconstrained text cut at the limit
+        ('{"a": "xy"}', "length", AnswerClass.TRUNCATED, None),  # whole but cut: the model had not finished
+        ('{"a": "toolong"}', "length", AnswerClass.VIOLATION, "maxLength"),
+        (
+            '{"a": "toolo',
+            "length",
+            AnswerClass.VIOLATION,
+            "maxLength",
+        ),  # cut, but already past maxLength (test_prefix.py)
+        ('{"a', "length", AnswerClass.TRUNCATED, None),
+        ("{t", "length", AnswerClass.INVALID_JSON, "json"),  # no document starts so
         (
             "[" * 3000 + "]" * 3000,
             "stop",
-            Outcome.INVALID_JSON,
+            AnswerClass.INVALID_JSON,
             "json",
         ),  # deeper than the parser goes: refused, not a crash
     ],
@@ -57,20 +62,20 @@ def test_classify_output(text, finish, outcome, keyword):
 @pytest.mark.parametrize(
     ("schema", "text", "outcome"),
     [
-        ({"type": "string"}, "845e3855419557194546", Outcome.VIOLATION),  # a number growing where a string belongs
-        ({"allOf": [{"type": "string"}, {"maxLength": 3}]}, "845e3855419557194546", Outcome.VIOLATION),
-        ({"type": "object"}, '["a", "b', Outcome.VIOLATION),
-        ({"type": ["string", "null"]}, '"abc', Outcome.TRUNCATED),
-        ({"type": "number"}, "845e3855419557194546", Outcome.TRUNCATED),
-        ({"type": "integer"}, "12", Outcome.TRUNCATED),
+        ({"type": "string"}, "845e3855419557194546", AnswerClass.VIOLATION),  # a number growing where a string belongs
+        ({"allOf": [{"type": "string"}, {"maxLength": 3}]}, "845e3855419557194546", AnswerClass.VIOLATION),
+        ({"type": "object"}, '["a", "b', AnswerClass.VIOLATION),
+        ({"type": ["string", "null"]}, '"abc', AnswerClass.TRUNCATED),
+        ({"type": "number"}, "845e3855419557194546", AnswerClass.TRUNCATED),
+        ({"type": "integer"}, "12", AnswerClass.TRUNCATED),
         (
             {"anyOf": [{"type": "string"}, {"type": "integer", "multipleOf": 2}]},
             "1438943870245579455",
-            Outcome.TRUNCATED,
+            AnswerClass.TRUNCATED,
         ),  # parity unknown yet
-        ({"type": "integer", "maximum": 5}, "1438", Outcome.TRUNCATED),  # could still become 1438e-9
-        ({"type": "array", "maxItems": 1}, "[1, 2]", Outcome.VIOLATION),  # closed: judged in full
-        ({}, "845e3855419557194546", Outcome.TRUNCATED),
+        ({"type": "integer", "maximum": 5}, "1438", AnswerClass.TRUNCATED),  # could still become 1438e-9
+        ({"type": "array", "maxItems": 1}, "[1, 2]", AnswerClass.VIOLATION),  # closed: judged in full
+        ({}, "845e3855419557194546", AnswerClass.TRUNCATED),
     ],
 )
 def test_a_cut_answer_of_a_forbidden_type_is_a_violation(schema, text, outcome):
@@ -83,17 +88,17 @@ def test_format_is_checked():
 
 
 def test_missing_content_is_a_server_error():
-    assert classify_output(SCHEMA, None, "stop").outcome is Outcome.SERVER_ERROR
+    assert classify_output(SCHEMA, None, "stop").outcome is AnswerClass.SERVER_ERROR
 
 
 @pytest.mark.parametrize(
     ("status", "outcome"),
     [
         (200, None),
-        (400, Outcome.REJECTED),
-        (422, Outcome.REJECTED),
-        (500, Outcome.SERVER_ERROR),
-        (503, Outcome.SERVER_ERROR),
+        (400, AnswerClass.REJECTED),
+        (422, AnswerClass.REJECTED),
+        (500, AnswerClass.SERVER_ERROR),
+        (503, AnswerClass.SERVER_ERROR),
     ],
 )
 def test_classify_status(status, outcome):
@@ -117,7 +122,7 @@ def test_non_prefixes_are_detected(text):
     assert not is_json_prefix(text)
 
 
-def _attempt(outcome: Outcome, status: int = 200) -> Attempt:
+def _attempt(outcome: AnswerClass, status: int = 200) -> Attempt:
     return Attempt(
         {"type": "boolean"}, "response_format", {"max_tokens": 8}, Classified(outcome), "curl", status=status
     )
@@ -126,13 +131,13 @@ def _attempt(outcome: Outcome, status: int = 200) -> Attempt:
 @pytest.mark.parametrize(
     ("outcomes", "word"),
     [
-        ([Outcome.VALID, Outcome.VALID, Outcome.TRUNCATED], "honoured"),
-        ([Outcome.INVALID_JSON, Outcome.INVALID_JSON, Outcome.TRUNCATED], "ignored"),
-        ([Outcome.REJECTED, Outcome.REJECTED], "rejected"),
-        ([Outcome.VALID, Outcome.VIOLATION], "partly"),
-        ([Outcome.INVALID_JSON, Outcome.VIOLATION], "partly"),
-        ([Outcome.TRUNCATED, Outcome.TRUNCATED], "inconclusive"),
-        ([Outcome.VALID, Outcome.TIMEOUT], "error"),
+        ([AnswerClass.VALID, AnswerClass.VALID, AnswerClass.TRUNCATED], "honoured"),
+        ([AnswerClass.INVALID_JSON, AnswerClass.INVALID_JSON, AnswerClass.TRUNCATED], "ignored"),
+        ([AnswerClass.REJECTED, AnswerClass.REJECTED], "rejected"),
+        ([AnswerClass.VALID, AnswerClass.VIOLATION], "partly"),
+        ([AnswerClass.INVALID_JSON, AnswerClass.VIOLATION], "partly"),
+        ([AnswerClass.TRUNCATED, AnswerClass.TRUNCATED], "inconclusive"),
+        ([AnswerClass.VALID, AnswerClass.TIMEOUT], "error"),
     ],
 )
 def test_judge_support(outcomes, word):
@@ -142,12 +147,12 @@ def test_judge_support(outcomes, word):
 @pytest.mark.parametrize(
     ("schema", "text", "finish", "outcome", "keyword", "detail"),
     [
-        (SCHEMA, 7, "stop", Outcome.SERVER_ERROR, None, "the answer has no text content (got int)"),
+        (SCHEMA, 7, "stop", AnswerClass.SERVER_ERROR, None, "the answer has no text content (got int)"),
         (
             {"type": "number"},
             "1" * 45 + "e999",
             "stop",
-            Outcome.INVALID_JSON,
+            AnswerClass.INVALID_JSON,
             "number-range",
             (
                 f"the number {'1' * 40} is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable;"
@@ -158,7 +163,7 @@ def test_judge_support(outcomes, word):
             {"type": "number"},
             "1e999",
             "length",
-            Outcome.TRUNCATED,
+            AnswerClass.TRUNCATED,
             None,
             "cut at the token limit inside a number: the number 1e999 is outside the IEEE 754 double range",
         ),
@@ -166,28 +171,28 @@ def test_judge_support(outcomes, word):
             {"type": "number"},
             "1e999",
             "stop",
-            Outcome.INVALID_JSON,
+            AnswerClass.INVALID_JSON,
             "number-range",
             (
                 "the number 1e999 is outside the IEEE 754 double range (RFC 8259 section 6: not interoperable; strict"
                 " parsers reject it)"
             ),
         ),
-        (SCHEMA, '{"a": "x', "length", Outcome.TRUNCATED, None, "cut at the token limit after 8 characters"),
+        (SCHEMA, '{"a": "x', "length", AnswerClass.TRUNCATED, None, "cut at the token limit after 8 characters"),
         (
             SCHEMA,
             '{"a": NaN}',
             "stop",
-            Outcome.INVALID_JSON,
+            AnswerClass.INVALID_JSON,
             "json",
             "not strict JSON: NaN is not JSON (RFC 8259 has no NaN or Infinity)",
         ),
-        ({"type": "integer"}, "12", "length", Outcome.TRUNCATED, None, "a number still growing at the token limit"),
+        ({"type": "integer"}, "12", "length", AnswerClass.TRUNCATED, None, "a number still growing at the token limit"),
         (
             {"type": "string"},
             "12",
             "length",
-            Outcome.VIOLATION,
+            AnswerClass.VIOLATION,
             "type",
             None,
         ),  # a number where a string must be, cut or not
@@ -195,7 +200,7 @@ def test_judge_support(outcomes, word):
             {"type": "integer", "maximum": 5},
             "12",
             "stop",
-            Outcome.VIOLATION,
+            AnswerClass.VIOLATION,
             "maximum",
             "12 is greater than the maximum of 5 (at /, schema path /maximum)",
         ),
@@ -203,7 +208,7 @@ def test_judge_support(outcomes, word):
             SCHEMA,
             '{"a": "xy"}',
             "length",
-            Outcome.TRUNCATED,
+            AnswerClass.TRUNCATED,
             None,
             "the token limit was hit: the value parses but the model had not finished",
         ),
@@ -211,7 +216,7 @@ def test_judge_support(outcomes, word):
             {"type": "object", "properties": {"a": {"type": "array", "items": {"maxLength": 1}}}},
             '{"a": ["x", "yy"]}',
             "stop",
-            Outcome.VIOLATION,
+            AnswerClass.VIOLATION,
             "maxLength",
             "'yy' is too long (at /a/1, schema path /properties/a/items/maxLength)",
         ),
@@ -228,8 +233,8 @@ def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finis
 
 def test_a_refused_or_failed_request_quotes_the_status_and_the_first_300_characters():
     body = "e" * 299 + "XY"
-    assert classify_status(422, body) == Classified(Outcome.REJECTED, f"HTTP 422: {'e' * 299}X")
-    assert classify_status(503, body) == Classified(Outcome.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
+    assert classify_status(422, body) == Classified(AnswerClass.REJECTED, f"HTTP 422: {'e' * 299}X")
+    assert classify_status(503, body) == Classified(AnswerClass.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
     assert classify_status(200, body) is None
 
 
@@ -238,7 +243,7 @@ def test_a_prefix_that_already_breaks_the_schema_says_how():
         {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length"
     )
     assert verdict == Classified(
-        Outcome.VIOLATION,
+        AnswerClass.VIOLATION,
         "truncated output already violates the schema at /a: string of 7+ characters exceeds maxLength 3",
         "maxLength",
     )
@@ -256,7 +261,7 @@ def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
 def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
     from pytest_infer.structured.classify import matrix_cells
 
-    assert matrix_cells({"pattern", "maxLength"}, Outcome.VIOLATION) == [
+    assert matrix_cells({"pattern", "maxLength"}, AnswerClass.VIOLATION) == [
         ("all", "invalid"),
         ("maxLength", "invalid"),
         ("pattern", "invalid"),
@@ -265,14 +270,15 @@ def test_every_request_counts_once_in_the_all_row_and_once_per_keyword_sorted():
 
 def test_json_nested_past_the_parsers_depth_is_invalid_and_says_so():
     verdict = classify_output({}, "[" * 100_000 + "]" * 100_000, "stop")
-    assert verdict.outcome == Outcome.INVALID_JSON and verdict.message.startswith(
+    assert verdict.outcome == AnswerClass.INVALID_JSON and verdict.message.startswith(
         "not strict JSON: nested too deeply to parse ("
     )
 
 
-def test_the_old_name_verdict_still_imports_with_a_deprecation_warning():
+@pytest.mark.parametrize(("old", "new"), [("Verdict", Classified), ("Outcome", AnswerClass)])
+def test_an_old_name_still_imports_with_a_deprecation_warning(old: str, new: type) -> None:
     import pytest_infer.structured as structured
 
-    with pytest.warns(DeprecationWarning, match="use Classified"):
-        assert structured.Verdict is Classified
-    assert "Verdict" not in structured.__all__
+    with pytest.warns(DeprecationWarning, match=f"use {new.__name__}"):
+        assert getattr(structured, old) is new
+    assert old not in structured.__all__

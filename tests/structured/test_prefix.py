@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import Outcome, classify_output, is_json_prefix, schemas_with_instances, validate
+from pytest_infer.structured import AnswerClass, classify_output, is_json_prefix, schemas_with_instances, validate
 from pytest_infer.structured.prefix import Node, parse_prefix, pointer, prefix_violation
 
 # pytester's in-process runs drop the modules they imported (see test_suite_outcomes.py): load these first.
@@ -363,7 +363,7 @@ def test_a_prefix_that_already_breaks_the_schema_is_invalid(schema, broken, keyw
     assert verdict.message.startswith("truncated output already violates the schema at "), verdict.message
     assert message in verdict.message, verdict.message
     clean_verdict = cut(schema, clean)
-    assert clean_verdict.outcome is Outcome.TRUNCATED, clean_verdict.message
+    assert clean_verdict.outcome is AnswerClass.TRUNCATED, clean_verdict.message
 
 
 def test_the_message_names_the_path_and_the_rule():
@@ -410,7 +410,7 @@ def test_the_message_names_the_path_and_the_rule():
 )
 def test_what_cannot_be_decided_stays_truncated(schema, text):
     verdict = cut(schema, text)
-    assert verdict.outcome is Outcome.TRUNCATED, verdict.message
+    assert verdict.outcome is AnswerClass.TRUNCATED, verdict.message
 
 
 def test_a_number_outside_the_double_range_is_judged_by_its_bounds_only():
@@ -419,7 +419,7 @@ def test_a_number_outside_the_double_range_is_judged_by_its_bounds_only():
         cut({"type": "array", "items": {"type": "string"}}, '[1e999, "x').signature == "violation:type"
     )  # the closed number's type still counts
     assert (
-        cut({"type": "array", "maxItems": 3}, "[1e999, 2]").outcome is Outcome.TRUNCATED
+        cut({"type": "array", "maxItems": 3}, "[1e999, 2]").outcome is AnswerClass.TRUNCATED
     )  # closed, value unknown: as before
 
 
@@ -427,13 +427,13 @@ def test_a_whole_document_cut_at_the_limit_is_still_judged_in_full():
     assert (
         cut({"type": "integer", "maximum": 5}, "1438 ").signature == "violation:maximum"
     )  # the space ended the number
-    assert cut({"type": "boolean"}, "tru").outcome is Outcome.TRUNCATED
+    assert cut({"type": "boolean"}, "tru").outcome is AnswerClass.TRUNCATED
 
 
 def test_deep_nesting_and_huge_numbers_do_not_break_the_judge():
     assert cut({"type": "array", "maxItems": 0}, "[" * 5000).signature == "violation:maxItems"
     assert cut({"type": "number", "maximum": 10}, "1e+" + "9" * 5000).signature == "violation:maximum"
-    assert cut({"type": "number", "maximum": 10}, "9" * 5000).outcome is Outcome.TRUNCATED
+    assert cut({"type": "number", "maximum": 10}, "9" * 5000).outcome is AnswerClass.TRUNCATED
 
     def nested(depth: int) -> dict:
         schema: dict = {"type": "string", "maxLength": 0}
@@ -443,7 +443,9 @@ def test_deep_nesting_and_huge_numbers_do_not_break_the_judge():
 
     six = cut(nested(6), "[" * 6 + '"x')  # every one of 2^6 ways is broken; the message stays short
     assert six.signature == "violation:maxLength" and len(six.message) < 600, six.message
-    assert cut(nested(13), "[" * 13 + '"x').outcome is Outcome.TRUNCATED  # 2^13 ways: over the budget, left undecided
+    assert (
+        cut(nested(13), "[" * 13 + '"x').outcome is AnswerClass.TRUNCATED
+    )  # 2^13 ways: over the budget, left undecided
 
 
 # --- the parser ---------------------------------------------------------------------------------
@@ -523,7 +525,7 @@ def test_non_prefixes_are_refused(text):
     with pytest.raises(ValueError):
         parse_prefix(text)
     assert not is_json_prefix(text)
-    assert cut({}, text).outcome is Outcome.INVALID_JSON
+    assert cut({}, text).outcome is AnswerClass.INVALID_JSON
 
 
 JSON_VALUES = st.recursive(
@@ -554,7 +556,7 @@ def test_no_prefix_of_a_valid_instance_is_invalid(pair, ascii_only, indent):
     text = json.dumps(instance, ensure_ascii=ascii_only, indent=indent)
     for end in range(len(text) + 1):
         verdict = cut(schema, text[:end])
-        assert verdict.outcome is Outcome.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        assert verdict.outcome is AnswerClass.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
         assert prefix_violation(schema, text[:end]) is None
 
 
@@ -607,7 +609,7 @@ def test_no_prefix_of_a_document_breaks_the_tightest_schema_it_meets(value, data
     text = json.dumps(value, ensure_ascii=data.draw(st.booleans()), indent=data.draw(st.sampled_from([None, 1])))
     for end in range(len(text) + 1):
         verdict = cut(schema, text[:end])
-        assert verdict.outcome is Outcome.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        assert verdict.outcome is AnswerClass.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
 
 
 # --- end to end: the bundled suite against a server that ignores maxLength -------------------------

@@ -20,7 +20,7 @@ from pytest_infer.adapters.base import python_of
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.models.tiny import tiny_model_dir
-from pytest_infer.structured import Outcome, StructuredRunner
+from pytest_infer.structured import AnswerClass, StructuredRunner
 from pytest_infer.structured.corpus import INVALID_SCHEMA
 from pytest_infer.structured.explore import ExploreSettings, explore
 from pytest_infer.structured.judge import probe_support
@@ -41,18 +41,18 @@ def vllm_runner(real_engine):
 def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_runner):
     report = explore(vllm_runner, RESPONSE_FORMAT, ExploreSettings(examples=25, seed=11, shrink_seconds=5))
     assert len(report.attempts) == 25 and not report.stopped
-    assert any(a.verdict.outcome is Outcome.VALID for a in report.attempts), (
+    assert any(a.verdict.outcome is AnswerClass.VALID for a in report.attempts), (
         "the tiny model under constraint must give some valid JSON"
     )
     for a in report.attempts:
-        if a.status != 200 or a.verdict.outcome not in (Outcome.VALID, Outcome.VIOLATION):
+        if a.status != 200 or a.verdict.outcome not in (AnswerClass.VALID, AnswerClass.VIOLATION):
             continue
         errors = list(
             Draft202012Validator(a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(
                 json.loads(a.output)
             )
         )
-        assert (a.verdict.outcome is Outcome.VALID) == (not errors), a.describe()
+        assert (a.verdict.outcome is AnswerClass.VALID) == (not errors), a.describe()
     for finding in report.findings:
         assert finding.shown.curl.startswith("curl -sS -X POST ") and (
             finding.shown.body["temperature"],
@@ -65,10 +65,10 @@ def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_run
 
 def test_vllm_refuses_an_invalid_schema_with_400_and_in_the_stream(vllm_runner):
     plain = vllm_runner.run(INVALID_SCHEMA, RESPONSE_FORMAT, 32, fresh=True)
-    assert plain.verdict.outcome is Outcome.REJECTED and plain.status == 400, plain.describe()
+    assert plain.verdict.outcome is AnswerClass.REJECTED and plain.status == 400, plain.describe()
     streamed = vllm_runner.run(INVALID_SCHEMA, RESPONSE_FORMAT_STREAM, 32, fresh=True)
     # vLLM 0.32 answers 200 and puts the 400 inside the stream: still a clean refusal, reported as such
-    assert streamed.verdict.outcome is Outcome.REJECTED, streamed.describe()
+    assert streamed.verdict.outcome is AnswerClass.REJECTED, streamed.describe()
     assert vllm_runner.healthy()[0]
 
 
@@ -167,7 +167,7 @@ def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_struct
     with InferClient(Endpoint(fresh_vllm.base_url, "tiny", timeout=60)) as client:
         runner = StructuredRunner(client, timeout=60)
 
-        def probe(probe_id: str) -> Outcome:
+        def probe(probe_id: str) -> AnswerClass:
             probe = BY_ID[probe_id]
             return runner.send(probe.schema, body(probe, "tiny", token_ids(client, "tiny", probe.push))).verdict.outcome
 
@@ -175,7 +175,7 @@ def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_struct
         path, plain = fresh_vllm.spec.first_requests[0]
         assert client.post(path, json={"model": "tiny", **plain}).status_code == 200
         answers += [probe("maxLength+pattern"), probe("maxLength+format"), probe("string-control-characters")]
-    assert answers == [Outcome.VALID] * 4, answers
+    assert answers == [AnswerClass.VALID] * 4, answers
     if fresh_vllm.log.exists():  # launched here, not an endpoint
         assert CONVERTER_DROPS_LENGTH not in fresh_vllm.log.read_text(errors="replace")
 

@@ -30,7 +30,7 @@ from pytest_infer.adapters.external import ENDPOINT  # noqa: E402
 from pytest_infer.client.endpoint import Endpoint  # noqa: E402
 from pytest_infer.client.http import InferClient  # noqa: E402
 from pytest_infer.server.pool import ServerInfo  # noqa: E402
-from pytest_infer.structured import Outcome  # noqa: E402
+from pytest_infer.structured import AnswerClass  # noqa: E402
 from pytest_infer.structured import runner as runner_module  # noqa: E402
 from pytest_infer.structured.judge import SUPPORT_PROBES, record_evidence, survive  # noqa: E402
 from pytest_infer.structured.runner import LOG_SECTION, RESPONSE_FORMAT, StructuredRunner  # noqa: E402
@@ -181,10 +181,10 @@ def test_a_failing_attempt_keeps_exactly_the_lines_of_its_request(server_log):
             earlier = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
             failing = runner.run(FORMAT_SCHEMA, RESPONSE_FORMAT, 48)
             later = runner.run({"enum": ["a"]}, RESPONSE_FORMAT, 16)
-    assert earlier.verdict.outcome is Outcome.VALID and earlier.server_log == ()
+    assert earlier.verdict.outcome is AnswerClass.VALID and earlier.server_log == ()
     assert failing.verdict.signature == "violation:maxLength"
     assert failing.server_log == (WARNING,)
-    assert later.verdict.outcome is Outcome.VIOLATION and later.server_log == (
+    assert later.verdict.outcome is AnswerClass.VIOLATION and later.server_log == (
         'INFO compiled a grammar for {"enum": ["a"]}',
     )
     log_text = server_log.read_text()
@@ -204,7 +204,7 @@ def test_a_passing_attempt_records_nothing_and_is_not_delayed(server_log, monkey
             started = time.monotonic()
             attempt = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
             elapsed = time.monotonic() - started
-    assert attempt.verdict.outcome is Outcome.VALID
+    assert attempt.verdict.outcome is AnswerClass.VALID
     assert attempt.server_log == () and watched.since_calls == 0, "the log is not even read for a pass"
     assert "INFO compiled a grammar" in server_log.read_text(), "the server did log a line"
     assert elapsed < 5.0
@@ -224,7 +224,7 @@ def test_a_line_flushed_after_the_answer_is_waited_for(server_log):
         client, runner = make_runner(server, info(server_log))
         with client:
             attempt = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
-    assert attempt.verdict.outcome is Outcome.INVALID_JSON
+    assert attempt.verdict.outcome is AnswerClass.INVALID_JSON
     assert attempt.server_log == ("ERROR grammar compilation fell back to unconstrained decoding",)
 
 
@@ -235,7 +235,7 @@ def test_a_failure_the_server_says_nothing_about_waits_briefly_and_keeps_nothing
             started = time.monotonic()
             attempt = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
             elapsed = time.monotonic() - started
-    assert attempt.verdict.outcome is Outcome.INVALID_JSON and attempt.server_log == ()
+    assert attempt.verdict.outcome is AnswerClass.INVALID_JSON and attempt.server_log == ()
     assert runner_module.LOG_WAIT <= elapsed < runner_module.LOG_WAIT + 2.0
     assert attempt.seconds < elapsed, "the wait is not counted as the request's time"
 
@@ -247,7 +247,7 @@ def test_without_a_server_log_nothing_is_read(server_log):
             started = time.monotonic()
             attempt = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
             elapsed = time.monotonic() - started
-    assert attempt.verdict.outcome is Outcome.INVALID_JSON and attempt.server_log == ()
+    assert attempt.verdict.outcome is AnswerClass.INVALID_JSON and attempt.server_log == ()
     assert elapsed < runner_module.LOG_WAIT, "an endpoint without a log is not waited on"
 
 
@@ -260,8 +260,8 @@ def test_a_schema_that_must_be_refused_keeps_the_log_of_an_accepted_answer(serve
         with client:
             accepted = runner.run(FORMAT_SCHEMA, RESPONSE_FORMAT, 48, fresh=True, refuse=True)
             not_asked = runner.run(FORMAT_SCHEMA, RESPONSE_FORMAT, 48, fresh=True)
-    assert accepted.verdict.outcome is Outcome.VALID and accepted.server_log == (WARNING,)
-    assert not_asked.verdict.outcome is Outcome.VALID and not_asked.server_log == ()
+    assert accepted.verdict.outcome is AnswerClass.VALID and accepted.server_log == (WARNING,)
+    assert not_asked.verdict.outcome is AnswerClass.VALID and not_asked.server_log == ()
 
 
 def test_a_server_that_did_not_survive_shows_its_log_through_the_known_good_request(server_log):
