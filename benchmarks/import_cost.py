@@ -55,7 +55,9 @@ def cumulative_us(modules: tuple[str, ...]) -> tuple[int, int]:
     ).stderr
     times = {}
     for cumulative, indent, name in LINE.findall(out):
-        top = len(indent) == 1  # a module another one imported first is inside that one's cumulative time
+        top = (
+            len(indent) == 1
+        )  # a module another one imported first is inside that one's cumulative time
         if (name == "pytest" or (name in modules and top)) and name not in times:
             times[name] = int(cumulative)
     return sum(times.get(m, 0) for m in modules), times.get("pytest", 0)
@@ -68,19 +70,28 @@ def in_a_run_us(modules: tuple[str, ...]) -> int:
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
     ).stderr
     lines = LINE.findall(out)
-    after = next(i for i, (_, indent, name) in enumerate(lines) if name == "pytest" and len(indent) == 1) + 1
+    after = (
+        next(
+            i for i, (_, indent, name) in enumerate(lines) if name == "pytest" and len(indent) == 1
+        )
+        + 1
+    )
     return sum(int(cumulative) for cumulative, indent, _ in lines[after:] if len(indent) == 1)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     samples: dict[str, list[tuple[int, int]]] = {name: [] for name in MODULES}
     in_run: dict[str, list[int]] = {name: [] for name in MODULES}
     for _ in range(args.rounds):
-        for name, mode in random.sample([(n, m) for n in MODULES for m in ("cold", "run")], 2 * len(MODULES)):
+        for name, mode in random.sample(
+            [(n, m) for n in MODULES for m in ("cold", "run")], 2 * len(MODULES)
+        ):
             if mode == "cold":
                 samples[name].append(cumulative_us(MODULES[name]))
             else:

@@ -118,7 +118,9 @@ def verdict(acc: Accounting) -> int:
 def soak(args: argparse.Namespace) -> tuple[list[dict], dict]:
     """The load run: every trace, and what the summary says of the run besides its accounting."""
     api_key = args.api_key or os.environ.get("PYTEST_INFER_API_KEY") or None
-    endpoint = Endpoint(args.url.rstrip("/").removesuffix("/v1"), args.model or "", api_key, args.timeout)
+    endpoint = Endpoint(
+        args.url.rstrip("/").removesuffix("/v1"), args.model or "", api_key, args.timeout
+    )
     if not endpoint.model:
         endpoint = endpoint.with_model(endpoint.models(timeout=10)[0]["id"])
     spec = LoadSpec(

@@ -34,7 +34,17 @@ def _children_cpu_s() -> float:
 
 def run_ms(project: Path, disabled: str | None) -> tuple[float, float]:
     """(CPU ms, wall ms) of one pytest run."""
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_one.py"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "test_one.py",
+    ]
     if disabled:
         args += ["-p", f"no:{disabled}"]
     cpu, start = _children_cpu_s(), time.perf_counter()
@@ -43,7 +53,9 @@ def run_ms(project: Path, disabled: str | None) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -75,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"one-test pytest run, every plugin: median {cpu_all:.0f} ms CPU, {wall_all:.0f} ms wall, {args.rounds} rounds"
     )
-    print("| plugin | median start-up cost, CPU (ms) | ratio to pytest-benchmark | median start-up cost, wall (ms) |")
+    print(
+        "| plugin | median start-up cost, CPU (ms) | ratio to pytest-benchmark | median start-up cost, wall (ms) |"
+    )
     print("|---|---|---|---|")
     bench = rows["pytest-benchmark"]["median_cpu_cost_ms"] or 1.0
     for name, row in rows.items():
@@ -84,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
             f" {row['median_wall_cost_ms']} |"
         )
     if args.json:
-        payload = {"run_with_every_plugin_ms": {"cpu": round(cpu_all, 1), "wall": round(wall_all, 1)}, "plugins": rows}
+        payload = {
+            "run_with_every_plugin_ms": {"cpu": round(cpu_all, 1), "wall": round(wall_all, 1)},
+            "plugins": rows,
+        }
         args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
 

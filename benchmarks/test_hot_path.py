@@ -23,7 +23,15 @@ CHUNK = {
     "object": "chat.completion.chunk",
     "created": 1795979664,
     "model": "tiny",
-    "choices": [{"index": 0, "delta": {"content": "Q"}, "logprobs": None, "finish_reason": None, "token_ids": [81]}],
+    "choices": [
+        {
+            "index": 0,
+            "delta": {"content": "Q"},
+            "logprobs": None,
+            "finish_reason": None,
+            "token_ids": [81],
+        }
+    ],
 }
 EVENT = f"data: {json.dumps(CHUNK)}\n\n".encode()  # a vLLM 0.32 chat chunk, 230 bytes
 STREAM = EVENT * 128
@@ -55,7 +63,9 @@ def test_sink_feed_one_event_per_read(benchmark):
 
 def test_raw_connection_chunked_128_events(benchmark):
     """The raw transport's HTTP/1.1 chunk decoding plus the sink, as data_received sees it."""
-    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
     reads = [head] + [b"%x\r\n%s\r\n" % (len(EVENT), EVENT) for _ in range(128)] + [b"0\r\n\r\n"]
 
     class Done:
@@ -96,5 +106,7 @@ def test_summarize_200_requests_of_128_tokens(benchmark):
                 usage_completion_tokens=128,
             )
         )
-    summary = benchmark(lambda: summarize(traces, 0, traces[-1].end_ns, request_limits({"ttft_p99_ms": 100})))
+    summary = benchmark(
+        lambda: summarize(traces, 0, traces[-1].end_ns, request_limits({"ttft_p99_ms": 100}))
+    )
     assert summary.ok == 200 and len(summary.samples[metric("itl")]) == 200 * 127

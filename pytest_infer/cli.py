@@ -4,17 +4,18 @@
 - ``compare BASELINE CANDIDATE``: what changed; exit 1 on a regression (the gate).
 - ``report FILE``: re-render HTML, Markdown and pytest-benchmark JSON from a results file.
 - ``history FILE|DIR... -o OUT``: a trend across versions (vendor regression tracking).
-- ``watch ENGINE`` / ``bisect ENGINE GOOD BAD --check ID`` / ``site DIR``: vendor regression tracking as a service
-  (``pytest_infer/vendor``): each new release judged and stored, the first bad release of a check, the site.
-- ``path suites|FOLDER``: where the bundled suites are, for ``pytest "$(pytest-infer path suites)"``, or a folder a
-  suite bundles (the SLO suite's ``slo``: its profiles).
+- ``watch ENGINE`` / ``bisect ENGINE GOOD BAD --check ID`` / ``site DIR``: vendor regression
+  tracking as a service (``pytest_infer/vendor``): each new release judged and stored, the first bad
+  release of a check, the site.
+- ``path suites|FOLDER``: where the bundled suites are, for ``pytest "$(pytest-infer path
+  suites)"``, or a folder a suite bundles (the SLO suite's ``slo``: its profiles).
 
-A suite adds its own arguments to ``compare`` and ``history`` (its gate settings) and commands of its own
-(``Suite.cli``), such as the SLO suite's ``--fail-on`` and ``calibrate``.
+A suite adds its own arguments to ``compare`` and ``history`` (its gate settings) and commands of
+its own (``Suite.cli``), such as the SLO suite's ``--fail-on`` and ``calibrate``.
 
-Exit codes: 0 fine, 1 the gate found regressions, 2 the gate is incomplete (no target paired, a side that judged
-nothing: its server never became ready or its file holds no tests, a measurement invalid) or bad input (a missing,
-cut-short or foreign file, a bad rule).
+Exit codes: 0 fine, 1 the gate found regressions, 2 the gate is incomplete (no target paired, a side
+that judged nothing: its server never became ready or its file holds no tests, a measurement
+invalid) or bad input (a missing, cut-short or foreign file, a bad rule).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from .suite import SuiteCli, installed
 from .table import ALPHA
 from .vendor.cli import add_commands as add_vendor_commands
 
-EXIT_OK, EXIT_USAGE = EXIT_PASS, EXIT_INCOMPLETE  # bad input exits as an incomplete gate does: nothing compared
+# bad input exits as an incomplete gate does: nothing compared
+EXIT_OK, EXIT_USAGE = EXIT_PASS, EXIT_INCOMPLETE
 
 
 class CliError(InferError):
@@ -47,13 +49,21 @@ class CliError(InferError):
 
 
 def suite_clis() -> dict[str, SuiteCli]:
-    """Suite name -> its part in this command (``Suite.cli``), for every installed suite that has one."""
+    """Suite name -> its part in this command (``Suite.cli``), for every installed suite that has
+    one.
+    """
     return {suite.name: part for suite in installed() if (part := suite.command_line()) is not None}
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """Each suite's gate settings from its arguments (``Pairing.settings``), for the suites that have some."""
-    return {name: value for name, part in suite_clis().items() if (value := part.settings(args)) is not None}
+    """Each suite's gate settings from its arguments (``Pairing.settings``), for the suites that
+    have some.
+    """
+    return {
+        name: value
+        for name, part in suite_clis().items()
+        if (value := part.settings(args)) is not None
+    }
 
 
 def _read_all(inputs: Sequence[str]) -> SessionResults:
@@ -70,7 +80,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = _read_all(args.inputs)
     merged.write(args.output)
     _print(render_summary(merged))
-    print(f"merged {len(merged.environment['parts'])} files, {len(merged.targets)} targets -> {args.output}")
+    print(
+        f"merged {len(merged.environment['parts'])} files, {len(merged.targets)} targets -> "
+        f"{args.output}"
+    )
     return EXIT_OK
 
 
@@ -94,7 +107,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         candidate.write(args.output)
         print(f"candidate with the gate's verdict -> {args.output}")
     if args.markdown:
-        atomic_write_text(args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate"))
+        atomic_write_text(
+            args.markdown, render_markdown(candidate, gate, "pytest-infer upgrade gate")
+        )
     return gate.exit_code
 
 
@@ -122,7 +137,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     html, markdown = args.output / "history.html", args.output / "summary.md"
     atomic_write_text(html, render_history(merged, history, args.title))
     atomic_write_text(
-        markdown, render_history_markdown(history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", ""))
+        markdown,
+        render_history_markdown(
+            history, args.title, link=os.environ.get("PYTEST_INFER_REPORT_URL", "")
+        ),
     )
     _print(terminal_lines(history))
     print(f"html: {html}\nmarkdown: {markdown}")
@@ -151,8 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "compare",
         help=(
-            "compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not everything) could be"
-            " compared: a side whose server never became ready, a file without tests, an invalid measurement"
+            "compare a candidate with a baseline; exit 1 on a regression, 2 when nothing (or not "
+            "everything) could be"
+            " compared: a side whose server never became ready, a file without tests, an invalid "
+            "measurement"
         ),
     )
     p.add_argument("baseline", type=Path)
@@ -165,42 +185,66 @@ def build_parser() -> argparse.ArgumentParser:
         help="pair target B of the baseline with C of the candidate",
     )
     p.add_argument(
-        "--alpha", type=float, default=ALPHA, help=f"significance level for timing changes (default {ALPHA})"
+        "--alpha",
+        type=float,
+        default=ALPHA,
+        help=f"significance level for timing changes (default {ALPHA})",
     )
     p.add_argument(
-        "-o", "--output", type=Path, metavar="FILE", help="write the candidate with the gate's verdict in it"
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the candidate with the gate's verdict in it",
     )
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the comparison as Markdown")
     suites_add_arguments(p, "compare")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("report", help="re-render HTML, Markdown and benchmark JSON from results")
-    p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first")
     p.add_argument(
-        "-o", "--output", type=Path, metavar="DIR", help="folder for the reports (default: the file's folder)"
+        "inputs", nargs="+", metavar="FILE|DIR", help="one results file, or several to merge first"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="DIR",
+        help="folder for the reports (default: the file's folder)",
     )
     p.add_argument("--title", default="pytest-infer")
-    p.add_argument("--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY")
+    p.add_argument(
+        "--no-step-summary", action="store_true", help="do not append to $GITHUB_STEP_SUMMARY"
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser(
-        "history", help="each version against the one before it, as the gate compares them, and the trends"
+        "history",
+        help="each version against the one before it, as the gate compares them, and the trends",
     )
-    p.add_argument("inputs", nargs="+", metavar="FILE|DIR", help="one results file per version (or folders of them)")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="FILE|DIR",
+        help="one results file per version (or folders of them)",
+    )
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR")
     p.add_argument("--title", default="pytest-infer history")
     suites_add_arguments(p, "history")
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser(
-        "path", help='where the bundled suites, or a folder a suite bundles, are: pytest "$(pytest-infer path suites)"'
+        "path",
+        help='where the bundled suites, or a folder a suite bundles, are: pytest "$(pytest-infer '
+        'path suites)"',
     )
     folders = [folder for part in clis.values() for folder in part.folders()]
     p.add_argument("folder", choices=("suites", *folders))
     p.set_defaults(func=cmd_path)
     for part in clis.values():
         part.commands(sub)
-    add_vendor_commands(sub)  # watch, bisect, site: vendor regression tracking (pytest_infer/vendor)
+    # watch, bisect, site: vendor regression tracking (pytest_infer/vendor)
+    add_vendor_commands(sub)
     return parser
 
 

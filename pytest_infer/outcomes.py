@@ -20,16 +20,22 @@ class InferError(Exception):
 
 
 class MissingExtra(InferError, ImportError):
-    """An optional part used where its extra is not installed: a plain install stays light, and says what to add."""
+    """An optional part used where its extra is not installed: a plain install stays light, and says
+    what to add.
+    """
 
 
 def optional_module(name: str, extra: str, purpose: str) -> Any:
-    """``name`` imported, or ``MissingExtra`` naming the ``pytest-infer[extra]`` that installs it for ``purpose``."""
+    """``name`` imported, or ``MissingExtra`` naming the ``pytest-infer[extra]`` that installs it
+    for ``purpose``.
+    """
     try:
         return importlib.import_module(name)
     except ImportError as exc:
         top = name.partition(".")[0]
-        raise MissingExtra(f"{purpose} need {top}, not installed: pip install 'pytest-infer[{extra}]'") from exc
+        raise MissingExtra(
+            f"{purpose} need {top}, not installed: pip install 'pytest-infer[{extra}]'"
+        ) from exc
 
 
 class Judgement(enum.Enum):
@@ -66,38 +72,51 @@ class Outcome(enum.StrEnum):
     colour: str
 
     def __new__(
-        cls, value: str, severity: int, judgement: Judgement, notable: bool, symbol: str,
-        label: str, icon: str, colour: str,
-    ) -> Outcome:  # fmt: skip
+        cls,
+        value: str,
+        severity: int,
+        judgement: Judgement,
+        notable: bool,
+        symbol: str,
+        label: str,
+        icon: str,
+        colour: str,
+    ) -> Outcome:
         member = str.__new__(cls, value)
         member._value_ = value
         member.severity, member.judgement, member.notable = severity, judgement, notable
         member.symbol, member.label, member.icon, member.colour = symbol, label, icon, colour
         return member
 
-    # fmt: off
     #   value       severity judgement             notable symbol  label            icon  colour
-    PASSED = (
-        "passed",        9, Judgement.RIGHT,    False, "pass",   "pass",          "✅", "#e8f5e9")
-    FAILED = (
-        "failed",        2, Judgement.WRONG,    True,  "FAIL",   "FAIL",          "❌", "#ffcdd2")
-    ERROR = (
-        "error",         0, Judgement.BROKE,    True,  "ERROR",  "ERROR",         "💥", "#ffcdd2")
-    UNSUPPORTED = (
-        "unsupported",   3, Judgement.REFUSED,  False, "unsup",  "unsup",         "➖", "#eceff1")
-    XFAIL = (
-        "xfail",         4, Judgement.DECLARED, False, "xfail",  "xfail",         "⚠️", "#fff8e1")
-    FIXED = (
-        "fixed",         8, Judgement.RIGHT,    True,  "FIXED",  "FIXED",         "🎉", "#c8e6c9")
+    PASSED = ("passed", 9, Judgement.RIGHT, False, "pass", "pass", "✅", "#e8f5e9")
+    FAILED = ("failed", 2, Judgement.WRONG, True, "FAIL", "FAIL", "❌", "#ffcdd2")
+    ERROR = ("error", 0, Judgement.BROKE, True, "ERROR", "ERROR", "💥", "#ffcdd2")
+    UNSUPPORTED = ("unsupported", 3, Judgement.REFUSED, False, "unsup", "unsup", "➖", "#eceff1")
+    XFAIL = ("xfail", 4, Judgement.DECLARED, False, "xfail", "xfail", "⚠️", "#fff8e1")
+    FIXED = ("fixed", 8, Judgement.RIGHT, True, "FIXED", "FIXED", "🎉", "#c8e6c9")
     INCONCLUSIVE = (
-        "inconclusive",  5, Judgement.NONE,     False, "inconc", "inconclusive",  "❔", "#eceff1")
+        "inconclusive",
+        5,
+        Judgement.NONE,
+        False,
+        "inconc",
+        "inconclusive",
+        "❔",
+        "#eceff1",
+    )
     NOT_EXERCISED = (
-        "not_exercised", 6, Judgement.NONE,     False, "n/ex",   "not exercised", "◌",  "#eceff1")
-    NOT_RUN = (
-        "not_run",       1, Judgement.GONE,     True,  "n/run",  "not run",       "⛔", "#eceff1")
-    SKIPPED = (
-        "skipped",       7, Judgement.NONE,     False, "skip",   "skip",          "⏭", "#eceff1")
-    # fmt: on
+        "not_exercised",
+        6,
+        Judgement.NONE,
+        False,
+        "n/ex",
+        "not exercised",
+        "◌",
+        "#eceff1",
+    )
+    NOT_RUN = ("not_run", 1, Judgement.GONE, True, "n/run", "not run", "⛔", "#eceff1")
+    SKIPPED = ("skipped", 7, Judgement.NONE, False, "skip", "skip", "⏭", "#eceff1")
 
     @property
     def passes(self) -> bool:

@@ -51,7 +51,9 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def _suites(config: pytest.Config) -> dict[str, Suite]:
-    """The installed suites and those a conftest registers (``pytest_infer_suites``), in run order."""
+    """The installed suites and those a conftest registers (``pytest_infer_suites``), in run
+    order.
+    """
     extra = [suite for found in config.hook.pytest_infer_suites() for suite in found or ()]
     try:
         suites = by_name([*installed(), *extra])
@@ -69,7 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = opts.parse(config)
     targets = []
     if options.active:
-        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+        # lazy: the plugin loads in every pytest run; this only where a session needs it
+        # (test_import_cost.py)
         from .targets import resolve_targets
 
         targets = resolve_targets(options)
@@ -77,7 +80,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistController(), "pytest_infer_xdist")
     if targets and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(TestTimes(config.stash[session_key]), "pytest_infer_test_times")
+        config.pluginmanager.register(
+            TestTimes(config.stash[session_key]), "pytest_infer_test_times"
+        )
     if targets and not hasattr(config, "workerinput"):
         _end_like_ctrl_c_on_sigterm(config)
 
@@ -89,7 +94,10 @@ def _interrupt(signum: int, frame: Any) -> None:
 def _end_like_ctrl_c_on_sigterm(config: pytest.Config) -> None:
     """CI time limits and cancellations send SIGTERM: end the session as on Ctrl-C instead of dying,
     so servers stop through the pool and the results gathered so far are written."""
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
         config.stash[sigterm_key] = signal.signal(signal.SIGTERM, _interrupt)
 
 
@@ -106,7 +114,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = config.stash[session_key]
     if not session.targets:
         return []
-    lines = [f"pytest-infer: model {session.options.model}, report dir {session.options.report_dir}"]
+    lines = [
+        f"pytest-infer: model {session.options.model}, report dir {session.options.report_dir}"
+    ]
     for target in session.targets:
         where = target.endpoint or (target.environment.python if target.environment else "")
         lines.append(f"  target {target.id}: {target.framework} from {where}")
@@ -115,8 +125,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A suite that abuses the server runs last (``Suite.runs_last``), so a server it breaks takes no
-    other suite's verdicts with it. The sort is stable."""
+    """A suite that abuses the server runs last (``Suite.runs_last``), so a server it breaks takes
+    no other suite's verdicts with it. The sort is stable."""
     last = [s.name for s in config.stash[session_key].suites.values() if s.runs_last]
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in last))
 
@@ -154,9 +164,11 @@ def infer_server(infer_target: Target, infer_session: InferSession) -> ServerInf
 def _target_of(item: pytest.Item) -> Target | None:
     callspec = getattr(item, "callspec", None)
     target = callspec.params.get("infer_target") if callspec is not None else None
-    if target is None:  # not a test of a server (most tests of most runs): the targets module stays unloaded
+    # not a test of a server (most tests of most runs): the targets module stays unloaded
+    if target is None:
         return None
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     from .targets import Target
 
     return target if isinstance(target, Target) else None
@@ -164,7 +176,9 @@ def _target_of(item: pytest.Item) -> Target | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start the item's server before its fixtures, so a start failure is met here, once per target."""
+    """Start the item's server before its fixtures, so a start failure is met here, once per
+    target.
+    """
     target = _target_of(item)
     if target is not None:
         session = item.config.stash[session_key]
@@ -174,15 +188,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _target_failed(info: ServerInfo, session: InferSession) -> None:
-    """A target that could not start (or an endpoint that cannot be reached) fails once, with the reason and the log
-    lines; its other tests are reported as not run for that reason, never as verdicts on the server. A server given
-    up after it died fails nothing more: its death is the finding (``Crash``)."""
+    """A target that could not start (or an endpoint that cannot be reached) fails once, with the
+    reason and the log lines; its other tests are reported as not run for that reason, never as
+    verdicts on the server. A server given up after it died fails nothing more: its death is the
+    finding (``Crash``)."""
     assert info.error is not None
     if info.target not in session.failed_targets and not info.crashes:
         session.failed_targets.add(info.target)
         pytest.fail(f"{info.target}: {info.error}", pytrace=False)
     why = info.error.splitlines()[0][:200]
-    started = info.launched and not info.crashes  # else the error says what happened: an endpoint's, a death's
+    # else the error says what happened: an endpoint's, a death's
+    started = info.launched and not info.crashes
     raise NotRun(f"{info.target} did not start ({why})" if started else f"{info.target}: {why}")
 
 
@@ -196,15 +212,17 @@ def infer_record(request: pytest.FixtureRequest) -> Callable[[str, object], None
 
 @pytest.fixture
 def infer_live_server(infer_server: ServerInfo, infer_session: InferSession) -> ServerInfo:
-    """The server, checked alive before the test: one found dead is started again first (``ServerPool.get``); a
-    server given up is not run, and one still dead fails the test with its log."""
+    """The server, checked alive before the test: one found dead is started again first
+    (``ServerPool.get``); a server given up is not run, and one still dead fails the test with its
+    log."""
     if not infer_server.alive():
         infer_session.pool.get(infer_server.target)
         if infer_server.error:
             raise NotRun(f"{infer_server.target}: {infer_server.error.splitlines()[0][:200]}")
     if not infer_server.alive():
         pytest.fail(
-            f"{infer_server.target}: the server process {infer_server.pid} has died; last lines of its log:\n"
+            f"{infer_server.target}: the server process {infer_server.pid} has died; last lines of "
+            "its log:\n"
             f"{infer_server.log_tail()}",
             pytrace=False,
         )
@@ -220,7 +238,8 @@ def infer_endpoint(infer_server: ServerInfo, infer_session: InferSession) -> End
 @pytest.fixture
 def infer_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint) -> Iterator[InferClient]:
     """An httpx client for the server under test, retries off."""
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     from .client.http import InferClient
 
     with InferClient(infer_endpoint) as client:
@@ -230,7 +249,8 @@ def infer_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint) -> Ite
 @pytest.fixture
 def infer_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (sync), pointed at the server under test."""
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     import openai
 
     with openai.OpenAI(**infer_endpoint.openai_kwargs()) as client:
@@ -240,7 +260,8 @@ def infer_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint)
 @pytest.fixture
 async def infer_async_openai_client(infer_live_server: ServerInfo, infer_endpoint: Endpoint):
     """The official ``openai`` SDK client (async)."""
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     import openai
 
     async with openai.AsyncOpenAI(**infer_endpoint.openai_kwargs()) as client:
@@ -263,7 +284,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             ("infer_framework", info.framework),
             ("infer_version", info.version_text),
             ("infer_model", info.model),
-            *((f"infer_{label.replace(' ', '_')}", value) for label, value in session.variant.items()),
+            *(
+                (f"infer_{label.replace(' ', '_')}", value)
+                for label, value in session.variant.items()
+            ),
             ("infer_target", target.id),
         ]
         report.user_properties = list(item.user_properties)
@@ -297,15 +321,20 @@ def _record(
         outcome = Outcome.FAILED if report.when == "call" else Outcome.ERROR
     else:
         outcome = Outcome.PASSED
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     from .results.model import TestRecord
 
     message = _message(report) if report.longrepr is not None and not report.passed else ""
     props = dict(item.user_properties)
-    extra: dict[str, Any] = {"severity": props["infer_severity"]} if "infer_severity" in props else {}
-    if hasattr(report, "wasxfail"):  # the declaration it ran under: the gate tells one known deviation from another
+    extra: dict[str, Any] = (
+        {"severity": props["infer_severity"]} if "infer_severity" in props else {}
+    )
+    # the declaration it ran under: the gate tells one known deviation from another
+    if hasattr(report, "wasxfail"):
         extra["xfail"] = str(report.wasxfail)
-    if props.get("infer_evidence"):  # what a pass judged (every suite records it; the reports show it)
+    # what a pass judged (every suite records it; the reports show it)
+    if props.get("infer_evidence"):
         extra["evidence"] = str(props["infer_evidence"])[:1000]
     if props.get("infer_server_log"):  # the server's own log lines while a failing request ran
         extra["server_log"] = str(props["infer_server_log"])[-8000:]
@@ -325,7 +354,9 @@ def _record(
 
 
 def _message(report: pytest.TestReport) -> str:
-    """What went wrong, in one line where pytest has one: a skip's reason, a failure's crash message."""
+    """What went wrong, in one line where pytest has one: a skip's reason, a failure's crash
+    message.
+    """
     longrepr = report.longrepr
     if isinstance(longrepr, tuple):
         return longrepr[2]
@@ -340,10 +371,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             session.config.workeroutput[WORKER_RESULTS_KEY] = json.dumps(infer.results.to_dict())  # type: ignore[attr-defined]  # set by xdist
         return
     if infer.targets:
-        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+        # lazy: the plugin loads in every pytest run; this only where a session needs it
+        # (test_import_cost.py)
         from .reporting.outputs import finish_session
 
-        # whether this run ended normally: a history compares only runs that did (an interrupted one is kept, marked)
+        # whether this run ended normally: a history compares only runs that did (an interrupted one
+        # is kept, marked)
         infer.results.environment["run"] = {
             "exitstatus": int(session.exitstatus),
             "collected": session.testscollected,
@@ -351,12 +384,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         }
         options = infer.options
         crashed = infer.record_crashes()
-        infer.written = finish_session(infer.results, options.report_dir, options.baseline, infer.settings)
+        infer.written = finish_session(
+            infer.results, options.report_dir, options.baseline, infer.settings
+        )
         failed_gate = infer.written.gate is not None and infer.written.gate.failed
         if (failed_gate or crashed) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the gate, or a server that died, fails the run
+            # the gate, or a server that died, fails the run
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if infer.written.gate is not None and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = infer.written.gate.exit_code  # an INCOMPLETE gate: 2, as pytest-infer compare exits
+            # an INCOMPLETE gate: 2, as pytest-infer compare exits
+            session.exitstatus = infer.written.gate.exit_code
     infer.stop_servers()
 
 
@@ -364,7 +401,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     infer = config.stash[session_key]
     if not infer.targets or not infer.results.targets:
         return
-    # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+    # lazy: the plugin loads in every pytest run; this only where a session needs it
+    # (test_import_cost.py)
     from .reporting.terminal import render_summary
 
     terminalreporter.write_sep("=", "pytest-infer")
@@ -375,13 +413,15 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
             terminalreporter.write_line(f"note: {info.target}: {note}", yellow=True)
     written = getattr(infer, "written", None)
     if written is not None:
-        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+        # lazy: the plugin loads in every pytest run; this only where a session needs it
+        # (test_import_cost.py)
         from .reporting.terminal import render_written
 
         for line in render_written(written):
             terminalreporter.write_line(line)
         if written.gate is not None:
-            # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+            # lazy: the plugin loads in every pytest run; this only where a session needs it
+            # (test_import_cost.py)
             from .reporting.terminal import render_gate
 
             gate = written.gate
@@ -398,8 +438,9 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
 
 
 class TestTimes:
-    """The owning process notes when each test runs (under xdist the controller, as the workers report them): a
-    server's death is laid to the tests that were running when it ended (``ServerPool.test_started``)."""
+    """The owning process notes when each test runs (under xdist the controller, as the workers
+    report them): a server's death is laid to the tests that were running when it ended
+    (``ServerPool.test_started``)."""
 
     __test__ = False  # not a test class, whatever its name
 
@@ -426,7 +467,8 @@ class XdistController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        # lazy: the plugin loads in every pytest run; this only where a session needs it (test_import_cost.py)
+        # lazy: the plugin loads in every pytest run; this only where a session needs it
+        # (test_import_cost.py)
         from .results.model import SessionResults
 
         data = getattr(node, "workeroutput", {}).get(WORKER_RESULTS_KEY)

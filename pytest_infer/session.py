@@ -28,22 +28,35 @@ WORKER_RESULTS_KEY = "pytest_infer_results"
 
 
 class InferSession:
-    """The state of one run: not a value but the one object its hooks and fixtures share. ``pool`` and ``results``
-    are made on first use: a run that tests no server (most pytest runs where the plugin is installed) never loads the
-    server and results machinery."""
+    """The state of one run: not a value but the one object its hooks and fixtures share. ``pool``
+    and ``results`` are made on first use: a run that tests no server (most pytest runs where the
+    plugin is installed) never loads the server and results machinery."""
 
     def __init__(
-        self, options: InferOptions, targets: list[Target], suites: dict[str, Suite], *, is_worker: bool = False
+        self,
+        options: InferOptions,
+        targets: list[Target],
+        suites: dict[str, Suite],
+        *,
+        is_worker: bool = False,
     ) -> None:
-        self.options, self.targets, self.suites, self.is_worker = options, targets, suites, is_worker
+        self.options, self.targets, self.suites, self.is_worker = (
+            options,
+            targets,
+            suites,
+            is_worker,
+        )
         self.failed_targets: set[str] = set()  # start failures already reported once
-        # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its table
-        # (Pairing.settings)
+        # suite name -> its gate settings, parsed once by its plugin; the gate hands them to its
+        # table (Pairing.settings)
         self.settings: dict[str, Any] = {}
-        # labelled values a suite's plugin sets on every target of this session (TargetRecord.variant)
+        # labelled values a suite's plugin sets on every target of this session
+        # (TargetRecord.variant)
         self.variant: dict[str, str] = {}
-        self.written: Any = None  # reporting.outputs.Written, once the controller has written the reports
-        self.id = ""  # this pytest run, shared by its xdist workers: what the gate learns "same session" from
+        # reporting.outputs.Written, once the controller has written the reports
+        self.written: Any = None
+        # this pytest run, shared by its xdist workers: what the gate learns "same session" from
+        self.id = ""
 
     @classmethod
     def create(
@@ -56,8 +69,10 @@ class InferSession:
         workerinput = getattr(config, "workerinput", None)
         session = cls(options, targets, suites, is_worker=workerinput is not None)
         session.id = str((workerinput or {}).get("testrunuid") or uuid.uuid4().hex)
-        if workerinput is None and targets:  # the controller writes the results of a session that tests a server
-            # lazy: this module loads in every pytest run; this only in a session that tests a server
+        # the controller writes the results of a session that tests a server
+        if workerinput is None and targets:
+            # lazy: this module loads in every pytest run; this only in a session that tests a
+            # server
             from .results.environment import capture_environment
 
             session.results.environment = capture_environment(config.rootpath, __version__)
@@ -87,7 +102,9 @@ class InferSession:
             self.pool.stop_all()
 
     def servers(self) -> dict[str, ServerInfo]:
-        """Every target's server, started side by side (what an xdist controller hands its workers)."""
+        """Every target's server, started side by side (what an xdist controller hands its
+        workers).
+        """
         self.pool.start_all([t.id for t in self.targets])
         return {t.id: self.server(t.id) for t in self.targets}
 
@@ -109,8 +126,8 @@ class InferSession:
         return info
 
     def record_crashes(self) -> bool:
-        """Put the deaths of the servers this process owns on their targets' records (results.json); whether any
-        died."""
+        """Put the deaths of the servers this process owns on their targets' records (results.json);
+        whether any died."""
         if "pool" not in self.__dict__:
             return False
         self.pool.record_last_deaths()
@@ -127,7 +144,7 @@ session_key = pytest.StashKey[InferSession]()
 
 
 def tests_a_server(config: pytest.Config) -> bool:
-    """Whether this run tests a server: a suite's plugin reads what only such a session needs then, and leaves the
-    other pytest runs where the plugin is installed alone."""
+    """Whether this run tests a server: a suite's plugin reads what only such a session needs then,
+    and leaves the other pytest runs where the plugin is installed alone."""
     session = config.stash.get(session_key, None)
     return session is not None and bool(session.targets)

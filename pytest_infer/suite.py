@@ -35,15 +35,15 @@ class SuiteError(InferError, ValueError):
 
 
 class SuiteCli:
-    """A suite's part in the ``pytest-infer`` command (``Suite.cli`` names an instance): each default adds nothing,
-    so a suite overrides what it brings."""
+    """A suite's part in the ``pytest-infer`` command (``Suite.cli`` names an instance): each
+    default adds nothing, so a suite overrides what it brings."""
 
     def add_arguments(self, parser: argparse.ArgumentParser, command: str) -> None:
         """Add its arguments to a core command (``compare``, ``history``)."""
 
     def settings(self, args: argparse.Namespace) -> Any:
-        """Its gate settings (``Pairing.settings``) from its arguments, raising an ``InferError`` on bad input;
-        ``None``: it has none."""
+        """Its gate settings (``Pairing.settings``) from its arguments, raising an ``InferError`` on
+        bad input; ``None``: it has none."""
         return None
 
     def commands(self, subparsers: argparse._SubParsersAction) -> None:
@@ -59,13 +59,14 @@ class Suite:
     """A suite as the core sees it. ``plugin`` is the module holding its options and fixtures,
     registered with pytest-infer's own; ``runs_last`` orders its tests after every other suite's.
 
-    ``cli`` is the ``"module:attribute"`` of its ``SuiteCli``, its part in the ``pytest-infer`` command, imported
-    when the command runs (``command_line()``)."""
+    ``cli`` is the ``"module:attribute"`` of its ``SuiteCli``, its part in the ``pytest-infer``
+    command, imported when the command runs (``command_line()``)."""
 
     name: str
     description: str
-    # the table class, or its "module:class" to import on first use (``table_type``): pytest loads every installed
-    # suite's registration at start-up, and a run that tests no server needs no table
+    # the table class, or its "module:class" to import on first use (``table_type``): pytest loads
+    # every installed suite's registration at start-up, and a run that tests no server needs no
+    # table
     table: type[Table] | str = "pytest_infer.table:Table"
     plugin: str | None = None
     runs_last: bool = False
@@ -77,7 +78,8 @@ class Suite:
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name in self.RESERVED:
             raise SuiteError(
-                f"suite name {self.name!r}: must be an identifier and not one of {', '.join(sorted(self.RESERVED))}"
+                f"suite name {self.name!r}: must be an identifier and not one of "
+                f"{', '.join(sorted(self.RESERVED))}"
             )
 
     def table_type(self) -> type[Table]:
@@ -105,14 +107,20 @@ def _table_type(spec: str, suite: str) -> type[Table]:
 @functools.cache
 def _suite_cli(spec: str, suite: str) -> SuiteCli:
     if ":" not in spec:
-        raise SuiteError(f"suite {suite!r}: its cli {spec!r} must be 'module:attribute', naming a SuiteCli instance")
+        raise SuiteError(
+            f"suite {suite!r}: its cli {spec!r} must be 'module:attribute', naming a SuiteCli "
+            "instance"
+        )
     try:
         found = resolve(spec)
     except (ImportError, AttributeError) as exc:
-        raise SuiteError(f"suite {suite!r}: cannot load its command-line part {spec!r}: {exc}") from exc
+        raise SuiteError(
+            f"suite {suite!r}: cannot load its command-line part {spec!r}: {exc}"
+        ) from exc
     if not isinstance(found, SuiteCli):
         raise SuiteError(
-            f"suite {suite!r}: its cli {spec!r} is a {type(found).__name__}, not a pytest_infer.SuiteCli instance"
+            f"suite {suite!r}: its cli {spec!r} is a {type(found).__name__}, not a "
+            "pytest_infer.SuiteCli instance"
         )
     return found
 
@@ -123,13 +131,17 @@ def _load(spec: str, source: str) -> Suite:
     except (ImportError, AttributeError) as exc:
         raise SuiteError(f"{source}: cannot load suite {spec!r}: {exc}") from exc
     if not isinstance(suite, Suite):
-        raise SuiteError(f"{source}: {spec!r} is a {type(suite).__name__}, not a pytest_infer.Suite")
+        raise SuiteError(
+            f"{source}: {spec!r} is a {type(suite).__name__}, not a pytest_infer.Suite"
+        )
     return suite
 
 
 @functools.cache
 def installed() -> tuple[Suite, ...]:
-    """The suites of every installed package's ``pytest_infer.suites`` entry points, this one's included."""
+    """The suites of every installed package's ``pytest_infer.suites`` entry points, this one's
+    included.
+    """
     found = [
         _load(ep.value, f"entry point {ep.name!r} of {ENTRY_POINT_GROUP}")
         for ep in entry_points(group=ENTRY_POINT_GROUP)
@@ -143,7 +155,8 @@ def by_name(suites: Iterable[Suite]) -> dict[str, Suite]:
     for suite in suites:
         if suite.name in out and out[suite.name] != suite:
             raise SuiteError(
-                f"two suites are named {suite.name!r}: {out[suite.name].description!r} and {suite.description!r}"
+                f"two suites are named {suite.name!r}: {out[suite.name].description!r} and "
+                f"{suite.description!r}"
             )
         out[suite.name] = suite
     return out

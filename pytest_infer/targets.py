@@ -19,9 +19,10 @@ from .paths import engines_dir
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One server under test. ``id`` is what test ids and report columns show; ``adapter`` is its framework's, found
-    once when the targets are resolved (``EndpointAdapter`` for an endpoint of no named framework).
-    ``builtin`` is the built-in model ``model`` names (None: any other), resolved then too."""
+    """One server under test. ``id`` is what test ids and report columns show; ``adapter`` is its
+    framework's, found once when the targets are resolved (``EndpointAdapter`` for an endpoint of no
+    named framework). ``builtin`` is the built-in model ``model`` names (None: any other), resolved
+    then too."""
 
     id: str
     adapter: Adapter
@@ -51,7 +52,9 @@ def discover_environment(adapter: Adapter) -> Environment | None:
         return Environment.current()
     root = engines_dir()
     for pattern in adapter.engine_dirs:
-        candidates = sorted((p for p in root.glob(pattern) if (p / "bin" / "python").exists()), key=_version_key)
+        candidates = sorted(
+            (p for p in root.glob(pattern) if (p / "bin" / "python").exists()), key=_version_key
+        )
         if candidates:
             return Environment.from_spec(str(candidates[-1]))
     return None
@@ -68,10 +71,14 @@ def launched_parsers(
     except ValueError as exc:
         raise pytest.UsageError(f"{PARSER}: {exc}") from None
     if args == () and (given.tool or given.reasoning):
-        raise pytest.UsageError(f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch")
+        raise pytest.UsageError(
+            f"{PARSER}: {adapter.name} takes no tool-call or reasoning parser at launch"
+        )
     defaults = builtin.parsers.get(adapter.name, Parsers()) if builtin else Parsers()
     named = given.tool or given.reasoning  # then the default reasoning parser stays off (vllm.py)
-    return args, Parsers(given.tool or defaults.tool, given.reasoning or (None if named else defaults.reasoning))
+    return args, Parsers(
+        given.tool or defaults.tool, given.reasoning or (None if named else defaults.reasoning)
+    )
 
 
 def resolve_targets(options: InferOptions) -> list[Target]:
@@ -99,8 +106,10 @@ def resolve_targets(options: InferOptions) -> list[Target]:
             found = discover_environment(adapter)
             if found is None and adapter.module is not None:
                 raise pytest.UsageError(
-                    f"no environment found for {framework}: it is not importable here and {engines_dir()} holds none "
-                    f"of {', '.join(adapter.engine_dirs)}. Install it (scripts/install-engines.sh for "
+                    f"no environment found for {framework}: it is not importable here and "
+                    f"{engines_dir()} holds none "
+                    f"of {', '.join(adapter.engine_dirs)}. Install it (scripts/install-engines.sh "
+                    "for "
                     f"the CPU engines) or point at one with {ENV} {framework}=PATH"
                 )
             environments = (found or Environment(label="PATH"),)
@@ -120,5 +129,7 @@ def resolve_targets(options: InferOptions) -> list[Target]:
             )
     ids = [t.id for t in targets]
     if len(set(ids)) != len(ids):
-        raise pytest.UsageError(f"{ENV}: two environments of one framework share a folder name: {ids}")
+        raise pytest.UsageError(
+            f"{ENV}: two environments of one framework share a folder name: {ids}"
+        )
     return targets

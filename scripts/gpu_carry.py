@@ -89,14 +89,18 @@ def strip(wheel: Path, out: Path, pyver: str) -> None:
                 continue
             data = archive.read(info)
             if record.get(info.filename) and record[info.filename] != record_hash(data):
-                sys.exit(f"gpu_carry: {info.filename} does not match the wheel's RECORD: a damaged or altered wheel")
+                sys.exit(
+                    f"gpu_carry: {info.filename} does not match the wheel's RECORD: a damaged or altered wheel"
+                )
             target = site / info.filename
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
             taken += 1
         metadata = Parser().parsestr(archive.read(meta_name).decode())
     if not left:
-        sys.exit(f"gpu_carry: {wheel} holds no TurboMind binaries ({', '.join(BINARIES)}): not an LMDeploy wheel?")
+        sys.exit(
+            f"gpu_carry: {wheel} holds no TurboMind binaries ({', '.join(BINARIES)}): not an LMDeploy wheel?"
+        )
     env = target_environment(pyver)
     for text in metadata.get_all("Requires-Dist") or []:
         req = Requirement(text)
@@ -137,7 +141,9 @@ def finish(out: Path, limit: int, carried: list[str]) -> None:
         manifest.write(
             f"size of site/ and wheels/: {size} bytes ({size / 2**20:.1f} MiB; limit {limit / 2**20:.0f} MiB)\n"
         )
-    print(f"gpu-smoke: {out}: {size / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB); {out / 'MANIFEST.txt'}")
+    print(
+        f"gpu-smoke: {out}: {size / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB); {out / 'MANIFEST.txt'}"
+    )
     if size > limit:
         sys.exit(f"gpu-smoke: {out} is over the limit")
 

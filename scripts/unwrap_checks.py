@@ -15,7 +15,11 @@ import libcst as cst
 
 def _registers_a_check(decorator: cst.Decorator) -> bool:
     call = decorator.decorator
-    return isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "check"
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Name)
+        and call.func.value == "check"
+    )
 
 
 def unwrap(source: str) -> tuple[str, int]:
@@ -28,8 +32,13 @@ def unwrap(source: str) -> tuple[str, int]:
             and len(statement.decorators) == 1
             and _registers_a_check(statement.decorators[0])
         ):
-            register = cst.Call(func=statement.decorators[0].decorator, args=[cst.Arg(statement.name)])
-            body += [statement.with_changes(decorators=[]), cst.SimpleStatementLine([cst.Expr(register)])]
+            register = cst.Call(
+                func=statement.decorators[0].decorator, args=[cst.Arg(statement.name)]
+            )
+            body += [
+                statement.with_changes(decorators=[]),
+                cst.SimpleStatementLine([cst.Expr(register)]),
+            ]
         else:
             body.append(statement)
     return module.with_changes(body=body).code, len(body) - len(module.body)

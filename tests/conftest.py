@@ -56,7 +56,10 @@ ENGINES = {
 def engine_environment(name: str) -> Environment:
     folder = engines_dir() / ENGINES[name][1]
     if not (folder / "bin" / "python").exists():
-        pytest.fail(f"engine {name} is not installed in {folder}: run scripts/install-engines.sh", pytrace=False)
+        pytest.fail(
+            f"engine {name} is not installed in {folder}: run scripts/install-engines.sh",
+            pytrace=False,
+        )
     return Environment.from_spec(str(folder))
 
 
@@ -75,7 +78,9 @@ class EnginePool:
     def prestart(self, names: tuple[str, ...]) -> None:
         """Start these engines side by side in the background; ``get`` waits for one still starting."""
         for name in names:
-            threading.Thread(target=self._quietly, args=(name,), name=f"prestart-{name}", daemon=True).start()
+            threading.Thread(
+                target=self._quietly, args=(name,), name=f"prestart-{name}", daemon=True
+            ).start()
 
     def _quietly(self, name: str) -> None:
         try:
@@ -131,7 +136,10 @@ SHARED = ("vllm-0.32", "transformers")
 @pytest.fixture(scope="session")
 def real_engine(engine_pool: EnginePool, request: pytest.FixtureRequest):
     """``real_engine("vllm-0.32")`` -> ServerInfo of a running real engine (started once)."""
-    if sum("real_engine" in getattr(item, "fixturenames", ()) for item in request.session.items) > 1:
+    if (
+        sum("real_engine" in getattr(item, "fixturenames", ()) for item in request.session.items)
+        > 1
+    ):
         engine_pool.prestart(SHARED)
     return engine_pool.get
 
@@ -160,7 +168,9 @@ def fresh_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshServer
     if endpoint := _endpoints().get("vllm-0.32-fresh"):
         yield FreshServer(endpoint, log, spec)
         return
-    process = ServerProcess(spec, Endpoint(f"http://127.0.0.1:{port}", "tiny", timeout=60), log, startup_timeout=400)
+    process = ServerProcess(
+        spec, Endpoint(f"http://127.0.0.1:{port}", "tiny", timeout=60), log, startup_timeout=400
+    )
     try:
         process.start()
         process.wait_ready()  # ready means one plain generation, no schema

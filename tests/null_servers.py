@@ -18,13 +18,19 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 Answer = tuple[str, str, bytes]  # status line, Content-Type, body
-ENVELOPE = {"error": {"message": "internal error", "type": "server_error", "param": None, "code": None}}
+ENVELOPE = {
+    "error": {"message": "internal error", "type": "server_error", "param": None, "code": None}
+}
 
 # mode -> the answer to every request (method, path, body), whatever it asks
 MODES: dict[str, Callable[[bytes], Answer]] = {
     "empty-body": lambda body: ("200 OK", "application/json", b""),
     "empty-list": lambda body: ("200 OK", "application/json", b"[]"),
-    "server-error": lambda body: ("500 Internal Server Error", "application/json", json.dumps(ENVELOPE).encode()),
+    "server-error": lambda body: (
+        "500 Internal Server Error",
+        "application/json",
+        json.dumps(ENVELOPE).encode(),
+    ),
     "echo": lambda body: ("200 OK", "application/json", body),
     "done-stream": lambda body: ("200 OK", "text/event-stream", b"data: [DONE]\n\n"),
 }
@@ -37,7 +43,9 @@ def app(mode: str) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[by
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         status, content_type, answer = respond(body)
-        start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(answer)))])
+        start_response(
+            status, [("Content-Type", content_type), ("Content-Length", str(len(answer)))]
+        )
         return [answer]
 
     return application
@@ -71,7 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--mode", choices=sorted(MODES), required=True)
     args = parser.parse_args(argv)
-    server = make_server(args.host, args.port, app(args.mode), server_class=_Server, handler_class=_Quiet)
+    server = make_server(
+        args.host, args.port, app(args.mode), server_class=_Server, handler_class=_Quiet
+    )
     print(f"null server ({args.mode}) ready on http://{args.host}:{args.port}", flush=True)
     server.serve_forever()
 

@@ -12,7 +12,13 @@ import random
 from pytest_infer.results.model import SessionResults, TargetRecord, TestRecord
 from pytest_infer.slo.drift import Drift, DriftCalibration
 
-CHECKS = ("chat.basic", "chat.stream_matches", "chat.stop_strings", "completions.logprobs", "chat.n_choices")
+CHECKS = (
+    "chat.basic",
+    "chat.stream_matches",
+    "chat.stop_strings",
+    "completions.logprobs",
+    "chat.n_choices",
+)
 KEYWORDS = ("enum", "pattern", "minItems", "anyOf", "format:date")
 
 
@@ -77,7 +83,9 @@ def session(
                 },
             }
             if samples:
-                entry["samples"] = {"ttft_ms": [ttft * rng.lognormvariate(0, 0.2) for _ in range(samples)]}
+                entry["samples"] = {
+                    "ttft_ms": [ttft * rng.lognormvariate(0, 0.2) for _ in range(samples)]
+                }
             results.table("slo").add(entry)
     return results
 

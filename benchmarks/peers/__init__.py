@@ -20,7 +20,9 @@ INSTALL = HERE / "install.sh"
 
 def peers_dir() -> Path:
     """Where install.sh puts one virtual environment per peer."""
-    return Path(os.environ.get("PYTEST_INFER_PEERS") or Path.home() / ".cache" / "pytest-infer" / "peers")
+    return Path(
+        os.environ.get("PYTEST_INFER_PEERS") or Path.home() / ".cache" / "pytest-infer" / "peers"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +104,9 @@ def ensure(peers: list[Peer], dry_run: bool = False) -> dict[str, str]:
             if sep and name in names and not rest.startswith("installing"):
                 status[name] = rest
         for name in names:
-            status.setdefault(name, f"FAILED: install.sh exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+            status.setdefault(
+                name, f"FAILED: install.sh exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+            )
     for peer in peers:
         if not peer.package:
             status[peer.name] = (

@@ -44,7 +44,9 @@ class AIPerf(Peer):
                 record = json.loads(line)
                 meta, metrics = record["metadata"], record["metrics"]
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise PeerError(f"{RECORDS} line {number} is not an AIPerf record: {exc!r}") from exc
+                raise PeerError(
+                    f"{RECORDS} line {number} is not an AIPerf record: {exc!r}"
+                ) from exc
             if meta.get("benchmark_phase") != "profiling" or meta.get("was_cancelled"):
                 continue
             if "time_to_first_token" not in metrics:  # a failed request
@@ -52,5 +54,9 @@ class AIPerf(Peer):
             ttft.append(float(metrics["time_to_first_token"]["value"]))
             itl += [float(x) for x in metrics.get("inter_chunk_latency", {}).get("value", [])]
         summary = read_json(out / SUMMARY)
-        throughput = summary.get("output_token_throughput", {}).get("avg") if isinstance(summary, dict) else None
+        throughput = (
+            summary.get("output_token_throughput", {}).get("avg")
+            if isinstance(summary, dict)
+            else None
+        )
         return Measured(ttft, itl, throughput)

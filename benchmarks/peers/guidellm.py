@@ -39,7 +39,13 @@ class GuideLLM(Peer):
             }
         }  # fmt: skip
         (out / SCENARIO).write_text(json.dumps(scenario, indent=1))
-        return [str(self.python().parent / "guidellm"), "run", "--scenario", str(out / SCENARIO), "--disable-progress"]
+        return [
+            str(self.python().parent / "guidellm"),
+            "run",
+            "--scenario",
+            str(out / SCENARIO),
+            "--disable-progress",
+        ]
 
     def env(self) -> dict[str, str]:
         return {"HF_HUB_OFFLINE": "1"}
@@ -48,10 +54,15 @@ class GuideLLM(Peer):
         data = read_json(out / REPORT)
         try:
             benchmark = data["benchmarks"][0]  # type: ignore[index]
-            requests = sorted(benchmark["requests"]["successful"], key=lambda r: r["info"]["timings"]["request_start"])
+            requests = sorted(
+                benchmark["requests"]["successful"],
+                key=lambda r: r["info"]["timings"]["request_start"],
+            )
             requests = requests[-load.requests :]
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise PeerError(f"{REPORT} is not a guidellm report with one benchmark: {exc!r}") from exc
+            raise PeerError(
+                f"{REPORT} is not a guidellm report with one benchmark: {exc!r}"
+            ) from exc
         ttft: list[float] = []
         itl: list[float] = []
         for request in requests:
@@ -59,8 +70,19 @@ class GuideLLM(Peer):
             if t.get("first_token_iteration") is None:
                 continue
             ttft.append((t["first_token_iteration"] - t["request_start"]) * 1000)
-            tokens = request.get("output_metrics", {}).get("text_tokens") or t.get("token_iterations") or 0
+            tokens = (
+                request.get("output_metrics", {}).get("text_tokens")
+                or t.get("token_iterations")
+                or 0
+            )
             if tokens > 1:
-                itl.append((t["last_token_iteration"] - t["first_token_iteration"]) * 1000 / (tokens - 1))
-        throughput = benchmark.get("metrics", {}).get("output_tokens_per_second", {}).get("successful", {}).get("mean")
+                itl.append(
+                    (t["last_token_iteration"] - t["first_token_iteration"]) * 1000 / (tokens - 1)
+                )
+        throughput = (
+            benchmark.get("metrics", {})
+            .get("output_tokens_per_second", {})
+            .get("successful", {})
+            .get("mean")
+        )
         return Measured(ttft, itl, throughput, itl_kind="per-request mean")

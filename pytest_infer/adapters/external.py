@@ -11,7 +11,9 @@ from .base import Adapter, BaseAdapter, FrameworkVersion, LaunchRequest, LaunchS
 
 
 class EndpointAdapter(BaseAdapter):
-    """An endpoint whose framework is neither named nor detected: the OpenAI API and nothing of any framework's own."""
+    """An endpoint whose framework is neither named nor detected: the OpenAI API and nothing of any
+    framework's own.
+    """
 
     name = "endpoint"
     title = "an OpenAI-compatible endpoint"
@@ -26,14 +28,13 @@ ENDPOINT = EndpointAdapter()
 def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVersion, list[str]]:
     """Guess the framework and version behind an endpoint from what it exposes.
 
-    Returns (the framework's adapter or None, version, served model ids). Every probe is
-    optional: a server that answers none of them with anything useful is still testable, and any HTTP answer
-    (a 404, a 500) shows it reachable; one that gives none to ``GET /v1/models`` (connection refused, a name that
-    does not resolve, a TLS handshake refused, no answer in time) cannot be tested at all, and the
-    ``httpx.TransportError`` is raised; an answer whose body does not decode as its headers say raises
-    ``httpx.DecodingError`` (the pool makes either the target's one error). What betrays a framework
-    (``owned_by``, ``version_routes``) comes from the
-    adapters, in registry order.
+    Returns (the framework's adapter or None, version, served model ids). Every probe is optional: a
+    server that answers none of them with anything useful is still testable, and any HTTP answer (a
+    404, a 500) shows it reachable; one that gives none to ``GET /v1/models`` (connection refused, a
+    name that does not resolve, a TLS handshake refused, no answer in time) cannot be tested at all,
+    and the ``httpx.TransportError`` is raised; an answer whose body does not decode as its headers
+    say raises ``httpx.DecodingError`` (the pool makes either the target's one error). What betrays
+    a framework (``owned_by``, ``version_routes``) comes from the adapters, in registry order.
     """
     adapters = list(registry.ADAPTERS.values())
     owners = {owner.lower(): adapter for adapter in adapters for owner in adapter.owned_by}
@@ -50,7 +51,8 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVers
         if resp.status_code == 200:
             listing = resp.json()
             data = listing.get("data") if isinstance(listing, dict) else None
-            data = data if isinstance(data, list) else []  # a server that answers `[]` or `{"data": 5}` lists no model
+            # a server that answers `[]` or `{"data": 5}` lists no model
+            data = data if isinstance(data, list) else []
             models = [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
             owned_by = {str(m.get("owned_by", "")).lower() for m in data if isinstance(m, dict)}
             framework = next((owners[o] for o in owned_by if o in owners), None)
@@ -59,7 +61,11 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVers
     for path, (route, owner) in routes.items():
         try:
             resp = client.get(path)
-            if resp.status_code == 200 and isinstance(resp.json(), dict) and resp.json().get(route.key):
+            if (
+                resp.status_code == 200
+                and isinstance(resp.json(), dict)
+                and resp.json().get(route.key)
+            ):
                 version = FrameworkVersion(str(resp.json()[route.key]), source=f"GET {path}")
                 framework = framework or (owner if route.identifies else None)
                 break
@@ -67,9 +73,12 @@ def detect_endpoint(client: httpx.Client) -> tuple[Adapter | None, FrameworkVers
             continue
     if version is None and server_header:
         match = re.search(r"(\d+\.\d+(?:\.\d+)?)", server_header)
-        version = FrameworkVersion(match.group(1) if match else None, source=f"Server: {server_header}")
+        version = FrameworkVersion(
+            match.group(1) if match else None, source=f"Server: {server_header}"
+        )
     return (
         framework,
-        version or FrameworkVersion(None, source="endpoint", error="the endpoint exposes no version"),
+        version
+        or FrameworkVersion(None, source="endpoint", error="the endpoint exposes no version"),
         models,
     )

@@ -1,7 +1,8 @@
 """LMDeploy: ``python -m lmdeploy serve api_server --backend pytorch`` (GPU only).
 
-Everything here was read off LMDeploy 0.18.0's code (``lmdeploy/cli``, ``lmdeploy/serve``, ``lmdeploy/metrics``),
-from code, not yet seen running: no GPU has served it to the plugin (docs/gpu-runners.md, "LMDeploy").
+Everything here was read off LMDeploy 0.18.0's code (``lmdeploy/cli``, ``lmdeploy/serve``,
+``lmdeploy/metrics``), from code, not yet seen running: no GPU has served it to the plugin
+(docs/gpu-runners.md, "LMDeploy").
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from .base import (
 )
 
 KEY_VARIABLE = "PYTEST_INFER_SERVER_API_KEY"
-# LMDeploy reads its keys only from ``--api-keys`` (``ArgumentHelper.api_keys``; ``serve(api_keys=...)``): no
-# variable, no file. The key is added to sys.argv inside the interpreter, taken from a variable, so the OS argv
-# (ps, the logged command line) never holds it.
+# LMDeploy reads its keys only from ``--api-keys`` (``ArgumentHelper.api_keys``;
+# ``serve(api_keys=...)``): no variable, no file. The key is added to sys.argv inside the
+# interpreter, taken from a variable, so the OS argv (ps, the logged command line) never holds it.
 WITH_KEY = (
     "import os, sys; sys.argv[0] = 'lmdeploy'; "
     f"sys.argv += ['--api-keys', os.environ.pop({KEY_VARIABLE!r})]; "
@@ -32,11 +33,13 @@ WITH_KEY = (
 )
 # --dtype takes these and 'auto' (FP16 for an FP32 model such as tiny)
 DTYPES = ("float16", "bfloat16")
-# KV cache blocks for a built-in model: 512 blocks of 64 tokens, 32 whole contexts of tiny at once. Without it the
-# engine takes 80% of the free GPU memory (--cache-max-entry-count 0.8), which the GPU memory figure would report.
+# KV cache blocks for a built-in model: 512 blocks of 64 tokens, 32 whole contexts of tiny at once.
+# Without it the engine takes 80% of the free GPU memory (--cache-max-entry-count 0.8), which the
+# GPU memory figure would report.
 BUILTIN_KV_BLOCKS = 512
-# Requests decoded at once for a built-in model: the engine captures a CUDA graph per batch size up to it at start
-# (1, 2, 4 ... 256, then every 256: twelve graphs at the 1024 it picks for an H200, get_max_batch_size).
+# Requests decoded at once for a built-in model: the engine captures a CUDA graph per batch size up
+# to it at start (1, 2, 4 ... 256, then every 256: twelve graphs at the 1024 it picks for an H200,
+# get_max_batch_size).
 BUILTIN_BATCH = 64
 
 # from lmdeploy/metrics/loggers.py; /metrics is mounted unless --disable-metrics (on by default)
@@ -52,9 +55,10 @@ METRICS = ServerMetricNames(
     waiting="lmdeploy:num_requests_waiting",
 )
 
-# Every route of api_server.py's routers (openai/endpoints, chat_completions, responses, anthropic) and /metrics.
-# Its key guards every path but /health, /docs, /redoc and /nodes (AuthenticationMiddleware), /metrics included.
-# GET /terminate ends the server (only with --allow-terminate-by-client; the security probe never sends a GET there).
+# Every route of api_server.py's routers (openai/endpoints, chat_completions, responses, anthropic)
+# and /metrics. Its key guards every path but /health, /docs, /redoc and /nodes
+# (AuthenticationMiddleware), /metrics included. GET /terminate ends the server (only with
+# --allow-terminate-by-client; the security probe never sends a GET there).
 KNOWN_ROUTES = (
     *OPENAI_ROUTES,
     *routes(
@@ -96,11 +100,12 @@ KNOWN_ROUTES = (
 
 
 def chat_template_config(model: str) -> str:
-    """A chat-template file that makes LMDeploy render the model's own template (``hf``, HFChatTemplate).
+    """A chat-template file that makes LMDeploy render the model's own template (``hf``,
+    HFChatTemplate).
 
-    Without one it takes the first built-in template whose ``match`` accepts the model's path, a name match; its CLI
-    takes a file only (a JSON string fails its registered-name check), and ``model_path`` must be in it, since the
-    CLI does not pass the model's path on with a file.
+    Without one it takes the first built-in template whose ``match`` accepts the model's path, a
+    name match; its CLI takes a file only (a JSON string fails its registered-name check), and
+    ``model_path`` must be in it, since the CLI does not pass the model's path on with a file.
     """
     path = Path(f"{model}.lmdeploy-chat-template.json")
     text = json.dumps({"model_name": "hf", "model_path": model})
@@ -123,19 +128,31 @@ class LMDeployAdapter(PythonModuleAdapter):
     known_routes = KNOWN_ROUTES
 
     def launch(self, request: LaunchRequest) -> LaunchSpec:
-        """The PyTorch engine (TurboMind is the CLI's default; a carried LMDeploy has no TurboMind binaries), started as
-        a module of the environment's interpreter, so a release carried as a folder on PYTHONPATH runs too."""
+        """The PyTorch engine (TurboMind is the CLI's default; a carried LMDeploy has no TurboMind
+        binaries), started as a module of the environment's interpreter, so a release carried as a
+        folder on PYTHONPATH runs too."""
         args = [
-            "serve", "api_server", request.model,
-            "--backend", "pytorch",
-            "--model-name", request.served_model_name,
-            "--server-name", request.host,
-            "--server-port", str(request.port),
-        ]  # fmt: skip
+            "serve",
+            "api_server",
+            request.model,
+            "--backend",
+            "pytorch",
+            "--model-name",
+            request.served_model_name,
+            "--server-name",
+            request.host,
+            "--server-port",
+            str(request.port),
+        ]
         if request.builtin:
             args += ["--chat-template", chat_template_config(request.model)]
             args += ["--session-len", str(request.builtin.context)]
-            args += ["--num-gpu-blocks", str(BUILTIN_KV_BLOCKS), "--max-batch-size", str(BUILTIN_BATCH)]
+            args += [
+                "--num-gpu-blocks",
+                str(BUILTIN_KV_BLOCKS),
+                "--max-batch-size",
+                str(BUILTIN_BATCH),
+            ]
             if request.builtin.dtype in DTYPES:
                 args += ["--dtype", request.builtin.dtype]
         args += list(request.extra_args)
@@ -143,7 +160,9 @@ class LMDeployAdapter(PythonModuleAdapter):
         context = launch_context(request, "--session-len")
         if not request.api_key:
             return LaunchSpec(
-                argv=[python, "-m", "lmdeploy", *args], ready_paths=("/health", "/v1/models"), context=context
+                argv=[python, "-m", "lmdeploy", *args],
+                ready_paths=("/health", "/v1/models"),
+                context=context,
             )
         return LaunchSpec(
             argv=[python, "-c", WITH_KEY, *args],

@@ -1,5 +1,6 @@
-"""The tool-call and reasoning parsers a target runs: parsed from ``--infer-parser`` when the options are read, so
-that value is here, apart from the adapters (which load when a session uses them)."""
+"""The tool-call and reasoning parsers a target runs: parsed from ``--infer-parser`` when the
+options are read, so that value is here, apart from the adapters (which load when a session uses
+them)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Parsers:
-    """The tool-call and reasoning parsers a server runs (the engine's own names; None: none, or not known)."""
+    """The tool-call and reasoning parsers a server runs (the engine's own names; None: none, or not
+    known).
+    """
 
     tool: str | None = None
     reasoning: str | None = None
 
     @classmethod
     def parse(cls, specs: list[str] | tuple[str, ...]) -> Parsers:
-        """``NAME`` or ``tool:NAME`` for the tool-call parser, ``reasoning:NAME`` for the reasoning parser."""
+        """``NAME`` or ``tool:NAME`` for the tool-call parser, ``reasoning:NAME`` for the reasoning
+        parser.
+        """
         found: dict[str, str] = {}
         for spec in specs:
             kind, _, name = spec.rpartition(":")
@@ -29,6 +34,10 @@ class Parsers:
 
     def __str__(self) -> str:
         return (
-            ", ".join(f"{kind}:{name}" for kind, name in (("tool", self.tool), ("reasoning", self.reasoning)) if name)
+            ", ".join(
+                f"{kind}:{name}"
+                for kind, name in (("tool", self.tool), ("reasoning", self.reasoning))
+                if name
+            )
             or "none"
         )

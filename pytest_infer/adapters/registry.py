@@ -50,14 +50,18 @@ def _origin(ep: EntryPoint) -> str:
 
 
 class Registry(Mapping[str, "Adapter"]):
-    """Adapters by name; ``builtins`` are adapters, or name -> ``"module:class"`` to import on first look-up;
-    ``entry_points`` defaults to the installed ones of ``GROUP``."""
+    """Adapters by name; ``builtins`` are adapters, or name -> ``"module:class"`` to import on first
+    look-up; ``entry_points`` defaults to the installed ones of ``GROUP``."""
 
     def __init__(
-        self, builtins: Iterable[Adapter] | Mapping[str, str], entry_points: Iterable[EntryPoint] | None = None
+        self,
+        builtins: Iterable[Adapter] | Mapping[str, str],
+        entry_points: Iterable[EntryPoint] | None = None,
     ) -> None:
         self._builtins: dict[str, Adapter | str] = (
-            dict(builtins) if isinstance(builtins, Mapping) else {adapter.name: adapter for adapter in builtins}
+            dict(builtins)
+            if isinstance(builtins, Mapping)
+            else {adapter.name: adapter for adapter in builtins}
         )
         self._given = None if entry_points is None else tuple(entry_points)
         self._loaded: dict[str, Adapter] = {}
@@ -93,7 +97,8 @@ class Registry(Mapping[str, "Adapter"]):
         if len(declared) > 1 or name in self._builtins:
             claims = ["the built-in adapter"] if name in self._builtins else []
             raise AdapterLoadError(
-                f"framework {name!r} is claimed twice: {', '.join(claims + [_origin(ep) for ep in declared])}"
+                f"framework {name!r} is claimed twice: "
+                f"{', '.join(claims + [_origin(ep) for ep in declared])}"
             )
         self._loaded[name] = _load(declared[0])
         return self._loaded[name]
@@ -107,14 +112,18 @@ def _load(ep: EntryPoint) -> Adapter:
         obj = ep.load()
         adapter = obj() if isinstance(obj, type) else obj
     except Exception as exc:  # a third party's import or constructor: anything can go wrong
-        raise AdapterLoadError(f"{_origin(ep)} failed to load: {type(exc).__name__}: {exc}") from exc
+        raise AdapterLoadError(
+            f"{_origin(ep)} failed to load: {type(exc).__name__}: {exc}"
+        ) from exc
     if missing := missing_members(adapter):
         raise AdapterLoadError(
             f"{_origin(ep)} is no Adapter: it lacks {', '.join(missing)} "
             "(subclass pytest_infer.adapters.base.BaseAdapter for the defaults)"
         )
     if adapter.name != ep.name:
-        raise AdapterLoadError(f"{_origin(ep)} loads an adapter named {adapter.name!r}; the two names must match")
+        raise AdapterLoadError(
+            f"{_origin(ep)} loads an adapter named {adapter.name!r}; the two names must match"
+        )
     return adapter
 
 
@@ -126,11 +135,13 @@ def names() -> list[str]:
 
 
 def canonical(name: str) -> str:
-    """The registry's name for ``name``, which may be an alias (``llama.cpp``): how options read what users type."""
+    """The registry's name for ``name``, which may be an alias (``llama.cpp``): how options read
+    what users type.
+    """
     return ALIASES.get(name, name)
 
 
 def get(name: str) -> Adapter:
-    """A framework's adapter by name: for resolving the targets and the xdist hand-off, at configure; everything
-    after asks the target or server for its ``adapter``."""
+    """A framework's adapter by name: for resolving the targets and the xdist hand-off, at
+    configure; everything after asks the target or server for its ``adapter``."""
     return ADAPTERS[name]

@@ -6,7 +6,15 @@ import re
 import subprocess
 from typing import Any
 
-from .base import BaseAdapter, Environment, FrameworkVersion, LaunchRequest, LaunchSpec, ServerMetricNames, VersionRoute
+from .base import (
+    BaseAdapter,
+    Environment,
+    FrameworkVersion,
+    LaunchRequest,
+    LaunchSpec,
+    ServerMetricNames,
+    VersionRoute,
+)
 
 # as TGI documents them (reference/metrics); not checked against a server. TGI counts tokens only in
 # per-request histograms, whose sums are the totals; it has no time-to-first-token histogram.
@@ -33,13 +41,22 @@ class TGIAdapter(BaseAdapter):
         if env.image is not None:
             # The container listens on 80; publish it on the chosen loopback port only.
             argv = [
-                "docker", "run", "--rm", "--gpus", "all", "--shm-size", "1g",
-                "-p", f"{request.host}:{request.port}:80",
-            ]  # fmt: skip
+                "docker",
+                "run",
+                "--rm",
+                "--gpus",
+                "all",
+                "--shm-size",
+                "1g",
+                "-p",
+                f"{request.host}:{request.port}:80",
+            ]
             if request.api_key:
                 argv += ["-e", "API_KEY"]  # value from the environment, not the argv
             argv += [env.image, *args]
-            return LaunchSpec(argv=argv, env={"API_KEY": request.api_key} if request.api_key else {})
+            return LaunchSpec(
+                argv=argv, env={"API_KEY": request.api_key} if request.api_key else {}
+            )
         argv = [
             env.executable("text-generation-launcher"),
             *args,
@@ -52,16 +69,26 @@ class TGIAdapter(BaseAdapter):
 
     def detect_version(self, environment: Environment) -> FrameworkVersion:
         if environment.image is not None:
-            tag = environment.image.rsplit(":", 1)[-1] if ":" in environment.image.rsplit("/", 1)[-1] else None
-            return FrameworkVersion(tag, source="image tag", error=None if tag else "image has no tag")
+            tag = (
+                environment.image.rsplit(":", 1)[-1]
+                if ":" in environment.image.rsplit("/", 1)[-1]
+                else None
+            )
+            return FrameworkVersion(
+                tag, source="image tag", error=None if tag else "image has no tag"
+            )
         launcher = environment.executable("text-generation-launcher")
         try:
-            out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=60).stdout
+            out = subprocess.run(
+                [launcher, "--version"], capture_output=True, text=True, timeout=60
+            ).stdout
         except (OSError, subprocess.TimeoutExpired) as exc:
             return FrameworkVersion(None, error=f"{launcher}: {exc}")
         match = re.search(r"(\d+\.\d+\.\d+\S*)", out)
         return FrameworkVersion(
-            match.group(1) if match else None, source=f"{launcher} --version", error=None if match else out[-200:]
+            match.group(1) if match else None,
+            source=f"{launcher} --version",
+            error=None if match else out[-200:],
         )
 
     def structured_output_body(self, schema: dict[str, Any]) -> dict[str, Any]:

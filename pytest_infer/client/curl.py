@@ -10,9 +10,16 @@ from ..secrets import API_KEY_ENV
 
 
 def curl_command(
-    method: str, url: str, body: object | None = None, *, authenticated: bool = False, stream: bool = False
+    method: str,
+    url: str,
+    body: object | None = None,
+    *,
+    authenticated: bool = False,
+    stream: bool = False,
 ) -> str:
-    """A copy-pasteable command; the key is referenced as ``$PYTEST_INFER_API_KEY``, never spelled out."""
+    """A copy-pasteable command; the key is referenced as ``$PYTEST_INFER_API_KEY``, never spelled
+    out.
+    """
     parts = ["curl", "-sS"]
     if stream:
         parts.append("-N")
@@ -30,8 +37,8 @@ def curl_command(
 
 
 def curl_request(command: str) -> tuple[str, str, bool] | None:
-    """``(method, URL path, streamed)`` of a line ``curl_command`` wrote: the request a reproducer repeats; None for a
-    line it did not write."""
+    """``(method, URL path, streamed)`` of a line ``curl_command`` wrote: the request a reproducer
+    repeats; None for a line it did not write."""
     try:
         parts = shlex.split(command)
     except ValueError:

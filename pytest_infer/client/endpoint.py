@@ -1,4 +1,6 @@
-"""The one value every client, load run and check takes to reach a server: where, which model, which key."""
+"""The one value every client, load run and check takes to reach a server: where, which model, which
+key.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import httpx
 
 from .tls import tls
 
-CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length")  # how servers advertise a model's context
-META_CONTEXT_KEY = "n_ctx"  # llama.cpp's, under the card's "meta": the context of one slot, what one request may use
+# how servers advertise a model's context
+CONTEXT_KEYS = ("max_model_len", "context_length", "max_context_length")
+# llama.cpp's, under the card's "meta": the context of one slot, what one request may use
+META_CONTEXT_KEY = "n_ctx"
 
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """An OpenAI-compatible server: base URL (no ``/v1``), the model it serves, its API key, and timeouts.
+    """An OpenAI-compatible server: base URL (no ``/v1``), the model it serves, its API key, and
+    timeouts.
 
     The key stays out of ``repr``, so an endpoint in a log or assertion message never shows it.
     """
@@ -33,7 +38,9 @@ class Endpoint:
         return Endpoint(self.base_url, model, self.api_key, self.timeout)
 
     def openai_kwargs(self) -> dict[str, Any]:
-        """Arguments for the official ``openai`` SDK clients: retries off, since a retry must never hide a failure."""
+        """Arguments for the official ``openai`` SDK clients: retries off, since a retry must never
+        hide a failure.
+        """
         return {
             "base_url": f"{self.base_url}/v1",
             "api_key": self.api_key or "EMPTY",
@@ -42,15 +49,22 @@ class Endpoint:
         }
 
     def http(self, timeout: float | None = None, **kwargs: Any) -> httpx.Client:
-        """A plain httpx client bound to this endpoint (its URL, key and timeout, the shared TLS context)."""
+        """A plain httpx client bound to this endpoint (its URL, key and timeout, the shared TLS
+        context).
+        """
         return httpx.Client(
-            base_url=self.base_url, headers=self.headers, timeout=timeout or self.timeout, verify=tls(), **kwargs
+            base_url=self.base_url,
+            headers=self.headers,
+            timeout=timeout or self.timeout,
+            verify=tls(),
+            **kwargs,
         )
 
     def models(self, client: Any = None, timeout: float | None = None) -> list[dict[str, Any]]:
         """The model cards of ``GET /v1/models``; ``[]`` when the answer is not a model list.
 
-        ``client`` is an httpx client bound to this endpoint; without one a short-lived one is made."""
+        ``client`` is an httpx client bound to this endpoint; without one a short-lived one is made.
+        """
         own = client is None
         client = client or self.http(timeout)
         try:
@@ -64,8 +78,8 @@ class Endpoint:
         return [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else []
 
     def context_length(self, client: Any = None) -> int | None:
-        """The served model's context in tokens where ``/v1/models`` advertises it (vLLM, SGLang, llama.cpp), else
-        ``None``."""
+        """The served model's context in tokens where ``/v1/models`` advertises it (vLLM, SGLang,
+        llama.cpp), else ``None``."""
         try:
             cards = self.models(client, timeout=10.0)
         except httpx.HTTPError:
@@ -74,7 +88,10 @@ class Endpoint:
             if self.model and card.get("id") not in (self.model, None):
                 continue
             meta = card.get("meta")
-            for value in (*map(card.get, CONTEXT_KEYS), meta.get(META_CONTEXT_KEY) if isinstance(meta, dict) else None):
+            for value in (
+                *map(card.get, CONTEXT_KEYS),
+                meta.get(META_CONTEXT_KEY) if isinstance(meta, dict) else None,
+            ):
                 if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                     return value
         return None

@@ -1,8 +1,10 @@
-"""Every error answer the suites' HTTP clients read, kept for the security suite to judge what it discloses.
+"""Every error answer the suites' HTTP clients read, kept for the security suite to judge what it
+discloses.
 
-An httpx response hook (``record_errors``) tees the body of each non-2xx answer as the caller reads it (nothing is
-read that the caller does not read, so streams and size caps behave as before) and files it in ``ERRORS`` when the
-response closes. The log is per process: under xdist each worker judges the errors it saw.
+An httpx response hook (``record_errors``) tees the body of each non-2xx answer as the caller reads
+it (nothing is read that the caller does not read, so streams and size caps behave as before) and
+files it in ``ERRORS`` when the response closes. The log is per process: under xdist each worker
+judges the errors it saw.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ KEPT_ANSWERS = 2000  # the newest ones; a session provokes a few hundred
 
 
 def carries_error(data: object) -> bool:
-    """A JSON object (a body, a stream event) whose ``error`` says something; a Responses object's ``"error": null``
-    is part of an answer, not an error."""
+    """A JSON object (a body, a stream event) whose ``error`` says something; a Responses object's
+    ``"error": null`` is part of an answer, not an error."""
     return isinstance(data, dict) and data.get("error") is not None
 
 
@@ -60,7 +62,9 @@ ERRORS = ErrorLog()
 
 
 class _Tee(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, response: httpx.Response, log: ErrorLog) -> None:
+    def __init__(
+        self, inner: httpx.SyncByteStream, response: httpx.Response, log: ErrorLog
+    ) -> None:
         self.inner, self.response, self.log = inner, response, log
         self.kept = bytearray()
         self.filed = False
@@ -98,23 +102,31 @@ def _sent(request: httpx.Request) -> str:
 
 
 def record_errors(response: httpx.Response, log: ErrorLog | None = None) -> None:
-    """httpx ``response`` event hook: file a non-2xx answer's status, headers and body (as read) in ``log``."""
+    """httpx ``response`` event hook: file a non-2xx answer's status, headers and body (as read) in
+    ``log``.
+    """
     if response.status_code >= 400:
         response.stream = _Tee(response.stream, response, log or ERRORS)  # type: ignore[arg-type]
 
 
-ERROR_HOOKS = {"response": [record_errors]}  # an httpx.Client's event_hooks that file its error answers
+# an httpx.Client's event_hooks that file its error answers
+ERROR_HOOKS = {"response": [record_errors]}
 
 
 def envelope_problem(text: str) -> str | None:
-    """Why ``text`` is not the OpenAI error envelope ``{"error": {"message": str, "type": ...}}``, or None."""
+    """Why ``text`` is not the OpenAI error envelope ``{"error": {"message": str, "type": ...}}``,
+    or None.
+    """
     try:
         data = json.loads(text)
     except ValueError:
         return "the body is not JSON"
     error = data.get("error") if isinstance(data, dict) else None
     if not isinstance(error, dict):
-        return f"no 'error' object (top-level keys: {sorted(data) if isinstance(data, dict) else type(data).__name__})"
+        return (
+            "no 'error' object (top-level keys: "
+            f"{sorted(data) if isinstance(data, dict) else type(data).__name__})"
+        )
     if not isinstance(error.get("message"), str) or not error["message"]:
         return "error.message is not a non-empty string"
     if "type" not in error:

@@ -14,11 +14,14 @@ from .endpoint import Endpoint
 from .errors import carries_error, record_errors
 from .tls import tls
 
-MAX_RESPONSE_BYTES = 64 << 20  # an answer larger than this is a fault, not something to hold in memory
+# an answer larger than this is a fault, not something to hold in memory
+MAX_RESPONSE_BYTES = 64 << 20
 
 
 class ResponseLimitExceeded(httpx.ReadError):
-    """An answer ran past its size or time budget; raised while reading, so a gigabyte never reaches memory."""
+    """An answer ran past its size or time budget; raised while reading, so a gigabyte never reaches
+    memory.
+    """
 
 
 class UnexpectedResponse(AssertionError):
@@ -26,9 +29,13 @@ class UnexpectedResponse(AssertionError):
 
 
 class _BoundedStream(httpx.SyncByteStream):
-    """The response body, cut off past ``max_bytes`` or once the request's time is up (a trickling server)."""
+    """The response body, cut off past ``max_bytes`` or once the request's time is up (a trickling
+    server).
+    """
 
-    def __init__(self, inner: httpx.SyncByteStream, request: httpx.Request, max_bytes: int, timeout: float) -> None:
+    def __init__(
+        self, inner: httpx.SyncByteStream, request: httpx.Request, max_bytes: int, timeout: float
+    ) -> None:
         self.inner, self.request, self.max_bytes, self.timeout = inner, request, max_bytes, timeout
         self.deadline = time.monotonic() + timeout
 
@@ -38,11 +45,13 @@ class _BoundedStream(httpx.SyncByteStream):
             seen += len(chunk)
             if seen > self.max_bytes:
                 raise ResponseLimitExceeded(
-                    f"the response exceeded {self.max_bytes} bytes; reading stopped", request=self.request
+                    f"the response exceeded {self.max_bytes} bytes; reading stopped",
+                    request=self.request,
                 )
             if time.monotonic() > self.deadline:
                 raise ResponseLimitExceeded(
-                    f"the response was still arriving {self.timeout:.0f}s after its headers", request=self.request
+                    f"the response was still arriving {self.timeout:.0f}s after its headers",
+                    request=self.request,
                 )
             yield chunk
 
@@ -58,7 +67,11 @@ class InferClient(httpx.Client):
     """
 
     def __init__(
-        self, endpoint: Endpoint, *, timeout: float | None = None, max_response_bytes: int = MAX_RESPONSE_BYTES
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout: float | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         timeout = timeout or endpoint.timeout
         super().__init__(
@@ -75,21 +88,29 @@ class InferClient(httpx.Client):
         self.total_timeout = timeout
 
     def _bound(self, response: httpx.Response) -> None:
-        response.stream = _BoundedStream(response.stream, response.request, self.max_response_bytes, self.total_timeout)  # type: ignore[arg-type]
+        limit, timeout = self.max_response_bytes, self.total_timeout
+        stream = response.stream
+        response.stream = _BoundedStream(stream, response.request, limit, timeout)  # type: ignore[arg-type]
 
     def curl(self, method: str, path: str, body: Any = None, *, stream: bool = False) -> str:
-        return curl_command(method, f"{self.base_url}{path}", body, authenticated=self.authenticated, stream=stream)
+        return curl_command(
+            method, f"{self.base_url}{path}", body, authenticated=self.authenticated, stream=stream
+        )
 
     def chat(self, messages: list[dict] | str, **params: Any) -> httpx.Response:
         """POST /v1/chat/completions with this server's model unless ``model`` is given."""
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        return self.post("/v1/chat/completions", json={"model": self.model, "messages": messages, **params})
+        return self.post(
+            "/v1/chat/completions", json={"model": self.model, "messages": messages, **params}
+        )
 
     def chat_completion(self, messages: list[dict] | str, **params: Any) -> dict:
-        """A chat completion that must succeed: its JSON, or ``UnexpectedResponse`` saying what came instead.
+        """A chat completion that must succeed: its JSON, or ``UnexpectedResponse`` saying what came
+        instead.
 
-        Catches what a status check misses: HTTP 200 whose body is an error, or is no completion at all.
+        Catches what a status check misses: HTTP 200 whose body is an error, or is no completion at
+        all.
         """
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
@@ -100,12 +121,23 @@ class InferClient(httpx.Client):
             data = resp.json()
         except ValueError:
             raise UnexpectedResponse(
-                f"HTTP {resp.status_code}, body is not JSON: {resp.text[:300]!r}\nreproduce: {reproduce}"
+                f"HTTP {resp.status_code}, body is not JSON: {resp.text[:300]!r}\nreproduce: "
+                f"{reproduce}"
             ) from None
         if resp.status_code != 200:
-            raise UnexpectedResponse(f"HTTP {resp.status_code}: {resp.text[:500]}\nreproduce: {reproduce}")
+            raise UnexpectedResponse(
+                f"HTTP {resp.status_code}: {resp.text[:500]}\nreproduce: {reproduce}"
+            )
         if carries_error(data):
-            raise UnexpectedResponse(f"HTTP 200 with an error body: {json.dumps(data)[:500]}\nreproduce: {reproduce}")
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise UnexpectedResponse(f"HTTP 200 without choices: {resp.text[:500]!r}\nreproduce: {reproduce}")
+            raise UnexpectedResponse(
+                f"HTTP 200 with an error body: {json.dumps(data)[:500]}\nreproduce: {reproduce}"
+            )
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("choices"), list)
+            or not data["choices"]
+        ):
+            raise UnexpectedResponse(
+                f"HTTP 200 without choices: {resp.text[:500]!r}\nreproduce: {reproduce}"
+            )
         return data

@@ -39,7 +39,9 @@ class SSEEvent:
 
 @dataclass(slots=True)
 class SSEStream:
-    """Everything a streamed response carried: status, headers, raw text, events, and framing faults."""
+    """Everything a streamed response carried: status, headers, raw text, events, and framing
+    faults.
+    """
 
     status: int
     headers: dict[str, str]
@@ -72,7 +74,9 @@ class _Tap:
             yield text
 
 
-def read_sse(response: httpx.Response, started: float | None = None, *, terminated: bool = True) -> SSEStream:
+def read_sse(
+    response: httpx.Response, started: float | None = None, *, terminated: bool = True
+) -> SSEStream:
     """Read a streamed ``httpx.Response`` to its end (open it with ``client.stream``).
 
     ``terminated``: the stream must end with ``data: [DONE]`` (Chat Completions);
@@ -111,9 +115,13 @@ def framing_problems(raw: str) -> list[str]:
             continue
         name, colon, _ = line.partition(":")
         if not colon or name not in _FIELDS:
-            problems.append(f"line {number} is not an SSE field (expected 'data: ...'): {line[:120]!r}")
+            problems.append(
+                f"line {number} is not an SSE field (expected 'data: ...'): {line[:120]!r}"
+            )
     if raw and not raw.endswith(("\n\n", "\r\n\r\n", "\r\r")):
-        problems.append(f"the stream ends inside an event (no blank line after the last one): ...{raw[-80:]!r}")
+        problems.append(
+            f"the stream ends inside an event (no blank line after the last one): ...{raw[-80:]!r}"
+        )
     if not raw:
         problems.append("the stream is empty")
     return problems

@@ -1,5 +1,5 @@
-"""One TLS context for every HTTP client the plugin makes: httpx builds a context per client by reading the CA bundle
-(about 50 ms of CPU each), and the suites make a client per check."""
+"""One TLS context for every HTTP client the plugin makes: httpx builds a context per client by
+reading the CA bundle (about 50 ms of CPU each), and the suites make a client per check."""
 
 from __future__ import annotations
 
@@ -11,5 +11,7 @@ import httpx
 
 @functools.cache
 def tls() -> ssl.SSLContext:
-    """The context httpx would build by default (certifi's bundle, ``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured)."""
+    """The context httpx would build by default (certifi's bundle,
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured).
+    """
     return httpx.create_ssl_context()

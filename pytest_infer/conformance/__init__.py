@@ -7,9 +7,8 @@ Register a check of your own from a ``conftest.py``; the bundled suite
 
     @conformance.check("myorg.greeting", "the model answers hello", reference="our API contract")
     def greeting(ctx):
-        ex = ctx.chat(max_tokens=4)
-        ctx.expect(ex.status == 200, "HTTP 200", ex.text, ex)
-        return f"HTTP 200 for a chat of 4 tokens: {ex.text[:80]}"  # the evidence: what the pass judged
+        ex = ctx.chat(max_tokens=4) ctx.expect(ex.status == 200, "HTTP 200", ex.text, ex) return
+        f"HTTP 200 for a chat of 4 tokens: {ex.text[:80]}"  # the evidence: what the pass judged
 
 A check that returns no evidence judged nothing: it is inconclusive, never a pass.
 """
@@ -20,17 +19,30 @@ import importlib
 from typing import Any
 
 _NAMES = {
-    "CheckContext": "context", "Exchange": "context", "StreamExchange": "context",
-    "Expectations": "declarations", "ExpectationsError": "declarations", "load_expectations": "declarations",
-    "CheckFailure": "failures", "DeclaredDeviation": "failures", "Inconclusive": "failures", "Unsupported": "failures",
-    "FEATURES": "registry", "REGISTRY": "registry", "Check": "registry", "CheckRegistry": "registry",
-    "DuplicateCheckError": "registry", "check": "registry",
-}  # fmt: skip
+    "CheckContext": "context",
+    "Exchange": "context",
+    "StreamExchange": "context",
+    "Expectations": "declarations",
+    "ExpectationsError": "declarations",
+    "load_expectations": "declarations",
+    "CheckFailure": "failures",
+    "DeclaredDeviation": "failures",
+    "Inconclusive": "failures",
+    "Unsupported": "failures",
+    "FEATURES": "registry",
+    "REGISTRY": "registry",
+    "Check": "registry",
+    "CheckRegistry": "registry",
+    "DuplicateCheckError": "registry",
+    "check": "registry",
+}
 __all__ = [*_NAMES, "run"]
 
 
 def __getattr__(name: str) -> Any:
-    """Imported on first use, with the bundled checks registered, so loading the plugin does not load 96 checks."""
+    """Imported on first use, with the bundled checks registered, so loading the plugin does not
+    load 96 checks.
+    """
     if name not in _NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     importlib.import_module(f"{__name__}.checks")
@@ -39,7 +51,8 @@ def __getattr__(name: str) -> Any:
 
 
 def run(check_id: str, ctx: Any, excuse: Any = None) -> str:
-    """Run a registered check against ``ctx``: its evidence, or ``CheckFailure``, ``Unsupported`` or another skip;
-    ``excuse(failure)`` names the declaration that excuses a failure (``CheckRegistry.run``)."""
+    """Run a registered check against ``ctx``: its evidence, or ``CheckFailure``, ``Unsupported`` or
+    another skip; ``excuse(failure)`` names the declaration that excuses a failure
+    (``CheckRegistry.run``)."""
     evidence: str = __getattr__("REGISTRY").run(check_id, ctx, excuse)
     return evidence

@@ -1,4 +1,6 @@
-"""What a check talks to: raw HTTP and SSE through httpx, and the official openai SDK (sync and async)."""
+"""What a check talks to: raw HTTP and SSE through httpx, and the official openai SDK (sync and
+async).
+"""
 
 from __future__ import annotations
 
@@ -68,8 +70,9 @@ class CheckContext:
     framework: str = "endpoint"
     version: str | None = None
     tiny: bool = False
-    # why the model takes no part in a tool conversation (a built-in base model whose template has no tool role), so
-    # what only its choices would show is not judged; None: a model taken at its word
+    # why the model takes no part in a tool conversation (a built-in base model whose template has
+    # no tool role), so what only its choices would show is not judged; None: a model taken at its
+    # word
     no_tools: str | None = None
     unsupported: dict[str, str] = field(default_factory=dict)
     http: httpx.Client | None = None
@@ -79,9 +82,10 @@ class CheckContext:
     request_fields: Callable[[str, dict[str, str]], None] | None = (
         None  # (endpoint, {field: honoured|ignored|refused|error})
     )
-    scripting: Scripting | None = None  # how to force the model's text, and the parsers the server runs (scripts.py)
-    # during a run with declarations (``CheckRegistry.run``): the declaration that excuses a failure (its
-    # description, None: none does), and what was excused so far
+    # how to force the model's text, and the parsers the server runs (scripts.py)
+    scripting: Scripting | None = None
+    # during a run with declarations (``CheckRegistry.run``): the declaration that excuses a failure
+    # (its description, None: none does), and what was excused so far
     excuse: Callable[[CheckFailure], str | None] | None = None
     excused: list[Excused] = field(default_factory=list)
     _openai: Any = None
@@ -118,17 +122,29 @@ class CheckContext:
     # --- raw HTTP --------------------------------------------------------
     def curl(self, method: str, path: str, body: Any = None, *, stream: bool = False) -> str:
         return curl_command(
-            method, f"{self.base_url}{path}", body, authenticated=bool(self.endpoint.api_key), stream=stream
+            method,
+            f"{self.base_url}{path}",
+            body,
+            authenticated=bool(self.endpoint.api_key),
+            stream=stream,
         )
 
-    def request(self, method: str, path: str, body: Any = None, *, raw: bytes | None = None) -> Exchange:
+    def request(
+        self, method: str, path: str, body: Any = None, *, raw: bytes | None = None
+    ) -> Exchange:
         """Send ``body`` as JSON (or ``raw`` bytes as they are) and keep the whole answer."""
         assert self.http is not None
         if raw is not None:
-            resp = self.http.request(method, path, content=raw, headers={"Content-Type": "application/json"})
+            resp = self.http.request(
+                method, path, content=raw, headers={"Content-Type": "application/json"}
+            )
             shown: Any = raw.decode("utf-8", "replace")
         else:
-            resp = self.http.request(method, path, json=body) if body is not None else self.http.request(method, path)
+            resp = (
+                self.http.request(method, path, json=body)
+                if body is not None
+                else self.http.request(method, path)
+            )
             shown = body
         try:
             data = resp.json()
@@ -137,7 +153,14 @@ class CheckContext:
         if self.shapes is not None and resp.status_code == 200 and isinstance(data, dict):
             self.shapes(f"{method} {path}", data)
         return Exchange(
-            method, path, shown, resp.status_code, resp.text, self.curl(method, path, shown), data, dict(resp.headers)
+            method,
+            path,
+            shown,
+            resp.status_code,
+            resp.text,
+            self.curl(method, path, shown),
+            data,
+            dict(resp.headers),
         )
 
     def get(self, path: str) -> Exchange:
@@ -153,21 +176,26 @@ class CheckContext:
         return self.post("/v1/chat/completions", self.chat_body(**params))
 
     def completion(self, **params: Any) -> Exchange:
-        return self.post("/v1/completions", {"model": self.model, "prompt": "Once upon a time", **params})
+        return self.post(
+            "/v1/completions", {"model": self.model, "prompt": "Once upon a time", **params}
+        )
 
     def stream(self, path: str, body: dict[str, Any], *, terminated: bool = True) -> StreamExchange:
-        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE (``terminated``: ends with
-        [DONE])."""
+        """POST ``body`` with ``stream: true`` and read the answer strictly as SSE (``terminated``:
+        ends with [DONE])."""
         assert self.http is not None
         body = {**body, "stream": True}
         started = time.monotonic()
-        with self.http.stream("POST", path, json=body, headers={"Accept": "text/event-stream"}) as resp:
+        with self.http.stream(
+            "POST", path, json=body, headers={"Accept": "text/event-stream"}
+        ) as resp:
             sse = read_sse(resp, started, terminated=terminated)
         if self.shapes is not None and sse.status == 200:
             for chunk in sse.chunks:
                 self.shapes(f"POST {path} stream", chunk)
             if terminated and sse.done:
-                self.shapes(f"POST {path} stream", {DONE: True})  # the terminator is part of the shape a client reads
+                # the terminator is part of the shape a client reads
+                self.shapes(f"POST {path} stream", {DONE: True})
         return StreamExchange(body, self.curl("POST", path, body, stream=True), sse, path)
 
     def chat_stream(self, **params: Any) -> StreamExchange:
@@ -180,7 +208,9 @@ class CheckContext:
         return self._models
 
     def context_length(self) -> int | None:
-        """The model's context where ``/v1/models`` advertises it (vLLM's ``max_model_len``, SGLang)."""
+        """The model's context where ``/v1/models`` advertises it (vLLM's ``max_model_len``,
+        SGLang).
+        """
         return self.endpoint.context_length(self.http)
 
     # --- the official SDK -------------------------------------------------
@@ -194,9 +224,10 @@ class CheckContext:
         return self._openai
 
     def anthropic(self) -> Any:
-        """A sync ``anthropic.Anthropic`` client on the same server, retries off; the key also goes as a bearer token,
-        which is what OpenAI-compatible servers check (the SDK's own header is ``x-api-key``). Without the
-        ``anthropic`` extra the check that needs it is not exercised, and says which extra to install."""
+        """A sync ``anthropic.Anthropic`` client on the same server, retries off; the key also goes
+        as a bearer token, which is what OpenAI-compatible servers check (the SDK's own header is
+        ``x-api-key``). Without the ``anthropic`` extra the check that needs it is not exercised,
+        and says which extra to install."""
         try:
             anthropic = optional_module("anthropic", "anthropic", "the Messages API's SDK checks")
         except MissingExtra as exc:
@@ -210,36 +241,48 @@ class CheckContext:
         )
 
     def async_openai(self) -> Any:
-        """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event loop."""
+        """A new ``openai.AsyncOpenAI`` client; use it as ``async with``, inside the check's event
+        loop.
+        """
         # lazy: openai takes about a second to import; only the SDK checks need it
         import openai
 
         return openai.AsyncOpenAI(**self.endpoint.openai_kwargs())
 
     # --- verdicts -----------------------------------------------------------
-    def fail(self, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None) -> NoReturn:
+    def fail(
+        self, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None
+    ) -> NoReturn:
         """A failure that ends the check, excused or not (what comes after it cannot be judged)."""
         failure = CheckFailure(expected, got, _curl_of(where))
         self.excused_now(failure)
         raise failure
 
     def expect(
-        self, condition: object, expected: str, got: Any, where: Exchange | StreamExchange | str | None = None
+        self,
+        condition: object,
+        expected: str,
+        got: Any,
+        where: Exchange | StreamExchange | str | None = None,
     ) -> None:
-        """A failed ``condition`` ends the check, unless a declaration excuses it: then it is recorded and the check
-        goes on, so a failure no declaration names, later in the same check, still fails it."""
+        """A failed ``condition`` ends the check, unless a declaration excuses it: then it is
+        recorded and the check goes on, so a failure no declaration names, later in the same check,
+        still fails it."""
         if not condition:
             failure = CheckFailure(expected, got, _curl_of(where))
             if not self.excused_now(failure):
                 raise failure
 
     def excused_now(self, failure: CheckFailure) -> bool:
-        """Record ``failure`` where a declaration excuses it, or where it judges a request whose answer an excused
-        failure already showed wrong (it follows from that one); False: it stays a failure."""
+        """Record ``failure`` where a declaration excuses it, or where it judges a request whose
+        answer an excused failure already showed wrong (it follows from that one); False: it stays a
+        failure."""
         if self.excuse is None:
             return False
         declaration = self.excuse(failure)
-        if declaration is None and not (failure.curl and any(e.failure.curl == failure.curl for e in self.excused)):
+        if declaration is None and not (
+            failure.curl and any(e.failure.curl == failure.curl for e in self.excused)
+        ):
             return False
         self.excused.append(Excused(failure, declaration))
         return True
@@ -256,7 +299,8 @@ class CheckContext:
             self.fail(f"HTTP 200 for {what}", f"HTTP {ex.status}: {ex.text}", ex)
 
     def offered(self, feature: str, ex: AnyExchange) -> AnyExchange:
-        """An optional feature the server refuses outright (4xx/501) is "unsupported", in the server's own words.
+        """An optional feature the server refuses outright (4xx/501) is "unsupported", in the
+        server's own words.
 
         A server that accepts the request and gets it wrong is broken, not
         unsupported: only a refusal counts, and its message is the reason shown.
@@ -275,7 +319,9 @@ class CheckContext:
     def expect_client_error(self, ex: Exchange | StreamExchange, what: str) -> None:
         status = ex.sse.status if isinstance(ex, StreamExchange) else ex.status
         text = ex.sse.raw if isinstance(ex, StreamExchange) else ex.text
-        self.expect(status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex)
+        self.expect(
+            status in CLIENT_ERRORS, f"HTTP 400/404/422 for {what}", f"HTTP {status}: {text}", ex
+        )
 
     def expect_envelope(
         self,
@@ -283,7 +329,9 @@ class CheckContext:
         problems_of: Callable[[Any], list[str]] | None = None,
         expected: str = "the error envelope",
     ) -> None:
-        """The error body is what the SDK turns into a message (``envelope_problems`` unless told otherwise)."""
+        """The error body is what the SDK turns into a message (``envelope_problems`` unless told
+        otherwise).
+        """
         if isinstance(ex, StreamExchange):  # an error answered to stream=true comes as a plain body
             text = ex.sse.raw
             try:
@@ -327,35 +375,59 @@ class CheckContext:
         )
 
     def expect_typed_events(self, ex: StreamExchange, what: str) -> list[dict[str, Any]]:
-        """A stream of typed events (Responses, Anthropic Messages): 200, sound framing, JSON objects whose
-        ``type`` is the SSE event name where one is given; returns the events' data in order."""
+        """A stream of typed events (Responses, Anthropic Messages): 200, sound framing, JSON
+        objects whose ``type`` is the SSE event name where one is given; returns the events' data in
+        order."""
         self.expect_ok(ex, what)
         self.expect(
-            not ex.sse.problems, f"well-formed SSE for {what}", "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}", ex
+            not ex.sse.problems,
+            f"well-formed SSE for {what}",
+            "; ".join(ex.sse.problems) + f" | raw: {ex.sse.raw}",
+            ex,
         )
         self.expect(
-            len(ex.sse.chunks) == len(ex.sse.events) and ex.sse.chunks, f"JSON object events for {what}", ex.sse.raw, ex
+            len(ex.sse.chunks) == len(ex.sse.events) and ex.sse.chunks,
+            f"JSON object events for {what}",
+            ex.sse.raw,
+            ex,
         )
         for event, data in zip(ex.sse.events, ex.sse.chunks, strict=True):
-            self.expect(isinstance(data.get("type"), str), f"a type in every event of {what}", data, ex)
-            named = event.event if event.event != "message" else data["type"]  # no event line: the SSE default name
             self.expect(
-                named == data["type"], f"the event name to be its type {data['type']!r}", f"event: {event.event}", ex
+                isinstance(data.get("type"), str), f"a type in every event of {what}", data, ex
+            )
+            # no event line: the SSE default name
+            named = event.event if event.event != "message" else data["type"]
+            self.expect(
+                named == data["type"],
+                f"the event name to be its type {data['type']!r}",
+                f"event: {event.event}",
+                ex,
             )
         return ex.sse.chunks
 
     # --- evidence: what a pass judged --------------------------------------------
-    def nonempty(self, value: Judged, what: str, where: Exchange | StreamExchange | str | None = None) -> Judged:
-        """``value`` where it holds something to judge; None or an empty string or collection leaves the check nothing
-        to judge, so it is inconclusive, naming ``what`` was missing (an ``all()`` over nothing is no pass)."""
-        if value is None or (isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value):
+    def nonempty(
+        self, value: Judged, what: str, where: Exchange | StreamExchange | str | None = None
+    ) -> Judged:
+        """``value`` where it holds something to judge; None or an empty string or collection leaves
+        the check nothing to judge, so it is inconclusive, naming ``what`` was missing (an ``all()``
+        over nothing is no pass)."""
+        if value is None or (
+            isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value
+        ):
             curl = _curl_of(where)
             raise Inconclusive(f"nothing to judge: no {what}" + (f": {curl}" if curl else ""))
         return value
 
-    def agree(self, want: Any, got: Any, expected: str, where: Exchange | StreamExchange | str | None = None) -> None:
-        """``got`` equals ``want``, where ``want`` is there: two absent values (None on both sides) are not
-        agreement."""
+    def agree(
+        self,
+        want: Any,
+        got: Any,
+        expected: str,
+        where: Exchange | StreamExchange | str | None = None,
+    ) -> None:
+        """``got`` equals ``want``, where ``want`` is there: two absent values (None on both sides)
+        are not agreement."""
         self.nonempty(want, f"reference value for {expected}", where)
         self.expect(got == want, expected, got, where)
 
@@ -367,29 +439,38 @@ class CheckContext:
         feature: str | None = None,
         problems_of: Callable[[Any], list[str]] | None = None,
     ) -> AnyExchange:
-        """The positive control of a check that expects a refusal: ``ex`` is the same request without the fault, at
-        the same route, and must get a correct answer; otherwise a refusal of the faulty request shows nothing (a
-        server that refuses everything refuses it too), and the check is inconclusive, naming the control.
+        """The positive control of a check that expects a refusal: ``ex`` is the same request
+        without the fault, at the same route, and must get a correct answer; otherwise a refusal of
+        the faulty request shows nothing (a server that refuses everything refuses it too), and the
+        check is inconclusive, naming the control.
 
-        ``feature``: a refusal of the control says the server does not offer it (unsupported). ``problems_of`` judges
-        the answer (the JSON body, or a stream's chunks); by default what the route's answers must carry."""
+        ``feature``: a refusal of the control says the server does not offer it (unsupported).
+        ``problems_of`` judges the answer (the JSON body, or a stream's chunks); by default what the
+        route's answers must carry."""
         if feature is not None:
             self.offered(feature, ex)
         if isinstance(ex, StreamExchange):
             status, text, answer = ex.sse.status, ex.sse.raw, ex.sse.chunks
         else:
             status, text, answer = ex.status, ex.text, ex.data
-        judge = problems_of or (lambda body: answer_problems(ex.path, body, stream=isinstance(ex, StreamExchange)))
+        judge = problems_of or (
+            lambda body: answer_problems(ex.path, body, stream=isinstance(ex, StreamExchange))
+        )
         problems = [f"HTTP {status}"] if status != 200 else judge(answer)
         if problems:
             raise Inconclusive(
-                f"the positive control failed: {what} (the same request without the fault) got {'; '.join(problems)}: "
-                f"{trim(text, 300)}; so a refusal of the faulty request shows nothing. Control: {ex.curl}"
+                f"the positive control failed: {what} (the same request without the fault) got "
+                f"{'; '.join(problems)}: "
+                f"{trim(text, 300)}; so a refusal of the faulty request shows nothing. Control: "
+                f"{ex.curl}"
             )
         return ex
 
-    def seeded(self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234) -> Exchange:
-        """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason != length).
+    def seeded(
+        self, send: Any, feature: str, judge_now: Any = None, attempts: int = 3, seed: int = 1234
+    ) -> Exchange:
+        """Send ``send(seed)`` with a few seeds until a response ends by itself (finish_reason !=
+        length).
 
         Constrained decoding on a random model may loop until ``max_tokens``;
         that says nothing about the server, so it is inconclusive, not a
@@ -404,11 +485,14 @@ class CheckContext:
             if not last.ok or not isinstance(last.data, dict):
                 return last
             choices = last.data.get("choices") or [{}]
-            if choices[0].get("finish_reason") != "length" or (judge_now is not None and judge_now(last.data)):
+            if choices[0].get("finish_reason") != "length" or (
+                judge_now is not None and judge_now(last.data)
+            ):
                 return last
         assert last is not None
         raise Inconclusive(
-            f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: {last.curl}"
+            f"the model ran to max_tokens with {attempts} seeds, so the output cannot be judged: "
+            f"{last.curl}"
         )
 
 
@@ -417,7 +501,9 @@ def _curl_of(where: Exchange | StreamExchange | str | None) -> str:
 
 
 def envelope_problems(data: Any) -> list[str]:
-    """What is wrong with an error body, measured against ``{"error": {"message", "type", "param", "code"}}``."""
+    """What is wrong with an error body, measured against ``{"error": {"message", "type", "param",
+    "code"}}``.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("error"), dict):
         return ['the body is not {"error": {...}}']
     err = data["error"]
@@ -430,8 +516,9 @@ def envelope_problems(data: Any) -> list[str]:
 
 
 def answer_problems(path: str, answer: Any, *, stream: bool = False) -> list[str]:
-    """What keeps ``answer`` (a JSON body, or a stream's chunks) from being a correct answer of ``path``: the least a
-    positive control must show. Only the route's core is judged here; each check judges the rest."""
+    """What keeps ``answer`` (a JSON body, or a stream's chunks) from being a correct answer of
+    ``path``: the least a positive control must show. Only the route's core is judged here; each
+    check judges the rest."""
     if stream:
         if not isinstance(answer, list) or not answer:
             return ["no JSON chunks in the stream"]
@@ -443,7 +530,9 @@ def answer_problems(path: str, answer: Any, *, stream: bool = False) -> list[str
         return ["an error body"]
     route = path.split("?")[0]
     choices = answer.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    first = (
+        choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    )
     if route == "/v1/chat/completions" and not isinstance(first.get("message"), dict):
         return ["no choices[0].message"]
     if route == "/v1/completions" and not isinstance(first.get("text"), str):
@@ -458,7 +547,9 @@ def answer_problems(path: str, answer: Any, *, stream: bool = False) -> list[str
 
 
 def object_or_empty(value: Any) -> dict[str, Any]:
-    """``value`` where it is a JSON object, else {}: a malformed part of an answer is judged, never crashed on."""
+    """``value`` where it is a JSON object, else {}: a malformed part of an answer is judged, never
+    crashed on.
+    """
     return value if isinstance(value, dict) else {}
 
 
@@ -471,5 +562,7 @@ def envelope_type_problems(data: Any) -> list[str]:
         if key not in data["error"]:
             problems.append(f"error.{key} is missing")
         elif not (data["error"][key] is None or isinstance(data["error"][key], str)):
-            problems.append(f"error.{key} is {json.dumps(data['error'][key])}, not a string or null")
+            problems.append(
+                f"error.{key} is {json.dumps(data['error'][key])}, not a string or null"
+            )
     return problems

@@ -1,4 +1,6 @@
-"""What a check raises: a typed failure that reproduces itself, or "the framework does not offer this"."""
+"""What a check raises: a typed failure that reproduces itself, or "the framework does not offer
+this".
+"""
 
 from __future__ import annotations
 
@@ -23,14 +25,22 @@ def trim(value: Any, limit: int = TRIM) -> str:
 
 
 class CheckFailure(AssertionError):
-    """A check found a deviation: what was expected, what came back, and a curl line to see it again.
+    """A check found a deviation: what was expected, what came back, and a curl line to see it
+    again.
 
     An ``AssertionError`` so that code outside the registry (a user's own test)
     still fails, not errors, when it lets one through.
     """
 
     def __init__(
-        self, expected: str, got: Any, curl: str = "", *, check_id: str = "", title: str = "", severity: str = "error"
+        self,
+        expected: str,
+        got: Any,
+        curl: str = "",
+        *,
+        check_id: str = "",
+        title: str = "",
+        severity: str = "error",
     ) -> None:
         self.expected, self.got, self.curl = expected, trim(got), curl
         self.check_id, self.title, self.severity = check_id, title, severity
@@ -39,8 +49,8 @@ class CheckFailure(AssertionError):
 
     @property
     def judged(self) -> str:
-        """What a declaration's ``matches`` regex reads: the expected and got lines, not the reproducer (a regex that
-        matched the request would excuse every failure of it)."""
+        """What a declaration's ``matches`` regex reads: the expected and got lines, not the
+        reproducer (a regex that matched the request would excuse every failure of it)."""
         return f"expected: {self.expected}\ngot:      {self.got}"
 
     def render(self) -> str:
@@ -60,8 +70,9 @@ class CheckFailure(AssertionError):
 
 @dataclass(frozen=True, slots=True)
 class Excused:
-    """A failure a check met and went on past: the declaration that excuses it (its description), or none where it
-    follows from an excused failure of the same request (a declared 404 has no model card either)."""
+    """A failure a check met and went on past: the declaration that excuses it (its description), or
+    none where it follows from an excused failure of the same request (a declared 404 has no model
+    card either)."""
 
     failure: CheckFailure
     declaration: str | None
@@ -73,9 +84,9 @@ class Excused:
 
 
 class DeclaredDeviation(AssertionError):
-    """A check whose every failure a declaration in an expectations file names (or follows from one that does): the
-    suite's xfail marker takes this class alone (``raises=``), so any other failure of the same check stays a
-    failure. ``curl`` repeats the first excused request."""
+    """A check whose every failure a declaration in an expectations file names (or follows from one
+    that does): the suite's xfail marker takes this class alone (``raises=``), so any other failure
+    of the same check stays a failure. ``curl`` repeats the first excused request."""
 
     def __init__(self, excused: list[Excused], stopped: str = "") -> None:
         self.excused, self.curl = excused, excused[0].failure.curl

@@ -1,15 +1,17 @@
-"""The parser matrix: one results file per parser (scripts/parser-matrix.sh runs one server per parser), folded
-into one table of parsers x cases, and the parsers an engine ships that no script can drive; and the parser
-history: the cells that changed across an engine's releases, each with the first release that changed it.
+"""The parser matrix: one results file per parser (scripts/parser-matrix.sh runs one server per
+parser), folded into one table of parsers x cases, and the parsers an engine ships that no script
+can drive; and the parser history: the cells that changed across an engine's releases, each with the
+first release that changed it.
 
     python -m pytest_infer.conformance.matrix REPORT_DIR [--engine-parsers FILE]
     python -m pytest_infer.conformance.matrix history REPORT_DIR... -o OUT (a Markdown file)
 
-reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``, or ``pair-T+R``
-for a tool and a reasoning parser served together, shown in both tables) and writes
-REPORT_DIR/matrix.md; ``FILE`` lists the engine's own parser names (``tool NAME`` / ``reasoning NAME`` per line),
-so that a parser without a script shows as "not drivable", not as absent. ``history`` takes one REPORT_DIR per
-release (its version read from its results files, its parser listing from its ``engine-parsers.txt``).
+reads REPORT_DIR/*/results.json (one folder per parser, named ``tool-NAME`` or ``reasoning-NAME``,
+or ``pair-T+R`` for a tool and a reasoning parser served together, shown in both tables) and writes
+REPORT_DIR/matrix.md; ``FILE`` lists the engine's own parser names (``tool NAME`` / ``reasoning
+NAME`` per line), so that a parser without a script shows as "not drivable", not as absent.
+``history`` takes one REPORT_DIR per release (its version read from its results files, its parser
+listing from its ``engine-parsers.txt``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from .scripts import REASONING_FORMATS, TOOL_FORMATS
 
 PREFIX = "parsers."
 MATRIX_FILE = "matrix" + ".md"  # a report the script writes, not a document under docs/
-ENGINE_PARSERS = "engine-parsers.txt"  # written by scripts/parser-matrix.sh beside the parsers' folders
+# written by scripts/parser-matrix.sh beside the parsers' folders
+ENGINE_PARSERS = "engine-parsers.txt"
 # results outcome -> the cell shown
 CELLS: dict[str, str] = {
     Outcome.PASSED: Outcome.PASSED.label,
@@ -46,7 +49,9 @@ def cell(outcome: str, message: str) -> str:
 
 
 def rows(report_dir: Path) -> tuple[Rows, list[str], str | None]:
-    """One report's cells, its failures' first lines, and the engine version its results files name."""
+    """One report's cells, its failures' first lines, and the engine version its results files
+    name.
+    """
     found: Rows = {}
     notes: list[str] = []
     version = None
@@ -56,14 +61,18 @@ def rows(report_dir: Path) -> tuple[Rows, list[str], str | None]:
         version = version or next((t.version for t in results.targets.values() if t.version), None)
         for test in results.tests:
             if test.check and test.check.startswith(PREFIX):
-                found.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(test.outcome, test.message)
+                found.setdefault(parser, {})[test.check.removeprefix(PREFIX)] = cell(
+                    test.outcome, test.message
+                )
                 if test.outcome in PROBLEMS:
                     said = [
                         line.strip()
                         for line in test.message.splitlines()
                         if line.strip().startswith(("expected:", "got:"))
                     ]
-                    notes.append(f"- {parser} / {test.check}: {' '.join(said)[:300] or test.outcome}")
+                    notes.append(
+                        f"- {parser} / {test.check}: {' '.join(said)[:300] or test.outcome}"
+                    )
     return found, notes, version
 
 
@@ -116,31 +125,39 @@ def matrix(report_dir: Path, engine_parsers: list[tuple[str, str]] | None = None
         lines.append("")
     for kind in ("tool", "reasoning"):
         if unscripted.get(kind):
-            lines.append(f"Not drivable, no script for its format ({kind}): {', '.join(unscripted[kind])}.")
+            lines.append(
+                f"Not drivable, no script for its format ({kind}): {', '.join(unscripted[kind])}."
+            )
         if not_run.get(kind):
             lines.append(f"Scripted, not run here ({kind}): {', '.join(not_run[kind])}.")
     return "\n".join(lines + (["", "Failures:", *notes] if notes else []))
 
 
 def history(report_dirs: list[Path]) -> str:
-    """Every (parser, case) cell that differs across releases, oldest first, with the first release whose cell
-    differs from the one before; a parser the release does not ship is "absent", one it ships but that has no
-    results there "not run" (its listing, engine-parsers.txt, tells them apart)."""
+    """Every (parser, case) cell that differs across releases, oldest first, with the first release
+    whose cell differs from the one before; a parser the release does not ship is "absent", one it
+    ships but that has no results there "not run" (its listing, engine-parsers.txt, tells them
+    apart)."""
     runs = []
     for report_dir in report_dirs:
         found, _, version = rows(report_dir)
         if version is None:
-            raise SystemExit(f"matrix history: no results file in {report_dir} names the engine's version")
+            raise SystemExit(
+                f"matrix history: no results file in {report_dir} names the engine's version"
+            )
         listing = report_dir / ENGINE_PARSERS
         shipped = set(read_engine_parsers(listing)) if listing.is_file() else None
         release = release_version(version)
         if release is None:
             raise SystemExit(
-                f"matrix history: {report_dir}'s engine version {version!r} is neither PEP 440 nor a llama.cpp build"
+                f"matrix history: {report_dir}'s engine version {version!r} is neither PEP 440 nor "
+                "a llama.cpp build"
             )
         runs.append((release, version, found, shipped))
     runs.sort(key=lambda run: run[0])
-    keys = sorted({(parser, case) for *_, found, _ in runs for parser, row in found.items() for case in row})
+    keys = sorted(
+        {(parser, case) for *_, found, _ in runs for parser, row in found.items() for case in row}
+    )
     lines = ["| parser | case | " + " | ".join(run[1] for run in runs) + " | first changed in |"]
     lines.append("|---" * (len(runs) + 3) + "|")
     for parser, case in keys:
@@ -149,26 +166,41 @@ def history(report_dirs: list[Path]) -> str:
             if parser in found:
                 cells.append(found[parser].get(case, "-"))
             else:
-                cells.append("absent" if shipped is not None and not set(_named(parser)) <= shipped else "not run")
+                cells.append(
+                    "absent"
+                    if shipped is not None and not set(_named(parser)) <= shipped
+                    else "not run"
+                )
         first = next((runs[i][1] for i in range(1, len(cells)) if cells[i] != cells[i - 1]), None)
         if first:
             lines.append(f"| {parser} | {case} | " + " | ".join(cells) + f" | {first} |")
     changed = len(lines) - 2
-    same = f"{len(keys) - changed} of {len(keys)} (parser, case) cells were identical across all {len(runs)} versions."
+    same = (
+        f"{len(keys) - changed} of {len(keys)} (parser, case) cells were identical across all "
+        f"{len(runs)} versions."
+    )
     return "\n".join((lines if changed else ["No cell changed."]) + ["", same])
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(argv if argv is not None else sys.argv[1:])
-    parser = argparse.ArgumentParser(prog="pytest_infer.conformance.matrix", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="pytest_infer.conformance.matrix", description=__doc__.splitlines()[0]
+    )
     if argv[:1] == ["history"]:
-        parser.add_argument("report_dirs", type=Path, nargs="+", help="one parser-matrix report folder per release")
-        parser.add_argument("-o", "--output", type=Path, required=True, help="the Markdown file to write")
+        parser.add_argument(
+            "report_dirs", type=Path, nargs="+", help="one parser-matrix report folder per release"
+        )
+        parser.add_argument(
+            "-o", "--output", type=Path, required=True, help="the Markdown file to write"
+        )
         args = parser.parse_args(argv[1:])
         text, out = history(args.report_dirs), args.output
     else:
         parser.add_argument("report_dir", type=Path)
-        parser.add_argument("--engine-parsers", type=Path, help="lines 'tool NAME' / 'reasoning NAME'")
+        parser.add_argument(
+            "--engine-parsers", type=Path, help="lines 'tool NAME' / 'reasoning NAME'"
+        )
         args = parser.parse_args(argv)
         listed = read_engine_parsers(args.engine_parsers) if args.engine_parsers else []
         text, out = matrix(args.report_dir, listed), args.report_dir / MATRIX_FILE

@@ -1,4 +1,6 @@
-"""pytest glue of the conformance suite: its ini option, the known-deviation files and the check context per target."""
+"""pytest glue of the conformance suite: its ini option, the known-deviation files and the check
+context per target.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture(scope="session")
 def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expectations:
-    """The bundled expectations plus any files or folders named by the ``infer_expectations`` ini option."""
+    """The bundled expectations plus any files or folders named by the ``infer_expectations`` ini
+    option.
+    """
     try:
         return conformance.load_expectations(
             pytestconfig.getini(EXPECTATIONS_INI), [c.id for c in conformance.REGISTRY]
@@ -40,8 +44,8 @@ def conformance_expectations(pytestconfig: pytest.Config) -> conformance.Expecta
 def conformance_ctx(
     infer_live_server, infer_endpoint, infer_target, infer_session, conformance_expectations
 ) -> Iterator[conformance.CheckContext]:
-    """A ``CheckContext`` for the server under test, with the features its framework does not offer; the shape of
-    every answer it gets goes into the suite's table."""
+    """A ``CheckContext`` for the server under test, with the features its framework does not offer;
+    the shape of every answer it gets goes into the suite's table."""
     builtin = infer_target.builtin
     table = infer_session.results.table("conformance")
     with conformance.CheckContext(
@@ -54,8 +58,12 @@ def conformance_ctx(
             infer_live_server.framework, infer_live_server.version
         ),
         shapes=lambda endpoint, answer: table.record(infer_target.id, endpoint, answer),
-        request_fields=lambda endpoint, statuses: table.record_fields(infer_target.id, endpoint, statuses),
-        scripting=scripting(infer_live_server.adapter, infer_live_server.version, infer_target.parsers),
+        request_fields=lambda endpoint, statuses: table.record_fields(
+            infer_target.id, endpoint, statuses
+        ),
+        scripting=scripting(
+            infer_live_server.adapter, infer_live_server.version, infer_target.parsers
+        ),
     ) as ctx:
         yield ctx
 
@@ -66,5 +74,8 @@ def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
     from .scripts import Scripting
 
     return Scripting(
-        parsers.tool, parsers.reasoning, lambda regex: adapter.forced_text_fields(regex, version), adapter.name
+        parsers.tool,
+        parsers.reasoning,
+        lambda regex: adapter.forced_text_fields(regex, version),
+        adapter.name,
     )

@@ -1,18 +1,21 @@
-"""What the API references say of an answer's fields, per route and mode, as the gate's drift rule reads them.
+"""What the API references say of an answer's fields, per route and mode, as the gate's drift rule
+reads them.
 
-Two typed facts, and nothing guessed from a check's wording (a fixed ``chat.model`` once excused a tool call's
-``function.name`` turning null because its title held the word "name"):
+Two typed facts, and nothing guessed from a check's wording (a fixed ``chat.model`` once excused a
+tool call's ``function.name`` turning null because its title held the word "name"):
 
-- ``REQUIRED``: fields the reference requires in every answer (or chunk, or event) of that route and mode. Removing
-  one breaks every client, and nothing excuses it.
-- ``NOT_IN_MODE``: fields the reference puts in another route or mode only (``choices[].message`` is the
-  non-streamed answer's; a chunk carries ``choices[].delta``). A server that served one there deviated; its
-  removal is the end of that deviation, a change.
-- ``ON_ITEMS``: fields the reference defines on one kind of item only (``summary`` is a Responses reasoning item's;
-  a message item has none). Removed where the baseline served no item of that kind, it was on the wrong items.
+- ``REQUIRED``: fields the reference requires in every answer (or chunk, or event) of that route and
+  mode. Removing one breaks every client, and nothing excuses it.
+- ``NOT_IN_MODE``: fields the reference puts in another route or mode only (``choices[].message`` is
+  the non-streamed answer's; a chunk carries ``choices[].delta``). A server that served one there
+  deviated; its removal is the end of that deviation, a change.
+- ``ON_ITEMS``: fields the reference defines on one kind of item only (``summary`` is a Responses
+  reasoning item's; a message item has none). Removed where the baseline served no item of that
+  kind, it was on the wrong items.
 
-Paths are the conformance table's (``choices[].delta.content``). Sources: docs/openai-conformance.md (OpenAI's
-Chat Completions, Completions, Embeddings, Models and Responses objects) and the Anthropic Messages object.
+Paths are the conformance table's (``choices[].delta.content``). Sources: docs/openai-conformance.md
+(OpenAI's Chat Completions, Completions, Embeddings, Models and Responses objects) and the Anthropic
+Messages object.
 """
 
 from __future__ import annotations
@@ -37,15 +40,38 @@ REQUIRED: dict[str, frozenset[str]] = {
     ),
     CHAT + STREAM: frozenset({"id", "object", "created", "model", "choices"}),
     COMPLETIONS: frozenset(
-        {"id", "object", "created", "model", "choices", "choices[].index", "choices[].text", "choices[].finish_reason"}
+        {
+            "id",
+            "object",
+            "created",
+            "model",
+            "choices",
+            "choices[].index",
+            "choices[].text",
+            "choices[].finish_reason",
+        }
     ),
     COMPLETIONS + STREAM: frozenset({"id", "object", "created", "model", "choices"}),
-    "POST /v1/embeddings": frozenset({"object", "data", "data[].object", "data[].index", "data[].embedding", "model"}),
-    "GET /v1/models": frozenset({"object", "data", "data[].id", "data[].object", "data[].created", "data[].owned_by"}),
+    "POST /v1/embeddings": frozenset(
+        {"object", "data", "data[].object", "data[].index", "data[].embedding", "model"}
+    ),
+    "GET /v1/models": frozenset(
+        {"object", "data", "data[].id", "data[].object", "data[].created", "data[].owned_by"}
+    ),
     "POST /v1/responses": frozenset({"id", "object", "created_at", "model", "output", "status"}),
     "POST /v1/responses" + STREAM: frozenset({"type", "sequence_number"}),
     "POST /v1/messages": frozenset(
-        {"id", "type", "role", "content", "model", "stop_reason", "usage", "usage.input_tokens", "usage.output_tokens"}
+        {
+            "id",
+            "type",
+            "role",
+            "content",
+            "model",
+            "stop_reason",
+            "usage",
+            "usage.input_tokens",
+            "usage.output_tokens",
+        }
     ),
     "POST /v1/messages" + STREAM: frozenset({"type"}),
 }
@@ -78,15 +104,20 @@ def required(endpoint: str, path: str) -> bool:
 
 
 def not_in_mode(endpoint: str, path: str) -> str | None:
-    """Why the reference keeps ``path`` (or the field it is part of) out of ``endpoint``'s answers, None where it
-    does not."""
+    """Why the reference keeps ``path`` (or the field it is part of) out of ``endpoint``'s answers,
+    None where it does not."""
     rules = NOT_IN_MODE.get(endpoint, {})
     return next(
-        (why for field, why in rules.items() if path == field or path.startswith((f"{field}.", f"{field}["))), None
+        (
+            why
+            for field, why in rules.items()
+            if path == field or path.startswith((f"{field}.", f"{field}["))
+        ),
+        None,
     )
 
 
 def defined_only_on(endpoint: str, path: str) -> tuple[str, frozenset[str]] | None:
-    """``(the path naming an item's kind, the kinds the reference defines ``path`` on)``, None where it is defined
-    on every item (or nowhere this module knows)."""
+    """``(the path naming an item's kind, the kinds the reference defines ``path`` on)``, None where
+    it is defined on every item (or nowhere this module knows)."""
     return ON_ITEMS.get(endpoint, {}).get(path)

@@ -1,4 +1,5 @@
-"""The check registry: every check has a stable id, a title, the spec it enforces, a severity and needs.
+"""The check registry: every check has a stable id, a title, the spec it enforces, a severity and
+needs.
 
 Checks are plain functions of a ``CheckContext`` (sync or ``async``) registered
 by the ``check`` decorator; a second registration of an id is refused, so a
@@ -71,13 +72,20 @@ class CheckRegistry:
         if check.id in self.checks:
             other = self.checks[check.id].func
             raise DuplicateCheckError(
-                f"check id {check.id!r} is already registered by {other.__module__}.{other.__qualname__}"
+                f"check id {check.id!r} is already registered by "
+                f"{other.__module__}.{other.__qualname__}"
             )
         if check.severity not in CHECK_SEVERITIES:
-            raise ValueError(f"check {check.id!r}: severity must be one of {CHECK_SEVERITIES}, got {check.severity!r}")
+            raise ValueError(
+                f"check {check.id!r}: severity must be one of {CHECK_SEVERITIES}, got "
+                f"{check.severity!r}"
+            )
         unknown = check.needs - set(FEATURES)
         if unknown:
-            raise ValueError(f"check {check.id!r}: unknown feature(s) {sorted(unknown)}; known: {', '.join(FEATURES)}")
+            raise ValueError(
+                f"check {check.id!r}: unknown feature(s) {sorted(unknown)}; known: "
+                f"{', '.join(FEATURES)}"
+            )
         self.checks[check.id] = check
         return check
 
@@ -88,7 +96,9 @@ class CheckRegistry:
         try:
             return self.checks[check_id]
         except KeyError:
-            raise KeyError(f"no check {check_id!r}; registered: {', '.join(sorted(self.checks))}") from None
+            raise KeyError(
+                f"no check {check_id!r}; registered: {', '.join(sorted(self.checks))}"
+            ) from None
 
     def __iter__(self) -> Iterator[Check]:
         return iter(sorted(self.checks.values(), key=lambda c: c.id))
@@ -113,25 +123,37 @@ class CheckRegistry:
 
         def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
             doc = inspect.getdoc(func) or ""
-            self.register(Check(id, title, reference, severity, func, frozenset(needs), capable_model, doc))
+            self.register(
+                Check(id, title, reference, severity, func, frozenset(needs), capable_model, doc)
+            )
             return func
 
         return decorate
 
-    def run(self, check_id: str, ctx: CheckContext, excuse: Callable[[CheckFailure], str | None] | None = None) -> str:
-        """Run one check against ``ctx`` and return its evidence; a failure comes back as a ``CheckFailure`` naming
-        the check, and a check that names no evidence is ``Inconclusive``: it judged nothing.
+    def run(
+        self,
+        check_id: str,
+        ctx: CheckContext,
+        excuse: Callable[[CheckFailure], str | None] | None = None,
+    ) -> str:
+        """Run one check against ``ctx`` and return its evidence; a failure comes back as a
+        ``CheckFailure`` naming the check, and a check that names no evidence is ``Inconclusive``:
+        it judged nothing.
 
-        ``excuse(failure)``: the declaration that excuses a failure (its description), or None. An excused failure
-        does not end the check (``CheckContext.expect``); the rest still runs, and a failure nothing excuses fails it.
-        A check whose every failure was excused ends in ``DeclaredDeviation``, also when what came after the excused
-        failure could not go on (a crash or a skip on the answer it showed wrong)."""
+        ``excuse(failure)``: the declaration that excuses a failure (its description), or None. An
+        excused failure does not end the check (``CheckContext.expect``); the rest still runs, and a
+        failure nothing excuses fails it. A check whose every failure was excused ends in
+        ``DeclaredDeviation``, also when what came after the excused failure could not go on (a
+        crash or a skip on the answer it showed wrong)."""
         check = self[check_id]
         for feature in sorted(check.needs):
             if feature in ctx.unsupported:
                 raise Unsupported(feature, ctx.unsupported[feature])
         if check.capable_model and ctx.tiny:
-            pytest.skip(f"needs a capable model: {check.title} cannot be judged on the random built-in 'tiny' model")
+            pytest.skip(
+                f"needs a capable model: {check.title} cannot be judged on the random built-in "
+                "'tiny' model"
+            )
         ctx.excuse, ctx.excused = excuse, []
         stopped = ""
         try:
@@ -139,8 +161,9 @@ class CheckRegistry:
         except CheckFailure as failure:
             if not ctx.was_excused(failure):
                 if ctx.excused:
-                    failure.note = f"after {len(ctx.excused)} excused failure(s) of the same check, the first: " + (
-                        ctx.excused[0].failure.judged.replace("\n", " | ")
+                    failure.note = (
+                        f"after {len(ctx.excused)} excused failure(s) of the same check, the "
+                        "first: " + (ctx.excused[0].failure.judged.replace("\n", " | "))
                     )
                 raise failure.attach(check.id, check.title, check.severity) from None
         except (Exception, pytest.skip.Exception) as exc:
@@ -155,7 +178,8 @@ class CheckRegistry:
             raise DeclaredDeviation(ctx.excused, stopped)
         if not isinstance(evidence, str) or not evidence.strip():
             raise Inconclusive(
-                f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it judged"
+                f"{check.id} judged nothing: the check returned {evidence!r}, not the evidence it "
+                "judged"
             )
         return evidence
 

@@ -1,5 +1,6 @@
-"""The conformance suite's registration (entry point ``pytest_infer.suites``). Its verdicts are its tests'
-outcomes, one row per registered check; its table keeps the shape of every answer, for API drift."""
+"""The conformance suite's registration (entry point ``pytest_infer.suites``). Its verdicts are its
+tests' outcomes, one row per registered check; its table keeps the shape of every answer, for API
+drift."""
 
 from ..suite import Suite
 

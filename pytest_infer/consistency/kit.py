@@ -1,9 +1,11 @@
-"""The consistency suite's machinery: answers sent alone and together, and how two answers to one request compare.
+"""The consistency suite's machinery: answers sent alone and together, and how two answers to one
+request compare.
 
-A server that batches must give each request the answer it would have got alone: greedy output may only move where
-the model's own top choices were nearly tied (vLLM's ``check_logprobs_close``: the token one answer chose is among the
-other's top-k at the first position where they part), and every request's own parameters (seed, stop strings,
-``max_tokens``, ``logit_bias``, logprobs, ``n``, a JSON schema, a tool choice) must reach that request and no other.
+A server that batches must give each request the answer it would have got alone: greedy output may
+only move where the model's own top choices were nearly tied (vLLM's ``check_logprobs_close``: the
+token one answer chose is among the other's top-k at the first position where they part), and every
+request's own parameters (seed, stop strings, ``max_tokens``, ``logit_bias``, logprobs, ``n``, a
+JSON schema, a tool choice) must reach that request and no other.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import httpx
 from ..client.answers import CHAT, completion_problem
 from ..client.http import InferClient
 
-TOP_K = 5  # top_logprobs asked for: a divergence whose token is among these is a near-tie, not a wrong kernel
+# top_logprobs asked for: a divergence whose token is among these is a near-tie, not a wrong kernel
+TOP_K = 5
 # Fixed prompts of the alone-versus-batch check: short, ordinary, different from each other.
 PROMPTS = (
     "Once upon a time, in a small village,",
@@ -33,7 +36,9 @@ FILLER_PROMPT = "Tell me a long story about a dragon who learns to cook, number 
 
 
 def greedy(model: str, prompt: str, max_tokens: int, **extra: Any) -> dict:
-    """A chat request at temperature 0 asking for ``TOP_K`` logprobs per token, unless ``extra`` says otherwise."""
+    """A chat request at temperature 0 asking for ``TOP_K`` logprobs per token, unless ``extra``
+    says otherwise.
+    """
     return {
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
@@ -46,7 +51,9 @@ def greedy(model: str, prompt: str, max_tokens: int, **extra: Any) -> dict:
 
 
 def filler(model: str, i: int, max_tokens: int) -> dict:
-    """One of the other requests kept in flight: longer than the measured ones, so it is still running beside them."""
+    """One of the other requests kept in flight: longer than the measured ones, so it is still
+    running beside them.
+    """
     return {
         "model": model,
         "messages": [{"role": "user", "content": FILLER_PROMPT.format(i=i)}],
@@ -57,8 +64,9 @@ def filler(model: str, i: int, max_tokens: int) -> dict:
 
 @dataclass
 class Answer:
-    """One request's answer as the client saw it: the body sent, HTTP status, JSON (None: not JSON), when it was
-    open, why it is not a correct chat completion (None: it is), and a curl line that sends it again."""
+    """One request's answer as the client saw it: the body sent, HTTP status, JSON (None: not JSON),
+    when it was open, why it is not a correct chat completion (None: it is), and a curl line that
+    sends it again."""
 
     body: dict
     status: int
@@ -70,7 +78,11 @@ class Answer:
 
     def choice(self, i: int = 0) -> dict:
         choices = self.data.get("choices") if isinstance(self.data, dict) else None
-        return choices[i] if isinstance(choices, list) and len(choices) > i and isinstance(choices[i], dict) else {}
+        return (
+            choices[i]
+            if isinstance(choices, list) and len(choices) > i and isinstance(choices[i], dict)
+            else {}
+        )
 
     @property
     def choices(self) -> list:
@@ -85,7 +97,9 @@ class Answer:
         return self.choice(i).get("finish_reason")
 
     def logprobs(self, i: int = 0) -> list[dict] | None:
-        """``choices[i].logprobs.content``: one entry per token; None where the answer carries none."""
+        """``choices[i].logprobs.content``: one entry per token; None where the answer carries
+        none.
+        """
         lp = self.choice(i).get("logprobs")
         content = lp.get("content") if isinstance(lp, dict) else None
         return [e for e in content if isinstance(e, dict)] if isinstance(content, list) else None
@@ -100,39 +114,62 @@ class Answer:
         if entries is None or position >= len(entries):
             return None
         top = entries[position].get("top_logprobs")
-        return [str(t.get("token")) for t in top if isinstance(t, dict)] if isinstance(top, list) and top else None
+        return (
+            [str(t.get("token")) for t in top if isinstance(t, dict)]
+            if isinstance(top, list) and top
+            else None
+        )
 
     def completion_tokens(self) -> Any:
         usage = self.data.get("usage") if isinstance(self.data, dict) else None
         return usage.get("completion_tokens") if isinstance(usage, dict) else None
 
     def overlap(self, others: Sequence[Answer]) -> int:
-        """How many of ``others`` were open at some moment while this one was (client-side clocks)."""
-        return sum(1 for o in others if o is not self and o.started < self.ended and o.ended > self.started)
+        """How many of ``others`` were open at some moment while this one was (client-side
+        clocks).
+        """
+        return sum(
+            1 for o in others if o is not self and o.started < self.ended and o.ended > self.started
+        )
 
 
 def send(client: InferClient, body: dict) -> Answer:
-    """POST ``body`` to the chat route; the answer judged as a correct chat completion or not, never raised."""
+    """POST ``body`` to the chat route; the answer judged as a correct chat completion or not, never
+    raised.
+    """
     started = time.monotonic()
     reproducer = client.curl("POST", CHAT, body)
     try:
         resp = client.post(CHAT, json=body)
         status, text = resp.status_code, resp.text
     except httpx.HTTPError as exc:
-        return Answer(body, 0, None, f"no answer: {type(exc).__name__}: {exc}", started, time.monotonic(), reproducer)
+        return Answer(
+            body,
+            0,
+            None,
+            f"no answer: {type(exc).__name__}: {exc}",
+            started,
+            time.monotonic(),
+            reproducer,
+        )
     ended = time.monotonic()
     try:
         data = json.loads(text)
     except ValueError:
         data = None
-    return Answer(body, status, data, completion_problem(CHAT, status, text), started, ended, reproducer)
+    return Answer(
+        body, status, data, completion_problem(CHAT, status, text), started, ended, reproducer
+    )
 
 
 def send_together(
-    client: InferClient, bodies: Sequence[dict], fillers: Sequence[dict] = (), head_start: float = 0.05
+    client: InferClient,
+    bodies: Sequence[dict],
+    fillers: Sequence[dict] = (),
+    head_start: float = 0.05,
 ) -> list[Answer]:
-    """Every body at once, the fillers ``head_start`` seconds first (so they are running when the others arrive); the
-    bodies' answers in order, then the fillers'."""
+    """Every body at once, the fillers ``head_start`` seconds first (so they are running when the
+    others arrive); the bodies' answers in order, then the fillers'."""
     everything = [*fillers, *bodies]
     if not everything:
         return []
@@ -154,10 +191,11 @@ def send_together(
 class Divergence:
     """How a batched answer compares with the same request's answer alone.
 
-    ``kind``: ``identical``; ``near-tie`` (the alone token is among the batched answer's top-k where they part);
-    ``outside-top-k`` (it is not: a different computation, not a near-tie); ``unclassified`` (they part where the
-    batched answer carries no logprobs to judge by). ``position``: the first token (or, without tokens, character)
-    where they part; ``unit`` says which."""
+    ``kind``: ``identical``; ``near-tie`` (the alone token is among the batched answer's top-k where
+    they part); ``outside-top-k`` (it is not: a different computation, not a near-tie);
+    ``unclassified`` (they part where the batched answer carries no logprobs to judge by).
+    ``position``: the first token (or, without tokens, character) where they part; ``unit`` says
+    which."""
 
     kind: str
     position: int | None = None
@@ -172,19 +210,26 @@ class Divergence:
             return "identical"
         where = f"{self.unit} {self.position}: alone {self.alone!r}, in the batch {self.batched!r}"
         if self.kind == "unclassified":
-            return f"differs at {where}; no top-k logprobs there to tell a near-tie from a wrong answer"
+            return (
+                f"differs at {where}; no top-k logprobs there to tell a near-tie from a wrong "
+                "answer"
+            )
         top = ", ".join(repr(t) for t in self.batched_top)
         inside = "among" if self.kind == "near-tie" else "not among"
         return (
-            f"differs at {where}; the alone token is {inside} the batched answer's top-{len(self.batched_top)} [{top}]"
+            f"differs at {where}; the alone token is {inside} the batched answer's "
+            f"top-{len(self.batched_top)} [{top}]"
         )
 
 
 def compare(alone: Answer, batched: Answer) -> Divergence:
-    """The first place ``batched`` parts from ``alone``, and whether that is a near-tie (vLLM's check_logprobs_close:
-    the token the alone answer chose there is among the batched answer's top-k)."""
+    """The first place ``batched`` parts from ``alone``, and whether that is a near-tie (vLLM's
+    check_logprobs_close: the token the alone answer chose there is among the batched answer's
+    top-k)."""
     a_tokens, b_tokens = alone.tokens(), batched.tokens()
-    if alone.text() == batched.text() and (a_tokens is None or b_tokens is None or a_tokens == b_tokens):
+    if alone.text() == batched.text() and (
+        a_tokens is None or b_tokens is None or a_tokens == b_tokens
+    ):
         return Divergence("identical")
     if a_tokens is None or b_tokens is None:
         position = next(
@@ -199,7 +244,8 @@ def compare(alone: Answer, batched: Answer) -> Divergence:
             batched.text()[position : position + 1],
         )
     position = next(
-        (i for i, (x, y) in enumerate(zip(a_tokens, b_tokens)) if x != y), min(len(a_tokens), len(b_tokens))
+        (i for i, (x, y) in enumerate(zip(a_tokens, b_tokens)) if x != y),
+        min(len(a_tokens), len(b_tokens)),
     )
     alone_token = a_tokens[position] if position < len(a_tokens) else "(end)"
     batched_token = b_tokens[position] if position < len(b_tokens) else "(end)"
@@ -251,8 +297,9 @@ _FIELD = {"near-tie": "near_ties", "outside-top-k": "outside", "unclassified": "
 
 
 def tokenize(client: InferClient, text: str) -> list[int] | None:
-    """The model's token ids of ``text`` from the server's tokenize route (vLLM and SGLang: ``{prompt}``, llama.cpp:
-    ``{content}``), without special tokens; None where the server has no such route."""
+    """The model's token ids of ``text`` from the server's tokenize route (vLLM and SGLang:
+    ``{prompt}``, llama.cpp: ``{content}``), without special tokens; None where the server has no
+    such route."""
     for body in (
         {"model": client.model, "prompt": text, "add_special_tokens": False},
         {"content": text, "add_special": False},

@@ -1,11 +1,13 @@
-"""Every request keeps its own parameters: one batch of requests of distinct settings, each also sent alone.
+"""Every request keeps its own parameters: one batch of requests of distinct settings, each also
+sent alone.
 
-The batch mixes two requests per setting (different seeds at temperature > 0, stop strings, ``max_tokens``,
-``logit_bias`` on one only, logprobs on one only, ``n`` = 3 beside ``n`` = 1, two JSON schemas, a named tool choice
-beside ``none``), all different from each other, so parameters moved to the wrong request change some answer. Each
-request is sent alone twice first: the control. A check that expects the batched answer to equal the alone one needs
-the alone answer to be reproducible (else inconclusive), and a setting the server does not apply alone cannot be
-judged under batching (not exercised).
+The batch mixes two requests per setting (different seeds at temperature > 0, stop strings,
+``max_tokens``, ``logit_bias`` on one only, logprobs on one only, ``n`` = 3 beside ``n`` = 1, two
+JSON schemas, a named tool choice beside ``none``), all different from each other, so parameters
+moved to the wrong request change some answer. Each request is sent alone twice first: the control.
+A check that expects the batched answer to equal the alone one needs the alone answer to be
+reproducible (else inconclusive), and a setting the server does not apply alone cannot be judged
+under batching (not exercised).
 """
 
 from __future__ import annotations
@@ -45,7 +47,11 @@ TOOLS = [
         "function": {
             "name": name,
             "description": f"Returns the {what}.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
     for name, what in (("get_weather", "weather in a city"), ("get_time", "local time in a city"))
@@ -61,12 +67,18 @@ class Verdict(NamedTuple):
 
 
 def _chat(model: str, **params: Any) -> dict:
-    return {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS, **params}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": MAX_TOKENS,
+        **params,
+    }
 
 
 def requests(model: str, plain_text: str, bias_token: int | None) -> dict[str, dict]:
-    """The batch, by name. The stop strings are cut from ``plain_text`` (the greedy answer alone), so both fire, at
-    different places; the biased request exists only where the server tokenized ``BIAS_TEXT``."""
+    """The batch, by name. The stop strings are cut from ``plain_text`` (the greedy answer alone),
+    so both fire, at different places; the biased request exists only where the server tokenized
+    ``BIAS_TEXT``."""
     cut = len(plain_text)
     stops = (plain_text[cut // 3 : cut // 3 + 2], plain_text[2 * cut // 3 : 2 * cut // 3 + 2])
     out = {
@@ -77,7 +89,9 @@ def requests(model: str, plain_text: str, bias_token: int | None) -> dict[str, d
         "max-a": _chat(model, temperature=0, max_tokens=SHORT),
         "max-b": _chat(model, temperature=0, max_tokens=MAX_TOKENS - 1),
         "plain": _chat(model, temperature=0),
-        "lp-on": _chat(model, temperature=0, max_tokens=MAX_TOKENS - 2, logprobs=True, top_logprobs=2),
+        "lp-on": _chat(
+            model, temperature=0, max_tokens=MAX_TOKENS - 2, logprobs=True, top_logprobs=2
+        ),
         "lp-off": _chat(model, temperature=0, max_tokens=MAX_TOKENS - 3),
         "n-3": _chat(model, temperature=1.0, seed=33, n=3),
         "n-1": _chat(model, temperature=1.0, seed=44),
@@ -86,7 +100,10 @@ def requests(model: str, plain_text: str, bias_token: int | None) -> dict[str, d
                 model,
                 temperature=0,
                 max_tokens=32,
-                response_format={"type": "json_schema", "json_schema": {"name": name.replace("-", "_"), "schema": s}},
+                response_format={
+                    "type": "json_schema",
+                    "json_schema": {"name": name.replace("-", "_"), "schema": s},
+                },
             )
             for name, s in SCHEMAS.items()
         },
@@ -97,16 +114,22 @@ def requests(model: str, plain_text: str, bias_token: int | None) -> dict[str, d
             tools=TOOLS,
             tool_choice={"type": "function", "function": {"name": "get_time"}},
         ),
-        "tool-b": _chat(model, temperature=0, max_tokens=MAX_TOKENS + 1, tools=TOOLS, tool_choice="none"),
+        "tool-b": _chat(
+            model, temperature=0, max_tokens=MAX_TOKENS + 1, tools=TOOLS, tool_choice="none"
+        ),
     }
     if bias_token is not None:
-        out["bias"] = _chat(model, temperature=0, max_tokens=MAX_TOKENS + 2, logit_bias={str(bias_token): 100})
+        out["bias"] = _chat(
+            model, temperature=0, max_tokens=MAX_TOKENS + 2, logit_bias={str(bias_token): 100}
+        )
     return out
 
 
 @dataclass
 class Mix:
-    """The batch's answers: each request alone, alone again, and inside the batch; what the server tokenized."""
+    """The batch's answers: each request alone, alone again, and inside the batch; what the server
+    tokenized.
+    """
 
     alone: dict[str, Answer]
     again: dict[str, Answer]
@@ -118,8 +141,8 @@ class Mix:
 
 
 def run_mix(client: InferClient) -> Mix:
-    """The probe (the plain greedy answer alone, whose text gives the stop strings), each request alone twice, then
-    all of them at once."""
+    """The probe (the plain greedy answer alone, whose text gives the stop strings), each request
+    alone twice, then all of them at once."""
     model = client.model
     probe = send(client, _chat(model, temperature=0))
     bias_token = next(iter(tokenize(client, BIAS_TEXT) or []), None)
@@ -135,21 +158,24 @@ def _texts(answer: Answer) -> list[str]:
 
 
 def _controls(mix: Mix, names: tuple[str, ...], reproducible: bool) -> Verdict | None:
-    """None when each named request was answered alone (and, where ``reproducible``, the same twice) and in the batch;
-    else the verdict that stops the check."""
+    """None when each named request was answered alone (and, where ``reproducible``, the same twice)
+    and in the batch; else the verdict that stops the check."""
     for name in names:
         alone = mix.alone[name]
         if alone.problem is not None:
             return Verdict(
                 Outcome.NOT_EXERCISED,
-                f"{name} alone was not answered ({alone.problem}): the server does not take it alone, so whether it "
+                f"{name} alone was not answered ({alone.problem}): the server does not take it "
+                "alone, so whether it "
                 f"keeps it apart in a batch is not judged\nreproduce: {alone.reproducer}",
             )
         if reproducible and _texts(alone) != _texts(mix.again[name]):
             return Verdict(
                 Outcome.INCONCLUSIVE,
-                f"{name} alone twice gave two answers ({_texts(alone)!r:.200} then {_texts(mix.again[name])!r:.200}): "
-                f"it is not reproducible alone, so the batch cannot be held to it\nreproduce: {alone.reproducer}",
+                f"{name} alone twice gave two answers ({_texts(alone)!r:.200} then "
+                f"{_texts(mix.again[name])!r:.200}): "
+                "it is not reproducible alone, so the batch cannot be held to it\nreproduce: "
+                f"{alone.reproducer}",
             )
     for name in names:
         batched = mix.batched[name]
@@ -165,14 +191,16 @@ def _controls(mix: Mix, names: tuple[str, ...], reproducible: bool) -> Verdict |
 def _same_as_alone(mix: Mix, names: tuple[str, ...], setting: str) -> Verdict:
     """Each named request's batched answer equals its alone answer, choice by choice."""
     wrong = [
-        f"{name}: alone {_texts(mix.alone[name])!r:.200}, in the batch {_texts(mix.batched[name])!r:.200}"
+        f"{name}: alone {_texts(mix.alone[name])!r:.200}, in the batch "
+        f"{_texts(mix.batched[name])!r:.200}"
         for name in names
         if _texts(mix.alone[name]) != _texts(mix.batched[name])
     ]
     if wrong:
         return Verdict(
             Outcome.FAILED,
-            f"{setting}: {len(wrong)} of {len(names)} requests answered differently in the batch than alone "
+            f"{setting}: {len(wrong)} of {len(names)} requests answered differently in the batch "
+            "than alone "
             f"(their {setting} reached another request, or none): "
             + "; ".join(wrong)
             + f"\nreproduce (alone): {mix.alone[names[0]].reproducer}",
@@ -206,7 +234,8 @@ def _stop(mix: Mix) -> Verdict:
             return Verdict(
                 Outcome.NOT_EXERCISED,
                 f"{name} alone did not end on its stop string {strings!r} (finish_reason "
-                f"{mix.alone[name].finish_reason()!r}): the server does not apply it alone (or the plain answer gave "
+                f"{mix.alone[name].finish_reason()!r}): the server does not apply it alone (or the "
+                "plain answer gave "
                 "no text to cut a stop string from)",
             )
     if mix.alone["stop-a"].text() == mix.alone["stop-b"].text():
@@ -230,15 +259,20 @@ def _max_tokens(mix: Mix) -> Verdict:
         return stop
     for name in names:
         limit = mix.alone[name].body["max_tokens"]
-        if mix.alone[name].completion_tokens() != limit or mix.alone[name].finish_reason() != "length":
+        if (
+            mix.alone[name].completion_tokens() != limit
+            or mix.alone[name].finish_reason() != "length"
+        ):
             return Verdict(
                 Outcome.NOT_EXERCISED,
                 f"{name} alone did not run to its max_tokens {limit} (usage.completion_tokens "
-                f"{mix.alone[name].completion_tokens()!r}, finish_reason {mix.alone[name].finish_reason()!r}): the "
+                f"{mix.alone[name].completion_tokens()!r}, finish_reason "
+                f"{mix.alone[name].finish_reason()!r}): the "
                 "model ended first, or the server does not count",
             )
     wrong = [
-        f"{n}: max_tokens {mix.batched[n].body['max_tokens']}, completion_tokens {mix.batched[n].completion_tokens()}"
+        f"{n}: max_tokens {mix.batched[n].body['max_tokens']}, completion_tokens "
+        f"{mix.batched[n].completion_tokens()}"
         for n in names
         if mix.batched[n].completion_tokens() != mix.batched[n].body["max_tokens"]
     ]
@@ -251,7 +285,8 @@ def _logit_bias(mix: Mix) -> Verdict:
     if mix.bias_token is None:
         return Verdict(
             Outcome.UNSUPPORTED,
-            f"the server's tokenize route gave no token id of {BIAS_TEXT!r}: logit_bias needs one, so it is not sent",
+            f"the server's tokenize route gave no token id of {BIAS_TEXT!r}: logit_bias needs "
+            "one, so it is not sent",
         )
     names = ("bias", "plain")
     if (stop := _controls(mix, names, reproducible=True)) is not None:
@@ -260,7 +295,8 @@ def _logit_bias(mix: Mix) -> Verdict:
     if biased == plain or BIAS_TEXT not in biased:
         return Verdict(
             Outcome.NOT_EXERCISED,
-            f"logit_bias +100 on the token of {BIAS_TEXT!r} ({mix.bias_token}) changed nothing alone ({biased!r:.80} "
+            f"logit_bias +100 on the token of {BIAS_TEXT!r} ({mix.bias_token}) changed nothing "
+            f"alone ({biased!r:.80} "
             f"against {plain!r:.80} without it): the server does not apply it alone\nreproduce: "
             f"{mix.alone['bias'].reproducer}",
         )
@@ -280,14 +316,17 @@ def _logprobs(mix: Mix) -> Verdict:
     if (stop := _controls(mix, names, reproducible=False)) is not None:
         return stop
     want = {
-        "lp-on": lambda a: bool(a.logprobs()) and all(len(e.get("top_logprobs") or []) == 2 for e in a.logprobs()),
+        "lp-on": lambda a: (
+            bool(a.logprobs()) and all(len(e.get("top_logprobs") or []) == 2 for e in a.logprobs())
+        ),
         "lp-off": lambda a: a.logprobs() is None,
     }
     alone = {n: _logprobs_shape(mix.alone[n]) for n in names}
     if not all(want[n](mix.alone[n]) for n in names):
         return Verdict(
             Outcome.NOT_EXERCISED,
-            f"alone, logprobs (top 2) on one request and none on the other came back as {alone}: the server does "
+            f"alone, logprobs (top 2) on one request and none on the other came back as {alone}: "
+            "the server does "
             "not give what was asked alone",
         )
     batched = {n: _logprobs_shape(mix.batched[n]) for n in names}
@@ -340,8 +379,10 @@ def _schemas(mix: Mix) -> Verdict:
         if (why := _schema_errors(mix.alone[name].text(), SCHEMAS[name])) is not None:
             return Verdict(
                 Outcome.NOT_EXERCISED,
-                f"{name} alone broke its own schema ({why}): the server does not apply the schema alone (the "
-                f"structured suite judges that), so cross-talk under batching is not judged\nreproduce: "
+                f"{name} alone broke its own schema ({why}): the server does not apply the schema "
+                "alone (the "
+                "structured suite judges that), so cross-talk under batching is not "
+                "judged\nreproduce: "
                 f"{mix.alone[name].reproducer}",
             )
     wrong = []
@@ -372,20 +413,26 @@ def _called(answer: Answer) -> list[str]:
 def _tool_choice(mix: Mix) -> Verdict:
     names = ("tool-a", "tool-b")
     want = {"tool-a": ["get_time"], "tool-b": []}
-    for name in names:  # a forced call's message may carry no content: judged by its calls, not as a completion
+    # a forced call's message may carry no content: judged by its calls, not as a completion
+    for name in names:
         if mix.alone[name].status != 200 or not mix.alone[name].choices:
             return Verdict(
                 Outcome.NOT_EXERCISED,
-                f"{name} alone was not answered ({mix.alone[name].problem}): the server does not take its tool "
+                f"{name} alone was not answered ({mix.alone[name].problem}): the server does not "
+                "take its tool "
                 f"choice alone\nreproduce: {mix.alone[name].reproducer}",
             )
     alone = {n: _called(mix.alone[n]) for n in names}
     if alone != want:
         return Verdict(
             Outcome.NOT_EXERCISED,
-            f"alone, tool_choice get_time and none called {alone}: the server does not apply the tool choice alone",
+            f"alone, tool_choice get_time and none called {alone}: the server does not apply the "
+            "tool choice alone",
         )
-    batched = {n: _called(mix.batched[n]) if mix.batched[n].status == 200 else mix.batched[n].problem for n in names}
+    batched = {
+        n: _called(mix.batched[n]) if mix.batched[n].status == 200 else mix.batched[n].problem
+        for n in names
+    }
     if batched != want:
         return Verdict(
             Outcome.FAILED,

@@ -1,5 +1,6 @@
-"""pytest glue of the consistency suite: how many requests are kept in flight (``--consistency-in-flight``), each
-target's row of its table, and the mixed-parameter batch, sent once per target."""
+"""pytest glue of the consistency suite: how many requests are kept in flight
+(``--consistency-in-flight``), each target's row of its table, and the mixed-parameter batch, sent
+once per target."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(
         parser,
         IN_FLIGHT,
-        f"the consistency suite: other requests kept in flight while the measured ones run (default "
+        "the consistency suite: other requests kept in flight while the measured ones run "
+        "(default "
         f"{DEFAULT_IN_FLIGHT}).",
         metavar="N",
     )
@@ -49,15 +51,15 @@ def consistency_in_flight(pytestconfig: pytest.Config) -> int:
 
 @pytest.fixture(scope="session")
 def consistency_record(infer_target, infer_session) -> dict[str, Any]:
-    """This target's row of the consistency table: ``batch`` (alone against in a batch), ``params`` (each check's
-    verdict on the mixed batch)."""
+    """This target's row of the consistency table: ``batch`` (alone against in a batch), ``params``
+    (each check's verdict on the mixed batch)."""
     return infer_session.results.table("consistency").target(infer_target.id)
 
 
 @pytest.fixture(scope="session")
 def consistency_mix(infer_server, infer_endpoint) -> Mix:
-    """The mixed-parameter batch of this target: every request alone twice, then all at once (once per target; each
-    check judges its part)."""
+    """The mixed-parameter batch of this target: every request alone twice, then all at once (once
+    per target; each check judges its part)."""
     # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
     from ..client.http import InferClient
     from .mix import run_mix
@@ -68,8 +70,9 @@ def consistency_mix(infer_server, infer_endpoint) -> Mix:
 
 @pytest.fixture(scope="session")
 def consistency_reference(pytestconfig: pytest.Config):
-    """``reference(model)``: the reference's greedy steps of the numerics prompts for a built-in model, computed once
-    per model in the transformers engine's environment; ``NotExercised`` naming why there is none."""
+    """``reference(model)``: the reference's greedy steps of the numerics prompts for a built-in
+    model, computed once per model in the transformers engine's environment; ``NotExercised`` naming
+    why there is none."""
     # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
     from ..outcomes import NotExercised
     from .reference import reference_for, reference_steps

@@ -1,10 +1,12 @@
-"""Numerics against a reference: a server's greedy continuation and its logprobs held to a transformers forward pass.
+"""Numerics against a reference: a server's greedy continuation and its logprobs held to a
+transformers forward pass.
 
-For the built-in models the transformers engine's environment holds the reference implementation: ``reference_run.py``
-continues fixed prompts greedily there and gives each step's token, logprob and top-k. The server continues the same
-prompts on its completions route (no chat template between them) with ``logprobs``. The two are compared up to their
-first disagreement, as vLLM's ``check_logprobs_close`` does: on agreeing tokens the largest logprob difference; at the
-first disagreement whether each side's token is among the other's top-k (a near-tie) or not.
+For the built-in models the transformers engine's environment holds the reference implementation:
+``reference_run.py`` continues fixed prompts greedily there and gives each step's token, logprob and
+top-k. The server continues the same prompts on its completions route (no chat template between
+them) with ``logprobs``. The two are compared up to their first disagreement, as vLLM's
+``check_logprobs_close`` does: on agreeing tokens the largest logprob difference; at the first
+disagreement whether each side's token is among the other's top-k (a near-tie) or not.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from ..client.answers import COMPLETIONS, completion_problem
 from ..client.http import InferClient
 from .table import MAX_LOGPROB_DIFF
 
-__all__ = ["MAX_LOGPROB_DIFF", "PROMPTS", "agreement", "reference_for", "reference_steps", "server_steps"]
+__all__ = [
+    "MAX_LOGPROB_DIFF",
+    "PROMPTS",
+    "agreement",
+    "reference_for",
+    "reference_steps",
+    "server_steps",
+]
 
 SCRIPT = Path(__file__).with_name("reference_run.py")
 PROMPTS = (
@@ -42,9 +51,15 @@ class Step:
 
 
 def server_steps(client: InferClient, prompt: str) -> tuple[list[Step] | None, str, str]:
-    """The server's greedy continuation of ``prompt`` on the completions route, each token's logprob and top-k;
-    ``(None, why, curl)`` where it gave none."""
-    body = {"model": client.model, "prompt": prompt, "max_tokens": MAX_TOKENS, "temperature": 0, "logprobs": TOP_K}
+    """The server's greedy continuation of ``prompt`` on the completions route, each token's logprob
+    and top-k; ``(None, why, curl)`` where it gave none."""
+    body = {
+        "model": client.model,
+        "prompt": prompt,
+        "max_tokens": MAX_TOKENS,
+        "temperature": 0,
+        "logprobs": TOP_K,
+    }
     curl = client.curl("POST", COMPLETIONS, body)
     try:
         resp = client.post(COMPLETIONS, json=body)
@@ -56,8 +71,15 @@ def server_steps(client: InferClient, prompt: str) -> tuple[list[Step] | None, s
     tokens = lp.get("tokens") if isinstance(lp, dict) else None
     values = lp.get("token_logprobs") if isinstance(lp, dict) else None
     tops = lp.get("top_logprobs") if isinstance(lp, dict) else None
-    if not (isinstance(tokens, list) and isinstance(values, list) and isinstance(tops, list) and tokens):
-        return None, f"the answer carries no logprobs.tokens/token_logprobs/top_logprobs: {resp.text[:200]!r}", curl
+    if not (
+        isinstance(tokens, list) and isinstance(values, list) and isinstance(tops, list) and tokens
+    ):
+        return (
+            None,
+            "the answer carries no logprobs.tokens/token_logprobs/top_logprobs: "
+            f"{resp.text[:200]!r}",
+            curl,
+        )
     steps = [
         Step(str(t), float(v), tuple(top) if isinstance(top, dict) else ())
         for t, v, top in zip(tokens, values, tops)
@@ -66,22 +88,35 @@ def server_steps(client: InferClient, prompt: str) -> tuple[list[Step] | None, s
     return steps, "", curl
 
 
-def reference_steps(python: str, folder: Path, prompts: tuple[str, ...] = PROMPTS) -> list[list[Step]]:
-    """The reference's greedy continuation of each prompt (``reference_run.py`` under ``python``)."""
+def reference_steps(
+    python: str, folder: Path, prompts: tuple[str, ...] = PROMPTS
+) -> list[list[Step]]:
+    """The reference's greedy continuation of each prompt (``reference_run.py`` under
+    ``python``).
+    """
     request = json.dumps({"prompts": list(prompts), "max_tokens": MAX_TOKENS, "top_k": TOP_K})
     run = subprocess.run(
-        [python, str(SCRIPT), str(folder), request], capture_output=True, text=True, timeout=600, check=False
+        [python, str(SCRIPT), str(folder), request],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     if run.returncode != 0:
-        raise RuntimeError(f"the reference run failed (exit {run.returncode}): {run.stderr[-1500:]}")
+        raise RuntimeError(
+            f"the reference run failed (exit {run.returncode}): {run.stderr[-1500:]}"
+        )
     data = json.loads(run.stdout.strip().splitlines()[-1])
-    return [[Step(s["token"], s["logprob"], tuple(t for t, _ in s["top"])) for s in steps] for steps in data["steps"]]
+    return [
+        [Step(s["token"], s["logprob"], tuple(t for t, _ in s["top"])) for s in steps]
+        for steps in data["steps"]
+    ]
 
 
 @dataclass
 class Agreement:
-    """One prompt: how many leading tokens agree, the largest logprob difference on them, and the first disagreement
-    (server token, reference token, each among the other's top-k)."""
+    """One prompt: how many leading tokens agree, the largest logprob difference on them, and the
+    first disagreement (server token, reference token, each among the other's top-k)."""
 
     compared: int = 0
     agreed: int = 0
@@ -115,8 +150,9 @@ def agreement(server: list[Step], reference: list[Step]) -> Agreement:
 
 
 def reference_for(model: str) -> tuple[str, Path] | str:
-    """The reference's interpreter and model folder for ``model``: the transformers engine's environment and the
-    built-in model as it loads it; or why there is none (a model not built in, no transformers environment)."""
+    """The reference's interpreter and model folder for ``model``: the transformers engine's
+    environment and the built-in model as it loads it; or why there is none (a model not built in,
+    no transformers environment)."""
     # lazy: building or converting a model folder is for a session that judges numerics
     from ..adapters.base import Environment
     from ..models import registry
@@ -127,5 +163,8 @@ def reference_for(model: str) -> tuple[str, Path] | str:
         return f"{model} is not a built-in model: no reference implementation is at hand for it"
     python = engines_dir() / "transformers" / "bin" / "python"
     if not python.exists():
-        return f"the transformers engine's environment ({python.parent.parent}) is not installed: it is the reference"
+        return (
+            f"the transformers engine's environment ({python.parent.parent}) is not installed: "
+            "it is the reference"
+        )
     return str(python), builtin.path("folder", Environment.from_spec(str(python.parent.parent)))

@@ -1,12 +1,13 @@
-"""The reference's greedy continuation: run as a script under an engine's interpreter (torch and transformers), it
-imports nothing from the package (like models/tiny_build.py).
+"""The reference's greedy continuation: run as a script under an engine's interpreter (torch and
+transformers), it imports nothing from the package (like models/tiny_build.py).
 
     python reference_run.py MODEL_DIR REQUEST_JSON
 
-REQUEST_JSON: ``{"prompts": [...], "max_tokens": N, "top_k": K}``. Prints one JSON object: ``{"steps": [[{"token",
-"logprob", "top": [[token, logprob], ...]}, ...] per prompt], "dtype": ...}``. Each prompt is tokenized as the
-completions route does (the tokenizer's special tokens added), then continued greedily one token at a time, the model
-in its stored dtype and the log-softmax of its logits in float32: the numbers a server's logprobs are held to.
+REQUEST_JSON: ``{"prompts": [...], "max_tokens": N, "top_k": K}``. Prints one JSON object:
+``{"steps": [[{"token", "logprob", "top": [[token, logprob], ...]}, ...] per prompt], "dtype":
+...}``. Each prompt is tokenized as the completions route does (the tokenizer's special tokens
+added), then continued greedily one token at a time, the model in its stored dtype and the
+log-softmax of its logits in float32: the numbers a server's logprobs are held to.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 
 
 def main() -> None:
-    # lazy: only the engine's interpreter that runs this script has torch and transformers; the package's has neither
+    # lazy: only the engine's interpreter that runs this script has torch and transformers; the
+    # package's has neither
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -40,7 +42,10 @@ def main() -> None:
                     {
                         "token": tokenizer.decode([chosen]),
                         "logprob": float(logprobs[chosen]),
-                        "top": [[tokenizer.decode([int(i)]), float(v)] for v, i in zip(top.values, top.indices)],
+                        "top": [
+                            [tokenizer.decode([int(i)]), float(v)]
+                            for v, i in zip(top.values, top.indices)
+                        ],
                     }
                 )
                 if chosen == tokenizer.eos_token_id:

@@ -1,5 +1,6 @@
-"""The consistency suite's results: per target, greedy answers alone against in a batch (identical, near-tie flips,
-divergences outside the top-k, where they part), and each per-request parameter check's verdict on the mixed batch."""
+"""The consistency suite's results: per target, greedy answers alone against in a batch (identical,
+near-tie flips, divergences outside the top-k, where they part), and each per-request parameter
+check's verdict on the mixed batch."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 from ..outcomes import Outcome, words
 from ..table import Cause, Cell, Finding, Pairing, Section, Table, TargetTable
 
-# The numerics rule (docs/consistency.md): on tokens both the server and the reference chose, a server's logprob may
-# differ from the reference's by at most this much (nats). Set from measured runs (docs/consistency.md: the figures).
+# The numerics rule (docs/consistency.md): on tokens both the server and the reference chose, a
+# server's logprob may differ from the reference's by at most this much (nats). Set from measured
+# runs (docs/consistency.md: the figures).
 MAX_LOGPROB_DIFF = 0.5
 
-# failure messages of the suite's tests (suites/consistency) -> root causes: (pattern, title, severity)
+# failure messages of the suite's tests (suites/consistency) -> root causes: (pattern, title,
+# severity)
 CAUSES = (
     (
         re.compile(r"changed in a batch beyond a near-tie"),
@@ -26,7 +29,11 @@ CAUSES = (
         "a request's own parameters are not kept in a batch",
         "critical",
     ),
-    (re.compile(r"was not answered \((?P<what>[^)]*)\)"), "requests in a batch are not answered", "major"),
+    (
+        re.compile(r"was not answered \((?P<what>[^)]*)\)"),
+        "requests in a batch are not answered",
+        "major",
+    ),
     (
         re.compile(r"part from the reference beyond a near-tie|differs from the reference by"),
         "the server's numbers part from the reference implementation",
@@ -41,8 +48,8 @@ PARAM_CSS = {
 
 
 class ConsistencyTable(TargetTable):
-    """``{target: {"batch": {prompts, in_flight, overlapped, identical, near_ties, outside_top_k, unclassified,
-    first_divergence, divergences}, "params": {check: {"outcome", "message"}}}}``."""
+    """``{target: {"batch": {prompts, in_flight, overlapped, identical, near_ties, outside_top_k,
+    unclassified, first_divergence, divergences}, "params": {check: {"outcome", "message"}}}}``."""
 
     kind = "consistency table"
 
@@ -81,12 +88,18 @@ class ConsistencyTable(TargetTable):
                     value=float(b["outside_top_k"]),
                 ),
                 "divergences without logprobs": Cell(
-                    str(b["unclassified"]), "invalid" if b["unclassified"] else "", value=float(b["unclassified"])
+                    str(b["unclassified"]),
+                    "invalid" if b["unclassified"] else "",
+                    value=float(b["unclassified"]),
                 ),
                 "first divergence (token)": Cell(
-                    ", ".join(map(str, b["first_divergence"])) or "none", "", "; ".join(b.get("divergences", []))
+                    ", ".join(map(str, b["first_divergence"])) or "none",
+                    "",
+                    "; ".join(b.get("divergences", [])),
                 ),
-                "other requests in flight": Cell(f"{b['in_flight']} (overlapping: {b['overlapped']}/{b['prompts']})"),
+                "other requests in flight": Cell(
+                    f"{b['in_flight']} (overlapping: {b['overlapped']}/{b['prompts']})"
+                ),
             }
             for row, cell in rows.items():
                 batch.setdefault(row, {})[target] = cell
@@ -107,17 +120,26 @@ class ConsistencyTable(TargetTable):
                 "greedy tokens agreeing with the reference": Cell(
                     f"{n['agreed']}/{n['compared']}", value=n["agreed"] / n["compared"]
                 ),
-                "largest logprob difference on them": Cell(f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]),
+                "largest logprob difference on them": Cell(
+                    f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]
+                ),
                 "disagreements: near-ties": Cell(str(n["near_ties"])),
                 "disagreements: outside the top-k": Cell(
-                    str(n["outside_top_k"]), Outcome.FAILED if n["outside_top_k"] else "",
+                    str(n["outside_top_k"]),
+                    Outcome.FAILED if n["outside_top_k"] else "",
                     "; ".join(json.dumps(d) for d in n.get("disagreements", []))[:500],
                 ),
-            }  # fmt: skip
+            }
             for row, cell in rows.items():
                 numerics.setdefault(row, {})[target] = cell
         if numerics:
-            out.append(Section("Consistency: numerics against the reference (transformers)", "numerics", numerics))
+            out.append(
+                Section(
+                    "Consistency: numerics against the reference (transformers)",
+                    "numerics",
+                    numerics,
+                )
+            )
         params: dict[str, dict[str, Cell]] = {}
         for target, data in self.counts.items():
             for check, verdict in sorted(data.get("params", {}).items()):
@@ -126,7 +148,13 @@ class ConsistencyTable(TargetTable):
                     words(outcome), PARAM_CSS.get(outcome, ""), verdict.get("message", "")[:500]
                 )
         if params:
-            out.append(Section("Consistency: each request keeps its own parameters in a batch", "parameter", params))
+            out.append(
+                Section(
+                    "Consistency: each request keeps its own parameters in a batch",
+                    "parameter",
+                    params,
+                )
+            )
         return out
 
     def cause(self, row: str, message: str) -> Cause | None:
@@ -137,9 +165,14 @@ class ConsistencyTable(TargetTable):
         return None
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        """Fewer identical greedy answers than the baseline is listed (a regression where the candidate's new
-        divergences leave the top-k); a parameter check that passed and now fails is a regression."""
-        before = baseline.to_json().get(pairing.baseline) if isinstance(baseline, ConsistencyTable) else None
+        """Fewer identical greedy answers than the baseline is listed (a regression where the
+        candidate's new divergences leave the top-k); a parameter check that passed and now fails is
+        a regression."""
+        before = (
+            baseline.to_json().get(pairing.baseline)
+            if isinstance(baseline, ConsistencyTable)
+            else None
+        )
         after = self.counts.get(pairing.candidate)
         if before is None or after is None:
             return []
@@ -151,35 +184,52 @@ class ConsistencyTable(TargetTable):
                 kind = "regression" if new["outside_top_k"] > old["outside_top_k"] else "change"
                 found.append(
                     Finding(
-                        kind, "consistency", pairing.label, "greedy answers identical alone and in a batch",
-                        f"{was:.0%}", f"{now:.0%}",
-                        f"outside the top-k: {old['outside_top_k']} -> {new['outside_top_k']}; near-tie flips: "
+                        kind,
+                        "consistency",
+                        pairing.label,
+                        "greedy answers identical alone and in a batch",
+                        f"{was:.0%}",
+                        f"{now:.0%}",
+                        f"outside the top-k: {old['outside_top_k']} -> {new['outside_top_k']}; "
+                        "near-tie flips: "
                         f"{old['near_ties']} -> {new['near_ties']}",
                     )
-                )  # fmt: skip
+                )
         old_n, new_n = before.get("numerics") or {}, after.get("numerics") or {}
         if old_n.get("compared") and new_n.get("compared"):
             was, now = old_n["agreed"] / old_n["compared"], new_n["agreed"] / new_n["compared"]
-            # the rule (docs/consistency.md): greedy decoding against a fixed reference is deterministic, so any drop
-            # in agreement is the server's numbers moving; so is a largest difference that crosses the suite's limit
+            # the rule (docs/consistency.md): greedy decoding against a fixed reference is
+            # deterministic, so any drop in agreement is the server's numbers moving; so is a
+            # largest difference that crosses the suite's limit
             crossed = new_n["max_logprob_diff"] > MAX_LOGPROB_DIFF >= old_n["max_logprob_diff"]
             if now < was or crossed:
                 found.append(
                     Finding(
-                        "regression", "consistency", pairing.label, "numerics against the reference",
-                        f"{old_n['agreed']}/{old_n['compared']} agree, max diff {old_n['max_logprob_diff']:.4f}",
-                        f"{new_n['agreed']}/{new_n['compared']} agree, max diff {new_n['max_logprob_diff']:.4f}",
-                        f"greedy tokens agreeing with the transformers reference, largest logprob difference on them "
+                        "regression",
+                        "consistency",
+                        pairing.label,
+                        "numerics against the reference",
+                        f"{old_n['agreed']}/{old_n['compared']} agree, max diff "
+                        f"{old_n['max_logprob_diff']:.4f}",
+                        f"{new_n['agreed']}/{new_n['compared']} agree, max diff "
+                        f"{new_n['max_logprob_diff']:.4f}",
+                        "greedy tokens agreeing with the transformers reference, largest logprob "
+                        "difference on them "
                         f"(limit {MAX_LOGPROB_DIFF})",
                     )
-                )  # fmt: skip
+                )
         for check, verdict in after.get("params", {}).items():
             was_outcome = (before.get("params", {}).get(check) or {}).get("outcome")
             if verdict.get("outcome") == Outcome.FAILED and was_outcome == Outcome.PASSED:
                 found.append(
                     Finding(
-                        "regression", "consistency", pairing.label, f"parameters in a batch: {check}", "kept",
-                        "not kept", verdict.get("message", "")[:300],
+                        "regression",
+                        "consistency",
+                        pairing.label,
+                        f"parameters in a batch: {check}",
+                        "kept",
+                        "not kept",
+                        verdict.get("message", "")[:300],
                     )
-                )  # fmt: skip
+                )
         return found

@@ -1,11 +1,13 @@
-"""Compare a candidate session with a baseline: pair the targets, apply the rule to each pair, give the verdict.
+"""Compare a candidate session with a baseline: pair the targets, apply the rule to each pair, give
+the verdict.
 
-Targets are paired by id, else by framework when each side has exactly one target of it (``vllm 0.31.0`` baseline
-v ``vllm 0.32.0`` candidate), or explicitly. Each pair is judged by ``rule.RULE`` clause by clause; a baseline target
-that pairs with none is missing, and a side that judged nothing (its server never became ready, its file holds no
-tests) is compared with nothing but its deaths. Regressions fail the gate; anything missing makes it INCOMPLETE;
-improvements, fixed deviations, noise and other changes are listed so a reviewer sees them. Every step of a check's
-outcome and the finding it makes: docs/gate-outcomes.md.
+Targets are paired by id, else by framework when each side has exactly one target of it (``vllm
+0.31.0`` baseline v ``vllm 0.32.0`` candidate), or explicitly. Each pair is judged by ``rule.RULE``
+clause by clause; a baseline target that pairs with none is missing, and a side that judged nothing
+(its server never became ready, its file holds no tests) is compared with nothing but its deaths.
+Regressions fail the gate; anything missing makes it INCOMPLETE; improvements, fixed deviations,
+noise and other changes are listed so a reviewer sees them. Every step of a check's outcome and the
+finding it makes: docs/gate-outcomes.md.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from ..suite import Suite
 from ..table import ALPHA, UNMEASURED, Finding, Measured, Pairing, Table
 from . import rule
 
-# "missing": what the baseline judged and the candidate has no judged counterpart of; it makes the verdict INCOMPLETE
+# "missing": what the baseline judged and the candidate has no judged counterpart of; it makes the
+# verdict INCOMPLETE
 KINDS = ("regression", "missing", "improvement", "noise", "change")
 PASS = "PASS: no regressions"
 EXIT_PASS, EXIT_REGRESSION, EXIT_INCOMPLETE = 0, 1, 2
@@ -36,12 +39,17 @@ class GateResult:
     rules: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    unmeasured: list[str] = field(default_factory=list)  # "check (target)" whose measurement was invalid on either side
-    timing: list[str] = field(default_factory=list)  # per pair, how its timing was judged: in turns, or across sessions
-    notes: list[str] = field(default_factory=list)  # what the suites listed without judging (Measured.verdict_note)
-    # "baseline vllm 0.31.0: the server never became ready (...)": a side of a pair that judged nothing, not compared
+    # "check (target)" whose measurement was invalid on either side
+    unmeasured: list[str] = field(default_factory=list)
+    # per pair, how its timing was judged: in turns, or across sessions
+    timing: list[str] = field(default_factory=list)
+    # what the suites listed without judging (Measured.verdict_note)
+    notes: list[str] = field(default_factory=list)
+    # "baseline vllm 0.31.0: the server never became ready (...)": a side of a pair that judged
+    # nothing, not compared
     not_judged: list[str] = field(default_factory=list)
-    plugin: str = ""  # "0.1.0 -> 0.2.0" where the two files' plugin versions differ: the checks themselves may have
+    # "0.1.0 -> 0.2.0" where the two files' plugin versions differ: the checks themselves may have
+    plugin: str = ""
 
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -61,13 +69,16 @@ class GateResult:
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 a regression, 2 incomplete: what ``pytest-infer compare`` and a gated pytest run exit with."""
+        """0 pass, 1 a regression, 2 incomplete: what ``pytest-infer compare`` and a gated pytest
+        run exit with.
+        """
         return EXIT_REGRESSION if self.failed else EXIT_INCOMPLETE if self.incomplete else EXIT_PASS
 
     @property
     def verdict(self) -> str:
         plugin = (
-            f"; PLUGIN CHANGED: pytest-infer {self.plugin} (its checks may judge differently: a difference may be the"
+            f"; PLUGIN CHANGED: pytest-infer {self.plugin} (its checks may judge differently: a "
+            "difference may be the"
             " plugin's)"
             if self.plugin
             else ""
@@ -79,7 +90,10 @@ class GateResult:
         missing = [
             *(f"NOT JUDGED: {why}" for why in self.not_judged),
             *(
-                [f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not compared)"]
+                [
+                    f"NOT MEASURED: {', '.join(self.unmeasured)} (an invalid measurement: not "
+                    "compared)"
+                ]
                 if self.unmeasured
                 else []
             ),
@@ -92,7 +106,12 @@ class GateResult:
         return (f"{PASS} ({'; '.join(self.notes)})" if self.notes else PASS) + plugin
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "failed": self.failed, "exit_code": self.exit_code, **asdict(self)}
+        return {
+            "verdict": self.verdict,
+            "failed": self.failed,
+            "exit_code": self.exit_code,
+            **asdict(self),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GateResult:
@@ -112,10 +131,17 @@ class GateResult:
 
 
 def _missing(found: list[Finding], shown: int = 3) -> str:
-    """``3 of what the baseline judged have no counterpart (target vllm 0.31.0, check chat.n, ...)``."""
-    names = [f"{f.area} {f.subject}" for f in found[:shown]] + (["..."] if len(found) > shown else [])
+    """``3 of what the baseline judged have no counterpart (target vllm 0.31.0, check chat.n,
+    ...)``.
+    """
+    names = [f"{f.area} {f.subject}" for f in found[:shown]] + (
+        ["..."] if len(found) > shown else []
+    )
     have = "has" if len(found) == 1 else "have"
-    return f"{len(found)} of what the baseline judged {have} no counterpart judged ({', '.join(names)})"
+    return (
+        f"{len(found)} of what the baseline judged {have} no counterpart judged "
+        f"({', '.join(names)})"
+    )
 
 
 def gate_of(results: SessionResults) -> GateResult | None:
@@ -124,7 +150,9 @@ def gate_of(results: SessionResults) -> GateResult | None:
 
 
 def _notes_in(verdict: Any) -> list[str]:
-    """A gate stored before its notes had a field of their own kept them only in its verdict: ``PASS: ... (note)``."""
+    """A gate stored before its notes had a field of their own kept them only in its verdict:
+    ``PASS: ... (note)``.
+    """
     head, sep, note = str(verdict or "").partition(f"{PASS} (")
     return [note.removesuffix(")")] if sep and not head else []
 
@@ -142,7 +170,11 @@ def pair_targets(
     may be one results file (an interleaved session), where ``base=cand`` must not also give
     ``cand -> base``. ``exclusive``: the explicit pairs only (a history compares two versions of a
     file that holds many)."""
-    pairs = [(b, c) for b, c in (explicit or {}).items() if b in baseline.targets and c in candidate.targets]
+    pairs = [
+        (b, c)
+        for b, c in (explicit or {}).items()
+        if b in baseline.targets and c in candidate.targets
+    ]
     if exclusive:
         return pairs, []
     named = {t for pair in pairs for t in pair}
@@ -165,11 +197,12 @@ def pair_targets(
 
 
 def not_judged(results: SessionResults, target: str) -> str:
-    """Why ``target`` judged nothing, "" where it judged something: such a side has nothing to compare with.
+    """Why ``target`` judged nothing, "" where it judged something: such a side has nothing to
+    compare with.
 
-    Nothing is judged when its server never became ready (``TargetRecord.error``), its file holds no tests list, or
-    none of its tests reached a verdict; a target with no test at all (results built in code, not by a session)
-    judged something if a suite's table holds a row of it."""
+    Nothing is judged when its server never became ready (``TargetRecord.error``), its file holds no
+    tests list, or none of its tests reached a verdict; a target with no test at all (results built
+    in code, not by a session) judged something if a suite's table holds a row of it."""
     if "tests" in results.missing:
         return "the results file has no tests list: nothing was recorded"
     record = results.targets.get(target)
@@ -180,31 +213,39 @@ def not_judged(results: SessionResults, target: str) -> str:
     if any(counts[o] for o in rule.VERDICTS):
         return ""
     if not counts and any(
-        target in cells for table in results.tables.values() for s in table.sections() for cells in s.rows.values()
+        target in cells
+        for table in results.tables.values()
+        for s in table.sections()
+        for cells in s.rows.values()
     ):
         return ""
     return f"no test reached a verdict on the server; {tests}"
 
 
 def plugin_change(baseline: SessionResults, candidate: SessionResults) -> str:
-    """``"0.1.0 -> 0.2.0"`` where the plugin that wrote the two files differs ("" where it is the same): its checks
-    may have changed under the server."""
+    """``"0.1.0 -> 0.2.0"`` where the plugin that wrote the two files differs ("" where it is the
+    same): its checks may have changed under the server."""
     b, c = baseline.plugin_version or "unrecorded", candidate.plugin_version or "unrecorded"
     return "" if b == c else f"{b} -> {c}"
 
 
 def code_warnings(baseline: SessionResults, candidate: SessionResults) -> list[str]:
-    """A difference between two runs is the server's only if both ran the same checks: say when they may not have."""
+    """A difference between two runs is the server's only if both ran the same checks: say when they
+    may not have.
+    """
     b, c = baseline.environment.get("git", {}), candidate.environment.get("git", {})
     warnings = []
     if b.get("commit") and c.get("commit") and b["commit"] != c["commit"]:
         warnings.append(
-            f"baseline and candidate ran different suite code ({b.get('describe') or b['commit'][:12]} v "
-            f"{c.get('describe') or c['commit'][:12]}): a difference may come from the suites, not the server"
+            "baseline and candidate ran different suite code "
+            f"({b.get('describe') or b['commit'][:12]} v "
+            f"{c.get('describe') or c['commit'][:12]}): a difference may come from the suites, not "
+            "the server"
         )
     elif b.get("dirty") or c.get("dirty"):
         warnings.append(
-            "a run came from a checkout with uncommitted changes: the suites may have differed between runs"
+            "a run came from a checkout with uncommitted changes: the suites may have differed "
+            "between runs"
         )
     return warnings
 
@@ -229,7 +270,9 @@ def compare(
     alpha: float = ALPHA,
     clauses: tuple[rule.Clause, ...] = rule.RULE,
 ) -> GateResult:
-    """``settings``: each suite's gate settings by suite name, for its ``Table.compare`` (``Pairing.settings``)."""
+    """``settings``: each suite's gate settings by suite name, for its ``Table.compare``
+    (``Pairing.settings``).
+    """
     settings = dict(settings or {})
     paired, unpaired = pair_targets(baseline, candidate, pairs, exclusive=exclusive)
     result = GateResult(
@@ -239,14 +282,17 @@ def compare(
         warnings=code_warnings(baseline, candidate),
         plugin=plugin_change(baseline, candidate),
     )
-    if not exclusive:  # a history names its pairs: the file's other versions are no part of this step
+    # a history names its pairs: the file's other versions are no part of this step
+    if not exclusive:
         result.findings += vanished(baseline, paired)
     before, after = check_matrix(baseline), check_matrix(candidate)
     for b, c in paired:
         label = f"{target_label(baseline.targets[b])} -> {target_label(candidate.targets[c])}"
         pairing = Pairing(b, c, label, alpha, settings, rule.fixed(before, after, b, c))
         result.pair_labels.append(pairing.label)
-        run = rule.PairRun(baseline, candidate, pairing, before, after, rule.invalid(baseline, candidate, b, c))
+        run = rule.PairRun(
+            baseline, candidate, pairing, before, after, rule.invalid(baseline, candidate, b, c)
+        )
         unjudged = [
             f"{side} {target_label(results.targets[tid])}: {why}"
             for side, results, tid in (("baseline", baseline, b), ("candidate", candidate, c))
@@ -260,7 +306,9 @@ def compare(
         result.findings += found
         result.unmeasured += [f"{f.subject} on {label}" for f in found if f.detail == UNMEASURED]
         for name, table in candidate.tables.items():
-            if isinstance(table, Measured) and (mode := table.timing_mode(baseline.tables.get(name, Table()), pairing)):
+            if isinstance(table, Measured) and (
+                mode := table.timing_mode(baseline.tables.get(name, Table()), pairing)
+            ):
                 result.timing.append(f"{pairing.label}: {mode}")
     result.notes = [
         note
@@ -273,7 +321,9 @@ def compare(
 
 
 def vanished(baseline: SessionResults, paired: list[tuple[str, str]]) -> list[Finding]:
-    """A baseline target that judged something and pairs with no candidate target: an engine the candidate lost."""
+    """A baseline target that judged something and pairs with no candidate target: an engine the
+    candidate lost.
+    """
     kept = {b for b, _ in paired}
     return [
         Finding(

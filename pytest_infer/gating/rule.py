@@ -1,13 +1,15 @@
 """The gate's rule, one clause per line of docs/guide/gate.md ("The rule").
 
-The candidate passes only when every target, test and table row the baseline judged has a counterpart the candidate
-judged, nothing is judged worse on the outcome order, no failure worsened in kind, no server died where the
-baseline's did not, and every suite's own comparison (figures, keyword shares, API drift under its typed rule) finds
-no regression. Anything unpaired or unjudged is ``missing``: the verdict is then INCOMPLETE, never PASS.
+The candidate passes only when every target, test and table row the baseline judged has a
+counterpart the candidate judged, nothing is judged worse on the outcome order, no failure worsened
+in kind, no server died where the baseline's did not, and every suite's own comparison (figures,
+keyword shares, API drift under its typed rule) finds no regression. Anything unpaired or unjudged
+is ``missing``: the verdict is then INCOMPLETE, never PASS.
 
-Each clause reads one pair and returns findings; ``RULE`` lists them in the order the gate applies them. The rule was
-grown one case at a time before (a crashed candidate, a vanished engine, a removed field each passed): writing it as
-clauses lets tests/gating/test_rule_properties.py drop any one and show a degradation that then passes.
+Each clause reads one pair and returns findings; ``RULE`` lists them in the order the gate applies
+them. The rule was grown one case at a time before (a crashed candidate, a vanished engine, a
+removed field each passed): writing it as clauses lets tests/gating/test_rule_properties.py drop any
+one and show a degradation that then passes.
 """
 
 from __future__ import annotations
@@ -45,9 +47,14 @@ FAILURE_KINDS = ("assertion", "5xx", "timeout", "death")
 _KIND_OF = (
     ("death", re.compile(r"\bhas died\b|\bdied\b|killed by SIG|exited with code", re.IGNORECASE)),
     ("timeout", re.compile(r"timed out|timeout", re.IGNORECASE)),
-    ("5xx", re.compile(r"\bHTTP 5\d\d\b|\bstatus(?: code)?:? 5\d\d\b|server[- ]error", re.IGNORECASE)),
+    (
+        "5xx",
+        re.compile(r"\bHTTP 5\d\d\b|\bstatus(?: code)?:? 5\d\d\b|server[- ]error", re.IGNORECASE),
+    ),
 )
-_VARIABLE = re.compile(r"'[^']*'?|\"[^\"]*\"?|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?", re.IGNORECASE)
+_VARIABLE = re.compile(
+    r"'[^']*'?|\"[^\"]*\"?|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?", re.IGNORECASE
+)
 
 
 @dataclass(slots=True)
@@ -59,14 +66,17 @@ class PairRun:
     pairing: Pairing
     before: dict[str, dict[str, CheckCell]]
     after: dict[str, dict[str, CheckCell]]
-    invalid: frozenset[str]  # node ids whose measurement was invalid on either side: compared with nothing
+    # node ids whose measurement was invalid on either side: compared with nothing
+    invalid: frozenset[str]
 
     @property
     def label(self) -> str:
         return self.pairing.label
 
     def rows(self) -> list[tuple[str, CheckCell | None, CheckCell | None]]:
-        """``(row, baseline cell, candidate cell)`` of every check row either target holds, invalid ones left out."""
+        """``(row, baseline cell, candidate cell)`` of every check row either target holds, invalid
+        ones left out.
+        """
         b, c = self.pairing.baseline, self.pairing.candidate
         out = []
         for row in dict.fromkeys([*self.before, *self.after]):
@@ -76,7 +86,9 @@ class PairRun:
         return out
 
     def measured_invalid(self, *cells: CheckCell | None) -> bool:
-        return any(t.nodeid in self.invalid for cell in cells if cell is not None for t in cell.tests)
+        return any(
+            t.nodeid in self.invalid for cell in cells if cell is not None for t in cell.tests
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,36 +109,47 @@ def _reason(cell: CheckCell | None) -> str:
 
 
 def _declaration(cell: CheckCell) -> str:
-    """The expected-failure declaration an xfail cell ran under ("" where the results did not record it)."""
+    """The expected-failure declaration an xfail cell ran under ("" where the results did not record
+    it).
+    """
     declared = (t.extra.get("xfail", "") for t in cell.tests if t.outcome == Outcome.XFAIL)
     return next((d for d in declared if d), "")
 
 
 def step(old: CheckCell | None, new: CheckCell | None) -> tuple[str, str] | None:
-    """``(kind, detail)`` of one row on the outcome order, None where it did not move (or only lost coverage, which
-    ``coverage`` says). docs/gate-outcomes.md has every step."""
+    """``(kind, detail)`` of one row on the outcome order, None where it did not move (or only lost
+    coverage, which ``coverage`` says). docs/gate-outcomes.md has every step."""
     o, n = _outcome(old), _outcome(new)
     if old is not None and new is not None and o == n:
         before, after = _declaration(old), _declaration(new)
         if o == Outcome.XFAIL and before and after and before != after:
             return "change", f"expected-failure declaration changed: {before!r} -> {after!r}"
         return None
-    detail = _reason(new) if old is not None else "; ".join(filter(None, ("the baseline did not run it", _reason(new))))
+    detail = (
+        _reason(new)
+        if old is not None
+        else "; ".join(filter(None, ("the baseline did not run it", _reason(new))))
+    )
     if o in RANK and n in RANK:
         if RANK[n] < RANK[o]:
             return "regression", detail
         if RANK[n] > RANK[o]:
             return "improvement", IMPROVED.get(o, "") if n in PASSING else ""
         return "change", detail
-    if o in PASSING:  # a pass lost to a row that judged nothing: it no longer vouches for the server
+    # a pass lost to a row that judged nothing: it no longer vouches for the server
+    if o in PASSING:
         return "regression", detail
     if n == Outcome.FAILED:  # the baseline never judged it: no pass on what it cannot compare
-        return "regression", ": ".join(filter(None, (f"fails; the baseline never judged it (was {o})", _reason(new))))
+        return "regression", ": ".join(
+            filter(None, (f"fails; the baseline never judged it (was {o})", _reason(new)))
+        )
     if n in BROKE and o in VERDICTS - {Outcome.FAILED}:  # a declared or refused row it broke on
         return "regression", detail
-    if o in VERDICTS:  # judged, now not: ``coverage`` makes it missing, ``failure_kinds`` judges what it met
+    # judged, now not: ``coverage`` makes it missing, ``failure_kinds`` judges what it met
+    if o in VERDICTS:
         return None
-    if n in BROKE and o not in BROKE and old is not None:  # the candidate broke where the baseline ran the test
+    # the candidate broke where the baseline ran the test
+    if n in BROKE and o not in BROKE and old is not None:
         return "regression", detail
     if n in VERDICTS:
         return "change", f"newly judged: {n}; the baseline never judged it (was {o})"
@@ -138,12 +161,25 @@ def outcomes(run: PairRun) -> list[Finding]:
     for row, old, new in run.rows():
         if (moved := step(old, new)) is not None:
             reproducer = new.reproducer if new is not None else ""
-            found.append(Finding(moved[0], "check", run.label, row, _outcome(old), _outcome(new), moved[1], reproducer))
+            found.append(
+                Finding(
+                    moved[0],
+                    "check",
+                    run.label,
+                    row,
+                    _outcome(old),
+                    _outcome(new),
+                    moved[1],
+                    reproducer,
+                )
+            )
     return found
 
 
 def coverage(run: PairRun) -> list[Finding]:
-    """A row the baseline judged that the candidate did not, where the outcome order calls it nothing."""
+    """A row the baseline judged that the candidate did not, where the outcome order calls it
+    nothing.
+    """
     return [
         Finding(
             "missing",
@@ -159,13 +195,15 @@ def coverage(run: PairRun) -> list[Finding]:
         if old is not None
         and old.outcome in VERDICTS
         and (new is None or new.outcome not in VERDICTS)
-        and step(old, new) is None  # else the outcome order has judged it (a lost pass, a broken declared row)
+        # else the outcome order has judged it (a lost pass, a broken declared row)
+        and step(old, new) is None
     ]
 
 
 def failure_kind(message: str) -> tuple[str, str]:
-    """``(kind, signature)`` of a failure: what it met (``FAILURE_KINDS``) and its headline with the values that
-    change between runs of one server (quoted text, numbers, ids) masked, so two runs failing alike compare equal."""
+    """``(kind, signature)`` of a failure: what it met (``FAILURE_KINDS``) and its headline with the
+    values that change between runs of one server (quoted text, numbers, ids) masked, so two runs
+    failing alike compare equal."""
     head = headline_of(message)
     kind = next((name for name, pattern in _KIND_OF if pattern.search(head)), "assertion")
     return kind, _VARIABLE.sub("#", head)
@@ -177,8 +215,8 @@ def _kinds(cell: CheckCell) -> list[tuple[str, str]]:
 
 
 def failure_kinds(run: PairRun) -> list[Finding]:
-    """A row failing on both sides whose failure worsened: a worse kind, or a failed assertion the baseline's did not
-    show. The outcome order alone calls that no change."""
+    """A row failing on both sides whose failure worsened: a worse kind, or a failed assertion the
+    baseline's did not show. The outcome order alone calls that no change."""
     found = []
     rank = {k: i for i, k in enumerate(FAILURE_KINDS)}
     for row, old, new in run.rows():
@@ -192,21 +230,35 @@ def failure_kinds(run: PairRun) -> list[Finding]:
             continue
         worst_was, worst_now = max(rank[k] for k, _ in was), max(rank[k] for k, _ in now)
         seen = {s for _, s in was}
-        new_signatures = [s for k, s in now if s not in seen and rank[k] >= worst_was]  # not a better kind
+        # not a better kind
+        new_signatures = [s for k, s in now if s not in seen and rank[k] >= worst_was]
         if worst_now > worst_was:
-            detail = f"the failure worsened: {FAILURE_KINDS[worst_was]} -> {FAILURE_KINDS[worst_now]}"
-        elif new_signatures and new.outcome == old.outcome:  # an error is no failed assertion: only its kind counts
+            detail = (
+                f"the failure worsened: {FAILURE_KINDS[worst_was]} -> {FAILURE_KINDS[worst_now]}"
+            )
+        # an error is no failed assertion: only its kind counts
+        elif new_signatures and new.outcome == old.outcome:
             detail = f"a different failure: {new_signatures[0]}"
         else:
             continue
         found.append(
-            Finding("regression", "check", run.label, row, old.outcome, new.outcome, f"{detail}: {_reason(new)}")
+            Finding(
+                "regression",
+                "check",
+                run.label,
+                row,
+                old.outcome,
+                new.outcome,
+                f"{detail}: {_reason(new)}",
+            )
         )
     return found
 
 
 def _death_rows(results: SessionResults, target: str) -> Counter[str]:
-    """Where each of a target's servers died: the rows of the tests running then (else the test just ended)."""
+    """Where each of a target's servers died: the rows of the tests running then (else the test just
+    ended).
+    """
     tests = {t.nodeid: t for t in results.tests if t.target == target}
     record = results.targets.get(target)
     rows: Counter[str] = Counter()
@@ -222,8 +274,8 @@ def _where(crash: Crash, tests: dict[str, TestRecord], target: str) -> str:
 
 
 def deaths(run: PairRun) -> list[Finding]:
-    """A death in the candidate the baseline did not have at the same test is a regression, excused by nothing (no
-    declaration, no inconclusive outcome); the same deaths on both sides are none."""
+    """A death in the candidate the baseline did not have at the same test is a regression, excused
+    by nothing (no declaration, no inconclusive outcome); the same deaths on both sides are none."""
     was = _death_rows(run.baseline, run.pairing.baseline)
     now = _death_rows(run.candidate, run.pairing.candidate)
     record = run.candidate.targets.get(run.pairing.candidate)
@@ -242,11 +294,21 @@ def deaths(run: PairRun) -> list[Finding]:
                     f"death during {where}",
                     was[where],
                     now[where],
-                    f"the candidate's server died ({why.get(where, '')}) where the baseline's did not",
+                    f"the candidate's server died ({why.get(where, '')}) where the baseline's did "
+                    "not",
                 )
             )
         elif now[where] < was[where]:
-            found.append(Finding("improvement", "server", run.label, f"death during {where}", was[where], now[where]))
+            found.append(
+                Finding(
+                    "improvement",
+                    "server",
+                    run.label,
+                    f"death during {where}",
+                    was[where],
+                    now[where],
+                )
+            )
     return found
 
 
@@ -256,7 +318,9 @@ def measured(run: PairRun) -> list[Finding]:
     return [
         Finding("missing", "check", run.label, row, _outcome(old), _outcome(new), UNMEASURED)
         for row in dict.fromkeys([*run.before, *run.after])
-        if run.measured_invalid(old := run.before.get(row, {}).get(b), new := run.after.get(row, {}).get(c))
+        if run.measured_invalid(
+            old := run.before.get(row, {}).get(b), new := run.after.get(row, {}).get(c)
+        )
     ]
 
 
@@ -269,13 +333,19 @@ def tables(run: PairRun) -> list[Finding]:
 
 
 def table_rows(run: PairRun) -> list[Finding]:
-    """Every row of a suite's table (a keyword, a load point, an endpoint's shape) the baseline holds for its target,
-    the candidate holds for its own: a suite that vanished, or a row it no longer reached, is missing."""
+    """Every row of a suite's table (a keyword, a load point, an endpoint's shape) the baseline
+    holds for its target, the candidate holds for its own: a suite that vanished, or a row it no
+    longer reached, is missing."""
     found = []
     for name, table in run.baseline.tables.items():
         mine = run.candidate.tables.get(name)
         after = (
-            {(s.title, row) for s in mine.sections() for row, cells in s.rows.items() if run.pairing.candidate in cells}
+            {
+                (s.title, row)
+                for s in mine.sections()
+                for row, cells in s.rows.items()
+                if run.pairing.candidate in cells
+            }
             if mine
             else set()
         )
@@ -315,9 +385,15 @@ def judge(run: PairRun, rule: tuple[Clause, ...] = RULE) -> list[Finding]:
     return [finding for clause in rule for finding in clause.judge(run)]
 
 
-def fixed(run_before: dict[str, dict[str, CheckCell]], after: dict[str, dict[str, CheckCell]], b: str, c: str):
-    """The checks whose deviation on the baseline target (a failure, or a declared one) is gone on the candidate: each
-    failing test's message and reproducer, for the tables to find what that deviation made (``Pairing.fixed``)."""
+def fixed(
+    run_before: dict[str, dict[str, CheckCell]],
+    after: dict[str, dict[str, CheckCell]],
+    b: str,
+    c: str,
+):
+    """The checks whose deviation on the baseline target (a failure, or a declared one) is gone on
+    the candidate: each failing test's message and reproducer, for the tables to find what that
+    deviation made (``Pairing.fixed``)."""
     return tuple(
         Fixed(row, test.message, test.reproducer)
         for row, cells in run_before.items()

@@ -29,12 +29,18 @@ def async_client(endpoint: Endpoint, *, concurrency: int) -> httpx.AsyncClient:
     """One connection per concurrent stream, kept alive, so no request waits on the pool."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     return httpx.AsyncClient(
-        base_url=endpoint.base_url, headers=endpoint.headers, timeout=endpoint.timeout, limits=limits, verify=tls()
+        base_url=endpoint.base_url,
+        headers=endpoint.headers,
+        timeout=endpoint.timeout,
+        limits=limits,
+        verify=tls(),
     )
 
 
 class StreamSink:
-    """Turns body bytes, each with its arrival time, into a RequestTrace: shared by both transports."""
+    """Turns body bytes, each with its arrival time, into a RequestTrace: shared by both
+    transports.
+    """
 
     __slots__ = ("parser", "trace")
 
@@ -73,11 +79,15 @@ class StreamSink:
 async def stream_request(
     client: httpx.AsyncClient, path: str, body: dict[str, Any], trace: RequestTrace
 ) -> RequestTrace:
-    """Send one streamed request through httpx and fill ``trace``; never raises except on cancellation."""
+    """Send one streamed request through httpx and fill ``trace``; never raises except on
+    cancellation.
+    """
     clock = time.perf_counter_ns
     sink = StreamSink(trace)
     content = json.dumps(body).encode()
-    request = client.build_request("POST", path, content=content, headers={"Content-Type": "application/json"})
+    request = client.build_request(
+        "POST", path, content=content, headers={"Content-Type": "application/json"}
+    )
     response: httpx.Response | None = None
     try:
         trace.sent_ns = clock()

@@ -1,4 +1,5 @@
-"""One load from several client processes: one per core on this host, or Ray actors across a cluster's hosts.
+"""One load from several client processes: one per core on this host, or Ray actors across a
+cluster's hosts.
 
 A single Python client saturates one core (about 25k stream events/s here); beyond that its own
 delay enters every timestamp. This runs the same client (``run_load_async``, one ``_Runner`` each)
@@ -61,13 +62,14 @@ START_LEAD_S = 0.1  # from the go signal to the common start (same host)
 RAY_START_LEAD_S = 0.5  # actor calls take longer to arrive
 STARTUP_TIMEOUT_S = 120.0  # a process or actor that is not ready by then fails the run
 CLOCK_ROUNDS = 25
-POLL_S = 0.02  # a process's check for "everyone's measured requests have ended": it only ends the cool-down
+# a process's check for "everyone's measured requests have ended": it only ends the cool-down
+POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """One process's part of a load: its rank among ``processes``, the whole load's spec, the common start (its own
-    clock)."""
+    """One process's part of a load: its rank among ``processes``, the whole load's spec, the common
+    start (its own clock)."""
 
     rank: int
     processes: int
@@ -81,7 +83,8 @@ class ClockOffset:
 
     offset_ns: int = 0
     uncertainty_ns: int = 0  # half the fastest round trip
-    applied: bool = False  # subtracted from its timestamps (another host); same-host clocks are one clock
+    # subtracted from its timestamps (another host); same-host clocks are one clock
+    applied: bool = False
 
     @property
     def shift_ns(self) -> int:
@@ -89,10 +92,12 @@ class ClockOffset:
 
 
 def clock_offset(
-    remote_clock: Callable[[], int], rounds: int = CLOCK_ROUNDS, clock: Callable[[], int] = time.perf_counter_ns
+    remote_clock: Callable[[], int],
+    rounds: int = CLOCK_ROUNDS,
+    clock: Callable[[], int] = time.perf_counter_ns,
 ) -> ClockOffset:
-    """``remote_clock()`` returns the other process's clock; its offset = remote - (send + receive) / 2 at the fastest
-    round trip."""
+    """``remote_clock()`` returns the other process's clock; its offset = remote - (send + receive)
+    / 2 at the fastest round trip."""
     best: tuple[int, int] | None = None
     for _ in range(rounds):
         sent = clock()
@@ -106,23 +111,29 @@ def clock_offset(
 
 
 def split(total: int, weights: Sequence[int]) -> list[int]:
-    """``total`` in whole parts proportional to ``weights`` (largest remainder first), summing to ``total``."""
+    """``total`` in whole parts proportional to ``weights`` (largest remainder first), summing to
+    ``total``.
+    """
     whole = sum(weights)
     exact = [total * w / whole for w in weights]
     parts = [math.floor(e) for e in exact]
-    for k in sorted(range(len(parts)), key=lambda k: (parts[k] - exact[k], k))[: total - sum(parts)]:
+    for k in sorted(range(len(parts)), key=lambda k: (parts[k] - exact[k], k))[
+        : total - sum(parts)
+    ]:
         parts[k] += 1
     return parts
 
 
 def process_specs(spec: LoadSpec, processes: int) -> list[LoadSpec]:
-    """Each process's own spec. Closed loop: streams, warm-up and measured requests divided (never more
-    processes than streams or measured requests); open loop: the schedule stays whole (``Share``), only
-    the connection limit is divided."""
+    """Each process's own spec. Closed loop: streams, warm-up and measured requests divided (never
+    more processes than streams or measured requests); open loop: the schedule stays whole
+    (``Share``), only the connection limit is divided."""
     if processes < 1:
         raise ValueError("processes must be at least 1")
     if spec.mode != "closed":
-        return [replace(spec, max_in_flight=max(1, math.ceil(spec.max_in_flight / processes)))] * processes
+        return [
+            replace(spec, max_in_flight=max(1, math.ceil(spec.max_in_flight / processes)))
+        ] * processes
     n = min(processes, spec.concurrency, spec.requests or processes)
     streams = split(spec.concurrency, [1] * n)
     warmup = split(spec.warmup_requests, streams)
@@ -130,7 +141,10 @@ def process_specs(spec: LoadSpec, processes: int) -> list[LoadSpec]:
     if spec.requests:
         parts = split(spec.requests, streams)
         requests = list(parts if min(parts) > 0 else split(spec.requests, [1] * n))
-    return [replace(spec, concurrency=c, warmup_requests=w, requests=r) for c, w, r in zip(streams, warmup, requests)]
+    return [
+        replace(spec, concurrency=c, warmup_requests=w, requests=r)
+        for c, w, r in zip(streams, warmup, requests)
+    ]
 
 
 class _Signals(Protocol):
@@ -140,8 +154,8 @@ class _Signals(Protocol):
 
 
 class _ProcessSignals:
-    """Same host: this process's Event (set when its measured requests have ended) and everyone's (set by the
-    driver)."""
+    """Same host: this process's Event (set when its measured requests have ended) and everyone's
+    (set by the driver)."""
 
     def __init__(self, mine: Any, everyone: Any) -> None:
         self.mine, self.everyone = mine, everyone
@@ -168,9 +182,9 @@ class _RaySignals:
 
 
 class _ShareRunner(_Runner):
-    """The single client's runner, running one share: a common start, request indices of the whole load
-    (so request ``i`` asks what the single client's request ``i`` asks), the open loop's whole schedule,
-    and cool-down until every process's measured requests have ended."""
+    """The single client's runner, running one share: a common start, request indices of the whole
+    load (so request ``i`` asks what the single client's request ``i`` asks), the open loop's whole
+    schedule, and cool-down until every process's measured requests have ended."""
 
     def __init__(
         self,
@@ -188,7 +202,8 @@ class _ShareRunner(_Runner):
 
     def _finish(
         self,
-    ) -> None:  # this process's measured requests have all ended; the load goes on until everyone's have
+        # this process's measured requests have all ended; the load goes on until everyone's have
+    ) -> None:
         if self.measured_ended:
             return
         self.measured_ended = True
@@ -213,8 +228,8 @@ class _ShareRunner(_Runner):
             await asyncio.gather(everyone, return_exceptions=True)
 
     async def closed(self) -> None:
-        """This share's streams; its ticket ``i`` (its own warm-up, measured and cool-down count) is request ``i * P +
-        rank``."""
+        """This share's streams; its ticket ``i`` (its own warm-up, measured and cool-down count) is
+        request ``i * P + rank``."""
         tickets, processes, rank = itertools.count(), self.share.processes, self.share.rank
 
         async def stream() -> None:
@@ -223,7 +238,9 @@ class _ShareRunner(_Runner):
                 await self.send(RequestTrace(i * processes + rank, self.phase(i)))
 
         await self._together(
-            lambda: self._until_done([asyncio.create_task(stream()) for _ in range(self.spec.concurrency)])
+            lambda: self._until_done(
+                [asyncio.create_task(stream()) for _ in range(self.spec.concurrency)]
+            )
         )
 
     async def poisson(self) -> None:
@@ -231,14 +248,20 @@ class _ShareRunner(_Runner):
         assert spec.rate is not None
         rng = random.Random(spec.seed)  # the single client's schedule, gap for gap
         scale_ns = 1e9 / (spec.rate * spec.burstiness)
-        await self.open_loop(int(rng.gammavariate(spec.burstiness, scale_ns)) for _ in itertools.count())
+        await self.open_loop(
+            int(rng.gammavariate(spec.burstiness, scale_ns)) for _ in itertools.count()
+        )
 
     async def open_loop(self, gaps: Iterable[int]) -> None:
-        """The whole schedule from the common start; this process sends arrivals ``i % P == rank``."""
+        """The whole schedule from the common start; this process sends arrivals ``i % P ==
+        rank``.
+        """
         await self._together(lambda: self._share_of_schedule(gaps))
 
     def open_phase(self, i: int, intended: int, first_measured: int | None) -> str:
-        """Arrival ``i`` of the whole schedule: warm-up, measured or cool-down, as the single client decides it."""
+        """Arrival ``i`` of the whole schedule: warm-up, measured or cool-down, as the single client
+        decides it.
+        """
         spec, processes = self.share.spec, self.share.processes
         if i < spec.warmup_requests:
             return "warmup"
@@ -263,7 +286,11 @@ class _ShareRunner(_Runner):
         return "measured"
 
     async def _share_of_schedule(self, gaps: Iterable[int]) -> None:
-        rank, processes, warmup = self.share.rank, self.share.processes, self.share.spec.warmup_requests
+        rank, processes, warmup = (
+            self.share.rank,
+            self.share.processes,
+            self.share.spec.warmup_requests,
+        )
         tasks: list[asyncio.Task] = []
 
         async def dispatch() -> None:
@@ -283,7 +310,13 @@ class _ShareRunner(_Runner):
                     return
                 tasks.append(
                     asyncio.create_task(
-                        self.send(RequestTrace(i, self.open_phase(i, intended, first_measured), intended_ns=intended))
+                        self.send(
+                            RequestTrace(
+                                i,
+                                self.open_phase(i, intended, first_measured),
+                                intended_ns=intended,
+                            )
+                        )
                     )
                 )
             self.issuing_measured = False  # a finite schedule (a replayed trace) ran out
@@ -307,14 +340,17 @@ class _Part:
 
 @dataclass(slots=True)
 class ProcessFigures:
-    """One client process of a distributed run: where it ran, its share, its own validity monitors, its clock."""
+    """One client process of a distributed run: where it ran, its share, its own validity monitors,
+    its clock.
+    """
 
     rank: int
     host: str
     pid: int
     share: str
     requests: int  # measured
-    window_start_ns: int | None  # its measured window, on the driver's clock (None: it had no measured request)
+    # its measured window, on the driver's clock (None: it had no measured request)
+    window_start_ns: int | None
     window_end_ns: int | None
     loop_lag_ms: list[float]
     client: ClientUsage
@@ -328,29 +364,43 @@ class ProcessFigures:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rank": self.rank, "host": self.host, "node": self.node, "pid": self.pid, "share": self.share,
+            "rank": self.rank,
+            "host": self.host,
+            "node": self.node,
+            "pid": self.pid,
+            "share": self.share,
             "requests": self.requests,
-            "busy_share": round(self.client.busy_share, 3), "cpu_share": round(self.client.cpu_share, 3),
-            "wait_share": None if self.client.wait_share is None else round(self.client.wait_share, 3),
-            "loop_lag_p99_ms": None if self.loop_lag_p99_ms is None else round(self.loop_lag_p99_ms, 2),
-            "loop_lag_samples": len(self.loop_lag_ms), "clock_offset_ms": round(self.clock.offset_ns / 1e6, 3),
+            "busy_share": round(self.client.busy_share, 3),
+            "cpu_share": round(self.client.cpu_share, 3),
+            "wait_share": None
+            if self.client.wait_share is None
+            else round(self.client.wait_share, 3),
+            "loop_lag_p99_ms": None
+            if self.loop_lag_p99_ms is None
+            else round(self.loop_lag_p99_ms, 2),
+            "loop_lag_samples": len(self.loop_lag_ms),
+            "clock_offset_ms": round(self.clock.offset_ns / 1e6, 3),
             "clock_uncertainty_ms": round(self.clock.uncertainty_ns / 1e6, 3),
             "clock_offset_applied": self.clock.applied,
-        }  # fmt: skip
+        }
 
 
 @dataclass(slots=True)
 class DistributedRun(LoadRun):
-    """A ``LoadRun`` of several client processes: every trace on the driver's clock, the worst process's
-    loop lag (``loop_lag_ms``) and usage (``client``), and each process's own figures."""
+    """A ``LoadRun`` of several client processes: every trace on the driver's clock, the worst
+    process's loop lag (``loop_lag_ms``) and usage (``client``), and each process's own figures."""
 
     processes: list[ProcessFigures] = field(default_factory=list)
     how: str = "processes"  # or "ray"
 
     @property
     def clock_uncertainty_ms(self) -> float:
-        """The largest uncertainty of an applied clock offset (0 when every process shares the driver's clock)."""
-        return max((p.clock.uncertainty_ns / 1e6 for p in self.processes if p.clock.applied), default=0.0)
+        """The largest uncertainty of an applied clock offset (0 when every process shares the
+        driver's clock).
+        """
+        return max(
+            (p.clock.uncertainty_ns / 1e6 for p in self.processes if p.clock.applied), default=0.0
+        )
 
     def describe(self) -> dict[str, Any]:
         out = LoadRun.describe(self)  # zero-argument super() does not work in a slots dataclass
@@ -385,20 +435,32 @@ def merge(
     calibration: Calibration,
     how: str = "processes",
 ) -> DistributedRun:
-    """The processes' runs as one: traces on the driver's clock, the window from the first measured send
-    to the last measured end across all, the worst process's monitors."""
+    """The processes' runs as one: traces on the driver's clock, the window from the first measured
+    send to the last measured end across all, the worst process's monitors."""
     traces: list[RequestTrace] = []
     figures: list[ProcessFigures] = []
     for part, clock in zip(parts, clocks):
         run, shift = part.run, clock.shift_ns
         traces += [_shifted(t, shift) for t in run.traces]
         measured = bool(run.measured)
-        share = run.spec.label if spec.mode == "closed" else f"arrivals i % {len(parts)} == {part.rank}"
-        figures.append(ProcessFigures(
-            part.rank, part.host, part.pid, share, len(run.measured),
-            run.window_start_ns - shift if measured else None, run.window_end_ns - shift if measured else None,
-            run.loop_lag_ms, run.client, clock, part.node,
-        ))  # fmt: skip
+        share = (
+            run.spec.label if spec.mode == "closed" else f"arrivals i % {len(parts)} == {part.rank}"
+        )
+        figures.append(
+            ProcessFigures(
+                part.rank,
+                part.host,
+                part.pid,
+                share,
+                len(run.measured),
+                run.window_start_ns - shift if measured else None,
+                run.window_end_ns - shift if measured else None,
+                run.loop_lag_ms,
+                run.client,
+                clock,
+                part.node,
+            )
+        )
     starts = [p.window_start_ns for p in figures if p.window_start_ns is not None]
     ends = [p.window_end_ns for p in figures if p.window_end_ns is not None]
     start = min(starts) if starts else 0
@@ -412,10 +474,18 @@ def merge(
     lagged = max(figures, key=lambda p: (p.loop_lag_p99_ms or 0.0, len(p.loop_lag_ms)))
     busiest = max(figures, key=lambda p: p.client.busy_share)
     return DistributedRun(
-        spec=spec, workload=workload, traces=traces, window_start_ns=start, window_end_ns=end,
-        loop_lag_ms=list(lagged.loop_lag_ms), client=busiest.client, resources=parts[0].run.resources,
-        calibration=calibration, processes=figures, how=how,
-    )  # fmt: skip
+        spec=spec,
+        workload=workload,
+        traces=traces,
+        window_start_ns=start,
+        window_end_ns=end,
+        loop_lag_ms=list(lagged.loop_lag_ms),
+        client=busiest.client,
+        resources=parts[0].run.resources,
+        calibration=calibration,
+        processes=figures,
+        how=how,
+    )
 
 
 async def _run_share(
@@ -430,22 +500,49 @@ async def _run_share(
 ) -> LoadRun:
     runner = functools.partial(_ShareRunner, share=share, signals=signals)
     return await run_load_async(
-        endpoint, spec, workload, calibration=calibration, seed=seed, transport=transport, runner_class=runner
+        endpoint,
+        spec,
+        workload,
+        calibration=calibration,
+        seed=seed,
+        transport=transport,
+        runner_class=runner,
     )
 
 
 # -- same host: one process per core ------------------------------------------------------------
 
 
-def _process_main(share: Share, spec: LoadSpec, endpoint: Endpoint, workload: Workload, calibration: Calibration,
-                  seed: int, transport: str,
-                  ready: Any, go: Any, start_ns: Any, mine: Any, everyone: Any, results: Any) -> None:  # fmt: skip
+def _process_main(
+    share: Share,
+    spec: LoadSpec,
+    endpoint: Endpoint,
+    workload: Workload,
+    calibration: Calibration,
+    seed: int,
+    transport: str,
+    ready: Any,
+    go: Any,
+    start_ns: Any,
+    mine: Any,
+    everyone: Any,
+    results: Any,
+) -> None:
     try:
         ready.put(share.rank)
         go.wait()
         share = replace(share, start_ns=start_ns.value)
         run = asyncio.run(
-            _run_share(share, spec, endpoint, workload, calibration, seed, transport, _ProcessSignals(mine, everyone))
+            _run_share(
+                share,
+                spec,
+                endpoint,
+                workload,
+                calibration,
+                seed,
+                transport,
+                _ProcessSignals(mine, everyone),
+            )
         )
         results.put((share.rank, _Part(share.rank, socket.gethostname(), os.getpid(), run), None))
     except BaseException:  # noqa: BLE001  reported to the driver, which raises it
@@ -468,9 +565,16 @@ def _get(q: Any, procs: list[Any], timeout_s: float, what: str) -> Any:
                 raise RuntimeError(f"load processes: no {what} within {timeout_s:g} s") from None
 
 
-def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int, calibration: Calibration,
-                   seed: int, transport: str,
-                   at_window_end: Callable[[], Any]) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
+def _run_processes(
+    endpoint: Endpoint,
+    spec: LoadSpec,
+    workload: Workload,
+    processes: int,
+    calibration: Calibration,
+    seed: int,
+    transport: str,
+    at_window_end: Callable[[], Any],
+) -> tuple[list[_Part], list[ClockOffset]]:
     ctx = multiprocessing.get_context("spawn")
     specs = process_specs(spec, processes)
     n = len(specs)
@@ -479,11 +583,28 @@ def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, proce
     start_ns = ctx.Value("q", 0)
     mine = [ctx.Event() for _ in range(n)]
     procs = [
-        ctx.Process(target=_process_main, name=f"pytest-infer-load-{k}", daemon=True,
-                    args=(Share(k, n, spec), specs[k], endpoint, workload, calibration, seed, transport, ready, go,
-                          start_ns, mine[k], everyone, results))
+        ctx.Process(
+            target=_process_main,
+            name=f"pytest-infer-load-{k}",
+            daemon=True,
+            args=(
+                Share(k, n, spec),
+                specs[k],
+                endpoint,
+                workload,
+                calibration,
+                seed,
+                transport,
+                ready,
+                go,
+                start_ns,
+                mine[k],
+                everyone,
+                results,
+            ),
+        )
         for k in range(n)
-    ]  # fmt: skip
+    ]
     for p in procs:
         p.start()
     try:
@@ -491,22 +612,27 @@ def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, proce
             _get(ready, procs, STARTUP_TIMEOUT_S, "ready")
         start_ns.value = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
         go.set()
-        for event in mine:  # blocking waits: the driver takes no CPU from the processes while they measure
+        # blocking waits: the driver takes no CPU from the processes while they measure
+        for event in mine:
             while not event.wait(0.25):
                 dead = [p for p in procs if p.exitcode is not None]
                 if dead:
                     raise RuntimeError(
-                        f"load process {dead[0].name} exited with {dead[0].exitcode} during the measured window"
+                        f"load process {dead[0].name} exited with {dead[0].exitcode} during the "
+                        "measured window"
                     )
         everyone.set()
         at_window_end()
         parts: dict[int, _Part] = {}
         while len(parts) < n:
-            rank, part, error = _get(results, procs, spec.drain_timeout_s + endpoint.timeout + 60, "results")
+            rank, part, error = _get(
+                results, procs, spec.drain_timeout_s + endpoint.timeout + 60, "results"
+            )
             if error is not None:
                 raise RuntimeError(f"load process {rank} failed:\n{error}")
             parts[rank] = part
-        return [parts[k] for k in range(n)], [ClockOffset() for _ in range(n)]  # one host: one clock
+        # one host: one clock
+        return [parts[k] for k in range(n)], [ClockOffset() for _ in range(n)]
     finally:
         everyone.set()
         go.set()
@@ -521,7 +647,9 @@ def _run_processes(endpoint: Endpoint, spec: LoadSpec, workload: Workload, proce
 
 
 class RayLoadWorker:
-    """A Ray actor (``ray.remote(RayLoadWorker)``): where it runs, its clock, and one share of a load."""
+    """A Ray actor (``ray.remote(RayLoadWorker)``): where it runs, its clock, and one share of a
+    load.
+    """
 
     def where(self) -> tuple[str, str, int]:
         # lazy: ray is an optional extra (pytest-infer[ray])
@@ -544,14 +672,25 @@ class RayLoadWorker:
         flags: Any,
     ) -> _Part:
         run = asyncio.run(
-            _run_share(share, spec, endpoint, workload, calibration, seed, transport, _RaySignals(flags, share.rank))
+            _run_share(
+                share,
+                spec,
+                endpoint,
+                workload,
+                calibration,
+                seed,
+                transport,
+                _RaySignals(flags, share.rank),
+            )
         )
         node, host, pid = self.where()
         return _Part(share.rank, host, pid, run, node)
 
 
 class RayFlags:
-    """A Ray actor holding the two signals: which shares' measured requests have ended, and whether all have."""
+    """A Ray actor holding the two signals: which shares' measured requests have ended, and whether
+    all have.
+    """
 
     def __init__(self, processes: int) -> None:
         self.processes = processes
@@ -580,13 +719,24 @@ def _ray() -> Any:
         # lazy: ray is an optional extra (pytest-infer[ray])
         import ray
     except ImportError:
-        raise RuntimeError("a Ray cluster's load needs Ray: pip install 'pytest-infer[ray]'") from None
+        raise RuntimeError(
+            "a Ray cluster's load needs Ray: pip install 'pytest-infer[ray]'"
+        ) from None
     return ray
 
 
-def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: int | None, address: str,
-             calibration: Calibration, seed: int, transport: str, at_window_end: Callable[[], Any],
-             apply_clock_offsets: bool | None) -> tuple[list[_Part], list[ClockOffset]]:  # fmt: skip
+def _run_ray(
+    endpoint: Endpoint,
+    spec: LoadSpec,
+    workload: Workload,
+    processes: int | None,
+    address: str,
+    calibration: Calibration,
+    seed: int,
+    transport: str,
+    at_window_end: Callable[[], Any],
+    apply_clock_offsets: bool | None,
+) -> tuple[list[_Part], list[ClockOffset]]:
     ray = _ray()
     # lazy: ray is an optional extra (pytest-infer[ray])
     from ray.util.placement_group import placement_group, remove_placement_group
@@ -601,7 +751,8 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
     try:
         specs = process_specs(spec, processes or max(1, int(ray.cluster_resources().get("CPU", 1))))
         n = len(specs)
-        pg = placement_group([{"CPU": 1}] * n, strategy="SPREAD")  # one core each, over as many nodes as there are
+        # one core each, over as many nodes as there are
+        pg = placement_group([{"CPU": 1}] * n, strategy="SPREAD")
         try:
             ray.get(pg.ready(), timeout=STARTUP_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -611,7 +762,10 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
         worker = ray.remote(RayLoadWorker)
         actors = [
             worker.options(
-                num_cpus=1, scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=k)
+                num_cpus=1,
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    pg, placement_group_bundle_index=k
+                ),
             ).remote()
             for k in range(n)
         ]
@@ -621,9 +775,15 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
         for actor, (node, _, _) in zip(actors, where):
             measured = clock_offset(functools.partial(_remote_clock, ray, actor))
             clocks.append(
-                replace(measured, applied=apply_clock_offsets if apply_clock_offsets is not None else node != here)
+                replace(
+                    measured,
+                    applied=apply_clock_offsets
+                    if apply_clock_offsets is not None
+                    else node != here,
+                )
             )
-        flags = ray.remote(num_cpus=0)(RayFlags).remote(n)  # no CPU of its own: the bundles may hold every one
+        # no CPU of its own: the bundles may hold every one
+        flags = ray.remote(num_cpus=0)(RayFlags).remote(n)
         everyone = flags.wait_all.remote()
         start = time.perf_counter_ns() + int(RAY_START_LEAD_S * 1e9)
         refs = [
@@ -644,7 +804,8 @@ def _run_ray(endpoint: Endpoint, spec: LoadSpec, workload: Workload, processes: 
             ready, _ = ray.wait([everyone, *pending], num_returns=1)
             if everyone in ready:
                 break
-            ray.get(ready[0])  # a share that returned before everyone's measured requests ended failed: raise it
+            # a share that returned before everyone's measured requests ended failed: raise it
+            ray.get(ready[0])
             pending.remove(ready[0])
         at_window_end()
         parts = ray.get(refs)
@@ -676,16 +837,19 @@ def run_load_distributed(
     server_metrics: ServerMetricNames | None = None,
     apply_clock_offsets: bool | None = None,
 ) -> DistributedRun:
-    """:func:`~pytest_infer.load.run_load` from several client processes at once, merged into one run.
+    """:func:`~pytest_infer.load.run_load` from several client processes at once, merged into one
+    run.
 
-    ``processes``: client processes (default: one per core of this host, or per CPU of the Ray cluster).
-    ``ray_address``: run them as Ray actors on that cluster (``auto``, ``ray://host:10001``; an already
-    initialized Ray is used as it is) instead of on this host; the endpoint must be reachable from its nodes.
-    ``apply_clock_offsets``: subtract each actor's measured clock offset (default: only for actors on
-    another node than the driver's). The driver calibrates once, samples the server's resources and
-    scrapes its metrics; the processes only send and record.
+    ``processes``: client processes (default: one per core of this host, or per CPU of the Ray
+    cluster). ``ray_address``: run them as Ray actors on that cluster (``auto``,
+    ``ray://host:10001``; an already initialized Ray is used as it is) instead of on this host; the
+    endpoint must be reachable from its nodes. ``apply_clock_offsets``: subtract each actor's
+    measured clock offset (default: only for actors on another node than the driver's). The driver
+    calibrates once, samples the server's resources and scrapes its metrics; the processes only send
+    and record.
     """
-    if getattr(workload, "turns", 1) > 1:  # each process's conversations would start at conversation 0
+    # each process's conversations would start at conversation 0
+    if getattr(workload, "turns", 1) > 1:
         raise ValueError("multi-turn conversations run from one client process; use run_load")
     if calibration is None:
         with endpoint.http() as sync:
@@ -710,10 +874,22 @@ def run_load_distributed(
             )
         else:
             parts, clocks = _run_processes(
-                endpoint, spec, workload, processes or os.cpu_count() or 1, calibration, seed, transport, at_window_end
+                endpoint,
+                spec,
+                workload,
+                processes or os.cpu_count() or 1,
+                calibration,
+                seed,
+                transport,
+                at_window_end,
             )
     run = merge(
-        spec, workload, parts, clocks, calibration=calibration, how="ray" if ray_address is not None else "processes"
+        spec,
+        workload,
+        parts,
+        clocks,
+        calibration=calibration,
+        how="ray" if ray_address is not None else "processes",
     )
     sampler.close_window(run.window_start_ns, run.window_end_ns)
     run.resources = sampler.peak

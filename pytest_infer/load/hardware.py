@@ -25,7 +25,8 @@ class Hardware:
     cuda: str | None = None  # the CUDA version the driver supports (NVML), e.g. "12.4"
     cpu: str = ""
     cpu_count: int = 0
-    nvml: str = "not installed"  # "ok", or why NVML gave nothing (named in the SLO results and a profile mismatch)
+    # "ok", or why NVML gave nothing (named in the SLO results and a profile mismatch)
+    nvml: str = "not installed"
 
     @property
     def gpu_name(self) -> str | None:

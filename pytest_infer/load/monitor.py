@@ -85,7 +85,11 @@ class ClientUsage:
     @classmethod
     def between(cls, start: ThreadTimes, end: ThreadTimes, window_s: float) -> ClientUsage:
         window = max(window_s, 1e-9)
-        wait = None if start.wait_ns is None or end.wait_ns is None else (end.wait_ns - start.wait_ns) / 1e9 / window
+        wait = (
+            None
+            if start.wait_ns is None or end.wait_ns is None
+            else (end.wait_ns - start.wait_ns) / 1e9 / window
+        )
         return cls(window_s, (end.cpu_ns - start.cpu_ns) / 1e9 / window, wait)
 
 
@@ -93,7 +97,12 @@ def listening_pid(port: int) -> int | None:
     """The local process listening on ``port`` (for ``--infer-endpoint`` servers on this host)."""
     try:
         for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            if (
+                conn.status == psutil.CONN_LISTEN
+                and conn.laddr
+                and conn.laddr.port == port
+                and conn.pid
+            ):
                 return conn.pid
     except (psutil.Error, OSError):
         return None
@@ -105,7 +114,9 @@ ENERGY_COUNTER = "NVML's total energy counter (nvmlDeviceGetTotalEnergyConsumpti
 
 
 def nvml_status() -> tuple[Any, str]:
-    """The initialised ``pynvml`` module, or None and why not (named in every figure NVML could not measure)."""
+    """The initialised ``pynvml`` module, or None and why not (named in every figure NVML could not
+    measure).
+    """
     try:
         import pynvml  # nvidia-ml-py; optional: pip install pytest-infer[gpu]
     except ImportError:
@@ -122,8 +133,10 @@ class ResourcePeak:
     rss_bytes: int | None = None
     gpu_memory_bytes: list[int] = field(default_factory=list)  # peak used per GPU
     samples: int = 0
-    energy_mj: list[float] | None = None  # per GPU over the measured window (NVML's counter is in millijoules)
-    not_measured: dict[str, str] = field(default_factory=dict)  # figure -> why NVML could not measure it
+    # per GPU over the measured window (NVML's counter is in millijoules)
+    energy_mj: list[float] | None = None
+    # figure -> why NVML could not measure it
+    not_measured: dict[str, str] = field(default_factory=dict)
 
     @property
     def energy_j(self) -> float | None:
@@ -139,8 +152,8 @@ class ResourcePeak:
 
 
 def _between(series: list[tuple[int, list[int]]], start_ns: int, end_ns: int) -> list[float] | None:
-    """Per-GPU counter increase from ``start_ns`` to ``end_ns``, each end read off the line between the samples around
-    it."""
+    """Per-GPU counter increase from ``start_ns`` to ``end_ns``, each end read off the line between
+    the samples around it."""
 
     def at(t: int) -> list[float] | None:
         before = [s for s in series if s[0] <= t]
@@ -156,10 +169,12 @@ def _between(series: list[tuple[int, list[int]]], start_ns: int, end_ns: int) ->
 
 
 class ResourceSampler:
-    """Polls server RSS (process tree), GPU memory and the GPUs' energy counters in a thread; keeps the peaks.
+    """Polls server RSS (process tree), GPU memory and the GPUs' energy counters in a thread; keeps
+    the peaks.
 
-    The energy counters are sampled with a timestamp, so that :meth:`close_window` can read the energy of
-    the measured window alone (warm-up and cool-down excluded), whatever the sampling interval.
+    The energy counters are sampled with a timestamp, so that :meth:`close_window` can read the
+    energy of the measured window alone (warm-up and cool-down excluded), whatever the sampling
+    interval.
     """
 
     def __init__(self, pid: int | None, interval: float = 0.25) -> None:
@@ -167,7 +182,9 @@ class ResourceSampler:
         self.interval = interval
         self.peak = ResourcePeak()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pytest-infer-resources", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="pytest-infer-resources", daemon=True
+        )
         self._nvml, why = nvml_status()
         self._energy: list[tuple[int, list[int]]] = []  # (perf_counter_ns, mJ per GPU)
         if self._nvml is None:
@@ -186,19 +203,28 @@ class ResourceSampler:
             if "energy" not in self.peak.not_measured:
                 try:
                     self._energy.append(
-                        (time.perf_counter_ns(), [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles])
+                        (
+                            time.perf_counter_ns(),
+                            [nv.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles],
+                        )
                     )
                 except Exception as exc:  # noqa: BLE001  pre-Volta GPUs and some virtual ones lack the counter
-                    self.peak.not_measured["energy"] = f"{ENERGY_COUNTER} not supported here ({exc})"
+                    self.peak.not_measured["energy"] = (
+                        f"{ENERGY_COUNTER} not supported here ({exc})"
+                    )
         self.peak.samples += 1
 
     def close_window(self, start_ns: int, end_ns: int) -> None:
-        """The GPUs' energy over the measured window (``perf_counter_ns`` times), once the sampler has stopped."""
+        """The GPUs' energy over the measured window (``perf_counter_ns`` times), once the sampler
+        has stopped.
+        """
         if self._nvml is None or "energy" in self.peak.not_measured:
             return
         energy = _between(self._energy, start_ns, end_ns) if end_ns > start_ns else None
         if energy is None:
-            self.peak.not_measured["energy"] = f"{ENERGY_COUNTER}: no samples around the measured window"
+            self.peak.not_measured["energy"] = (
+                f"{ENERGY_COUNTER}: no samples around the measured window"
+            )
         else:
             self.peak.energy_mj = energy
 

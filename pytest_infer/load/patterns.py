@@ -1,4 +1,5 @@
-"""Load patterns: closed-loop concurrency, open-loop (Poisson or gamma-bursty) arrivals, and trace replay.
+"""Load patterns: closed-loop concurrency, open-loop (Poisson or gamma-bursty) arrivals, and trace
+replay.
 
 Both run warm-up, measured and cool-down requests in one stream of work, so the
 measured requests see the full offered load from the first to the last:
@@ -117,7 +118,11 @@ class LoadRun:
         return (self.window_end_ns - self.window_start_ns) / 1e9
 
     def describe(self) -> dict[str, Any]:
-        return {"load": asdict(self.spec), "workload": asdict(self.workload), "calibration": asdict(self.calibration)}
+        return {
+            "load": asdict(self.spec),
+            "workload": asdict(self.workload),
+            "calibration": asdict(self.calibration),
+        }
 
 
 class _Runner:
@@ -138,10 +143,10 @@ class _Runner:
         self.lag = LoopLagMonitor()
         self.times_start: ThreadTimes | None = None
         self.times_end: ThreadTimes | None = None
-        self.at_window_end: Callable[[], Any] | None = None  # blocking; run in a thread once the window has closed
-        self.on_end: Callable[[int], None] | None = (
-            None  # told each request's index once it has ended (a conversation's next turn waits for it)
-        )
+        # blocking; run in a thread once the window has closed
+        self.at_window_end: Callable[[], Any] | None = None
+        # told each request's index once it has ended (a conversation's next turn waits for it)
+        self.on_end: Callable[[int], None] | None = None
 
     def phase(self, i: int) -> str:
         spec = self.spec
@@ -181,7 +186,11 @@ class _Runner:
         if measured:
             self.measured_in_flight -= 1
             self.window_end_ns = max(self.window_end_ns, trace.end_ns or time.perf_counter_ns())
-            if not self.issuing_measured and self.measured_in_flight == 0 and not self.done.is_set():
+            if (
+                not self.issuing_measured
+                and self.measured_in_flight == 0
+                and not self.done.is_set()
+            ):
                 self._finish()
 
     async def closed(self) -> None:
@@ -192,17 +201,22 @@ class _Runner:
                 i = next(counter)
                 await self.send(RequestTrace(i, self.phase(i)))
 
-        await self._until_done([asyncio.create_task(worker()) for _ in range(self.spec.concurrency)])
+        await self._until_done(
+            [asyncio.create_task(worker()) for _ in range(self.spec.concurrency)]
+        )
 
     async def poisson(self) -> None:
         spec = self.spec
         assert spec.rate is not None  # LoadSpec refuses an open-loop load without one
         rng = random.Random(spec.seed)
         scale_ns = 1e9 / (spec.rate * spec.burstiness)  # mean gap = shape * scale = 1/rate
-        await self.open_loop(int(rng.gammavariate(spec.burstiness, scale_ns)) for _ in itertools.count())
+        await self.open_loop(
+            int(rng.gammavariate(spec.burstiness, scale_ns)) for _ in itertools.count()
+        )
 
     async def open_loop(self, gaps: Iterable[int]) -> None:
-        """Request i is due ``gaps[i]`` ns after request i-1 (the first after the start), whatever is in flight.
+        """Request i is due ``gaps[i]`` ns after request i-1 (the first after the start), whatever
+        is in flight.
 
         A finite schedule (a replayed trace) that runs out ends the measured part: the run then
         waits for the measured requests in flight.
@@ -220,7 +234,11 @@ class _Runner:
                     await asyncio.sleep(delay)
                 if self.done.is_set():
                     return
-                tasks.append(asyncio.create_task(self.send(RequestTrace(i, self.phase(i), intended_ns=intended))))
+                tasks.append(
+                    asyncio.create_task(
+                        self.send(RequestTrace(i, self.phase(i), intended_ns=intended))
+                    )
+                )
             self.issuing_measured = False
             if self.measured_in_flight == 0 and not self.done.is_set():
                 self._finish()
@@ -228,7 +246,9 @@ class _Runner:
 
         await self._until_done([asyncio.create_task(dispatch())], tasks)
 
-    async def _until_done(self, workers: list[asyncio.Task], spawned: list[asyncio.Task] | None = None) -> None:
+    async def _until_done(
+        self, workers: list[asyncio.Task], spawned: list[asyncio.Task] | None = None
+    ) -> None:
         self.lag.start()
         try:
             done_wait = asyncio.create_task(self.done.wait())
@@ -238,7 +258,8 @@ class _Runner:
                     raise task.exception()  # type: ignore[misc]
             if self.at_window_end is not None and self.done.is_set():
                 await asyncio.to_thread(self.at_window_end)
-            if self.spec.cooldown == "drain":  # let cool-down requests end, so none runs on into the next load point
+            # let cool-down requests end, so none runs on into the next load point
+            if self.spec.cooldown == "drain":
                 pending = [t for t in [*workers, *(spawned or [])] if not t.done()]
                 if pending:
                     await asyncio.wait(pending, timeout=self.spec.drain_timeout_s)
@@ -259,7 +280,8 @@ async def run_load_async(
     seed: int = 0,
     transport: str = "auto",
     server_metrics: ServerMetricNames | None = None,
-    runner_class: Callable[..., _Runner] | None = None,  # a _Runner subclass: distributed.py runs one process's share
+    # a _Runner subclass: distributed.py runs one process's share
+    runner_class: Callable[..., _Runner] | None = None,
     salt: str | None = None,
 ) -> LoadRun:
     """Run one load point against a server and return every trace and the client's own figures.
@@ -272,18 +294,23 @@ async def run_load_async(
     ``server_metrics``: the framework's Prometheus names; the run then carries the server's figures.
 
     ``salt``: mixed into the prompts' seed, fresh for each run unless given (the processes of one
-    distributed run share theirs). A server's prefix cache keeps an earlier run's prompts (an earlier
-    load point, an earlier session), which would turn repeated text into hits the workload did not ask for.
+    distributed run share theirs). A server's prefix cache keeps an earlier run's prompts (an
+    earlier load point, an earlier session), which would turn repeated text into hits the workload
+    did not ask for.
     """
     if transport not in TRANSPORTS:
         raise ValueError(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
     if (spec.mode == "replay") != bool(workload.trace_file):
-        raise ValueError("a replay load needs a workload with a trace_file, and a trace_file needs a replay load")
+        raise ValueError(
+            "a replay load needs a workload with a trace_file, and a trace_file needs a replay load"
+        )
     model = endpoint.model
     if calibration is None:
         with endpoint.http() as sync:
             calibration = await asyncio.to_thread(calibrate, sync, workload.api, model)
-    source = bodies(workload, model, calibration, f"{seed}.{secrets.token_hex(4) if salt is None else salt}")
+    source = bodies(
+        workload, model, calibration, f"{seed}.{secrets.token_hex(4) if salt is None else salt}"
+    )
     connections = spec.concurrency if spec.mode == "closed" else spec.max_in_flight
     raw = transport == "raw" or (transport == "auto" and endpoint.base_url.startswith("http://"))
     client = RawClient(endpoint) if raw else async_client(endpoint, concurrency=connections)
@@ -301,12 +328,16 @@ async def run_load_async(
             else:
                 await (runner.closed() if spec.mode == "closed" else runner.poisson())
     if watch is not None:
-        await asyncio.to_thread(watch.finish, sum(t.status == 200 and not t.cancelled for t in runner.traces))
+        await asyncio.to_thread(
+            watch.finish, sum(t.status == 200 and not t.cancelled for t in runner.traces)
+        )
     start = runner.window_start_ns or 0
     end = runner.window_end_ns or start
     sampler.close_window(start, end)
     usage = ClientUsage.between(
-        runner.times_start or ThreadTimes.now(), runner.times_end or ThreadTimes.now(), (end - start) / 1e9
+        runner.times_start or ThreadTimes.now(),
+        runner.times_end or ThreadTimes.now(),
+        (end - start) / 1e9,
     )
     return LoadRun(
         spec=spec,

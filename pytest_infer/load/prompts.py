@@ -153,8 +153,9 @@ def _words(rng: random.Random, n: int) -> str:
 def seeded_words(key: str, n: float) -> str:
     """About ``n`` words drawn by a generator seeded with ``key``: the same key, the same text.
 
-    A fractional ``n`` is met on average: the next whole count with the fraction's probability
-    (a word is ~6 tokens on a byte-level tokenizer, so rounding alone missed the length by up to half of that).
+    A fractional ``n`` is met on average: the next whole count with the fraction's probability (a
+    word is ~6 tokens on a byte-level tokenizer, so rounding alone missed the length by up to half
+    of that).
     """
     rng = random.Random(key)
     whole = int(n)
@@ -171,10 +172,14 @@ def request_body(
     ignore_eos: bool,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A chat or completions body; ``prompt`` is the user's text, or (chat) the whole message list of a conversation."""
+    """A chat or completions body; ``prompt`` is the user's text, or (chat) the whole message list
+    of a conversation.
+    """
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0}
     if api == "chat":
-        body["messages"] = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        body["messages"] = (
+            prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+        )
     else:
         body["prompt"] = prompt
     if stream:
@@ -187,7 +192,9 @@ def request_body(
 
 
 def calibrate(client: httpx.Client, api: str, model: str) -> Calibration:
-    """Mean tokens per listed word and the template's overhead, from the server's own prompt_tokens."""
+    """Mean tokens per listed word and the template's overhead, from the server's own
+    prompt_tokens.
+    """
     half = len(WORDS) // 2
     counts = []
     for words in (WORDS[:half], WORDS[half:], WORDS):
@@ -205,11 +212,12 @@ def calibrate(client: httpx.Client, api: str, model: str) -> Calibration:
 
 
 class PromptFactory:
-    """Prompt ``i``: the shared prefix (for ``share`` of the prompts) then words unique to ``i`` (seeded).
+    """Prompt ``i``: the shared prefix (for ``share`` of the prompts) then words unique to ``i``
+    (seeded).
 
-    The prompts that carry the prefix are spread evenly: prompt ``i`` carries it when ``(i + 1) * share``
-    passes a whole number, so any run of prompts holds the share to within one. A prompt without it has
-    unique words of the same total length instead.
+    The prompts that carry the prefix are spread evenly: prompt ``i`` carries it when ``(i + 1) *
+    share`` passes a whole number, so any run of prompts holds the share to within one. A prompt
+    without it has unique words of the same total length instead.
     """
 
     def __init__(
@@ -224,18 +232,24 @@ class PromptFactory:
         self.calibration = calibration
         self.total_words = calibration.words_for(input_tokens)
         prefix_words = (
-            min(int(self.total_words) - 1, round(shared_prefix_tokens / calibration.tokens_per_word))
+            min(
+                int(self.total_words) - 1, round(shared_prefix_tokens / calibration.tokens_per_word)
+            )
             if shared_prefix_tokens
             else 0
         )
         self.unique_words = self.total_words - prefix_words
-        self.prefix = _words(random.Random(f"prefix-{seed}"), prefix_words) + " " if prefix_words else ""
+        self.prefix = (
+            _words(random.Random(f"prefix-{seed}"), prefix_words) + " " if prefix_words else ""
+        )
 
     def carries_prefix(self, i: int) -> bool:
         return bool(self.prefix) and math.floor((i + 1) * self.share) > math.floor(i * self.share)
 
     def prompt(self, i: int, prefixed: bool | None = None) -> str:
-        """Prompt ``i``; ``prefixed`` overrides whether it opens with the prefix (a conversation's first)."""
+        """Prompt ``i``; ``prefixed`` overrides whether it opens with the prefix (a conversation's
+        first).
+        """
         if prefixed is None:
             prefixed = self.carries_prefix(i)
         if prefixed and self.prefix:
@@ -243,5 +257,9 @@ class PromptFactory:
         return seeded_words(f"{self.seed}-{i}", self.total_words)
 
     def text(self, key: str, tokens: int) -> str:
-        """Unique words of about ``tokens`` tokens with no template overhead: a later message of a conversation."""
-        return seeded_words(f"{self.seed}-{key}", max(1.0, tokens / self.calibration.tokens_per_word))
+        """Unique words of about ``tokens`` tokens with no template overhead: a later message of a
+        conversation.
+        """
+        return seeded_words(
+            f"{self.seed}-{key}", max(1.0, tokens / self.calibration.tokens_per_word)
+        )

@@ -61,7 +61,8 @@ class _Connection(asyncio.Protocol):
             return  # bytes after a cancelled request: the connection is discarded
         try:
             if not self.in_body:
-                # RFC 9112 2.2: empty lines before a status line are ignored (a chunked body's last CRLF that came late)
+                # RFC 9112 2.2: empty lines before a status line are ignored (a chunked body's last
+                # CRLF that came late)
                 self.head = (self.head + data).lstrip(b"\r\n")
                 end = self.head.find(b"\r\n\r\n")
                 if end < 0:
@@ -82,7 +83,9 @@ class _Connection(asyncio.Protocol):
             if self.in_body and self.remaining is None and not self.chunked:  # close-delimited body
                 self._finish(time.perf_counter_ns())
             else:
-                self._fail(exc or ConnectionResetError("the server closed the connection mid-response"))
+                self._fail(
+                    exc or ConnectionResetError("the server closed the connection mid-response")
+                )
 
     # --- response parsing -----------------------------------------------------
     def _parse_head(self, head: bytes) -> None:
@@ -98,7 +101,9 @@ class _Connection(asyncio.Protocol):
         self.chunked = b"chunked" in headers.get(b"transfer-encoding", b"")
         length = headers.get(b"content-length")
         self.remaining = None if self.chunked or length is None else int(length)
-        self.keep_alive = headers.get(b"connection") != b"close" and (self.chunked or length is not None)
+        self.keep_alive = headers.get(b"connection") != b"close" and (
+            self.chunked or length is not None
+        )
         if self.sink is not None:
             self.sink.trace.status = self.status
 
@@ -153,7 +158,9 @@ class _Connection(asyncio.Protocol):
     def _finish(self, now: int) -> None:
         if self.sink is not None:
             if self.status != 200:
-                self.sink.trace.error = f"HTTP {self.status}: {self.error_body[:500].decode(errors='replace')}"
+                self.sink.trace.error = (
+                    f"HTTP {self.status}: {self.error_body[:500].decode(errors='replace')}"
+                )
             self.sink.close(now)
         if self.done is not None and not self.done.done():
             self.done.set_result(None)
@@ -177,7 +184,12 @@ class _Connection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        return not self.closed and self.keep_alive and self.transport is not None and not self.transport.is_closing()
+        return (
+            not self.closed
+            and self.keep_alive
+            and self.transport is not None
+            and not self.transport.is_closing()
+        )
 
 
 class RawClient:
@@ -192,7 +204,10 @@ class RawClient:
         self.timeout = endpoint.timeout
         netloc = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
         auth = "".join(f"{name}: {value}\r\n" for name, value in endpoint.headers.items())
-        self._header = f"Host: {netloc}\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n{auth}"
+        self._header = (
+            f"Host: {netloc}\r\nContent-Type: application/json\r\nAccept: "
+            f"text/event-stream\r\n{auth}"
+        )
         self._idle: list[_Connection] = []
 
     async def _connection(self, *, fresh: bool = False) -> tuple[_Connection, bool]:
@@ -209,7 +224,8 @@ class RawClient:
         """Send one streamed request and fill ``trace``; never raises except on cancellation."""
         content = json.dumps(body).encode()
         request = (
-            f"POST {self.prefix}{path} HTTP/1.1\r\n{self._header}Content-Length: {len(content)}\r\n\r\n".encode()
+            f"POST {self.prefix}{path} HTTP/1.1\r\n{self._header}Content-Length: "
+            f"{len(content)}\r\n\r\n".encode()
             + content
         )
         sink = StreamSink(trace)
@@ -219,9 +235,10 @@ class RawClient:
             try:
                 await asyncio.wait_for(conn.start(request, sink), self.timeout)
             except OSError:
-                # A kept connection that closed before any byte of an answer was closed by the server while idle:
-                # the request never ran, so it goes once more on a fresh one. llama-server b11312 closes after every
-                # streamed answer though its headers offer keep-alive (tests/slo/test_load.py shows the loss).
+                # A kept connection that closed before any byte of an answer was closed by the
+                # server while idle: the request never ran, so it goes once more on a fresh one.
+                # llama-server b11312 closes after every streamed answer though its headers offer
+                # keep-alive (tests/slo/test_load.py shows the loss).
                 if not kept or conn.head or conn.in_body:
                     raise
                 conn, _ = await self._connection(fresh=True)

@@ -7,8 +7,8 @@ generator read the same), one JSON object per line:
 - ``timestamp``: the arrival, in ms from the trace's start (non-decreasing; equal is simultaneous);
 - ``input_length``: prompt tokens (integer >= 1);
 - ``output_length``: tokens to generate (integer >= 1);
-- ``hash_ids`` (optional): the prompt's blocks of ``block_tokens`` tokens (512 in Mooncake's traces),
-  in order; requests listing the same id at the start of theirs share that block of prompt.
+- ``hash_ids`` (optional): the prompt's blocks of ``block_tokens`` tokens (512 in Mooncake's
+  traces), in order; requests listing the same id at the start of theirs share that block of prompt.
 
 Other keys (``session_id`` ...) are ignored; blank lines are skipped. Each hash id becomes the
 same seeded words in every request that lists it, so the server's prefix cache sees the sharing
@@ -62,15 +62,22 @@ def parse_trace(text: str, source: str = "trace") -> tuple[TraceRequest, ...]:
         if not isinstance(entry, dict):
             raise TraceError(f"{where}: a trace line is a JSON object, not {type(entry).__name__}")
         stamp = entry.get("timestamp")
-        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not math.isfinite(stamp):
+        if (
+            isinstance(stamp, bool)
+            or not isinstance(stamp, (int, float))
+            or not math.isfinite(stamp)
+        ):
             raise TraceError(f"{where}: timestamp (ms) must be a number, not {stamp!r}")
         first = stamp if first is None else first
         if out and stamp - first < out[-1].offset_ms:
             raise TraceError(
-                f"{where}: timestamp {stamp:g} is before the previous line's: the trace must be in arrival order"
+                f"{where}: timestamp {stamp:g} is before the previous line's: the trace must be in "
+                "arrival order"
             )
         hash_ids = entry.get("hash_ids", [])
-        if not isinstance(hash_ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in hash_ids):
+        if not isinstance(hash_ids, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) for h in hash_ids
+        ):
             raise TraceError(f"{where}: hash_ids must be a list of integers")
         out.append(
             TraceRequest(
@@ -99,7 +106,9 @@ def read_trace(path: str | Path) -> tuple[TraceRequest, ...]:
 
 
 def gaps_ns(trace: tuple[TraceRequest, ...], speedup: float = 1.0) -> list[int]:
-    """Each request's wait after the one before (the first's after the start), the offsets divided by ``speedup``."""
+    """Each request's wait after the one before (the first's after the start), the offsets divided
+    by ``speedup``.
+    """
     offsets = [int(r.offset_ms * 1e6 / speedup) for r in trace]
     return [b - a for a, b in zip([0, *offsets], offsets)]
 
@@ -108,7 +117,10 @@ class TracePrompts:
     """Prompt text for trace requests: block ``h`` is the same words wherever it appears."""
 
     def __init__(
-        self, calibration: Calibration, block_tokens: int = MOONCAKE_BLOCK_TOKENS, seed: int | str = 0
+        self,
+        calibration: Calibration,
+        block_tokens: int = MOONCAKE_BLOCK_TOKENS,
+        seed: int | str = 0,
     ) -> None:
         self.calibration, self.seed = calibration, seed
         self.block_words = max(1.0, block_tokens / calibration.tokens_per_word)
@@ -119,6 +131,7 @@ class TracePrompts:
     def prompt(self, i: int, request: TraceRequest) -> str:
         want = max(1, round(self.calibration.words_for(request.input_length)))
         words = [w for h in request.hash_ids for w in self._block(h)][:want]
-        if len(words) < want:  # no hash_ids, or fewer blocks than the length: this request's own words
+        # no hash_ids, or fewer blocks than the length: this request's own words
+        if len(words) < want:
             words += seeded_words(f"trace-{self.seed}-{i}", want - len(words)).split()
         return " ".join(words)

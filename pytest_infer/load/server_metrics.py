@@ -1,4 +1,5 @@
-"""The server's own Prometheus metrics, scraped around a load run: a second witness beside the client.
+"""The server's own Prometheus metrics, scraped around a load run: a second witness beside the
+client.
 
 A load run scrapes ``/metrics`` three times, none inside the measured window:
 before the first (warm-up) request, once at the window's end while the cool-down
@@ -44,7 +45,8 @@ class Snapshot:
     buckets: dict[str, dict[float, float]] = field(
         default_factory=dict
     )  # histogram base name -> le -> cumulative count
-    types: dict[str, str] = field(default_factory=dict)  # sample name -> its family's type ("counter", "gauge", ...)
+    # sample name -> its family's type ("counter", "gauge", ...)
+    types: dict[str, str] = field(default_factory=dict)
 
     def value(self, name: str | None) -> float | None:
         return None if name is None else self.values.get(name)
@@ -82,7 +84,9 @@ def scrape(endpoint: Endpoint, path: str) -> Snapshot:
 
 @dataclass(slots=True)
 class Histogram:
-    """The increase of one histogram between two scrapes: cumulative counts per upper bound (seconds)."""
+    """The increase of one histogram between two scrapes: cumulative counts per upper bound
+    (seconds).
+    """
 
     bounds: list[float]  # ascending, +Inf last
     cumulative: list[float]
@@ -90,7 +94,9 @@ class Histogram:
     sum_s: float
 
     def at_or_below(self, bound_s: float) -> float:
-        """How many observations the histogram puts at or below ``bound_s`` (one of its bounds, or below it)."""
+        """How many observations the histogram puts at or below ``bound_s`` (one of its bounds, or
+        below it).
+        """
         i = bisect_left(self.bounds, bound_s)
         if i < len(self.bounds) and self.bounds[i] == bound_s:
             return self.cumulative[i]
@@ -99,8 +105,9 @@ class Histogram:
     def quantile_bound_ms(self, q: float) -> float | None:
         """The bound of the bucket that holds the q-th percentile: the percentile is at most this.
 
-        No interpolation (Prometheus' ``histogram_quantile`` interpolates linearly, which in a coarse
-        first bucket reports 150 ms for queue times of microseconds); None past the last finite bound.
+        No interpolation (Prometheus' ``histogram_quantile`` interpolates linearly, which in a
+        coarse first bucket reports 150 ms for queue times of microseconds); None past the last
+        finite bound.
         """
         if self.count <= 0:
             return None
@@ -117,7 +124,10 @@ class Histogram:
             "p50_at_most_ms": self.quantile_bound_ms(50),
             "p90_at_most_ms": self.quantile_bound_ms(90),
             "p99_at_most_ms": self.quantile_bound_ms(99),
-            "buckets": {("+Inf" if math.isinf(b) else f"{b:g}"): int(c) for b, c in zip(self.bounds, self.cumulative)},
+            "buckets": {
+                ("+Inf" if math.isinf(b) else f"{b:g}"): int(c)
+                for b, c in zip(self.bounds, self.cumulative)
+            },
         }
 
 
@@ -151,7 +161,8 @@ class ServerFigures:
     under_load: dict[str, float | None] = field(
         default_factory=dict
     )  # gauges at the window's end (cool-down still running)
-    counted: dict[str, float] = field(default_factory=dict)  # the increase of each counter ``names.figures`` names
+    # the increase of each counter ``names.figures`` names
+    counted: dict[str, float] = field(default_factory=dict)
     span_s: float = 0.0
     error: str | None = None
 
@@ -170,7 +181,9 @@ class ServerFigures:
             if value is not None:
                 out[key] = int(round(value))
         if self.prefix_cache_queries:
-            out["prefix_cache_hit_rate"] = round((self.prefix_cache_hits or 0.0) / self.prefix_cache_queries, 4)
+            out["prefix_cache_hit_rate"] = round(
+                (self.prefix_cache_hits or 0.0) / self.prefix_cache_queries, 4
+            )
         for key in ("ttft", "itl", "queue"):
             hist = getattr(self, key)
             if hist is not None:
@@ -187,7 +200,14 @@ class ServerFigures:
         return {name: found[name] for name in self.names.figures if name in found}
 
 
-COUNTERS = ("requests", "prompt_tokens", "output_tokens", "prefix_cache_hits", "prefix_cache_queries", "preemptions")
+COUNTERS = (
+    "requests",
+    "prompt_tokens",
+    "output_tokens",
+    "prefix_cache_hits",
+    "prefix_cache_queries",
+    "preemptions",
+)
 GAUGES = ("kv_cache_usage", "running", "waiting")
 
 
@@ -200,7 +220,10 @@ def figures_between(
         new, old = after.value(name), before.value(name)
         if new is not None:
             if new < (old or 0.0):
-                out.error = f"{name} went down between the scrapes ({old:g} -> {new:g}): the server restarted"
+                out.error = (
+                    f"{name} went down between the scrapes ({old:g} -> {new:g}): the "
+                    "server restarted"
+                )
                 return out
             setattr(out, key, new - (old or 0.0))
     out.ttft = histogram_delta(before, after, names.ttft)
@@ -218,7 +241,9 @@ def figures_between(
 
 
 class ServerWatch:
-    """The scrapes of one load run. Every method is blocking (run it off the event loop) and never raises."""
+    """The scrapes of one load run. Every method is blocking (run it off the event loop) and never
+    raises.
+    """
 
     def __init__(self, endpoint: Endpoint, names: ServerMetricNames) -> None:
         self.endpoint, self.names = endpoint, names
@@ -257,7 +282,8 @@ class ServerWatch:
             done = self.after.value(self.names.requests)
             running = self.after.value(self.names.running)
             settled = (
-                done is None or done - (self.before.value(self.names.requests) or 0.0) >= requests_sent
+                done is None
+                or done - (self.before.value(self.names.requests) or 0.0) >= requests_sent
             ) and not running
             if settled:
                 return

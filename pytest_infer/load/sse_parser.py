@@ -66,7 +66,9 @@ def chunk_output(chunk: dict[str, Any]) -> int:
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta")
         if delta is not None:
-            carried = delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            carried = (
+                delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+            )
             if not carried:
                 for call in delta.get("tool_calls") or ():
                     if (call.get("function") or {}).get("arguments"):

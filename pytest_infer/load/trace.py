@@ -39,7 +39,12 @@ class RequestTrace:
 
     @property
     def ok(self) -> bool:
-        return self.status == 200 and self.error is None and not self.cancelled and self.end_ns is not None
+        return (
+            self.status == 200
+            and self.error is None
+            and not self.cancelled
+            and self.end_ns is not None
+        )
 
     @property
     def client_tokens(self) -> int:

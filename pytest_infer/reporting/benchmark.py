@@ -1,5 +1,5 @@
-"""The suites' measured figures in pytest-benchmark's JSON format, for ``pytest-benchmark compare`` and CI
-benchmark trackers.
+"""The suites' measured figures in pytest-benchmark's JSON format, for ``pytest-benchmark compare``
+and CI benchmark trackers.
 
 pytest-benchmark stores times in seconds, lower is better, and derives ``ops``
 (per second, higher is better) from them; trackers such as

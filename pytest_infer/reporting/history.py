@@ -1,11 +1,12 @@
 """Vendor regression tracking: the upgrade gate run along a framework's release line.
 
 Versions of a framework, oldest first; each sound version is compared with the sound one before it
-by the comparison the gate makes (check outcomes, then each suite's table under its settings: keyword
-shares, SLO figures with their significance tests), so a timing figure is marked changed only where the
-change is significant. A version whose run was cut short or whose server never started is listed as such
-and compared with nothing. Each subject's events along the line show a regression a later release fixed,
-and a fix that regressed again. Figures the suites mark as trends are drawn across versions.
+by the comparison the gate makes (check outcomes, then each suite's table under its settings:
+keyword shares, SLO figures with their significance tests), so a timing figure is marked changed
+only where the change is significant. A version whose run was cut short or whose server never
+started is listed as such and compared with nothing. Each subject's events along the line show a
+regression a later release fixed, and a fix that regressed again. Figures the suites mark as trends
+are drawn across versions.
 """
 
 from __future__ import annotations
@@ -21,8 +22,15 @@ from ..table import Cell, Finding, Measured
 from . import plots
 from .html import _e, _table, drawn, page
 
-MARKS = {"regression": "REGRESSED", "missing": "MISSING", "improvement": "fixed", "change": "changed", "noise": "noise"}
-MAX_MARKDOWN = 60_000  # under GitHub's 65,536-character limit for a comment, with room for a link line
+MARKS = {
+    "regression": "REGRESSED",
+    "missing": "MISSING",
+    "improvement": "fixed",
+    "change": "changed",
+    "noise": "noise",
+}
+# under GitHub's 65,536-character limit for a comment, with room for a link line
+MAX_MARKDOWN = 60_000
 
 
 @dataclass(slots=True)
@@ -40,7 +48,9 @@ class VersionRun:
 
 @dataclass(slots=True)
 class Step:
-    """One comparison between consecutive sound versions (and the unsound ones skipped between them)."""
+    """One comparison between consecutive sound versions (and the unsound ones skipped between
+    them).
+    """
 
     framework: str
     before: str
@@ -57,9 +67,11 @@ class Step:
 class History:
     versions: dict[str, list[VersionRun]]
     steps: list[Step]
-    # per framework: every row (check, keyword, SLO figure, field) whose value differs between its sound versions
+    # per framework: every row (check, keyword, SLO figure, field) whose value differs between its
+    # sound versions
     table: dict[str, list[tuple[str, str, list[Cell]]]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)  # how each suite's figures were judged (Measured.history_note)
+    # how each suite's figures were judged (Measured.history_note)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def timing(self) -> str:
@@ -74,20 +86,26 @@ class History:
         return out
 
     def returns(self) -> list[tuple[str, str, str, list[str]]]:
-        """Subjects that moved more than once, each with its marks: regressions fixed and regressed again."""
+        """Subjects that moved more than once, each with its marks: regressions fixed and regressed
+        again.
+        """
         return [
-            (*key, [f"{MARKS[f.kind]} in {v}" for v, f in evs]) for key, evs in self.events().items() if len(evs) > 1
+            (*key, [f"{MARKS[f.kind]} in {v}" for v, f in evs])
+            for key, evs in self.events().items()
+            if len(evs) > 1
         ]
 
 
 def run_state(results: SessionResults, target: str) -> str:
-    """Whether a version's run can be compared: its session ended normally and judged the server (the gate's
-    ``not_judged``: a version whose server never became ready, or whose file holds no tests, is not a sound step)."""
+    """Whether a version's run can be compared: its session ended normally and judged the server
+    (the gate's ``not_judged``: a version whose server never became ready, or whose file holds no
+    tests, is not a sound step)."""
     run = results.environment.get("run") or {}
     status = run.get("exitstatus")
     if status not in (None, 0, 1):
         return (
-            f"cut short: pytest exited {status} ({run.get('ran', '?')} of {run.get('collected', '?')} tests recorded)"
+            f"cut short: pytest exited {status} ({run.get('ran', '?')} of "
+            f"{run.get('collected', '?')} tests recorded)"
         )
     if why := not_judged(results, target):
         return f"invalid: judged nothing: {why}"
@@ -97,10 +115,12 @@ def run_state(results: SessionResults, target: str) -> str:
 def build_history(
     parts: list[tuple[str, SessionResults]], settings: Mapping[str, Any] | None = None
 ) -> tuple[SessionResults, History]:
-    """Merge one results file per version (``(source, results)``) and compare each sound version with the sound one
-    before it, each suite's table under its ``settings`` (by suite name, as the gate takes them)."""
+    """Merge one results file per version (``(source, results)``) and compare each sound version
+    with the sound one before it, each suite's table under its ``settings`` (by suite name, as the
+    gate takes them)."""
     settings = dict(settings or {})
-    merged = combine(parts)  # renames targets that share an id (``vllm`` in every file) in the parts too
+    # renames targets that share an id (``vllm`` in every file) in the parts too
+    merged = combine(parts)
     states = {tid: run_state(part, tid) for _, part in parts for tid in part.targets}
     views = build_views(merged)
     by_framework: dict[str, list[VersionRun]] = {}
@@ -119,38 +139,53 @@ def build_history(
                 skipped.append(v.version)
                 continue
             if before is not None:
-                result = compare(merged, merged, settings, pairs={before.target: v.target}, exclusive=True)
+                result = compare(
+                    merged, merged, settings, pairs={before.target: v.target}, exclusive=True
+                )
                 _failing_side_reproducers(result, views.checks, before.target)
                 steps.append(Step(framework, before.version, v.version, result, skipped))
             before, skipped = v, []
     notes = [
         note
         for name, suite in merged.suites.items()
-        if issubclass(table := suite.table_type(), Measured) and (note := table.history_note(settings.get(name)))
+        if issubclass(table := suite.table_type(), Measured)
+        and (note := table.history_note(settings.get(name)))
     ]
     return merged, History(by_framework, steps, _changing_rows(views, by_framework), notes)
 
 
-def _failing_side_reproducers(result: GateResult, matrix: dict[str, dict[str, CheckCell]], before: str) -> None:
-    """A check that was fixed has its reproducer on the side that failed: the change is shown by rerunning it there."""
+def _failing_side_reproducers(
+    result: GateResult, matrix: dict[str, dict[str, CheckCell]], before: str
+) -> None:
+    """A check that was fixed has its reproducer on the side that failed: the change is shown by
+    rerunning it there.
+    """
     for f in result.findings:
-        if f.area == "check" and not f.reproducer and (cell := matrix.get(f.subject, {}).get(before)) is not None:
+        if (
+            f.area == "check"
+            and not f.reproducer
+            and (cell := matrix.get(f.subject, {}).get(before)) is not None
+        ):
             f.reproducer = cell.reproducer
 
 
-def _changing_rows(views: Views, versions: dict[str, list[VersionRun]]) -> dict[str, list[tuple[str, str, list[Cell]]]]:
-    """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the same in every
-    version.
+def _changing_rows(
+    views: Views, versions: dict[str, list[VersionRun]]
+) -> dict[str, list[tuple[str, str, list[Cell]]]]:
+    """``{framework: [(area, row, [cell text per sound version])]}`` for rows whose text is not the
+    same in every version.
 
-    Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance tests: every
-    measured figure differs a little between two runs."""
+    Figures drawn as trends (SLO load points) are left to their plots and to the steps' significance
+    tests: every measured figure differs a little between two runs."""
     out: dict[str, list[tuple[str, str, list[Cell]]]] = {}
     for framework, listed in versions.items():
         ids = [v.target for v in listed if v.sound]
         for section in views.sections:
             for row, cells in section.rows.items():
                 if row in section.trends or all(c.value is not None for c in cells.values()):
-                    continue  # a measured figure: judged by the steps' significance tests and drawn as a trend
+                    # a measured figure: judged by the steps' significance tests and drawn as a
+                    # trend
+                    continue
                 shown = [cells.get(t, Cell("-")) for t in ids]
                 if len({c.text for c in shown}) > 1:
                     out.setdefault(framework, []).append((section.heading, row, shown))
@@ -162,19 +197,24 @@ def _cell(value: object) -> str:
 
 
 def _finding(f: Finding) -> str:
-    return f"[{f.area}] {f.subject}: {f.before} -> {f.after}" + (f" ({f.detail})" if f.detail else "")
+    return f"[{f.area}] {f.subject}: {f.before} -> {f.after}" + (
+        f" ({f.detail})" if f.detail else ""
+    )
 
 
 def terminal_lines(history: History) -> list[str]:
     lines = []
     for framework, versions in history.versions.items():
         lines.append(
-            f"{framework}: " + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions)
+            f"{framework}: "
+            + ", ".join(v.version if v.sound else f"{v.version} ({v.state})" for v in versions)
         )
     lines.append(history.timing)
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
-        lines.append(f"{step.framework} {step.before} -> {step.after}{skipped}: {step.result.verdict}")
+        lines.append(
+            f"{step.framework} {step.before} -> {step.after}{skipped}: {step.result.verdict}"
+        )
         lines += [f"  {MARKS[f.kind]}: {_finding(f)}" for f in step.findings]
     for framework, area, subject, marks in history.returns():
         lines.append(f"moved more than once: {framework} [{area}] {subject}: {', '.join(marks)}")
@@ -182,15 +222,16 @@ def terminal_lines(history: History) -> list[str]:
 
 
 def render_markdown(history: History, title: str, link: str = "") -> str:
-    """The history for a step summary: versions, each step's verdict and findings, then subjects that moved back and
-    forth."""
+    """The history for a step summary: versions, each step's verdict and findings, then subjects
+    that moved back and forth."""
     out = [f"## {title}", "", history.timing + ".", ""]
     out += ["| framework | version | run | outcomes |", "|---|---|---|---|"]
     for versions in history.versions.values():
         for v in versions:
             counts = ", ".join(f"{n} {k}" for k, n in sorted(v.counts.items()))
             out.append(
-                f"| {v.framework} | {v.version} | {'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |"
+                f"| {v.framework} | {v.version} | "
+                f"{'ok' if v.sound else '**' + _cell(v.state) + '**'} | {counts} |"
             )
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
@@ -208,13 +249,19 @@ def render_markdown(history: History, title: str, link: str = "") -> str:
     returns = history.returns()
     if returns:
         out += ["", "### Moved more than once", ""] + [
-            f"- {fw} [{area}] `{subject}`: {', '.join(marks)}" for fw, area, subject, marks in returns
+            f"- {fw} [{area}] `{subject}`: {', '.join(marks)}"
+            for fw, area, subject, marks in returns
         ]
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)})" if step.skipped else ""
-        out += ["", f"### {step.framework} {step.before} → {step.after}{skipped}: {step.result.verdict}", ""]
         out += [
-            f"- **{MARKS[f.kind]}** {_cell(_finding(f))}" + (f"\n  `{_cell(f.reproducer)}`" if f.reproducer else "")
+            "",
+            f"### {step.framework} {step.before} → {step.after}{skipped}: {step.result.verdict}",
+            "",
+        ]
+        out += [
+            f"- **{MARKS[f.kind]}** {_cell(_finding(f))}"
+            + (f"\n  `{_cell(f.reproducer)}`" if f.reproducer else "")
             for f in step.findings
         ] or ["- no change"]
     text = "\n".join(out) + "\n"
@@ -230,8 +277,8 @@ def render_markdown(history: History, title: str, link: str = "") -> str:
 
 
 def trend_figures(results: SessionResults, history: History) -> list[tuple[str, str]]:
-    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load point); sound
-    versions only."""
+    """``[(title, svg)]``: per framework, one figure per trend (a metric), a line per series (a load
+    point); sound versions only."""
     views = build_views(results)
     figures = []
     for framework, versions in history.versions.items():
@@ -244,7 +291,9 @@ def trend_figures(results: SessionResults, history: History) -> list[tuple[str, 
             for row, (figure, line) in section.trends.items():
                 for tid, cell in section.rows.get(row, {}).items():
                     if tid in ids and cell.value is not None:
-                        grouped.setdefault(figure, {}).setdefault(line, [None] * len(ids))[ids.index(tid)] = cell.value
+                        grouped.setdefault(figure, {}).setdefault(line, [None] * len(ids))[
+                            ids.index(tid)
+                        ] = cell.value
         figures += [
             (f"{framework}: {figure}", plots.trend([v.version for v in sound], series, figure))
             for figure, series in grouped.items()
@@ -252,13 +301,20 @@ def trend_figures(results: SessionResults, history: History) -> list[tuple[str, 
     return figures
 
 
-def render_history(results: SessionResults, history: History, title: str = "pytest-infer history") -> str:
-    body = f"<p>{_e(history.timing)}.</p><h2>Versions</h2>" + _table(["framework", "version", "run", "outcomes"], [
-        f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td>"
-        f"<td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
-        f"<td>{_e(', '.join(f'{n} {k}' for k, n in sorted(v.counts.items())))}</td></tr>"
-        for versions in history.versions.values() for v in versions
-    ], "versions")  # fmt: skip
+def render_history(
+    results: SessionResults, history: History, title: str = "pytest-infer history"
+) -> str:
+    body = f"<p>{_e(history.timing)}.</p><h2>Versions</h2>" + _table(
+        ["framework", "version", "run", "outcomes"],
+        [
+            f"<tr><td>{_e(v.framework)}</td><td>{_e(v.version)}</td>"
+            f"<td{'' if v.sound else ' class=fail'}>{_e(v.state)}</td>"
+            f"<td>{_e(', '.join(f'{n} {k}' for k, n in sorted(v.counts.items())))}</td></tr>"
+            for versions in history.versions.values()
+            for v in versions
+        ],
+        "versions",
+    )
     for framework, changing in history.table.items():
         columns = [v.version for v in history.versions[framework] if v.sound]
         cells = [
@@ -272,10 +328,15 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
         )
     returns = history.returns()
     if returns:
-        body += "<h2>Moved more than once</h2>" + _table(["framework", "area", "subject", "along the releases"], [
-            f"<tr><td>{_e(fw)}</td><td>{_e(area)}</td><td>{_e(subject)}</td><td>{_e(', '.join(marks))}</td></tr>"
-            for fw, area, subject, marks in returns
-        ], "returns")  # fmt: skip
+        body += "<h2>Moved more than once</h2>" + _table(
+            ["framework", "area", "subject", "along the releases"],
+            [
+                f"<tr><td>{_e(fw)}</td><td>{_e(area)}</td><td>{_e(subject)}</td>"
+                f"<td>{_e(', '.join(marks))}</td></tr>"
+                for fw, area, subject, marks in returns
+            ],
+            "returns",
+        )
     body += "<h2>Release by release</h2>"
     for step in history.steps:
         skipped = f" (skipping {', '.join(step.skipped)}: not comparable)" if step.skipped else ""
@@ -290,7 +351,9 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
         ]
         body += (
             _table(
-                ["what", "area", "subject", "before", "after", "detail", "reproducer"], rows, f"step-{_e(step.after)}"
+                ["what", "area", "subject", "before", "after", "detail", "reproducer"],
+                rows,
+                f"step-{_e(step.after)}",
             )
             if rows
             else "<p>No change.</p>"
@@ -298,9 +361,15 @@ def render_history(results: SessionResults, history: History, title: str = "pyte
     figures, skipped = drawn(lambda: trend_figures(results, history))
     body += (
         '<h2>Trends</h2><div class="plots">'
-        + "".join(f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures)
+        + "".join(
+            f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>'
+            for t, svg in figures
+        )
         + f"</div>{skipped}"
     )
     if not figures and not skipped:
-        body += "<p>No suite recorded figures to draw as trends for two or more sound versions of one framework.</p>"
+        body += (
+            "<p>No suite recorded figures to draw as trends for two or more sound versions of "
+            "one framework.</p>"
+        )
     return page(title, body)

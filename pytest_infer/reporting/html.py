@@ -1,5 +1,5 @@
-"""A self-contained HTML report: the verdict, the findings by root cause, the figures against their limits,
-then the matrix, the gate's list and the plots, in one file that renders offline.
+"""A self-contained HTML report: the verdict, the findings by root cause, the figures against their
+limits, then the matrix, the gate's list and the plots, in one file that renders offline.
 
 No scripts, no external style sheets or fonts: figures are inline SVG, the style
 is inline CSS, folds are ``<details>``, and every value from the results is escaped.
@@ -27,7 +27,8 @@ th{background:#f3f3f3}
 .pass{background:#c8e6c9}.fail{background:#ffcdd2}.none{background:#eceff1}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}svg{max-width:100%;height:auto}
 pre{background:#f7f7f7;padding:.5em;white-space:pre-wrap;font-size:.8em}details{margin:.2em 0}
-#findings li{margin:.3em 0}.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;
+#findings li{margin:.3em 0}
+.sev{display:inline-block;min-width:4.5em;text-align:center;border-radius:3px;font-size:.8em;
 padding:0 .3em;margin-right:.4em}
 .sev.critical{background:#c62828;color:#fff}.sev.major{background:#ffcdd2}.sev.minor{background:#fff8e1}
 .where,.ref{color:#555;font-size:.9em}
@@ -63,8 +64,12 @@ def _table(header: list[str], rows: list[str], id_: str) -> str:
     )
 
 
-def _section(section: Section, views: Views, id_: str, checks: bool = False, title: str = "") -> str:
-    """A section as a table (a check cell's message is its tooltip: the findings show failures in full)."""
+def _section(
+    section: Section, views: Views, id_: str, checks: bool = False, title: str = ""
+) -> str:
+    """A section as a table (a check cell's message is its tooltip: the findings show failures in
+    full).
+    """
     rows = []
     for row, cells in section.rows.items():
         tds = []
@@ -74,9 +79,14 @@ def _section(section: Section, views: Views, id_: str, checks: bool = False, tit
                 tds.append("<td>-</td>")
                 continue
             small = f" <small>{_e(cell.detail[:300])}</small>" if cell.detail and not checks else ""
-            tds.append(f'<td class="{_e(cell.css)}" title="{_e(cell.detail[:500])}">{_e(cell.text)}{small}</td>')
+            tds.append(
+                f'<td class="{_e(cell.css)}" '
+                f'title="{_e(cell.detail[:500])}">{_e(cell.text)}{small}</td>'
+            )
         rows.append(f"<tr><td>{_e(row)}</td>{''.join(tds)}</tr>")
-    return f"<h2>{_e(title or section.title)}</h2>" + _table([section.heading, *views.labels], rows, id_)
+    return f"<h2>{_e(title or section.title)}</h2>" + _table(
+        [section.heading, *views.labels], rows, id_
+    )
 
 
 def _checks(views: Views) -> str:
@@ -87,7 +97,8 @@ def _checks(views: Views) -> str:
     shown = (
         _section(notable, views, "matrix-notable", checks=True, title="Checks: failed or differing")
         if notable.rows
-        else "<h2>Checks</h2><p>Every check had the same outcome on every target, and none failed.</p>"
+        else "<h2>Checks</h2><p>Every check had the same outcome on every target, and none "
+        "failed.</p>"
     )
     full = views.sections[0]
     return (
@@ -99,11 +110,16 @@ def _checks(views: Views) -> str:
 
 
 def _evidence(views: Views) -> str:
-    """What each pass judged, one row per passed cell, behind a fold: a pass is read by what it saw."""
+    """What each pass judged, one row per passed cell, behind a fold: a pass is read by what it
+    saw.
+    """
     found = views.evidence()
     if not found:
         return ""
-    rows = [f"<tr><td>{_e(row)}</td><td>{_e(label)}</td><td>{_e(text)}</td></tr>" for row, label, text in found]
+    rows = [
+        f"<tr><td>{_e(row)}</td><td>{_e(label)}</td><td>{_e(text)}</td></tr>"
+        for row, label, text in found
+    ]
     return (
         f"<details><summary>What each pass judged ({len(found)} passes)</summary>"
         + _table(["check", "target", "evidence"], rows, "evidence")
@@ -112,13 +128,16 @@ def _evidence(views: Views) -> str:
 
 
 def _gate_verdict(gate) -> str:
-    """The gate's verdict, what it compared, its warnings and its regressions: the top of the verdict block."""
+    """The gate's verdict, what it compared, its warnings and its regressions: the top of the
+    verdict block.
+    """
     if gate is None:
         return ""
     css = "fail" if gate.failed else "none" if gate.incomplete else "pass"
     pairs = ", ".join(gate.pair_labels or [f"{b} -> {c}" for b, c in gate.pairs])
     regressions = "".join(
-        f"<li>{_e(f.kind)}: {_e(f.line())}</li>" for f in (*gate.of("regression"), *gate.of("missing"))
+        f"<li>{_e(f.kind)}: {_e(f.line())}</li>"
+        for f in (*gate.of("regression"), *gate.of("missing"))
     )
     return (
         f'<p id="verdict" class="verdict {css}">{_e(gate.verdict)}</p><p>Upgrade gate. Compared:'
@@ -130,7 +149,9 @@ def _gate_verdict(gate) -> str:
 
 
 def _verdict(views: Views, gate) -> str:
-    """The answer first: the gate's verdict, then one row per suite with each target's counts of each outcome."""
+    """The answer first: the gate's verdict, then one row per suite with each target's counts of
+    each outcome.
+    """
     cells: dict[str, dict[str, str]] = {}
     for target, suite, counts in views.verdict_rows():
         problem = any(counts.get(o) for o in PROBLEMS)
@@ -140,24 +161,37 @@ def _verdict(views: Views, gate) -> str:
         f"<tr><td>{_e(suite)}</td>{''.join(row.get(t, '<td>-</td>') for t in views.ids)}</tr>"
         for suite, row in cells.items()
     ]
-    table = _table(["suite", *views.labels], body, "verdict-counts") if body else "<p>No tests were recorded.</p>"
+    table = (
+        _table(["suite", *views.labels], body, "verdict-counts")
+        if body
+        else "<p>No tests were recorded.</p>"
+    )
     return f'<section id="verdict-block"><h2>Verdict</h2>{_gate_verdict(gate)}{table}</section>'
 
 
 def _finding(problem: Problem) -> str:
     cause = problem.cause
     n = len(problem.places)
-    ref = f' <span class="ref">Known upstream: {_e(cause.reference)}.</span>' if cause.reference else ""
+    ref = (
+        f' <span class="ref">Known upstream: {_e(cause.reference)}.</span>'
+        if cause.reference
+        else ""
+    )
     fold = f"<pre>{_e(problem.brief()[:4000])}</pre>" if problem.message else ""
     if problem.reproducer:
         fold += f"<p>Reproduce:</p><pre>{_e(problem.reproducer)}</pre>"
     if problem.server_log:
         fold += f"<p>Server log while it ran:</p><pre>{_e(problem.server_log[-4000:])}</pre>"
-    fold = f"<details><summary>message, reproducer, server log</summary>{fold}</details>" if fold else ""
+    fold = (
+        f"<details><summary>message, reproducer, server log</summary>{fold}</details>"
+        if fold
+        else ""
+    )
     return (
-        '<li><span class="sev'
-        f' {_e(cause.severity)}">{_e(cause.severity)}</span><strong>{_e(cause.title[:400])}</strong> <span'
-        f' class="where">{n} place{"s" if n > 1 else ""}: {_e(problem.where())}</span>{ref}{fold}</li>'
+        f'<li><span class="sev {_e(cause.severity)}">{_e(cause.severity)}</span>'
+        f"<strong>{_e(cause.title[:400])}</strong> "
+        f'<span class="where">{n} place{"s" if n > 1 else ""}: '
+        f"{_e(problem.where())}</span>{ref}{fold}</li>"
     )
 
 
@@ -166,7 +200,8 @@ def _findings(views: Views) -> str:
         return '<h2 id="findings-heading">Findings</h2><p id="findings">Nothing failed.</p>'
     failed = sum(len(p.tests) for p in views.problems)
     return (
-        f'<h2 id="findings-heading">Findings: {len(views.problems)} root causes of {failed} failed tests</h2>'
+        f'<h2 id="findings-heading">Findings: {len(views.problems)} root causes of {failed} failed '
+        "tests</h2>"
         f'<ol id="findings">{"".join(map(_finding, views.problems))}</ol>'
     )
 
@@ -176,19 +211,25 @@ def _limits(views: Views) -> str:
     if not views.limits:
         return ""
     invalid = "".join(
-        f"<p><strong>{_e(views.label(lim.target))} {_e(lim.title)}: invalid measurement</strong>: {_e(lim.invalid)}</p>"
+        f"<p><strong>{_e(views.label(lim.target))} {_e(lim.title)}: invalid measurement</strong>: "
+        f"{_e(lim.invalid)}</p>"
         for lim in views.limits
         if lim.invalid
     )
     rows = [
-        f"<tr><td>{_e(views.label(lim.target))}</td><td>{_e(lim.title)}</td><td"
-        f' class="{_e(VERDICT_CSS.get(lim.verdict, ""))}">{_e(lim.verdict)}</td><td>{_e(m)}</td><td>{_e(limit)}</td><td'
-        f' class="{_e(css)}">{_e(measured)}</td><td>{_e(margin)}</td></tr>'
+        f"<tr><td>{_e(views.label(lim.target))}</td><td>{_e(lim.title)}</td>"
+        f'<td class="{_e(VERDICT_CSS.get(lim.verdict, ""))}">{_e(lim.verdict)}</td>'
+        f"<td>{_e(m)}</td><td>{_e(limit)}</td>"
+        f'<td class="{_e(css)}">{_e(measured)}</td><td>{_e(margin)}</td></tr>'
         for lim in views.limits
         for m, limit, measured, margin, css in lim.rows
     ]
     table = (
-        _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows, "limits") if rows else ""
+        _table(
+            ["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows, "limits"
+        )
+        if rows
+        else ""
     )
     names = list(dict.fromkeys(k for lim in views.limits for k in lim.figures))
     every = [
@@ -235,7 +276,9 @@ Figure = TypeVar("Figure")  # (title, svg): optional or not
 
 
 def drawn(figures: Callable[[], list[Figure]]) -> tuple[list[Figure], str]:
-    """The figures, or none and a note naming the extra that draws them: a report without plots is still a report."""
+    """The figures, or none and a note naming the extra that draws them: a report without plots is
+    still a report.
+    """
     try:
         return figures(), ""
     except MissingExtra as exc:
@@ -244,16 +287,24 @@ def drawn(figures: Callable[[], list[Figure]]) -> tuple[list[Figure], str]:
 
 def _plots(results: SessionResults, views: Views) -> str:
     figures, skipped = drawn(
-        lambda: [figure for table in results.tables.values() for figure in table.figures(views.label)]
+        lambda: [
+            figure for table in results.tables.values() for figure in table.figures(views.label)
+        ]
     )
     if skipped:
         return f"<h2>Plots</h2>{skipped}"
     if not figures:
         return ""
-    shown = [f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>' for t, svg in figures if svg]
+    shown = [
+        f'<figure class="plot"><figcaption>{_e(t)}</figcaption>{svg}</figure>'
+        for t, svg in figures
+        if svg
+    ]
     missing = [t for t, svg in figures if not svg]
     note = (
-        f"<p>Nothing to plot for: {_e(', '.join(missing))} (no such figures in these results).</p>" if missing else ""
+        f"<p>Nothing to plot for: {_e(', '.join(missing))} (no such figures in these results).</p>"
+        if missing
+        else ""
     )
     return f'<h2>Plots</h2><div class="plots">{"".join(shown)}</div>{note}'
 
@@ -266,13 +317,17 @@ def page(title: str, body: str) -> str:
 
 
 def render_html(
-    results: SessionResults, gate=None, title: str = "pytest-infer report", views: Views | None = None
+    results: SessionResults,
+    gate=None,
+    title: str = "pytest-infer report",
+    views: Views | None = None,
 ) -> str:
     views = views or build_views(results)
     targets = _table(
         ["target", "framework", "version", "model", *views.variants, "state", "tests"],
         [
-            f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td><td>{_e(t.version or 'unknown')}</td>"
+            f"<tr><td>{_e(t.id)}</td><td>{_e(t.framework)}</td>"
+            f"<td>{_e(t.version or 'unknown')}</td>"
             f"<td>{_e(t.model)}</td>"
             + "".join(f"<td>{_e(t.variant.get(v, '-'))}</td>" for v in views.variants)
             + f"<td>{_e(target_state(t))}</td>"
@@ -281,7 +336,8 @@ def render_html(
         ],
         "targets",
     )
-    env = f"<details><summary>Environment</summary><pre>{_e(json.dumps(results.environment, indent=1))}</pre></details>"
+    environment = _e(json.dumps(results.environment, indent=1))
+    env = f"<details><summary>Environment</summary><pre>{environment}</pre></details>"
     suites = "".join(_section(s, views, s.suite) for s in views.suite_sections if s.rows)
     return page(
         title,

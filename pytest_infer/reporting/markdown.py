@@ -18,7 +18,8 @@ from .terminal import target_state, verdict_counts
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 MAX_DETAIL = 200
-# GitHub's limit on a pull-request comment (a step summary may hold 1 MiB): the summary stays under it.
+# GitHub's limit on a pull-request comment (a step summary may hold 1 MiB): the summary stays under
+# it.
 MAX_CHARS = 65536
 MAX_MESSAGE = 1500
 NOTE_ROOM = 800  # kept free for the truncation note and its link
@@ -44,12 +45,19 @@ def _text(cell: Cell, checks: bool) -> str:
     return f"{cell.text} ({cell.detail[:MAX_DETAIL]})" if cell.detail else cell.text
 
 
-def section_lines(section: Section, views: Views, checks: bool = False, title: str = "") -> list[str]:
+def section_lines(
+    section: Section, views: Views, checks: bool = False, title: str = ""
+) -> list[str]:
     rows = [
         [row, *(_text(cells[t], checks) if t in cells else "-" for t in views.ids)]
         for row, cells in section.rows.items()
     ]
-    return ["", f"### {title or section.title}", "", *_table([section.heading, *views.labels], rows)]
+    return [
+        "",
+        f"### {title or section.title}",
+        "",
+        *_table([section.heading, *views.labels], rows),
+    ]
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -58,7 +66,9 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def verdict_units(views: Views, gate) -> list[str]:
-    """The gate's verdict with its regressions, then one row per suite with each target's counts of each outcome."""
+    """The gate's verdict with its regressions, then one row per suite with each target's counts of
+    each outcome.
+    """
     units = ["", "### Verdict", ""]
     if gate is not None:
         units += [f"**Upgrade gate: {gate.verdict}**", ""]
@@ -79,12 +89,17 @@ def finding_head(n: int, problem: Problem) -> str:
     """One root cause in one line: severity, what, where (count and places), upstream reference."""
     cause = problem.cause
     ref = f" Known upstream: {cause.reference}." if cause.reference else ""
-    places = f"{len(problem.places)} place{'s' if len(problem.places) > 1 else ''}: {_cell(problem.where())}"
+    places = (
+        f"{len(problem.places)} place{'s' if len(problem.places) > 1 else ''}: "
+        f"{_cell(problem.where())}"
+    )
     return f"{n}. **[{cause.severity}]** {_cell(cause.title[:300])} ({places}).{ref}"
 
 
 def finding_fold(problem: Problem, room: int = MAX_MESSAGE) -> str:
-    """Its message, reproducer and server log behind a fold, each cut to ``room`` characters ("" if nothing to show)."""
+    """Its message, reproducer and server log behind a fold, each cut to ``room`` characters ("" if
+    nothing to show).
+    """
     fold = [_fence(problem.brief()[:room])] if problem.message else []
     if problem.reproducer:
         fold += ["Reproduce:", _fence(problem.reproducer[:room], "sh")]
@@ -93,12 +108,16 @@ def finding_fold(problem: Problem, room: int = MAX_MESSAGE) -> str:
     if not fold:
         return ""
     body = "\n\n".join(fold).replace("\n", "\n   ")
-    return f"\n   <details><summary>message, reproducer, server log</summary>\n\n   {body}\n\n   </details>"
+    return (
+        f"\n   <details><summary>message, reproducer, server log</summary>\n\n   {body}\n\n   "
+        "</details>"
+    )
 
 
 def finding_units(views: Views, room: int | None = None) -> list[str]:
-    """Every root cause's line; its fold while ``room`` characters last (whole, then cut short, then none), in
-    order, so a long list keeps every finding's line and the worst ones keep their reproducers."""
+    """Every root cause's line; its fold while ``room`` characters last (whole, then cut short, then
+    none), in order, so a long list keeps every finding's line and the worst ones keep their
+    reproducers."""
     if not views.problems:
         return []
     failed = sum(len(p.tests) for p in views.problems)
@@ -119,7 +138,9 @@ def finding_units(views: Views, room: int | None = None) -> list[str]:
 
 
 def limits_units(views: Views) -> list[str]:
-    """Every load point's figures against their limits, one table; an invalid measurement says why in one line."""
+    """Every load point's figures against their limits, one table; an invalid measurement says why
+    in one line.
+    """
     if not views.limits:
         return []
     units = ["", "### Figures against their limits", ""]
@@ -134,12 +155,16 @@ def limits_units(views: Views) -> list[str]:
         for metric, limit, measured, margin, _ in lim.rows
     ]
     if rows:
-        units += _table(["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows)
+        units += _table(
+            ["target", "point", "verdict", "metric", "limit", "measured", "margin"], rows
+        )
     return units + ["", "Every figure of every point is in results.json and report.html."]
 
 
 def matrix_units(views: Views) -> list[str]:
-    """The check rows where something failed or the targets differ, then the full matrix behind a fold."""
+    """The check rows where something failed or the targets differ, then the full matrix behind a
+    fold.
+    """
     if not views.checks:
         return []
     full = views.sections[0]
@@ -147,7 +172,12 @@ def matrix_units(views: Views) -> list[str]:
     if notable.rows:
         units = section_lines(notable, views, checks=True, title="Checks: failed or differing")
     else:
-        units = ["", "### Checks", "", "Every check had the same outcome on every target, and none failed."]
+        units = [
+            "",
+            "### Checks",
+            "",
+            "Every check had the same outcome on every target, and none failed.",
+        ]
     folded = section_lines(full, views, checks=True)[3:]
     units.append(
         "\n".join(
@@ -165,25 +195,32 @@ def matrix_units(views: Views) -> list[str]:
 
 
 def evidence_units(views: Views) -> list[str]:
-    """What each pass judged, a row each (cut to ``MAX_DETAIL``): last, so it is what gives way to fit the limit."""
+    """What each pass judged, a row each (cut to ``MAX_DETAIL``): last, so it is what gives way to
+    fit the limit.
+    """
     found = views.evidence()
     if not found:
         return []
     return ["", f"### What each pass judged ({len(found)} passes)", ""] + _table(
-        ["check", "target", "evidence"], [[row, label, text[:MAX_DETAIL]] for row, label, text in found]
+        ["check", "target", "evidence"],
+        [[row, label, text[:MAX_DETAIL]] for row, label, text in found],
     )
 
 
 def _artifact_link(env: dict[str, str]) -> str:
     if all(env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")):
-        url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
+        server, repository, run = (
+            env[k] for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+        )
+        url = f"{server}/{repository}/actions/runs/{run}"
         return f"the full report is report.html in [this run's artifacts]({url})"
     return "the full report is report.html, written beside this summary"
 
 
 def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = None) -> str:
-    """Join ``units`` (each kept whole: a table row, a finding with its fold) while they fit under ``limit`` characters;
-    what does not fit is left out, with a note saying so and where the full report is."""
+    """Join ``units`` (each kept whole: a table row, a finding with its fold) while they fit under
+    ``limit`` characters; what does not fit is left out, with a note saying so and where the full
+    report is."""
     link = _artifact_link(env if env is not None else dict(os.environ))
     kept, size = [], 0
     for i, unit in enumerate(units):
@@ -192,7 +229,8 @@ def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = N
             kept += [
                 "",
                 (
-                    f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): {left} more parts left"
+                    f"> ✂️ **Truncated** to fit a pull-request comment ({limit} characters): "
+                    f"{left} more parts left"
                     f" out; {link}."
                 ),
             ]
@@ -203,13 +241,23 @@ def fit(units: list[str], limit: int = MAX_CHARS, env: dict[str, str] | None = N
 
 
 def render_markdown(
-    results: SessionResults, gate=None, title: str = "pytest-infer", views: Views | None = None, limit: int = MAX_CHARS
+    results: SessionResults,
+    gate=None,
+    title: str = "pytest-infer",
+    views: Views | None = None,
+    limit: int = MAX_CHARS,
 ) -> str:
-    """Verdict, findings, figures against limits, the checks that failed or differ, then the rest; under ``limit``
-    characters, the findings' folds get what the verdict, every finding's line, the figures and those checks leave."""
+    """Verdict, findings, figures against limits, the checks that failed or differ, then the rest;
+    under ``limit`` characters, the findings' folds get what the verdict, every finding's line, the
+    figures and those checks leave."""
     views = views or build_views(results)
-    head, tail = [f"## {title}", *verdict_units(views, gate)], [*limits_units(views), *matrix_units(views)]
-    room = limit - NOTE_ROOM - sum(len(u) + 1 for u in [*head, *finding_units(views, 0), *tail[:-1]])
+    head, tail = (
+        [f"## {title}", *verdict_units(views, gate)],
+        [*limits_units(views), *matrix_units(views)],
+    )
+    room = (
+        limit - NOTE_ROOM - sum(len(u) + 1 for u in [*head, *finding_units(views, 0), *tail[:-1]])
+    )
     units = [*head, *finding_units(views, room), *tail]
     for section in views.suite_sections:
         if section.rows:
@@ -218,7 +266,10 @@ def render_markdown(
         units += ["", "### Differences from the baseline", ""]
         units += _table(
             ["kind", "area", "subject", "before", "after", "targets", "detail"],
-            [[f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail] for f in gate.findings],
+            [
+                [f.kind, f.area, f.subject, str(f.before), str(f.after), f.pair, f.detail]
+                for f in gate.findings
+            ],
         )
     units += ["", "### Targets", ""]
     units += _table(
@@ -241,8 +292,10 @@ def render_markdown(
         units += [
             "",
             (
-                f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; Python {env.get('python')},"
-                f" {env.get('cpu', {}).get('model') or ''} x{env.get('cpu', {}).get('count') or '?'}, GPUs:"
+                f"Project commit `{env['git'].get('describe') or env['git']['commit']}`; Python "
+                f"{env.get('python')},"
+                f" {env.get('cpu', {}).get('model') or ''} "
+                f"x{env.get('cpu', {}).get('count') or '?'}, GPUs:"
                 f" {env.get('gpu', {}).get('count', 0)}"
             ),
         ]
@@ -250,7 +303,9 @@ def render_markdown(
 
 
 def write_step_summary(markdown: str, env: dict[str, str] | None = None) -> Path | None:
-    """Append to ``$GITHUB_STEP_SUMMARY`` when it is set (GitHub Actions appends every step's summary)."""
+    """Append to ``$GITHUB_STEP_SUMMARY`` when it is set (GitHub Actions appends every step's
+    summary).
+    """
     target = (env if env is not None else os.environ).get(STEP_SUMMARY_ENV)
     if not target:
         return None

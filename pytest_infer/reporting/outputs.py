@@ -33,9 +33,11 @@ class Written:
     plot_error: str | None = None
 
 
-def run_gate(results: SessionResults, baseline: Path, settings: Mapping[str, Any] | None = None) -> GateResult:
-    """Compare with the baseline file and keep the verdict in the results themselves. ``settings``: each suite's gate
-    settings, by suite name (``Pairing.settings``)."""
+def run_gate(
+    results: SessionResults, baseline: Path, settings: Mapping[str, Any] | None = None
+) -> GateResult:
+    """Compare with the baseline file and keep the verdict in the results themselves. ``settings``:
+    each suite's gate settings, by suite name (``Pairing.settings``)."""
     gate = compare(SessionResults.read(baseline, results.suites), results, settings)
     results.gate = {"baseline": str(baseline), **gate.to_dict()}
     return gate
@@ -49,7 +51,9 @@ def write_renderings(
     title: str = "pytest-infer",
     step_summary: bool = True,
 ) -> Written:
-    """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``, from one set of views."""
+    """HTML, Markdown (and ``$GITHUB_STEP_SUMMARY``), and pytest-benchmark JSON into ``out``, from
+    one set of views.
+    """
     views = build_views(results)
     paths: dict[str, Path] = {}
     markdown = render_markdown(results, gate, title, views)
@@ -69,7 +73,10 @@ def write_renderings(
 
 
 def finish_session(
-    results: SessionResults, report_dir: Path, baseline: Path | None, settings: Mapping[str, Any] | None = None
+    results: SessionResults,
+    report_dir: Path,
+    baseline: Path | None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Written:
     gate = run_gate(results, baseline, settings) if baseline is not None else None
     results.write(report_dir / RESULTS_FILE)

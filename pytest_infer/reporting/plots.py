@@ -1,4 +1,5 @@
-"""Figures as inline SVG (matplotlib, no pyplot state, no JavaScript): the drawing primitives suites use.
+"""Figures as inline SVG (matplotlib, no pyplot state, no JavaScript): the drawing primitives suites
+use.
 
 SVG text is drawn as paths, so a report renders the same offline, in any
 browser, without fonts or scripts.
@@ -42,7 +43,9 @@ def cdf(series: list[tuple[str, str, list[float]]], title: str) -> str:
     return svg(fig)
 
 
-def lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str, title: str) -> str:
+def lines(
+    series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str, title: str
+) -> str:
     """One line per label through its (x, y) points."""
     fig = figure()
     ax = fig.add_subplot()
@@ -56,7 +59,9 @@ def lines(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str
 
 
 def trend(versions: list[str], series: dict[str, list[float | None]], metric: str) -> str:
-    """One metric across versions (history), one line per series (target framework and load point)."""
+    """One metric across versions (history), one line per series (target framework and load
+    point).
+    """
     fig = figure()
     ax = fig.add_subplot()
     for label, values in series.items():

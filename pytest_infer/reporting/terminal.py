@@ -1,5 +1,5 @@
-"""The terminal summary: the verdict and the findings first, then targets and every section (checks, then
-each suite's), one column per framework version.
+"""The terminal summary: the verdict and the findings first, then targets and every section (checks,
+then each suite's), one column per framework version.
 
 The single renderer of the terminal table; the gate's full list is printed
 after it (``render_gate``), as pytest-benchmark prints its regressions after
@@ -21,15 +21,25 @@ VERDICT_COLUMNS = (*((o.value, o.label) for o in Outcome), ("invalid", "invalid 
 
 
 def verdict_counts(counts) -> str:
-    """``45 pass, 8 unsup, 1 not exercised``: the verdict's counts of one target's suite, zero counts left out."""
-    return ", ".join(f"{counts[o]} {h}" for o, h in VERDICT_COLUMNS if counts.get(o)) or "no tests recorded"
+    """``45 pass, 8 unsup, 1 not exercised``: the verdict's counts of one target's suite, zero
+    counts left out.
+    """
+    return (
+        ", ".join(f"{counts[o]} {h}" for o, h in VERDICT_COLUMNS if counts.get(o))
+        or "no tests recorded"
+    )
 
 
 def gate_headline(gate) -> list[str]:
-    """The gate's verdict and its regressions, one line each: what the verdict block of every rendering opens with."""
+    """The gate's verdict and its regressions, one line each: what the verdict block of every
+    rendering opens with.
+    """
     if gate is None:
         return []
-    return [f"upgrade gate: {gate.verdict}", *(f"  regression: {f.line()}" for f in gate.of("regression"))]
+    return [
+        f"upgrade gate: {gate.verdict}",
+        *(f"  regression: {f.line()}" for f in gate.of("regression")),
+    ]
 
 
 def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[str]:
@@ -37,15 +47,23 @@ def _table(title: str, columns: list[str], rows: dict[str, list[str]]) -> list[s
         return []
     names = {r: r if len(r) <= MAX_ROW else r[: MAX_ROW - 1] + "~" for r in rows}
     first = max(len(title), *(len(n) for n in names.values())) + 2
-    widths = [max(len(c), *(len(cells[i]) for cells in rows.values())) + 2 for i, c in enumerate(columns)]
+    widths = [
+        max(len(c), *(len(cells[i]) for cells in rows.values())) + 2 for i, c in enumerate(columns)
+    ]
     lines = ["".join([title.ljust(first), *(c.ljust(w) for c, w in zip(columns, widths))]).rstrip()]
     for row, cells in rows.items():
-        lines.append("".join([names[row].ljust(first), *(v.ljust(w) for v, w in zip(cells, widths))]).rstrip())
+        lines.append(
+            "".join(
+                [names[row].ljust(first), *(v.ljust(w) for v, w in zip(cells, widths))]
+            ).rstrip()
+        )
     return lines
 
 
 def target_state(target) -> str:
-    """How a target's server fared: ready (how fast), failed to start, cannot be reached, died and started again."""
+    """How a target's server fared: ready (how fast), failed to start, cannot be reached, died and
+    started again.
+    """
     if target.error:
         return ("FAILED TO START: " if target.launched else "") + target.error.splitlines()[0]
     state = f"ready in {target.start_seconds}s" if target.start_seconds else "endpoint"
@@ -56,15 +74,24 @@ def target_state(target) -> str:
 
 
 def section_lines(section: Section, views: Views) -> list[str]:
-    rows = {row: [cells[t].text if t in cells else "-" for t in views.ids] for row, cells in section.rows.items()}
+    rows = {
+        row: [cells[t].text if t in cells else "-" for t in views.ids]
+        for row, cells in section.rows.items()
+    }
     return _table(section.heading, views.labels, rows)
 
 
 def verdict_lines(views: Views, gate=None) -> list[str]:
-    """The answer first: per target, the counts of each suite, then the gate's verdict with its regressions."""
+    """The answer first: per target, the counts of each suite, then the gate's verdict with its
+    regressions.
+    """
     lines = []
     for target in views.ids:
-        parts = [f"{suite} {verdict_counts(counts)}" for t, suite, counts in views.verdict_rows() if t == target]
+        parts = [
+            f"{suite} {verdict_counts(counts)}"
+            for t, suite, counts in views.verdict_rows()
+            if t == target
+        ]
         lines.append(f"{views.label(target)}: " + "; ".join(parts))
     return lines + gate_headline(gate)
 
@@ -83,7 +110,9 @@ def finding_lines(views: Views) -> list[str]:
 
 
 def render_summary(results: SessionResults, views: Views | None = None, gate=None) -> list[str]:
-    """The verdict (the gate's, if ``gate`` is given or the results hold one), the findings, then every table."""
+    """The verdict (the gate's, if ``gate`` is given or the results hold one), the findings, then
+    every table.
+    """
     views = views or build_views(results)
     gate = gate if gate is not None else gate_of(results)
     lines = [*verdict_lines(views, gate), *finding_lines(views), ""]

@@ -1,4 +1,5 @@
-"""What a results file says about where it ran: plugin, Python, OS, CPU, GPU, and the project's commit.
+"""What a results file says about where it ran: plugin, Python, OS, CPU, GPU, and the project's
+commit.
 
 Each probe that fails (no ``git``, no driver) leaves an ``error`` entry instead
 of crashing the run, as pytest-benchmark does with its machine info: a report
@@ -19,12 +20,16 @@ PROBE_TIMEOUT = 10.0
 
 
 def _run(argv: list[str], cwd: Path | None = None) -> str:
-    out = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=True)
+    out = subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=True
+    )
     return out.stdout.strip()
 
 
 def cpuinfo_field(key: str, cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The first ``key`` line's value in /proc/cpuinfo (``model name``, ``flags``); None where there is none."""
+    """The first ``key`` line's value in /proc/cpuinfo (``model name``, ``flags``); None where there
+    is none.
+    """
     try:
         for line in cpuinfo.read_text().splitlines():
             name, colon, value = line.partition(":")
@@ -45,12 +50,16 @@ def cpu_info() -> dict[str, Any]:
 
 
 def gpu_info() -> dict[str, Any]:
-    """GPU name, count, driver and CUDA version from ``nvidia-smi``; ``count: 0`` when there is none."""
+    """GPU name, count, driver and CUDA version from ``nvidia-smi``; ``count: 0`` when there is
+    none.
+    """
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return {"count": 0}
     try:
-        rows = _run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"])
+        rows = _run(
+            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
+        )
         header = _run([smi])
     except (OSError, subprocess.SubprocessError) as exc:
         return {"count": 0, "error": f"nvidia-smi failed: {exc}"}
@@ -106,6 +115,8 @@ def capture_environment(project: Path, plugin_version: str) -> dict[str, Any]:
         "gpu": gpu_info(),
         "git": git_info(project),
         "ci": {
-            k: os.environ[k] for k in ("GITHUB_RUN_ID", "GITHUB_SHA", "GITHUB_JOB", "RUNNER_NAME") if k in os.environ
+            k: os.environ[k]
+            for k in ("GITHUB_RUN_ID", "GITHUB_SHA", "GITHUB_JOB", "RUNNER_NAME")
+            if k in os.environ
         },
     }

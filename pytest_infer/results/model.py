@@ -20,7 +20,8 @@ from ..suite import Suite, installed
 from ..table import RawTable, Table
 
 SCHEMA_VERSION = 1
-REQUIRED = ("targets", "tests")  # what every session writes, however it ended: a document without one was cut or made
+# what every session writes, however it ended: a document without one was cut or made
+REQUIRED = ("targets", "tests")
 
 
 class ResultsFileError(InferError, ValueError):
@@ -28,7 +29,9 @@ class ResultsFileError(InferError, ValueError):
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write whole or not at all: a temporary file in the same folder, fsync, then an atomic rename."""
+    """Write whole or not at all: a temporary file in the same folder, fsync, then an atomic
+    rename.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -38,7 +41,8 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file written plainly
+        # mkstemp makes 0600; a report is as readable as any file written plainly
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -47,9 +51,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 @dataclass(slots=True)
 class ServerFacts:
-    """Which server one target is: its framework, the model it serves, the version it runs and how that was read,
-    and whether this plugin launched it. Defined once: the running server (``ServerInfo``) and its record in
-    results.json (``TargetRecord``) are both these facts and more."""
+    """Which server one target is: its framework, the model it serves, the version it runs and how
+    that was read, and whether this plugin launched it. Defined once: the running server
+    (``ServerInfo``) and its record in results.json (``TargetRecord``) are both these facts and
+    more."""
 
     framework: str
     model: str
@@ -62,8 +67,9 @@ class ServerFacts:
 
 @dataclass(slots=True)
 class Crash:
-    """A launched server that died during the session: why, which of its tests were running (else the last that had
-    ended), its log's last lines, and whether the plugin started it again for the tests after it."""
+    """A launched server that died during the session: why, which of its tests were running (else
+    the last that had ended), its log's last lines, and whether the plugin started it again for the
+    tests after it."""
 
     pid: int | None
     why: str  # "exited with code 17", "killed by SIGKILL", or the memory guard's line
@@ -76,20 +82,28 @@ class Crash:
 
 @dataclass(slots=True, kw_only=True)
 class TargetRecord(ServerFacts):
-    """One target of a session as results.json stores it: the server's facts, then what the session adds.
-    ``variant``: labelled values the suites set on every target of the session (the SLO profile it was measured
-    under); two records of one server in different variants are different targets."""
+    """One target of a session as results.json stores it: the server's facts, then what the session
+    adds. ``variant``: labelled values the suites set on every target of the session (the SLO
+    profile it was measured under); two records of one server in different variants are different
+    targets."""
 
     id: str
     variant: dict[str, str] = field(default_factory=dict)
     start_seconds: float | None = None
     error: str | None = None
-    crashes: list[Crash] = field(default_factory=list)  # a launched server's deaths, each with what came of it
+    # a launched server's deaths, each with what came of it
+    crashes: list[Crash] = field(default_factory=list)
 
     @classmethod
     def of(cls, target_id: str, server: ServerFacts, **session: Any) -> TargetRecord:
-        """The record of ``server`` (a running server's ``ServerInfo``): its facts, then the session's own fields."""
-        return cls(id=target_id, **{f.name: getattr(server, f.name) for f in fields(ServerFacts)}, **session)
+        """The record of ``server`` (a running server's ``ServerInfo``): its facts, then the
+        session's own fields.
+        """
+        return cls(
+            id=target_id,
+            **{f.name: getattr(server, f.name) for f in fields(ServerFacts)},
+            **session,
+        )
 
     def to_json(self) -> dict[str, Any]:
         stored = {"id": self.id, **asdict(self)}  # results.json's order: the id first
@@ -132,12 +146,13 @@ class SessionResults:
     tests: list[TestRecord] = field(default_factory=list)
     # each suite's own table, stored under the suite's name
     tables: dict[str, Table] = field(default_factory=dict)
-    # the upgrade gate's verdict and findings when the run compared with a baseline (gating.compare.GateResult)
+    # the upgrade gate's verdict and findings when the run compared with a baseline
+    # (gating.compare.GateResult)
     gate: dict[str, Any] | None = None
     # the suites this process knows: how to build and read their tables (not stored)
     suites: dict[str, Suite] = field(default_factory=_installed_suites, repr=False, compare=False)
-    # what the document read lacked of what a session writes (``REQUIRED``), read as empty; the gate names it (not
-    # stored)
+    # what the document read lacked of what a session writes (``REQUIRED``), read as empty; the gate
+    # names it (not stored)
     missing: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def add_test(self, record: TestRecord) -> None:
@@ -148,7 +163,10 @@ class SessionResults:
         if suite not in self.tables:
             known = self.suites.get(suite)
             if known is None:
-                raise KeyError(f"no suite {suite!r} is registered; registered: {', '.join(self.suites) or 'none'}")
+                raise KeyError(
+                    f"no suite {suite!r} is registered; registered: "
+                    f"{', '.join(self.suites) or 'none'}"
+                )
             self.tables[suite] = known.table_type()()
         return self.tables[suite]
 
@@ -175,15 +193,23 @@ class SessionResults:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], suites: dict[str, Suite] | None = None) -> SessionResults:
-        """Read a results document; a table of a suite not known here is kept as it is (``RawTable``)."""
+    def from_dict(
+        cls, data: dict[str, Any], suites: dict[str, Suite] | None = None
+    ) -> SessionResults:
+        """Read a results document; a table of a suite not known here is kept as it is
+        (``RawTable``).
+        """
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-            raise ResultsFileError(f"not a pytest-infer results document of schema {SCHEMA_VERSION} (found {found!r})")
+            raise ResultsFileError(
+                f"not a pytest-infer results document of schema {SCHEMA_VERSION} (found {found!r})"
+            )
         suites = suites if suites is not None else _installed_suites()
         try:
             tables = {
-                name: suites[name].table_type().from_json(value) if name in suites else RawTable.from_json(value)
+                name: suites[name].table_type().from_json(value)
+                if name in suites
+                else RawTable.from_json(value)
                 for name, value in data.items()
                 if name not in Suite.RESERVED
             }
@@ -222,7 +248,8 @@ class SessionResults:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ResultsFileError(
-                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is cut short or corrupt, "
+                f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); the file is cut short "
+                "or corrupt, "
                 "so it is rejected rather than read as data"
             ) from exc
         try:
@@ -232,7 +259,9 @@ class SessionResults:
 
 
 def result_files(inputs: Sequence[str]) -> list[Path]:
-    """Files as given; for a folder, every ``*.json`` below it that is a results document (by name or content)."""
+    """Files as given; for a folder, every ``*.json`` below it that is a results document (by name
+    or content).
+    """
     files: list[Path] = []
     for item in inputs:
         path = Path(item)
@@ -269,14 +298,21 @@ def _rekey(results: SessionResults, old: str, new: str) -> None:
         if test.target == old:
             test.target = new
             path, bracket, params = test.nodeid.partition("[")
-            if bracket:  # the target is a parameter of the test id: rename it there too, so rows still line up
+            # the target is a parameter of the test id: rename it there too, so rows still line up
+            if bracket:
                 test.nodeid = f"{path}[{params.replace(old, new)}"
     for table in results.tables.values():
         table.rekey(old, new)
 
 
 def _identity(target: TargetRecord) -> tuple:
-    return (target.framework, target.version, target.commit, target.model, tuple(sorted(target.variant.items())))
+    return (
+        target.framework,
+        target.version,
+        target.commit,
+        target.model,
+        tuple(sorted(target.variant.items())),
+    )
 
 
 def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
@@ -288,13 +324,18 @@ def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
     (``vllm`` in two jobs) are renamed ``framework@version`` so that no column
     hides another.
     """
-    merged = SessionResults(environment={"parts": []}, suites=parts[0][1].suites if parts else _installed_suites())
+    merged = SessionResults(
+        environment={"parts": []}, suites=parts[0][1].suites if parts else _installed_suites()
+    )
     for source, part in parts:
         if part.plugin_version and not merged.plugin_version:
             merged.plugin_version = part.plugin_version
         for tid in list(part.targets):
             target = part.targets[tid]
-            same = next((mine for mine in merged.targets.values() if _identity(mine) == _identity(target)), None)
+            same = next(
+                (mine for mine in merged.targets.values() if _identity(mine) == _identity(target)),
+                None,
+            )
             if same is not None:
                 new = same.id
             elif tid not in merged.targets:
@@ -306,8 +347,11 @@ def combine(parts: list[tuple[str, SessionResults]]) -> SessionResults:
                     new, n = f"{base}#{n}", n + 1
             if new != tid:
                 _rekey(part, tid, new)
-        merged.environment["parts"].append({"source": source, "targets": list(part.targets), **part.environment})
-        if part.gate and merged.gate is None:  # a part that ran the gate (--infer-baseline) brings its verdict
+        merged.environment["parts"].append(
+            {"source": source, "targets": list(part.targets), **part.environment}
+        )
+        # a part that ran the gate (--infer-baseline) brings its verdict
+        if part.gate and merged.gate is None:
             merged.gate = part.gate
         merged.merge(part)
     return merged

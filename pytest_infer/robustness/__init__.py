@@ -1,4 +1,5 @@
-"""Robustness: bad requests sent safely (deadline, read cap), answers classified and counted per target.
+"""Robustness: bad requests sent safely (deadline, read cap), answers classified and counted per
+target.
 
 Public API for the bundled suite and users' own abuse tests: ``BadRequest`` (one bad
 request), ``Guard`` (sends it, checks the server still serves, counts), and the

@@ -1,4 +1,6 @@
-"""The robustness suite's results: per target, how the bad requests and abuses were answered, counted."""
+"""The robustness suite's results: per target, how the bad requests and abuses were answered,
+counted.
+"""
 
 from __future__ import annotations
 
@@ -13,19 +15,31 @@ COUNTERS = ("tried", "4xx", "5xx", "accepted", "dropped", "hangs", "deaths", "we
 BAD_COUNTERS = frozenset({"5xx", "accepted", "dropped", "hangs", "deaths", "wedged"})
 
 
-# How a bad request was mishandled (robustness.kit's failure messages): the class of answer is the root cause,
-# the bad requests that met it are its places. (pattern, title, severity)
+# How a bad request was mishandled (robustness.kit's failure messages): the class of answer is the
+# root cause, the bad requests that met it are its places. (pattern, title, severity)
 ANSWER_CLASSES = (
-    (re.compile(r"server dead|unusable"), "the server died or became unusable on bad input", "critical"),
+    (
+        re.compile(r"server dead|unusable"),
+        "the server died or became unusable on bad input",
+        "critical",
+    ),
     (
         re.compile(r"accepted with HTTP \d+ instead of a 4xx"),
         "bad input accepted (HTTP 2xx instead of a 4xx)",
         "critical",
     ),
     (re.compile(r"no answer:"), "no answer to bad input (hang)", "critical"),
-    (re.compile(r"dropped without an answer"), "connection dropped without an answer to bad input", "major"),
+    (
+        re.compile(r"dropped without an answer"),
+        "connection dropped without an answer to bad input",
+        "major",
+    ),
     (re.compile(r"HTTP 5\d\d \(a server error"), "a 5xx for bad input (clients retry it)", "major"),
-    (re.compile(r"without the error envelope: (?P<why>[^;\n]*)"), "a 4xx without the error envelope", "minor"),
+    (
+        re.compile(r"without the error envelope: (?P<why>[^;\n]*)"),
+        "a 4xx without the error envelope",
+        "minor",
+    ),
 )
 _CASE = re.compile(r"bad request '(?P<case>[^']+)'")
 _PARAM = re.compile(r"\[(?P<case>[^\]]+)\]$")
@@ -54,7 +68,9 @@ class RobustnessTable(TargetTable):
     kind = "robustness table"
 
     def tally(self, target: str) -> dict[str, int]:
-        """The target's live counters (every counter present), for the suite's ``Guard`` to count into."""
+        """The target's live counters (every counter present), for the suite's ``Guard`` to count
+        into.
+        """
         mine = self.counts.setdefault(target, {})
         for key in COUNTERS:
             mine.setdefault(key, 0)
@@ -73,14 +89,24 @@ class RobustnessTable(TargetTable):
             for counter in counters
             if any(counter in c for c in self.counts.values())
         }
-        return [Section("Robustness: answers to bad input and abuse", "robustness", rows)] if rows else []
+        return (
+            [Section("Robustness: answers to bad input and abuse", "robustness", rows)]
+            if rows
+            else []
+        )
 
     def cause(self, row: str, message: str) -> Cause | None:
         return _cause(row, message)
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        """A bad answer counted more often than before is listed; the failed tests themselves are what gates."""
-        before = baseline.to_json().get(pairing.baseline) if isinstance(baseline, RobustnessTable) else None
+        """A bad answer counted more often than before is listed; the failed tests themselves are
+        what gates.
+        """
+        before = (
+            baseline.to_json().get(pairing.baseline)
+            if isinstance(baseline, RobustnessTable)
+            else None
+        )
         after = self.counts.get(pairing.candidate)
         if before is None or after is None:
             return []

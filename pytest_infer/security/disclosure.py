@@ -1,11 +1,12 @@
-"""What an error answer tells a client it should never see: a stack trace, a source path, an internal module or
-exception name, a host path, a secret.
+"""What an error answer tells a client it should never see: a stack trace, a source path, an
+internal module or exception name, a host path, a secret.
 
-Each error body is read as JSON where it is JSON, and every string in it is scanned on its own, so a leak is named
-by its field (``error.message``); a body that is not JSON is scanned whole (``body``). Headers are scanned too, but a
-``Server`` banner (``uvicorn``) or a version header is information every HTTP server gives, not a leak: only a header
-that carries one of the patterns below is. The API key and the values of this process's environment variables that
-look secret (names with KEY, TOKEN, SECRET, PASSWORD) are secrets wherever they appear.
+Each error body is read as JSON where it is JSON, and every string in it is scanned on its own, so a
+leak is named by its field (``error.message``); a body that is not JSON is scanned whole (``body``).
+Headers are scanned too, but a ``Server`` banner (``uvicorn``) or a version header is information
+every HTTP server gives, not a leak: only a header that carries one of the patterns below is. The
+API key and the values of this process's environment variables that look secret (names with KEY,
+TOKEN, SECRET, PASSWORD) are secrets wherever they appear.
 """
 
 from __future__ import annotations
@@ -22,10 +23,15 @@ PATTERNS = (
     (
         "stack trace",
         re.compile(
-            r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|\bat [\w.$]+\([\w.]+:\d+\)", re.M
+            r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+|\bat "
+            r"[\w.$]+\([\w.]+:\d+\)",
+            re.M,
         ),
     ),
-    ("source file path", re.compile(r"(?:/[\w.+-]+)+/[\w.-]+\.(?:py|pyx|so|cpp|cc|cu|rs|go|java)\b")),
+    (
+        "source file path",
+        re.compile(r"(?:/[\w.+-]+)+/[\w.-]+\.(?:py|pyx|so|cpp|cc|cu|rs|go|java)\b"),
+    ),
     (
         "host path",
         re.compile(
@@ -41,7 +47,10 @@ PATTERNS = (
     ),
     (
         "exception name",
-        re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|KeyError|StopIteration|AssertionError)\b(?=\s*[:(']|$)", re.M),
+        re.compile(
+            r"\b(?:[A-Z]\w*(?:Error|Exception)|KeyError|StopIteration|AssertionError)\b(?=\s*[:(']|$)",
+            re.M,
+        ),
     ),
 )
 SECRET_NAMES = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.I)
@@ -80,19 +89,25 @@ def _excerpt(text: str, start: int, end: int, secrets: Iterable[str]) -> str:
     return shown[:QUOTE] + ("…" if len(shown) > QUOTE else "")
 
 
-# the envelope's classification fields: an error type there ("BadRequestError") is the API's, not a leak
+# the envelope's classification fields: an error type there ("BadRequestError") is the API's, not a
+# leak
 CLASS_FIELDS = re.compile(r"(?:^|\.)(?:type|code|param|object)$")
 
 
-def scan_text(text: str, where: str, secrets: Iterable[str] = (), public: Iterable[str] = ()) -> list[Leak]:
-    """``public``: text the client sent or can read anyway (its request's strings, the served model's id): an error that
-    echoes it discloses nothing, so it is blanked before the patterns look."""
+def scan_text(
+    text: str, where: str, secrets: Iterable[str] = (), public: Iterable[str] = ()
+) -> list[Leak]:
+    """``public``: text the client sent or can read anyway (its request's strings, the served
+    model's id): an error that echoes it discloses nothing, so it is blanked before the patterns
+    look."""
     secrets = [s for s in secrets if s]
     leaks = []
     for secret in secrets:
         if (i := text.find(secret)) >= 0:
             leaks.append(Leak("secret", where, _excerpt(text, i, i + len(secret), secrets)))
-    for known in sorted((p for p in public if len(p) >= 4 and p not in secrets), key=len, reverse=True):
+    for known in sorted(
+        (p for p in public if len(p) >= 4 and p not in secrets), key=len, reverse=True
+    ):
         text = text.replace(known, "<sent>")
     for what, pattern in PATTERNS:
         if what == "exception name" and CLASS_FIELDS.search(where):
@@ -103,7 +118,9 @@ def scan_text(text: str, where: str, secrets: Iterable[str] = (), public: Iterab
 
 
 def sent_strings(request_body: str) -> list[str]:
-    """The strings of a request's JSON body (or the body itself): what an error may echo without disclosing anything."""
+    """The strings of a request's JSON body (or the body itself): what an error may echo without
+    disclosing anything.
+    """
     try:
         data = json.loads(request_body)
     except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
@@ -118,7 +135,11 @@ def scan_body(body: str, secrets: Iterable[str] = (), public: Iterable[str] = ()
         data = json.loads(body)
     except (ValueError, RecursionError):
         return scan_text(body, "body", secrets, public)
-    return [leak for where, text in _strings(data, "") for leak in scan_text(text, where or "body", secrets, public)]
+    return [
+        leak
+        for where, text in _strings(data, "")
+        for leak in scan_text(text, where or "body", secrets, public)
+    ]
 
 
 def scan_headers(headers: Iterable[tuple[str, str]], secrets: Iterable[str] = ()) -> list[Leak]:

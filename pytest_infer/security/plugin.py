@@ -1,4 +1,6 @@
-"""pytest glue of the security suite: its stall limits (``--security-stall``), and each target's row of its table."""
+"""pytest glue of the security suite: its stall limits (``--security-stall``), and each target's row
+of its table.
+"""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Reads the limits now, so a bad file stops the run before any server starts; a run that tests no server and
-    names no file reads nothing (the stall machinery loads httpx and the load client)."""
+    """Reads the limits now, so a bad file stops the run before any server starts; a run that tests
+    no server and names no file reads nothing (the stall machinery loads httpx and the load client).
+    """
     # lazy: this plugin loads in every pytest run; its machinery only in a security session
     from ..session import tests_a_server
 
@@ -51,11 +54,15 @@ def security_limits(pytestconfig: pytest.Config):
 
 @pytest.fixture(scope="session")
 def security_record(infer_target, infer_session) -> dict[str, Any]:
-    """This target's row of the security table: ``routes``, ``leaks``, ``errors_judged``, ``stalls``."""
+    """This target's row of the security table: ``routes``, ``leaks``, ``errors_judged``,
+    ``stalls``.
+    """
     return infer_session.results.table("security").target(infer_target.id)
 
 
 @pytest.fixture(scope="session")
 def security_known_routes(infer_server) -> tuple:
-    """The routes the target's adapter knows (the OpenAI ones behind an endpoint of no known framework)."""
+    """The routes the target's adapter knows (the OpenAI ones behind an endpoint of no known
+    framework).
+    """
     return infer_server.adapter.known_routes

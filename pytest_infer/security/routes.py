@@ -1,16 +1,19 @@
-"""Authentication on every route: list the server's routes, ask each without the key and with a wrong one.
+"""Authentication on every route: list the server's routes, ask each without the key and with a
+wrong one.
 
-The routes are what ``/openapi.json`` lists (FastAPI servers publish one) plus what the framework's adapter knows
-(``known_routes``), each classed by what it can do (``adapters.base.ROUTE_KINDS``). Each route gets one harmless
-request, first with the right key (the positive control: the request must reach the route), then without a key and
-with a wrong one. The harmless request never does what the route is for:
+The routes are what ``/openapi.json`` lists (FastAPI servers publish one) plus what the framework's
+adapter knows (``known_routes``), each classed by what it can do (``adapters.base.ROUTE_KINDS``).
+Each route gets one harmless request, first with the right key (the positive control: the request
+must reach the route), then without a key and with a wrong one. The harmless request never does what
+the route is for:
 
 - ``read`` and GET routes: the GET itself (a GET changes nothing);
 - ``generate``: a one-token request (chat, completion, embedding, by the path);
-- ``change-state`` and ``internals`` routes that take no GET: a GET, which the route's router refuses with 405 once
-  the request has passed authentication. A 401/403 without the key is a refusal; a 405 is an open route (the
-  request went past the key check to the router). A server that checks the key inside its handlers answers 405
-  either way and is reported open: the reproducer shows it.
+- ``change-state`` and ``internals`` routes that take no GET: a GET, which the route's router
+  refuses with 405 once the request has passed authentication. A 401/403 without the key is a
+  refusal; a 405 is an open route (the request went past the key check to the router). A server that
+  checks the key inside its handlers answers 405 either way and is reported open: the reproducer
+  shows it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from ..adapters.base import OPENAI_ROUTES, ROUTE_KINDS, KnownRoute
 from ..client.curl import curl_command
 from ..client.tls import tls
 
-PROTECTED = ("generate", "change-state", "internals")  # kinds that must refuse a caller without the key
+# kinds that must refuse a caller without the key
+PROTECTED = ("generate", "change-state", "internals")
 REFUSED = (401, 403)
 UNROUTED = (404, 405)  # the request met no route: a generating or reading probe did not reach one
 PROBE_TIMEOUT = 30.0
@@ -36,7 +40,12 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 # Path words that say what an unknown route does, checked in this order; otherwise it reads.
 _KIND_WORDS = (
-    ("internals", re.compile(r"server_info|rpc|debug|config|internal|weights_by_name|weight_info|world_size|dump")),
+    (
+        "internals",
+        re.compile(
+            r"server_info|rpc|debug|config|internal|weights_by_name|weight_info|world_size|dump"
+        ),
+    ),
     (
         "change-state",
         re.compile(
@@ -78,7 +87,9 @@ def _concrete(path: str) -> str:
     return re.sub(r"\{[^}]+\}", "pytest-infer-probe", path)
 
 
-def discover(client: httpx.Client, known: tuple[KnownRoute, ...] = OPENAI_ROUTES) -> tuple[list[Route], str]:
+def discover(
+    client: httpx.Client, known: tuple[KnownRoute, ...] = OPENAI_ROUTES
+) -> tuple[list[Route], str]:
     """The routes to probe and where they came from (``client`` carries the right key)."""
     found: dict[str, Route] = {}
     note = "no /openapi.json"
@@ -90,7 +101,11 @@ def discover(client: httpx.Client, known: tuple[KnownRoute, ...] = OPENAI_ROUTES
     if isinstance(paths, dict):
         note = f"/openapi.json lists {len(paths)} paths"
         for template, ops in paths.items():
-            methods = {m.upper() for m in ops if m.upper() in HTTP_METHODS} if isinstance(ops, dict) else set()
+            methods = (
+                {m.upper() for m in ops if m.upper() in HTTP_METHODS}
+                if isinstance(ops, dict)
+                else set()
+            )
             path = _concrete(template)
             if methods and path not in found:
                 found[path] = Route(path, classify(path, next(iter(sorted(methods)))), methods)
@@ -105,9 +120,10 @@ UNSERVED_METHODS = ("GET", "DELETE", "PUT", "PATCH", "TRACE")
 
 
 def probe_request(route: Route, model: str) -> tuple[str, dict[str, Any] | None]:
-    """The harmless request for ``route``: (method, JSON body or None). A route that changes state or shows internals
-    gets a method it does not serve, which its router refuses with 405 once past the key check: never acted on (a GET
-    that SGLang 0.5.23's /start_expert_distribution_record serves takes the whole server down)."""
+    """The harmless request for ``route``: (method, JSON body or None). A route that changes state
+    or shows internals gets a method it does not serve, which its router refuses with 405 once past
+    the key check: never acted on (a GET that SGLang 0.5.23's /start_expert_distribution_record
+    serves takes the whole server down)."""
     if route.kind not in ("read", "generate"):
         return next((m for m in UNSERVED_METHODS if m not in route.methods), "TRACE"), None
     if "GET" in route.methods:
@@ -127,7 +143,11 @@ def probe_request(route: Route, model: str) -> tuple[str, dict[str, Any] | None]
             "max_tokens": 1,
             "sampling_params": {"max_new_tokens": 1},
         }
-    return "POST", {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    return "POST", {
+        "model": model,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "max_tokens": 1,
+    }
 
 
 ANSWER_KEYS = (
@@ -145,8 +165,8 @@ ANSWER_KEYS = (
 
 
 def _answered(status: int | str, body: str) -> bool:
-    """A route's own answer to the harmless request: a 2xx that says something (not ``{}``), or its own validation
-    error."""
+    """A route's own answer to the harmless request: a 2xx that says something (not ``{}``), or its
+    own validation error."""
     if status in (400, 422):
         return True
     if not isinstance(status, int) or not 200 <= status < 300:
@@ -155,12 +175,16 @@ def _answered(status: int | str, body: str) -> bool:
         data = json.loads(body)
     except ValueError:
         return bool(body.strip())
-    return bool(data) and (not isinstance(data, dict) or any(k in data for k in ANSWER_KEYS) or "error" not in data)
+    return bool(data) and (
+        not isinstance(data, dict) or any(k in data for k in ANSWER_KEYS) or "error" not in data
+    )
 
 
 @dataclass(slots=True)
 class RouteProbe:
-    """One route's answers: with the right key, without one, with a wrong one (HTTP status, or the transport error)."""
+    """One route's answers: with the right key, without one, with a wrong one (HTTP status, or the
+    transport error).
+    """
 
     path: str
     kind: str
@@ -168,7 +192,8 @@ class RouteProbe:
     source: str
     keyed: int | str
     reached: bool  # the positive control: with the right key the harmless request reached the route
-    wrong_method: bool = False  # the probe used a method the route does not serve (its answer is the router's 405)
+    # the probe used a method the route does not serve (its answer is the router's 405)
+    wrong_method: bool = False
     no_key: int | str = ""
     wrong_key: int | str = ""
     body_no_key: str = ""
@@ -177,12 +202,16 @@ class RouteProbe:
 
     def opened(self, answer: int | str) -> bool:
         """``answer`` (without the right key) is the route's own, not a refusal."""
-        return isinstance(answer, int) and answer not in REFUSED and (answer == self.keyed or answer not in UNROUTED)
+        return (
+            isinstance(answer, int)
+            and answer not in REFUSED
+            and (answer == self.keyed or answer not in UNROUTED)
+        )
 
     @property
     def verdict(self) -> str:
-        """``refused``, ``open`` (answers a caller without the key), ``not reached`` (the control failed) or
-        ``unclear``."""
+        """``refused``, ``open`` (answers a caller without the key), ``not reached`` (the control
+        failed) or ``unclear``."""
         if not self.reached:
             return "not reached"
         if self.opened(self.no_key) or self.opened(self.wrong_key):
@@ -204,10 +233,18 @@ class RouteProbe:
         }
 
 
-def _send(base_url: str, method: str, path: str, body: dict | None, headers: dict[str, str]) -> tuple[int | str, str]:
+def _send(
+    base_url: str, method: str, path: str, body: dict | None, headers: dict[str, str]
+) -> tuple[int | str, str]:
     try:
-        with httpx.Client(base_url=base_url, headers=headers, timeout=PROBE_TIMEOUT, verify=tls()) as fresh:
-            resp = fresh.request(method, path, json=body) if body is not None else fresh.request(method, path)
+        with httpx.Client(
+            base_url=base_url, headers=headers, timeout=PROBE_TIMEOUT, verify=tls()
+        ) as fresh:
+            resp = (
+                fresh.request(method, path, json=body)
+                if body is not None
+                else fresh.request(method, path)
+            )
             return resp.status_code, resp.text[:4096]
     except httpx.HTTPError as exc:
         return type(exc).__name__, ""
@@ -220,23 +257,35 @@ def probe(base_url: str, api_key: str, route: Route, model: str) -> RouteProbe:
     if wrong_method:
         reached = keyed == 405
     else:  # a read route may say nothing (an empty 200 from /health); a generating one must answer
-        reached = isinstance(keyed, int) and 200 <= keyed < 300 if route.kind == "read" else _answered(keyed, text)
+        reached = (
+            isinstance(keyed, int) and 200 <= keyed < 300
+            if route.kind == "read"
+            else _answered(keyed, text)
+        )
     found = RouteProbe(route.path, route.kind, method, route.source, keyed, reached, wrong_method)
-    found.keyed_reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=True)
+    found.keyed_reproducer = curl_command(
+        method, f"{base_url}{route.path}", body, authenticated=True
+    )
     if found.reached:
         found.no_key, found.body_no_key = _send(base_url, method, route.path, body, {})
         found.wrong_key, _ = _send(
-            base_url, method, route.path, body, {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"}
+            base_url,
+            method,
+            route.path,
+            body,
+            {"Authorization": f"Bearer wrong-{secrets.token_hex(8)}"},
         )
-        found.reproducer = curl_command(method, f"{base_url}{route.path}", body, authenticated=False)
+        found.reproducer = curl_command(
+            method, f"{base_url}{route.path}", body, authenticated=False
+        )
     return found
 
 
 def last_answered_before_silence(probes: list[RouteProbe]) -> RouteProbe | None:
-    """Where a server that stopped answering during the probes went silent: the route whose keyed request reached it
-    and got no answer, at the start of the keyed requests that got none; else the last route it answered (None: it
-    answered no keyed request). A dying process may still accept a connection and then drop it, so a later request
-    can fail reading, not connecting."""
+    """Where a server that stopped answering during the probes went silent: the route whose keyed
+    request reached it and got no answer, at the start of the keyed requests that got none; else the
+    last route it answered (None: it answered no keyed request). A dying process may still accept a
+    connection and then drop it, so a later request can fail reading, not connecting."""
     silent_from = len(probes)
     while silent_from and isinstance(probes[silent_from - 1].keyed, str):
         silent_from -= 1
@@ -245,7 +294,9 @@ def last_answered_before_silence(probes: list[RouteProbe]) -> RouteProbe | None:
     return probes[silent_from - 1] if silent_from else None
 
 
-def probe_all(base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0) -> list[RouteProbe]:
+def probe_all(
+    base_url: str, api_key: str, routes: list[Route], model: str, pause_s: float = 0.0
+) -> list[RouteProbe]:
     out = []
     for route in routes:
         out.append(probe(base_url, api_key, route, model))

@@ -1,5 +1,5 @@
-"""The security suite's results: per target, what each route answered without the key, what error answers disclosed,
-and what one hostile request did to everyone else's latency."""
+"""The security suite's results: per target, what each route answered without the key, what error
+answers disclosed, and what one hostile request did to everyone else's latency."""
 
 from __future__ import annotations
 
@@ -17,8 +17,16 @@ CAUSES = (
         "routes that serve without the API key",
         "critical",
     ),
-    (re.compile(r"error answers disclose (?P<what>[^\n:]*)"), "error answers disclose internals", "major"),
-    (re.compile(r"hostile request '(?P<what>[^']+)'"), "one request stalls every other client", "major"),
+    (
+        re.compile(r"error answers disclose (?P<what>[^\n:]*)"),
+        "error answers disclose internals",
+        "major",
+    ),
+    (
+        re.compile(r"hostile request '(?P<what>[^']+)'"),
+        "one request stalls every other client",
+        "major",
+    ),
     (
         re.compile(r"over the documented limit '(?P<what>[^']+)'"),
         "a request over a documented limit is served",
@@ -28,8 +36,8 @@ CAUSES = (
 
 
 class SecurityTable(TargetTable):
-    """``{target: {"routes": {"METHOD path": probe}, "leaks": [leak], "errors_judged": n, "stalls": {kind:
-    stall}}}``."""
+    """``{target: {"routes": {"METHOD path": probe}, "leaks": [leak], "errors_judged": n, "stalls":
+    {kind: stall}}}``."""
 
     kind = "security table"
 
@@ -64,7 +72,11 @@ class SecurityTable(TargetTable):
                 )
         if routes:
             out.append(
-                Section("Security: each route without the key (answer without / with a wrong key)", "route", routes)
+                Section(
+                    "Security: each route without the key (answer without / with a wrong key)",
+                    "route",
+                    routes,
+                )
             )
         leaks: dict[str, dict[str, Cell]] = {}
         for target, data in self.counts.items():
@@ -93,12 +105,16 @@ class SecurityTable(TargetTable):
                 shown = (Outcome.FAILED, Outcome.PASSED, Outcome.NOT_EXERCISED)
                 css = stall.get("verdict", "") if verdict in shown else ""
                 stalls.setdefault(kind, {})[target] = Cell(
-                    text, css, stall.get("why", ""), value=None if value in (None, float("inf")) else value
+                    text,
+                    css,
+                    stall.get("why", ""),
+                    value=None if value in (None, float("inf")) else value,
                 )
         if stalls:
             out.append(
                 Section(
-                    "Security: one hostile request, the others' stall (worst TTFT while it ran less the median before)",
+                    "Security: one hostile request, the others' stall (worst TTFT while it ran "
+                    "less the median before)",
                     "hostile request",
                     stalls,
                 )
@@ -112,8 +128,14 @@ class SecurityTable(TargetTable):
         return None
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        """A route the baseline refused and the candidate serves without the key gates; a new kind of leak is listed."""
-        before = baseline.to_json().get(pairing.baseline) if isinstance(baseline, SecurityTable) else None
+        """A route the baseline refused and the candidate serves without the key gates; a new kind
+        of leak is listed.
+        """
+        before = (
+            baseline.to_json().get(pairing.baseline)
+            if isinstance(baseline, SecurityTable)
+            else None
+        )
         after = self.counts.get(pairing.candidate)
         if before is None or after is None:
             return []

@@ -5,11 +5,12 @@ use. Under xdist the controller owns them: it starts them all before the
 workers start (``pytest_configure_node``) and hands each worker a ``ServerInfo``
 to connect to; workers never launch anything.
 
-A launched server that dies is started again, on the same port (workers hold its URL), for the tests after it, at
-most ``MAX_RESTARTS`` times; each death is recorded (``Crash``) with the tests that were running when it ended. Without
-xdist the pool notices a death when the next test asks for the server, so the test that met it judges the death as it
-happened. Under xdist the controller starts the server again as soon as its process ends and writes what became of
-it to a state file beside the log, which a worker that finds the process gone waits for.
+A launched server that dies is started again, on the same port (workers hold its URL), for the tests
+after it, at most ``MAX_RESTARTS`` times; each death is recorded (``Crash``) with the tests that
+were running when it ended. Without xdist the pool notices a death when the next test asks for the
+server, so the test that met it judges the death as it happened. Under xdist the controller starts
+the server again as soon as its process ends and writes what became of it to a state file beside the
+log, which a worker that finds the process gone waits for.
 """
 
 from __future__ import annotations
@@ -39,23 +40,25 @@ from ..targets import Target
 from .process import ServerProcess, ServerStartError, free_port, running, tail
 
 LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's end
-# How long an ``--infer-endpoint`` has to answer its first request (any HTTP status) before it is called unreachable:
-# a remote server answers its model list in well under a second, and the whole session waits on this once.
+# How long an ``--infer-endpoint`` has to answer its first request (any HTTP status) before it is
+# called unreachable: a remote server answers its model list in well under a second, and the whole
+# session waits on this once.
 REACH_TIMEOUT = 10.0
-# How many times a launched server that dies is started again in one session. A crash is a finding of the test that
-# caused it, and the tests after it still deserve a server (the robustness suite may crash one more than once); a server
-# that keeps dying would otherwise cost a start-up per test.
+# How many times a launched server that dies is started again in one session. A crash is a finding
+# of the test that caused it, and the tests after it still deserve a server (the robustness suite
+# may crash one more than once); a server that keeps dying would otherwise cost a start-up per test.
 MAX_RESTARTS = 2
 STATE_POLL = 0.2  # how often a worker that found the server gone reads the controller's state file
 
 
 @dataclass(slots=True, kw_only=True)
 class ServerInfo(ServerFacts):
-    """One running server: its facts, its framework's adapter (``framework`` is the adapter's name), and how to
-    reach it.
+    """One running server: its facts, its framework's adapter (``framework`` is the adapter's name),
+    and how to reach it.
 
-    It crosses to xdist workers as JSON (``to_dict``, ``from_dict``): the adapter travels as the framework's name.
-    ``builtin``, the built-in model it serves (None: any other), travels as the model's.
+    It crosses to xdist workers as JSON (``to_dict``, ``from_dict``): the adapter travels as the
+    framework's name. ``builtin``, the built-in model it serves (None: any other), travels as the
+    model's.
     """
 
     framework: str = field(init=False)
@@ -69,7 +72,8 @@ class ServerInfo(ServerFacts):
     error: str | None = None
     notes: tuple[str, ...] = ()
     crashes: int = 0  # how many times it died in this session (``ServerPool.crashes`` holds each)
-    launch_context: int | None = None  # the context the plugin's launch line set (``LaunchSpec.context``)
+    # the context the plugin's launch line set (``LaunchSpec.context``)
+    launch_context: int | None = None
     builtin: Builtin | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -96,7 +100,8 @@ class ServerInfo(ServerFacts):
         return str(FrameworkVersion(self.version, commit=self.commit))
 
     def alive(self, settle: float = 5.0) -> bool:
-        """For launched servers: is the process still there and answering (from any process on the host)?
+        """For launched servers: is the process still there and answering (from any process on the
+        host)?
 
         A dying server drops its connections before it is gone, and while it exits its port may
         still accept connections that nobody will answer: a client can see the connection drop
@@ -113,12 +118,12 @@ class ServerInfo(ServerFacts):
         return False
 
     def known_context(self, endpoint: Endpoint) -> tuple[int | None, str]:
-        """The model's context in tokens and where it was read: what /v1/models advertises, else what the plugin's
-        launch line set, else a built-in model's own where it is small enough to fill (tiny). None, and why, for a
-        server that advertises none and that the plugin did not launch with one (an endpoint; a launch that sets
-        none): a context assumed for the model may not be the server's (transformers serve runs gemma-3-270m at
-        32768, not the 2048 the plugin launches it with elsewhere), and a prompt over the assumed one judges
-        nothing."""
+        """The model's context in tokens and where it was read: what /v1/models advertises, else
+        what the plugin's launch line set, else a built-in model's own where it is small enough to
+        fill (tiny). None, and why, for a server that advertises none and that the plugin did not
+        launch with one (an endpoint; a launch that sets none): a context assumed for the model may
+        not be the server's (transformers serve runs gemma-3-270m at 32768, not the 2048 the plugin
+        launches it with elsewhere), and a prompt over the assumed one judges nothing."""
         if advertised := endpoint.context_length():
             return advertised, "advertised in /v1/models"
         if self.launch_context:
@@ -128,7 +133,8 @@ class ServerInfo(ServerFacts):
         if not self.launched:
             return None, "an endpoint the plugin did not launch advertises no context in /v1/models"
         return None, (
-            f"the plugin's {self.framework} launch sets no context and /v1/models advertises none: the engine's own"
+            f"the plugin's {self.framework} launch sets no context and /v1/models advertises none: "
+            "the engine's own"
             " default applies, unknown here"
         )
 
@@ -137,18 +143,23 @@ class ServerInfo(ServerFacts):
 
     @property
     def state_path(self) -> Path | None:
-        """Where the owning process writes what became of a launched server (under xdist): beside its log."""
+        """Where the owning process writes what became of a launched server (under xdist): beside
+        its log.
+        """
         return Path(self.log_path).with_suffix(".state.json") if self.log_path else None
 
     def take(self, state: dict[str, Any]) -> None:
-        """Become the same target's server as the owner wrote it (``to_dict``), started again or given up: in place,
-        since fixtures of session scope hold this object; the adapter stays (no lookup by name after configure)."""
+        """Become the same target's server as the owner wrote it (``to_dict``), started again or
+        given up: in place, since fixtures of session scope hold this object; the adapter stays (no
+        lookup by name after configure)."""
         for name in ("pid", "start_seconds", "error", "crashes", "model"):
             setattr(self, name, state[name])
         self.notes = tuple(state["notes"])
 
     def log_mark(self) -> int:
-        """Where the server's log ends now (its size in bytes; 0 without a log): pass it to ``log_since``."""
+        """Where the server's log ends now (its size in bytes; 0 without a log): pass it to
+        ``log_since``.
+        """
         if not self.log_path:
             return 0
         try:
@@ -157,20 +168,22 @@ class ServerInfo(ServerFacts):
             return 0
 
     def log_since(self, mark: int, max_lines: int = 40) -> list[str]:
-        """The complete lines the server logged after ``mark`` (a ``log_mark``), the last ``max_lines`` of them.
+        """The complete lines the server logged after ``mark`` (a ``log_mark``), the last
+        ``max_lines`` of them.
 
         A line still being written (no newline yet) is left for a later call; the rest of a line
-        begun before ``mark`` is not returned (it belongs to the time before). The log is already redacted
-        when written (the process's masking copier); this reads nothing else. Lines are decoded as UTF-8, bad
-        bytes replaced. Another request running at the same time logs into the same window: it is the server's log
-        for that stretch of time, not for one request alone.
+        begun before ``mark`` is not returned (it belongs to the time before). The log is already
+        redacted when written (the process's masking copier); this reads nothing else. Lines are
+        decoded as UTF-8, bad bytes replaced. Another request running at the same time logs into the
+        same window: it is the server's log for that stretch of time, not for one request alone.
         """
         if not self.log_path or max_lines <= 0:
             return []
         try:
             with open(self.log_path, "rb") as fh:
                 end = fh.seek(0, os.SEEK_END)
-                if end < mark:  # the log was started afresh (a new server on this path): all of it is new
+                # the log was started afresh (a new server on this path): all of it is new
+                if end < mark:
                     mark = 0
                 start = max(mark, end - LOG_WINDOW_BYTES)
                 fh.seek(start - 1 if start > 0 else 0)
@@ -179,9 +192,12 @@ class ServerInfo(ServerFacts):
             return []
         if start > 0:
             cut = data.find(b"\n")  # data begins with the byte before ``start``
-            data = data[cut + 1 :] if cut >= 0 else b""  # drop the rest of a line begun before the window
+            # drop the rest of a line begun before the window
+            data = data[cut + 1 :] if cut >= 0 else b""
         lines = data.split(b"\n")[:-1]  # the last piece is a line still being written, or empty
-        return [line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines[-max_lines:]]
+        return [
+            line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines[-max_lines:]
+        ]
 
 
 def _answers(base_url: str) -> bool:
@@ -212,13 +228,18 @@ class ServerPool:
         self.infos: dict[str, ServerInfo] = {}
         self.processes: dict[str, ServerProcess] = {}
         self.crashes: dict[str, list[Crash]] = {}  # each launched target's deaths, in order
-        self.handed_off = False  # xdist: workers test the servers; a death is handled as soon as the process ends
-        self._serving: dict[str, ServerProcess] = {}  # the process that became ready and serves each target now
-        self._specs: dict[str, LaunchSpec] = {}  # what started each launched target, to start it again
-        self._tests: dict[str, list[float | None]] = {}  # node id -> [started, ended] (time.monotonic) in the owner
+        # xdist: workers test the servers; a death is handled as soon as the process ends
+        self.handed_off = False
+        # the process that became ready and serves each target now
+        self._serving: dict[str, ServerProcess] = {}
+        # what started each launched target, to start it again
+        self._specs: dict[str, LaunchSpec] = {}
+        # node id -> [started, ended] (time.monotonic) in the owner
+        self._tests: dict[str, list[float | None]] = {}
         self._closing = False
         self._lock = threading.Lock()
-        self._starting: dict[str, threading.Lock] = {}  # one lock per target: servers start side by side
+        # one lock per target: servers start side by side
+        self._starting: dict[str, threading.Lock] = {}
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -233,8 +254,9 @@ class ServerPool:
             return self._starting.setdefault(target_id, threading.Lock())
 
     def get(self, target_id: str) -> ServerInfo:
-        """The target's server: started on first use; one found dead or ending since the last test is started again
-        first (within ``MAX_RESTARTS``), or, in a worker, waited for while the controller does it."""
+        """The target's server: started on first use; one found dead or ending since the last test
+        is started again first (within ``MAX_RESTARTS``), or, in a worker, waited for while the
+        controller does it."""
         with self._target_lock(target_id):
             if target_id not in self.infos:
                 if not self.owner:
@@ -244,21 +266,30 @@ class ServerPool:
             serving = self._serving.get(target_id)
             if serving is not None and serving.ended():
                 self._restart(target_id, serving)
-            elif not self.owner and info.pid is not None and info.error is None and not running(info.pid):
+            elif (
+                not self.owner
+                and info.pid is not None
+                and info.error is None
+                and not running(info.pid)
+            ):
                 self._await_restart(info)
             return info
 
     def hand_off(self) -> None:
-        """From now on the servers are tested by xdist workers: a death is handled when the process ends."""
+        """From now on the servers are tested by xdist workers: a death is handled when the process
+        ends.
+        """
         self.handed_off = True
 
     def test_started(self, nodeid: str) -> None:
-        """A test began (in this process, or in a worker as the controller learns it): what a death is laid to."""
+        """A test began (in this process, or in a worker as the controller learns it): what a death
+        is laid to.
+        """
         self._tests[nodeid] = [time.monotonic(), None]
 
     def test_ended(self, nodeid: str) -> None:
-        """A test ended. A server found dead or dying now died no later: its reaper may learn it only after the next
-        test began, and the death belongs to the test that met it."""
+        """A test ended. A server found dead or dying now died no later: its reaper may learn it
+        only after the next test began, and the death belongs to the test that met it."""
         now = time.monotonic()
         for process in list(self._serving.values()):
             if process.ending():
@@ -267,7 +298,9 @@ class ServerPool:
             self._tests[nodeid][1] = time.monotonic()
 
     def _running_at(self, target_id: str, moment: float) -> tuple[list[str], str]:
-        """The target's tests that were running at ``moment``, and the last one that had ended by then."""
+        """The target's tests that were running at ``moment``, and the last one that had ended by
+        then.
+        """
         of_target = re.compile(rf"[\[-]{re.escape(target_id)}[\]-]")
         during, after = [], ""
         for nodeid, (started, ended) in self._tests.items():
@@ -280,9 +313,12 @@ class ServerPool:
         return during, after
 
     def start_all(self, target_ids: list[str]) -> None:
-        """Start the servers of these targets not yet running, side by side: an engine's start is mostly one process
-        importing and compiling on one core, so on a machine of several the starts overlap."""
-        with ThreadPoolExecutor(max_workers=max(1, len(target_ids)), thread_name_prefix="pytest-infer-start") as run:
+        """Start the servers of these targets not yet running, side by side: an engine's start is
+        mostly one process importing and compiling on one core, so on a machine of several the
+        starts overlap."""
+        with ThreadPoolExecutor(
+            max_workers=max(1, len(target_ids)), thread_name_prefix="pytest-infer-start"
+        ) as run:
             list(run.map(self.get, target_ids))
 
     def stop_all(self) -> None:
@@ -315,7 +351,8 @@ class ServerPool:
         builtin = target.builtin
         try:  # a built-in model in the form the engine loads
             model_path = builtin.path(adapter.model_form, environment) if builtin else target.model
-        except Exception as exc:  # a failed fetch or build fails this target's tests, not the session
+        # a failed fetch or build fails this target's tests, not the session
+        except Exception as exc:
             base.error = str(exc)
             return base
         port = free_port(self.options.host)
@@ -343,12 +380,15 @@ class ServerPool:
             base.error = str(exc)
             return base
         base.model = self._served_model(endpoint, spec.served_model) or target.model
-        base.notes += self._send_first_requests(endpoint.with_model(base.model), spec.first_requests)
+        base.notes += self._send_first_requests(
+            endpoint.with_model(base.model), spec.first_requests
+        )
         return base
 
     def _launch(self, target_id: str, info: ServerInfo, spec: LaunchSpec) -> float:
-        """Start ``spec``'s server and wait until it is ready: the seconds that took. The caller holds the target's
-        lock, so a death seen meanwhile (``on_exit``) waits for this to finish."""
+        """Start ``spec``'s server and wait until it is ready: the seconds that took. The caller
+        holds the target's lock, so a death seen meanwhile (``on_exit``) waits for this to finish.
+        """
         assert info.log_path is not None
         process = ServerProcess(
             spec,
@@ -375,15 +415,16 @@ class ServerPool:
         return seconds
 
     def _ended(self, target_id: str, process: ServerProcess) -> None:
-        """A server process ended without being stopped (from its reaper thread). Under xdist nobody else would see it
-        soon: start it again now. Otherwise the next test's ``get`` does, so the test that met it judges the death."""
+        """A server process ended without being stopped (from its reaper thread). Under xdist nobody
+        else would see it soon: start it again now. Otherwise the next test's ``get`` does, so the
+        test that met it judges the death."""
         if self.handed_off:
             with self._target_lock(target_id):
                 self._restart(target_id, process)
 
     def record_last_deaths(self) -> None:
-        """At the session's end: a server that died during the last tests met no later test that would have seen it;
-        its death is recorded all the same."""
+        """At the session's end: a server that died during the last tests met no later test that
+        would have seen it; its death is recorded all the same."""
         for target_id in list(self._serving):
             with self._target_lock(target_id):
                 process = self._serving.get(target_id)
@@ -391,15 +432,18 @@ class ServerPool:
                     self._restart(target_id, process, again=False)
 
     def _restart(self, target_id: str, process: ServerProcess, again: bool = True) -> None:
-        """Record the death of ``process`` and start the target's server ``again``, within ``MAX_RESTARTS``; once given
-        up, ``error`` says why, and the target's later tests are not run. The caller holds the target's lock."""
+        """Record the death of ``process`` and start the target's server ``again``, within
+        ``MAX_RESTARTS``; once given up, ``error`` says why, and the target's later tests are not
+        run. The caller holds the target's lock."""
         if self._serving.get(target_id) is not process or self._closing:
             return  # handled already, or stopped with the session
         del self._serving[target_id]
         info = self.infos[target_id]
         assert process.exited_at is not None
         during, after = self._running_at(target_id, process.exited_at)
-        crash = Crash(process.pid, process.exit_reason(), during, after, log_tail=process.log_tail())
+        crash = Crash(
+            process.pid, process.exit_reason(), during, after, log_tail=process.log_tail()
+        )
         process.stop()  # what is left of its process group, and its watchdog
         crashes = self.crashes.setdefault(target_id, [])
         crashes.append(crash)
@@ -407,7 +451,10 @@ class ServerPool:
         if not again:
             crash.then = "was not started again: no test was left"
         elif len(crashes) > MAX_RESTARTS:
-            crash.then = f"was not started again: it died {len(crashes)} times (at most {MAX_RESTARTS} restarts)"
+            crash.then = (
+                f"was not started again: it died {len(crashes)} times (at most "
+                f"{MAX_RESTARTS} restarts)"
+            )
         else:
             assert info.log_path is not None
             with open(info.log_path, "a") as log:
@@ -415,11 +462,19 @@ class ServerPool:
             try:
                 seconds = self._launch(target_id, info, self._specs[target_id])
             except ServerStartError as exc:
-                crash.then = f"could not be started again: {str(exc).splitlines()[0].split('; last lines of ')[0]}"
+                crash.then = (
+                    "could not be started again: "
+                    f"{str(exc).splitlines()[0].split('; last lines of ')[0]}"
+                )
             else:
                 crash.restarted = True
-                crash.then = f"was started again in {seconds:.1f} s (restart {len(crashes)} of {MAX_RESTARTS})"
-                notes = self._send_first_requests(self.endpoint(info), self._specs[target_id].first_requests)
+                crash.then = (
+                    f"was started again in {seconds:.1f} s (restart {len(crashes)} of "
+                    f"{MAX_RESTARTS})"
+                )
+                notes = self._send_first_requests(
+                    self.endpoint(info), self._specs[target_id].first_requests
+                )
                 info.notes += tuple(note for note in notes if note not in info.notes)
         if not crash.restarted:
             info.error = f"the server {crash.why} and {crash.then}"
@@ -431,10 +486,12 @@ class ServerPool:
             atomic_write_text(info.state_path, json.dumps(info.to_dict()))
 
     def _await_restart(self, info: ServerInfo) -> None:
-        """A worker found its server's process gone: wait for the controller to start it again (or give it up), and
-        take what it wrote. Still gone at the deadline: ``info`` is left as it was, and the test meets a dead server."""
+        """A worker found its server's process gone: wait for the controller to start it again (or
+        give it up), and take what it wrote. Still gone at the deadline: ``info`` is left as it was,
+        and the test meets a dead server."""
         assert info.state_path is not None
-        deadline = time.monotonic() + self.options.startup_timeout + 60  # the old group's stop, then a start
+        # the old group's stop, then a start
+        deadline = time.monotonic() + self.options.startup_timeout + 60
         while time.monotonic() < deadline:
             try:
                 state = json.loads(info.state_path.read_text())
@@ -447,15 +504,22 @@ class ServerPool:
             time.sleep(STATE_POLL)
 
     @staticmethod
-    def _send_first_requests(endpoint: Endpoint, requests: tuple[tuple[str, dict], ...]) -> tuple[str, ...]:
-        """Send the launch spec's first requests; what went wrong becomes a note, since the server itself is up."""
+    def _send_first_requests(
+        endpoint: Endpoint, requests: tuple[tuple[str, dict], ...]
+    ) -> tuple[str, ...]:
+        """Send the launch spec's first requests; what went wrong becomes a note, since the server
+        itself is up.
+        """
         notes = []
         with endpoint.http() as client:
             for path, body in requests:
                 try:
                     resp = client.post(path, json={"model": endpoint.model, **body})
                     if resp.status_code != 200:
-                        notes.append(f"the first request to {path} answered HTTP {resp.status_code}: {resp.text[:200]}")
+                        notes.append(
+                            f"the first request to {path} answered HTTP {resp.status_code}: "
+                            f"{resp.text[:200]}"
+                        )
                 except httpx.HTTPError as exc:
                     notes.append(f"the first request to {path} failed: {type(exc).__name__}: {exc}")
         return tuple(notes)
@@ -467,13 +531,18 @@ class ServerPool:
         return int(psutil.virtual_memory().total * DEFAULT_MEMORY_SHARE)
 
     def endpoint(self, info: ServerInfo) -> Endpoint:
-        """How clients reach this server: its URL and model, with the session's key and request timeout."""
-        return Endpoint(info.base_url, info.model, self.options.api_key, self.options.request_timeout)
+        """How clients reach this server: its URL and model, with the session's key and request
+        timeout.
+        """
+        return Endpoint(
+            info.base_url, info.model, self.options.api_key, self.options.request_timeout
+        )
 
     @staticmethod
     def _served_model(endpoint: Endpoint, unlisted: str | None = None) -> str | None:
-        """The id the server answers to: the one asked for if listed, else the first listed, else the launch's own
-        (``LaunchSpec.served_model``; ``transformers serve`` names models by path)."""
+        """The id the server answers to: the one asked for if listed, else the first listed, else
+        the launch's own (``LaunchSpec.served_model``; ``transformers serve`` names models by path).
+        """
         try:
             ids = [m.get("id") for m in endpoint.models(timeout=10)]
         except httpx.HTTPError:
@@ -483,9 +552,9 @@ class ServerPool:
         return unlisted or endpoint.model
 
     def _connect(self, target: Target) -> ServerInfo:
-        """An endpoint's one probe (``detect_endpoint``): an answer that cannot be had or cannot be read is the
-        target's one error, the URL and the error named; any answer read, a 404 or a 500 too, is judged by the
-        tests."""
+        """An endpoint's one probe (``detect_endpoint``): an answer that cannot be had or cannot be
+        read is the target's one error, the URL and the error named; any answer read, a 404 or a 500
+        too, is judged by the tests."""
         info = ServerInfo(
             target=target.id,
             adapter=target.adapter,
@@ -497,14 +566,21 @@ class ServerPool:
         try:
             with self.endpoint(info).http(timeout=REACH_TIMEOUT) as client:
                 detected, version, served = detect_endpoint(client)
-        except httpx.TransportError as exc:  # no HTTP answer at all; a 404 or a 500 is an answer, judged by the tests
-            late = f" (no answer within {REACH_TIMEOUT:.0f} s)" if isinstance(exc, httpx.TimeoutException) else ""
+        # no HTTP answer at all; a 404 or a 500 is an answer, judged by the tests
+        except httpx.TransportError as exc:
+            late = (
+                f" (no answer within {REACH_TIMEOUT:.0f} s)"
+                if isinstance(exc, httpx.TimeoutException)
+                else ""
+            )
             info.error = f"cannot reach {info.base_url}: {type(exc).__name__}: {exc}{late}"
             return info
-        except httpx.RequestError as exc:  # an answer no client can read (a body that does not decode as labelled)
+        # an answer no client can read (a body that does not decode as labelled)
+        except httpx.RequestError as exc:
             asked = f" to {exc.request.method} {exc.request.url.path}" if _has_request(exc) else ""
             info.error = (
-                f"cannot read {info.base_url}'s answer{asked}: {type(exc).__name__}: {exc} (its body does not decode as"
+                f"cannot read {info.base_url}'s answer{asked}: {type(exc).__name__}: {exc} (its "
+                "body does not decode as"
                 " its headers say, so every client fails on it alike)"
             )
             return info

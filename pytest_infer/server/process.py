@@ -24,8 +24,8 @@ from ..outcomes import InferError
 from ..secrets import MASK, redact
 
 PF_EXITING = 0x4  # Linux's flag of a process inside exit(): /proc/PID/stat, field 9
-# How long a process already inside exit() may take to be gone: its parent reaps it only when its last thread has
-# ended, and SGLang stopped at 12 GB took longer than 5 s to give back its memory.
+# How long a process already inside exit() may take to be gone: its parent reaps it only when its
+# last thread has ended, and SGLang stopped at 12 GB took longer than 5 s to give back its memory.
 EXIT_WAIT = 120.0
 
 
@@ -40,7 +40,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_in_use(host: str, port: int) -> bool:
-    """Something already accepts connections there (another server, or a leftover of an earlier run)."""
+    """Something already accepts connections there (another server, or a leftover of an earlier
+    run).
+    """
     try:
         with socket.create_connection((host, port), timeout=1.0):
             return True
@@ -49,7 +51,9 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def refuses(host: str, port: int, timeout: float = 0.25) -> bool:
-    """Nothing listens there: a connection is refused (one that times out is a busy server's full backlog)."""
+    """Nothing listens there: a connection is refused (one that times out is a busy server's full
+    backlog).
+    """
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return False
@@ -79,28 +83,36 @@ def tail(path: Path, lines: int = 40) -> str:
 
 
 class NotServing(InferError):
-    """The server answers its routes but cannot generate: a start failure, not something to wait out."""
+    """The server answers its routes but cannot generate: a start failure, not something to wait
+    out.
+    """
 
 
 GENERATION_PROBES = (
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0}),
-    ("/v1/completions", {"prompt": "hi", "max_tokens": 1, "temperature": 0}),  # base models have no chat template
+    (
+        "/v1/chat/completions",
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0},
+    ),
+    # base models have no chat template
+    ("/v1/completions", {"prompt": "hi", "max_tokens": 1, "temperature": 0}),
 )
 
 
 @dataclass(slots=True)
 class ReadinessProbe:
-    """Ready means able to generate: the ready paths answer 200, then one minimal generation succeeds.
+    """Ready means able to generate: the ready paths answer 200, then one minimal generation
+    succeeds.
 
-    A route that answers while the engine behind it is dead (vLLM-CPU on a model its attention kernel
-    rejects: /health 200, every generation 500) raises ``NotServing`` with what the server said.
-    Each attempt is short, so a dead process is seen fast.
+    A route that answers while the engine behind it is dead (vLLM-CPU on a model its attention
+    kernel rejects: /health 200, every generation 500) raises ``NotServing`` with what the server
+    said. Each attempt is short, so a dead process is seen fast.
     """
 
     endpoint: Endpoint
     paths: tuple[str, ...]
     generation_timeout: float = 60.0
-    served_model: str | None = None  # asked for when /v1/models lists none (``LaunchSpec.served_model``)
+    # asked for when /v1/models lists none (``LaunchSpec.served_model``)
+    served_model: str | None = None
 
     def __call__(self) -> bool:
         try:
@@ -108,7 +120,9 @@ class ReadinessProbe:
                 answers = {path: client.get(path) for path in self.paths}
                 if any(resp.status_code != 200 for resp in answers.values()):
                     return False
-                return self._generates(client, answers.get("/v1/models") or client.get("/v1/models"))
+                return self._generates(
+                    client, answers.get("/v1/models") or client.get("/v1/models")
+                )
         except httpx.HTTPError:
             return False
 
@@ -130,7 +144,9 @@ class ReadinessProbe:
             refusals.append(f"POST {path} -> HTTP {resp.status_code} {resp.text[:300]}")
             if resp.status_code >= 500:
                 break
-        raise NotServing("the server answers its routes but cannot generate: " + "; ".join(refusals))
+        raise NotServing(
+            "the server answers its routes but cannot generate: " + "; ".join(refusals)
+        )
 
 
 def process_tree_rss(pid: int) -> int:
@@ -157,7 +173,9 @@ class MemoryGuard(threading.Thread):
     that meet it with this line in their log tail, and the run goes on.
     """
 
-    def __init__(self, process: ServerProcess, limit: int, interval: float = 1.0, setting: str = "") -> None:
+    def __init__(
+        self, process: ServerProcess, limit: int, interval: float = 1.0, setting: str = ""
+    ) -> None:
         super().__init__(name="pytest-infer-memory-guard", daemon=True)
         self.process, self.limit, self.interval, self.setting = process, limit, interval, setting
         self._halt = threading.Event()
@@ -170,11 +188,17 @@ class MemoryGuard(threading.Thread):
             rss = process_tree_rss(pid)
             if rss > self.limit:
                 gb = f"{rss / 2**30:.1f} GB"
-                limit = f"{self.limit / 2**30:.1f} GB" + (f" ({self.setting})" if self.setting else "")
+                limit = f"{self.limit / 2**30:.1f} GB" + (
+                    f" ({self.setting})" if self.setting else ""
+                )
                 with self.process.log_path.open("a") as log:
-                    log.write(f"\npytest-infer stopped the server: its memory ({gb}) passed the limit of {limit}\n")
+                    log.write(
+                        f"\npytest-infer stopped the server: its memory ({gb}) passed the limit of "
+                        f"{limit}\n"
+                    )
                 self.process.stopped_why = f"was stopped at its memory limit ({gb}, over {limit})"
-                self.process.exited_at = time.monotonic()  # its death is now, however long the group takes to end
+                # its death is now, however long the group takes to end
+                self.process.exited_at = time.monotonic()
                 terminate_tree(pid, grace=5)
                 return
 
@@ -208,9 +232,12 @@ class ServerProcess:
         self._guard: MemoryGuard | None = None
         self.stopped_why = ""  # the memory guard's line, when it stopped the server
         self.stopping = False  # stop() was called: an exit from here on is no death
-        self.exited = threading.Event()  # the process has ended (set by the reaper, which waits on it)
-        self.exited_at: float | None = None  # when it ended or was first seen ending, in ``time.monotonic()``
-        # called (from the reaper thread) when the process ends without ``stop()``: the pool's death handler
+        # the process has ended (set by the reaper, which waits on it)
+        self.exited = threading.Event()
+        # when it ended or was first seen ending, in ``time.monotonic()``
+        self.exited_at: float | None = None
+        # called (from the reaper thread) when the process ends without ``stop()``: the pool's death
+        # handler
         self.on_exit: Callable[[ServerProcess], None] | None = None
 
     @property
@@ -218,32 +245,41 @@ class ServerProcess:
         return self.proc.pid if self.proc else None
 
     def exit_reason(self) -> str:
-        """Why the process ended, as a verb phrase ("exited with code 17"): its exit code, the signal, or the memory
-        guard's reason."""
+        """Why the process ended, as a verb phrase ("exited with code 17"): its exit code, the
+        signal, or the memory guard's reason."""
         code = self.proc.returncode if self.proc else None
         if self.stopped_why:
             return self.stopped_why
         if code is None:
             return "still running"
-        return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+        return (
+            f"was killed by {signal.Signals(-code).name}"
+            if code < 0
+            else f"exited with code {code}"
+        )
 
     def ending(self) -> bool:
-        """Whether the process has ended or is ending: gone, exiting, or its port refusing connections. A client sees
-        a crashed server's connection drop a few milliseconds before the process is gone."""
+        """Whether the process has ended or is ending: gone, exiting, or its port refusing
+        connections. A client sees a crashed server's connection drop a few milliseconds before the
+        process is gone."""
         if self.pid is None or not running(self.pid) or exiting(self.pid):
             return True
         url = urlparse(self.base_url)
         return bool(url.hostname and url.port and refuses(url.hostname, url.port))
 
     def ended(self, wait: float = EXIT_WAIT) -> bool:
-        """The process has ended, or is gone or inside exit() and reaped within ``wait`` seconds (``exited_at`` set)."""
+        """The process has ended, or is gone or inside exit() and reaped within ``wait`` seconds
+        (``exited_at`` set).
+        """
         pid = self.pid
         if self.exited.is_set():
             return True
         return pid is not None and (not running(pid) or exiting(pid)) and self.exited.wait(wait)
 
     def _reap(self) -> None:
-        """Wait for the process to end, note when, and tell ``on_exit`` unless it was stopped on purpose."""
+        """Wait for the process to end, note when, and tell ``on_exit`` unless it was stopped on
+        purpose.
+        """
         assert self.proc is not None
         self.proc.wait()
         self.exited_at = min(self.exited_at or time.monotonic(), time.monotonic())
@@ -254,9 +290,11 @@ class ServerProcess:
     def start(self) -> None:
         url = urlparse(self.base_url)
         if url.hostname and url.port and port_in_use(url.hostname, url.port):
-            # Its readiness probe would succeed against the other process, and the tests would run there.
+            # Its readiness probe would succeed against the other process, and the tests would run
+            # there.
             raise ServerStartError(
-                f"port {url.port} on {url.hostname} is already in use by another process; the server was not started"
+                f"port {url.port} on {url.hostname} is already in use by another process; the "
+                "server was not started"
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
@@ -267,8 +305,8 @@ class ServerProcess:
                     self.spec.argv,
                     env={**os.environ, **self.spec.env},
                     stdin=subprocess.DEVNULL,
-                    # With a secret, the output passes through a redacting copier: servers print their
-                    # config, and the key must never reach the log file (or any tail of it).
+                    # With a secret, the output passes through a redacting copier: servers print
+                    # their config, and the key must never reach the log file (or any tail of it).
                     stdout=subprocess.PIPE if self.secrets else log,
                     stderr=subprocess.STDOUT,
                     # Own process group, so teardown reaches every child and a terminal's Ctrl-C
@@ -282,7 +320,9 @@ class ServerProcess:
                 raise ServerStartError(f"could not run {self.spec.argv[0]!r}: {exc}") from exc
         if self.secrets and self.proc.stdout is not None:
             self._copier = threading.Thread(
-                target=_copy_redacted, args=(self.proc.stdout, self.log_path, self.secrets), daemon=True
+                target=_copy_redacted,
+                args=(self.proc.stdout, self.log_path, self.secrets),
+                daemon=True,
             )
             self._copier.start()
         if self.memory_limit:
@@ -290,7 +330,13 @@ class ServerProcess:
             self._guard.start()
         # A watchdog outside pytest stops the group even if pytest itself is SIGKILLed.
         self._watchdog = subprocess.Popen(
-            [sys.executable, "-m", "pytest_infer.server.watchdog", str(os.getpid()), str(self.proc.pid)],
+            [
+                sys.executable,
+                "-m",
+                "pytest_infer.server.watchdog",
+                str(os.getpid()),
+                str(self.proc.pid),
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -309,11 +355,13 @@ class ServerProcess:
     ) -> float:
         """Block until ready; return seconds taken. Fails fast when the process exits.
 
-        Polls quickly at first, then backs off to ``interval``: a server up in a fraction of a second is seen at once
-        (tests start hundreds; its start time is recorded), one that loads a model for minutes is asked twice a
-        second."""
+        Polls quickly at first, then backs off to ``interval``: a server up in a fraction of a
+        second is seen at once (tests start hundreds; its start time is recorded), one that loads a
+        model for minutes is asked twice a second."""
         assert self.proc is not None, "start() first"
-        probe = probe or ReadinessProbe(self.endpoint, self.spec.ready_paths, served_model=self.spec.served_model)
+        probe = probe or ReadinessProbe(
+            self.endpoint, self.spec.ready_paths, served_model=self.spec.served_model
+        )
         started = clock()
         pause = min(0.02, interval)
         while True:
@@ -321,18 +369,22 @@ class ServerProcess:
             if code is not None:
                 self.stop()  # reaps the watchdog too, which would otherwise outlive this object
                 raise ServerStartError(
-                    f"server exited with code {code} during start-up; last lines of {self.log_path}:\n{self.log_tail()}"
+                    f"server exited with code {code} during start-up; last lines of "
+                    f"{self.log_path}:\n{self.log_tail()}"
                 )
             try:
                 if probe():
                     return clock() - started
             except NotServing as exc:
                 self.stop()
-                raise ServerStartError(f"{exc}; last lines of {self.log_path}:\n{self.log_tail()}") from None
+                raise ServerStartError(
+                    f"{exc}; last lines of {self.log_path}:\n{self.log_tail()}"
+                ) from None
             if clock() - started > self.startup_timeout:
                 self.stop()
                 raise ServerStartError(
-                    f"server not ready after {self.startup_timeout:.0f}s (paths {', '.join(self.spec.ready_paths)}); "
+                    f"server not ready after {self.startup_timeout:.0f}s (paths "
+                    f"{', '.join(self.spec.ready_paths)}); "
                     f"last lines of {self.log_path}:\n{self.log_tail()}"
                 )
             sleep(pause)
@@ -354,7 +406,8 @@ class ServerProcess:
         self.stopping = True
         if self.proc is None:
             return
-        if self._guard is not None:  # joined: a guard still reading the process table must not outlive the session
+        # joined: a guard still reading the process table must not outlive the session
+        if self._guard is not None:
             self._guard.stop()
             self._guard.join(timeout=5)
         terminate_tree(self.proc.pid, grace)
@@ -405,10 +458,13 @@ def running(process: psutil.Process | int) -> bool:
 
 
 def exiting(pid: int) -> bool:
-    """The process is inside exit() (Linux; elsewhere, never known): its clients have seen it go, psutil not yet."""
+    """The process is inside exit() (Linux; elsewhere, never known): its clients have seen it go,
+    psutil not yet.
+    """
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+            # after the command name, which may hold spaces
+            fields = fh.read().rsplit(")", 1)[1].split()
         return bool(int(fields[6]) & PF_EXITING)
     except (OSError, IndexError, ValueError):
         return False

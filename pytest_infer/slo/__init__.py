@@ -1,4 +1,5 @@
-"""SLOs: load points of a profile measured against a server, judged on thresholds, recorded as a table.
+"""SLOs: load points of a profile measured against a server, judged on thresholds, recorded as a
+table.
 
 Public API: ``SloTable`` and ``SloPoint`` (the results), ``slo_points`` (read entries as points),
 ``headline`` (the figures a summary shows).

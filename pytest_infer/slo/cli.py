@@ -1,6 +1,6 @@
-"""The SLO suite's part of the ``pytest-infer`` command (``Suite.cli`` names ``CLI``): ``--fail-on`` and
-``--calibration`` for ``compare`` and ``history``, and ``calibrate``, which measures how far timing moves between
-sessions of one version on this machine (docs/timing-across-sessions.md)."""
+"""The SLO suite's part of the ``pytest-infer`` command (``Suite.cli`` names ``CLI``): ``--fail-on``
+and ``--calibration`` for ``compare`` and ``history``, and ``calibrate``, which measures how far
+timing moves between sessions of one version on this machine (docs/timing-across-sessions.md)."""
 
 from __future__ import annotations
 
@@ -13,23 +13,35 @@ from .drift import SAFETY, CalibrationError, DriftCalibration, calibrate
 from .rules import RuleError, parse_rules
 from .settings import SloSettings
 
-DRIFT_SHOWN = ("output_tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "tpot_p50_ms", "e2e_p50_ms")
+DRIFT_SHOWN = (
+    "output_tokens_per_s",
+    "ttft_p50_ms",
+    "ttft_p99_ms",
+    "itl_p50_ms",
+    "tpot_p50_ms",
+    "e2e_p50_ms",
+)
 
 
 class SloCli(SuiteCli):
-    """``--fail-on`` and ``--calibration`` for ``compare`` and ``history``, ``calibrate``, the profiles' folder."""
+    """``--fail-on`` and ``--calibration`` for ``compare`` and ``history``, ``calibrate``, the
+    profiles' folder.
+    """
 
     def add_arguments(self, parser: argparse.ArgumentParser, command: str) -> None:
         if command == "compare":
             parser.add_argument(
-                "--fail-on", metavar="RULES", help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%"
+                "--fail-on",
+                metavar="RULES",
+                help="SLO figures that gate, e.g. ttft_p99:10%%,output_tps:5%%",
             )
             parser.add_argument(
                 "--calibration",
                 type=Path,
                 metavar="FILE",
                 help=(
-                    "drift between sessions on this machine (pytest-infer calibrate): timing from separate sessions "
+                    "drift between sessions on this machine (pytest-infer calibrate): timing from "
+                    "separate sessions "
                     "gates beyond it; without it, such timing is listed, not gated"
                 ),
             )
@@ -38,7 +50,8 @@ class SloCli(SuiteCli):
                 "--fail-on",
                 metavar="RULES",
                 help=(
-                    "SLO figures marked as regressions, as for compare (default: every figure's significance test"
+                    "SLO figures marked as regressions, as for compare (default: every figure's "
+                    "significance test"
                     " alone)"
                 ),
             )
@@ -50,7 +63,9 @@ class SloCli(SuiteCli):
             )
 
     def settings(self, args: argparse.Namespace) -> SloSettings:
-        """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises, naming its flag."""
+        """The gate's settings from ``--fail-on`` and ``--calibration``; a bad rule or file raises,
+        naming its flag.
+        """
 
         try:
             rules = parse_rules(args.fail_on) if args.fail_on else ()
@@ -63,7 +78,9 @@ class SloCli(SuiteCli):
         return SloSettings(rules, drift)
 
     def folders(self) -> tuple[str, ...]:
-        """The bundled folders ``pytest-infer path`` names: the SLO profiles (``--slo=NAME`` reads them)."""
+        """The bundled folders ``pytest-infer path`` names: the SLO profiles (``--slo=NAME`` reads
+        them).
+        """
         return ("slo",)
 
     def commands(self, subparsers: argparse._SubParsersAction) -> None:
@@ -79,7 +96,8 @@ class SloCli(SuiteCli):
             nargs="+",
             metavar="FILE|DIR",
             help=(
-                "results of at least 3 sessions of one server version, on the gate's machine (sessions of another"
+                "results of at least 3 sessions of one server version, on the gate's machine "
+                "(sessions of another"
                 " framework, version, model or machine are refused)"
             ),
         )
@@ -110,7 +128,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         ]
         print(f"{key}: {', '.join(shown) if shown else f'{len(figures)} figures'}")
     print(
-        f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x {drift.safety:g}"
+        f"{len(drift.sessions)} sessions; tolerated drift = largest move between two sessions x "
+        f"{drift.safety:g}"
         f" -> {args.output}"
     )
     return 0

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from ..outcomes import InferError
 from .metrics.catalogue import Figure, higher_is_better, parse
 
-__all__ = ["Rule", "RuleError", "higher_is_better", "parse_rule", "parse_rules", "rule_for", "worsening"]
+__all__ = [
+    "Rule",
+    "RuleError",
+    "higher_is_better",
+    "parse_rule",
+    "parse_rules",
+    "rule_for",
+    "worsening",
+]
 
 _THRESHOLD = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%|[a-z]*)\s*$", re.IGNORECASE)
 _PATTERN = re.compile(r"[*?\[]")
@@ -28,8 +36,8 @@ class RuleError(InferError, ValueError):
 
 
 def worsening(figure: Figure, before: float, after: float, *, relative: bool = True) -> float:
-    """How much worse ``after`` is than ``before`` (positive: worse): in percent of ``before``, or in the figure's
-    unit."""
+    """How much worse ``after`` is than ``before`` (positive: worse): in percent of ``before``, or
+    in the figure's unit."""
     delta = (before - after) if figure.higher_is_better else (after - before)
     if not relative:
         return delta
@@ -44,10 +52,13 @@ class Rule:
     threshold: float
     relative: bool = True
     text: str = ""
-    figure: Figure | None = field(init=False, compare=False, repr=False)  # the figure it names; None: a pattern
+    # the figure it names; None: a pattern
+    figure: Figure | None = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "figure", None if _PATTERN.search(self.metric) else parse(self.metric))
+        object.__setattr__(
+            self, "figure", None if _PATTERN.search(self.metric) else parse(self.metric)
+        )
 
     def matches(self, figure: Figure) -> bool:
         """Does this rule gate ``figure``?
@@ -80,12 +91,16 @@ def parse_rule(text: str) -> Rule:
         raise RuleError(f"{text!r} is not METRIC:THRESHOLD (e.g. ttft_p99:10% or e2e_p99_ms:250)")
     match = _THRESHOLD.match(threshold)
     if not match:
-        raise RuleError(f"{text!r}: threshold {threshold!r} is not a non-negative number, optionally with % (e.g. 10%)")
+        raise RuleError(
+            f"{text!r}: threshold {threshold!r} is not a non-negative number, optionally with % "
+            "(e.g. 10%)"
+        )
     number, unit = match.groups()
     relative = unit == "%"
     if unit and not relative and not metric.lower().endswith(f"_{unit.lower()}"):
         raise RuleError(
-            f"{text!r}: an absolute threshold in {unit!r} needs a metric named *_{unit} (or use a percentage)"
+            f"{text!r}: an absolute threshold in {unit!r} needs a metric named *_{unit} (or use a "
+            "percentage)"
         )
     return Rule(metric.strip(), float(number), relative, text.strip())
 

@@ -1,6 +1,7 @@
-"""The SLO suite's settings: its session's options (``SloOptions``, read by its plugin when a session uses them), and
-its settings for the gate: what its plugin (``--infer-fail-on``, ``--infer-calibration``) and its part of the
-``pytest-infer`` command (``--fail-on``, ``--calibration``) hand the core under its name."""
+"""The SLO suite's settings: its session's options (``SloOptions``, read by its plugin when a
+session uses them), and its settings for the gate: what its plugin (``--infer-fail-on``,
+``--infer-calibration``) and its part of the ``pytest-infer`` command (``--fail-on``,
+``--calibration``) hand the core under its name."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ NAME = "slo"  # the suite's name: its marker, its results key, its key in the ga
 
 @dataclass(frozen=True, slots=True)
 class SloSettings:
-    """``rules``: the figures that gate and the change they tolerate; ``drift``: how far timing moves between
-    sessions on this machine (``None``: unknown, so timing measured in separate sessions is listed, not gated)."""
+    """``rules``: the figures that gate and the change they tolerate; ``drift``: how far timing
+    moves between sessions on this machine (``None``: unknown, so timing measured in separate
+    sessions is listed, not gated)."""
 
     rules: tuple[Rule, ...] = ()
     drift: DriftCalibration | None = None
@@ -27,7 +29,9 @@ class SloSettings:
 
 @dataclass(frozen=True, slots=True)
 class SloOptions:
-    """What the suite's options ask of a session: the profile, runs per load point, and how the load client runs."""
+    """What the suite's options ask of a session: the profile, runs per load point, and how the load
+    client runs.
+    """
 
     profile: Profile | None
     repeat: int | None
@@ -42,10 +46,16 @@ def of(settings: Any) -> SloSettings:
     if settings is None:
         return SloSettings()
     if not isinstance(settings, SloSettings):
-        raise TypeError(f"the {NAME} suite's gate settings are a {type(settings).__name__}, not SloSettings")
+        raise TypeError(
+            f"the {NAME} suite's gate settings are a {type(settings).__name__}, not SloSettings"
+        )
     return settings
 
 
-def gate_settings(rules: Iterable[Rule] = (), drift: DriftCalibration | None = None) -> dict[str, SloSettings]:
-    """The gate's settings (``gating.compare.compare``) that hold only these: the SLO suite's entry."""
+def gate_settings(
+    rules: Iterable[Rule] = (), drift: DriftCalibration | None = None
+) -> dict[str, SloSettings]:
+    """The gate's settings (``gating.compare.compare``) that hold only these: the SLO suite's
+    entry.
+    """
     return {NAME: SloSettings(tuple(rules), drift)}

@@ -23,8 +23,10 @@ from ..table import ALPHA
 from .metrics.catalogue import samples_of
 from .metrics.stats import scipy_stats
 
-MIN_RUNS = 4  # with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
-MIN_PAIRS = 5  # the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
+# with 3 v 3 the smallest one-sided p is 0.05, never below alpha; 4 v 4 can reach 0.014
+MIN_RUNS = 4
+# the smallest one-sided signed-rank p is 2**-n: 0.031 at 5 pairs, 0.0625 at 4 (never below alpha)
+MIN_PAIRS = 5
 MIN_SAMPLES = 20
 
 
@@ -43,31 +45,44 @@ def sample_keys(metric: Figure) -> list[Figure]:
 
 
 def mann_whitney_greater(x: list[float], y: list[float]) -> float:
-    """One-sided p-value that ``x`` tends to be greater than ``y`` (exact for small samples without ties).
+    """One-sided p-value that ``x`` tends to be greater than ``y`` (exact for small samples without
+    ties).
 
     scipy.stats is imported here, not at module level: it costs about a second, paid only by a
     gate that has repeated measurements to test.
     """
-    mannwhitneyu = scipy_stats("the gate's significance tests of repeated measurements").mannwhitneyu
+    mannwhitneyu = scipy_stats(
+        "the gate's significance tests of repeated measurements"
+    ).mannwhitneyu
     if len(set(x) | set(y)) == 1:
-        return 1.0  # all equal: no evidence either way (scipy's asymptotic path has no variance to use)
+        # all equal: no evidence either way (scipy's asymptotic path has no variance to use)
+        return 1.0
     return float(mannwhitneyu(x, y, alternative="greater", method="auto").pvalue)
 
 
 def worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
     """One-sided p-value that ``after`` is worse than ``before``."""
-    return mann_whitney_greater(before, after) if higher_is_better else mann_whitney_greater(after, before)
+    return (
+        mann_whitney_greater(before, after)
+        if higher_is_better
+        else mann_whitney_greater(after, before)
+    )
 
 
 def paired_worse_test(before: list[float], after: list[float], *, higher_is_better: bool) -> float:
-    """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (Wilcoxon signed-rank, exact)."""
+    """One-sided p-value that ``after[i]`` is worse than ``before[i]``, run by run (Wilcoxon
+    signed-rank, exact).
+    """
     wilcoxon = scipy_stats("the gate's paired significance tests of repeated runs").wilcoxon
     differences = [a - b for a, b in zip(after, before)]
     if not any(differences):
         return 1.0  # identical runs: no evidence either way (scipy refuses all-zero differences)
     return float(
         wilcoxon(
-            differences, alternative="less" if higher_is_better else "greater", method="auto", zero_method="zsplit"
+            differences,
+            alternative="less" if higher_is_better else "greater",
+            method="auto",
+            zero_method="zsplit",
         ).pvalue
     )
 
@@ -83,7 +98,9 @@ def significance(
     paired: bool = False,
     unit: str = "runs",
 ) -> Significance:
-    """``unit`` names what the repeated figures are of: runs, or the slices of runs measured in turns slice by slice."""
+    """``unit`` names what the repeated figures are of: runs, or the slices of runs measured in
+    turns slice by slice.
+    """
     if paired and len(before_runs) == len(after_runs) >= MIN_PAIRS:
         p = paired_worse_test(before_runs, after_runs, higher_is_better=higher_is_better)
         return Significance(p, f"paired {unit} (n={len(before_runs)}, interleaved)")

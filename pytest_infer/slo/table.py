@@ -49,9 +49,11 @@ RESERVED = frozenset(
         "thresholds_source",
     }
 )
-ESTIMATED = "estimated"  # a profile's thresholds_source whose limits were not measured on its hardware
+# a profile's thresholds_source whose limits were not measured on its hardware
+ESTIMATED = "estimated"
 TTFT = catalogued("ttft")
-NOT_GATED = "not gated"  # a timing move across sessions with no drift calibration: listed, not judged
+# a timing move across sessions with no drift calibration: listed, not judged
+NOT_GATED = "not gated"
 
 
 def _number(value: Any) -> float | None:
@@ -62,7 +64,9 @@ def _number(value: Any) -> float | None:
 
 @dataclass(slots=True)
 class SloPoint:
-    """One load point of one target: its figures, verdict and, where recorded, repeated runs and samples."""
+    """One load point of one target: its figures, verdict and, where recorded, repeated runs and
+    samples.
+    """
 
     target: str
     name: str
@@ -77,11 +81,16 @@ class SloPoint:
     )  # each slice's figure, in order, for runs measured in slices
     samples: dict[Figure, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
-    aggregate: dict[Figure, float] = field(default_factory=dict)  # an entry's own figures, for those its runs lack
-    interleaved: str = ""  # id of the measurement that ran this point on several targets in turns, run i beside run i
-    sessions: set[str] = field(default_factory=set)  # the pytest sessions its entries came from; empty: not recorded
-    server: list[dict[str, Any]] = field(default_factory=list)  # each entry's server-side figures (profiles.evaluate)
-    thresholds_source: str = ""  # the profile's word on its limits: "estimated", "measured", or "" where it gave none
+    # an entry's own figures, for those its runs lack
+    aggregate: dict[Figure, float] = field(default_factory=dict)
+    # id of the measurement that ran this point on several targets in turns, run i beside run i
+    interleaved: str = ""
+    # the pytest sessions its entries came from; empty: not recorded
+    sessions: set[str] = field(default_factory=set)
+    # each entry's server-side figures (profiles.evaluate)
+    server: list[dict[str, Any]] = field(default_factory=list)
+    # the profile's word on its limits: "estimated", "measured", or "" where it gave none
+    thresholds_source: str = ""
 
     @property
     def key(self) -> str:
@@ -99,12 +108,18 @@ def _verdict(entry: dict[str, Any]) -> str | None:
 
 def _metrics_of(entry: dict[str, Any]) -> dict[Figure, float]:
     metrics = entry.get("metrics")
-    source = metrics if isinstance(metrics, dict) else {k: v for k, v in entry.items() if k not in RESERVED}
+    source = (
+        metrics
+        if isinstance(metrics, dict)
+        else {k: v for k, v in entry.items() if k not in RESERVED}
+    )
     return stored({k: n for k, v in source.items() if (n := _number(v)) is not None})
 
 
 def slo_points(entries: list[Any]) -> list[SloPoint]:
-    """One point per (target, profile, load point); entries that repeat a point are runs of it. Junk is skipped."""
+    """One point per (target, profile, load point); entries that repeat a point are runs of it. Junk
+    is skipped.
+    """
     points: dict[tuple[str, str | None, str], SloPoint] = {}
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("target"), str):
@@ -113,7 +128,11 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         name = entry.get("load_point") or entry.get("name") or entry.get("point")
         if not name:
             name = (
-                f"c={concurrency:g}" if concurrency is not None else f"rate={rate:g}" if rate is not None else "default"
+                f"c={concurrency:g}"
+                if concurrency is not None
+                else f"rate={rate:g}"
+                if rate is not None
+                else "default"
             )
         key = (entry["target"], entry.get("profile"), str(name))
         point = points.get(key)
@@ -132,7 +151,9 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
         if isinstance(entry.get("session"), str) and entry["session"]:
             point.sessions.add(entry["session"])
         runs = entry.get("runs")
-        for run in [_metrics_of(r) if isinstance(r, dict) else {} for r in runs] if runs else [metrics]:
+        for run in (
+            [_metrics_of(r) if isinstance(r, dict) else {} for r in runs] if runs else [metrics]
+        ):
             for metric, value in run.items():
                 point.runs.setdefault(metric, []).append(value)
         for part in entry.get("slices") or []:
@@ -140,19 +161,27 @@ def slo_points(entries: list[Any]) -> list[SloPoint]:
                 point.slices.setdefault(metric, []).append(value)
         for metric, values in (entry.get("samples") or {}).items():
             if isinstance(values, list):
-                point.samples.setdefault(parse(metric), []).extend(v for v in map(_number, values) if v is not None)
+                point.samples.setdefault(parse(metric), []).extend(
+                    v for v in map(_number, values) if v is not None
+                )
         if isinstance(entry.get("server"), dict):
             point.server.append(entry["server"])
         failures = entry.get("failures")
         if isinstance(failures, list):
             point.failures += [str(f) for f in failures]
     for point in points.values():
-        point.metrics = {**point.aggregate, **{m: statistics.median(vs) for m, vs in point.runs.items()}}
+        point.metrics = {
+            **point.aggregate,
+            **{m: statistics.median(vs) for m, vs in point.runs.items()},
+        }
     return list(points.values())
 
 
 VERDICT_CSS = {"pass": Outcome.PASSED, "fail": Outcome.FAILED, "invalid": Outcome.ERROR}
-ESTIMATE_NOTE = "the profile's limits are estimates, not measured on its hardware: recalibrate before gating on them"
+ESTIMATE_NOTE = (
+    "the profile's limits are estimates, not measured on its hardware: recalibrate "
+    "before gating on them"
+)
 
 
 class SloTable(Table, Measured):
@@ -210,12 +239,13 @@ class SloTable(Table, Measured):
         return [section] if section.rows else []
 
     def limits(self) -> list[Limits]:
-        """Per load point, each threshold's limit, the measured figure (over repeated runs their median, with its 95%
-        interval) and the margin."""
+        """Per load point, each threshold's limit, the measured figure (over repeated runs their
+        median, with its 95% interval) and the margin."""
         checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for (
             entry
-        ) in self.entries:  # the last entry of a point that judged it: repeats of a point judge the same thresholds
+            # the last entry of a point that judged it: repeats of a point judge the same thresholds
+        ) in self.entries:
             if isinstance(entry, dict) and isinstance(entry.get("checks"), list):
                 name = entry.get("load_point") or entry.get("name") or entry.get("point")
                 checks[(str(entry.get("target")), f"{entry.get('profile') or '-'}/{name}")] = [
@@ -224,11 +254,15 @@ class SloTable(Table, Measured):
         out = []
         for point in self.points():
             invalid = "; ".join(
-                f.removeprefix("measurement invalid: ") for f in point.failures if f.startswith("measurement invalid")
+                f.removeprefix("measurement invalid: ")
+                for f in point.failures
+                if f.startswith("measurement invalid")
             )
             rows = [_limit_row(point, check) for check in checks.get((point.target, point.key), [])]
             figures = {str(k): f"{v:.4g}" for k, v in point.metrics.items()}
-            out.append(Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures))
+            out.append(
+                Limits(point.target, point.key, point.verdict or "?", rows, invalid, figures)
+            )
         return out
 
     def unmeasured(self, target: str) -> set[str]:
@@ -247,14 +281,22 @@ class SloTable(Table, Measured):
         after = {p.key: p for p in self.points() if p.target == pairing.candidate}
         found = [
             Finding(
-                "missing", "slo", pairing.label, key, before[key].verdict, "absent", "the candidate did not measure it"
+                "missing",
+                "slo",
+                pairing.label,
+                key,
+                before[key].verdict,
+                "absent",
+                "the candidate did not measure it",
             )
             for key in before
-            if key not in after and before[key].verdict != "invalid"  # an invalid point judged nothing to miss
+            # an invalid point judged nothing to miss
+            if key not in after and before[key].verdict != "invalid"
         ]
         for key in [k for k in before if k in after]:
             old, new = before[key], after[key]
-            if "invalid" in (old.verdict, new.verdict):  # a saturated client measured itself: nothing to compare
+            # a saturated client measured itself: nothing to compare
+            if "invalid" in (old.verdict, new.verdict):
                 found.append(
                     Finding(
                         "missing",
@@ -268,7 +310,15 @@ class SloTable(Table, Measured):
                 )
                 continue
             found += [
-                Finding("missing", "slo", pairing.label, f"{key}: {m}", old.metrics[m], "absent", "not measured")
+                Finding(
+                    "missing",
+                    "slo",
+                    pairing.label,
+                    f"{key}: {m}",
+                    old.metrics[m],
+                    "absent",
+                    "not measured",
+                )
                 for m in old.metrics
                 if m not in new.metrics
             ]
@@ -285,14 +335,22 @@ class SloTable(Table, Measured):
     def verdict_note(self, findings: list[Finding]) -> str | None:
         ungated = sum(1 for f in findings if NOT_GATED in f.detail)
         moves = f"{ungated} timing move{'s' if ungated != 1 else ''}"
-        return f"{moves} across sessions {NOT_GATED}: no drift calibration for them" if ungated else None
+        return (
+            f"{moves} across sessions {NOT_GATED}: no drift calibration for them"
+            if ungated
+            else None
+        )
 
     @classmethod
     def history_note(cls, settings: Any) -> str | None:
         if rules := cls.gate_rules(settings):
-            return f"SLO figures compared under {', '.join(rules)}, each change tested for significance"
+            return (
+                f"SLO figures compared under {', '.join(rules)}, each change tested for "
+                "significance"
+            )
         return (
-            "SLO figures not compared (no --fail-on rules): runs of separate sessions differ by the machine's drift; "
+            "SLO figures not compared (no --fail-on rules): runs of separate sessions differ by "
+            "the machine's drift; "
             "compare runs measured in turns in one session (scripts/vendor-history.sh timing)"
         )
 
@@ -300,12 +358,18 @@ class SloTable(Table, Measured):
         if not isinstance(baseline, SloTable):
             return None
         before = {p.key: p for p in baseline.points() if p.target == pairing.baseline}
-        compared = [(before[p.key], p) for p in self.points() if p.target == pairing.candidate and p.key in before]
+        compared = [
+            (before[p.key], p)
+            for p in self.points()
+            if p.target == pairing.candidate and p.key in before
+        ]
         modes = dict.fromkeys(timing_mode(old, new, pairing) for old, new in compared)
         return "; ".join(modes) or None
 
     def session_figures(self, source: str) -> dict[str, dict[tuple[str, str, str], float]]:
-        """An entry without a session id (written before they were recorded) stands for its file's session."""
+        """An entry without a session id (written before they were recorded) stands for its file's
+        session.
+        """
         by_session: dict[str, list[Any]] = {}
         for entry in self.entries:
             if isinstance(entry, dict):
@@ -330,17 +394,26 @@ class SloTable(Table, Measured):
             if (k := next((k for k in p.samples if k.metric is TTFT and p.samples[k]), None))
         ]
         return [
-            ("TTFT CDF per framework version", plots.cdf(series, "TTFT, cumulative distribution") if series else None),
+            (
+                "TTFT CDF per framework version",
+                plots.cdf(series, "TTFT, cumulative distribution") if series else None,
+            ),
             (
                 "Output throughput against concurrency",
                 _against_concurrency(
-                    points, label, (catalogued("output_tokens_per_s").at(),), "output throughput v concurrency"
+                    points,
+                    label,
+                    (catalogued("output_tokens_per_s").at(),),
+                    "output throughput v concurrency",
                 ),
             ),
             (
                 "TTFT against concurrency",
                 _against_concurrency(
-                    points, label, (TTFT.at("p50"), TTFT.at("p99"), TTFT.at("mean")), "TTFT v concurrency"
+                    points,
+                    label,
+                    (TTFT.at("p50"), TTFT.at("p99"), TTFT.at("mean")),
+                    "TTFT v concurrency",
                 ),
             ),
         ]
@@ -356,7 +429,9 @@ class SloTable(Table, Measured):
                 "runs": runs,
                 "verdict": p.verdict,
                 "seconds": [s for s in (as_seconds(metric, v) for v in runs) if s is not None],
-                "stored_as": "reciprocal seconds (ops = the figure)" if metric.higher_is_better else "seconds",
+                "stored_as": "reciprocal seconds (ops = the figure)"
+                if metric.higher_is_better
+                else "seconds",
             }
             for p in self.points()
             for metric, runs in p.runs.items()
@@ -364,8 +439,8 @@ class SloTable(Table, Measured):
 
 
 def as_seconds(figure: Figure, value: float) -> float | None:
-    """A figure as a pytest-benchmark time (lower is better): a throughput as its reciprocal; ``None`` when it cannot
-    be one."""
+    """A figure as a pytest-benchmark time (lower is better): a throughput as its reciprocal;
+    ``None`` when it cannot be one."""
     if figure.higher_is_better:
         return 1.0 / value if value > 0 else None
     return figure.seconds(value)
@@ -378,8 +453,8 @@ def _shown(value: float, unit: str) -> str:
 
 
 def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, str, str]:
-    """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the limit, as a share of
-    it."""
+    """``(metric, limit, measured, margin, css)``: the margin is how far inside (or outside) the
+    limit, as a share of it."""
 
     name, op = str(check.get("name")), str(check.get("op", "<="))
     limit, measured = _number(check.get("limit")), _number(check.get("measured"))
@@ -393,12 +468,14 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
     if point.thresholds_source == ESTIMATED:
         shown_limit += f" ({ESTIMATED})"
     if check.get("unmeasured") or measured is None:
-        note = str(check.get("note") or "")  # the judge's "not measured: <why>", naming what was missing
+        # the judge's "not measured: <why>", naming what was missing
+        note = str(check.get("note") or "")
         unmeasured = note if note.startswith("not measured") else "not measured"
         return (name, shown_limit, unmeasured, "-", Outcome.NOT_EXERCISED)
     ok = bool(check.get("ok"))
     runs = point.runs.get(figure, []) if figure else []
-    if len(runs) >= 2 and figure:  # repeated runs (one job's repeats, or merged jobs): their median, as the gate does
+    # repeated runs (one job's repeats, or merged jobs): their median, as the gate does
+    if len(runs) >= 2 and figure:
         measured = point.metrics.get(figure, measured)
         if limit is not None:
             ok = measured <= limit if op.startswith("<") else measured >= limit
@@ -417,11 +494,17 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
         margin = (
             "at the limit"
             if measured == 0
-            else f"{_shown(abs(measured), unit)} {'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
+            else f"{_shown(abs(measured), unit)} "
+            f"{'past the limit' if (measured > 0) == (op == '<=') else 'headroom'}"
         )
     else:
-        inside = (limit - measured) / abs(limit) if op.startswith("<") else (measured - limit) / abs(limit)
-        if inside >= 1 and not op.startswith("<"):  # a floor cleared many times over reads better as a ratio
+        inside = (
+            (limit - measured) / abs(limit)
+            if op.startswith("<")
+            else (measured - limit) / abs(limit)
+        )
+        # a floor cleared many times over reads better as a ratio
+        if inside >= 1 and not op.startswith("<"):
             margin = f"{measured / limit:.3g}x the limit"
         else:
             margin = f"{inside:.0%} headroom" if inside >= 0 else f"{-inside:.0%} past the limit"
@@ -429,17 +512,24 @@ def _limit_row(point: SloPoint, check: dict[str, Any]) -> tuple[str, str, str, s
 
 
 def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
-    """The server's own figures beside the client's: counts as ``server / client``, the histogram's TTFT, the
-    cross-check."""
+    """The server's own figures beside the client's: counts as ``server / client``, the histogram's
+    TTFT, the cross-check."""
     if not point.server:
         return []
     if any("error" in s for s in point.server):
         return [
-            ("server metrics", Cell("not read", detail=next(str(s["error"]) for s in point.server if "error" in s)))
+            (
+                "server metrics",
+                Cell(
+                    "not read", detail=next(str(s["error"]) for s in point.server if "error" in s)
+                ),
+            )
         ]
     cells = []
     for key, label in (("requests", "requests"), ("output_tokens", "output tokens")):
-        pairs = [(s.get(key), (s.get("check") or {}).get("client", {}).get(key)) for s in point.server]
+        pairs = [
+            (s.get(key), (s.get("check") or {}).get("client", {}).get(key)) for s in point.server
+        ]
         ints = [(a, b) for a, b in pairs if isinstance(a, int) and isinstance(b, int)]
         if len(ints) == len(pairs):
             server, client = sum(a for a, _ in ints), sum(b for _, b in ints)
@@ -449,7 +539,11 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
                     Cell(f"{server} / {client}", "" if server == client else Outcome.FAILED),
                 )
             )
-    ttft = [s["ttft"] for s in point.server if isinstance(s.get("ttft"), dict) and s["ttft"].get("count")]
+    ttft = [
+        s["ttft"]
+        for s in point.server
+        if isinstance(s.get("ttft"), dict) and s["ttft"].get("count")
+    ]
     if ttft:
         count = sum(h["count"] for h in ttft)
         mean = sum(h["mean_ms"] * h["count"] for h in ttft) / count
@@ -473,25 +567,33 @@ def server_cells(point: SloPoint) -> list[tuple[str, Cell]]:
 
 
 def prefix_cache_hit_share(point: SloPoint) -> Cell | None:
-    """Prompt tokens the server found in its prefix cache, as a share of those it looked up, over the point's runs.
+    """Prompt tokens the server found in its prefix cache, as a share of those it looked up, over
+    the point's runs.
 
-    Summed from the counters rather than averaging each run's ``prefix_cache_hit_rate``, so runs weigh by their tokens.
-    None where the server does not count lookups; "no lookups" where it counted none (prefix caching off).
+    Summed from the counters rather than averaging each run's ``prefix_cache_hit_rate``, so runs
+    weigh by their tokens. None where the server does not count lookups; "no lookups" where it
+    counted none (prefix caching off).
     """
     counts = [
         (h, q)
         for s in point.server
-        if isinstance(h := s.get("prefix_cache_hits"), int) and isinstance(q := s.get("prefix_cache_queries"), int)
+        if isinstance(h := s.get("prefix_cache_hits"), int)
+        and isinstance(q := s.get("prefix_cache_queries"), int)
     ]
     if not counts or len(counts) < len(point.server):
         return None
     hits, queries = sum(h for h, _ in counts), sum(q for _, q in counts)
     if not queries:
         return Cell(
-            "no lookups", detail="the server looked up no prompt tokens in a prefix cache: prefix caching is off"
+            "no lookups",
+            detail="the server looked up no prompt tokens in a prefix cache: prefix caching is off",
         )
     share = hits / queries
-    return Cell(f"{share:.1%}", detail=f"{hits} of {queries} prompt tokens from the prefix cache", value=share)
+    return Cell(
+        f"{share:.1%}",
+        detail=f"{hits} of {queries} prompt tokens from the prefix cache",
+        value=share,
+    )
 
 
 def measured_in_turns(old: SloPoint, new: SloPoint) -> bool:
@@ -499,18 +601,25 @@ def measured_in_turns(old: SloPoint, new: SloPoint) -> bool:
 
 
 def timing_mode(old: SloPoint, new: SloPoint, pairing: Pairing) -> str:
-    """Which way the gate judges this point's timing: paired (in turns), or across sessions within a calibrated
-    drift, or not at all (across sessions, with no calibration to say how far the machine alone moves them)."""
+    """Which way the gate judges this point's timing: paired (in turns), or across sessions within a
+    calibrated drift, or not at all (across sessions, with no calibration to say how far the machine
+    alone moves them)."""
     if measured_in_turns(old, new):
         return "interleaved (measured in turns)"
-    sessions = "one session, in sequence" if old.sessions and old.sessions == new.sessions else "separate sessions"
+    sessions = (
+        "one session, in sequence"
+        if old.sessions and old.sessions == new.sessions
+        else "separate sessions"
+    )
     calibration = slo_settings.of(pairing.settings.get(slo_settings.NAME)).drift
     if calibration is None:
         return f"{sessions}, {NOT_GATED}: no calibration"
     return f"{sessions}, gated beyond the calibrated drift of {calibration.describe()}"
 
 
-def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairing) -> Finding | None:
+def _compare_metric(
+    old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairing
+) -> Finding | None:
 
     settings = slo_settings.of(pairing.settings.get(slo_settings.NAME))
     rule = rule_for(settings.rules, metric)
@@ -525,13 +634,20 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairi
     paired = measured_in_turns(old, new)
     moved = f"{worse:+.1f}{unit} worse" if worse > 0 else f"{-worse:.1f}{unit} better"
     limit = f"limit {rule.describe()}"
-    shift = 0.0  # the share by which the better side is moved towards worse before the test: the calibrated drift
-    if not paired:  # across sessions the machine's drift is in the difference: only a calibration says how much
+    # the share by which the better side is moved towards worse before the test: the calibrated
+    # drift
+    shift = 0.0
+    # across sessions the machine's drift is in the difference: only a calibration says how much
+    if not paired:
         mode = timing_mode(old, new, pairing).partition(",")[0]
         calibration = settings.drift
         drift = calibration.drift(old.key, metric) if calibration is not None else None
         if calibration is None or drift is None:
-            why = f"{calibration.describe()} has no drift for this figure" if calibration else "no calibration"
+            why = (
+                f"{calibration.describe()} has no drift for this figure"
+                if calibration
+                else "no calibration"
+            )
             detail = f"{moved}, {limit}; {mode}, {NOT_GATED}: {why}"
             return Finding("change", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         relative = worsening(metric, x, y)
@@ -541,12 +657,13 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairi
             detail = f"{moved}, {limit}: within the rule and the drift between sessions"
             return Finding("noise", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail)
         shift = drift.bound_pct / 100.0
-    better, worse_side = (old, new) if worse > 0 else (new, old)  # the test asks: is worse_side worse than better?
-    # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and there are more of
-    # them
-    sliced = paired and len(better.slices.get(metric, [])) == len(worse_side.slices.get(metric, [])) > len(
-        better.runs.get(metric, [])
-    )
+    # the test asks: is worse_side worse than better?
+    better, worse_side = (old, new) if worse > 0 else (new, old)
+    # measured in slices, slice i of each target spans the same seconds: the slices pair closer, and
+    # there are more of them
+    sliced = paired and len(better.slices.get(metric, [])) == len(
+        worse_side.slices.get(metric, [])
+    ) > len(better.runs.get(metric, []))
     repeated = "slices" if sliced else "runs"
     up = metric.higher_is_better
     factor = 1.0 - shift if up else 1.0 + shift  # the better side, moved by the drift towards worse
@@ -567,7 +684,11 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairi
         unit=repeated,
     )
     p = f", p={sig.p_value:.3g}" if sig.p_value is not None else ""
-    basis = f"{sig.basis} against the other side moved by the drift" if shift and sig.p_value is not None else sig.basis
+    basis = (
+        f"{sig.basis} against the other side moved by the drift"
+        if shift and sig.p_value is not None
+        else sig.basis
+    )
     detail = f"{moved}, {limit}; {basis}{p}"
     if not sig.significant(pairing.alpha):
         return Finding(
@@ -580,7 +701,13 @@ def _compare_metric(old: SloPoint, new: SloPoint, metric: Figure, pairing: Pairi
             f"{detail} >= {pairing.alpha}: not significant",
         )
     return Finding(
-        "regression" if worse > 0 else "improvement", "slo", pairing.label, subject, f"{x:.4g}", f"{y:.4g}", detail
+        "regression" if worse > 0 else "improvement",
+        "slo",
+        pairing.label,
+        subject,
+        f"{x:.4g}",
+        f"{y:.4g}",
+        detail,
     )
 
 

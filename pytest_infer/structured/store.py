@@ -25,10 +25,14 @@ VERSION = 1
 
 
 def write_sweep(report_dir: Path, target: str, path_name: str, rows: list[dict[str, Any]]) -> Path:
-    """One JSON line per distinct schema of a sweep, in order: what two runs with one seed must agree on."""
+    """One JSON line per distinct schema of a sweep, in order: what two runs with one seed must
+    agree on.
+    """
     out = Path(report_dir) / SWEEP_DIR / f"{target}-{path_name}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows))
+    out.write_text(
+        "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+    )
     return out
 
 
@@ -60,7 +64,9 @@ class ReproducerStore:
             or data.get("version") != VERSION
             or not isinstance(data.get("reproducers"), list)
         ):
-            raise ValueError(f"{self.path}: not a pytest-infer reproducer file of version {VERSION}")
+            raise ValueError(
+                f"{self.path}: not a pytest-infer reproducer file of version {VERSION}"
+            )
         return data["reproducers"]
 
     def for_path(self, path_name: str) -> list[dict[str, Any]]:
@@ -99,7 +105,9 @@ class ReproducerStore:
             entries.append(entry)
         return entry
 
-    def record_replay(self, entry_id_: str, *, target: str, version: str | None, signature: str) -> None:
+    def record_replay(
+        self, entry_id_: str, *, target: str, version: str | None, signature: str
+    ) -> None:
         """Remember what a stored reproducer does on this target now (still failing, or fixed)."""
         with self._locked() as entries:
             for entry in entries:
@@ -139,7 +147,9 @@ class ReproducerStore:
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w") as fh:
-                json.dump({"version": VERSION, "reproducers": entries}, fh, indent=1, ensure_ascii=False)
+                json.dump(
+                    {"version": VERSION, "reproducers": entries}, fh, indent=1, ensure_ascii=False
+                )
                 fh.write("\n")
             os.replace(tmp, self.path)
         except BaseException:

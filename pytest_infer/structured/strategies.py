@@ -1,4 +1,5 @@
-"""Hypothesis strategies for JSON Schemas (Draft 2020-12) that are valid and satisfiable by construction.
+"""Hypothesis strategies for JSON Schemas (Draft 2020-12) that are valid and satisfiable by
+construction.
 
 Every schema is drawn together with an instance of it (its *witness*): each
 keyword is drawn around a witness value it must accept (``minLength`` at most
@@ -25,14 +26,33 @@ from hypothesis import strategies as st
 
 KEYWORDS = frozenset(
     {
-        "type", "enum", "const",
-        "properties", "required", "additionalProperties",
-        "minLength", "maxLength", "pattern", "format",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-        "items", "prefixItems", "minItems", "maxItems", "uniqueItems",
-        "anyOf", "oneOf", "allOf", "$ref", "$defs",
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "$defs",
     }
-)  # fmt: skip
+)
 # The shortest value of each format (what the witness uses).
 FORMATS = {
     "date": "2024-01-01",
@@ -45,13 +65,30 @@ FORMATS = {
 CHAR_CLASSES = (("[a-z]", "a"), ("[0-9]", "7"), ("[A-Z]", "Q"), ("[a-f0-9]", "c"))
 PROPERTY_NAMES = ("a", "b", "id", "name", "value", "tags")
 # Scalars for enum/const; some need escaping in JSON (quote, backslash, newline, non-ASCII).
-SCALARS = ("a", 0, True, None, "b c", 1, -1, 2.5, False, 'say "hi"', "back\\slash", "two\nlines", "ü", "")
+SCALARS = (
+    "a",
+    0,
+    True,
+    None,
+    "b c",
+    1,
+    -1,
+    2.5,
+    False,
+    'say "hi"',
+    "back\\slash",
+    "two\nlines",
+    "ü",
+    "",
+)
 SIMPLE_TYPES = ("string", "integer", "boolean", "null", "number")
 DEFAULT_MAX_DEPTH = 2
 
 
 def _kinds(allowed: frozenset[str]) -> dict[str, tuple[frozenset[str], bool]]:
-    """kind -> (keywords it needs, whether it nests). Ordered simplest first: shrinking goes left."""
+    """kind -> (keywords it needs, whether it nests). Ordered simplest first: shrinking goes
+    left.
+    """
     return {
         "string": (frozenset(), False),
         "integer": (frozenset(), False),
@@ -61,7 +98,8 @@ def _kinds(allowed: frozenset[str]) -> dict[str, tuple[frozenset[str], bool]]:
         "enum": (frozenset({"enum"}), False),
         "const": (frozenset({"const"}), False),
         "type-list": (frozenset({"type"}), False),
-        "untyped": (frozenset({"type"}), False),  # string or number keywords without "type": bypassed checks
+        # string or number keywords without "type": bypassed checks
+        "untyped": (frozenset({"type"}), False),
         "object": (frozenset(), True),
         "array": (frozenset(), True),
         "nullable": (frozenset({"anyOf", "type"}), True),
@@ -103,7 +141,11 @@ def _string(c: _Context) -> tuple[dict, Any]:
             high = length + c.draw(st.integers(0, 3))
             schema["pattern"] = c.draw(
                 st.sampled_from(
-                    [f"^{regex}*$", f"^{regex}{{{low},{high}}}$", f"^{regex}+$" if length else f"^{regex}*$"]
+                    [
+                        f"^{regex}*$",
+                        f"^{regex}{{{low},{high}}}$",
+                        f"^{regex}+$" if length else f"^{regex}*$",
+                    ]
                 )
             )
     if c.maybe("minLength"):
@@ -117,7 +159,8 @@ def _numeric(c: _Context, type_: str) -> tuple[dict, Any]:
     schema: dict[str, Any] = {}
     witness: int | float = c.draw(st.integers(-20, 20))
     if type_ == "number":
-        witness = witness / c.draw(st.sampled_from([1, 2, 4]))  # binary fractions: exact in JSON and float
+        # binary fractions: exact in JSON and float
+        witness = witness / c.draw(st.sampled_from([1, 2, 4]))
     if c.maybe("multipleOf"):
         step = c.draw(st.sampled_from([2, 3, 5, 10] if type_ == "integer" else [0.5, 2, 0.25]))
         witness = round(witness) * step
@@ -139,14 +182,18 @@ def _scalar(c: _Context, kind: str) -> tuple[dict, Any]:
     if kind == "null":
         return {"type": "null"}, None
     if kind == "enum":
-        values = c.draw(st.lists(st.sampled_from(SCALARS), min_size=1, max_size=4, unique_by=json.dumps))
+        values = c.draw(
+            st.lists(st.sampled_from(SCALARS), min_size=1, max_size=4, unique_by=json.dumps)
+        )
         return {"enum": values}, values[0]
     value = c.draw(st.sampled_from(SCALARS))
     return {"const": value}, value
 
 
 def _type_list(c: _Context) -> tuple[dict, Any]:
-    """One schema over two types (``"type": [a, b]``) with keywords of both: the pair bypassed keyword checks."""
+    """One schema over two types (``"type": [a, b]``) with keywords of both: the pair bypassed
+    keyword checks.
+    """
     first = c.draw(st.sampled_from(SIMPLE_TYPES))
     others = [t for t in SIMPLE_TYPES if t != first and {t, first} != {"integer", "number"}]
     second = c.draw(st.sampled_from(others))
@@ -212,9 +259,12 @@ def _array(c: _Context, depth: int) -> tuple[dict, Any]:
 
 def _all_of(c: _Context, depth: int) -> tuple[dict, Any]:
     """Split one schema's keywords over 2-3 branches: each branch accepts the witness, so all do."""
-    base, witness = c.draw(st.sampled_from([_string, lambda c: _numeric(c, "integer"), lambda c: _object(c, depth)]))(c)
+    base, witness = c.draw(
+        st.sampled_from([_string, lambda c: _numeric(c, "integer"), lambda c: _object(c, depth)])
+    )(c)
     units: list[dict] = []
-    together = {"properties", "additionalProperties"}  # additionalProperties only sees its own branch's properties
+    # additionalProperties only sees its own branch's properties
+    together = {"properties", "additionalProperties"}
     if together & base.keys():
         units.append({k: base[k] for k in together if k in base})
     units += [{k: v} for k, v in base.items() if k not in together]
@@ -253,8 +303,11 @@ def _recursive(c: _Context, depth: int) -> tuple[dict, Any]:
     ref = {"$ref": f"#/$defs/{name}"}
     c.defs[name] = {}  # reserve the name before drawing the value schema, which may add defs
     value, value_witness = _node(c, depth - 1)
-    arrays = {"items", "maxItems"} <= c.allowed  # a tree or nested list needs them; a linked list does not
-    shape = c.draw(st.sampled_from(["linked-list", "tree", "nested"] if arrays else ["linked-list"]))
+    # a tree or nested list needs them; a linked list does not
+    arrays = {"items", "maxItems"} <= c.allowed
+    shape = c.draw(
+        st.sampled_from(["linked-list", "tree", "nested"] if arrays else ["linked-list"])
+    )
     if shape == "linked-list":
         c.defs[name] = {
             "type": "object",
@@ -265,7 +318,10 @@ def _recursive(c: _Context, depth: int) -> tuple[dict, Any]:
     elif shape == "tree":
         c.defs[name] = {
             "type": "object",
-            "properties": {"value": value, "children": {"type": "array", "items": ref, "maxItems": 2}},
+            "properties": {
+                "value": value,
+                "children": {"type": "array", "items": ref, "maxItems": 2},
+            },
             "required": ["value"],
         }
         witness = {"value": value_witness}
@@ -276,7 +332,11 @@ def _recursive(c: _Context, depth: int) -> tuple[dict, Any]:
 
 
 def _node(c: _Context, depth: int) -> tuple[dict, Any]:
-    kinds = [k for k, (needs, nests) in _kinds(c.allowed).items() if needs <= c.allowed and (depth > 0 or not nests)]
+    kinds = [
+        k
+        for k, (needs, nests) in _kinds(c.allowed).items()
+        if needs <= c.allowed and (depth > 0 or not nests)
+    ]
     kind = c.draw(st.sampled_from(kinds))
     if kind in ("string", "integer", "number", "boolean", "null", "enum", "const"):
         return _scalar(c, kind)
@@ -314,7 +374,8 @@ def _allowed(keywords: Iterable[str] | None) -> frozenset[str]:
     allowed = frozenset(keywords)
     if unknown := allowed - KEYWORDS:
         raise ValueError(
-            f"unknown JSON-Schema keyword(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KEYWORDS))}"
+            f"unknown JSON-Schema keyword(s) {', '.join(sorted(unknown))}; known: "
+            f"{', '.join(sorted(KEYWORDS))}"
         )
     if not allowed & {"type", "enum", "const"}:
         raise ValueError("keywords must include at least one of type, enum, const")
@@ -342,7 +403,9 @@ def schemas_with_instances(
     return drawn()
 
 
-def schemas(*, keywords: Iterable[str] | None = None, max_depth: int = DEFAULT_MAX_DEPTH) -> st.SearchStrategy[dict]:
+def schemas(
+    *, keywords: Iterable[str] | None = None, max_depth: int = DEFAULT_MAX_DEPTH
+) -> st.SearchStrategy[dict]:
     """Valid, satisfiable JSON Schemas (Draft 2020-12) that shrink to one keyword on one type.
 
     ``keywords``: only these keywords (e.g. the ones a framework claims to support);
@@ -352,7 +415,9 @@ def schemas(*, keywords: Iterable[str] | None = None, max_depth: int = DEFAULT_M
 
 
 def token_budget(instance: Any, *, floor: int = 48, cap: int = 512) -> int:
-    """``max_tokens`` for an answer: room for the instance twice over (whitespace, longer values), bounded."""
+    """``max_tokens`` for an answer: room for the instance twice over (whitespace, longer values),
+    bounded.
+    """
     return max(floor, min(cap, 2 * len(json.dumps(instance, ensure_ascii=False)) + 32))
 
 

@@ -1,8 +1,8 @@
-"""The structured suite's results: per target, JSON-Schema keyword (and corpus case) x outcome class, counted in
-requests.
+"""The structured suite's results: per target, JSON-Schema keyword (and corpus case) x outcome
+class, counted in requests.
 
-A corpus case counts in its own row, ``case:NAME`` (``CASE_ROW``), besides its keywords' rows: the gate compares
-its share of valid answers as it compares a keyword's.
+A corpus case counts in its own row, ``case:NAME`` (``CASE_ROW``), besides its keywords' rows: the
+gate compares its share of valid answers as it compares a keyword's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ WRONG_KEYWORD = frozenset({"invalid", "error"})
 
 
 def keyword_status(counts: dict[str, int]) -> str:
-    """One word per keyword: the worst outcome class with a non-zero count (``none`` if nothing ran)."""
+    """One word per keyword: the worst outcome class with a non-zero count (``none`` if nothing
+    ran).
+    """
     for klass in KEYWORD_CLASSES:
         if counts.get(klass, 0) > 0:
             return klass
@@ -35,25 +37,29 @@ def _share(counts: dict[str, int], classes: frozenset[str]) -> tuple[int, int]:
 
 
 def rise_p_value(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """One-sided Fisher exact p-value that the share ``hits / total`` is higher after than before: the chance, with
-    the hits' total and both sample sizes fixed, that ``after`` holds ``a`` of them or more (hypergeometric tail;
-    exact integers, so no scipy for every gate)."""
+    """One-sided Fisher exact p-value that the share ``hits / total`` is higher after than before:
+    the chance, with the hits' total and both sample sizes fixed, that ``after`` holds ``a`` of them
+    or more (hypergeometric tail; exact integers, so no scipy for every gate)."""
     (b, bn), (a, an) = before, after
     if bn == 0 or an == 0:
         return 1.0
     hits = a + b
-    tail = sum(math.comb(hits, k) * math.comb(an + bn - hits, an - k) for k in range(a, min(hits, an) + 1))
+    tail = sum(
+        math.comb(hits, k) * math.comb(an + bn - hits, an - k) for k in range(a, min(hits, an) + 1)
+    )
     return tail / math.comb(an + bn, an)
 
 
-# (classes, a significant rise is a ..., a significant fall is a ...); the first that moves significantly names the
-# finding
+# (classes, a significant rise is a ..., a significant fall is a ...); the first that moves
+# significantly names the finding
 SHARE_TESTS = (
     (WRONG_KEYWORD, "regression", "improvement"),  # silent wrong answers and errors
     (frozenset({"rejected"}), "regression", "improvement"),  # support dropped or gained
-    # answers the grammar was judged on: fewer (cut off at max_tokens, refused) is less of the schema honoured
+    # answers the grammar was judged on: fewer (cut off at max_tokens, refused) is less of the
+    # schema honoured
     (frozenset({"valid"}), "improvement", "regression"),
-    (frozenset({"truncated"}), "change", "change"),  # cut off more, with no other share moving: the model's text
+    # cut off more, with no other share moving: the model's text
+    (frozenset({"truncated"}), "change", "change"),
 )
 CASE_ROW = "case:"  # the row prefix of a corpus case (keyword rows never hold it)
 
@@ -62,9 +68,15 @@ def case_row(name: str) -> str:
     return f"{CASE_ROW}{name}"
 
 
-def _row_finding(row: str, old: dict[str, int], new: dict[str, int], pairing: Pairing) -> Finding | None:
-    """A keyword's or a case's finding (area ``keyword`` or ``case``; a case is named without its prefix)."""
-    area, subject = ("case", row.removeprefix(CASE_ROW)) if row.startswith(CASE_ROW) else ("keyword", row)
+def _row_finding(
+    row: str, old: dict[str, int], new: dict[str, int], pairing: Pairing
+) -> Finding | None:
+    """A keyword's or a case's finding (area ``keyword`` or ``case``; a case is named without its
+    prefix).
+    """
+    area, subject = (
+        ("case", row.removeprefix(CASE_ROW)) if row.startswith(CASE_ROW) else ("keyword", row)
+    )
     o, n = keyword_status(old), keyword_status(new)
     moved = []
     for classes, rise, fall in SHARE_TESTS:
@@ -87,30 +99,58 @@ def _row_finding(row: str, old: dict[str, int], new: dict[str, int], pairing: Pa
             )
         moved.append(detail)
     if o == n:
-        return None  # the shares that moved did so within chance, and the one-word status did not move
+        # the shares that moved did so within chance, and the one-word status did not move
+        return None
     if not moved:  # one class traded for another of the same group (invalid for error)
-        return Finding("change", area, pairing.label, subject, o, n, f"{_counts_text(old)} -> {_counts_text(new)}")
+        return Finding(
+            "change",
+            area,
+            pairing.label,
+            subject,
+            o,
+            n,
+            f"{_counts_text(old)} -> {_counts_text(new)}",
+        )
     return Finding(
-        "noise", area, pairing.label, subject, o, n, f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})"
+        "noise",
+        area,
+        pairing.label,
+        subject,
+        o,
+        n,
+        f"{'; '.join(moved)}: below significance (alpha {pairing.alpha})",
     )
 
 
-# Failure messages that mean the server answered and the answer broke the schema: silent wrong output.
+# Failure messages that mean the server answered and the answer broke the schema: silent wrong
+# output.
 _SILENT = re.compile(r"broke the schema|failed open|let through|violation")
 _PARAMS = re.compile(r"^(?P<test>[^\[]+)\[(?P<params>.*)\]$")
 
 
 def _cause(row: str, message: str) -> Cause | None:
-    """The same test and case on every request path (``response_format``, its streaming mode, the native field) is one
-    cause."""
+    """The same test and case on every request path (``response_format``, its streaming mode, the
+    native field) is one cause."""
     match = _PARAMS.match(row)
     if match is None:
         return None
     test, params = match["test"], match["params"]
-    # reverse order tries a path before any path it extends (response_format-stream before response_format)
-    path = next((p for p in sorted(REQUEST_PATHS, reverse=True) if params == p or params.startswith(f"{p}-")), "")
+    # reverse order tries a path before any path it extends (response_format-stream before
+    # response_format)
+    path = next(
+        (
+            p
+            for p in sorted(REQUEST_PATHS, reverse=True)
+            if params == p or params.startswith(f"{p}-")
+        ),
+        "",
+    )
     case = params[len(path) :].lstrip("-")
-    first = next((line for line in message.splitlines() if line.strip()), "").removeprefix("Failed: ").strip()
+    first = (
+        next((line for line in message.splitlines() if line.strip()), "")
+        .removeprefix("Failed: ")
+        .strip()
+    )
     key = f"{test}[{case}]" if case else test
     severity = "critical" if _SILENT.search(message.split("\n  request:")[0]) else "major"
     title = first if case and case in first else f"{key}: {first}" if first else key
@@ -145,12 +185,20 @@ class StructuredTable(TargetTable):
         return dict(sorted(out.items()))
 
     def by_keyword(self) -> dict[str, dict[str, dict[str, int]]]:
-        """``{keyword: {target: {class: count}}}``, keywords sorted (the ``all`` row included, cases not)."""
+        """``{keyword: {target: {class: count}}}``, keywords sorted (the ``all`` row included, cases
+        not).
+        """
         return {row: cells for row, cells in self.by_row().items() if not row.startswith(CASE_ROW)}
 
     def by_case(self) -> dict[str, dict[str, dict[str, int]]]:
-        """``{case: {target: {class: count}}}``: the corpus cases, named without their row prefix."""
-        return {row.removeprefix(CASE_ROW): cells for row, cells in self.by_row().items() if row.startswith(CASE_ROW)}
+        """``{case: {target: {class: count}}}``: the corpus cases, named without their row
+        prefix.
+        """
+        return {
+            row.removeprefix(CASE_ROW): cells
+            for row, cells in self.by_row().items()
+            if row.startswith(CASE_ROW)
+        }
 
     def sections(self) -> list[Section]:
         def rows(table: dict[str, dict[str, dict[str, int]]]) -> dict[str, dict[str, Cell]]:
@@ -166,20 +214,24 @@ class StructuredTable(TargetTable):
         return [Section(title, heading, found) for title, heading, found in parts if found]
 
     def compare(self, baseline: Table, pairing: Pairing) -> list[Finding]:
-        """Per keyword and per corpus case, the shares of wrong, refused and valid answers before and after,
-        each with a one-sided Fisher exact test at the pairing's alpha.
+        """Per keyword and per corpus case, the shares of wrong, refused and valid answers before
+        and after, each with a one-sided Fisher exact test at the pairing's alpha.
 
         A row's one-word status saturates: once one answer is wrong it cannot get worse. The shares
-        can, and a test on them keeps a sampled run's luck (a few more answers cut off, one schema the
-        model happened to break) from being called a regression. More wrong answers or refusals, or
-        fewer valid ones (answers now cut off at the token limit: the grammar was judged on less), are a
-        regression when significant; the reverse an improvement; a move below significance is noise.
+        can, and a test on them keeps a sampled run's luck (a few more answers cut off, one schema
+        the model happened to break) from being called a regression. More wrong answers or refusals,
+        or fewer valid ones (answers now cut off at the token limit: the grammar was judged on
+        less), are a regression when significant; the reverse an improvement; a move below
+        significance is noise.
         """
         before = baseline.by_row() if isinstance(baseline, StructuredTable) else {}
         after = self.by_row()
         found = []
         for row in sorted(set(before) | set(after)):
-            old, new = before.get(row, {}).get(pairing.baseline), after.get(row, {}).get(pairing.candidate)
+            old, new = (
+                before.get(row, {}).get(pairing.baseline),
+                after.get(row, {}).get(pairing.candidate),
+            )
             if old is None or new is None:
                 continue
             finding = _row_finding(row, old, new, pairing)
@@ -191,4 +243,9 @@ class StructuredTable(TargetTable):
         return _cause(row, message)
 
     def figures(self, label: Callable[[str], str]) -> list[tuple[str, str | None]]:
-        return [("Keyword matrix", keyword_heatmap(self.by_keyword(), keyword_status, label) if self.counts else None)]
+        return [
+            (
+                "Keyword matrix",
+                keyword_heatmap(self.by_keyword(), keyword_status, label) if self.counts else None,
+            )
+        ]

@@ -50,9 +50,9 @@ class Pacing:
     role_chunk: bool = True  # chat: send {"role": "assistant", "content": ""} at once, as vLLM does
     lie_counts: float = 1.0  # /metrics: every counter multiplied by this
     lie_ttft_ms: float = 0.0  # /metrics: added to every TTFT the histogram observes
-    slots: int | None = (
-        None  # at most this many streams generate at once; the rest queue (TTFT counts the wait): a capacity
-    )
+    # at most this many streams generate at once; the rest queue (TTFT counts the wait): a
+    # capacity
+    slots: int | None = None
 
 
 # vLLM 0.32's bounds (seconds)
@@ -121,7 +121,10 @@ class HistogramText:
 
     def text(self, labels: str) -> str:
         lines = [f"# TYPE {self.name} histogram"]
-        lines += [f'{self.name}_bucket{{{labels},le="{b}"}} {c}.0' for b, c in zip(self.bounds, self.counts)]
+        lines += [
+            f'{self.name}_bucket{{{labels},le="{b}"}} {c}.0'
+            for b, c in zip(self.bounds, self.counts)
+        ]
         lines += [
             f'{self.name}_bucket{{{labels},le="+Inf"}} {self.count}.0',
             f"{self.name}_count{{{labels}}} {self.count}.0",
@@ -132,14 +135,20 @@ class HistogramText:
 
 @dataclass(slots=True)
 class Counters:
-    """What /metrics reports: counted when a request ends (its last token written, or the client gone)."""
+    """What /metrics reports: counted when a request ends (its last token written, or the client
+    gone).
+    """
 
     finished: dict[str, int] = field(default_factory=lambda: {"length": 0, "abort": 0})
     prompt_tokens: int = 0
     generation_tokens: int = 0
     running: int = 0
-    ttft: HistogramText = field(default_factory=lambda: HistogramText("vllm:time_to_first_token_seconds", TTFT_BUCKETS))
-    itl: HistogramText = field(default_factory=lambda: HistogramText("vllm:inter_token_latency_seconds", ITL_BUCKETS))
+    ttft: HistogramText = field(
+        default_factory=lambda: HistogramText("vllm:time_to_first_token_seconds", TTFT_BUCKETS)
+    )
+    itl: HistogramText = field(
+        default_factory=lambda: HistogramText("vllm:inter_token_latency_seconds", ITL_BUCKETS)
+    )
 
     def text(self, lie: float) -> str:
         labels = f'engine="0",model_name="{MODEL}"'
@@ -153,12 +162,15 @@ class Counters:
             for reason, v in self.finished.items()
         ]
         lines += [
-            "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{{{labels}}} {n(self.prompt_tokens)}",
+            "# TYPE vllm:prompt_tokens_total counter",
+            f"vllm:prompt_tokens_total{{{labels}}} {n(self.prompt_tokens)}",
             "# TYPE vllm:generation_tokens_total counter",
             f"vllm:generation_tokens_total{{{labels}}} {n(self.generation_tokens)}",
-            "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{{{labels}}} {self.running}.0",
-            self.ttft.text(labels), self.itl.text(labels),
-        ]  # fmt: skip
+            "# TYPE vllm:num_requests_running gauge",
+            f"vllm:num_requests_running{{{labels}}} {self.running}.0",
+            self.ttft.text(labels),
+            self.itl.text(labels),
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -171,7 +183,9 @@ class PacedServer:
         self.slots = asyncio.Semaphore(pacing.slots) if pacing.slots else None
 
     async def start(self) -> None:
-        self.server = await asyncio.start_server(self._connection, self.host, self.port, backlog=1024)
+        self.server = await asyncio.start_server(
+            self._connection, self.host, self.port, backlog=1024
+        )
         self.port = self.server.sockets[0].getsockname()[1]
 
     @property
@@ -188,7 +202,8 @@ class PacedServer:
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
                 headers = {
-                    k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
+                    k.strip().lower(): v.strip()
+                    for k, _, v in (line.partition(":") for line in lines[1:] if line)
                 }
                 body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 recv_ns = time.perf_counter_ns()
@@ -203,11 +218,14 @@ class PacedServer:
     def _json(self, writer: asyncio.StreamWriter, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
         writer.write(
-            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+            f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: "
+            f"{len(data)}\r\n\r\n".encode()
             + data
         )
 
-    async def _handle(self, method: str, path: str, raw: bytes, recv_ns: int, writer: asyncio.StreamWriter) -> None:
+    async def _handle(
+        self, method: str, path: str, raw: bytes, recv_ns: int, writer: asyncio.StreamWriter
+    ) -> None:
         if method == "GET" and path == "/stats":
             return self._json(writer, 200, self.stats())
         if method == "POST" and path == "/reset":
@@ -216,21 +234,29 @@ class PacedServer:
         if method == "GET" and path == "/metrics":
             data = self.counters.text(self.pacing.lie_counts).encode()
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n\r\n%s"
-                % (len(data), data)
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: "
+                b"%d\r\n\r\n%s" % (len(data), data)
             )
             return None
         if method == "GET" and path in ("/health", "/v1/models"):
             return self._json(
-                writer, 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]}
+                writer,
+                200,
+                {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "paced"}]},
             )
         if path not in ("/v1/chat/completions", "/v1/completions"):
             return self._json(writer, 404, {"error": {"message": f"no route {path}"}})
         body = json.loads(raw or b"{}")
         chat = path.endswith("chat/completions")
-        tokens = self.pacing.tokens or int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        tokens = self.pacing.tokens or int(
+            body.get("max_tokens") or body.get("max_completion_tokens") or 16
+        )
         prompt_tokens = len(json.dumps(body.get("messages") or body.get("prompt") or "").split())
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens, "total_tokens": prompt_tokens + tokens}
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": tokens,
+            "total_tokens": prompt_tokens + tokens,
+        }
         counters = self.counters
         if not body.get("stream"):
             counters.finished["length"] += 1
@@ -238,19 +264,32 @@ class PacedServer:
             counters.generation_tokens += tokens
             text = "x" * tokens
             choice = (
-                {"index": 0, "message": {"role": "assistant", "content": text}} if chat else {"index": 0, "text": text}
+                {"index": 0, "message": {"role": "assistant", "content": text}}
+                if chat
+                else {"index": 0, "text": text}
             )
             return self._json(
-                writer, 200, {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage}
+                writer,
+                200,
+                {"id": "paced", "choices": [choice | {"finish_reason": "length"}], "usage": usage},
             )
         record = ServedRequest(recv_ns)
         self.records.append(record)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
+            b"chunked\r\n\r\n"
+        )
         obj = "chat.completion.chunk" if chat else "text_completion"
 
         def event(choice: dict[str, Any] | None, extra: dict[str, Any] | None = None) -> bytes:
             payload = json.dumps(
-                {"id": "paced", "object": obj, "model": MODEL, "choices": [choice] if choice else [], **(extra or {})}
+                {
+                    "id": "paced",
+                    "object": obj,
+                    "model": MODEL,
+                    "choices": [choice] if choice else [],
+                    **(extra or {}),
+                }
             )
             data = f"data: {payload}\n\n".encode()
             return b"%x\r\n%s\r\n" % (len(data), data)
@@ -260,12 +299,25 @@ class PacedServer:
             return event(choice | {"finish_reason": finish})
 
         if chat and self.pacing.role_chunk:
-            writer.write(event({"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}))
+            writer.write(
+                event(
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": ""},
+                        "finish_reason": None,
+                    }
+                )
+            )
             await writer.drain()
         if self.slots is None:
-            return await self._generate(record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer)
-        async with self.slots:  # queued: the schedule starts when a slot frees, TTFT still counts from arrival
-            return await self._generate(record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer)
+            return await self._generate(
+                record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer
+            )
+        # queued: the schedule starts when a slot frees, TTFT still counts from arrival
+        async with self.slots:
+            return await self._generate(
+                record, tokens, prompt_tokens, event(None, {"usage": usage}), token, writer
+            )
 
     async def _generate(
         self,
@@ -310,7 +362,9 @@ class PacedServer:
             record.lag_ns.append(now - (first + i * gap))
             if i == 0:
                 record.first_content_ns = now
-                counters.ttft.observe(max(0.0, (now - recv_ns) / 1e9 + self.pacing.lie_ttft_ms / 1e3))
+                counters.ttft.observe(
+                    max(0.0, (now - recv_ns) / 1e9 + self.pacing.lie_ttft_ms / 1e3)
+                )
             else:
                 counters.itl.observe((now - record.write_ns[-2]) / 1e9)
             if last:
@@ -332,22 +386,41 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ttft-ms", type=float, default=50.0)
     parser.add_argument("--itl-ms", type=float, default=10.0)
-    parser.add_argument("--tokens", type=int, default=None, help="output tokens per request (default: max_tokens)")
-    parser.add_argument("--no-role-chunk", action="store_true")
-    parser.add_argument("--lie-counts", type=float, default=1.0, help="/metrics: multiply every counter by this")
-    parser.add_argument("--lie-ttft-ms", type=float, default=0.0, help="/metrics: add this to every TTFT observed")
     parser.add_argument(
-        "--slots", type=int, default=None, help="at most this many streams generate at once; the rest queue"
+        "--tokens", type=int, default=None, help="output tokens per request (default: max_tokens)"
+    )
+    parser.add_argument("--no-role-chunk", action="store_true")
+    parser.add_argument(
+        "--lie-counts", type=float, default=1.0, help="/metrics: multiply every counter by this"
+    )
+    parser.add_argument(
+        "--lie-ttft-ms", type=float, default=0.0, help="/metrics: add this to every TTFT observed"
+    )
+    parser.add_argument(
+        "--slots",
+        type=int,
+        default=None,
+        help="at most this many streams generate at once; the rest queue",
     )
     args = parser.parse_args(argv)
     pacing = Pacing(
-        args.ttft_ms, args.itl_ms, args.tokens, not args.no_role_chunk, args.lie_counts, args.lie_ttft_ms, args.slots
+        args.ttft_ms,
+        args.itl_ms,
+        args.tokens,
+        not args.no_role_chunk,
+        args.lie_counts,
+        args.lie_ttft_ms,
+        args.slots,
     )
 
     async def serve() -> None:
         server = PacedServer(pacing, args.host, args.port)
         await server.start()
-        print(f"pacedserver ready on {server.base_url} (ttft {args.ttft_ms} ms, itl {args.itl_ms} ms)", flush=True)
+        print(
+            f"pacedserver ready on {server.base_url} "
+            f"(ttft {args.ttft_ms} ms, itl {args.itl_ms} ms)",
+            flush=True,
+        )
         await asyncio.Event().wait()
 
     try:

@@ -1,5 +1,6 @@
-"""The engines a vendor history follows: the package on the index whose releases it judges, the framework the
-plugin starts, and the name ``scripts/install-engines.sh`` installs one release under."""
+"""The engines a vendor history follows: the package on the index whose releases it judges, the
+framework the plugin starts, and the name ``scripts/install-engines.sh`` installs one release under.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ class Engine:
     package: str  # on the package index
     framework: str  # --infer-framework
     oldest: str  # the oldest release a history follows (older ones predate what the adapter serves)
-    pytest_args: tuple[str, ...] = ()  # what every run of it adds (a test that takes the server down for the rest)
+    # what every run of it adds (a test that takes the server down for the rest)
+    pytest_args: tuple[str, ...] = ()
     source: str = ""  # the engine's source repository, for a commit range between two releases
 
     def install_name(self, version: str) -> str:
-        """The argument ``scripts/install-engines.sh`` takes for one release, which is also its environment's name."""
+        """The argument ``scripts/install-engines.sh`` takes for one release, which is also its
+        environment's name.
+        """
         return f"{self.name}-{version}"
 
 
@@ -30,7 +34,8 @@ ENGINES = {
     e.name: e
     for e in (
         Engine("transformers", "transformers", "transformers", "5.0.0"),
-        # the one schema that makes llama.cpp b11312 allocate until it is stopped (scripts/vendor-history.sh)
+        # the one schema that makes llama.cpp b11312 allocate until it is stopped
+        # (scripts/vendor-history.sh)
         Engine(
             "llamacpp",
             "llama-cpp-python",

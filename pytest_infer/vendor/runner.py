@@ -1,5 +1,6 @@
-"""What installs and runs one release: the protocol ``watch`` and ``bisect`` drive (``watch.EngineRunner`` is the real
-one: ``install-engines.sh`` and ``pytest`` as child processes; the tests drive a fake one)."""
+"""What installs and runs one release: the protocol ``watch`` and ``bisect`` drive
+(``watch.EngineRunner`` is the real one: ``install-engines.sh`` and ``pytest`` as child processes;
+the tests drive a fake one)."""
 
 from __future__ import annotations
 
@@ -22,4 +23,6 @@ class Done:
 class Runner(Protocol):
     def install(self, version: str) -> Done: ...
 
-    def run(self, version: str, out: Path, select: str | None = None) -> tuple[SessionResults | None, Done]: ...
+    def run(
+        self, version: str, out: Path, select: str | None = None
+    ) -> tuple[SessionResults | None, Done]: ...

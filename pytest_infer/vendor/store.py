@@ -1,7 +1,8 @@
-"""A stored vendor history: per engine a folder (``benchmarks/results/vendor-history/<engine>/``) holding
-``history.json``, one entry per release tried (judged, or why not: an install or a run that failed, with its log
-tail), and each judged release's results, compacted and gzipped (``<version>.json.gz``), so the history stays small
-in the repository and every verdict can be drawn again from it by the gate as it stands."""
+"""A stored vendor history: per engine a folder (``benchmarks/results/vendor-history/<engine>/``)
+holding ``history.json``, one entry per release tried (judged, or why not: an install or a run that
+failed, with its log tail), and each judged release's results, compacted and gzipped
+(``<version>.json.gz``), so the history stays small in the repository and every verdict can be drawn
+again from it by the gate as it stands."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class Entry:
     file: str = ""  # the results, beside history.json
     log_tail: str = ""  # why an install or a run failed
     wall_s: float | None = None  # install and run, as measured
-    verdict: str = ""  # the gate's verdict against the judged release before it, when this entry was added
+    # the gate's verdict against the judged release before it, when this entry was added
+    verdict: str = ""
     before: str = ""  # that release
     counts: dict[str, int] = field(default_factory=dict)
     when: str = ""  # UTC, ISO 8601
@@ -42,8 +44,9 @@ class Entry:
 
 
 def compact(results: SessionResults) -> dict[str, Any]:
-    """What a history keeps of a run: every test's outcome, message, reproducer and server log, a pass's evidence
-    cut short, and every suite's table (the gate compares them); the environment's listing of packages left out."""
+    """What a history keeps of a run: every test's outcome, message, reproducer and server log, a
+    pass's evidence cut short, and every suite's table (the gate compares them); the environment's
+    listing of packages left out."""
     data = results.to_dict()
     env = data.get("environment") or {}
     env.pop("packages", None)
@@ -74,13 +77,16 @@ class Store:
 
     def entries(self) -> list[Entry]:
         try:
-            return sorted((Entry(**e) for e in self._read()["entries"]), key=lambda e: Version(e.version))
+            return sorted(
+                (Entry(**e) for e in self._read()["entries"]), key=lambda e: Version(e.version)
+            )
         except (ValueError, TypeError) as exc:
             raise VendorError(f"{self.folder / INDEX}: not a vendor history ({exc})") from exc
 
     def run_settings(self) -> dict[str, Any]:
-        """What every release of this history was run with (``suites``, ``model``): a new release is run the same
-        way, since the gate compares two releases test by test, and a test one side did not run is no verdict."""
+        """What every release of this history was run with (``suites``, ``model``): a new release is
+        run the same way, since the gate compares two releases test by test, and a test one side did
+        not run is no verdict."""
         return {k: v for k, v in self._read().items() if k != "entries"}
 
     def keep_run_settings(self, settings: dict[str, Any]) -> None:
@@ -88,7 +94,9 @@ class Store:
         self._write({**self._read(), **settings})
 
     def versions(self) -> set[str]:
-        """Every release tried, judged or not: a release that failed to install is not retried by itself."""
+        """Every release tried, judged or not: a release that failed to install is not retried by
+        itself.
+        """
         return {e.version for e in self.entries()}
 
     def judged(self) -> list[Entry]:
@@ -102,7 +110,9 @@ class Store:
             raise VendorError(f"{path}: {exc}") from exc
 
     def parts(self) -> list[tuple[str, SessionResults]]:
-        """``(release, results)`` of every judged release, oldest first, as ``build_history`` takes them."""
+        """``(release, results)`` of every judged release, oldest first, as ``build_history`` takes
+        them.
+        """
         return [(e.version, self.results(e)) for e in self.judged()]
 
     def add(self, entry: Entry, results: SessionResults | None = None) -> None:

@@ -43,13 +43,19 @@ def test_check(
     if known:  # raises=: only the failure a declaration matches is the expected one
         reason = " | ".join(e.describe() for e in known)
         request.applymarker(
-            pytest.mark.xfail(reason=f"known deviation: {reason}", strict=False, raises=conformance.DeclaredDeviation)
+            pytest.mark.xfail(
+                reason=f"known deviation: {reason}",
+                strict=False,
+                raises=conformance.DeclaredDeviation,
+            )
         )
     check = conformance.REGISTRY[check_id]
     infer_record("infer_severity", check.severity)
 
     def excuse(failure: conformance.CheckFailure) -> str | None:
-        entry = conformance_expectations.judge(check_id, ctx.framework, ctx.version, failure.judged).entry
+        entry = conformance_expectations.judge(
+            check_id, ctx.framework, ctx.version, failure.judged
+        ).entry
         return None if entry is None else entry.describe()
 
     declared: conformance.DeclaredDeviation | None = None

@@ -17,7 +17,16 @@ from __future__ import annotations
 import pytest
 
 from pytest_infer import Inconclusive, InferClient, Unsupported
-from pytest_infer.consistency import CHECKS, PROMPTS, Tally, compare, filler, greedy, send, send_together
+from pytest_infer.consistency import (
+    CHECKS,
+    PROMPTS,
+    Tally,
+    compare,
+    filler,
+    greedy,
+    send,
+    send_together,
+)
 from pytest_infer.consistency.reference import MAX_LOGPROB_DIFF, agreement, server_steps
 from pytest_infer.consistency.reference import PROMPTS as NUMERICS_PROMPTS
 from pytest_infer.outcomes import NotExercised
@@ -25,7 +34,9 @@ from pytest_infer.outcomes import NotExercised
 pytestmark = pytest.mark.consistency
 
 MAX_TOKENS = 16
-FILLER_TOKENS = 4 * MAX_TOKENS  # the others run longer, so they are still in flight beside the measured ones
+FILLER_TOKENS = (
+    4 * MAX_TOKENS
+)  # the others run longer, so they are still in flight beside the measured ones
 
 
 def test_greedy_answers_alone_and_in_a_batch_agree(
@@ -66,7 +77,9 @@ def test_greedy_answers_alone_and_in_a_batch_agree(
     record = {
         **tally.to_json(),
         "divergences": [
-            f"{a.body['messages'][0]['content']!r}: {d.describe()}" for a, d in judged if d.kind != "identical"
+            f"{a.body['messages'][0]['content']!r}: {d.describe()}"
+            for a, d in judged
+            if d.kind != "identical"
         ],
     }
     consistency_record["batch"] = record
@@ -94,7 +107,8 @@ def test_greedy_answers_alone_and_in_a_batch_agree(
         "infer_evidence",
         f"{tally.identical} of {tally.prompts} greedy answers ({MAX_TOKENS} tokens) identical alone and with "
         f"{consistency_in_flight} others in flight ({tally.overlapped} overlapped one); near-tie flips: "
-        f"{tally.near_ties}" + (f" (first at tokens {sorted(tally.first_divergence)})" if tally.near_ties else ""),
+        f"{tally.near_ties}"
+        + (f" (first at tokens {sorted(tally.first_divergence)})" if tally.near_ties else ""),
     )
 
 
@@ -128,14 +142,20 @@ def test_numerics_match_the_reference(
             if steps is None:
                 if why.startswith("HTTP 404"):
                     raise Unsupported("completions logprobs", f"{why}\nreproduce: {curl}")
-                raise NotExercised(f"the completions route gave no logprobs to compare: {why}\nreproduce: {curl}")
+                raise NotExercised(
+                    f"the completions route gave no logprobs to compare: {why}\nreproduce: {curl}"
+                )
             served.append(steps)
             curls.append(curl)
     reference = consistency_reference(infer_endpoint.model)  # the model the server says it serves
     found = [agreement(steps, expected) for steps, expected in zip(served, reference)]
     compared, agreed = sum(a.compared for a in found), sum(a.agreed for a in found)
     max_diff = max(a.max_diff for a in found)
-    outside = [(p, a, c) for p, a, c in zip(NUMERICS_PROMPTS, found, curls) if a.disagreement and not a.near_tie]
+    outside = [
+        (p, a, c)
+        for p, a, c in zip(NUMERICS_PROMPTS, found, curls)
+        if a.disagreement and not a.near_tie
+    ]
     consistency_record["numerics"] = {
         "compared": compared,
         "agreed": agreed,

@@ -77,7 +77,10 @@ def _probe_seconds(guard, model: str, when: str, tries: int = 2) -> float:
                 pytrace=False,
             )
         except httpx.TransportError as exc:
-            pytest.fail(f"{guard.target}: {when}, a normal request failed: {type(exc).__name__}: {exc}", pytrace=False)
+            pytest.fail(
+                f"{guard.target}: {when}, a normal request failed: {type(exc).__name__}: {exc}",
+                pytrace=False,
+            )
         if why is not None:
             pytest.fail(f"{guard.target}: {when}, a normal request got {why}", pytrace=False)
         best = min(best, time.monotonic() - started)
@@ -96,7 +99,10 @@ def _drop_after(
     events = 0
     try:
         with httpx.Client(
-            base_url=base_url, headers=headers, timeout=min(timeout, seconds or timeout), verify=tls()
+            base_url=base_url,
+            headers=headers,
+            timeout=min(timeout, seconds or timeout),
+            verify=tls(),
         ) as client:
             with client.stream("POST", "/v1/chat/completions", json=body) as resp:
                 if resp.status_code != 200:
@@ -106,7 +112,10 @@ def _drop_after(
                     if (seconds is None and events) or time.monotonic() > deadline:
                         break
     except httpx.TimeoutException:
-        return "dropped before the answer", time.monotonic() - started  # the abort we wanted, only earlier
+        return (
+            "dropped before the answer",
+            time.monotonic() - started,
+        )  # the abort we wanted, only earlier
     except httpx.TransportError as exc:
         return f"{type(exc).__name__}", time.monotonic() - started
     return ("dropped" if events else "HTTP 200 without a data line"), time.monotonic() - started
@@ -133,10 +142,13 @@ def test_disconnect_mid_stream_frees_the_request(
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
     drops = [
-        _drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout) for _ in range(DROPPED_STREAMS)
+        _drop_after(infer_server.base_url, _headers(infer_client), body, None, timeout)
+        for _ in range(DROPPED_STREAMS)
     ]
     robustness_guard.count("aborted", len(drops))
-    assert all(o.startswith("dropped") for o, _ in drops), f"{robustness_guard.target}: streams did not start: {drops}"
+    assert all(o.startswith("dropped") for o, _ in drops), (
+        f"{robustness_guard.target}: streams did not start: {drops}"
+    )
     # Each stream starts after the previous one was dropped: waiting long for its first event means
     # the dropped one is still being generated (on a server that serves one request at a time).
     limit = max(SLOWDOWN_FACTOR * before, before + SLOWDOWN_SLACK)
@@ -148,7 +160,12 @@ def test_disconnect_mid_stream_frees_the_request(
     time.sleep(1.0)  # time to notice the disconnects
     _check_health(robustness_guard)
     after = _probe_seconds(robustness_guard, infer_server.model, "after dropped streams")
-    _assert_not_slowed(robustness_guard, before, after, f"{DROPPED_STREAMS} streams dropped after their first event")
+    _assert_not_slowed(
+        robustness_guard,
+        before,
+        after,
+        f"{DROPPED_STREAMS} streams dropped after their first event",
+    )
     infer_record(
         "infer_evidence",
         f"{DROPPED_STREAMS} streams dropped after their first event, each next one's first event after {waits}s;"
@@ -157,7 +174,9 @@ def test_disconnect_mid_stream_frees_the_request(
     )
 
 
-def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, robustness_context_length, infer_record):
+def test_many_concurrent_aborts(
+    infer_client, infer_server, robustness_guard, robustness_context_length, infer_record
+):
     body = _long_stream_body(infer_server.model, robustness_context_length)
     _controls(robustness_guard, infer_client, "many_concurrent_aborts", body)
     timeout = robustness_guard.timeout
@@ -168,7 +187,10 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
         outcomes = [
             o
             for o, _ in pool.map(
-                lambda d: _drop_after(infer_server.base_url, _headers(infer_client), body, d, timeout), delays
+                lambda d: _drop_after(
+                    infer_server.base_url, _headers(infer_client), body, d, timeout
+                ),
+                delays,
             )
         ]
     robustness_guard.count("aborted", len(outcomes))
@@ -182,7 +204,10 @@ def test_many_concurrent_aborts(infer_client, infer_server, robustness_guard, ro
     after = _probe_seconds(robustness_guard, infer_server.model, "after concurrent aborts", tries=1)
     _check_health(robustness_guard)
     _assert_not_slowed(
-        robustness_guard, before, after, f"{CONCURRENT_ABORTS} concurrent streams aborted at random times"
+        robustness_guard,
+        before,
+        after,
+        f"{CONCURRENT_ABORTS} concurrent streams aborted at random times",
     )
     infer_record(
         "infer_evidence",
@@ -209,13 +234,17 @@ def test_slow_reading_client_does_not_block_others(
     stream ahead of it; that wait (measured with a fast reader) is allowed. A
     wait beyond it means the slow reader's socket stalls the server.
     """
-    stream_body = _long_stream_body(infer_server.model, min(robustness_context_length, SLOW_STREAM_TOKENS + 64))
+    stream_body = _long_stream_body(
+        infer_server.model, min(robustness_context_length, SLOW_STREAM_TOKENS + 64)
+    )
     _controls(robustness_guard, infer_client, "slow_reading_client", stream_body)
     timeout = robustness_guard.timeout
     before = _probe_seconds(robustness_guard, infer_server.model, "before any abuse")
     fast = _read_fast_seconds(infer_client, stream_body, timeout)
     url = urlparse(infer_server.base_url)
-    body = httpx.Request("POST", f"{infer_server.base_url}/v1/chat/completions", json=stream_body).content
+    body = httpx.Request(
+        "POST", f"{infer_server.base_url}/v1/chat/completions", json=stream_body
+    ).content
     head = [
         "POST /v1/chat/completions HTTP/1.1",
         f"Host: {url.netloc}",
@@ -224,7 +253,9 @@ def test_slow_reading_client_does_not_block_others(
     ]
     head += [f"{k}: {v}" for k, v in _headers(infer_client).items()]
     sock = socket.socket(socket.AF_INET6 if ":" in (url.hostname or "") else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window, so the server's writes can block
+    sock.setsockopt(
+        socket.SOL_SOCKET, socket.SO_RCVBUF, 4096
+    )  # a small window, so the server's writes can block
     stop = threading.Event()
     received = [0]
 
@@ -246,7 +277,9 @@ def test_slow_reading_client_does_not_block_others(
         reader = threading.Thread(target=slow_read, daemon=True)
         reader.start()
         time.sleep(1.0)
-        during = _probe_seconds(robustness_guard, infer_server.model, "while a slow-reading stream was open")
+        during = _probe_seconds(
+            robustness_guard, infer_server.model, "while a slow-reading stream was open"
+        )
     finally:
         stop.set()
         sock.close()

@@ -41,7 +41,8 @@ Builder = Callable[[str, int], BadRequest]
 # are sent streaming: closing the stream after its first bytes aborts the generation.
 CATALOGUE: dict[str, Builder] = {
     "malformed_json": lambda m, c: BadRequest(
-        "malformed_json", b'{"model": "%s", "messages": [{"role": "user", "content": "Hello"}' % m.encode()
+        "malformed_json",
+        b'{"model": "%s", "messages": [{"role": "user", "content": "Hello"}' % m.encode(),
     ),
     "wrong_content_type": lambda m, c: BadRequest(
         "wrong_content_type", chat(m), headers={"Content-Type": "text/plain"}
@@ -50,30 +51,50 @@ CATALOGUE: dict[str, Builder] = {
     "messages_not_a_list": lambda m, c: BadRequest(
         "messages_not_a_list", {"model": m, "messages": "Hello", "max_tokens": 4}
     ),
-    "max_tokens_wrong_type": lambda m, c: BadRequest("max_tokens_wrong_type", chat(m, max_tokens="ten")),
-    "temperature_wrong_type": lambda m, c: BadRequest("temperature_wrong_type", chat(m, temperature="hot")),
+    "max_tokens_wrong_type": lambda m, c: BadRequest(
+        "max_tokens_wrong_type", chat(m, max_tokens="ten")
+    ),
+    "temperature_wrong_type": lambda m, c: BadRequest(
+        "temperature_wrong_type", chat(m, temperature="hot")
+    ),
     "stream_wrong_type": lambda m, c: BadRequest("stream_wrong_type", chat(m, stream={"on": True})),
     "content_wrong_type": lambda m, c: BadRequest(
         "content_wrong_type", chat(m, messages=[{"role": "user", "content": 123}])
     ),
     "missing_messages": lambda m, c: BadRequest("missing_messages", {"model": m, "max_tokens": 4}),
-    "missing_prompt": lambda m, c: BadRequest("missing_prompt", {"model": m, "max_tokens": 4}, path=COMPLETIONS),
+    "missing_prompt": lambda m, c: BadRequest(
+        "missing_prompt", {"model": m, "max_tokens": 4}, path=COMPLETIONS
+    ),
     "empty_messages": lambda m, c: BadRequest("empty_messages", chat(m, messages=[])),
-    "message_without_role": lambda m, c: BadRequest("message_without_role", chat(m, messages=[{"content": "Hello"}])),
-    "unknown_role": lambda m, c: BadRequest("unknown_role", chat(m, messages=[{"role": "wizard", "content": "Hello"}])),
-    "huge_max_tokens": lambda m, c: BadRequest("huge_max_tokens", chat(m, max_tokens=10**9, stream=True), stream=True),
+    "message_without_role": lambda m, c: BadRequest(
+        "message_without_role", chat(m, messages=[{"content": "Hello"}])
+    ),
+    "unknown_role": lambda m, c: BadRequest(
+        "unknown_role", chat(m, messages=[{"role": "wizard", "content": "Hello"}])
+    ),
+    "huge_max_tokens": lambda m, c: BadRequest(
+        "huge_max_tokens", chat(m, max_tokens=10**9, stream=True), stream=True
+    ),
     "negative_max_tokens": lambda m, c: BadRequest("negative_max_tokens", chat(m, max_tokens=-1)),
-    "negative_temperature": lambda m, c: BadRequest("negative_temperature", chat(m, temperature=-1.0)),
+    "negative_temperature": lambda m, c: BadRequest(
+        "negative_temperature", chat(m, temperature=-1.0)
+    ),
     "temperature_over_2": lambda m, c: BadRequest("temperature_over_2", chat(m, temperature=3.0)),
     "top_p_over_1": lambda m, c: BadRequest("top_p_over_1", chat(m, top_p=1.5)),
     "negative_top_p": lambda m, c: BadRequest("negative_top_p", chat(m, top_p=-0.5)),
-    "presence_penalty_over_2": lambda m, c: BadRequest("presence_penalty_over_2", chat(m, presence_penalty=5.0)),
+    "presence_penalty_over_2": lambda m, c: BadRequest(
+        "presence_penalty_over_2", chat(m, presence_penalty=5.0)
+    ),
     "frequency_penalty_under_minus_2": lambda m, c: BadRequest(
         "frequency_penalty_under_minus_2", chat(m, frequency_penalty=-5.0)
     ),
-    "top_logprobs_over_20": lambda m, c: BadRequest("top_logprobs_over_20", chat(m, logprobs=True, top_logprobs=50)),
+    "top_logprobs_over_20": lambda m, c: BadRequest(
+        "top_logprobs_over_20", chat(m, logprobs=True, top_logprobs=50)
+    ),
     "n_zero": lambda m, c: BadRequest("n_zero", chat(m, n=0)),
-    "n_far_over_limit": lambda m, c: BadRequest("n_far_over_limit", chat(m, n=1_000_000, stream=True), stream=True),
+    "n_far_over_limit": lambda m, c: BadRequest(
+        "n_far_over_limit", chat(m, n=1_000_000, stream=True), stream=True
+    ),
     "seed_over_64_bits": lambda m, c: BadRequest("seed_over_64_bits", chat(m, seed=2**70)),
     "prompt_over_context": lambda m, c: BadRequest(
         "prompt_over_context", chat(m, messages=[{"role": "user", "content": over_context(c)}])
@@ -84,29 +105,46 @@ CATALOGUE: dict[str, Builder] = {
         stream=True,
     ),
     "completions_prompt_over_context": lambda m, c: BadRequest(
-        "completions_prompt_over_context", {"model": m, "prompt": over_context(c), "max_tokens": 4}, path=COMPLETIONS
+        "completions_prompt_over_context",
+        {"model": m, "prompt": over_context(c), "max_tokens": 4},
+        path=COMPLETIONS,
     ),
     "invalid_utf8": lambda m, c: BadRequest(
         "invalid_utf8",
-        json.dumps(chat(m, messages=[{"role": "user", "content": "@@"}])).encode().replace(b"@@", b"\xff\xfe\xc3"),
+        json.dumps(chat(m, messages=[{"role": "user", "content": "@@"}]))
+        .encode()
+        .replace(b"@@", b"\xff\xfe\xc3"),
     ),
     "lone_surrogate": lambda m, c: BadRequest(
-        "lone_surrogate", json.dumps(chat(m, messages=[{"role": "user", "content": "\ud800 alone"}])).encode()
+        "lone_surrogate",
+        json.dumps(chat(m, messages=[{"role": "user", "content": "\ud800 alone"}])).encode(),
     ),
     "very_large_body": lambda m, c: BadRequest(
         # 16 MiB that end in a syntax error: the server must read and refuse it, never tokenize it
         "very_large_body",
-        b'{"model": "%s", "messages": [{"role": "user", "content": "' % m.encode() + b"a" * (16 << 20) + b'"}], !',
+        b'{"model": "%s", "messages": [{"role": "user", "content": "' % m.encode()
+        + b"a" * (16 << 20)
+        + b'"}], !',
     ),
     "deeply_nested_json": lambda m, c: BadRequest(
         "deeply_nested_json",
-        json.dumps(chat(m))[:-1].encode() + b', "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        json.dumps(chat(m))[:-1].encode()
+        + b', "metadata": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}",
     ),
-    "unknown_model": lambda m, c: BadRequest("unknown_model", chat("no-such-model-" + m.replace("/", "-")[-20:])),
+    "unknown_model": lambda m, c: BadRequest(
+        "unknown_model", chat("no-such-model-" + m.replace("/", "-")[-20:])
+    ),
 }
 
 
-OVER_CONTEXT = ("prompt_over_context", "prompt_over_context_streaming", "completions_prompt_over_context")
+OVER_CONTEXT = (
+    "prompt_over_context",
+    "prompt_over_context_streaming",
+    "completions_prompt_over_context",
+)
 
 
 @pytest.mark.parametrize("case_id", list(CATALOGUE))
@@ -123,16 +161,18 @@ def test_bad_request_is_refused(
                 f"{case_id}: the server's context is unknown ({where}): no prompt is known to be over it"
             )
         context = known
-    robustness_guard.expect_rejected(infer_client, CATALOGUE[case_id](infer_server.model, context), infer_record)
+    robustness_guard.expect_rejected(
+        infer_client, CATALOGUE[case_id](infer_server.model, context), infer_record
+    )
 
 
 # --- generated variants -----------------------------------------------------------------------
 def _wrong_type(*allowed: type) -> st.SearchStrategy:
     """JSON values of a type the field does not take (numeric strings excluded: lax servers coerce them)."""
     values = st.one_of(
-        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12).filter(
-            lambda s: not _numeric(s)
-        ),
+        st.text(
+            alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12
+        ).filter(lambda s: not _numeric(s)),
         st.lists(st.integers(-5, 5), max_size=3),
         st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
         st.integers(-(10**6), 10**6),
@@ -140,7 +180,11 @@ def _wrong_type(*allowed: type) -> st.SearchStrategy:
         st.none(),
     )
     return values.filter(
-        lambda v: v is not None and not isinstance(v, allowed) and not (float in allowed and isinstance(v, int))
+        lambda v: (
+            v is not None
+            and not isinstance(v, allowed)
+            and not (float in allowed and isinstance(v, int))
+        )
     )
 
 
@@ -148,7 +192,20 @@ def _numeric(text: str) -> bool:
     try:
         float(text)
     except ValueError:
-        return text.strip().lower() in ("true", "false", "yes", "no", "on", "off", "1", "0", "t", "f", "y", "n")
+        return text.strip().lower() in (
+            "true",
+            "false",
+            "yes",
+            "no",
+            "on",
+            "off",
+            "1",
+            "0",
+            "t",
+            "f",
+            "y",
+            "n",
+        )
     return True
 
 
@@ -158,7 +215,10 @@ def _outside(low: float, high: float, integer: bool = False) -> st.SearchStrateg
             st.integers(max_value=int(low) - 1, min_value=-(10**9)),
             st.integers(min_value=int(high) + 1, max_value=10**9),
         )
-    return st.one_of(st.floats(max_value=low - 1e-3, min_value=-1e6), st.floats(min_value=high + 1e-3, max_value=1e6))
+    return st.one_of(
+        st.floats(max_value=low - 1e-3, min_value=-1e6),
+        st.floats(min_value=high + 1e-3, max_value=1e6),
+    )
 
 
 # field -> invalid values. ``n`` and ``max_tokens`` stay far over any limit so a wrongly accepted
@@ -171,7 +231,9 @@ INVALID: dict[str, st.SearchStrategy] = {
     "n": st.one_of(st.integers(-(10**6), 0), st.integers(10**6, 10**9), _wrong_type(int)),
     "max_tokens": st.one_of(st.integers(-(10**6), 0), st.integers(10**9, 10**12), _wrong_type(int)),
     "top_logprobs": st.one_of(_outside(0, 20, integer=True), _wrong_type(int)),
-    "seed": st.one_of(st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1), _wrong_type(int)),
+    "seed": st.one_of(
+        st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1), _wrong_type(int)
+    ),
     "stop": st.one_of(
         st.integers(),
         st.lists(st.integers(), min_size=1, max_size=3),
@@ -179,7 +241,9 @@ INVALID: dict[str, st.SearchStrategy] = {
     ),
     "logit_bias": st.one_of(
         _wrong_type(dict),
-        st.dictionaries(st.from_regex(r"\A[0-9]{1,3}\Z"), _outside(-100, 100), min_size=1, max_size=2),
+        st.dictionaries(
+            st.from_regex(r"\A[0-9]{1,3}\Z"), _outside(-100, 100), min_size=1, max_size=2
+        ),
     ),
     "messages": st.one_of(
         _wrong_type(list),
@@ -199,20 +263,30 @@ INVALID: dict[str, st.SearchStrategy] = {
             max_size=2,
         ),
         st.lists(
-            st.fixed_dictionaries({"role": st.just("user"), "content": _wrong_type(str, list)}), min_size=1, max_size=2
+            st.fixed_dictionaries({"role": st.just("user"), "content": _wrong_type(str, list)}),
+            min_size=1,
+            max_size=2,
         ),
     ),
-    "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),  # without stream: true
+    "stream_options": st.fixed_dictionaries(
+        {"include_usage": st.booleans()}
+    ),  # without stream: true
     "response_format": st.one_of(
         _wrong_type(dict),
         st.fixed_dictionaries(
-            {"type": st.text(max_size=12).filter(lambda t: t not in ("text", "json_object", "json_schema"))}
+            {
+                "type": st.text(max_size=12).filter(
+                    lambda t: t not in ("text", "json_object", "json_schema")
+                )
+            }
         ),
         st.just({"type": "json_schema"}),
         st.just({"type": "json_schema", "json_schema": {"name": "x", "schema": 42}}),
     ),
     "tool_choice": st.one_of(
-        st.just({"type": "function", "function": {"name": "no_such_tool"}}), st.just("required"), _wrong_type(str, dict)
+        st.just({"type": "function", "function": {"name": "no_such_tool"}}),
+        st.just("required"),
+        _wrong_type(str, dict),
     ),
 }
 EXPENSIVE_IF_ACCEPTED = {"n", "max_tokens"}
@@ -227,7 +301,9 @@ def bad_chat_requests(draw, model: str) -> tuple[dict, bool, list[str]]:
         body[name] = draw(INVALID[name])
     if "top_logprobs" in fields:
         body["logprobs"] = True
-    stream = bool(EXPENSIVE_IF_ACCEPTED & set(fields)) or ("stream_options" not in fields and draw(st.booleans()))
+    stream = bool(EXPENSIVE_IF_ACCEPTED & set(fields)) or (
+        "stream_options" not in fields and draw(st.booleans())
+    )
     if stream:
         body["stream"] = True
     return body, stream, fields
@@ -238,14 +314,20 @@ GENERATED = settings(
     deadline=None,
     derandomize=True,  # the same requests every run: a server's result is comparable across versions
     database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+    ],
 )
 # derandomize seeds from the test's source text, so an edit of the test would change the requests; pinned, they stay
 # those of every stored run.
 GENERATED_SEED = 0x719696F069717D0186C2C528C08E88E7228F0BB2F6A101864AEBF13EFB705ED590165AEDB8DA3FF0F6C964484762CA54
 
 
-def test_generated_bad_requests_never_break_the_server(infer_client, infer_server, robustness_guard, infer_record):
+def test_generated_bad_requests_never_break_the_server(
+    infer_client, infer_server, robustness_guard, infer_record
+):
     """No generated variant may get a 5xx, hang, drop the connection or kill the server.
 
     A 4xx must carry the envelope; a 2xx is counted as ``accepted`` (servers may be lenient
@@ -256,7 +338,9 @@ def test_generated_bad_requests_never_break_the_server(infer_client, infer_serve
     for stream in (False, True):
         robustness_guard.control(
             infer_client,
-            BadRequest("generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream),
+            BadRequest(
+                "generated" + (":stream" if stream else ""), chat(infer_server.model), stream=stream
+            ),
         )
 
     answered: Counter[str] = Counter()

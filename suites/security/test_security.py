@@ -49,7 +49,9 @@ def security_routes(infer_server, infer_endpoint, security_known_routes, securit
         )
     with InferClient(infer_endpoint) as client:
         routes, note = discover(client, security_known_routes)
-    probes = probe_all(infer_endpoint.base_url, infer_endpoint.api_key, routes, infer_endpoint.model)
+    probes = probe_all(
+        infer_endpoint.base_url, infer_endpoint.api_key, routes, infer_endpoint.model
+    )
     security_record["routes"].update({f"{p.method} {p.path}": p.to_json() for p in probes})
     return probes, note, _silence(infer_server, probes)
 
@@ -104,7 +106,9 @@ def test_every_route_refuses_a_caller_without_the_key(security_routes, infer_rec
             pytrace=False,
         )
     unclear = [
-        f"{p.path} ({p.no_key}/{p.wrong_key})" for p in reached if p.verdict == "unclear" and p.kind in PROTECTED
+        f"{p.path} ({p.no_key}/{p.wrong_key})"
+        for p in reached
+        if p.verdict == "unclear" and p.kind in PROTECTED
     ]
     if unclear:
         raise Inconclusive(f"neither served nor refused without the key: {', '.join(unclear)}")
@@ -120,12 +124,21 @@ def test_refusals_carry_the_error_envelope(security_routes, infer_record):
     """Under /v1 the OpenAI API defines the error envelope, a 401 included: clients parse ``error.message``."""
     probes, _, _ = security_routes
     refused = [p for p in probes if p.verdict == "refused" and p.path.startswith("/v1/")]
-    if not any(p.kind in PROTECTED for p in refused):  # a read route's control is any 2xx: too weak alone
-        raise NotExercised("no protected /v1 route that answered with the key refused a caller without it")
+    if not any(
+        p.kind in PROTECTED for p in refused
+    ):  # a read route's control is any 2xx: too weak alone
+        raise NotExercised(
+            "no protected /v1 route that answered with the key refused a caller without it"
+        )
     bad = [
-        f"{p.path}: {why}; body {p.body_no_key[:100]!r}" for p in refused if (why := envelope_problem(p.body_no_key))
+        f"{p.path}: {why}; body {p.body_no_key[:100]!r}"
+        for p in refused
+        if (why := envelope_problem(p.body_no_key))
     ]
-    assert not bad, f"{len(bad)} of {len(refused)} refusals under /v1 lack the error envelope:\n" + "\n".join(bad)
+    assert not bad, (
+        f"{len(bad)} of {len(refused)} refusals under /v1 lack the error envelope:\n"
+        + "\n".join(bad)
+    )
     infer_record(
         "infer_evidence",
         f"{len(refused)} refusals under /v1 carry the error envelope: "
@@ -155,11 +168,21 @@ def _conforms(schema: dict, text: str | None, finish_reason: str | None) -> str 
 
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_one_hostile_request_does_not_stall_the_others(
-    kind, infer_live_server, infer_endpoint, infer_target, security_limits, security_record, infer_record
+    kind,
+    infer_live_server,
+    infer_endpoint,
+    infer_target,
+    security_limits,
+    security_record,
+    infer_record,
 ):
     """Judged only where the hostile request ran: refused before any light request met it, it is not exercised."""
     _, build = HOSTILE[kind]
-    body = build(infer_endpoint.model, _context(infer_live_server, infer_endpoint, infer_target), response_format)
+    body = build(
+        infer_endpoint.model,
+        _context(infer_live_server, infer_endpoint, infer_target),
+        response_format,
+    )
     stall = measure(infer_endpoint, kind, body, security_limits, _conforms)
     security_record["stalls"][kind] = stall.to_json()
     if stall.verdict == "inconclusive":
@@ -173,7 +196,11 @@ def test_one_hostile_request_does_not_stall_the_others(
 
 def _prompt_of(model: str, words: int) -> dict[str, Any]:
     """A one-token chat whose prompt is ``words`` x "a " (one token or two each, under any tokenizer)."""
-    return {"model": model, "messages": [{"role": "user", "content": "a " * words}], "max_tokens": 1}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "a " * words}],
+        "max_tokens": 1,
+    }
 
 
 # The refusal of a prompt over the context: the status of a request the server judged invalid (400: OpenAI's, vLLM's,
@@ -207,7 +234,9 @@ def test_a_request_over_the_context_is_refused(infer_live_server, infer_endpoint
     well inside the server's own."""
     context, where = infer_live_server.known_context(infer_endpoint)
     if context is None:
-        raise Inconclusive(f"the server's context is unknown ({where}): no prompt is known to be over it")
+        raise Inconclusive(
+            f"the server's context is unknown ({where}): no prompt is known to be over it"
+        )
     with InferClient(infer_endpoint) as client:
         under = _prompt_of(client.model, max(16, context // 2 - 32))
         near = client.post(CHAT, json=under)
@@ -247,23 +276,37 @@ def _provocations(model: str) -> list[tuple[str, str, Any]]:
     ]
 
 
-def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, security_record, infer_record):
+def test_error_answers_disclose_nothing(
+    infer_live_server, infer_endpoint, security_record, infer_record
+):
     with InferClient(infer_endpoint) as client:
         control = client.post(
-            CHAT, json={"model": client.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
+            CHAT,
+            json={
+                "model": client.model,
+                "messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 2,
+            },
         )
         if (why := completion_problem(CHAT, control.status_code, control.text)) is not None:
-            raise Inconclusive(f"a normal request got no chat completion ({why}): no error answer can be told from it")
+            raise Inconclusive(
+                f"a normal request got no chat completion ({why}): no error answer can be told from it"
+            )
         unanswered = []
         for method, path, body in _provocations(client.model):
             try:
                 if isinstance(body, bytes):
-                    client.request(method, path, content=body, headers={"Content-Type": "application/json"}).read()
+                    client.request(
+                        method, path, content=body, headers={"Content-Type": "application/json"}
+                    ).read()
                 else:
                     client.request(method, path, json=body).read()
             except httpx.HTTPError as exc:
                 command = curl_command(
-                    method, infer_endpoint.base_url + path, body, authenticated=bool(infer_endpoint.api_key)
+                    method,
+                    infer_endpoint.base_url + path,
+                    body,
+                    authenticated=bool(infer_endpoint.api_key),
                 )
                 unanswered.append(f"{type(exc).__name__} for: {command}")
     died = ""
@@ -284,7 +327,10 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
             infer_endpoint.model,
             *sent_strings(answer.sent),
         ]  # what the client sent or reads in /v1/models anyway
-        for leak in [*scan_body(answer.body, secrets, public), *scan_headers(answer.headers, secrets)]:
+        for leak in [
+            *scan_body(answer.body, secrets, public),
+            *scan_headers(answer.headers, secrets),
+        ]:
             leaks.append(
                 {
                     "what": leak.what,
@@ -298,7 +344,10 @@ def test_error_answers_disclose_nothing(infer_live_server, infer_endpoint, secur
     if leaks:
         kinds = sorted({leak["what"] for leak in leaks})
         shown = sorted(
-            {f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}" for leak in leaks}
+            {
+                f"{leak['what']} in {leak['where']} of {leak['request']}: {leak['excerpt']!r}"
+                for leak in leaks
+            }
         )
         pytest.fail(
             f"{died}{len(mine)} error answers judged; error answers disclose {', '.join(kinds)}:\n"

@@ -10,5 +10,9 @@ def test_chat_completion_answers(infer_client, infer_server, infer_record):
     why = completion_problem(CHAT, resp.status_code, resp.text)
     assert why is None, f"{why}\n{infer_client.curl('POST', CHAT)}"
     content = resp.json()["choices"][0]["message"]["content"]
-    assert content.strip(), f"empty answer from {infer_server.framework} {infer_server.version_text}"
-    infer_record("infer_evidence", f"POST {CHAT}: HTTP 200, a chat completion of {len(content)} characters")
+    assert content.strip(), (
+        f"empty answer from {infer_server.framework} {infer_server.version_text}"
+    )
+    infer_record(
+        "infer_evidence", f"POST {CHAT}: HTTP 200, a chat completion of {len(content)} characters"
+    )

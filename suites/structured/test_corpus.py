@@ -19,15 +19,18 @@ pytestmark = pytest.mark.structured
 
 
 @pytest.mark.parametrize("case_name", list(CORPUS))
-def test_known_bug_class(case_name, structured_applied, structured_runner, structured_record, infer_record):
+def test_known_bug_class(
+    case_name, structured_applied, structured_runner, structured_record, infer_record
+):
     case = CORPUS[case_name]
     result = run_case(structured_runner, structured_applied, case.schema, case.instance)
     for attempt in result.attempts:
         structured_record(attempt, case=case_name)
     if result.failures:
         record_evidence(infer_record, result.failures[0])
-        head = f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds " + broke_or_failed(
-            result, case.bug
+        head = (
+            f"{case_name}: {len(result.failures)} of {len(result.attempts)} seeds "
+            + broke_or_failed(result, case.bug)
         )
         pytest.fail(head + "\n" + "\n\n".join(a.describe() for a in result.failures), pytrace=False)
     if result.all_rejected:
@@ -35,7 +38,9 @@ def test_known_bug_class(case_name, structured_applied, structured_runner, struc
             raise Inconclusive(f"{case_name}: {problem}")
         raise Unsupported(case_name, result.attempts[0].verdict.message)
     if (problem := result.too_few_valid) is not None:
-        raise Inconclusive(f"{case_name}: {problem} (token budget {result.attempts[0].body['max_tokens']})")
+        raise Inconclusive(
+            f"{case_name}: {problem} (token budget {result.attempts[0].body['max_tokens']})"
+        )
 
 
 def test_invalid_schema_is_rejected(structured_applied, structured_runner, infer_record):

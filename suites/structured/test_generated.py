@@ -15,7 +15,12 @@ import pytest
 from pytest_infer.outcomes import Inconclusive, Unsupported
 from pytest_infer.structured import AnswerClass
 from pytest_infer.structured.explore import explore, replay
-from pytest_infer.structured.judge import MIN_VALID_SHARE, record_evidence, refused_everything, too_few_valid
+from pytest_infer.structured.judge import (
+    MIN_VALID_SHARE,
+    record_evidence,
+    refused_everything,
+    too_few_valid,
+)
 from pytest_infer.structured.store import write_sweep
 
 pytestmark = pytest.mark.structured
@@ -37,12 +42,20 @@ def test_generated_schemas(
     for entry, attempt in replay(structured_runner, structured_applied, stored):
         structured_record(attempt)
         structured_store.record_replay(
-            entry["id"], target=infer_target.id, version=infer_live_server.version, signature=attempt.verdict.signature
+            entry["id"],
+            target=infer_target.id,
+            version=infer_live_server.version,
+            signature=attempt.verdict.signature,
         )
         if attempt.verdict.outcome.failed:
             still_failing.append(attempt)
 
-    report = explore(structured_runner, structured_applied, structured_explore_settings, on_attempt=structured_record)
+    report = explore(
+        structured_runner,
+        structured_applied,
+        structured_explore_settings,
+        on_attempt=structured_record,
+    )
     for finding in report.findings:
         structured_store.record(
             finding.shown.reproducer(),

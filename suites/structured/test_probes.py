@@ -33,21 +33,27 @@ def test_grammar_masks(
     structured_tokenizer,
     infer_record,
 ):
-    structured_support(RESPONSE_FORMAT).require_applied(RESPONSE_FORMAT)  # the probes send a strict response_format
+    structured_support(RESPONSE_FORMAT).require_applied(
+        RESPONSE_FORMAT
+    )  # the probes send a strict response_format
     probe = BY_ID[probe_id]
     request = body(
-        probe, infer_client.model, token_ids(infer_client, infer_client.model, probe.push, structured_tokenizer)
+        probe,
+        infer_client.model,
+        token_ids(infer_client, infer_client.model, probe.push, structured_tokenizer),
     )
     attempt = structured_runner.send(probe.schema, request)
     verdict = attempt.verdict
     if verdict.outcome is AnswerClass.REJECTED:
         raise Unsupported(
-            f"json_schema with {probe.id}", f"the schema is refused, so there is nothing to mask: {verdict.message}"
+            f"json_schema with {probe.id}",
+            f"the schema is refused, so there is nothing to mask: {verdict.message}",
         )
     if verdict.outcome.failed:
         record_evidence(infer_record, attempt)
         pytest.fail(
-            f"{probe.id}: the grammar let through {probe.push!r} at {probe.where}\n{attempt.describe()}", pytrace=False
+            f"{probe.id}: the grammar let through {probe.push!r} at {probe.where}\n{attempt.describe()}",
+            pytrace=False,
         )
     if verdict.outcome is not AnswerClass.VALID:
         raise Inconclusive(

@@ -13,11 +13,18 @@ import pytest
 
 from pytest_infer.outcomes import Inconclusive
 from pytest_infer.structured.corpus import BAD_SCHEMAS
-from pytest_infer.structured.judge import positive_control, record_evidence, refusal_problem, survive
+from pytest_infer.structured.judge import (
+    positive_control,
+    record_evidence,
+    refusal_problem,
+    survive,
+)
 from pytest_infer.structured.runner import RESPONSE_FORMAT
 
 pytestmark = pytest.mark.structured
-REFUSABLE = [name for name, (kind, _) in BAD_SCHEMAS.items() if kind in ("malformed", "unsatisfiable")]
+REFUSABLE = [
+    name for name, (kind, _) in BAD_SCHEMAS.items() if kind in ("malformed", "unsatisfiable")
+]
 
 
 @pytest.mark.parametrize("name", list(BAD_SCHEMAS))

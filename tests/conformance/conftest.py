@@ -23,6 +23,8 @@ def fake() -> Iterator[FakeServer]:
 def ctx(fake: FakeServer) -> Iterator[conformance.CheckContext]:
     fake.set_deviation(BASE)
     fake.forget()
-    with conformance.CheckContext(Endpoint(fake.base_url, MODEL, timeout=10), framework="fake") as context:
+    with conformance.CheckContext(
+        Endpoint(fake.base_url, MODEL, timeout=10), framework="fake"
+    ) as context:
         yield context
     fake.set_deviation(BASE)

@@ -28,19 +28,28 @@ def _vector(text: str, dims: int) -> list[float]:
     return [(zlib.crc32(f"{text}#{i}".encode()) % 1000) / 1000.0 - 0.5 for i in range(dims)]
 
 
-def embeddings(body: dict, *, float64: bool = False, ignore_dimensions: bool = False, no_index: bool = False) -> dict:
+def embeddings(
+    body: dict, *, float64: bool = False, ignore_dimensions: bool = False, no_index: bool = False
+) -> dict:
     inputs = body["input"] if isinstance(body.get("input"), list) else [body.get("input", "")]
     dims = 16 if ignore_dimensions or not body.get("dimensions") else body["dimensions"]
     data = []
     for i, text in enumerate(inputs):
         vec: Any = _vector(str(text), dims)
         if body.get("encoding_format", "float") == "base64":
-            vec = base64.b64encode(struct.pack(f"<{len(vec)}{'d' if float64 else 'f'}", *vec)).decode()
+            vec = base64.b64encode(
+                struct.pack(f"<{len(vec)}{'d' if float64 else 'f'}", *vec)
+            ).decode()
         item = {"object": "embedding", "embedding": vec, "index": i}
         if no_index:
             del item["index"]
         data.append(item)
-    return {"object": "list", "data": data, "model": MODEL, "usage": {"prompt_tokens": 4, "total_tokens": 4}}
+    return {
+        "object": "list",
+        "data": data,
+        "model": MODEL,
+        "usage": {"prompt_tokens": 4, "total_tokens": 4},
+    }
 
 
 def base_request(path: str, body: dict):
@@ -115,7 +124,9 @@ def on_response(change: Callable[[str, dict, dict], None], path: str = CHAT) -> 
 
 
 def on_events(change: Callable[[dict, list], list], path: str = CHAT) -> Deviation:
-    return Deviation(events=lambda p, body, events: change(body, list(events)) if p == path else events)
+    return Deviation(
+        events=lambda p, body, events: change(body, list(events)) if p == path else events
+    )
 
 
 def answer_when(predicate: Callable[[str, dict], bool], status: int, reply: Any) -> Deviation:
@@ -157,14 +168,18 @@ def canned_chat(content: str = "ok") -> dict:
 
 
 def bad_temperature(p: str, body: dict) -> bool:
-    return p == CHAT and isinstance(body.get("temperature"), (int, float)) and body["temperature"] > 2
+    return (
+        p == CHAT and isinstance(body.get("temperature"), (int, float)) and body["temperature"] > 2
+    )
 
 
 def content_events(events: list) -> list[int]:
     return [
         i
         for i, e in enumerate(events)
-        if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("content")
+        if isinstance(e, dict)
+        and e.get("choices")
+        and (e["choices"][0].get("delta") or {}).get("content")
     ]
 
 
@@ -187,7 +202,11 @@ def _finish_twice(body: dict, events: list) -> list:
 def _tool_fragment_without_id(body: dict, events: list) -> list:
     out = []
     for e in events:
-        if isinstance(e, dict) and e.get("choices") and (e["choices"][0].get("delta") or {}).get("tool_calls"):
+        if (
+            isinstance(e, dict)
+            and e.get("choices")
+            and (e["choices"][0].get("delta") or {}).get("tool_calls")
+        ):
             e = copy.deepcopy(e)
             for frag in e["choices"][0]["delta"]["tool_calls"]:
                 frag.pop("id", None)
@@ -198,7 +217,14 @@ def _tool_fragment_without_id(body: dict, events: list) -> list:
 def sdk_breaking_error(body: dict, events: list) -> list:
     idx = content_events(events)
     return events[: idx[0] + 1] + [
-        {"error": {"message": "engine overloaded", "type": "server_error", "param": None, "code": None}},
+        {
+            "error": {
+                "message": "engine overloaded",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        },
         "[DONE]",
     ]
 
@@ -213,7 +239,9 @@ SAMPLES_NOTHING = Deviation(request=_samples_nothing)
 
 
 def _embeddings(**kwargs: Any) -> Deviation:
-    return Deviation(request=lambda p, body: (200, embeddings(body, **kwargs)) if p == "/v1/embeddings" else None)
+    return Deviation(
+        request=lambda p, body: (200, embeddings(body, **kwargs)) if p == "/v1/embeddings" else None
+    )
 
 
 def _no_finish(body: dict, events: list) -> list:
@@ -268,7 +296,10 @@ def _first_arguments_cut(body: dict, events: list) -> list:
     last = max(
         i
         for i, e in enumerate(events)
-        if any(f.get("index") == 0 and (f.get("function") or {}).get("arguments") for f in _fragments([e]))
+        if any(
+            f.get("index") == 0 and (f.get("function") or {}).get("arguments")
+            for f in _fragments([e])
+        )
     )
     return events[:last] + events[last + 1 :]
 
@@ -291,7 +322,12 @@ def tool_streams_cut(body: dict, events: list) -> list:
     """Every streamed tool call ends at max_tokens, its fragments sent: the model's bad luck, not the server's fault."""
     events = copy.deepcopy(events)
     for e in events:
-        if body.get("tools") and isinstance(e, dict) and e.get("choices") and e["choices"][0].get("finish_reason"):
+        if (
+            body.get("tools")
+            and isinstance(e, dict)
+            and e.get("choices")
+            and e["choices"][0].get("finish_reason")
+        ):
             e["choices"][0]["finish_reason"] = "length"
     return events
 

@@ -29,18 +29,25 @@ def test_request_fields_records_each_field_for_the_chat_endpoint(
     fake.set_deviation(
         compose(
             answer_when(
-                lambda p, b: p == CHAT and b.get("n") == 2, 400, error_body("n > 1 is not supported", param="n")
+                lambda p, b: p == CHAT and b.get("n") == 2,
+                400,
+                error_body("n > 1 is not supported", param="n"),
             )
         )
     )
     with answers():
         conformance.run("chat.request-fields", ctx)
     assert recorded == [
-        ("POST /v1/chat/completions", {name: "refused" if name == "n" else "honoured" for name in REQUEST_FIELDS})
+        (
+            "POST /v1/chat/completions",
+            {name: "refused" if name == "n" else "honoured" for name in REQUEST_FIELDS},
+        )
     ]
 
 
-def test_seed_failing_on_its_second_request_names_that_request(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_seed_failing_on_its_second_request_names_that_request(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Both requests are the same; the failure still says which one the check made (the server answered the first)."""
     seeded = count()
 

@@ -23,32 +23,48 @@ def _usage(change: Callable[[dict], None]) -> Callable[[str, dict, dict], None]:
     return rewrite
 
 
-def test_usage_with_no_completion_tokens_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_with_no_completion_tokens_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A model that ends at once generates nothing: zero completion tokens is a count, not a missing one."""
     fake.set_deviation(compose(on_response(_usage(lambda u: u.update(completion_tokens=0)))))
     with answers():
         conformance.run("chat.usage", ctx)
 
 
-def test_usage_with_a_one_token_prompt_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_with_a_one_token_prompt_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A prompt may be a single token: the check asks only that some prompt was counted."""
     fake.set_deviation(compose(on_response(_usage(lambda u: u.update(prompt_tokens=1)))))
     with answers():
         conformance.run("chat.usage", ctx)
 
 
-def test_usage_details_with_the_whole_prompt_cached_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_details_with_the_whole_prompt_cached_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A cache may hold every prompt token: cached_tokens equal to prompt_tokens is within the total."""
     fake.set_deviation(
-        compose(on_response(_usage(lambda u: u.update(prompt_tokens_details={"cached_tokens": u["prompt_tokens"]}))))
+        compose(
+            on_response(
+                _usage(
+                    lambda u: u.update(prompt_tokens_details={"cached_tokens": u["prompt_tokens"]})
+                )
+            )
+        )
     )
     with answers():
         conformance.run("chat.usage-details", ctx)
 
 
-def test_usage_details_with_a_one_token_cache_hit_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_usage_details_with_a_one_token_cache_hit_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Any cached token on the repeated prompt shows the cache working; one is enough."""
-    fake.set_deviation(compose(on_response(_usage(lambda u: u.update(prompt_tokens_details={"cached_tokens": 1})))))
+    fake.set_deviation(
+        compose(on_response(_usage(lambda u: u.update(prompt_tokens_details={"cached_tokens": 1}))))
+    )
     with answers():
         conformance.run("chat.usage-details", ctx)
 
@@ -61,7 +77,11 @@ def test_usage_details_with_every_completion_token_reasoning_passes(
     fake.set_deviation(
         compose(
             on_response(
-                _usage(lambda u: u.update(completion_tokens_details={"reasoning_tokens": u["completion_tokens"]}))
+                _usage(
+                    lambda u: u.update(
+                        completion_tokens_details={"reasoning_tokens": u["completion_tokens"]}
+                    )
+                )
             )
         )
     )
@@ -78,7 +98,10 @@ def test_usage_details_without_reasoning_tokens_and_nothing_generated_passes(
         compose(
             on_response(
                 _usage(
-                    lambda u: u.update(completion_tokens=0, completion_tokens_details={"accepted_prediction_tokens": 0})
+                    lambda u: u.update(
+                        completion_tokens=0,
+                        completion_tokens_details={"accepted_prediction_tokens": 0},
+                    )
                 )
             )
         )

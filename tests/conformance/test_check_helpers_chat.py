@@ -39,12 +39,16 @@ def sent(fake: FakeServer, since: int) -> list[dict[str, Any]]:
 def refuse_logprobs() -> Deviation:
     return compose(
         answer_when(
-            lambda p, b: p == CHAT and "logprobs" in b, 400, error_body("logprobs are not supported", param="logprobs")
+            lambda p, b: p == CHAT and "logprobs" in b,
+            400,
+            error_body("logprobs are not supported", param="logprobs"),
         )
     )
 
 
-SERVER_ERROR = compose(answer_when(lambda p, b: p == CHAT, 500, error_body("boom", "internal_server_error")))
+SERVER_ERROR = compose(
+    answer_when(lambda p, b: p == CHAT, 500, error_body("boom", "internal_server_error"))
+)
 
 
 # --- what a failed request says it was for ---------------------------------------------
@@ -67,7 +71,9 @@ def test_a_failed_request_names_what_it_was(
 
 
 # --- token_texts ------------------------------------------------------------------------
-def test_token_texts_asks_once_for_greedy_logprobs(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_asks_once_for_greedy_logprobs(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """One greedy request with logprobs gives the text and its tokens (one per character on the fake server)."""
     before = len(fake.requests)
     text, tokens = token_texts(ctx, {})
@@ -82,7 +88,9 @@ def test_token_texts_asks_once_for_greedy_logprobs(ctx: conformance.CheckContext
     assert text and tokens == list(text)
 
 
-def test_token_texts_lets_the_caller_override_the_request(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_lets_the_caller_override_the_request(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """``text_params`` come last, so a caller can change any default."""
     before = len(fake.requests)
     token_texts(ctx, {"max_tokens": 3, "logprobs": False})
@@ -99,32 +107,46 @@ def test_token_texts_retries_without_logprobs_when_they_are_refused(
     text, tokens = token_texts(ctx, {})
     first, retry = sent(fake, before)
     assert first["logprobs"] is True
-    assert retry == {k: v for k, v in first.items() if k != "logprobs"}  # the same request, logprobs left out
+    assert retry == {
+        k: v for k, v in first.items() if k != "logprobs"
+    }  # the same request, logprobs left out
     fake.set_deviation(BASE)
     assert (text, tokens) == (token_texts(ctx, {})[0], None)
 
 
-def test_token_texts_without_logprobs_in_the_answer(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_without_logprobs_in_the_answer(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A server that accepts logprobs=true and answers logprobs null (or empty content) gives no tokens."""
     fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0].update(logprobs=None))))
     assert token_texts(ctx, {})[1] is None
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0].update(logprobs={"content": []}))))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: r["choices"][0].update(logprobs={"content": []})))
+    )
     assert token_texts(ctx, {})[1] is None
 
 
-def test_token_texts_reads_an_entry_without_a_token_as_empty(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_reads_an_entry_without_a_token_as_empty(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A token-less entry counts as '', so the tokens no longer join to the text and are not trusted."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0]["logprobs"]["content"][1].pop("token"))))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: r["choices"][0]["logprobs"]["content"][1].pop("token")))
+    )
     text, tokens = token_texts(ctx, {})
     assert tokens == [text[0], "", *text[2:]]
 
 
-def test_token_texts_null_content_is_empty_text(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_token_texts_null_content_is_empty_text(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A null content is no text, not the text 'None' or anything else a stop could be placed in."""
     fake.set_deviation(
         compose(
             on_response(
-                lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": None}, logprobs=None)
+                lambda p, b, r: r["choices"][0].update(
+                    message={"role": "assistant", "content": None}, logprobs=None
+                )
             )
         )
     )
@@ -139,9 +161,13 @@ def test_token_texts_null_content_is_empty_text(ctx: conformance.CheckContext, f
         pytest.param("abcdefgh", ["ab", "cd", "ef", "gh"], ("cdef", 2), id="boundary-at-4"),
         pytest.param("abcdefghi", ["abc", "def", "ghi"], ("efgh", 4), id="boundary-after-4"),
         pytest.param("abcdef", ["abcd", "ef"], ("cdef", 2), id="last-boundary"),
-        pytest.param("abcdefgh", ["ab", "cd", "", "ef", "gh"], ("efgh", 4), id="empty-token-skipped"),
+        pytest.param(
+            "abcdefgh", ["ab", "cd", "", "ef", "gh"], ("efgh", 4), id="empty-token-skipped"
+        ),
         pytest.param("abcdefg", ["abc", "d", "e", "fg"], ("de", 3), id="two-one-character-tokens"),
-        pytest.param("ab    cdef", ["ab", "  ", "  ", "cd", "ef"], ("  cd", 4), id="blank-stop-skipped"),
+        pytest.param(
+            "ab    cdef", ["ab", "  ", "  ", "cd", "ef"], ("  cd", 4), id="blank-stop-skipped"
+        ),
         pytest.param("ababab", ["ab", "ab", "ab"], ("abab", 0), id="first-occurrence"),
         # without usable tokens: characters 6..10 of a text of at least 12
         pytest.param("0123456789ab", None, ("6789", 6), id="no-tokens-12-chars"),
@@ -152,7 +178,9 @@ def test_token_texts_null_content_is_empty_text(ctx: conformance.CheckContext, f
         pytest.param("abcdefgh", ["abcdefgh"], None, id="one-token-short-text"),
     ],
 )
-def test_stop_across_tokens(text: str, tokens: list[str] | None, expected: tuple[str, int] | None) -> None:
+def test_stop_across_tokens(
+    text: str, tokens: list[str] | None, expected: tuple[str, int] | None
+) -> None:
     """The stop string must straddle a real token boundary (where servers miss it), or be None when none fits."""
     assert stop_across_tokens(text, tokens) == expected
 
@@ -165,21 +193,29 @@ def test_stop_case_places_the_stop_across_the_fifth_token(ctx: conformance.Check
     stop = text[3:5]
     try:
         case = stop_case(ctx)
-    except Inconclusive as exc:  # a pytest skip: uncaught, it would pass for a helper that gives up on every answer
+    except (
+        Inconclusive
+    ) as exc:  # a pytest skip: uncaught, it would pass for a helper that gives up on every answer
         pytest.fail(f"inconclusive on a {len(text)}-character answer with tokens: {exc}")
     assert case == (text, stop, text[: text.find(stop)])
 
 
-def test_stop_case_on_a_short_answer_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_stop_case_on_a_short_answer_is_inconclusive(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A greedy answer too short for a stop is no verdict on the server, and the skip says why."""
     fake.set_deviation(
         compose(
             on_response(
-                lambda p, b, r: r["choices"][0].update(message={"role": "assistant", "content": "hi"}, logprobs=None)
+                lambda p, b, r: r["choices"][0].update(
+                    message={"role": "assistant", "content": "hi"}, logprobs=None
+                )
             )
         )
     )
-    with pytest.raises(Inconclusive, match="the greedy answer 'hi' is too short to place a stop string in"):
+    with pytest.raises(
+        Inconclusive, match="the greedy answer 'hi' is too short to place a stop string in"
+    ):
         stop_case(ctx)
 
 
@@ -228,16 +264,25 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
         pytest.param([entry(), entry("b", top=())], "ab", 0, [], id="well-formed"),
         pytest.param([entry(logprob=0)], "a", 0, [], id="logprob-0-is-certainty"),
         pytest.param([entry(bytes=None)], "a", 0, [], id="bytes-null"),
-        pytest.param([entry(logprob=0, top=[{"token": "a", "logprob": 0}])], "a", 1, [], id="top-logprob-0"),
         pytest.param(
-            [entry(logprob=-0.5, top=[{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -0.5}])],
+            [entry(logprob=0, top=[{"token": "a", "logprob": 0}])], "a", 1, [], id="top-logprob-0"
+        ),
+        pytest.param(
+            [
+                entry(
+                    logprob=-0.5,
+                    top=[{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -0.5}],
+                )
+            ],
             "a",
             2,
             [],
             id="tie-with-the-top",
         ),
         pytest.param([entry("é", bytes=[195, 169])], "é", 0, [], id="bytes-of-a-two-byte-token"),
-        pytest.param([entry("\ufffd", bytes=[240, 160])], "\ufffd", 0, [], id="bytes-of-part-of-a-character"),
+        pytest.param(
+            [entry("\ufffd", bytes=[240, 160])], "\ufffd", 0, [], id="bytes-of-part-of-a-character"
+        ),
         pytest.param(
             [entry("\u2581cat", bytes=[32, 99, 97, 116])],
             "\u2581cat",
@@ -246,14 +291,24 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
             id="bytes-not-the-token",
         ),
         pytest.param(
-            [entry(logprob=-0.1, top=[{"token": "b", "logprob": -2.0}, {"token": "a", "logprob": -0.1}])],
+            [
+                entry(
+                    logprob=-0.1,
+                    top=[{"token": "b", "logprob": -2.0}, {"token": "a", "logprob": -0.1}],
+                )
+            ],
             "a",
             2,
             ["entry 0 top_logprobs are not the most likely first: [-2.0, -0.1]"],
             id="top-not-ranked",
         ),
         pytest.param(
-            [entry(logprob=-2.0, top=[{"token": "b", "logprob": -0.1}, {"token": "a", "logprob": -2.0}])],
+            [
+                entry(
+                    logprob=-2.0,
+                    top=[{"token": "b", "logprob": -0.1}, {"token": "a", "logprob": -2.0}],
+                )
+            ],
             "a",
             2,
             [
@@ -262,8 +317,12 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
             ],
             id="greedy-token-not-the-top",
         ),
-        pytest.param([], "", 0, ["logprobs.content is [], not a list of token entries"], id="empty-list"),
-        pytest.param(None, "", 0, ["logprobs.content is None, not a list of token entries"], id="null"),
+        pytest.param(
+            [], "", 0, ["logprobs.content is [], not a list of token entries"], id="empty-list"
+        ),
+        pytest.param(
+            None, "", 0, ["logprobs.content is None, not a list of token entries"], id="null"
+        ),
         pytest.param(
             [without(entry(), "logprob")],
             "a",
@@ -279,11 +338,23 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
             id="no-token",
         ),
         pytest.param(["a"], "a", 0, ["entry 0 lacks token/logprob: 'a'"], id="entry-not-an-object"),
-        pytest.param([entry(logprob=0.5)], "a", 0, ["entry 0 logprob 0.5 > 0"], id="positive-logprob"),
-        pytest.param([entry(logprob=float("nan"))], "a", 0, ["entry 0 logprob nan > 0"], id="nan-logprob"),
-        pytest.param([without(entry(), "bytes")], "a", 0, ["entry 0 bytes is 'missing'"], id="no-bytes"),
+        pytest.param(
+            [entry(logprob=0.5)], "a", 0, ["entry 0 logprob 0.5 > 0"], id="positive-logprob"
+        ),
+        pytest.param(
+            [entry(logprob=float("nan"))], "a", 0, ["entry 0 logprob nan > 0"], id="nan-logprob"
+        ),
+        pytest.param(
+            [without(entry(), "bytes")], "a", 0, ["entry 0 bytes is 'missing'"], id="no-bytes"
+        ),
         pytest.param([entry(bytes="a")], "a", 0, ["entry 0 bytes is 'a'"], id="bytes-a-string"),
-        pytest.param([entry(top_logprobs=None)], "a", 3, ["entry 0 has None top_logprobs, not 3"], id="top-null"),
+        pytest.param(
+            [entry(top_logprobs=None)],
+            "a",
+            3,
+            ["entry 0 has None top_logprobs, not 3"],
+            id="top-null",
+        ),
         pytest.param(
             [entry(top=[{"token": "a", "logprob": -1}] * 2)],
             "a",
@@ -305,7 +376,13 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
             ["entry 0 top_logprobs malformed: [{'token': 'a'}]"],
             id="top-no-logprob",
         ),
-        pytest.param([entry(top=["a"])], "a", 1, ["entry 0 top_logprobs malformed: ['a']"], id="top-not-an-object"),
+        pytest.param(
+            [entry(top=["a"])],
+            "a",
+            1,
+            ["entry 0 top_logprobs malformed: ['a']"],
+            id="top-not-an-object",
+        ),
         pytest.param(
             [entry(), entry(logprob=1.0), entry(logprob=2.0)],
             "aaa",
@@ -314,20 +391,28 @@ def without(e: dict[str, Any], key: str) -> dict[str, Any]:
             id="first-bad-entry-only",
         ),
         pytest.param(
-            [entry(), entry("b")], "abc", 0, ["tokens join to 'ab', not the content 'abc'"], id="tokens-not-joining"
+            [entry(), entry("b")],
+            "abc",
+            0,
+            ["tokens join to 'ab', not the content 'abc'"],
+            id="tokens-not-joining",
         ),
         pytest.param(
             [entry(None), entry(None)],
             "",
             0,
-            ["entry 0 lacks token/logprob: {'token': None, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
+            [
+                "entry 0 lacks token/logprob: {'token': None, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"
+            ],
             id="null-tokens-named-not-joined",
         ),
         pytest.param(
             [entry(5)],
             "5",
             0,
-            ["entry 0 lacks token/logprob: {'token': 5, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"],
+            [
+                "entry 0 lacks token/logprob: {'token': 5, 'logprob': -0.1, 'bytes': [97], 'top_logprobs': []}"
+            ],
             id="token-a-number",
         ),
     ],
@@ -339,7 +424,9 @@ def test_logprob_problems(entries: Any, content: str, k: int, expected: list[str
 
 # --- not_json_start and _json_object ------------------------------------------------------
 def answer(content: Any, reason: str = "stop") -> dict[str, Any]:
-    return {"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": reason}]}
+    return {
+        "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": reason}]
+    }
 
 
 @pytest.mark.parametrize(

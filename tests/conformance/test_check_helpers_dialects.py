@@ -65,7 +65,11 @@ def test_responses_body_is_the_exact_responses_request(ctx: conformance.CheckCon
         "stream": False,
     }
     assert responses.body(ctx) == want
-    assert responses.body(ctx, store=True, max_output_tokens=32) == {**want, "max_output_tokens": 32, "store": True}
+    assert responses.body(ctx, store=True, max_output_tokens=32) == {
+        **want,
+        "max_output_tokens": 32,
+        "store": True,
+    }
 
 
 # --- create(): what it sends, its feature, its failure ----------------------------
@@ -80,11 +84,18 @@ def test_create_posts_the_body_and_returns_the_json(
     """``create`` posts ``body(**params)`` as JSON to its path and hands back the parsed answer."""
     ex, data = _call(module.create, ctx, **params)
     assert posted(fake, module.PATH) == [module.body(ctx, **params)]
-    assert ex.path == module.PATH and ex.status == 200 and data is ex.data and isinstance(data.get("id"), str)
+    assert (
+        ex.path == module.PATH
+        and ex.status == 200
+        and data is ex.data
+        and isinstance(data.get("id"), str)
+    )
 
 
 @pytest.mark.parametrize(
-    ("module", "feature"), [(messages, "messages"), (responses, "responses")], ids=["messages", "responses"]
+    ("module", "feature"),
+    [(messages, "messages"), (responses, "responses")],
+    ids=["messages", "responses"],
 )
 def test_create_refused_is_unsupported_under_its_feature(
     module: Any, feature: str, ctx: conformance.CheckContext, fake: FakeServer
@@ -94,7 +105,9 @@ def test_create_refused_is_unsupported_under_its_feature(
     with pytest.raises(Unsupported) as info:
         module.create(ctx)
     assert info.value.feature == feature
-    assert str(info.value.msg).startswith(f"unsupported: {feature}: the server refuses it: HTTP 501")
+    assert str(info.value.msg).startswith(
+        f"unsupported: {feature}: the server refuses it: HTTP 501"
+    )
 
 
 @pytest.mark.parametrize(
@@ -114,7 +127,9 @@ def test_create_broken_fails_naming_the_request(
 
 
 # --- Responses streams ------------------------------------------------------------
-def test_responses_stream_returns_the_typed_events(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_responses_stream_returns_the_typed_events(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """The stream is the body with stream: true, read without a [DONE] terminator."""
     ex, events = _call(responses._stream, ctx)
     assert posted(fake, responses.PATH) == [{**responses.body(ctx), "stream": True}]
@@ -122,7 +137,9 @@ def test_responses_stream_returns_the_typed_events(ctx: conformance.CheckContext
     assert not ex.sse.problems
 
 
-def test_responses_stream_refused_is_unsupported_responses(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_responses_stream_refused_is_unsupported_responses(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Refusing only the streamed form still marks the Responses API unsupported."""
     fake.set_deviation(_refuse(responses.PATH, 400, stream_only=True))
     with pytest.raises(Unsupported) as info:
@@ -130,7 +147,9 @@ def test_responses_stream_refused_is_unsupported_responses(ctx: conformance.Chec
     assert info.value.feature == "responses"
 
 
-def test_responses_stream_broken_fails_naming_the_stream(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_responses_stream_broken_fails_naming_the_stream(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(_refuse(responses.PATH, 500, stream_only=True))
     with pytest.raises(CheckFailure) as info:
         _call(responses._stream, ctx)
@@ -150,15 +169,23 @@ def _pinned(get_status: int | None) -> Deviation:
     return compose(Deviation(request=request, response=pin.response))
 
 
-def test_stored_creates_with_store_true_and_gets_it_by_id(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_stored_creates_with_store_true_and_gets_it_by_id(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """``store: true`` is sent (not left to the default), and the GET is for the created id."""
     created, ex, got = _call(responses._stored, ctx)
     assert posted(fake, responses.PATH) == [responses.body(ctx, store=True)]
     assert fake.requests[-1] == ("GET", f"{responses.PATH}/{created['id']}", None)
-    assert ex.path == f"{responses.PATH}/{created['id']}" and got["id"] == created["id"] and got is ex.data
+    assert (
+        ex.path == f"{responses.PATH}/{created['id']}"
+        and got["id"] == created["id"]
+        and got is ex.data
+    )
 
 
-def test_stored_get_refused_is_unsupported_store(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_stored_get_refused_is_unsupported_store(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A server that creates but will not retrieve lacks storage, not the Responses API."""
     fake.set_deviation(_pinned(404))
     with pytest.raises(Unsupported) as info:
@@ -167,7 +194,9 @@ def test_stored_get_refused_is_unsupported_store(ctx: conformance.CheckContext, 
     assert fake.requests[-1] == ("GET", f"{responses.PATH}/{PINNED}", None)
 
 
-def test_stored_get_broken_fails_naming_the_id(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_stored_get_broken_fails_naming_the_id(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(_pinned(500))
     with pytest.raises(CheckFailure) as info:
         _call(responses._stored, ctx)
@@ -186,7 +215,13 @@ def test_output_text_joins_parts_without_separator() -> None:
 
 
 def test_text_of_joins_blocks_without_separator() -> None:
-    m = {"content": [{"type": "text", "text": "ab"}, {"type": "tool_use", "id": "t"}, {"type": "text", "text": "c"}]}
+    m = {
+        "content": [
+            {"type": "text", "text": "ab"},
+            {"type": "tool_use", "id": "t"},
+            {"type": "text", "text": "c"},
+        ]
+    }
     assert messages.text_of(m) == "abc"
 
 
@@ -201,7 +236,11 @@ def _response(*output: Any) -> dict[str, Any]:
     }
 
 
-MESSAGE = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]}
+MESSAGE = {
+    "type": "message",
+    "role": "assistant",
+    "content": [{"type": "output_text", "text": "hi"}],
+}
 
 
 def test_problems_look_only_at_message_items() -> None:
@@ -209,12 +248,23 @@ def test_problems_look_only_at_message_items() -> None:
     message."""
     reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": []}
     assert responses._problems(_response(reasoning_item, MESSAGE)) == []
-    assert responses._problems(_response(reasoning_item)) == [f"output has no message item: {[reasoning_item]!r}"]
+    assert responses._problems(_response(reasoning_item)) == [
+        f"output has no message item: {[reasoning_item]!r}"
+    ]
 
 
 @pytest.mark.parametrize(
     ("value", "ok"),
-    [(0, True), (7, True), (-1, False), (True, False), (False, False), (1.5, False), (0.0, False), (None, False)],
+    [
+        (0, True),
+        (7, True),
+        (-1, False),
+        (True, False),
+        (False, False),
+        (1.5, False),
+        (0.0, False),
+        (None, False),
+    ],
 )
 def test_count_is_a_non_negative_int_not_a_bool(value: Any, ok: bool) -> None:
     """Token counts may be 0 (an empty prompt, nothing generated); a bool or float is not a count."""
@@ -224,7 +274,13 @@ def test_count_is_a_non_negative_int_not_a_bool(value: Any, ok: bool) -> None:
 @pytest.mark.parametrize(
     ("data", "problems"),
     [
-        ({"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}}, []),
+        (
+            {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+            },
+            [],
+        ),
         (
             {"error": {"type": "invalid_request_error", "message": "m"}},
             ['the body is not {"type": "error", "error": {...}}'],
@@ -245,10 +301,12 @@ def test_anthropic_error_problems_exact(data: Any, problems: list[str]) -> None:
 
 def test_named_keeps_only_non_empty_reasoning_fields() -> None:
     """Either name counts when it carries something; an empty one (vLLM sends both) does not, nor does content."""
-    assert reasoning._named({"reasoning": "think", "reasoning_content": "", "content": "answer"}) == {
-        "reasoning": "think"
+    assert reasoning._named(
+        {"reasoning": "think", "reasoning_content": "", "content": "answer"}
+    ) == {"reasoning": "think"}
+    assert reasoning._named({"reasoning": None, "reasoning_content": "t"}) == {
+        "reasoning_content": "t"
     }
-    assert reasoning._named({"reasoning": None, "reasoning_content": "t"}) == {"reasoning_content": "t"}
 
 
 # --- SDK helpers -----------------------------------------------------------------------
@@ -264,9 +322,13 @@ def test_sdk_error_keeps_the_curl_line(ctx: conformance.CheckContext) -> None:
     )
 
 
-def test_greedy_text_of_a_null_content_is_empty(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_greedy_text_of_a_null_content_is_empty(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """No content compares as "" with what the SDK yields (its stream joins to "")."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: r["choices"][0]["message"].update(content=None))))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: r["choices"][0]["message"].update(content=None)))
+    )
     text, data, curl = _call(sdk._greedy_text, ctx)
     assert text == "" and data["choices"][0]["message"]["content"] is None
     assert curl.startswith("curl -sS") and "/v1/chat/completions" in curl

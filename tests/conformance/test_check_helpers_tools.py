@@ -38,7 +38,9 @@ INPUT = ["hello world", "good night"]
 
 
 def _answer(path: str, status: int) -> Deviation:
-    return compose(answer_when(lambda p, b: p == path, status, error_body(f"HTTP {status} on purpose")))
+    return compose(
+        answer_when(lambda p, b: p == path, status, error_body(f"HTTP {status} on purpose"))
+    )
 
 
 def _chat_message(message: dict, finish_reason: str, *, first_only: bool = False) -> Deviation:
@@ -79,9 +81,21 @@ GOOD_CARD = {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by
             ],
         ),
     ],
-    ids=["good", "not-a-dict", "empty-id", "int-id", "object", "bool-created", "str-created", "int-owned_by", "empty"],
+    ids=[
+        "good",
+        "not-a-dict",
+        "empty-id",
+        "int-id",
+        "object",
+        "bool-created",
+        "str-created",
+        "int-owned_by",
+        "empty",
+    ],
 )
-def test_card_problems_name_each_bad_field_with_its_value(card: object, problems: list[str]) -> None:
+def test_card_problems_name_each_bad_field_with_its_value(
+    card: object, problems: list[str]
+) -> None:
     """An empty or non-string id, a bool ``created`` (an int to Python, not to typed clients), each quoted as sent."""
     assert _card_problems(card) == problems
 
@@ -166,7 +180,12 @@ def _chunks(*fragment_lists: list[dict]) -> list[dict]:
 
 def test_assemble_joins_arguments_and_accepts_a_repeated_id() -> None:
     """A later fragment may repeat the call's id (some servers do); only a different id is a problem."""
-    head = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ""}}
+    head = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": ""},
+    }
     calls, problems = assemble(
         _chunks(
             [head],
@@ -176,7 +195,11 @@ def test_assemble_joins_arguments_and_accepts_a_repeated_id() -> None:
     )
     assert problems == []
     assert calls == {
-        0: {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        0: {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+        }
     }
 
 
@@ -210,24 +233,34 @@ def test_assemble_skips_a_fragment_without_integer_index_and_reads_on() -> None:
     """A bad fragment is reported and passed over; the good fragment after it in the same delta still counts."""
     bad = {"index": None, "id": "x"}
     calls, problems = assemble(
-        _chunks([bad, {"index": 0, "id": "call_1", "function": {"name": "get_time", "arguments": "{}"}}])
+        _chunks(
+            [bad, {"index": 0, "id": "call_1", "function": {"name": "get_time", "arguments": "{}"}}]
+        )
     )
     assert problems == ["fragment without integer index: {'index': None, 'id': 'x'}"]
-    assert calls == {0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}}
+    assert calls == {
+        0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    }
 
 
 def test_assemble_names_a_fragment_that_is_no_object_and_reads_on() -> None:
     """Garbage in a delta's tool_calls is a problem to report, not a crash of the check."""
     calls, problems = assemble(
         _chunks(
-            ["x", {"index": 0, "function": "get_time"}, {"index": 0, "id": "call_1", "function": {"name": "get_time"}}]
+            [
+                "x",
+                {"index": 0, "function": "get_time"},
+                {"index": 0, "id": "call_1", "function": {"name": "get_time"}},
+            ]
         )
     )
     assert problems == [
         "fragment is not a call object with a function object: 'x'",
         "fragment is not a call object with a function object: {'index': 0, 'function': 'get_time'}",
     ]  # fmt: skip
-    assert calls == {0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": ""}}}
+    assert calls == {
+        0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": ""}}
+    }
 
 
 # --- tools.no_call ------------------------------------------------------------------------------
@@ -248,9 +281,21 @@ def _answer_of(message: dict | None, finish_reason: str | None) -> dict:
         (_answer_of({"content": "it is sunny"}, "length"), True),
         ({}, True),
     ],
-    ids=["call", "cut-call", "text", "empty-stop", "cut-empty", "cut-null", "cut-no-message", "cut-text", "no-choices"],
+    ids=[
+        "call",
+        "cut-call",
+        "text",
+        "empty-stop",
+        "cut-empty",
+        "cut-null",
+        "cut-no-message",
+        "cut-text",
+        "no-choices",
+    ],
 )
-def test_no_call_judges_a_callless_answer_unless_cut_with_nothing_shown(data: dict, judge_now: bool) -> None:
+def test_no_call_judges_a_callless_answer_unless_cut_with_nothing_shown(
+    data: dict, judge_now: bool
+) -> None:
     """A call is never judged early; a text answer is (cut or not); a cut with nothing shown is retried with another
     seed."""
     assert no_call(data) is judge_now
@@ -272,7 +317,9 @@ def test_tool_request_is_the_exact_seeded_two_tool_request(ctx: conformance.Chec
     assert tool_request(ctx, "required") == want
 
 
-def test_tool_request_params_override_and_no_choice_sends_none(ctx: conformance.CheckContext) -> None:
+def test_tool_request_params_override_and_no_choice_sends_none(
+    ctx: conformance.CheckContext,
+) -> None:
     """``tool_choice=None`` leaves the field out (the server's default is under test); params replace the defaults."""
     body = tool_request(ctx, None, seed=7, temperature=0, messages=PARALLEL_ASK)
     assert body == {
@@ -300,26 +347,38 @@ def test_forced_call_retries_a_silent_cut_with_the_next_seed_and_keeps_the_param
     ctx: conformance.CheckContext, fake: FakeServer
 ) -> None:
     """A cut with nothing shown is the model's fault: the next seed is tried, with the caller's messages and params."""
-    fake.set_deviation(_chat_message({"role": "assistant", "content": ""}, "length", first_only=True))
+    fake.set_deviation(
+        _chat_message({"role": "assistant", "content": ""}, "length", first_only=True)
+    )
     with answers():
         ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     sent = [
-        tool_request(ctx, "required", seed=s, messages=PARALLEL_ASK, parallel_tool_calls=True) for s in (1234, 1235)
+        tool_request(ctx, "required", seed=s, messages=PARALLEL_ASK, parallel_tool_calls=True)
+        for s in (1234, 1235)
     ]
     assert posted(fake, CHAT) == sent
     assert ex.body == sent[1] and data["choices"][0]["finish_reason"] == "tool_calls"
 
 
-def test_forced_call_judges_cut_text_at_once(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_forced_call_judges_cut_text_at_once(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Text where a forced call should be is a verdict, not bad luck: no retry, no "inconclusive"."""
-    fake.set_deviation(_chat_message({"role": "assistant", "content": "I will not call a tool"}, "length"))
+    fake.set_deviation(
+        _chat_message({"role": "assistant", "content": "I will not call a tool"}, "length")
+    )
     with answers():
         _, data = forced_call(ctx, "required")
     assert len(posted(fake, CHAT)) == 1
-    assert data["choices"][0]["message"] == {"role": "assistant", "content": "I will not call a tool"}
+    assert data["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "I will not call a tool",
+    }
 
 
-def test_forced_call_refused_is_unsupported_tools(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_forced_call_refused_is_unsupported_tools(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A refusal is reported against the feature the tools checks need, so the report groups it right."""
     fake.set_deviation(_answer(CHAT, 400))
     with pytest.raises(Unsupported) as info:
@@ -350,27 +409,37 @@ def test_forced_call_failure_names_the_tool_choice_as_json(
 
 
 # --- embeddings.embed / plain ------------------------------------------------------------------------
-def test_embed_posts_two_inputs_with_the_params(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_embed_posts_two_inputs_with_the_params(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Two distinct inputs, so ``index`` 0 and 1 can be told apart; params are added as given."""
     ex = embed(ctx, dimensions=8)
     assert posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "dimensions": 8}]
     assert ex.path == EMBEDDINGS and ex.status == 200
 
 
-def test_plain_asks_for_floats_and_returns_the_answer(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_plain_asks_for_floats_and_returns_the_answer(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """``encoding_format: float`` said outright: the SDK's default is base64, which plain must not get."""
     with answers():
         ex = plain(ctx)
-    assert posted(fake, EMBEDDINGS) == [{"model": MODEL, "input": INPUT, "encoding_format": "float"}]
+    assert posted(fake, EMBEDDINGS) == [
+        {"model": MODEL, "input": INPUT, "encoding_format": "float"}
+    ]
     assert ex.status == 200 and isinstance(ex.data["data"][0]["embedding"], list)
 
 
-def test_plain_refused_is_unsupported_embeddings(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_plain_refused_is_unsupported_embeddings(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(_answer(EMBEDDINGS, 404))
     with pytest.raises(Unsupported) as info:
         plain(ctx)
     assert info.value.feature == "embeddings"
-    assert str(info.value.msg).startswith("unsupported: embeddings: the server refuses it: HTTP 404")
+    assert str(info.value.msg).startswith(
+        "unsupported: embeddings: the server refuses it: HTTP 404"
+    )
 
 
 def test_plain_failure_says_embeddings(ctx: conformance.CheckContext, fake: FakeServer) -> None:
@@ -389,10 +458,14 @@ def test_overflow_prompt_is_twice_the_advertised_context(ctx: conformance.CheckC
     assert prompt == "hello " * (2 * CONTEXT_LENGTH)
 
 
-def test_overflow_prompt_skips_without_a_context_length(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_overflow_prompt_skips_without_a_context_length(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Without max_model_len there is no safe length to send, and the skip says why."""
     listing = {"object": "list", "data": [GOOD_CARD]}  # a model card without max_model_len
-    fake.set_deviation(Deviation(request=lambda path, body: (200, listing) if path == "/v1/models" else None))
+    fake.set_deviation(
+        Deviation(request=lambda path, body: (200, listing) if path == "/v1/models" else None)
+    )
     with pytest.raises(pytest.skip.Exception) as info:
         _overflow_prompt(ctx)
     assert (

@@ -17,7 +17,9 @@ from .deviations import CHAT, COMPLETIONS, answer_when, canned_chat, compose, on
 DECLARED = "the chat answer's object is v2 here (fake 1.0); see https://example.org/1"
 
 
-def _excuse_matching(pattern: str, declaration: str = DECLARED) -> Callable[[conformance.CheckFailure], str | None]:
+def _excuse_matching(
+    pattern: str, declaration: str = DECLARED
+) -> Callable[[conformance.CheckFailure], str | None]:
     import re
 
     return lambda failure: declaration if re.search(pattern, failure.judged) else None
@@ -30,9 +32,14 @@ def two_requests() -> Iterator[str]:
     def check(ctx: conformance.CheckContext) -> str:
         chat = ctx.chat(max_tokens=4)
         ctx.expect(
-            chat.data["object"] == "chat.completion.v2", "object 'chat.completion.v2'", chat.data["object"], chat
+            chat.data["object"] == "chat.completion.v2",
+            "object 'chat.completion.v2'",
+            chat.data["object"],
+            chat,
         )
-        ctx.expect(chat.data["choices"][0]["index"] == 7, "index 7", chat.data["choices"][0]["index"], chat)
+        ctx.expect(
+            chat.data["choices"][0]["index"] == 7, "index 7", chat.data["choices"][0]["index"], chat
+        )
         completion = ctx.completion(max_tokens=4)
         ctx.expect(
             completion.data["object"] == "text_completion",
@@ -42,12 +49,16 @@ def two_requests() -> Iterator[str]:
         )
         return "the chat answer's and the completion's object"
 
-    conformance.REGISTRY.check("test.two-requests", "two requests, each judged", reference="test")(check)
+    conformance.REGISTRY.check("test.two-requests", "two requests, each judged", reference="test")(
+        check
+    )
     yield "test.two-requests"
     conformance.REGISTRY.unregister("test.two-requests")
 
 
-def test_the_declared_failure_alone_is_excused_and_named(two_requests: str, ctx: conformance.CheckContext) -> None:
+def test_the_declared_failure_alone_is_excused_and_named(
+    two_requests: str, ctx: conformance.CheckContext
+) -> None:
     with pytest.raises(conformance.DeclaredDeviation) as info:
         conformance.run(two_requests, ctx, _excuse_matching("chat.completion.v2"))
     text = str(info.value)
@@ -64,13 +75,20 @@ def test_a_later_undeclared_failure_fails_the_check(
     two_requests: str, ctx: conformance.CheckContext, fake: FakeServer
 ) -> None:
     """Before, the check ended at the declared failure, so this one was never seen: xfail stayed xfail."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: r.update(object="completion"), COMPLETIONS)))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: r.update(object="completion"), COMPLETIONS))
+    )
     with pytest.raises(conformance.CheckFailure) as info:
         conformance.run(two_requests, ctx, _excuse_matching("chat.completion.v2"))
     assert not isinstance(info.value, conformance.DeclaredDeviation)
     text = str(info.value)
-    assert "expected: object 'text_completion'\ngot:      completion" in text and COMPLETIONS in text
-    assert "after 2 excused failure(s) of the same check, the first: expected: object 'chat.completion.v2'" in text
+    assert (
+        "expected: object 'text_completion'\ngot:      completion" in text and COMPLETIONS in text
+    )
+    assert (
+        "after 2 excused failure(s) of the same check, the first: expected: object 'chat.completion.v2'"
+        in text
+    )
 
 
 def test_without_declarations_the_first_failure_ends_the_check(
@@ -78,7 +96,9 @@ def test_without_declarations_the_first_failure_ends_the_check(
 ) -> None:
     with pytest.raises(conformance.CheckFailure, match="chat.completion.v2") as info:
         conformance.run(two_requests, ctx)
-    assert "index 7" not in str(info.value) and not isinstance(info.value, conformance.DeclaredDeviation)
+    assert "index 7" not in str(info.value) and not isinstance(
+        info.value, conformance.DeclaredDeviation
+    )
 
 
 def test_a_declared_deviation_gone_is_a_pass(
@@ -86,20 +106,37 @@ def test_a_declared_deviation_gone_is_a_pass(
 ) -> None:
     """The suite shows that pass as FIXED (its xfail is not strict)."""
     fake.set_deviation(
-        compose(on_response(lambda p, b, r: (r.update(object="chat.completion.v2"), r["choices"][0].update(index=7))))
+        compose(
+            on_response(
+                lambda p, b, r: (
+                    r.update(object="chat.completion.v2"),
+                    r["choices"][0].update(index=7),
+                )
+            )
+        )
     )
-    assert conformance.run(two_requests, ctx, _excuse_matching("chat.completion.v2")).startswith("the chat answer's")
+    assert conformance.run(two_requests, ctx, _excuse_matching("chat.completion.v2")).startswith(
+        "the chat answer's"
+    )
 
 
-def test_what_cannot_go_on_past_an_excused_failure_stays_excused(ctx: conformance.CheckContext) -> None:
+def test_what_cannot_go_on_past_an_excused_failure_stays_excused(
+    ctx: conformance.CheckContext,
+) -> None:
     def check(ctx: conformance.CheckContext) -> str:
         ex = ctx.chat(max_tokens=4)
         ctx.expect(ex.status == 404, "HTTP 404", ex.status, ex)
-        return ex.data["error"]["message"]  # the answer the excused failure showed wrong has no error
+        return ex.data["error"][
+            "message"
+        ]  # the answer the excused failure showed wrong has no error
 
-    conformance.REGISTRY.check("test.crash-after", "a crash after an excused failure", reference="test")(check)
+    conformance.REGISTRY.check(
+        "test.crash-after", "a crash after an excused failure", reference="test"
+    )(check)
     try:
-        with pytest.raises(conformance.DeclaredDeviation, match="could not go on past it: KeyError: 'error'"):
+        with pytest.raises(
+            conformance.DeclaredDeviation, match="could not go on past it: KeyError: 'error'"
+        ):
             conformance.run("test.crash-after", ctx, _excuse_matching("HTTP 404"))
     finally:
         conformance.REGISTRY.unregister("test.crash-after")
@@ -122,7 +159,14 @@ def _flat_errors(path: str, status: int, body: Any) -> Any:
 def _openai_envelope_on_messages(path: str, status: int, body: Any) -> Any:
     """vLLM's request-validation errors on /v1/messages: the OpenAI envelope."""
     if path == MESSAGES and isinstance(body, dict) and body.get("type") == "error":
-        return {"error": {"message": body["error"]["message"], "type": "Bad Request", "param": None, "code": 400}}
+        return {
+            "error": {
+                "message": body["error"]["message"],
+                "type": "Bad Request",
+                "param": None,
+                "code": 400,
+            }
+        }
     return body
 
 

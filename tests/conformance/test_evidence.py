@@ -63,7 +63,9 @@ def test_a_negative_check_is_inconclusive_when_its_control_gets_no_answer(
     fake.set_deviation(_route_answers(NEGATIVE[check_id], 200, {}))
     with pytest.raises(Inconclusive) as info:
         conformance.run(check_id, ctx)
-    assert "the positive control failed" in info.value.msg and "Control: curl -sS" in info.value.msg, info.value.msg
+    assert (
+        "the positive control failed" in info.value.msg and "Control: curl -sS" in info.value.msg
+    ), info.value.msg
     assert fake.base_url + NEGATIVE[check_id] in info.value.msg
 
 
@@ -78,16 +80,27 @@ def test_a_negative_check_is_no_pass_on_a_route_that_refuses_everything(
     with pytest.raises(pytest.skip.Exception) as info:
         conformance.run(check_id, ctx)
     if isinstance(info.value, Unsupported):
-        assert conformance.REGISTRY[check_id].needs and f"HTTP {status}" in info.value.msg, info.value.msg
+        assert conformance.REGISTRY[check_id].needs and f"HTTP {status}" in info.value.msg, (
+            info.value.msg
+        )
     else:
-        assert "the positive control failed" in info.value.msg and f"HTTP {status}" in info.value.msg, info.value.msg
+        assert (
+            "the positive control failed" in info.value.msg and f"HTTP {status}" in info.value.msg
+        ), info.value.msg
 
 
-@pytest.mark.parametrize(("answered", "second"), [(None, None), ("", ""), ({"content": None}, {"content": None})])
-def test_two_absent_values_are_not_agreement(answered: object, second: object, ctx: conformance.CheckContext) -> None:
+@pytest.mark.parametrize(
+    ("answered", "second"), [(None, None), ("", ""), ({"content": None}, {"content": None})]
+)
+def test_two_absent_values_are_not_agreement(
+    answered: object, second: object, ctx: conformance.CheckContext
+) -> None:
     with pytest.raises(Inconclusive, match="nothing to judge: no reference value"):
         ctx.agree(
-            answered if not isinstance(answered, dict) else answered["content"], second, "the same text", "curl x"
+            answered if not isinstance(answered, dict) else answered["content"],
+            second,
+            "the same text",
+            "curl x",
         )
 
 
@@ -118,7 +131,11 @@ def _reasoning_cut(seed_varies: bool) -> Deviation:
     def response(path: str, body: dict, resp: dict) -> dict:
         if path == CHAT and not body.get("stream"):
             text = f"thinking {next(counter)}" if seed_varies else "thinking alike"
-            resp["choices"][0]["message"] = {"role": "assistant", "content": None, "reasoning_content": text}
+            resp["choices"][0]["message"] = {
+                "role": "assistant",
+                "content": None,
+                "reasoning_content": text,
+            }
         return resp
 
     return compose(Deviation(response=response))
@@ -139,18 +156,25 @@ def test_an_answer_whose_error_field_is_null_is_an_answer() -> None:
     """A Responses object carries ``"error": null`` (SGLang 0.5.23 sends it): a control answered so has succeeded."""
     from pytest_infer.conformance.context import answer_problems
 
-    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": None}) == []
-    assert answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}) == [
-        "an error body"
-    ]
-    assert answer_problems("/v1/chat/completions", [{"choices": [], "error": None}], stream=True) == []
+    assert (
+        answer_problems("/v1/responses", {"object": "response", "id": "resp_1", "error": None})
+        == []
+    )
+    assert answer_problems(
+        "/v1/responses", {"object": "response", "id": "resp_1", "error": {"message": "m"}}
+    ) == ["an error body"]
+    assert (
+        answer_problems("/v1/chat/completions", [{"choices": [], "error": None}], stream=True) == []
+    )
 
 
 def test_detokenize_is_read_under_either_engines_field(fake: FakeServer) -> None:
     """vLLM answers /detokenize with ``prompt``, SGLang 0.5.23 with ``text``: both give the text back."""
     from .deviations import on_response
 
-    fake.set_deviation(on_response(lambda p, b, r: r.update(text=r.pop("prompt")), path="/detokenize"))
+    fake.set_deviation(
+        on_response(lambda p, b, r: r.update(text=r.pop("prompt")), path="/detokenize")
+    )
     try:
         with conformance.CheckContext(Endpoint(fake.base_url, MODEL)) as ctx:
             assert "(field 'text')" in conformance.run("tokenize.round-trip", ctx)

@@ -24,12 +24,16 @@ NOT_BROKEN = {"passed", "xfail", "unsupported", "skipped", "not_exercised", "inc
 
 
 def _run_suite(pytester: pytest.Pytester, info, framework: str) -> dict[str, dict]:
-    shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
-    report = pytester.path / "report"
-    tiny = TINY.parsers.get(framework, Parsers())  # what the pool launched tiny with; told to an endpoint
-    parsers = [f"--infer-parser={tiny.tool}"] * bool(tiny.tool) + [f"--infer-parser=reasoning:{tiny.reasoning}"] * bool(
-        tiny.reasoning
+    shutil.copytree(
+        SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__")
     )
+    report = pytester.path / "report"
+    tiny = TINY.parsers.get(
+        framework, Parsers()
+    )  # what the pool launched tiny with; told to an endpoint
+    parsers = [f"--infer-parser={tiny.tool}"] * bool(tiny.tool) + [
+        f"--infer-parser=reasoning:{tiny.reasoning}"
+    ] * bool(tiny.reasoning)
     pytester.runpytest(
         "conformance", "-p", "no:cacheprovider", "-m", "conformance", f"--infer-endpoint={info.base_url}",
         f"--infer-framework={framework}", f"--infer-report-dir={report}", "--infer-request-timeout=60", *parsers,
@@ -40,16 +44,24 @@ def _run_suite(pytester: pytest.Pytester, info, framework: str) -> dict[str, dic
     )
     records = {t["check"]: t for t in results["tests"]}
     assert set(records) == {c.id for c in conformance.REGISTRY}
-    unearned = [check for check, t in records.items() if t["outcome"] == "passed" and not t["extra"].get("evidence")]
+    unearned = [
+        check
+        for check, t in records.items()
+        if t["outcome"] == "passed" and not t["extra"].get("evidence")
+    ]
     assert not unearned, f"passes without evidence of what they judged: {unearned}"
     return records
 
 
-def test_vllm_passes_the_suite_apart_from_declared_deviations(pytester: pytest.Pytester, real_engine) -> None:
+def test_vllm_passes_the_suite_apart_from_declared_deviations(
+    pytester: pytest.Pytester, real_engine
+) -> None:
     records = _run_suite(pytester, real_engine("vllm-0.32"), "vllm")
     broken = {k: v["message"][:300] for k, v in records.items() if v["outcome"] not in NOT_BROKEN}
     assert not broken
-    assert records["errors.envelope-types"]["outcome"] == "xfail"  # integer error.code, declared with vllm#37011
+    assert (
+        records["errors.envelope-types"]["outcome"] == "xfail"
+    )  # integer error.code, declared with vllm#37011
     # started with the default tool parser, vLLM decodes named and required calls under their schema: judged for real
     assert all(
         records[c]["outcome"] == "passed"
@@ -57,12 +69,19 @@ def test_vllm_passes_the_suite_apart_from_declared_deviations(pytester: pytest.P
     )
     # the tiny model's calls and thinking are scripted through the default parsers (pythonic, qwen3): judged, not
     # skipped
-    assert all(records[c]["outcome"] == "passed" for c in ("tools.auto", "tools.parallel", "chat.reasoning")), {
-        c: records[c]["message"] for c in ("tools.auto", "tools.parallel", "chat.reasoning")
-    }
+    assert all(
+        records[c]["outcome"] == "passed"
+        for c in ("tools.auto", "tools.parallel", "chat.reasoning")
+    ), {c: records[c]["message"] for c in ("tools.auto", "tools.parallel", "chat.reasoning")}
     assert not [c for c, r in records.items() if "capable model" in (r.get("message") or "")]
-    parsers = {c: (r["outcome"], r["message"][:300]) for c, r in records.items() if c.startswith("parsers.")}
-    assert len(parsers) == 9 and all(o == "passed" for o, _ in parsers.values()), parsers  # every case, scripted
+    parsers = {
+        c: (r["outcome"], r["message"][:300])
+        for c, r in records.items()
+        if c.startswith("parsers.")
+    }
+    assert len(parsers) == 9 and all(o == "passed" for o, _ in parsers.values()), (
+        parsers
+    )  # every case, scripted
     core = (
         "chat.stop",
         "stream.sse-framing",
@@ -72,7 +91,9 @@ def test_vllm_passes_the_suite_apart_from_declared_deviations(pytester: pytest.P
         "sdk.chat-stream-async",
     )
     assert all(records[c]["outcome"] == "passed" for c in core)
-    assert records["stream.error-event"]["outcome"] == "not_exercised"  # a healthy stream has no error event to judge
+    assert (
+        records["stream.error-event"]["outcome"] == "not_exercised"
+    )  # a healthy stream has no error event to judge
     # the Responses and Anthropic Messages dialects, judged for real (stored responses: the adapter enables the store)
     dialects = (
         "responses.create",
@@ -86,18 +107,24 @@ def test_vllm_passes_the_suite_apart_from_declared_deviations(pytester: pytest.P
     )
     assert all(
         records[c]["outcome"] == "passed"
-        for c in dialects + ("messages.stop-sequence", "messages.stream-events", "messages.count-tokens")
+        for c in dialects
+        + ("messages.stop-sequence", "messages.stream-events", "messages.count-tokens")
     ), {c: records[c]["outcome"] for c in dialects}
     # confirmed by hand with curl; each is declared with its upstream reference, so it shows as xfail, and FIXED once
     # gone
     assert all(
-        records[c]["outcome"] == "xfail" for c in ("responses.stream-terminal", "messages.create", "messages.errors")
+        records[c]["outcome"] == "xfail"
+        for c in ("responses.stream-terminal", "messages.create", "messages.errors")
     )
 
 
-def test_transformers_serve_differs_where_checked_by_hand(pytester: pytest.Pytester, real_engine) -> None:
+def test_transformers_serve_differs_where_checked_by_hand(
+    pytester: pytest.Pytester, real_engine
+) -> None:
     records = _run_suite(pytester, real_engine("transformers"), "transformers")
-    assert records["chat.fields"]["outcome"] == "passed" and records["sdk.chat"]["outcome"] == "passed"
+    assert (
+        records["chat.fields"]["outcome"] == "passed" and records["sdk.chat"]["outcome"] == "passed"
+    )
     confirmed = {
         "chat.stop": "finish_reason 'stop'",  # the stop string is left in the text
         "stream.sse-framing": "does not end with 'data: [DONE]'",
@@ -110,13 +137,15 @@ def test_transformers_serve_differs_where_checked_by_hand(pytester: pytest.Pytes
         "responses.structured": "JSON that validates against the schema",  # text.format is not applied
     }
     assert all(
-        records[c]["outcome"] == "unsupported" for c in ("messages.create", "sdk.anthropic", "responses.retrieve")
+        records[c]["outcome"] == "unsupported"
+        for c in ("messages.create", "sdk.anthropic", "responses.retrieve")
     )  # no /v1/messages, no store
     assert (
-        records["responses.stream-events"]["outcome"] == "passed" and records["responses.usage"]["outcome"] == "passed"
+        records["responses.stream-events"]["outcome"] == "passed"
+        and records["responses.usage"]["outcome"] == "passed"
     )
     for check, evidence in confirmed.items():
-        assert records[check]["outcome"] == "failed" and evidence in records[check]["message"], records[check][
-            "message"
-        ]
+        assert records[check]["outcome"] == "failed" and evidence in records[check]["message"], (
+            records[check]["message"]
+        )
         assert records[check]["reproducer"].startswith("curl -sS")

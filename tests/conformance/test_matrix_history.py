@@ -9,7 +9,11 @@ from pathlib import Path
 from pytest_infer.conformance.matrix import history, main
 from pytest_infer.results import model
 
-OUTCOME = {"pass": ("passed", ""), "FAIL": ("failed", "got: []"), "nd": ("not_exercised", "not drivable: x")}
+OUTCOME = {
+    "pass": ("passed", ""),
+    "FAIL": ("failed", "got: []"),
+    "nd": ("not_exercised", "not drivable: x"),
+}
 
 
 def report(root: Path, version: str, cells: dict[str, dict[str, str]], shipped: list[str]) -> Path:
@@ -17,11 +21,15 @@ def report(root: Path, version: str, cells: dict[str, dict[str, str]], shipped: 
     out = root / f"parsers-{version}"
     for parser, row in cells.items():
         results = model.SessionResults()
-        results.targets["vllm"] = model.TargetRecord(id="vllm", framework="vllm", model="tiny", version=version)
+        results.targets["vllm"] = model.TargetRecord(
+            id="vllm", framework="vllm", model="tiny", version=version
+        )
         for case, shown in row.items():
             outcome, message = OUTCOME[shown]
             nodeid = f"t::{parser}-{case}"
-            results.add_test(model.TestRecord(nodeid, "vllm", outcome, "conformance", f"parsers.{case}", message))
+            results.add_test(
+                model.TestRecord(nodeid, "vllm", outcome, "conformance", f"parsers.{case}", message)
+            )
         (out / parser).mkdir(parents=True)
         results.write(out / parser / "results.json")
     (out / "engine-parsers.txt").write_text("".join(f"{line}\n" for line in shipped))
@@ -60,14 +68,19 @@ EXPECTED = """\
 2 of 6 (parser, case) cells were identical across all 4 versions."""
 
 
-def test_history_lists_the_changed_cells_with_the_first_release_that_changed_them(tmp_path: Path) -> None:
+def test_history_lists_the_changed_cells_with_the_first_release_that_changed_them(
+    tmp_path: Path,
+) -> None:
     assert history(releases(tmp_path)) == EXPECTED
 
 
 def test_history_without_a_change_says_so(tmp_path: Path) -> None:
     same = {"tool-hermes": {"tool-single": "pass"}}
     dirs = [report(tmp_path, v, same, ["tool hermes"]) for v in ("0.31.0", "0.32.0")]
-    assert history(dirs) == "No cell changed.\n\n1 of 1 (parser, case) cells were identical across all 2 versions."
+    assert (
+        history(dirs)
+        == "No cell changed.\n\n1 of 1 (parser, case) cells were identical across all 2 versions."
+    )
 
 
 def test_history_and_matrix_entry_points_write_their_files(tmp_path: Path) -> None:

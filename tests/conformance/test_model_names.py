@@ -25,17 +25,25 @@ def _listing(*cards: dict) -> Deviation:
 
 def _answering_as(name: str, *cards: dict) -> Deviation:
     renamed = wrong_model(name)
-    return Deviation(request=_listing(*cards).request, response=compose(renamed).response, events=renamed.events)
+    return Deviation(
+        request=_listing(*cards).request, response=compose(renamed).response, events=renamed.events
+    )
 
 
 WEIGHTS = {"id": MODEL, "root": "/models/fake"}
 PASSES = {
-    "an alias of the same weights": _answering_as("fake-alias", WEIGHTS, {"id": "fake-alias", "root": "/models/fake"}),
+    "an alias of the same weights": _answering_as(
+        "fake-alias", WEIGHTS, {"id": "fake-alias", "root": "/models/fake"}
+    ),
     "the name at a Hub revision": _answering_as(f"{MODEL}@main", WEIGHTS),
-    "the name asked for, listed by none": compose(FAULTS["unlisted-model"]()),  # transformers serve on the tiny model
+    "the name asked for, listed by none": compose(
+        FAULTS["unlisted-model"]()
+    ),  # transformers serve on the tiny model
 }
 FAILS = {
-    "another model the server also serves": _answering_as("other", WEIGHTS, {"id": "other", "root": "/models/other"}),
+    "another model the server also serves": _answering_as(
+        "other", WEIGHTS, {"id": "other", "root": "/models/other"}
+    ),
     "a name nobody lists": _answering_as("renamed-by-a-proxy", WEIGHTS),
     # no root on either card: nothing shows the two ids name the same weights (llama.cpp, transformers serve, proxies)
     "another listed name, where no card names its weights": _answering_as(
@@ -57,9 +65,13 @@ def test_names_of_the_model_asked_for_pass(
 
 @pytest.mark.parametrize("case", sorted(FAILS))
 @pytest.mark.parametrize("check_id", MODEL_CHECKS)
-def test_another_models_name_fails(check_id: str, case: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_another_models_name_fails(
+    check_id: str, case: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     fake.set_deviation(FAILS[case])
-    with pytest.raises(conformance.CheckFailure, match="expected: the model asked for, 'fake-model'"):
+    with pytest.raises(
+        conformance.CheckFailure, match="expected: the model asked for, 'fake-model'"
+    ):
         conformance.run(check_id, ctx)
 
 
@@ -68,7 +80,11 @@ def test_an_answer_that_is_no_answer_fails_before_its_name_is_read(
 ) -> None:
     """An echo of the request names the model asked for; it is no chat completion."""
     fake.set_deviation(
-        Deviation(request=lambda path, body: (200, body) if path == CHAT and not body.get("stream") else None)
+        Deviation(
+            request=lambda path, body: (
+                (200, body) if path == CHAT and not body.get("stream") else None
+            )
+        )
     )
     with pytest.raises(conformance.CheckFailure, match="a correct answer of /v1/chat/completions"):
         conformance.run("chat.model", ctx)

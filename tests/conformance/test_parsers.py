@@ -14,7 +14,13 @@ from pytest_infer.adapters.base import Parsers
 from pytest_infer.adapters.sglang import SGLangAdapter
 from pytest_infer.adapters.vllm import VLLMAdapter
 from pytest_infer.client.endpoint import Endpoint
-from pytest_infer.conformance.scripts import Call, Scripting, literal_regex, reasoning_script, tool_script
+from pytest_infer.conformance.scripts import (
+    Call,
+    Scripting,
+    literal_regex,
+    reasoning_script,
+    tool_script,
+)
 from pytest_infer.outcomes import NotExercised
 from pytest_infer.testing.fakeserver import (
     MODEL,
@@ -56,7 +62,9 @@ def make_ctx(server: FakeServer) -> Iterator[Callable[..., conformance.CheckCont
         server.forget()
         made.append(
             conformance.CheckContext(
-                Endpoint(server.base_url, MODEL, timeout=10), framework="fake", scripting=scripting(**kwargs)
+                Endpoint(server.base_url, MODEL, timeout=10),
+                framework="fake",
+                scripting=scripting(**kwargs),
             )
         )
         return made[-1]
@@ -85,7 +93,10 @@ def test_each_parser_format_is_the_documented_one() -> None:
         tool_script("llama3_json", calls * 2).text
         == '{"name": "f", "parameters": {"a": 1, "b": true}}; {"name": "f", "parameters": {"a": 1, "b": true}}'
     )
-    assert tool_script("mistral", calls).text == '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1, "b": true}}]'
+    assert (
+        tool_script("mistral", calls).text
+        == '[TOOL_CALLS][{"name": "f", "arguments": {"a": 1, "b": true}}]'
+    )
     assert (
         tool_script("qwen3_coder", calls).text
         == "<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\ntrue\n</parameter>\n"
@@ -160,14 +171,22 @@ def _rename_streamed_reasoning(path: str, body: dict, evs: list) -> list:
 def _invent_call(body: dict, choice: dict) -> None:
     if body.get("tools"):
         choice["message"]["tool_calls"] = [
-            {"id": "call_x", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+            {
+                "id": "call_x",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": "{}"},
+            }
         ]
         choice["finish_reason"] = "tool_calls"
 
 
 def _hold_back_text(body: dict, choice: dict) -> None:
     """A parser that keeps plain text back (it runs under tool_choice 'auto', not 'none')."""
-    if body.get("tools") and body.get("tool_choice", "auto") == "auto" and not choice["message"].get("tool_calls"):
+    if (
+        body.get("tools")
+        and body.get("tool_choice", "auto") == "auto"
+        and not choice["message"].get("tool_calls")
+    ):
         choice["message"]["content"] = None
 
 
@@ -178,7 +197,9 @@ def _invent_call_from_text(body: dict, choice: dict) -> None:
 
 def _leave_call_as_text(body: dict, choice: dict) -> None:
     if body.get("tools"):
-        choice.update(finish_reason="stop", message={"role": "assistant", "content": forced_text(body)})
+        choice.update(
+            finish_reason="stop", message={"role": "assistant", "content": forced_text(body)}
+        )
 
 
 def _keep_markup(body: dict, choice: dict) -> None:
@@ -229,7 +250,10 @@ CALL_CHECKS = [
     "parsers.tool-after-result",
 ]
 DEVIATIONS: dict[str, tuple[Deviation, list[str]]] = {
-    "streamed arguments lose their opening brace": (_stream_args(lambda a: a.removeprefix("{")), CALL_CHECKS),
+    "streamed arguments lose their opening brace": (
+        _stream_args(lambda a: a.removeprefix("{")),
+        CALL_CHECKS,
+    ),
     "answered arguments cut at the first closing brace": (
         _answered(_args(lambda a: a[: a.index("}") + 1])),
         ["parsers.tool-nested"],
@@ -238,25 +262,45 @@ DEVIATIONS: dict[str, tuple[Deviation, list[str]]] = {
         _answered(_args(lambda a: a.replace("\\t", "\\\\t"))),
         ["parsers.tool-escapes"],
     ),
-    "non-ASCII lost to '?'": (_stream_args(lambda a: a.encode("ascii", "replace").decode()), ["parsers.tool-escapes"]),
+    "non-ASCII lost to '?'": (
+        _stream_args(lambda a: a.encode("ascii", "replace").decode()),
+        ["parsers.tool-escapes"],
+    ),
     "parallel calls merged into one index in the stream": (
         Deviation(events=_merge_streamed_indices),
         ["parsers.tool-parallel"],
     ),
     "the second of two calls dropped": (_answered(_drop_second_call), ["parsers.tool-parallel"]),
     "plain text held back": (_answered(_hold_back_text), ["parsers.tool-no-call"]),
-    "a call invented from plain text": (_answered(_invent_call_from_text), ["parsers.tool-no-call"]),
+    "a call invented from plain text": (
+        _answered(_invent_call_from_text),
+        ["parsers.tool-no-call"],
+    ),
     "tool_choice none parsed anyway": (_answered(_parse_anyway), ["parsers.tool-choice-none"]),
-    "a call left as text": (_answered(_leave_call_as_text), ["parsers.tool-single", "parsers.tool-parallel"]),
-    "a tool result refused": (Deviation(request=_refuse_tool_results), ["parsers.tool-after-result"]),
+    "a call left as text": (
+        _answered(_leave_call_as_text),
+        ["parsers.tool-single", "parsers.tool-parallel"],
+    ),
+    "a tool result refused": (
+        Deviation(request=_refuse_tool_results),
+        ["parsers.tool-after-result"],
+    ),
     "<think> left in content": (_answered(_keep_markup), ["parsers.reasoning-split"]),
-    "<think> leaks into streamed content": (Deviation(events=_leak_think), ["parsers.reasoning-stream"]),
-    "reasoning renamed in the stream": (Deviation(events=_rename_streamed_reasoning), ["parsers.reasoning-stream"]),
+    "<think> leaks into streamed content": (
+        Deviation(events=_leak_think),
+        ["parsers.reasoning-stream"],
+    ),
+    "reasoning renamed in the stream": (
+        Deviation(events=_rename_streamed_reasoning),
+        ["parsers.reasoning-stream"],
+    ),
     "the answer swallowed as reasoning": (_answered(_swallow_answer), ["parsers.reasoning-split"]),
 }
 
 
-@pytest.mark.parametrize(("name", "check_id"), [(name, c) for name, (_, ids) in DEVIATIONS.items() for c in ids])
+@pytest.mark.parametrize(
+    ("name", "check_id"), [(name, c) for name, (_, ids) in DEVIATIONS.items() for c in ids]
+)
 def test_fails_on_its_deviation(name: str, check_id: str, make_ctx) -> None:
     deviation, _ = DEVIATIONS[name]
     with pytest.raises(conformance.CheckFailure) as info:
@@ -292,7 +336,9 @@ def test_not_drivable_says_why(check_id: str, kwargs: dict, reason: str, make_ct
         conformance.run(check_id, make_ctx(**kwargs))
     assert "not drivable: " in str(info.value.msg)
     if "tool" in check_id or "decoding" in reason:
-        assert reason.split()[-1] in str(info.value.msg) or "reasoning parser" in str(info.value.msg)
+        assert reason.split()[-1] in str(info.value.msg) or "reasoning parser" in str(
+            info.value.msg
+        )
 
 
 def _chat_writes_its_own(streamed_only: bool = False) -> Deviation:
@@ -300,7 +346,11 @@ def _chat_writes_its_own(streamed_only: bool = False) -> Deviation:
     writes a short text of its own there, which ends by itself."""
 
     def request(path: str, body: dict):
-        if path == CHAT and "structured_outputs" in body and (body.get("stream") or not streamed_only):
+        if (
+            path == CHAT
+            and "structured_outputs" in body
+            and (body.get("stream") or not streamed_only)
+        ):
             body["structured_outputs"] = {"regex": "ok"}
         return None
 
@@ -309,11 +359,17 @@ def _chat_writes_its_own(streamed_only: bool = False) -> Deviation:
 
 @pytest.mark.parametrize("streamed_only", [False, True], ids=["chat", "chat-streams"])
 @pytest.mark.parametrize("check_id", CHECKS)
-def test_a_chat_route_that_ignores_the_script_is_inconclusive(check_id: str, streamed_only: bool, make_ctx) -> None:
+def test_a_chat_route_that_ignores_the_script_is_inconclusive(
+    check_id: str, streamed_only: bool, make_ctx
+) -> None:
     """Nothing parsed because nothing was written is no pass (tool_choice 'none' passed so), and a parser is not
     blamed for a script that never reached it: the control on the chat route says so."""
-    if streamed_only and check_id == "parsers.reasoning-split":  # judges no stream, so the streams' fault is not its
-        assert conformance.run(check_id, make_ctx(_chat_writes_its_own(streamed_only))).startswith("qwen3: ")
+    if (
+        streamed_only and check_id == "parsers.reasoning-split"
+    ):  # judges no stream, so the streams' fault is not its
+        assert conformance.run(check_id, make_ctx(_chat_writes_its_own(streamed_only))).startswith(
+            "qwen3: "
+        )
         return
     with pytest.raises(conformance.Inconclusive) as info:
         conformance.run(check_id, make_ctx(_chat_writes_its_own(streamed_only)))
@@ -324,7 +380,9 @@ def test_a_chat_route_that_ignores_the_script_is_inconclusive(check_id: str, str
 @pytest.mark.parametrize("check_id", TOOL_CHECKS)
 def test_a_forcing_the_server_ignores_is_inconclusive(check_id: str, make_ctx) -> None:
     """SGLang's field on a server that reads vLLM's: the model writes its own text, and the control says so."""
-    with pytest.raises(conformance.Inconclusive, match="the forc(ing did not take|ed text did not finish)"):
+    with pytest.raises(
+        conformance.Inconclusive, match="the forc(ing did not take|ed text did not finish)"
+    ):
         conformance.run(check_id, make_ctx(force=SGLangAdapter().forced_text_fields))
 
 
@@ -369,9 +427,15 @@ def test_the_main_job_judges_the_parsers_the_tiny_model_is_launched_with(framewo
 
     adapter, options = registry.get(framework), InferOptions(frameworks=(framework,))
     assert launched_parsers(adapter, options, TINY)[1] == Parsers("pythonic", "qwen3")
-    named = launched_parsers(adapter, InferOptions(frameworks=(framework,), parsers=Parsers("hermes")), TINY)[1]
+    named = launched_parsers(
+        adapter, InferOptions(frameworks=(framework,), parsers=Parsers("hermes")), TINY
+    )[1]
     assert named == Parsers("hermes")  # a tool parser named alone: no reasoning parser beside it
-    assert launched_parsers(adapter, options, GEMMA) == launched_parsers(adapter, options, None) == ((), Parsers())
+    assert (
+        launched_parsers(adapter, options, GEMMA)
+        == launched_parsers(adapter, options, None)
+        == ((), Parsers())
+    )
 
 
 def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
@@ -384,7 +448,11 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
         ("tool-pythonic", "failed", "expected: the scripted calls\ngot: []"),
     ):
         results = SessionResults()
-        results.add_test(TestRecord(f"t::{parser}", "vllm", outcome, "conformance", "parsers.tool-single", message))
+        results.add_test(
+            TestRecord(
+                f"t::{parser}", "vllm", outcome, "conformance", "parsers.tool-single", message
+            )
+        )
         results.add_test(
             TestRecord(
                 f"t::{parser}2",
@@ -399,7 +467,9 @@ def test_matrix_folds_one_results_file_per_parser(tmp_path) -> None:
         results.write(tmp_path / parser / "results.json")
     text = matrix(tmp_path, [("tool", "hermes"), ("tool", "openai"), ("tool", "xlam")])
     assert "| tool parser | nested | single |" in text
-    assert "| hermes | not drivable | pass |" in text and "| pythonic | not drivable | FAIL |" in text
+    assert (
+        "| hermes | not drivable | pass |" in text and "| pythonic | not drivable | FAIL |" in text
+    )
     assert "Not drivable, no script for its format (tool): openai." in text
     assert "Scripted, not run here (tool): xlam." in text
     assert "- tool-pythonic / parsers.tool-single: expected: the scripted calls" in text
@@ -411,7 +481,9 @@ def test_tool_scripts_without_a_thinking_block_where_no_reasoning_parser_expects
 ) -> None:
     """A tool parser alone (or with Mistral's optional [THINK]) gets the bare calls; Qwen3's gets a <think> first."""
     conformance.run(check_id, make_ctx(reasoning=None))
-    assert not any("<think>" in json.dumps(body) for _, path, body in server.requests if path == CHAT)
+    assert not any(
+        "<think>" in json.dumps(body) for _, path, body in server.requests if path == CHAT
+    )
 
 
 def test_every_parser_check_has_a_deviation_of_its_own() -> None:
@@ -420,21 +492,30 @@ def test_every_parser_check_has_a_deviation_of_its_own() -> None:
     assert sorted(set(CHECKS) - covered) == [] and CHECKS
 
 
-def _tiny_ctx(server: FakeServer, deviation: Deviation | None = None, **kwargs) -> conformance.CheckContext:
+def _tiny_ctx(
+    server: FakeServer, deviation: Deviation | None = None, **kwargs
+) -> conformance.CheckContext:
     server.set_deviation(deviation)
     server.forget()
     return conformance.CheckContext(
-        Endpoint(server.base_url, MODEL, timeout=10), framework="fake", tiny=True, scripting=scripting(**kwargs)
+        Endpoint(server.base_url, MODEL, timeout=10),
+        framework="fake",
+        tiny=True,
+        scripting=scripting(**kwargs),
     )
 
 
-def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_choice(server: FakeServer) -> None:
+def test_tools_auto_on_the_tiny_model_is_a_scripted_call_with_auto_and_with_no_choice(
+    server: FakeServer,
+) -> None:
     """The built-in model decides nothing, so tools.auto scripts its call; both the API's ways to ask for auto count."""
     with _tiny_ctx(server) as ctx:
         evidence = conformance.run("tools.auto", ctx)
     assert "tool_choice 'auto' and none given" in evidence and "get_weather" in evidence
     choices = [
-        body.get("tool_choice", "(none)") for _, path, body in server.requests if path == CHAT and body.get("tools")
+        body.get("tool_choice", "(none)")
+        for _, path, body in server.requests
+        if path == CHAT and body.get("tools")
     ]
     assert "auto" in choices and "(none)" in choices
 
@@ -461,4 +542,6 @@ def test_a_scripted_thinking_block_asks_the_model_to_think(make_ctx, server: Fak
     asked = [body.get("chat_template_kwargs") for _, path, body in server.requests if path == CHAT]
     assert asked and all(k == {"enable_thinking": True} for k in asked)
     conformance.run("parsers.tool-single", make_ctx(reasoning=None))
-    assert not any("chat_template_kwargs" in body for _, path, body in server.requests if path == CHAT)
+    assert not any(
+        "chat_template_kwargs" in body for _, path, body in server.requests if path == CHAT
+    )

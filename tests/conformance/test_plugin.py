@@ -47,7 +47,9 @@ def fake() -> Iterator[FakeServer]:
 def suite(pytester: pytest.Pytester, fake: FakeServer) -> Iterator:
     """Run a copy of the bundled suite in-process against the fake server; user checks are unregistered after."""
     bundled = {c.id for c in conformance.REGISTRY}
-    shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__")
+    )
 
     def run(*args: str) -> tuple[pytest.RunResult, dict]:
         result = pytester.runpytest(
@@ -66,7 +68,9 @@ def _outcomes(results: dict) -> dict[str, str]:
     return {t["check"]: t["outcome"] for t in results["tests"]}
 
 
-def test_user_checks_from_a_conftest_run_like_bundled_ones(pytester: pytest.Pytester, suite) -> None:
+def test_user_checks_from_a_conftest_run_like_bundled_ones(
+    pytester: pytest.Pytester, suite
+) -> None:
     pytester.makeconftest(USER_CHECKS)
     result, results = suite("-k", "myorg or chat.fields")
     result.assert_outcomes(passed=2, failed=1, skipped=1)
@@ -125,7 +129,9 @@ def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_uns
         " {feature: n, versions: '>=9', reason: n>1 is refused, reference: 'https://example.org/3'}\n"
     )
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
-    result, results = suite("-k", "(myorg.broken or chat.usage or chat.n or chat.fields) and not details")
+    result, results = suite(
+        "-k", "(myorg.broken or chat.usage or chat.n or chat.fields) and not details"
+    )
     result.assert_outcomes(passed=1, xfailed=1, xpassed=1, skipped=1)
     assert _outcomes(results) == {
         "chat.fields": "passed",
@@ -133,9 +139,13 @@ def test_declared_deviations_show_as_xfail_and_fixed_and_missing_features_as_uns
         "chat.usage": "fixed",
         "myorg.broken": "xfail",
     }
-    result.stdout.fnmatch_lines(["*chat.n*unsup*", "*chat.usage*FIXED*", "*myorg.broken*xfail*"], consecutive=False)
+    result.stdout.fnmatch_lines(
+        ["*chat.n*unsup*", "*chat.usage*FIXED*", "*myorg.broken*xfail*"], consecutive=False
+    )
     evidence = {t["check"]: t["extra"].get("evidence") for t in results["tests"]}
-    assert evidence["chat.fields"].startswith("id ") and "usage" in evidence["chat.fields"]  # what the pass judged
+    assert (
+        evidence["chat.fields"].startswith("id ") and "usage" in evidence["chat.fields"]
+    )  # what the pass judged
     assert evidence["myorg.broken"] is None
 
 
@@ -157,7 +167,9 @@ TWO_DECLARED = (
 )
 
 
-def test_a_new_failure_after_a_declared_one_fails_the_check(pytester: pytest.Pytester, suite, fake: FakeServer) -> None:
+def test_a_new_failure_after_a_declared_one_fails_the_check(
+    pytester: pytest.Pytester, suite, fake: FakeServer
+) -> None:
     """The declaration excuses its own failure; the check goes on, and a second deviation later in it is a FAIL
     (it was an xfail while the check ended at the declared failure)."""
     pytester.makeconftest(TWO_REQUESTS)
@@ -192,7 +204,9 @@ RETRIEVE_404 = (
 )
 
 
-def _retrieve_answers(fake: FakeServer, status: int, card: dict, version: tuple[int, dict] | None = None) -> None:
+def _retrieve_answers(
+    fake: FakeServer, status: int, card: dict, version: tuple[int, dict] | None = None
+) -> None:
     def request(path: str, body: dict):
         if path.startswith("/v1/models/"):
             return status, card
@@ -218,14 +232,19 @@ def test_a_declared_deviation_excuses_only_the_failure_it_names(
         _retrieve_answers(fake, 404, {"detail": "Not Found"})
         _, results = suite("-k", "models.retrieve")
         assert _test(results, "models.retrieve")["outcome"] == "xfail"
-        _retrieve_answers(fake, 200, {"id": "another-model", "object": "model", "created": 1, "owned_by": "x"})
+        _retrieve_answers(
+            fake, 200, {"id": "another-model", "object": "model", "created": 1, "owned_by": "x"}
+        )
         result, results = suite("-k", "models.retrieve")
     finally:
         fake.set_deviation(BASE)
     result.assert_outcomes(failed=1)
     test = _test(results, "models.retrieve")
     assert test["outcome"] == "failed" and "another-model" in test["message"]
-    assert "the declared deviation did not match this failure, so it stays a failure: " in test["message"]
+    assert (
+        "the declared deviation did not match this failure, so it stays a failure: "
+        in test["message"]
+    )
     assert "it answers 404 (matches 'got: +HTTP 404: '" in test["message"]
 
 
@@ -236,7 +255,9 @@ def test_on_an_unknown_server_version_no_declaration_applies(
     (pytester.path / "known.yaml").write_text(RETRIEVE_404)
     pytester.makeini("[pytest]\ninfer_expectations = known.yaml\n")
     try:
-        _retrieve_answers(fake, 404, {"detail": "Not Found"}, version=(200, {"version": "nightly-build"}))
+        _retrieve_answers(
+            fake, 404, {"detail": "Not Found"}, version=(200, {"version": "nightly-build"})
+        )
         result, results = suite("-k", "models.retrieve")
     finally:
         fake.set_deviation(BASE)
@@ -244,7 +265,8 @@ def test_on_an_unknown_server_version_no_declaration_applies(
     test = _test(results, "models.retrieve")
     assert results["targets"][test["target"]]["version"] == "nightly-build"
     assert (
-        "no declared deviation applies: the vllm version is unknown or not PEP 440 ('nightly-build')" in test["message"]
+        "no declared deviation applies: the vllm version is unknown or not PEP 440 ('nightly-build')"
+        in test["message"]
     )
 
 
@@ -263,7 +285,9 @@ def test_a_broken_expectations_file_fails_with_its_name(pytester: pytest.Pyteste
 def test_one_table_shows_every_outcome_for_several_targets() -> None:
     results = results_model.SessionResults()
     for tid in ("vllm", "transformers"):
-        results.targets[tid] = results_model.TargetRecord(id=tid, framework=tid, model="tiny", version="1.0")
+        results.targets[tid] = results_model.TargetRecord(
+            id=tid, framework=tid, model="tiny", version="1.0"
+        )
     cells = {
         "chat.n": ("passed", "unsupported"),
         "chat.stop": ("passed", "failed"),
@@ -283,7 +307,11 @@ def test_one_table_shows_every_outcome_for_several_targets() -> None:
             )
             results.add_test(record)
     lines = render_summary(results)
-    row = {line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in cells}
+    row = {
+        line.split()[0]: line.split()[1:]
+        for line in lines
+        if line.split() and line.split()[0] in cells
+    }
     assert row == {
         "chat.n": ["pass", "unsup"],
         "chat.stop": ["pass", "FAIL"],

@@ -30,7 +30,9 @@ def _ends_early(path: str, body: dict, response: dict) -> None:
     usage.update(completion_tokens=2, total_tokens=usage["prompt_tokens"] + 2)
 
 
-def test_a_seed_without_effect_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_seed_without_effect_is_inconclusive(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Two equal answers for one seed show the seed works only if another seed answers otherwise: a model sure of its
     words, or a server that samples nothing (transformers serve 5.24.0), answers the same under every seed."""
     fake.set_deviation(compose(SAMPLES_NOTHING))
@@ -39,16 +41,22 @@ def test_a_seed_without_effect_is_inconclusive(ctx: conformance.CheckContext, fa
 
 
 @pytest.mark.parametrize("check_id", ["chat.max-tokens", "chat.max-completion-tokens"])
-def test_a_limit_never_reached_is_inconclusive(check_id: str, ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_limit_never_reached_is_inconclusive(
+    check_id: str, ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """An answer that ended by itself before the limit says nothing of what a server does at the limit."""
     fake.set_deviation(compose(on_response(_ends_early)))
     with pytest.raises(Inconclusive, match="ended by itself after 2 of 5 tokens"):
         conformance.run(check_id, ctx)
 
 
-def test_an_answer_without_a_wide_character_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_an_answer_without_a_wide_character_is_inconclusive(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Logprobs of characters made of several tokens are judged only on an answer that has some."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii")))
+    )
     with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
         conformance.run("chat.logprobs-multibyte", ctx)
 
@@ -66,31 +74,43 @@ def _bytes_null(which: Callable[[int], bool]) -> Deviation:
     return compose(on_response(change))
 
 
-def test_a_null_bytes_entry_leaves_the_others_judged(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_null_bytes_entry_leaves_the_others_judged(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """One entry without bytes stands for any bytes; the others still join around it to the content's UTF-8."""
     fake.set_deviation(_bytes_null(lambda i: i == 0))
     said = conformance.run("chat.logprobs-multibyte", ctx)
-    assert "their bytes joining to its UTF-8 (11 of 12 entries with bytes, the others null)" in said, said
+    assert (
+        "their bytes joining to its UTF-8 (11 of 12 entries with bytes, the others null)" in said
+    ), said
 
 
-def test_logprobs_whose_bytes_are_all_null_are_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_logprobs_whose_bytes_are_all_null_are_inconclusive(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """No entry's bytes to judge: the bytes half of the check is not earned, so it is no pass."""
     fake.set_deviation(_bytes_null(lambda i: True))
     with pytest.raises(Inconclusive, match="every logprobs entry has bytes: null"):
         conformance.run("chat.logprobs-multibyte", ctx)
 
 
-def test_a_stream_without_a_wide_character_is_inconclusive(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_a_stream_without_a_wide_character_is_inconclusive(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """Half a character in a delta shows only on an answer that has characters of several tokens."""
-    fake.set_deviation(compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii"))))
+    fake.set_deviation(
+        compose(on_response(lambda p, b, r: _choice(r)["message"].update(content="plain ascii")))
+    )
     with pytest.raises(Inconclusive, match="no non-ASCII character in the answer"):
         conformance.run("stream.multibyte-text", ctx)
 
 
-ROLES_MUST_ALTERNATE = answer_when(  # what vLLM and SGLang answer when Gemma 3's template meets a tool turn
-    lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
-    400,
-    error_body("Conversation roles must alternate user/assistant/user/assistant/..."),
+ROLES_MUST_ALTERNATE = (
+    answer_when(  # what vLLM and SGLang answer when Gemma 3's template meets a tool turn
+        lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
+        400,
+        error_body("Conversation roles must alternate user/assistant/user/assistant/..."),
+    )
 )
 TEMPLATE_ERROR_500 = answer_when(  # transformers serve 5.24.0 on the same turn
     lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
@@ -106,13 +126,17 @@ def test_a_tool_turn_refused_for_a_model_without_a_tool_role_judges_nothing(ctx,
     with pytest.raises(CheckFailure, match="HTTP 200 for a conversation with a tool result"):
         conformance.run("tools.result-message", ctx)
     ctx.no_tools = GEMMA.without_tools
-    with pytest.raises(NotExercised, match="no tool role: the tool turn was refused \\(HTTP 400\\)"):
+    with pytest.raises(
+        NotExercised, match="no tool role: the tool turn was refused \\(HTTP 400\\)"
+    ):
         conformance.run("tools.result-message", ctx)
     fake.set_deviation(compose(TEMPLATE_ERROR_500))
     with pytest.raises(CheckFailure, match="HTTP 500"):
         conformance.run("tools.result-message", ctx)
     fake.set_deviation(BASE)
-    assert conformance.run("tools.result-message", ctx).startswith("a turn after a tool result answered with text")
+    assert conformance.run("tools.result-message", ctx).startswith(
+        "a turn after a tool result answered with text"
+    )
 
 
 @pytest.mark.parametrize(
@@ -124,12 +148,16 @@ def test_a_tool_turn_refused_for_a_model_without_a_tool_role_judges_nothing(ctx,
     ],
     ids=["other-400", "validation-422", "no-model-404"],
 )
-def test_a_tool_turn_refused_for_another_reason_fails_on_a_model_without_a_tool_role(ctx, fake, status, said) -> None:
+def test_a_tool_turn_refused_for_another_reason_fails_on_a_model_without_a_tool_role(
+    ctx, fake, status, said
+) -> None:
     """Only the template's own refusal is the model's: any other 4xx is the server's, judged as on any model."""
     fake.set_deviation(
         compose(
             answer_when(
-                lambda p, b: p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or []),
+                lambda p, b: (
+                    p == CHAT and any(m.get("role") == "tool" for m in b.get("messages") or [])
+                ),
                 status,
                 error_body(said),
             )
@@ -153,7 +181,9 @@ def test_no_call_under_auto_from_a_model_never_taught_tools_judges_nothing(ctx, 
     with pytest.raises(CheckFailure, match="a get_weather call"):
         conformance.run("tools.auto", ctx)
     ctx.no_tools = GEMMA.without_tools
-    with pytest.raises(NotExercised, match="answered without a call, and auto leaves the call to it"):
+    with pytest.raises(
+        NotExercised, match="answered without a call, and auto leaves the call to it"
+    ):
         conformance.run("tools.auto", ctx)
     fake.set_deviation(BASE)
     assert conformance.run("tools.auto", ctx).startswith("tool_choice 'auto' and no tool_choice")
@@ -163,4 +193,6 @@ def test_the_gemma_folder_a_server_serves_is_the_model_without_tools() -> None:
     """transformers serve names its model by the cached folder: it is still gemma-3-270m."""
     assert registry.builtin("/cache/models/gemma-3-270m-bf16-fa6c9653d65e") is GEMMA
     assert GEMMA.without_tools is not None and registry.builtin("org/some-model") is None
-    assert all(builtin.without_tools is None for builtin in registry.BUILTINS if builtin is not GEMMA)
+    assert all(
+        builtin.without_tools is None for builtin in registry.BUILTINS if builtin is not GEMMA
+    )

@@ -33,7 +33,8 @@ def test_the_bundled_registry_refuses_a_bundled_id() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"), [({"severity": "fatal"}, "severity"), ({"needs": ("teleport",)}, "unknown feature")]
+    ("kwargs", "match"),
+    [({"severity": "fatal"}, "severity"), ({"needs": ("teleport",)}, "unknown feature")],
 )
 def test_bad_metadata_is_refused(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -41,7 +42,9 @@ def test_bad_metadata_is_refused(kwargs: dict, match: str) -> None:
 
 
 def test_a_failure_prints_expected_got_and_curl() -> None:
-    failure = conformance.CheckFailure("HTTP 400", {"status": 200, "body": "x" * 2000}, "curl -sS http://h/v1/models")
+    failure = conformance.CheckFailure(
+        "HTTP 400", {"status": 200, "body": "x" * 2000}, "curl -sS http://h/v1/models"
+    )
     failure.attach("x.one", "a title", "warning")
     text = str(failure)
     assert text.startswith("[x.one] a title (warning)\nexpected: HTTP 400\ngot:      {")
@@ -62,7 +65,9 @@ def fake() -> Iterator[FakeServer]:
 def test_a_declared_missing_feature_is_unsupported_without_a_request(fake: FakeServer) -> None:
     before = len(fake.requests)
     with (
-        conformance.CheckContext(Endpoint(fake.base_url, MODEL), unsupported={"n": "declared"}) as ctx,
+        conformance.CheckContext(
+            Endpoint(fake.base_url, MODEL), unsupported={"n": "declared"}
+        ) as ctx,
         pytest.raises(conformance.Unsupported, match="unsupported: n: declared"),
     ):
         conformance.run("chat.n", ctx)
@@ -107,7 +112,8 @@ def test_bundled_expectations_load_and_name_registered_checks() -> None:
     expectations = conformance.load_expectations([], [c.id for c in conformance.REGISTRY])
     assert expectations.deviations, "the bundled files declare known deviations"
     assert all(
-        e.reference.startswith("https://") and e.reason for e in expectations.deviations + expectations.unsupported
+        e.reference.startswith("https://") and e.reason
+        for e in expectations.deviations + expectations.unsupported
     )
 
 
@@ -116,9 +122,15 @@ def test_version_ranges_decide_what_applies() -> None:
     assert expectations.deviation("errors.envelope-types", "vllm", "0.32.0") is not None
     assert expectations.deviation("errors.envelope", "vllm", "0.32.0") is None
     assert expectations.deviation("errors.envelope", "vllm", "0.9.2") is not None
-    assert expectations.deviation("errors.envelope", "vllm", None) is None  # unknown version: no declaration applies
-    assert expectations.deviation("errors.envelope", "vllm", "a-build") is None  # not PEP 440: neither
-    assert expectations.deviation("errors.envelope-types", "lmdeploy", "0.32.0") is None  # another framework's entry
+    assert (
+        expectations.deviation("errors.envelope", "vllm", None) is None
+    )  # unknown version: no declaration applies
+    assert (
+        expectations.deviation("errors.envelope", "vllm", "a-build") is None
+    )  # not PEP 440: neither
+    assert (
+        expectations.deviation("errors.envelope-types", "lmdeploy", "0.32.0") is None
+    )  # another framework's entry
     assert expectations.deviation("errors.envelope", "sglang", "0.5.23") is not None
     assert expectations.deviation("errors.envelope", "sglang", "0.5.15") is None
 
@@ -172,7 +184,10 @@ def test_version_ranges_decide_what_applies() -> None:
             ),
             "PEP 440",
         ),
-        ("framework: vllm\nunsupported:\n  - feature: n\n    reason: r\n    reference: u\n", "lacks versions"),
+        (
+            "framework: vllm\nunsupported:\n  - feature: n\n    reason: r\n    reference: u\n",
+            "lacks versions",
+        ),
         (
             (
                 "framework: vllm\nunsupported:\n  - feature: telepathy\n    versions: '>=1'\n    reason: r\n   "
@@ -184,7 +199,9 @@ def test_version_ranges_decide_what_applies() -> None:
         ("framework: vllm\nfixes: []\n", "unknown key"),
     ],
 )
-def test_a_bad_expectations_file_names_file_and_entry(tmp_path: Path, text: str, match: str) -> None:
+def test_a_bad_expectations_file_names_file_and_entry(
+    tmp_path: Path, text: str, match: str
+) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(text)
     with pytest.raises(conformance.ExpectationsError, match=match) as info:
@@ -201,13 +218,19 @@ def _declared(tmp_path: Path, matches: str, versions: str = ">=0.31.0") -> confo
     return load_file(path, [c.id for c in conformance.REGISTRY])
 
 
-NOT_FOUND = conformance.CheckFailure("HTTP 200 for GET /v1/models/m", 'HTTP 404: {"detail":"Not Found"}')
-OTHER_CARD = conformance.CheckFailure("the model card of 'm'", ': {"id": "other", "object": "model"}')
+NOT_FOUND = conformance.CheckFailure(
+    "HTTP 200 for GET /v1/models/m", 'HTTP 404: {"detail":"Not Found"}'
+)
+OTHER_CARD = conformance.CheckFailure(
+    "the model card of 'm'", ': {"id": "other", "object": "model"}'
+)
 
 
 def test_a_declaration_excuses_only_the_failure_it_matches(tmp_path: Path) -> None:
     expectations = _declared(tmp_path, r"got: +HTTP 404: ")
-    assert expectations.judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged).entry is not None
+    assert (
+        expectations.judge("models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged).entry is not None
+    )
     verdict = expectations.judge("models.retrieve", "vllm", "0.32.0", OTHER_CARD.judged)
     assert verdict.entry is None
     assert verdict.note.startswith(
@@ -216,8 +239,12 @@ def test_a_declaration_excuses_only_the_failure_it_matches(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("version", [None, "", "a-nightly-build"])
-def test_an_unknown_version_gets_no_declaration_and_says_so(tmp_path: Path, version: str | None) -> None:
-    verdict = _declared(tmp_path, r"got: +HTTP 404: ").judge("models.retrieve", "vllm", version, NOT_FOUND.judged)
+def test_an_unknown_version_gets_no_declaration_and_says_so(
+    tmp_path: Path, version: str | None
+) -> None:
+    verdict = _declared(tmp_path, r"got: +HTTP 404: ").judge(
+        "models.retrieve", "vllm", version, NOT_FOUND.judged
+    )
     assert verdict.entry is None
     assert (
         verdict.note
@@ -230,10 +257,12 @@ def test_a_version_outside_the_range_gets_no_declaration(tmp_path: Path) -> None
     verdict = _declared(tmp_path, r"got: +HTTP 404: ", "<0.31").judge(
         "models.retrieve", "vllm", "0.32.0", NOT_FOUND.judged
     )
-    assert verdict == type(verdict)(None, "no declared deviation applies: declared for vllm <0.31, not 0.32.0")
-    assert _declared(tmp_path, "x").judge("models.retrieve", "sglang", "0.32.0", NOT_FOUND.judged) == type(verdict)(
-        None, ""
+    assert verdict == type(verdict)(
+        None, "no declared deviation applies: declared for vllm <0.31, not 0.32.0"
     )
+    assert _declared(tmp_path, "x").judge(
+        "models.retrieve", "sglang", "0.32.0", NOT_FOUND.judged
+    ) == type(verdict)(None, "")
 
 
 def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> None:
@@ -243,9 +272,7 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
     flat = '{"object":"error","message":"messages: Field required","type":"BadRequestError","param":null,"code":400}'
     enveloped = '{"error":{"message":"m","type":"BadRequestError","param":null,"code":400}}'
     anthropic_shape = 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
-    anthropic_invalid = (
-        'the Anthropic error shape {"type": "error", "error": {"type": "invalid_request_error", "message"}}'
-    )
+    anthropic_invalid = 'the Anthropic error shape {"type": "error", "error": {"type": "invalid_request_error", "message"}}'
     vllm_validation = '{"error":{"message":"1 validation error","type":"Bad Request","param":"body.model","code":400}}'
     cases = [
         (
@@ -262,7 +289,13 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             '{"error": {"message": str, "type": str, ...}}',
             f'the body is not {{"error": {{...}}}}: {flat}',
         ),
-        ("vllm", "0.32.0", "models.retrieve", "HTTP 200 for GET /v1/models/tiny", 'HTTP 404: {"detail":"Not Found"}'),
+        (
+            "vllm",
+            "0.32.0",
+            "models.retrieve",
+            "HTTP 200 for GET /v1/models/tiny",
+            'HTTP 404: {"detail":"Not Found"}',
+        ),
         (
             "vllm",
             "0.32.0",
@@ -291,8 +324,20 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             f"{anthropic_invalid} for a 'developer' message",
             f'the body is not {{"type": "error", "error": {{...}}}}: {vllm_validation}',
         ),
-        ("vllm", "0.32.0", "messages.parameter-ranges", "HTTP 400 for temperature=1.5", 'HTTP 200: {"id":"m"}'),
-        ("vllm", "0.31.0", "messages.parameter-ranges", "HTTP 400 for top_k=-1", 'HTTP 200: {"id":"m"}'),
+        (
+            "vllm",
+            "0.32.0",
+            "messages.parameter-ranges",
+            "HTTP 400 for temperature=1.5",
+            'HTTP 200: {"id":"m"}',
+        ),
+        (
+            "vllm",
+            "0.31.0",
+            "messages.parameter-ranges",
+            "HTTP 400 for top_k=-1",
+            'HTTP 200: {"id":"m"}',
+        ),
         (
             "vllm",
             "0.32.0",
@@ -349,7 +394,13 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             "HTTP 404 for an unknown model",
             'HTTP 200: {"id":"x","model":"no-such-model-pytest-infer"}',
         ),
-        ("sglang", "0.5.23", "sdk.errors", "NotFoundError for an unknown model", "no exception: the request succeeded"),
+        (
+            "sglang",
+            "0.5.23",
+            "sdk.errors",
+            "NotFoundError for an unknown model",
+            "no exception: the request succeeded",
+        ),
         ("sglang", "0.5.23", "chat.seed", "the same text twice for seed 4242: 'a b'", "b a"),
         (
             "sglang",
@@ -378,11 +429,18 @@ def test_the_bundled_matchers_match_the_failures_their_reasons_describe() -> Non
             failure.judged,
         )
         other = conformance.CheckFailure(expected, "HTTP 500: Internal Server Error")
-        assert expectations.judge(check_id, framework, version, other.judged).entry is None, (framework, check_id)
+        assert expectations.judge(check_id, framework, version, other.judged).entry is None, (
+            framework,
+            check_id,
+        )
 
 
-@pytest.mark.parametrize("versions", [">=b11000,<b11400", ">=11000,<11400"], ids=["b-range", "number-range"])
-def test_a_declaration_applies_to_a_llamacpp_build_in_its_range(tmp_path: Path, versions: str) -> None:
+@pytest.mark.parametrize(
+    "versions", [">=b11000,<b11400", ">=11000,<11400"], ids=["b-range", "number-range"]
+)
+def test_a_declaration_applies_to_a_llamacpp_build_in_its_range(
+    tmp_path: Path, versions: str
+) -> None:
     """llama.cpp names its releases by build number (``b11312``); builds are ordered by that number, so a range of
     them is written either way, and b9999 is older than b11000 (not after it, as text would sort it)."""
     path = tmp_path / "llamacpp.yaml"
@@ -391,7 +449,10 @@ def test_a_declaration_applies_to_a_llamacpp_build_in_its_range(tmp_path: Path, 
         " matches: 'got: +HTTP 404: ', reason: it answers 404, reference: 'https://example.org/1'}\n"
     )
     expectations = load_file(path, [c.id for c in conformance.REGISTRY])
-    assert expectations.judge("models.retrieve", "llamacpp", "b11312", NOT_FOUND.judged).entry is not None
+    assert (
+        expectations.judge("models.retrieve", "llamacpp", "b11312", NOT_FOUND.judged).entry
+        is not None
+    )
     for outside in ("b9999", "b11400", "b100000"):
         verdict = expectations.judge("models.retrieve", "llamacpp", outside, NOT_FOUND.judged)
         assert verdict.entry is None and f"not {outside}" in verdict.note, verdict.note

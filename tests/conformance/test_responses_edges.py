@@ -20,7 +20,9 @@ def test_usage_without_details_passes(ctx: conformance.CheckContext, fake: FakeS
     fake.set_deviation(
         compose(
             on_response(
-                lambda p, b, r: [r["usage"].pop(k) for k in ("input_tokens_details", "output_tokens_details")],
+                lambda p, b, r: [
+                    r["usage"].pop(k) for k in ("input_tokens_details", "output_tokens_details")
+                ],
                 path=PATH,
             )
         )
@@ -29,7 +31,9 @@ def test_usage_without_details_passes(ctx: conformance.CheckContext, fake: FakeS
         conformance.run("responses.usage", ctx)
 
 
-def test_chain_billing_exactly_the_first_turns_input_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_chain_billing_exactly_the_first_turns_input_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """The carried turn is the least a chained answer bills: a server that carries only the first turn's input is
     right."""
 
@@ -51,11 +55,17 @@ def _background(status: str, cancel: Deviation | None = None) -> Deviation:
     def started(p: str, b: dict, r: dict) -> None:
         if b.get("background"):
             r.update(
-                status=status, incomplete_details={"reason": "max_output_tokens"} if status == "incomplete" else None
+                status=status,
+                incomplete_details={"reason": "max_output_tokens"}
+                if status == "incomplete"
+                else None,
             )
 
     return compose(
-        Deviation(request=cancel.request if cancel else None, response=on_response(started, path=PATH).response)
+        Deviation(
+            request=cancel.request if cancel else None,
+            response=on_response(started, path=PATH).response,
+        )
     )
 
 
@@ -63,7 +73,9 @@ def _cancel(p: str, b: dict) -> bool:
     return p.endswith("/cancel") and "does_not_exist" not in p
 
 
-def test_cancel_of_an_in_progress_background_response_passes(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_cancel_of_an_in_progress_background_response_passes(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """A background response may already be running when the create call answers; it is cancelled all the same."""
     fake.set_deviation(_background("in_progress"))
     with answers():
@@ -76,7 +88,12 @@ def test_cancel_of_a_finished_response_answering_it_unchanged_passes(
 ) -> None:
     """A short background job can finish before it is cancelled: cancelling it then leaves it as it ended."""
     fake.set_deviation(
-        _background(finished, answer_when(_cancel, 200, {"id": "resp_done", "object": "response", "status": finished}))
+        _background(
+            finished,
+            answer_when(
+                _cancel, 200, {"id": "resp_done", "object": "response", "status": finished}
+            ),
+        )
     )
     with answers():
         conformance.run("responses.cancel", ctx)
@@ -88,7 +105,9 @@ def test_cancel_of_a_finished_response_refused_passes(
 ) -> None:
     """Refusing to cancel what has finished, with the error envelope, is the other right answer."""
     fake.set_deviation(
-        _background(finished, answer_when(_cancel, 400, error_body(f"Cannot cancel a {finished} response.")))
+        _background(
+            finished, answer_when(_cancel, 400, error_body(f"Cannot cancel a {finished} response."))
+        )
     )
     with answers():
         conformance.run("responses.cancel", ctx)

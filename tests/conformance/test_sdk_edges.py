@@ -13,7 +13,9 @@ from pytest_infer.testing.fakeserver import Deviation, FakeServer
 from .deviations import MESSAGES, answers, chain, compose, embeddings, on_events, on_response
 
 
-def test_chat_passes_when_neither_answer_reports_usage(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_chat_passes_when_neither_answer_reports_usage(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """usage is optional: a server that sends none, raw or through the SDK, hands the user the same answer."""
     fake.set_deviation(compose(on_response(lambda p, b, r: r.pop("usage"))))
     with answers():
@@ -45,9 +47,13 @@ def test_embeddings_accept_a_difference_of_exactly_the_tolerance(
         conformance.run("sdk.embeddings", ctx)
 
 
-def test_embeddings_tolerance_grows_with_the_value(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_embeddings_tolerance_grows_with_the_value(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """An unnormalized vector's large values keep 3 digits, not 3 decimals: 2.00098 against 2.0 is equal."""
-    fake.set_deviation(compose(_embeddings_answering([2.0] + [0.25] * 15, [2 + 2**-10] + [0.25] * 15)))
+    fake.set_deviation(
+        compose(_embeddings_answering([2.0] + [0.25] * 15, [2 + 2**-10] + [0.25] * 15))
+    )
     with answers():
         conformance.run("sdk.embeddings", ctx)
 
@@ -63,7 +69,11 @@ def _two_streamed_text_blocks(body: dict, events: list) -> list:
     first, second = deltas[:3], [{**e, "index": 1} for e in deltas[3:]]
     head = [e for e in events if e["type"] in ("message_start", "content_block_start", "ping")]
     tail = [e for e in events if e["type"] in ("message_delta", "message_stop")]
-    start_1 = {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}
+    start_1 = {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "text", "text": ""},
+    }
     return (
         head
         + first

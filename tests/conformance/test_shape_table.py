@@ -16,15 +16,23 @@ def test_a_same_valued_field_under_another_parent_two_levels_deep_is_no_rename()
     """``a.b.x`` and ``a.c.y`` share the grandparent ``a`` only: their parents ``a.b`` and ``a.c`` differ."""
     before = shapes({"a": {"b": {"x": "v"}, "c": {}}})
     after = shapes({"a": {"b": {}, "c": {"y": "v"}}})
-    assert kinds(drift(CHAT, before, after, "p")) == [("change", "a.c.y", "added"), ("regression", "a.b.x", "removed")]
+    assert kinds(drift(CHAT, before, after, "p")) == [
+        ("change", "a.c.y", "added"),
+        ("regression", "a.b.x", "removed"),
+    ]
 
 
 def test_object_and_array_fields_keep_no_value_digests():
     seen = shapes({"choices": [{"message": {"content": "hi"}}], "usage": {"total_tokens": 5}})
-    assert [seen[p]["values"] for p in ("choices", "choices[]", "choices[].message", "usage")] == [[], [], [], []]
-    assert seen["choices[].message.content"]["values"] == [digest("hi")] and seen["usage.total_tokens"]["values"] == [
-        digest(5)
+    assert [seen[p]["values"] for p in ("choices", "choices[]", "choices[].message", "usage")] == [
+        [],
+        [],
+        [],
+        [],
     ]
+    assert seen["choices[].message.content"]["values"] == [digest("hi")] and seen[
+        "usage.total_tokens"
+    ]["values"] == [digest(5)]
 
 
 def test_recording_keeps_the_first_eight_values_of_a_field():
@@ -68,7 +76,10 @@ def test_the_report_section_is_titled_and_a_request_row_names_each_field_s_statu
     assert (section.title, section.heading) == ("API shape: fields seen per endpoint", "endpoint")
     every, some = section.rows[f"request {CHAT}"]["t"], section.rows[f"request {EMBED}"]["t"]
     assert (every.text, every.detail) == ("2 of 2 applied", "n: honoured, top_p: honoured")
-    assert (some.text, some.detail) == ("1 of 2 applied; not: dimensions", "dimensions: refused, user: honoured")
+    assert (some.text, some.detail) == (
+        "1 of 2 applied; not: dimensions",
+        "dimensions: refused, user: honoured",
+    )
 
 
 def test_shapes_are_compared_only_with_a_shape_table():
@@ -79,7 +90,9 @@ def test_shapes_are_compared_only_with_a_shape_table():
 
 
 def test_a_target_or_an_endpoint_only_one_run_has_gives_no_finding_and_a_finding_names_its_pair():
-    baseline = ShapeTable({"b": {CHAT: shapes({"id": "x", "created": 1}), EMBED: shapes({"object": "list"})}})
+    baseline = ShapeTable(
+        {"b": {CHAT: shapes({"id": "x", "created": 1}), EMBED: shapes({"object": "list"})}}
+    )
     candidate = ShapeTable({"c": {CHAT: shapes({"id": "x"})}})
     assert candidate.compare(baseline, Pairing("elsewhere", "c", "elsewhere -> c")) == []
     assert candidate.compare(baseline, Pairing("b", "elsewhere", "b -> elsewhere")) == []
@@ -94,17 +107,25 @@ def test_a_target_or_an_endpoint_only_one_run_has_gives_no_finding_and_a_finding
 
 def test_a_removed_object_is_reported_once_not_with_each_of_its_fields():
     before = shapes({"id": "x", "usage": {"prompt_tokens": 3, "details": {"cached": 0}}})
-    assert kinds(drift(CHAT, before, shapes({"id": "x"}), "p")) == [("regression", "usage", "removed")]
+    assert kinds(drift(CHAT, before, shapes({"id": "x"}), "p")) == [
+        ("regression", "usage", "removed")
+    ]
 
 
 def test_an_array_seen_only_empty_neither_loses_nor_gains_its_items_fields_nor_changes_type():
-    items, empty = shapes({"choices": [{"index": 0, "message": {"content": "a"}}]}), shapes({"choices": []})
+    items, empty = (
+        shapes({"choices": [{"index": 0, "message": {"content": "a"}}]}),
+        shapes({"choices": []}),
+    )
     assert drift(CHAT, items, empty, "p") == [] and drift(CHAT, empty, items, "p") == []
 
 
 def test_an_added_field_whose_entry_lacks_values_is_no_rename():
     before, after = {"a": {"types": ["string"], "values": ["x"]}}, {"c": {"types": ["string"]}}
-    assert kinds(drift(CHAT, before, after, "p")) == [("change", "c", "added"), ("regression", "a", "removed")]
+    assert kinds(drift(CHAT, before, after, "p")) == [
+        ("change", "c", "added"),
+        ("regression", "a", "removed"),
+    ]
 
 
 def test_a_field_seen_only_as_an_empty_array_and_as_null_is_always_empty():

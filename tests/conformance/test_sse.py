@@ -12,7 +12,10 @@ def _read(body: bytes, content_type: str = "text/event-stream") -> object:
     transport = httpx.MockTransport(
         lambda request: httpx.Response(200, headers={"content-type": content_type}, content=body)
     )
-    with httpx.Client(transport=transport) as client, client.stream("POST", "http://sse.test/") as resp:
+    with (
+        httpx.Client(transport=transport) as client,
+        client.stream("POST", "http://sse.test/") as resp,
+    ):
         return read_sse(resp)
 
 
@@ -50,7 +53,12 @@ def test_comments_and_crlf_are_valid_framing() -> None:
 
 
 def test_an_error_status_keeps_the_body() -> None:
-    transport = httpx.MockTransport(lambda request: httpx.Response(400, json={"error": {"message": "bad"}}))
-    with httpx.Client(transport=transport) as client, client.stream("POST", "http://sse.test/") as resp:
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(400, json={"error": {"message": "bad"}})
+    )
+    with (
+        httpx.Client(transport=transport) as client,
+        client.stream("POST", "http://sse.test/") as resp,
+    ):
         stream = read_sse(resp)
     assert stream.status == 400 and stream.json()["error"]["message"] == "bad" and not stream.events

@@ -10,25 +10,57 @@ from pytest_infer.conformance.checks.tools import assemble
 from pytest_infer.outcomes import Inconclusive
 from pytest_infer.testing.fakeserver import FakeServer
 
-from .deviations import CHAT, _choice, answers, compose, on_events, on_response, posted, tool_streams_cut
+from .deviations import (
+    CHAT,
+    _choice,
+    answers,
+    compose,
+    on_events,
+    on_response,
+    posted,
+    tool_streams_cut,
+)
 
 
 def test_assemble_reports_a_non_string_arguments_piece_and_reads_on() -> None:
     """A bad piece is reported and passed over; the next fragment in the same delta still counts."""
-    head = {"index": 0, "id": "call_1", "function": {"name": "get_time", "arguments": {"tz": "UTC"}}}
+    head = {
+        "index": 0,
+        "id": "call_1",
+        "function": {"name": "get_time", "arguments": {"tz": "UTC"}},
+    }
     calls, problems = assemble(
-        [{"choices": [{"index": 0, "delta": {"tool_calls": [head, {"index": 0, "function": {"arguments": "{}"}}]}}]}]
+        [
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [head, {"index": 0, "function": {"arguments": "{}"}}]
+                        },
+                    }
+                ]
+            }
+        ]
     )
     assert problems == [f"call 0 arguments fragment is dict, not a string: {head}"]
-    assert calls == {0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}}
+    assert calls == {
+        0: {"id": "call_1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+    }
 
 
-def test_required_accepts_finish_reason_stop(ctx: conformance.CheckContext, fake: FakeServer) -> None:
+def test_required_accepts_finish_reason_stop(
+    ctx: conformance.CheckContext, fake: FakeServer
+) -> None:
     """OpenAI itself ends a forced call with 'stop': a server that does the same is right."""
     fake.set_deviation(
         compose(
             on_response(
-                lambda p, b, r: _choice(r).update(finish_reason="stop") if b.get("tool_choice") == "required" else None
+                lambda p, b, r: (
+                    _choice(r).update(finish_reason="stop")
+                    if b.get("tool_choice") == "required"
+                    else None
+                )
             )
         )
     )
@@ -49,7 +81,9 @@ def test_a_streamed_call_gives_up_after_three_seeds_and_says_so(
         conformance.run(check_id, ctx)
     assert [b["seed"] for b in posted(fake, CHAT) if b.get("stream")] == [1234, 1235, 1236]
     msg = str(info.value.msg)
-    assert msg.startswith(f"inconclusive: the model ran to max_tokens {reason}: curl -sS -N -X POST "), msg
+    assert msg.startswith(
+        f"inconclusive: the model ran to max_tokens {reason}: curl -sS -N -X POST "
+    ), msg
     assert '"seed": 1236' in msg
 
 

@@ -77,18 +77,31 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
     with FakeServer(obeying(slow_request(lambda body: True, 0.1)), logit_bias=True) as srv:
         found = run_suite(pytester, srv)
     table = found.pop("table")
-    assert {name: o for name, (o, _, _) in found.items()} == {
-        GREEDY: "passed",
-        **{PARAMS.format(check): "passed" for check in CHECKS},
-        NUMERICS: "not_exercised",  # fake-model has no reference implementation; the test below brings one
-    }, found
+    assert (
+        {name: o for name, (o, _, _) in found.items()}
+        == {
+            GREEDY: "passed",
+            **{PARAMS.format(check): "passed" for check in CHECKS},
+            NUMERICS: "not_exercised",  # fake-model has no reference implementation; the test below brings one
+        }
+    ), found
     assert "fake-model is not a built-in model" in found[NUMERICS][1]
-    assert found[GREEDY][2].startswith("4 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight")
+    assert found[GREEDY][2].startswith(
+        "4 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight"
+    )
     assert "near-tie flips: 0" in found[GREEDY][2]
-    assert "seed: 2 requests each gave its own alone answer in a batch of 16" in found[PARAMS.format("seeds")][2]
-    assert "each of two requests met its own schema and not the other's" in found[PARAMS.format("schemas")][2]
+    assert (
+        "seed: 2 requests each gave its own alone answer in a batch of 16"
+        in found[PARAMS.format("seeds")][2]
+    )
+    assert (
+        "each of two requests met its own schema and not the other's"
+        in found[PARAMS.format("schemas")][2]
+    )
     assert table["batch"]["identical"] == 4 and table["batch"]["overlapped"] == 4
-    assert {check: v["outcome"] for check, v in table["params"].items()} == dict.fromkeys(CHECKS, "passed")
+    assert {check: v["outcome"] for check, v in table["params"].items()} == dict.fromkeys(
+        CHECKS, "passed"
+    )
 
 
 def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_check(pytester):
@@ -105,12 +118,18 @@ def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_che
 @pytest.mark.parametrize(
     ("kind", "outcome", "said"),
     [
-        ("near-tie", "passed", "0 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight"),
+        (
+            "near-tie",
+            "passed",
+            "0 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight",
+        ),
         ("outside-top-k", "failed", "4 of 4 greedy answers changed in a batch beyond a near-tie"),
         ("no-logprobs", "inconclusive", "no logprobs to judge the change by"),
     ],
 )
-def test_greedy_answers_that_change_in_a_batch_are_judged_by_the_top_k(pytester, kind, outcome, said):
+def test_greedy_answers_that_change_in_a_batch_are_judged_by_the_top_k(
+    pytester, kind, outcome, said
+):
     """The fault changes token 3 of every answer that shared the server: among the batched top-k (a near-tie flip:
     counted, not failed), outside it (failed), or with no logprobs (inconclusive)."""
     with FakeServer(diverge_in_batch(kind)) as srv:
@@ -120,7 +139,16 @@ def test_greedy_answers_that_change_in_a_batch_are_judged_by_the_top_k(pytester,
     assert said in (evidence if outcome == "passed" else message)
     batch = found["table"]["batch"]
     assert batch["first_divergence"] == [3, 3, 3, 3]
-    assert batch[{"near-tie": "near_ties", "outside-top-k": "outside_top_k", "no-logprobs": "unclassified"}[kind]] == 4
+    assert (
+        batch[
+            {
+                "near-tie": "near_ties",
+                "outside-top-k": "outside_top_k",
+                "no-logprobs": "unclassified",
+            }[kind]
+        ]
+        == 4
+    )
     if kind == "near-tie":
         assert "near-tie flips: 4 (first at tokens [3, 3, 3, 3])" in evidence
     if kind == "outside-top-k":
@@ -161,7 +189,9 @@ def test_logprobs_moved_by_a_known_amount_fail_the_numerics_check(pytester, delt
     with FakeServer() as reference, FakeServer(perturb_logprobs(delta)) as srv:
         copy = pytester.path / "consistency"
         shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-        (copy / "conftest.py").write_text(REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url)))
+        (copy / "conftest.py").write_text(
+            REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url))
+        )
         found = run_suite(pytester, srv, "-k", "numerics", suite=copy)
     got, message, evidence = found[NUMERICS]
     assert got == outcome, (got, message)
@@ -182,7 +212,9 @@ def test_the_gate_names_an_injected_numerics_drift(pytester):
         with FakeServer() as reference, FakeServer(perturb_logprobs(delta)) as srv:
             copy = pytester.path / name
             shutil.copytree(SUITE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-            (copy / "conftest.py").write_text(REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url)))
+            (copy / "conftest.py").write_text(
+                REFERENCE_CONFTEST.replace("REFERENCE_URL", repr(reference.base_url))
+            )
             run_suite(pytester, srv, "-k", "numerics", suite=copy)
         reports[name] = pytester.path / f"{name}.json"
         shutil.copy(pytester.path / "report" / "results.json", reports[name])
@@ -192,4 +224,7 @@ def test_the_gate_names_an_injected_numerics_drift(pytester):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert gate.returncode == 1, gate.stdout + gate.stderr
-    assert "numerics against the reference: 64/64 agree, max diff 0.0000 -> 64/64 agree, max diff 0.7000" in gate.stdout
+    assert (
+        "numerics against the reference: 64/64 agree, max diff 0.0000 -> 64/64 agree, max diff 0.7000"
+        in gate.stdout
+    )

@@ -9,7 +9,9 @@ from pytest_infer.consistency import Answer, ConsistencyTable, Tally, compare
 from pytest_infer.table import Pairing
 
 
-def answer(tokens: list[str], tops: list[list[str]] | None = None, started: float = 0.0, ended: float = 1.0) -> Answer:
+def answer(
+    tokens: list[str], tops: list[list[str]] | None = None, started: float = 0.0, ended: float = 1.0
+) -> Answer:
     """A chat answer of ``tokens`` whose logprobs list ``tops`` per token (None: no logprobs at all)."""
     logprobs = (
         None
@@ -17,17 +19,29 @@ def answer(tokens: list[str], tops: list[list[str]] | None = None, started: floa
         else {"content": [{"token": t, "logprob": -0.1, "top_logprobs": [{"token": x} for x in top]}
                           for t, top in zip(tokens, tops)]}
     )  # fmt: skip
-    data = {"choices": [{"message": {"content": "".join(tokens)}, "logprobs": logprobs, "finish_reason": "length"}]}
+    data = {
+        "choices": [
+            {
+                "message": {"content": "".join(tokens)},
+                "logprobs": logprobs,
+                "finish_reason": "length",
+            }
+        ]
+    }
     return Answer({}, 200, data, None, started, ended, "curl")
 
 
 def test_identical_answers_are_identical():
-    assert compare(answer(["a", "b"], [["a"], ["b"]]), answer(["a", "b"], [["a"], ["b"]])).kind == "identical"
+    assert (
+        compare(answer(["a", "b"], [["a"], ["b"]]), answer(["a", "b"], [["a"], ["b"]])).kind
+        == "identical"
+    )
 
 
 def test_a_flip_to_a_token_whose_alternative_was_the_alone_one_is_a_near_tie():
     found = compare(
-        answer(["a", "b", "c"], [["a"], ["b", "x"], ["c"]]), answer(["a", "x", "c"], [["a"], ["x", "b"], ["c"]])
+        answer(["a", "b", "c"], [["a"], ["b", "x"], ["c"]]),
+        answer(["a", "x", "c"], [["a"], ["x", "b"], ["c"]]),
     )
     assert (found.kind, found.position, found.alone, found.batched) == ("near-tie", 1, "b", "x")
     assert found.batched_in_alone_top is True
@@ -83,8 +97,15 @@ def test_near_tie_flips_alone_are_a_change_not_a_regression():
 
 def test_rows_merge_and_render():
     table = ConsistencyTable({"t": _row(3, 1, {"seeds": "passed"})})
-    table.merge(ConsistencyTable({"t": {"batch": {}, "params": {"n": {"outcome": "failed", "message": "n: x"}}}}))
-    assert sorted(table.counts["t"]["params"]) == ["n", "seeds"] and table.counts["t"]["batch"]["identical"] == 3
+    table.merge(
+        ConsistencyTable(
+            {"t": {"batch": {}, "params": {"n": {"outcome": "failed", "message": "n: x"}}}}
+        )
+    )
+    assert (
+        sorted(table.counts["t"]["params"]) == ["n", "seeds"]
+        and table.counts["t"]["batch"]["identical"] == 3
+    )
     sections = {s.heading: s.rows for s in table.sections()}
     assert sections["alone vs batch"]["identical answers"]["t"].text == "3/4"
     assert sections["alone vs batch"]["divergences outside the top-k"]["t"].css == "failed"
@@ -94,7 +115,9 @@ def test_rows_merge_and_render():
 def test_failures_fold_by_cause():
     table = ConsistencyTable()
     beyond = table.cause("r", "2 of 4 greedy answers changed in a batch beyond a near-tie: ...")
-    swapped = table.cause("r", "seed: 2 of 2 requests answered differently in the batch than alone (...)")
+    swapped = table.cause(
+        "r", "seed: 2 of 2 requests answered differently in the batch than alone (...)"
+    )
     assert beyond is not None and beyond.severity == "critical"
     assert swapped is not None and swapped.place == "seed" and swapped.key != beyond.key
 
@@ -103,7 +126,9 @@ def test_numerics_agree_up_to_the_first_disagreement_and_judge_it_by_both_top_ks
     from pytest_infer.consistency.reference import Step, agreement
 
     reference = [Step("a", -0.1, ("a", "b")), Step("b", -0.2, ("b", "c")), Step("c", -0.3, ("c",))]
-    near = agreement([Step("a", -0.15, ("a",)), Step("c", -0.4, ("c", "b")), Step("x", -1, ())], reference)
+    near = agreement(
+        [Step("a", -0.15, ("a",)), Step("c", -0.4, ("c", "b")), Step("x", -1, ())], reference
+    )
     assert (near.compared, near.agreed, near.max_diff) == (2, 1, pytest.approx(0.05))
     assert near.disagreement["position"] == 1 and near.near_tie
     far = agreement([Step("a", -0.1, ("a",)), Step("z", -0.4, ("z", "y"))], reference)
@@ -113,7 +138,13 @@ def test_numerics_agree_up_to_the_first_disagreement_and_judge_it_by_both_top_ks
 
 
 def _numerics(agreed: int, diff: float) -> dict:
-    return {"compared": 64, "agreed": agreed, "max_logprob_diff": diff, "near_ties": 0, "outside_top_k": 0}
+    return {
+        "compared": 64,
+        "agreed": agreed,
+        "max_logprob_diff": diff,
+        "near_ties": 0,
+        "outside_top_k": 0,
+    }
 
 
 def test_the_gate_names_numerics_that_moved():
@@ -121,7 +152,11 @@ def test_the_gate_names_numerics_that_moved():
     the same numbers, or a shift within the limit, do not."""
     before = ConsistencyTable({"old": {"batch": {}, "params": {}, "numerics": _numerics(64, 0.0)}})
     pairing = Pairing("old", "new", "v1 -> v2")
-    for numerics, gated in ((_numerics(64, 0.7), True), (_numerics(63, 0.0), True), (_numerics(64, 0.1), False)):
+    for numerics, gated in (
+        (_numerics(64, 0.7), True),
+        (_numerics(63, 0.0), True),
+        (_numerics(64, 0.1), False),
+    ):
         after = ConsistencyTable({"new": {"batch": {}, "params": {}, "numerics": numerics}})
         found = after.compare(before, pairing)
         assert [(f.kind, f.subject) for f in found] == (

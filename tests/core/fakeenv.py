@@ -33,7 +33,9 @@ def make_fake_env(
     if distribution:
         dist = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
         dist.mkdir(exist_ok=True)
-        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
+        (dist / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+        )
     bindir = root / "bin"
     bindir.mkdir(exist_ok=True)
     launches = root / "launches.txt"

@@ -88,7 +88,11 @@ def test_an_installed_entry_point_launches_its_framework(
     result.stdout.fnmatch_lines(["*test_chat*[[]toy[]] PASSED*", "*launched by ToyAdapter*"])
     results = json.loads((report / "results.json").read_text())
     target = results["targets"]["toy"]
-    assert (target["framework"], target["version"], target["version_source"]) == ("toy", "0.1", "ToyAdapter")
+    assert (target["framework"], target["version"], target["version_source"]) == (
+        "toy",
+        "0.1",
+        "ToyAdapter",
+    )
     assert [(t["target"], t["outcome"]) for t in results["tests"]] == [("toy", "passed")]
     assert "pytest_infer.testing.fakeserver" in (report / "servers" / "toy.log").read_text()
 
@@ -100,7 +104,9 @@ def test_an_unknown_framework_lists_the_entry_point_ones(
     pytester.makepyfile(test_toy=CHAT_TEST)
     result = pytester.runpytest_subprocess("--infer-framework=nosuch", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: *unknown framework 'nosuch'*valid: vllm, *, transformers, llamacpp, toy*"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: *unknown framework 'nosuch'*valid: vllm, *, transformers, llamacpp, toy*"]
+    )
 
 
 def test_a_broken_entry_point_is_a_usage_error_only_when_asked_for(
@@ -109,7 +115,9 @@ def test_a_broken_entry_point_is_a_usage_error_only_when_asked_for(
     monkeypatch.setenv("PYTHONPATH", str(install_toy(tmp_path / "site", "toy_adapter:Broken")))
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess("--infer-framework=toy", "--infer-model=toy-model", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--infer-framework=toy", "--infer-model=toy-model", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -182,7 +190,9 @@ def test_a_class_entry_point_is_instantiated_once() -> None:
 def test_a_broken_entry_point_names_itself(name: str, value: str, message: str) -> None:
     with pytest.raises(AdapterLoadError) as info:
         toy_registry(value, name)[name]
-    assert isinstance(info.value, pytest.UsageError), "pytest ends with the message, not an internal-error traceback"
+    assert isinstance(info.value, pytest.UsageError), (
+        "pytest ends with the message, not an internal-error traceback"
+    )
     assert fnmatch(str(info.value), message), str(info.value)
 
 
@@ -191,4 +201,7 @@ def test_what_the_plugin_asks_an_adapter_it_asks_an_entry_point_one_alike() -> N
     toy = toy_registry("toy_adapter:ToyAdapter")["toy"]
     workload = LoadPoint("p", {}, {}).workload(toy)
     assert (workload.ignore_eos, workload.extra_body) == (True, {})
-    assert [p.name for p in paths_for(toy)] == ["response_format", "response_format-stream"]  # no field of its own
+    assert [p.name for p in paths_for(toy)] == [
+        "response_format",
+        "response_format-stream",
+    ]  # no field of its own

@@ -42,13 +42,27 @@ ENV = Environment(label="venv", python="/opt/env/bin/python", bin_dir=Path("/opt
 
 
 def request(**overrides) -> LaunchRequest:
-    fields = dict(model="org/model-7b", served_model_name="org/model-7b", host="127.0.0.1", port=8123, environment=ENV)
+    fields = dict(
+        model="org/model-7b",
+        served_model_name="org/model-7b",
+        host="127.0.0.1",
+        port=8123,
+        environment=ENV,
+    )
     fields.update(overrides)
     return LaunchRequest(**fields)
 
 
 def test_registry_names_every_framework():
-    assert registry.names() == ["vllm", "sglang", "lmdeploy", "trtllm", "tgi", "transformers", "llamacpp"]
+    assert registry.names() == [
+        "vllm",
+        "sglang",
+        "lmdeploy",
+        "trtllm",
+        "tgi",
+        "transformers",
+        "llamacpp",
+    ]
 
 
 def test_vllm_argv_gpu_build():
@@ -58,7 +72,9 @@ def test_vllm_argv_gpu_build():
         "--model", "org/model-7b", "--served-model-name", "org/model-7b",
         "--host", "127.0.0.1", "--port", "8123", "--tensor-parallel-size", "2",
     ]  # fmt: skip
-    assert spec.env == {"VLLM_ENABLE_RESPONSES_API_STORE": "1"}  # stored responses: retrieve, chaining, cancel
+    assert spec.env == {
+        "VLLM_ENABLE_RESPONSES_API_STORE": "1"
+    }  # stored responses: retrieve, chaining, cancel
 
 
 def test_vllm_cpu_tiny_sets_cpu_flags_and_keeps_key_off_argv():
@@ -123,7 +139,9 @@ def test_sglang_argv_gpu():
 
 def test_sglang_cpu_tiny_runs_the_cpu_engine_in_float32(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
-    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", builtin=TINY))
+    spec = registry.get("sglang").launch(
+        request(model="/cache/tiny", served_model_name="tiny", builtin=TINY)
+    )
     assert spec.argv[3:] == [
         "--model-path", "/cache/tiny", "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "8123",
         "--enable-metrics", "--enable-response-store", "--device", "cpu", "--disable-overlap-schedule",
@@ -137,7 +155,10 @@ def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: False)
     spec = registry.get("sglang").launch(
         request(
-            model="/cache/tiny", served_model_name="tiny", builtin=TINY, extra_args=("--tool-call-parser", "hermes")
+            model="/cache/tiny",
+            served_model_name="tiny",
+            builtin=TINY,
+            extra_args=("--tool-call-parser", "hermes"),
         )
     )
     assert (
@@ -147,9 +168,13 @@ def test_sglang_tiny_judges_a_named_parser_alone(monkeypatch: pytest.MonkeyPatch
     )
 
 
-def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(monkeypatch: pytest.MonkeyPatch):
+def test_sglang_cpu_tiny_on_an_amx_cpu_runs_bfloat16_with_torch_native_attention(
+    monkeypatch: pytest.MonkeyPatch,
+):
     monkeypatch.setattr("pytest_infer.adapters.sglang.cpu_has_amx", lambda: True)
-    spec = registry.get("sglang").launch(request(model="/cache/tiny", served_model_name="tiny", builtin=TINY))
+    spec = registry.get("sglang").launch(
+        request(model="/cache/tiny", served_model_name="tiny", builtin=TINY)
+    )
     assert spec.argv[-12:-4] == ["--disable-overlap-schedule", "--max-total-tokens", "4096", "--dtype", "bfloat16",
                                  "--attention-backend", "torch_native", "--sleep-on-idle"]  # fmt: skip
 
@@ -162,28 +187,38 @@ def test_amx_is_read_from_the_cpu_flags(tmp_path: Path):
         "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C\nflags\t\t: fpu avx512f amx_bf16 amx_tile"
         " amx_int8\n"
     )
-    (tmp_path / "zen4").write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\nbugs\t\t: amx_tile_like\n")
+    (tmp_path / "zen4").write_text(
+        "processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16\nbugs\t\t: amx_tile_like\n"
+    )
     assert (
-        cpu_has_amx(tmp_path / "amx") and not cpu_has_amx(tmp_path / "zen4") and not cpu_has_amx(tmp_path / "missing")
+        cpu_has_amx(tmp_path / "amx")
+        and not cpu_has_amx(tmp_path / "zen4")
+        and not cpu_has_amx(tmp_path / "missing")
     )
     assert (
         cpuinfo_field("model name", tmp_path / "amx") == "Intel(R) Xeon(R) Platinum 8481C"
     )  # the name the results record
     assert (
-        cpuinfo_field("model name", tmp_path / "zen4") is None and cpuinfo_field("flags", tmp_path / "missing") is None
+        cpuinfo_field("model name", tmp_path / "zen4") is None
+        and cpuinfo_field("flags", tmp_path / "missing") is None
     )
 
 
 def test_sglang_api_key_goes_through_a_private_config_file_not_argv():
     key = 'sk-"secret": #1'
     spec = registry.get("sglang").launch(request(api_key=key, builtin=TINY))
-    assert not any("secret" in arg for arg in spec.argv) and not any("secret" in v for v in spec.env.values())
+    assert not any("secret" in arg for arg in spec.argv) and not any(
+        "secret" in v for v in spec.env.values()
+    )
     config = Path(spec.argv[spec.argv.index("--config") + 1])
     assert config.suffix == ".yaml"  # SGLang refuses other suffixes
     assert yaml.safe_load(config.read_text()) == {
         "api-key": key
     }  # the flag's spelling: SGLang appends --KEY as written
-    assert stat.S_IMODE(config.stat().st_mode) == 0o600 and stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+    assert (
+        stat.S_IMODE(config.stat().st_mode) == 0o600
+        and stat.S_IMODE(config.parent.stat().st_mode) == 0o700
+    )
     again = registry.get("sglang").launch(request(api_key=key, port=9000))
     assert again.argv[again.argv.index("--config") + 1] == str(config)  # one file per key
 
@@ -204,7 +239,9 @@ def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks
     renders its own template (``hf``), its context as the session length, a fixed KV cache (by default the engine
     takes 80% of the free GPU memory) and batch (a CUDA graph is captured per batch size at start)."""
     model = tmp_path / "tiny-abc"
-    spec = registry.get("lmdeploy").launch(request(model=str(model), served_model_name="tiny", builtin=TINY))
+    spec = registry.get("lmdeploy").launch(
+        request(model=str(model), served_model_name="tiny", builtin=TINY)
+    )
     template = str(tmp_path / "tiny-abc.lmdeploy-chat-template.json")
     assert spec.argv[3:] == [
         "serve", "api_server", str(model), "--backend", "pytorch", "--model-name", "tiny",
@@ -213,7 +250,14 @@ def test_lmdeploy_builtin_model_gets_its_own_chat_template_context_and_kv_blocks
     ]  # fmt: skip
     assert json.loads(Path(template).read_text()) == {"model_name": "hf", "model_path": str(model)}
     gemma = registry.get("lmdeploy").launch(request(model=str(model), builtin=GEMMA))
-    assert gemma.argv[-8:-2] == ["--session-len", "2048", "--num-gpu-blocks", "512", "--max-batch-size", "64"]
+    assert gemma.argv[-8:-2] == [
+        "--session-len",
+        "2048",
+        "--num-gpu-blocks",
+        "512",
+        "--max-batch-size",
+        "64",
+    ]
     assert gemma.argv[-2:] == ["--dtype", "bfloat16"]
 
 
@@ -227,7 +271,9 @@ def test_lmdeploy_api_key_reaches_its_argument_parser_but_not_the_os_argv(tmp_pa
         " open(f'/proc/{os.getpid()}/cmdline').read().split(chr(0))}))\n"
     )
     env = Environment(label="lm", python=sys.executable, bin_dir=tmp_path / "bin")
-    spec = registry.get("lmdeploy").launch(request(environment=env, api_key="sk-lm-secret", extra_args=("--tp", "2")))
+    spec = registry.get("lmdeploy").launch(
+        request(environment=env, api_key="sk-lm-secret", extra_args=("--tp", "2"))
+    )
     assert "sk-lm-secret" not in " ".join(spec.argv) and spec.argv[:2] == [sys.executable, "-c"]
     run = subprocess.run(
         spec.argv,
@@ -258,7 +304,14 @@ def test_trtllm_argv():
 def test_tgi_launcher_argv():
     spec = registry.get("tgi").launch(request(api_key="k"))
     assert spec.argv[0].endswith("text-generation-launcher")
-    assert spec.argv[1:] == ["--model-id", "org/model-7b", "--hostname", "127.0.0.1", "--port", "8123"]
+    assert spec.argv[1:] == [
+        "--model-id",
+        "org/model-7b",
+        "--hostname",
+        "127.0.0.1",
+        "--port",
+        "8123",
+    ]
     assert spec.env == {"API_KEY": "k"}
 
 
@@ -294,10 +347,14 @@ def test_transformers_argv_cpu_tiny(tmp_path):
 def test_transformers_tiny_has_a_hub_cache_folder_on_a_fresh_machine(tmp_path):
     """transformers serve 5.17.0 answers /v1/models with HTTP 500 (``CacheNotFound``) where the hub cache folder does
     not exist, so the server never turned ready on a bare machine: the tiny model's launch brings an empty one."""
-    spec = registry.get("transformers").launch(request(model=str(tmp_path / "tiny-abc"), builtin=TINY))
+    spec = registry.get("transformers").launch(
+        request(model=str(tmp_path / "tiny-abc"), builtin=TINY)
+    )
     assert Path(spec.env["HF_HUB_CACHE"]).is_dir()
     assert not list(Path(spec.env["HF_HUB_CACHE"]).iterdir())
-    assert "HF_HUB_CACHE" not in registry.get("transformers").launch(request(model="org/model-7b")).env
+    assert (
+        "HF_HUB_CACHE" not in registry.get("transformers").launch(request(model="org/model-7b")).env
+    )
 
 
 def test_transformers_tiny_goes_to_the_device_the_run_names(tmp_path):
@@ -324,8 +381,12 @@ def test_transformers_tiny_goes_to_the_device_the_run_names(tmp_path):
         ("transformers", "transformers", "transformers", "5.24.0"),
     ],
 )
-def test_version_detection_from_the_framework_environment(tmp_path, framework, module, distribution, version):
-    root = make_fake_env(tmp_path, module=module, version=version, distribution=distribution, commit="abc123def4567")
+def test_version_detection_from_the_framework_environment(
+    tmp_path, framework, module, distribution, version
+):
+    root = make_fake_env(
+        tmp_path, module=module, version=version, distribution=distribution, commit="abc123def4567"
+    )
     detected = registry.get(framework).detect_version(Environment.from_spec(str(root)))
     assert detected.version == version
     assert detected.distribution == distribution
@@ -366,10 +427,16 @@ def test_external_endpoint_detection_reads_version_and_models():
 def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
     def only_models(path, body):
         if path == "/v1/models":
-            return 200, {"object": "list", "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "sglang"}]}
+            return 200, {
+                "object": "list",
+                "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "sglang"}],
+            }
         return 404, {"error": {"message": "no", "type": "x", "param": None, "code": None}}
 
-    with FakeServer(Deviation(request=only_models)) as server, httpx.Client(base_url=server.base_url) as client:
+    with (
+        FakeServer(Deviation(request=only_models)) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
         framework, version, _ = detect_endpoint(client)
     assert framework is registry.get("sglang")
     assert version.source == "Server: fakeserver/1.0 Python/" + sys.version.split()[0]
@@ -377,7 +444,9 @@ def test_external_endpoint_detection_falls_back_to_owned_by_and_server_header():
 
 
 @pytest.mark.parametrize(
-    "listing", [[], {"data": 5}, {"data": "m"}, "m", None], ids=["list", "number", "string", "json-string", "null"]
+    "listing",
+    [[], {"data": 5}, {"data": "m"}, "m", None],
+    ids=["list", "number", "string", "json-string", "null"],
 )
 def test_external_endpoint_detection_survives_a_models_list_of_another_shape(listing):
     """A null server answering ``[]`` to everything crashed the detection (AttributeError) and so every test of it."""
@@ -389,7 +458,9 @@ def test_external_endpoint_detection_survives_a_models_list_of_another_shape(lis
     assert (framework, models) == (None, [])
 
 
-@pytest.mark.parametrize(("route", "other"), [("/server_info", "/get_server_info"), ("/get_server_info", None)])
+@pytest.mark.parametrize(
+    ("route", "other"), [("/server_info", "/get_server_info"), ("/get_server_info", None)]
+)
 def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_route(route, other):
     """SGLang 0.5.23 has no /version; /server_info is asked first, /get_server_info for older servers."""
     info = {"version": "0.5.23", "device": "cpu"}
@@ -403,10 +474,17 @@ def test_external_endpoint_detection_reads_sglang_server_info_before_the_older_r
             return 200, {"version": "0.0.0-wrong-route"}
         return None
 
-    with FakeServer(Deviation(request=sglang)) as server, httpx.Client(base_url=server.base_url) as client:
+    with (
+        FakeServer(Deviation(request=sglang)) as server,
+        httpx.Client(base_url=server.base_url) as client,
+    ):
         framework, version, _ = detect_endpoint(client)
         asked = [path for method, path, _ in server.requests if method == "GET"]
-    assert (framework, version.version, version.source) == (registry.get("sglang"), "0.5.23", f"GET {route}")
+    assert (framework, version.version, version.source) == (
+        registry.get("sglang"),
+        "0.5.23",
+        f"GET {route}",
+    )
     assert asked.index(route) > asked.index("/version")
     if route == "/get_server_info":
         assert asked.index("/server_info") < asked.index("/get_server_info")
@@ -435,8 +513,14 @@ def test_the_load_generator_takes_ignore_eos_and_extra_fields_from_the_adapter(m
 
 def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
     schema = {"type": "integer"}
-    native = {adapter.name: paths_for(adapter)[2:] for adapter in [*registry.ADAPTERS.values(), ENDPOINT]}
-    assert {f: [(p.name, p.schema_fields(schema)) for p in paths] for f, paths in native.items() if paths} == {
+    native = {
+        adapter.name: paths_for(adapter)[2:] for adapter in [*registry.ADAPTERS.values(), ENDPOINT]
+    }
+    assert {
+        f: [(p.name, p.schema_fields(schema)) for p in paths]
+        for f, paths in native.items()
+        if paths
+    } == {
         "vllm": [("vllm-structured_outputs", {"structured_outputs": {"json": schema}})],
         "tgi": [("tgi-grammar", {"grammar": {"type": "json", "value": schema}})],
         "llamacpp": [("llamacpp-json_schema", {"json_schema": schema})],
@@ -451,7 +535,9 @@ def test_structured_native_paths_are_the_adapters_fields(monkeypatch):
 
 def test_paths_for_a_framework_name_still_works_and_is_deprecated():
     with pytest.deprecated_call():
-        assert [p.name for p in paths_for("vllm")] == [p.name for p in paths_for(registry.get("vllm"))]
+        assert [p.name for p in paths_for("vllm")] == [
+            p.name for p in paths_for(registry.get("vllm"))
+        ]
     with pytest.deprecated_call():
         assert len(paths_for("endpoint")) == 2  # a name no adapter has: the OpenAI paths alone
 
@@ -461,7 +547,9 @@ def test_endpoint_detection_asks_the_adapters(monkeypatch):
     with FakeServer() as server, httpx.Client(base_url=server.base_url) as client:
         assert detect_endpoint(client)[0] is registry.get("vllm")
         monkeypatch.setattr(LMDeployAdapter, "owned_by", ("FakeServer",))
-        assert detect_endpoint(client)[0] is registry.get("lmdeploy")  # owned_by wins over a version route
+        assert detect_endpoint(client)[0] is registry.get(
+            "lmdeploy"
+        )  # owned_by wins over a version route
 
 
 def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
@@ -472,7 +560,8 @@ def test_bundled_expectations_are_the_files_the_adapters_name(monkeypatch):
     }
     monkeypatch.setattr(TransformersAdapter, "expectations", BUNDLED_EXPECTATIONS / "vllm.yaml")
     with pytest.raises(
-        ExpectationsError, match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it"
+        ExpectationsError,
+        match="vllm.yaml: names framework 'vllm', but the transformers adapter bundles it",
     ):
         load_expectations()
 
@@ -485,14 +574,26 @@ def test_a_launch_names_the_context_its_line_sets_and_no_other(framework, tmp_pa
     user's own value of the flag, after the launch's, is what the engine takes."""
     adapter = registry.get(framework)
     builtin = dataclasses.replace(TINY, context=2048)
-    sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(framework)
-    model = str(tmp_path / "tiny-abc")  # a built-in model is a local folder: LMDeploy's template goes beside it
+    sets = {"vllm": "--max-model-len", "llamacpp": "--ctx-size", "lmdeploy": "--session-len"}.get(
+        framework
+    )
+    model = str(
+        tmp_path / "tiny-abc"
+    )  # a built-in model is a local folder: LMDeploy's template goes beside it
     spec = adapter.launch(request(model=model, builtin=builtin))
     assert spec.context == (2048 if sets else None)
     assert adapter.launch(request()).context is None
     if sets:
-        assert adapter.launch(request(model=model, builtin=builtin, extra_args=(sets, "8192"))).context is None
-        assert adapter.launch(request(model=model, builtin=builtin, extra_args=(f"{sets}=8192",))).context is None
+        assert (
+            adapter.launch(request(model=model, builtin=builtin, extra_args=(sets, "8192"))).context
+            is None
+        )
+        assert (
+            adapter.launch(
+                request(model=model, builtin=builtin, extra_args=(f"{sets}=8192",))
+            ).context
+            is None
+        )
 
 
 def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
@@ -500,16 +601,23 @@ def test_a_server_knows_its_context_only_where_advertised_or_launched_with_it():
     from pytest_infer.server.pool import ServerInfo
 
     listed = Deviation(
-        request=lambda path, body: (200, {"data": [{"id": "fake-model"}]}) if path == "/v1/models" else None
+        request=lambda path, body: (
+            (200, {"data": [{"id": "fake-model"}]}) if path == "/v1/models" else None
+        )
     )
     with FakeServer() as advertising, FakeServer(listed) as silent:
         endpoint = Endpoint(advertising.base_url, "fake-model")
         quiet = Endpoint(silent.base_url, "fake-model")
-        launched = ServerInfo(target="t", adapter=registry.get("vllm"), model="m", base_url="", launch_context=1024)
+        launched = ServerInfo(
+            target="t", adapter=registry.get("vllm"), model="m", base_url="", launch_context=1024
+        )
         assert launched.known_context(endpoint) == (2048, "advertised in /v1/models")
         assert launched.known_context(quiet) == (1024, "set by the plugin's vllm launch line")
         other = ServerInfo(target="t", adapter=registry.get("transformers"), model="m", base_url="")
-        assert other.known_context(quiet)[0] is None and "launch sets no context" in other.known_context(quiet)[1]
+        assert (
+            other.known_context(quiet)[0] is None
+            and "launch sets no context" in other.known_context(quiet)[1]
+        )
         served = "/cache/models/tiny-e0f588805fb3"
         tiny = ServerInfo(target="t", adapter=ENDPOINT, model=served, base_url="", builtin=TINY)
         assert tiny.known_context(quiet)[0] == 2048  # its own positions: no server runs it longer

@@ -48,7 +48,11 @@ def documented_layers(text: str, stack: str) -> list[set[str]]:
 
 
 def contract_layers(pyproject: str, name: str) -> list[set[str]]:
-    (contract,) = [c for c in tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"] if c["name"] == name]
+    (contract,) = [
+        c
+        for c in tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"]
+        if c["name"] == name
+    ]
     return [{module.strip() for module in layer.split("|")} for layer in contract["layers"]]
 
 
@@ -60,7 +64,9 @@ def test_architecture_md_lists_the_layers_of_the_contracts(stack: str):
 
 def test_a_layer_missing_from_architecture_md_is_told_apart():
     text = (ROOT / "ARCHITECTURE.md").read_text()
-    without_targets = "\n".join(line for line in text.splitlines() if not line.startswith("| targets |"))
+    without_targets = "\n".join(
+        line for line in text.splitlines() if not line.startswith("| targets |")
+    )
     assert documented_layers(without_targets, "run") != contract_layers(
         (ROOT / "pyproject.toml").read_text(), STACKS["run"]
     )
@@ -69,17 +75,29 @@ def test_a_layer_missing_from_architecture_md_is_told_apart():
 def test_a_layer_in_the_wrong_stack_is_told_apart():
     """Gating listed in the run's stack is a claim the contracts do not make: the two stacks import nothing of each
     other."""
-    text = (ROOT / "ARCHITECTURE.md").read_text().replace("| gating | comparison |", "| gating | run |")
-    assert documented_layers(text, "run") != contract_layers((ROOT / "pyproject.toml").read_text(), STACKS["run"])
+    text = (
+        (ROOT / "ARCHITECTURE.md")
+        .read_text()
+        .replace("| gating | comparison |", "| gating | run |")
+    )
+    assert documented_layers(text, "run") != contract_layers(
+        (ROOT / "pyproject.toml").read_text(), STACKS["run"]
+    )
 
 
-ARCHITECTURE_WORDS = 1100  # one pass: the layers, the contracts, where each concept lives, a request's path
+ARCHITECTURE_WORDS = (
+    1100  # one pass: the layers, the contracts, where each concept lives, a request's path
+)
 
 
 def too_long(text: str) -> list[str]:
     """A message when ARCHITECTURE.md outgrows one reading; its history belongs in CHANGELOG.md."""
     n = len(text.split())
-    return [f"ARCHITECTURE.md has {n} words, over {ARCHITECTURE_WORDS}"] if n > ARCHITECTURE_WORDS else []
+    return (
+        [f"ARCHITECTURE.md has {n} words, over {ARCHITECTURE_WORDS}"]
+        if n > ARCHITECTURE_WORDS
+        else []
+    )
 
 
 def test_architecture_md_reads_in_one_pass():
@@ -89,14 +107,20 @@ def test_architecture_md_reads_in_one_pass():
 
 
 def test_the_import_contracts_hold():
-    run = subprocess.run([lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Contracts: 11 kept, 0 broken." in run.stdout
 
 
 def copy_with(tmp_path: Path, module: str, appended: str) -> Path:
     """A copy of the package and its configuration with ``appended`` at the end of one module."""
-    shutil.copytree(ROOT / "pytest_infer", tmp_path / "pytest_infer", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "pytest_infer",
+        tmp_path / "pytest_infer",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / "pytest_infer" / module
     path.write_text(path.read_text() + appended)
@@ -121,12 +145,36 @@ def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
 @pytest.mark.parametrize(
     ("module", "appended", "broken"),
     [
-        ("session.py", "from .gating import compare", "the run imports no part of the comparison BROKEN"),
-        ("gating/compare.py", "from ..targets import Target", "the comparison imports no part of the run BROKEN"),
-        ("reporting/terminal.py", "from .outputs import write_renderings", "the reports over the renderers BROKEN"),
-        ("conformance/context.py", "from .checks import chat", "the conformance suite's glue over its checks BROKEN"),
-        ("structured/table.py", "from .plugin import structured_key", "the structured suite's glue over its machinery"),
-        ("vendor/store.py", "from .site import render_site", "the vendor service's commands over its parts BROKEN"),
+        (
+            "session.py",
+            "from .gating import compare",
+            "the run imports no part of the comparison BROKEN",
+        ),
+        (
+            "gating/compare.py",
+            "from ..targets import Target",
+            "the comparison imports no part of the run BROKEN",
+        ),
+        (
+            "reporting/terminal.py",
+            "from .outputs import write_renderings",
+            "the reports over the renderers BROKEN",
+        ),
+        (
+            "conformance/context.py",
+            "from .checks import chat",
+            "the conformance suite's glue over its checks BROKEN",
+        ),
+        (
+            "structured/table.py",
+            "from .plugin import structured_key",
+            "the structured suite's glue over its machinery",
+        ),
+        (
+            "vendor/store.py",
+            "from .site import render_site",
+            "the vendor service's commands over its parts BROKEN",
+        ),
     ],
     ids=[
         "run-imports-gate",
@@ -137,7 +185,9 @@ def test_a_layer_importing_upwards_breaks_the_contract(tmp_path: Path):
         "vendor-store-imports-site",
     ],
 )
-def test_each_stack_and_inner_contract_catches_its_own_break(tmp_path: Path, module: str, appended: str, broken: str):
+def test_each_stack_and_inner_contract_catches_its_own_break(
+    tmp_path: Path, module: str, appended: str, broken: str
+):
     """The two stacks' independence and the inner layers of the reports and the suites, each on a copy of the package
     where one module imports what its contract forbids (the circles that function-level imports once hid)."""
     copy_with(tmp_path, module, f"\n{appended}  # noqa: E402, F401\n")
@@ -191,7 +241,11 @@ def import_circles(root: Path) -> list[list[str]]:
 
 def test_no_module_imports_itself_back_through_others(tmp_path: Path):
     assert import_circles(ROOT) == []
-    copy_with(tmp_path, "reporting/terminal.py", "\n\ndef _late():\n    from .outputs import write_renderings\n")
+    copy_with(
+        tmp_path,
+        "reporting/terminal.py",
+        "\n\ndef _late():\n    from .outputs import write_renderings\n",
+    )
     assert [c for c in import_circles(tmp_path) if "pytest_infer.reporting.terminal" in c] == [
         [
             "pytest_infer.reporting.html",
@@ -213,7 +267,9 @@ def unexplained_lazy_imports(source: str) -> list[int]:
                     above = sub.lineno - 2
                     while above >= 0 and re.match(r"\s*(from \S+ )?import ", lines[above]):
                         above -= 1
-                    said = "#" in lines[sub.end_lineno - 1] or (above >= 0 and lines[above].strip().startswith("#"))
+                    said = "#" in lines[sub.end_lineno - 1] or (
+                        above >= 0 and lines[above].strip().startswith("#")
+                    )
                     if not said:
                         found.append(sub.lineno)
     return sorted(set(found))
@@ -229,7 +285,12 @@ def test_every_import_inside_a_function_says_why_it_is_lazy():
     belongs at the module's top, where the import contracts see it."""
     bare = "def f():\n    import json\n\n    return json\n"
     assert unexplained_lazy_imports(bare) == [2]
-    assert unexplained_lazy_imports(bare.replace("    import json", "    # lazy: why\n    import json")) == []
+    assert (
+        unexplained_lazy_imports(
+            bare.replace("    import json", "    # lazy: why\n    import json")
+        )
+        == []
+    )
     unexplained = {
         str(path.relative_to(ROOT)): lines
         for path in sorted((ROOT / "pytest_infer").rglob("*.py"))
@@ -246,12 +307,25 @@ def tool(name: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", [("check", "--no-cache"), ("format", "--check", "--no-cache")], ids=["lint", "format"]
+    "command",
+    [("check", "--no-cache"), ("format", "--check", "--no-cache")],
+    ids=["lint", "format"],
 )
-def test_the_linter_and_formatter_pass_on_the_package_its_suites_and_tests(command: tuple[str, ...]):
+def test_the_linter_and_formatter_pass_on_the_package_its_suites_and_tests(
+    command: tuple[str, ...],
+):
     """Lines of at most 120 characters (E501) in the formatter's layout: the formatter is the one arbiter of style."""
     run = subprocess.run(
-        [tool("ruff"), *command, "pytest_infer", "suites", "tests", "benchmarks", "scripts", "conftest.py"],
+        [
+            tool("ruff"),
+            *command,
+            "pytest_infer",
+            "suites",
+            "tests",
+            "benchmarks",
+            "scripts",
+            "conftest.py",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -264,7 +338,9 @@ def test_the_type_checker_passes_on_the_package_and_catches_a_wrong_type(tmp_pat
     """One mypy run (the slowest tool here) on a copy of the package where a results field gets the wrong type: the
     injected error is the only one, so the package itself type-checks and the configuration catches a wrong type."""
     copy_with(
-        tmp_path, "results/views.py", "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n"
+        tmp_path,
+        "results/views.py",
+        "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n",
     )
     run = subprocess.run(
         [tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"],
@@ -277,6 +353,7 @@ def test_the_type_checker_passes_on_the_package_and_catches_a_wrong_type(tmp_pat
     errors = [line for line in run.stdout.splitlines() if ": error:" in line]
     assert (
         len(errors) == 1
-        and 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")' in errors[0]
+        and 'Incompatible return value type (got "dict[str, TargetRecord]", expected "int")'
+        in errors[0]
     ), run.stdout[-4000:]
     assert "Found 1 error in 1 file" in run.stdout

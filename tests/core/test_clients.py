@@ -18,7 +18,9 @@ def test_the_clients_of_a_session_read_the_ca_bundle_once(monkeypatch: pytest.Mo
     loads = []
     original = ssl.SSLContext.load_verify_locations
     monkeypatch.setattr(
-        ssl.SSLContext, "load_verify_locations", lambda self, *a, **k: loads.append(a or k) or original(self, *a, **k)
+        ssl.SSLContext,
+        "load_verify_locations",
+        lambda self, *a, **k: loads.append(a or k) or original(self, *a, **k),
     )
     tls.cache_clear()
     endpoint = Endpoint("https://127.0.0.1:9", "m", "secret", 5.0)
@@ -27,5 +29,7 @@ def test_the_clients_of_a_session_read_the_ca_bundle_once(monkeypatch: pytest.Mo
     clients.append(async_client(endpoint, concurrency=4))
     assert len(loads) == 1, loads
     for client in clients:
-        pool = client._transport._pool  # httpx keeps the context its connections will wrap sockets with here
+        pool = (
+            client._transport._pool
+        )  # httpx keeps the context its connections will wrap sockets with here
         assert pool._ssl_context is tls()

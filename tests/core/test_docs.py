@@ -20,7 +20,9 @@ SCANNED = ("pytest_infer", "suites", "slo", "ARCHITECTURE.md", "README.md")
 
 _NAME = r"[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*"
 _PATTERNS = (
-    re.compile(rf"(?<![\w./-])docs/(?P<name>{_NAME})\.md\b"),  # docs/structured-output.md (not a URL's /docs/)
+    re.compile(
+        rf"(?<![\w./-])docs/(?P<name>{_NAME})\.md\b"
+    ),  # docs/structured-output.md (not a URL's /docs/)
     re.compile(rf"\bdocs:\s*(?P<name>{_NAME})(?:\.md)?\b"),  # docs: structured-output
     re.compile(rf"\bdocs\s*\(\s*(?P<name>{_NAME})\.md\s*\)"),  # docs (performance-slos.md)
     re.compile(r"(?<![\w./-])(?P<name>[A-Za-z0-9_-]+)\.md\b"),  # a bare openai-conformance.md
@@ -42,7 +44,9 @@ def find_citations(text: str, source: str = "<text>") -> list[Citation]:
     """The docs/ documents a text cites, each with the line it is cited on."""
     found: list[Citation] = []
     for number, line in enumerate(text.splitlines(), 1):
-        hits = sorted((m.start("name"), m["name"]) for pattern in _PATTERNS for m in pattern.finditer(line))
+        hits = sorted(
+            (m.start("name"), m["name"]) for pattern in _PATTERNS for m in pattern.finditer(line)
+        )
         for name in dict.fromkeys(name for _, name in hits):
             if name.split("/")[-1] in NOT_DOCS or name == "docs":
                 continue
@@ -53,7 +57,9 @@ def find_citations(text: str, source: str = "<text>") -> list[Citation]:
 def missing(citations: list[Citation], root: Path = ROOT) -> list[str]:
     """The citations whose document is not a file under ``root``, one message each."""
     return [
-        f"{c.source} cites {c.doc}, which is not in the repository" for c in citations if not (root / c.doc).is_file()
+        f"{c.source} cites {c.doc}, which is not in the repository"
+        for c in citations
+        if not (root / c.doc).is_file()
     ]
 
 
@@ -65,7 +71,9 @@ def _scanned_files() -> list[Path]:
             files.append(path)
         elif path.is_dir():
             files += sorted(
-                p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+                p
+                for p in path.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
             )
     return files
 
@@ -90,7 +98,11 @@ def _untracked(paths: set[str]) -> list[str] | None:
     """Of these repository paths, those git does not track; None when this is not a git work tree."""
     try:
         run = subprocess.run(
-            ["git", "ls-files", "--", *sorted(paths)], cwd=ROOT, capture_output=True, text=True, timeout=30
+            ["git", "ls-files", "--", *sorted(paths)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -147,12 +159,20 @@ def test_a_made_up_citation_is_reported_missing(tmp_path: Path):
 def test_the_known_citations_are_found():
     """The finder sees the citation styles the code actually uses (a guard against a finder that finds nothing)."""
     cited = {c.doc for c in repository_citations()}
-    assert {"docs/structured-output.md", "docs/performance-slos.md", "docs/openai-conformance.md"} <= cited
+    assert {
+        "docs/structured-output.md",
+        "docs/performance-slos.md",
+        "docs/openai-conformance.md",
+    } <= cited
 
 
 def test_the_docs_index_lists_every_doc():
     index = (DOCS / "README.md").read_text(encoding="utf-8")
-    unlisted = [p.name for p in sorted(DOCS.glob("*.md")) if p.name != "README.md" and f"({p.name})" not in index]
+    unlisted = [
+        p.name
+        for p in sorted(DOCS.glob("*.md"))
+        if p.name != "README.md" and f"({p.name})" not in index
+    ]
     assert unlisted == [], f"add a line for each to docs/README.md: {unlisted}"
 
 
@@ -171,7 +191,11 @@ def test_a_broken_link_fails_the_site_build(tmp_path: Path):
     (tmp_path / "mkdocs.yml").write_text("site_name: t\nstrict: true\n")
     mkdocs = Path(sys.executable).with_name("mkdocs")
     run = subprocess.run(
-        [str(mkdocs), "build", "-d", str(tmp_path / "site")], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [str(mkdocs), "build", "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode != 0 and "missing.md" in run.stdout + run.stderr
 
@@ -213,11 +237,15 @@ def test_the_guides_commands_are_the_readmes():
     (``scripts/test.sh``, as ``.ci/run`` runs it)."""
     guide = (DOCS / "guide" / "installation.md").read_text(encoding="utf-8")
     assert quick_start(guide) == quick_start((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text() and "`scripts/test.sh` |" in quick_start(guide)
+    assert "scripts/test.sh" in (
+        ROOT / ".ci" / "run"
+    ).read_text() and "`scripts/test.sh` |" in quick_start(guide)
 
 
 def test_the_guide_lists_every_extra():
-    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    extras = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
     guide = (DOCS / "guide" / "installation.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([a-z]+)` \|", guide, re.MULTILINE))
     assert listed == extras - {"test", "mutation"}, "the extras table in docs/guide/installation.md"

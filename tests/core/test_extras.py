@@ -51,7 +51,11 @@ def project() -> dict:
 def conformance(interpreter: list[str], out: Path, select: str) -> subprocess.CompletedProcess[str]:
     """The bundled conformance suite's ``select``ed checks on a spec-correct server, reports in ``out``."""
     with FakeServer() as server:
-        options = [f"--infer-endpoint={server.base_url}", "--infer-framework=vllm", f"--infer-report-dir={out}"]
+        options = [
+            f"--infer-endpoint={server.base_url}",
+            "--infer-framework=vllm",
+            f"--infer-report-dir={out}",
+        ]
         return subprocess.run(
             [sys.executable, *interpreter, str(ROOT / "suites" / "conformance"), *options, "-q", "-k", select or "",
              "-p", "no:cacheprovider", "-p", "no:randomly", f"--rootdir={out}"],
@@ -67,10 +71,14 @@ def test_the_plain_install_needs_no_extra_and_no_pytest_asyncio():
         assert any(dep.startswith(package) for dep in extras[extra]) and any(
             d.startswith(package) for d in extras["all"]
         )
-    assert not [p for p in (ROOT / "pytest_infer").rglob("*.py") if "pytest_asyncio" in p.read_text()]
+    assert not [
+        p for p in (ROOT / "pytest_infer").rglob("*.py") if "pytest_asyncio" in p.read_text()
+    ]
 
 
-def test_without_the_extras_the_conformance_suite_runs_and_the_messages_sdk_check_names_its_extra(tmp_path):
+def test_without_the_extras_the_conformance_suite_runs_and_the_messages_sdk_check_names_its_extra(
+    tmp_path,
+):
     """The whole conformance suite on a spec-correct server in an interpreter where no extra is importable: nothing
     fails, the checks pass as with the extras, the Messages SDK check is not exercised and names the ``anthropic``
     extra, the reports are written, and none of the hidden packages was loaded."""
@@ -95,12 +103,20 @@ def test_the_same_run_with_the_extras_exercises_the_messages_check(tmp_path):
     assert test["check"] == "sdk.anthropic" and test["outcome"] == "passed"
 
 
-def test_a_report_without_the_plots_extra_is_written_and_says_which_extra_draws_its_plots(monkeypatch):
-    results = SessionResults.read(DATA / "gpu-smoke" / "results.json")  # structured and SLO figures to draw
+def test_a_report_without_the_plots_extra_is_written_and_says_which_extra_draws_its_plots(
+    monkeypatch,
+):
+    results = SessionResults.read(
+        DATA / "gpu-smoke" / "results.json"
+    )  # structured and SLO figures to draw
     assert "<svg" in render_html(results)
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     page = render_html(results)
-    assert "<svg" not in page and "Plots skipped" in page and "pip install &#x27;pytest-infer[plots]&#x27;" in page
+    assert (
+        "<svg" not in page
+        and "Plots skipped" in page
+        and "pip install &#x27;pytest-infer[plots]&#x27;" in page
+    )
 
 
 @pytest.mark.parametrize(
@@ -112,6 +128,8 @@ def test_a_report_without_the_plots_extra_is_written_and_says_which_extra_draws_
     ],
 )
 def test_a_missing_extra_is_an_error_that_names_it(monkeypatch, module, use, extra):
-    monkeypatch.setitem(sys.modules, module, None)  # what an interpreter without the package raises on import
+    monkeypatch.setitem(
+        sys.modules, module, None
+    )  # what an interpreter without the package raises on import
     with pytest.raises(MissingExtra, match=rf"pip install 'pytest-infer\[{extra}\]'"):
         use()

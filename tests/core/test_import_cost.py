@@ -37,7 +37,9 @@ MACHINERY = (
 
 
 def loaded_by_the_plugin() -> set[str]:
-    out = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", LOAD], capture_output=True, text=True, check=True
+    ).stdout
     return set(json.loads(out))
 
 
@@ -48,7 +50,9 @@ def test_loading_the_plugin_and_its_suites_loads_no_heavy_library():
 
 def test_loading_the_plugin_and_its_suites_loads_none_of_the_session_machinery():
     loaded = loaded_by_the_plugin()
-    assert "pytest_infer.plugin" in loaded and loaded.isdisjoint(MACHINERY), sorted(loaded & set(MACHINERY))
+    assert "pytest_infer.plugin" in loaded and loaded.isdisjoint(MACHINERY), sorted(
+        loaded & set(MACHINERY)
+    )
 
 
 # what a run that tests no server must not load: the load client, the stall machinery, the drift reader, the servers,
@@ -72,7 +76,11 @@ print("MODULES", json.dumps(sorted(sys.modules)))
 
 def loaded_by_a_run(project, *options: str) -> set[str]:
     out = subprocess.run(
-        [sys.executable, "-c", RUN, "test_one.py", *options], cwd=project, capture_output=True, text=True, check=True
+        [sys.executable, "-c", RUN, "test_one.py", *options],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return set(json.loads(out.split("MODULES ", 1)[1]))
 
@@ -83,5 +91,7 @@ def test_a_run_that_tests_no_server_loads_no_heavy_library_through_the_plugin(tm
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
     added = loaded_by_a_run(tmp_path) - loaded_by_a_run(tmp_path, "-p", "no:infer")
     assert "pytest_infer.plugin" in added
-    unwanted = {module for module in added if module.split(".")[0] in HEAVY} | (added & CONFIGURE_MACHINERY)
+    unwanted = {module for module in added if module.split(".")[0] in HEAVY} | (
+        added & CONFIGURE_MACHINERY
+    )
     assert not unwanted, sorted(unwanted)

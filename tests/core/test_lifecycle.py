@@ -30,7 +30,9 @@ def test_chat_{n}(infer_client, infer_server):
 
 
 def chat_tests(pytester, count: int) -> None:
-    pytester.makepyfile(**{f"test_chat_{n}": CHAT_TESTS.replace("{n}", str(n)) for n in range(count)})
+    pytester.makepyfile(
+        **{f"test_chat_{n}": CHAT_TESTS.replace("{n}", str(n)) for n in range(count)}
+    )
 
 
 def wait_for(predicate, timeout: float) -> bool:
@@ -64,7 +66,10 @@ def test_launch_version_in_report_and_results(pytester, fake_vllm, monkeypatch, 
     result = pytester.runpytest_subprocess(*infer_args(fake_vllm, "--junitxml=junit.xml", "-v"))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*test_chat_0*[[]vllm[]] PASSED*", "vllm: vllm 0.99.0 model=fake-model (ready in *s): 1 passed"]
+        [
+            "*test_chat_0*[[]vllm[]] PASSED*",
+            "vllm: vllm 0.99.0 model=fake-model (ready in *s): 1 passed",
+        ]
     )
     junit = (pytester.path / "junit.xml").read_text()
     assert '<property name="infer_framework" value="vllm"' in junit
@@ -125,8 +130,12 @@ def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, 
     args = infer_args(fake_vllm, *(["-n", "2"] if xdist else []))
     # A terminal's Ctrl-C reaches a process that handles SIGINT; a shell that starts a job in the
     # background (nohup cmd &, as CI runners may) makes it ignore SIGINT, and Python keeps that.
-    restore_sigint = (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sig == signal.SIGINT else None
-    proc = pytester.popen([*pytester._getpytestargs(), *args], stdin=None, preexec_fn=restore_sigint)
+    restore_sigint = (
+        (lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) if sig == signal.SIGINT else None
+    )
+    proc = pytester.popen(
+        [*pytester._getpytestargs(), *args], stdin=None, preexec_fn=restore_sigint
+    )
     try:
         assert wait_for(lambda: launches(fake_vllm) and pid_alive(launches(fake_vllm)[0]), 30)
         assert wait_for(started.exists, 60), "test_slow never started"
@@ -140,7 +149,9 @@ def test_interrupt_leaves_no_server_and_writes_the_results(pytester, fake_vllm, 
     assert proc.returncode == pytest.ExitCode.INTERRUPTED
     if not xdist:  # what ran before the interrupt is kept
         results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
-        assert [t["outcome"] for t in results["tests"] if "::test_fast" in t["nodeid"]] == ["passed"], results["tests"]
+        assert [t["outcome"] for t in results["tests"] if "::test_fast" in t["nodeid"]] == [
+            "passed"
+        ], results["tests"]
 
 
 def test_killed_xdist_worker_leaves_no_server_and_the_run_reports(pytester, fake_vllm):
@@ -160,7 +171,9 @@ def test_killed_xdist_worker_leaves_no_server_and_the_run_reports(pytester, fake
 
 def test_server_exiting_at_start_fails_the_run_fast_with_its_log(pytester, tmp_path):
     env = make_fake_env(tmp_path / "broken-vllm", server_args="--exit-at-start 3")
-    pytester.makepyfile("def test_a(infer_client):\n    pass\ndef test_b(infer_client):\n    pass\n")
+    pytester.makepyfile(
+        "def test_a(infer_client):\n    pass\ndef test_b(infer_client):\n    pass\n"
+    )
     result = pytester.runpytest_subprocess(*infer_args(env))
     # The inner session's own time: a start failure is met fast, however long the interpreter took to start.
     (seconds,) = re.findall(r" in ([0-9.]+)s", result.stdout.lines[-1])
@@ -175,17 +188,21 @@ def test_server_exiting_at_start_fails_the_run_fast_with_its_log(pytester, tmp_p
     )
     assert len(launches(env)) == 1, "a failed start is not retried for every test"
     outcomes = [
-        t["outcome"] for t in json.loads((pytester.path / "infer-report" / "results.json").read_text())["tests"]
+        t["outcome"]
+        for t in json.loads((pytester.path / "infer-report" / "results.json").read_text())["tests"]
     ]
     assert outcomes == ["error", "not_run"]
 
 
-def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_start(pytester, tmp_path):
+def test_a_server_that_answers_its_routes_but_cannot_generate_fails_once_at_start(
+    pytester, tmp_path
+):
     """Ready means able to generate: /health and /v1/models answering is not enough."""
     env = make_fake_env(tmp_path / "dead-core-vllm", server_args="--fault cannot-generate")
     pytester.makepyfile(
         "".join(
-            f"def test_{i}(infer_client):\n    assert infer_client.chat('hi').status_code == 200\n" for i in range(4)
+            f"def test_{i}(infer_client):\n    assert infer_client.chat('hi').status_code == 200\n"
+            for i in range(4)
         )
     )
     result = pytester.runpytest_subprocess(*infer_args(env), "-rs")
@@ -243,8 +260,12 @@ def test_a_server_growing_past_its_memory_limit_is_stopped_and_the_run_goes_on(p
         "*vllm: the server was stopped at its memory limit (* GB, over 0.4 GB (--infer-server-memory-limit)) while"
         " test_2_waits_for_the_guard[[]vllm[]] ran; it was started*",
     ])  # fmt: skip
-    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
-    assert "pytest-infer stopped the server: its memory (" in crash["log_tail"] and crash["restarted"]
+    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"][
+        "vllm"
+    ]["crashes"]
+    assert (
+        "pytest-infer stopped the server: its memory (" in crash["log_tail"] and crash["restarted"]
+    )
     assert not any(pid_alive(pid) for pid in launches(env))
 
 
@@ -260,4 +281,6 @@ def test_robustness_runs_last_so_a_server_it_breaks_takes_no_other_verdicts(pyte
         test_b_other="def test_after():\n    pass\n",
     )
     result = pytester.runpytest("-v", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*test_b_other.py::test_after PASSED*", "*test_a_robustness.py::test_abuse PASSED*"])
+    result.stdout.fnmatch_lines(
+        ["*test_b_other.py::test_after PASSED*", "*test_a_robustness.py::test_abuse PASSED*"]
+    )

@@ -60,10 +60,14 @@ def test_on_an_amx_cpu_the_weights_load_unrepacked_and_the_launch_says_why(avx2_
     spec = LlamaCppAdapter().launch(gemma)
     assert spec.argv[-1] == "--no-repack" and spec.argv.count("--no-repack") == 1
     (note,) = spec.notes
-    assert note.startswith("llama-server launched with --no-repack: this CPU has amx_tile, amx_int8, amx_bf16,")
+    assert note.startswith(
+        "llama-server launched with --no-repack: this CPU has amx_tile, amx_int8, amx_bf16,"
+    )
     assert "SIGILL" in note and "--infer-server-arg=--repack overrides it" in note
     chosen = LlamaCppAdapter().launch(
-        LaunchRequest("/m.gguf", "m", "127.0.0.1", 1, ENV, extra_args=("--repack", "--threads", "2"))
+        LaunchRequest(
+            "/m.gguf", "m", "127.0.0.1", 1, ENV, extra_args=("--repack", "--threads", "2")
+        )
     )
     assert "--no-repack" not in chosen.argv and chosen.argv[-3:] == ["--repack", "--threads", "2"]
     assert chosen.notes == ()
@@ -74,7 +78,9 @@ def fake_engine(root: Path, version_line: str) -> Environment:
     bindir = root / "bin"
     bindir.mkdir(parents=True)
     server = bindir / "llama-server"
-    server.write_text(f"#!/bin/sh\necho '{version_line}' >&2\necho 'built with GNU 12.2.0 for Linux x86_64' >&2\n")
+    server.write_text(
+        f"#!/bin/sh\necho '{version_line}' >&2\necho 'built with GNU 12.2.0 for Linux x86_64' >&2\n"
+    )
     server.chmod(0o755)
     (bindir / "python").symlink_to(sys.executable)
     return Environment.from_spec(str(root))
@@ -96,12 +102,16 @@ def test_a_gguf_without_a_template_gets_the_template_file_and_a_real_model_no_co
     request = LaunchRequest("/m.gguf", "gemma-3-270m", "127.0.0.1", 1, ENV, builtin=GEMMA)
     argv = LlamaCppAdapter().launch(request).argv
     assert argv[argv.index("--chat-template-file") + 1] == str(GEMMA.chat_template)
-    assert "--chat-template-file" not in LlamaCppAdapter().launch(replace(request, builtin=TINY)).argv
+    assert (
+        "--chat-template-file" not in LlamaCppAdapter().launch(replace(request, builtin=TINY)).argv
+    )
     argv = LlamaCppAdapter().launch(replace(request, builtin=None)).argv
     assert not {"--chat-template-file", "--ctx-size", "--parallel", "--threads"} & set(argv)
 
 
-@pytest.mark.parametrize("key", ["sk-plain", 'sk-with,comma and "quotes"', "#sk-a-comment-in-a-key-file"])
+@pytest.mark.parametrize(
+    "key", ["sk-plain", 'sk-with,comma and "quotes"', "#sk-a-comment-in-a-key-file"]
+)
 def test_the_key_goes_in_its_variable_as_one_csv_field_and_never_on_argv(key: str):
     spec = LlamaCppAdapter().launch(LaunchRequest("/m.gguf", "m", "127.0.0.1", 1, ENV, api_key=key))
     assert not any(key in arg or "api-key" in arg for arg in spec.argv)
@@ -111,7 +121,9 @@ def test_the_key_goes_in_its_variable_as_one_csv_field_and_never_on_argv(key: st
 
 def test_a_comma_unquoted_would_be_two_keys():
     """Why the key is quoted: the row parser that reads LLAMA_API_KEY splits it (the key's half would open it)."""
-    assert list(csv.reader(["sk-a,b"])) == [["sk-a", "b"]] and list(csv.reader([csv_field("sk-a,b")])) == [["sk-a,b"]]
+    assert list(csv.reader(["sk-a,b"])) == [["sk-a", "b"]] and list(
+        csv.reader([csv_field("sk-a,b")])
+    ) == [["sk-a,b"]]
 
 
 @pytest.mark.parametrize(
@@ -126,7 +138,12 @@ def test_a_comma_unquoted_would_be_two_keys():
         ("version: 0.5.0-dev (build 11400, commit 1a2b3c4)", "b11400", "1a2b3c4", None),
         # a commit of no known release: named by its commit
         ("version: 0.5.0-dev (build 0, commit deadbee)", "deadbee", "deadbee", None),
-        ("version: 0.5.0-dev (build 0, commit unknown)", None, None, "neither a build number nor a commit"),
+        (
+            "version: 0.5.0-dev (build 0, commit unknown)",
+            None,
+            None,
+            "neither a build number nor a commit",
+        ),
         ("llama-server: command not found", None, None, "no llama.cpp 'version: ...' line"),
     ],
 )
@@ -137,7 +154,9 @@ def test_the_version_is_the_release_users_name(line, version, commit, error):
 
 
 def test_the_version_comes_from_the_servers_own_answer(tmp_path: Path):
-    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    env = fake_engine(
+        tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)"
+    )
     found = registry.get("llamacpp").detect_version(env)
     assert (found.version, found.commit, found.distribution) == ("b11312", "0c1e57098", "llama.cpp")
     assert found.source.endswith("llama-server --version")
@@ -149,14 +168,22 @@ def test_a_commit_outside_the_table_says_so_in_its_source(tmp_path: Path):
     assert found.version == "abcdef123" and "in no release table" in found.source
 
 
-def test_an_engine_without_its_converter_cannot_make_tinys_gguf_and_says_how_to_get_one(tmp_path: Path):
-    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
-    with pytest.raises(ModelError, match="keeps no llama.cpp converter.*scripts/install-engines.sh"):
+def test_an_engine_without_its_converter_cannot_make_tinys_gguf_and_says_how_to_get_one(
+    tmp_path: Path,
+):
+    env = fake_engine(
+        tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)"
+    )
+    with pytest.raises(
+        ModelError, match="keeps no llama.cpp converter.*scripts/install-engines.sh"
+    ):
         TINY.path(registry.get("llamacpp").model_form, env)
 
 
 def test_the_converter_is_the_one_the_install_step_keeps(tmp_path: Path):
-    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
+    env = fake_engine(
+        tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)"
+    )
     kept = tmp_path / "llamacpp-0.3.36" / "share" / "llama.cpp"
     kept.mkdir(parents=True)
     (kept / "convert_hf_to_gguf.py").write_text("")
@@ -165,8 +192,12 @@ def test_the_converter_is_the_one_the_install_step_keeps(tmp_path: Path):
 
 def test_users_may_name_it_as_the_project_or_its_server_is_named(tmp_path: Path):
     assert parse_frameworks("llama.cpp,vllm,llama-server") == ("llamacpp", "vllm")
-    env = fake_engine(tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)")
-    assert list(parse_environments([f"llama.cpp={env.bin_dir.parent}"], ("llamacpp",))) == ["llamacpp"]
+    env = fake_engine(
+        tmp_path / "llamacpp-0.3.36", "version: 0.5.0-dev (build 0, commit 0c1e57098)"
+    )
+    assert list(parse_environments([f"llama.cpp={env.bin_dir.parent}"], ("llamacpp",))) == [
+        "llamacpp"
+    ]
     with pytest.raises(pytest.UsageError, match="unknown framework 'llama'"):
         parse_frameworks("llama")
 

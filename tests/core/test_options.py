@@ -65,7 +65,9 @@ def test_all_options_parse(pytester, fake_vllm, org_m_profile):
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"]
+        [
+            "*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8', '--enforce-eager') 12.5 3.0 out 127.0.0.2"
+        ]
     )
     assert f"TARGETS [('vllm', 'vllm', '{fake_vllm.name}', None)]" in result.stdout.str()
 
@@ -85,12 +87,16 @@ def test_ini_equivalents(pytester, fake_vllm, org_m_profile):
         """)
     result = run_probe(pytester)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"])
+    result.stdout.fnmatch_lines(
+        ["*OPTS ('vllm',) org/m () org-m ('--max-num-seqs', '8') 20.0 4.0 ini-out 127.0.0.3"]
+    )
 
 
 def test_command_line_beats_ini(pytester, fake_vllm):
     pytester.makeini("[pytest]\ninfer_model = from-ini\n")
-    result = run_probe(pytester, f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm={fake_vllm}", f"{o.MODEL}=from-cli")
+    result = run_probe(
+        pytester, f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm={fake_vllm}", f"{o.MODEL}=from-cli"
+    )
     result.stdout.fnmatch_lines(["*OPTS ('vllm',) from-cli *"])
 
 
@@ -132,9 +138,18 @@ def test_named_endpoints_are_one_target_each(pytester):
         ),
         ([f"{o.FRAMEWORK}=,"], "*--infer-framework: unknown framework*valid: vllm*"),
         ([f"{slo_plugin.SLO}=a1000"], "*--slo: unknown profile 'a1000'; valid: *a100*cpu*"),
-        ([f"{slo_plugin.SLO}=missing/profile.yaml"], "*--slo: profile file missing/profile.yaml does not exist*"),
-        ([f"{o.ENDPOINT}=localhost:8000"], "*--infer-endpoint: 'localhost:8000' is not an http(s) URL*"),
-        ([f"{o.STARTUP_TIMEOUT}=soon"], "*--infer-startup-timeout: 'soon' is not a number of seconds*"),
+        (
+            [f"{slo_plugin.SLO}=missing/profile.yaml"],
+            "*--slo: profile file missing/profile.yaml does not exist*",
+        ),
+        (
+            [f"{o.ENDPOINT}=localhost:8000"],
+            "*--infer-endpoint: 'localhost:8000' is not an http(s) URL*",
+        ),
+        (
+            [f"{o.STARTUP_TIMEOUT}=soon"],
+            "*--infer-startup-timeout: 'soon' is not a number of seconds*",
+        ),
         ([f"{o.REQUEST_TIMEOUT}=-1"], "*--infer-request-timeout: must be more than 0 seconds*"),
         ([f"{o.ENV}=vllm"], "*--infer-env: 'vllm' is not FRAMEWORK=PATH*"),
         ([f"{o.ENV}=vlm=/x"], "*--infer-env: unknown framework 'vlm'; valid: vllm*"),
@@ -142,7 +157,10 @@ def test_named_endpoints_are_one_target_each(pytester):
             [f"{o.FRAMEWORK}=vllm", f"{o.ENV}=vllm=/no/such/dir"],
             "*--infer-env: /no/such/dir: no such Python environment*",
         ),
-        ([f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"], "*--infer-endpoint: name at most one framework*"),
+        (
+            [f"{o.FRAMEWORK}=vllm,sglang", f"{o.ENDPOINT}=http://h:1"],
+            "*--infer-endpoint: name at most one framework*",
+        ),
         (
             [f"{o.ENDPOINT}=http://h:1", f"{o.ENDPOINT}=http://h:2"],
             "*--infer-endpoint: several servers need a distinct NAME each (NAME=URL)*",
@@ -157,7 +175,10 @@ def test_named_endpoints_are_one_target_each(pytester):
             "*--slo-interleave measures the targets in turns from one process; run it without -n*",
         ),
         ([f"{o.MODEL}= "], "*--infer-model: empty model name*"),
-        ([f"{o.PARSER}=vision:x"], "*--infer-parser: 'vision:x': give a parser as NAME, tool:NAME or reasoning:NAME*"),
+        (
+            [f"{o.PARSER}=vision:x"],
+            "*--infer-parser: 'vision:x': give a parser as NAME, tool:NAME or reasoning:NAME*",
+        ),
         (
             [f"{o.PARSER}=hermes", f"{o.PARSER}=tool:pythonic"],
             "*--infer-parser: two tool parsers named: 'hermes' and 'pythonic'*",
@@ -173,7 +194,12 @@ def test_usage_errors(pytester, args, message):
 
 
 def test_environment_for_a_framework_not_under_test_is_an_error(pytester, fake_vllm):
-    result = run_probe(pytester, f"{o.FRAMEWORK}=sglang", f"{o.ENV}=vllm={fake_vllm}", f"{o.ENV}=sglang={fake_vllm}")
+    result = run_probe(
+        pytester,
+        f"{o.FRAMEWORK}=sglang",
+        f"{o.ENV}=vllm={fake_vllm}",
+        f"{o.ENV}=sglang={fake_vllm}",
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["ERROR: --infer-env: environment given for vllm, which --infer-framework does not name"]
@@ -184,7 +210,9 @@ def test_framework_with_no_environment_anywhere_is_an_error(pytester, monkeypatc
     monkeypatch.setenv("PYTEST_INFER_ENGINES", str(tmp_path / "none"))
     result = run_probe(pytester, f"{o.FRAMEWORK}=lmdeploy")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: no environment found for lmdeploy*--infer-env lmdeploy=PATH"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: no environment found for lmdeploy*--infer-env lmdeploy=PATH"]
+    )
 
 
 def test_engines_folder_is_searched_newest_first(pytester, monkeypatch, tmp_path):
@@ -199,7 +227,9 @@ def test_without_a_server_suite_tests_skip_with_the_reason(pytester):
     pytester.makepyfile("def test_chat(infer_client):\n    raise AssertionError('must not run')\n")
     result = pytester.runpytest("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*no server under test: pass --infer-framework=NAME or --infer-endpoint=URL*"])
+    result.stdout.fnmatch_lines(
+        ["*no server under test: pass --infer-framework=NAME or --infer-endpoint=URL*"]
+    )
 
 
 def test_help_lists_the_infer_group(pytester):

@@ -16,7 +16,18 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     root = bundled("suites").parent
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(root)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(root),
+        ],
         check=True,
         capture_output=True,
     )
@@ -43,7 +54,9 @@ def test_wheel_ships_suites_and_profiles(wheel, tmp_path):
 
 def test_installed_layout_finds_the_bundled_folders(wheel, tmp_path):
     wheel.extractall(tmp_path)
-    probe = "from pytest_infer.paths import bundled; print(bundled('suites')); print(bundled('slo'))"
+    probe = (
+        "from pytest_infer.paths import bundled; print(bundled('suites')); print(bundled('slo'))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=tmp_path,

@@ -18,13 +18,18 @@ from .fakeenv import pid_alive
 
 
 def fake_spec(port: int, *extra: str) -> LaunchSpec:
-    return LaunchSpec(argv=[sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), *extra])
+    return LaunchSpec(
+        argv=[sys.executable, "-m", "pytest_infer.testing.fakeserver", "--port", str(port), *extra]
+    )
 
 
 def started(tmp_path, *extra: str, timeout: float = 30.0) -> ServerProcess:
     port = free_port()
     proc = ServerProcess(
-        fake_spec(port, *extra), Endpoint(f"http://127.0.0.1:{port}"), tmp_path / "server.log", timeout
+        fake_spec(port, *extra),
+        Endpoint(f"http://127.0.0.1:{port}"),
+        tmp_path / "server.log",
+        timeout,
     )
     proc.start()
     return proc
@@ -77,7 +82,11 @@ def test_readiness_timeout_is_measured_with_the_given_clock(tmp_path):
     now = [0.0]
     try:
         with pytest.raises(ServerStartError, match="not ready after 100s"):
-            proc.wait_ready(probe=lambda: False, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + 30))
+            proc.wait_ready(
+                probe=lambda: False,
+                clock=lambda: now[0],
+                sleep=lambda s: now.__setitem__(0, now[0] + 30),
+            )
         assert now[0] == 120.0  # polled at 0, 30, 60, 90, then gave up past 100
     finally:
         proc.stop()
@@ -88,7 +97,9 @@ def test_readiness_is_polled_quickly_at_first_then_at_the_interval(tmp_path):
     pauses: list[float] = []
     try:
         with pytest.raises(ServerStartError):
-            proc.wait_ready(probe=lambda: False, clock=lambda: sum(pauses), sleep=pauses.append, interval=0.5)
+            proc.wait_ready(
+                probe=lambda: False, clock=lambda: sum(pauses), sleep=pauses.append, interval=0.5
+            )
     finally:
         proc.stop()
     assert pauses[:6] == [0.02, 0.04, 0.08, 0.16, 0.32, 0.5] and set(pauses[6:]) == {0.5}
@@ -105,7 +116,10 @@ def test_stop_reaches_children_in_the_group_and_children_that_left_it(tmp_path):
         "time.sleep(600)\n"
     )
     proc = ServerProcess(
-        LaunchSpec(argv=[sys.executable, str(script)]), Endpoint("http://127.0.0.1:9"), tmp_path / "log", 10
+        LaunchSpec(argv=[sys.executable, str(script)]),
+        Endpoint("http://127.0.0.1:9"),
+        tmp_path / "log",
+        10,
     )
     proc.start()
     deadline = time.monotonic() + 10
@@ -158,7 +172,9 @@ def test_first_requests_reach_the_server_before_any_test_and_a_refused_one_becom
 
     class Recorder(BaseHTTPRequestHandler):
         def do_POST(self):
-            received.append((self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            received.append(
+                (self.path, json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            )
             self.send_response(200 if self.path == "/v1/chat/completions" else 404)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -175,7 +191,9 @@ def test_first_requests_reach_the_server_before_any_test_and_a_refused_one_becom
     finally:
         server.shutdown()
     assert [path for path, _ in received] == ["/v1/chat/completions", "/v1/nothing"]
-    assert received[0][1]["model"] == "m" and received[0][1]["structured_outputs"]["json"]["required"] == ["ok"]
+    assert received[0][1]["model"] == "m" and received[0][1]["structured_outputs"]["json"][
+        "required"
+    ] == ["ok"]
     assert notes == ("the first request to /v1/nothing answered HTTP 404: ",)
 
 
@@ -184,14 +202,20 @@ def test_a_server_that_lists_no_model_is_ready_for_the_one_its_launch_names(tmp_
     answers for the model it serves: its launch names that id, readiness asks it, and the tests address it."""
     port = free_port()
     endpoint = Endpoint(f"http://127.0.0.1:{port}", "tiny")
-    spec = LaunchSpec(argv=fake_spec(port, "--fault", "unlisted-model").argv, served_model="fake-model")
+    spec = LaunchSpec(
+        argv=fake_spec(port, "--fault", "unlisted-model").argv, served_model="fake-model"
+    )
     proc = ServerProcess(spec, endpoint, tmp_path / "server.log", 30.0)
     proc.start()
     try:
         assert proc.wait_ready() < 30
         assert endpoint.models() == []
         assert ServerPool._served_model(endpoint, spec.served_model) == "fake-model"
-        assert ServerPool._served_model(endpoint) == "tiny", "without a launch's id, the name asked for"
-        assert not ReadinessProbe(endpoint, spec.ready_paths)(), "nothing listed and nothing named: not ready yet"
+        assert ServerPool._served_model(endpoint) == "tiny", (
+            "without a launch's id, the name asked for"
+        )
+        assert not ReadinessProbe(endpoint, spec.ready_paths)(), (
+            "nothing listed and nothing named: not ready yet"
+        )
     finally:
         proc.stop()

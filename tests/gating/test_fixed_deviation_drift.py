@@ -30,7 +30,11 @@ SUITE = Path(__file__).resolve().parents[2] / "suites" / "conformance"
 CHECK = "stream.usage-off"
 STREAM = "POST /v1/chat/completions stream"
 CURL = "curl -sS -N -X POST http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' -d "
-USAGE_CHUNK = {"id": "c", "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+USAGE_CHUNK = {
+    "id": "c",
+    "choices": [],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
 # what the check's failure says, as results.json keeps it (the check's own words, then its reproducer)
 MESSAGE = (
     f"Failed: [{CHECK}] without stream_options.include_usage no chunk carries usage (error)\n"
@@ -40,7 +44,9 @@ MESSAGE = (
 )
 
 
-def with_check(results: SessionResults, outcome: str, *, message: str = MESSAGE, check: str = CHECK) -> SessionResults:
+def with_check(
+    results: SessionResults, outcome: str, *, message: str = MESSAGE, check: str = CHECK
+) -> SessionResults:
     """The results with ``check`` recorded as the conformance suite records it (a failure keeps its reproducer)."""
     failed = outcome in ("failed", "xfail")
     results.add_test(
@@ -70,16 +76,25 @@ def pair(before: str, after: str, *, endpoint: str = STREAM, message: str = MESS
     """A baseline that served a usage chunk no one asked for and ``service_tier``, and a candidate that serves
     neither; ``CHECK`` went from ``before`` to ``after``."""
     served = {**CHUNK, "service_tier": "default"}
-    baseline = shapes(with_check(session("0.31.0"), before, message=message), served, USAGE_CHUNK, endpoint=endpoint)
+    baseline = shapes(
+        with_check(session("0.31.0"), before, message=message),
+        served,
+        USAGE_CHUNK,
+        endpoint=endpoint,
+    )
     return baseline, shapes(with_check(session("0.32.0"), after), CHUNK, endpoint=endpoint)
 
 
 def api(gate) -> list[tuple[str, str, str]]:
-    return sorted((f.kind, f.subject.split(": ", 1)[1], f.detail) for f in gate.findings if f.area == "api")
+    return sorted(
+        (f.kind, f.subject.split(": ", 1)[1], f.detail) for f in gate.findings if f.area == "api"
+    )
 
 
 @pytest.mark.parametrize("before", ["failed", "xfail"])
-def test_a_field_removed_by_a_fixed_deviation_is_a_change_and_a_field_no_check_failed_on_a_regression(before: str):
+def test_a_field_removed_by_a_fixed_deviation_is_a_change_and_a_field_no_check_failed_on_a_regression(
+    before: str,
+):
     gate = compare(*pair(before, "passed"))
     assert api(gate) == [
         (
@@ -96,33 +111,70 @@ def test_a_field_removed_by_a_fixed_deviation_is_a_change_and_a_field_no_check_f
 def test_without_the_real_removal_the_fix_passes_the_gate():
     baseline, candidate = pair("failed", "passed")
     gate = compare(baseline, shapes(candidate, {**CHUNK, "service_tier": "default"}))
-    assert gate.verdict == "PASS: no regressions" and [f.subject for f in gate.of("improvement")] == [CHECK]
+    assert gate.verdict == "PASS: no regressions" and [
+        f.subject for f in gate.of("improvement")
+    ] == [CHECK]
 
 
 @pytest.mark.parametrize(
     ("before", "after", "endpoint", "message"),
     [
-        ("failed", "failed", STREAM, MESSAGE),  # the deviation is still there: the removal is something else
+        (
+            "failed",
+            "failed",
+            STREAM,
+            MESSAGE,
+        ),  # the deviation is still there: the removal is something else
         ("passed", "passed", STREAM, MESSAGE),  # no check failed on it
         ("failed", "inconclusive", STREAM, MESSAGE),  # not shown gone: the candidate judged nothing
-        ("failed", "passed", "POST /v1/completions stream", MESSAGE),  # it failed on another endpoint
-        ("failed", "passed", STREAM, MESSAGE.replace("usage", "tally")),  # its verdict does not name the field
-        ("failed", "passed", STREAM, MESSAGE.replace("-N ", "")),  # it failed on the non-streamed answer
+        (
+            "failed",
+            "passed",
+            "POST /v1/completions stream",
+            MESSAGE,
+        ),  # it failed on another endpoint
+        (
+            "failed",
+            "passed",
+            STREAM,
+            MESSAGE.replace("usage", "tally"),
+        ),  # its verdict does not name the field
+        (
+            "failed",
+            "passed",
+            STREAM,
+            MESSAGE.replace("-N ", ""),
+        ),  # it failed on the non-streamed answer
     ],
 )
-def test_a_removal_no_fixed_failure_accounts_for_stays_a_regression(before, after, endpoint, message):
+def test_a_removal_no_fixed_failure_accounts_for_stays_a_regression(
+    before, after, endpoint, message
+):
     gate = compare(*pair(before, after, endpoint=endpoint, message=message))
-    assert [f.subject.split(": ", 1)[1] for f in gate.regressions if f.area == "api"] == ["service_tier", "usage"]
+    assert [f.subject.split(": ", 1)[1] for f in gate.regressions if f.area == "api"] == [
+        "service_tier",
+        "usage",
+    ]
 
 
 def test_the_link_reads_the_checks_own_words_not_what_it_got_nor_its_request_and_allows_a_base_path():
     fixed = Fixed(CHECK, MESSAGE, MESSAGE.rsplit("reproduce: ", 1)[1])
     assert deviation_ended(STREAM, ["usage"], [fixed]) == CHECK
-    assert deviation_ended(STREAM, ["choices[].delta.usage"], [fixed]) is None  # its key alone is not its path
+    assert (
+        deviation_ended(STREAM, ["choices[].delta.usage"], [fixed]) is None
+    )  # its key alone is not its path
     assert deviation_ended(STREAM, ["total_tokens"], [fixed]) is None  # only in the answer it got
-    assert deviation_ended(STREAM, ["include_usage"], [fixed]) is None  # a word of the title, not a key it names
-    asked = Fixed(CHECK, "expected: no stray chunk\ngot: 2 chunks\nreproduce: curl ... usage", fixed.reproducer)
-    assert deviation_ended(STREAM, ["usage"], [asked]) is None  # the request names it; the failure does not
+    assert (
+        deviation_ended(STREAM, ["include_usage"], [fixed]) is None
+    )  # a word of the title, not a key it names
+    asked = Fixed(
+        CHECK,
+        "expected: no stray chunk\ngot: 2 chunks\nreproduce: curl ... usage",
+        fixed.reproducer,
+    )
+    assert (
+        deviation_ended(STREAM, ["usage"], [asked]) is None
+    )  # the request names it; the failure does not
     prefixed = Fixed(CHECK, MESSAGE, fixed.reproducer.replace("8000/v1", "8000/vllm/v1"))
     assert deviation_ended(STREAM, ["usage"], [prefixed]) == CHECK
     declared = Fixed(
@@ -131,9 +183,13 @@ def test_the_link_reads_the_checks_own_words_not_what_it_got_nor_its_request_and
         " -d '{}'\nknown deviation: message items carry an empty summary (vllm#1)",
         "curl -sS -N -X POST http://h:1/v1/responses -d '{}'",
     )
-    assert deviation_ended("POST /v1/responses stream", ["item.summary"], [declared]) is None  # "summary" only
+    assert (
+        deviation_ended("POST /v1/responses stream", ["item.summary"], [declared]) is None
+    )  # "summary" only
     exact = Fixed(
-        declared.check, declared.message.replace("an empty summary", "an empty item.summary"), declared.reproducer
+        declared.check,
+        declared.message.replace("an empty summary", "an empty item.summary"),
+        declared.reproducer,
     )
     assert deviation_ended("POST /v1/responses stream", ["item.summary"], [exact]) == "responses.x"
     assert deviation_ended("POST /v1/responses", ["item.summary"], [exact]) is None
@@ -162,7 +218,11 @@ def test_a_retyped_or_renamed_field_a_fixed_check_named_says_what_clients_see_no
             "retyped; the end of a deviation: messages.stop-sequence failed on it in the baseline and passes now;"
             " clients that read stop_sequence as integer now get string",
         ),
-        ("regression", "reasoning_content", "renamed: the same values now come as reasoning"),  # named by no failure
+        (
+            "regression",
+            "reasoning_content",
+            "renamed: the same values now come as reasoning",
+        ),  # named by no failure
     ]
 
 
@@ -196,11 +256,15 @@ def test_a_real_session_fixing_a_deviation_lists_the_field_as_a_change_and_fails
 ):
     """The check runs against the fake server with its deviation, then without: what results.json records of the
     failure (message, reproducer) and of the answers (shapes) is all the gate reads."""
-    shutil.copytree(SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__")
+    )
     before = run_check(pytester, usage_and_service_tier(), "old")
     after = run_check(pytester, BASE, "new")
     recorded = json.loads(before.read_text())["tests"]
-    assert [(t["check"], t["outcome"]) for t in recorded] == [(CHECK, "failed")] and recorded[0]["reproducer"]
+    assert [(t["check"], t["outcome"]) for t in recorded] == [(CHECK, "failed")] and recorded[0][
+        "reproducer"
+    ]
     capsys.readouterr()  # the inner sessions' output
     assert main(["compare", str(before), str(after)]) == 1
     out = capsys.readouterr().out
@@ -208,7 +272,10 @@ def test_a_real_session_fixing_a_deviation_lists_the_field_as_a_change_and_fails
     regressions, rest = out.split("REGRESSIONS (1):\n")[1].split("improvements (1):\n")
     improvements, changes = rest.split("other changes (1):\n")
     assert out.startswith("upgrade gate: FAIL: 1 regression\n")
-    assert regressions == f"  [api] {STREAM}: service_tier: string -> absent {pair}; removed: the baseline served it\n"
+    assert (
+        regressions
+        == f"  [api] {STREAM}: service_tier: string -> absent {pair}; removed: the baseline served it\n"
+    )
     assert improvements == f"  [check] {CHECK}: failed -> passed {pair}; fixed\n"
     assert changes == (
         f"  [api] {STREAM}: usage: object -> absent {pair}; removed: the baseline served it; the end of a deviation:"

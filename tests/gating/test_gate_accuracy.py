@@ -24,9 +24,15 @@ def test_an_a_a_gate_passes_and_a_fault_fails_it_by_name(tmp_path):
             check=True, capture_output=True, timeout=600,
         )  # fmt: skip
     aa, fault = json.loads(summary.read_text())["rows"]
-    assert (aa["fault"], aa["verdict"], aa["regressions"]) == ("none (A/A 1)", "PASS: no regressions", [])
+    assert (aa["fault"], aa["verdict"], aa["regressions"]) == (
+        "none (A/A 1)",
+        "PASS: no regressions",
+        [],
+    )
     assert (fault["fault"], fault["caught"]) == ("stream-no-done", True)
-    assert fault["verdict"].startswith("FAIL") and "check:stream.sse-framing" in fault["regressions"]
+    assert (
+        fault["verdict"].startswith("FAIL") and "check:stream.sse-framing" in fault["regressions"]
+    )
     assert fault["acted"] >= 1
 
 

@@ -69,12 +69,16 @@ def empty_content() -> Deviation:
 def calibrated(pytester: pytest.Pytester, bound_pct: float) -> str:
     """``--infer-calibration`` with a drift between sessions of ``bound_pct`` for the suite's one timing figure."""
     path = pytester.path / "calibration.json"
-    DriftCalibration({"-/c=1": {"ttft_p50_ms": Drift(bound_pct, bound_pct / 1.5, 3)}}, ["s1", "s2", "s3"]).write(path)
+    DriftCalibration(
+        {"-/c=1": {"ttft_p50_ms": Drift(bound_pct, bound_pct / 1.5, 3)}}, ["s1", "s2", "s3"]
+    ).write(path)
     return f"{CALIBRATION}={path}"
 
 
 def run(pytester: pytest.Pytester, server: FakeServer, name: str, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest(
+        f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}={name}", "-p", "no:cacheprovider", *args
+    )
 
 
 @pytest.fixture
@@ -86,9 +90,16 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_a_regression_fails_the_run_and_is_listed_after_the_tables(suite: pytest.Pytester):
     with FakeServer(slow(0.02)) as server:
         run(suite, server, "base").assert_outcomes(passed=2)
-        server.set_deviation(Deviation(request=slow(0.08).request, response=empty_content().response))
+        server.set_deviation(
+            Deviation(request=slow(0.08).request, response=empty_content().response)
+        )
         result = run(
-            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20)
+            suite,
+            server,
+            "cand",
+            f"{BASELINE}=base/results.json",
+            f"{FAIL_ON}=ttft_p50:50%",
+            calibrated(suite, 20),
         )
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -119,9 +130,16 @@ def test_the_gate_alone_fails_a_run_whose_tests_all_pass(suite: pytest.Pytester)
         run(suite, server, "base").assert_outcomes(passed=2)
         server.set_deviation(slow(0.06))
         result = run(
-            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 20)
+            suite,
+            server,
+            "cand",
+            f"{BASELINE}=base/results.json",
+            f"{FAIL_ON}=ttft_p50:50%",
+            calibrated(suite, 20),
         )
-        ungated = run(suite, server, "cand2", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%")
+        ungated = run(
+            suite, server, "cand2", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%"
+        )
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -147,11 +165,18 @@ def test_the_gate_alone_fails_a_run_whose_tests_all_pass(suite: pytest.Pytester)
 
 
 def test_an_improvement_passes_and_is_listed(suite: pytest.Pytester):
-    with FakeServer(Deviation(request=slow(0.08).request, response=empty_content().response)) as server:
+    with FakeServer(
+        Deviation(request=slow(0.08).request, response=empty_content().response)
+    ) as server:
         run(suite, server, "base").assert_outcomes(passed=1, failed=1)
         server.set_deviation(slow(0.02))
         result = run(
-            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%", calibrated(suite, 5)
+            suite,
+            server,
+            "cand",
+            f"{BASELINE}=base/results.json",
+            f"{FAIL_ON}=ttft_p50:50%",
+            calibrated(suite, 5),
         )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -169,7 +194,9 @@ def test_the_same_server_twice_passes(suite: pytest.Pytester):
     runs."""
     with FakeServer(slow(0.05)) as server:
         run(suite, server, "base").assert_outcomes(passed=2)
-        result = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%")
+        result = run(
+            suite, server, "cand", f"{BASELINE}=base/results.json", f"{FAIL_ON}=ttft_p50:50%"
+        )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["upgrade gate: PASS: no regressions"])
 
@@ -179,9 +206,13 @@ def test_under_xdist_the_controller_writes_one_results_file_and_gates(suite: pyt
     with FakeServer() as server:
         run(suite, server, "base").assert_outcomes(passed=2)
         server.set_deviation(empty_content())
-        result = run(suite, server, "cand", "-n", "2", "-p", "no:benchmark", f"{BASELINE}=base/results.json")
+        result = run(
+            suite, server, "cand", "-n", "2", "-p", "no:benchmark", f"{BASELINE}=base/results.json"
+        )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["upgrade gate: FAIL: 1 regression", "  [[]check] chat.answers: passed -> failed*"])
+    result.stdout.fnmatch_lines(
+        ["upgrade gate: FAIL: 1 regression", "  [[]check] chat.answers: passed -> failed*"]
+    )
     saved = json.loads((suite.path / "cand" / "results.json").read_text())
     assert sorted(t["outcome"] for t in saved["tests"]) == ["failed", "passed"]
     assert len(saved["slo"]) == 1 and saved["environment"]["git"]
@@ -189,12 +220,20 @@ def test_under_xdist_the_controller_writes_one_results_file_and_gates(suite: pyt
 
 def test_a_calibration_needs_a_baseline_and_must_be_one(suite: pytest.Pytester):
     (suite.path / "junk.json").write_text('{"schema_version": 3}')
-    alone = suite.runpytest(f"{CALIBRATION}=junk.json", f"{ENDPOINT}=http://127.0.0.1:9", "-p", "no:cacheprovider")
-    assert alone.ret == pytest.ExitCode.USAGE_ERROR and f"{CALIBRATION} needs {BASELINE}=FILE" in alone.stderr.str()
+    alone = suite.runpytest(
+        f"{CALIBRATION}=junk.json", f"{ENDPOINT}=http://127.0.0.1:9", "-p", "no:cacheprovider"
+    )
+    assert (
+        alone.ret == pytest.ExitCode.USAGE_ERROR
+        and f"{CALIBRATION} needs {BASELINE}=FILE" in alone.stderr.str()
+    )
     with FakeServer() as server:
         run(suite, server, "base").assert_outcomes(passed=2)
-        foreign = run(suite, server, "cand", f"{BASELINE}=base/results.json", f"{CALIBRATION}=junk.json")
+        foreign = run(
+            suite, server, "cand", f"{BASELINE}=base/results.json", f"{CALIBRATION}=junk.json"
+        )
     assert (
         foreign.ret == pytest.ExitCode.USAGE_ERROR
-        and "is not a drift calibration (make one with pytest-infer calibrate)" in foreign.stderr.str()
+        and "is not a drift calibration (make one with pytest-infer calibrate)"
+        in foreign.stderr.str()
     )

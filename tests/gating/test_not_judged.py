@@ -68,12 +68,16 @@ def test_a_baseline_whose_server_never_started_is_incomplete_not_a_pass_of_any_c
 ):
     """The user's case: the conformance suite against a vLLM that exited during start-up, as the baseline of a
     candidate that fails checks: before, ``PASS: no regressions``, exit 0, every candidate pass an improvement."""
-    shutil.copytree(CONFORMANCE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        CONFORMANCE, pytester.path / "conformance", ignore=shutil.ignore_patterns("__pycache__")
+    )
     base = never_started(pytester, "conformance", "base")
     stored = json.loads(base.read_text())
     outcomes = [t["outcome"] for t in stored["tests"]]
     assert outcomes.count("error") == 1 and outcomes.count("not_run") == len(outcomes) - 1 > 50
-    assert stored["targets"]["vllm"]["error"].startswith("server exited with code 1 during start-up")
+    assert stored["targets"]["vllm"]["error"].startswith(
+        "server exited with code 1 during start-up"
+    )
     candidate = tmp_path / "candidate.json"
     session("0.32.0", outcomes={CHECK: "failed", "chat.n_choices": "failed"}).write(candidate)
     capsys.readouterr()  # the inner session's output
@@ -84,13 +88,17 @@ def test_a_baseline_whose_server_never_started_is_incomplete_not_a_pass_of_any_c
         " became ready (server exited with code 1 during start-up;"
     )
     assert f"its tests: 1 error, {len(outcomes) - 1} not run" in out
-    assert "improvements" not in out and "REGRESSIONS" not in out  # nothing of an unjudged pair is either
+    assert (
+        "improvements" not in out and "REGRESSIONS" not in out
+    )  # nothing of an unjudged pair is either
     # the candidate's failures do not turn it into a FAIL either: it is the baseline that must be run again
     gate = compare(SessionResults.read(base), SessionResults.read(candidate))
     assert (gate.exit_code, gate.findings, gate.failed, gate.incomplete) == (2, [], False, True)
 
 
-def test_a_gated_pytest_run_against_a_baseline_that_never_started_exits_2(pytester: pytest.Pytester):
+def test_a_gated_pytest_run_against_a_baseline_that_never_started_exits_2(
+    pytester: pytest.Pytester,
+):
     """``--infer-baseline`` in a session: every test passes, and the run still does not pass."""
     pytester.makepyfile(test_suite=TWO_CHECKS)
     base = never_started(pytester, "test_suite.py", "base")
@@ -132,10 +140,18 @@ def test_history_does_not_step_from_or_to_a_version_that_judged_nothing(
     capsys.readouterr()  # the inner session's output
     assert main(["history", str(history), "-o", str(pytester.path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "(invalid: judged nothing: the server never became ready (server exited with code 1 during start-up" in out
-    assert "0.32.0 (invalid: judged nothing: no test reached a verdict on the server; its tests: 5 skipped)" in out
+    assert (
+        "(invalid: judged nothing: the server never became ready (server exited with code 1 during start-up"
+        in out
+    )
+    assert (
+        "0.32.0 (invalid: judged nothing: no test reached a verdict on the server; its tests: 5 skipped)"
+        in out
+    )
     steps = [line for line in out.splitlines() if line.startswith("vllm ") and " -> " in line]
-    assert steps == ["vllm 0.31.0 -> 0.33.0 (skipping 0.32.0: not comparable): PASS: no regressions"]
+    assert steps == [
+        "vllm 0.31.0 -> 0.33.0 (skipping 0.32.0: not comparable): PASS: no regressions"
+    ]
     assert (pytester.path / "out" / "history.html").is_file()  # still rendered
 
 
@@ -161,17 +177,23 @@ def test_a_file_without_a_tests_list_is_incomplete_on_either_side(
 def test_a_candidate_whose_server_never_started_is_incomplete_too():
     candidate = session("0.32.0", outcomes=dict.fromkeys(CHECKS, "not_run"))
     candidate.tests[0].outcome = "error"
-    candidate.targets["vllm"].error = "server exited with code 1 during start-up; last lines of vllm.log:"
+    candidate.targets[
+        "vllm"
+    ].error = "server exited with code 1 during start-up; last lines of vllm.log:"
     gate = compare(session("0.31.0"), candidate)
     assert gate.exit_code == 2 and gate.findings == []
     assert gate.not_judged == [
         "candidate vllm 0.32.0: the server never became ready (server exited with code 1 during start-up; last lines of"
         " vllm.log:); its tests: 1 error, 4 not run"
     ]
-    assert GateResult.from_dict(gate.to_dict()).verdict == gate.verdict  # stored with the results, read back whole
+    assert (
+        GateResult.from_dict(gate.to_dict()).verdict == gate.verdict
+    )  # stored with the results, read back whole
 
 
-def test_a_real_regression_still_fails_and_a_file_against_itself_passes(tmp_path: Path, capsys: pytest.CaptureFixture):
+def test_a_real_regression_still_fails_and_a_file_against_itself_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+):
     base, cand = tmp_path / "base.json", tmp_path / "cand.json"
     session("0.31.0", outcomes={"chat.n_choices": "skipped"}).write(base)
     session("0.32.0", outcomes={CHECK: "failed", "chat.n_choices": "skipped"}).write(cand)
@@ -184,14 +206,30 @@ def test_a_real_regression_still_fails_and_a_file_against_itself_passes(tmp_path
 def test_a_check_the_baseline_never_judged_is_newly_judged_and_its_failure_still_fails_the_gate():
     """Skipped, inconclusive, not exercised, errored, not run or absent in the baseline: a pass on the candidate fixes
     nothing, and a failure is not waved through because nothing could be compared."""
-    unjudged = {"chat.basic": "skipped", "chat.stream_matches": "inconclusive", "completions.logprobs": "error"}
+    unjudged = {
+        "chat.basic": "skipped",
+        "chat.stream_matches": "inconclusive",
+        "completions.logprobs": "error",
+    }
     baseline = session("0.31.0", outcomes=unjudged)
     passing = compare(baseline, session("0.32.0"))
     assert passing.verdict == "PASS: no regressions" and passing.of("improvement") == []
     assert sorted((f.subject, f.kind, f.detail) for f in passing.findings) == [
-        ("chat.basic", "change", "newly judged: passed; the baseline never judged it (was skipped)"),
-        ("chat.stream_matches", "change", "newly judged: passed; the baseline never judged it (was inconclusive)"),
-        ("completions.logprobs", "change", "newly judged: passed; the baseline never judged it (was error)"),
+        (
+            "chat.basic",
+            "change",
+            "newly judged: passed; the baseline never judged it (was skipped)",
+        ),
+        (
+            "chat.stream_matches",
+            "change",
+            "newly judged: passed; the baseline never judged it (was inconclusive)",
+        ),
+        (
+            "completions.logprobs",
+            "change",
+            "newly judged: passed; the baseline never judged it (was error)",
+        ),
     ]
     failing = compare(baseline, session("0.32.0", outcomes=dict.fromkeys(unjudged, "failed")))
     assert failing.exit_code == 1 and failing.verdict == "FAIL: 3 regressions"
@@ -225,7 +263,9 @@ def test_merged_runs_holding_fixed_and_inconclusive_are_not_a_pass_and_fix_nothi
     assert gate.failed is False and gate.of("improvement") == []  # before: "known deviation fixed"
     (finding,) = [f for f in gate.findings if f.subject == CHECK]
     assert (finding.kind, finding.before, finding.after) == ("missing", "xfail", "inconclusive")
-    assert gate.verdict.startswith("INCOMPLETE")  # the baseline's verdict on it has no judged counterpart
+    assert gate.verdict.startswith(
+        "INCOMPLETE"
+    )  # the baseline's verdict on it has no judged counterpart
     assert compare(session("0.31.0"), merged).failed  # from a pass it is a step away: a regression
 
 
@@ -238,11 +278,16 @@ def test_a_different_plugin_version_is_in_the_verdict_whatever_it_is():
     )
     regressed = session("0.32.0", outcomes={CHECK: "failed"})
     regressed.plugin_version = ""
-    assert compare(old, regressed).verdict.startswith("FAIL: 1 regression; PLUGIN CHANGED: pytest-infer 0.1.0 -> ")
+    assert compare(old, regressed).verdict.startswith(
+        "FAIL: 1 regression; PLUGIN CHANGED: pytest-infer 0.1.0 -> "
+    )
     assert "unrecorded" in compare(old, regressed).verdict
     assert "PLUGIN" not in compare(old, session("0.32.0")).verdict
     stored = compare(old, new).to_dict()
-    assert stored["plugin"] == "0.1.0 -> 0.2.0" and GateResult.from_dict(stored).verdict == stored["verdict"]
+    assert (
+        stored["plugin"] == "0.1.0 -> 0.2.0"
+        and GateResult.from_dict(stored).verdict == stored["verdict"]
+    )
 
 
 def test_the_gate_scripts_candidate_leg_is_not_broken_by_its_incomplete_in_run_gate(tmp_path: Path):
@@ -252,7 +297,9 @@ def test_the_gate_scripts_candidate_leg_is_not_broken_by_its_incomplete_in_run_g
     baseline = session("0.31.0", outcomes=dict.fromkeys(CHECKS, "not_run"))
     baseline.targets["vllm"].error = "server exited with code 1 during start-up"
     baseline.write(out / "vllm-0.31.0" / "results.json")
-    (tmp_path / "test_ok.py").write_text("def test_a(infer_client):\n    assert infer_client.get('/v1/models')\n")
+    (tmp_path / "test_ok.py").write_text(
+        "def test_a(infer_client):\n    assert infer_client.get('/v1/models')\n"
+    )
     env = {
         **os.environ,
         "GATE_SUITES": str(tmp_path / "test_ok.py"),

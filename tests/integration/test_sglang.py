@@ -78,7 +78,8 @@ def sglang_environment() -> Path:
     if not (folder / "bin" / "python").exists():
         kernels = Path(
             os.environ.get(
-                "PYTEST_INFER_SGLANG_CPU_DIR", Path(__file__).resolve().parents[3] / "shared" / "engines" / "sglang-cpu"
+                "PYTEST_INFER_SGLANG_CPU_DIR",
+                Path(__file__).resolve().parents[3] / "shared" / "engines" / "sglang-cpu",
             )
         )
         if not list(kernels.glob("sglang_kernel_cpu-*.whl")):
@@ -86,7 +87,10 @@ def sglang_environment() -> Path:
                 f"no CPU build of SGLang's kernel in {kernels} (PYTEST_INFER_SGLANG_CPU_DIR), so set-up could not"
                 " install SGLang"
             )
-        pytest.fail(f"engine sglang is not installed in {folder}: run scripts/install-engines.sh sglang", pytrace=False)
+        pytest.fail(
+            f"engine sglang is not installed in {folder}: run scripts/install-engines.sh sglang",
+            pytrace=False,
+        )
     return folder
 
 
@@ -97,7 +101,12 @@ def test_real_sglang_through_the_plugin(pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("PYTEST_INFER_API_KEY", KEY)
     pytester.makepyfile(test_sglang_facts=FACTS)
     result = pytester.runpytest_subprocess(
-        "--infer-framework=sglang", "--infer-model=tiny", "-p", "no:cacheprovider", "-v", timeout=600
+        "--infer-framework=sglang",
+        "--infer-model=tiny",
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        timeout=600,
     )
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines([f"sglang: sglang {VERSION} model=tiny (ready in *s): * passed*"])

@@ -19,7 +19,9 @@ PASSES = {
 
 def results() -> model.SessionResults:
     out = model.SessionResults(plugin_version="0.1.0")
-    out.targets["vllm"] = model.TargetRecord(id="vllm", framework="vllm", model="tiny", version="0.32.0")
+    out.targets["vllm"] = model.TargetRecord(
+        id="vllm", framework="vllm", model="tiny", version="0.32.0"
+    )
     for suite, evidence in PASSES.items():
         out.add_test(
             model.TestRecord(
@@ -43,8 +45,12 @@ def test_every_suites_pass_shows_what_it_judged_in_the_html_and_the_markdown():
     ]
     page = render_html(results())
     assert 'id="evidence"' in page and "What each pass judged (4 passes)" in page
-    assert "<and with" not in page and "&lt;and with a wrong one&gt;" in page  # escaped, like every value
-    assert 'title="POST /v1/chat/completions via response_format: 3 answers, 3 valid"' in page  # the matrix cell
+    assert (
+        "<and with" not in page and "&lt;and with a wrong one&gt;" in page
+    )  # escaped, like every value
+    assert (
+        'title="POST /v1/chat/completions via response_format: 3 answers, 3 valid"' in page
+    )  # the matrix cell
     assert "not a pass&#x27;s</td>" not in page
     summary = render_markdown(results())
     assert "### What each pass judged (4 passes)" in summary

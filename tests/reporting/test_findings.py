@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from results_factory import session  # noqa: E402
 
@@ -29,16 +31,16 @@ CORPUS = (
     "Failed: length-with-pattern: 2 of 3 seeds broke the schema (length bounds dropped next to pattern (xgrammar#749;"
     " vllm#45592))\n  output: 'abcdefgh'"
 )
-REFUSAL = (
-    "Failed: malformed schema 'negative-minLength': server-error instead of a 4xx: HTTP 500: Internal server error"
-)
+REFUSAL = "Failed: malformed schema 'negative-minLength': server-error instead of a 4xx: HTTP 500: Internal server error"
 ENVELOPE = (
     "Failed: {t}: bad request '{case}': HTTP 400 without the error envelope: no 'error' object (top-level keys:"
     " ['detail']); body: '{{}}'"
 )
 
 
-def fail(results: SessionResults, nodeid: str, suite: str, message: str, target: str = "vllm", **extra) -> None:
+def fail(
+    results: SessionResults, nodeid: str, suite: str, message: str, target: str = "vllm", **extra
+) -> None:
     results.add_test(
         model.TestRecord(
             nodeid=nodeid,
@@ -112,10 +114,14 @@ def test_the_same_failure_on_three_request_paths_is_one_finding_with_three_place
     assert (
         corpus.cause.severity == "critical" and corpus.cause.reference == "xgrammar#749, vllm#45592"
     )  # the corpus names them
-    assert "ignoring minLength/maxLength" in corpus.server_log and corpus.reproducer.startswith("curl ")
+    assert "ignoring minLength/maxLength" in corpus.server_log and corpus.reproducer.startswith(
+        "curl "
+    )
     refusal = next(p for p in views.problems if "negative-minLength" in p.cause.title)
     assert len(refusal.places) == 3 and refusal.cause.severity == "major"
-    envelope = next(p for p in views.problems if p.suite == "robustness")  # one bad-input class, two bad inputs
+    envelope = next(
+        p for p in views.problems if p.suite == "robustness"
+    )  # one bad-input class, two bad inputs
     assert [place for _, place in envelope.places] == [
         "invalid_utf8",
         "deeply_nested_json",
@@ -148,7 +154,12 @@ def test_the_tests_that_met_one_dead_server_are_one_critical_finding_whatever_th
         "robustness",
         died,
     )
-    fail(results, "suites/structured/test_probes.py::test_grammar_masks[vllm-enum]", "structured", died)
+    fail(
+        results,
+        "suites/structured/test_probes.py::test_grammar_masks[vllm-enum]",
+        "structured",
+        died,
+    )
     (first,) = [p for p in build_views(results).problems if "4242" in p.cause.title]
     assert (
         first.cause.title == "the server process died (pid 4242): the tests after it could not run"
@@ -169,10 +180,12 @@ def test_every_rendering_opens_with_the_verdict_then_the_findings():
         and "robustness 2 FAIL" in lines[0]
     )
     assert lines[1] == "findings: 4 root causes of 9 failed tests"
-    assert lines[2].startswith("  [critical] length-with-pattern: 2 of 3 seeds") and lines[2].endswith(
-        "[xgrammar#749, vllm#45592]"
+    assert lines[2].startswith("  [critical] length-with-pattern: 2 of 3 seeds") and lines[
+        2
+    ].endswith("[xgrammar#749, vllm#45592]")
+    assert (
+        lines[3].strip() == "3 places: vllm 0.32.0: response_format, response_format-stream, native"
     )
-    assert lines[3].strip() == "3 places: vllm 0.32.0: response_format, response_format-stream, native"
     md = render_markdown(results)
     assert (
         md.index("### Verdict")
@@ -197,7 +210,8 @@ def test_with_a_baseline_the_verdict_is_the_gate_with_its_regressions():
     md = render_markdown(cand, gate)
     verdict = md[md.index("### Verdict") : md.index("### Findings")]
     assert (
-        f"**Upgrade gate: {gate.verdict}**" in verdict and f"- regression: {gate.of('regression')[0].line()}" in verdict
+        f"**Upgrade gate: {gate.verdict}**" in verdict
+        and f"- regression: {gate.of('regression')[0].line()}" in verdict
     )
     assert render_summary(cand, gate=gate)[1] == f"upgrade gate: {gate.verdict}"
 
@@ -215,11 +229,33 @@ def with_limits(results: SessionResults) -> SessionResults:
                 "concurrency": 8,
                 "verdict": "pass",
                 "failures": [],
-                "metrics": {"ttft_p99_ms": ttft, "output_tokens_per_s": 300.0 + i, "attainment": 0.99},
+                "metrics": {
+                    "ttft_p99_ms": ttft,
+                    "output_tokens_per_s": 300.0 + i,
+                    "attainment": 0.99,
+                },
                 "checks": [
-                    {"name": "ttft_p99_ms", "measured": ttft, "limit": 600.0, "op": "<=", "ok": True},
-                    {"name": "min_output_tokens_per_s", "measured": 300.0 + i, "limit": 400.0, "op": ">=", "ok": False},
-                    {"name": "min_goodput_share", "measured": 0.99, "limit": 0.95, "op": ">=", "ok": True},
+                    {
+                        "name": "ttft_p99_ms",
+                        "measured": ttft,
+                        "limit": 600.0,
+                        "op": "<=",
+                        "ok": True,
+                    },
+                    {
+                        "name": "min_output_tokens_per_s",
+                        "measured": 300.0 + i,
+                        "limit": 400.0,
+                        "op": ">=",
+                        "ok": False,
+                    },
+                    {
+                        "name": "min_goodput_share",
+                        "measured": 0.99,
+                        "limit": 0.95,
+                        "op": ">=",
+                        "ok": True,
+                    },
                 ],
             }
         )
@@ -230,9 +266,13 @@ def with_limits(results: SessionResults) -> SessionResults:
             "load_point": "c64",
             "concurrency": 64,
             "verdict": "invalid",
-            "failures": ["measurement invalid: the load client was busy 97% of the window (limit 90%)"],
+            "failures": [
+                "measurement invalid: the load client was busy 97% of the window (limit 90%)"
+            ],
             "metrics": {"ttft_p99_ms": 9.0},
-            "checks": [{"name": "ttft_p99_ms", "measured": 9.0, "limit": 600.0, "op": "<=", "ok": True}],
+            "checks": [
+                {"name": "ttft_p99_ms", "measured": 9.0, "limit": 600.0, "op": "<=", "ok": True}
+            ],
         }
     )
     return results
@@ -246,7 +286,9 @@ def test_slo_points_are_figures_against_their_limits_with_units_intervals_and_ma
     limit, measured, margin, css = rows["ttft_p99_ms"]
     assert limit == "<= 600 ms" and measured == "42 ms (range 40 ms to 44 ms, 3 runs)", measured
     assert margin == "93% headroom" and css == "passed"
-    assert rows["min_output_tokens_per_s"][0] == ">= 400 tokens/s" and rows["min_output_tokens_per_s"][2:] == (
+    assert rows["min_output_tokens_per_s"][0] == ">= 400 tokens/s" and rows[
+        "min_output_tokens_per_s"
+    ][2:] == (
         "25% past the limit",
         "failed",
     )
@@ -254,12 +296,18 @@ def test_slo_points_are_figures_against_their_limits_with_units_intervals_and_ma
     assert c64.invalid == "the load client was busy 97% of the window (limit 90%)"
     md = render_markdown(views.results, views=views)
     assert (
-        "- **vllm 0.31.0 cpu/c64: invalid measurement**: the load client was busy 97% of the window (limit 90%)" in md
+        "- **vllm 0.31.0 cpu/c64: invalid measurement**: the load client was busy 97% of the window (limit 90%)"
+        in md
     )
-    assert "| vllm 0.31.0 | cpu/c8 | pass | min_output_tokens_per_s | >= 400 tokens/s | 301 tokens/s (range " in md
+    assert (
+        "| vllm 0.31.0 | cpu/c8 | pass | min_output_tokens_per_s | >= 400 tokens/s | 301 tokens/s (range "
+        in md
+    )
     page = render_html(views.results, views=views)
     limits, figures = page.index('id="limits"'), page.index('id="figures"')
-    assert limits < figures and page.rfind("<details>", 0, figures) > limits  # the full figure set is behind a fold
+    assert (
+        limits < figures and page.rfind("<details>", 0, figures) > limits
+    )  # the full figure set is behind a fold
     assert [r[2] for r in views.verdict_rows() if r[1] == "slo"][0]["invalid"] == 1
 
 
@@ -270,8 +318,9 @@ def test_limits_of_an_estimated_profile_say_so_in_every_report():
     views = build_views(results)
     c8 = views.limits[0]
     assert {r[0]: r[1] for r in c8.rows}["ttft_p99_ms"] == "<= 600 ms (estimated)"
-    assert "| vllm 0.31.0 | cpu/c8 | pass | ttft_p99_ms | <= 600 ms (estimated) |" in render_markdown(
-        results, views=views
+    assert (
+        "| vllm 0.31.0 | cpu/c8 | pass | ttft_p99_ms | <= 600 ms (estimated) |"
+        in render_markdown(results, views=views)
     )
     assert "&lt;= 600 ms (estimated)" in render_html(results, views=views)
     terminal = render_summary(results, views)
@@ -295,7 +344,15 @@ def test_a_tail_figure_over_eight_runs_is_their_median_between_two_of_the_runs()
                 "verdict": "pass",
                 "failures": [],
                 "metrics": {"ttft_p99_ms": ttft},
-                "checks": [{"name": "ttft_p99_ms", "measured": ttft, "limit": 600.0, "op": "<=", "ok": True}],
+                "checks": [
+                    {
+                        "name": "ttft_p99_ms",
+                        "measured": ttft,
+                        "limit": 600.0,
+                        "op": "<=",
+                        "ok": True,
+                    }
+                ],
             }
         )
     (point,) = build_views(results).limits
@@ -304,7 +361,11 @@ def test_a_tail_figure_over_eight_runs_is_their_median_between_two_of_the_runs()
 
 def test_with_several_targets_the_matrix_shows_what_differs_or_failed_and_folds_the_rest():
     merged = combine(
-        [("a", main_job("0.31.0")), ("b", main_job("0.32.0")), ("c", main_job("5.24.0", target="transformers"))]
+        [
+            ("a", main_job("0.31.0")),
+            ("b", main_job("0.32.0")),
+            ("c", main_job("5.24.0", target="transformers")),
+        ]
     )
     merged.tests.append(
         model.TestRecord(
@@ -320,9 +381,15 @@ def test_with_several_targets_the_matrix_shows_what_differs_or_failed_and_folds_
     assert (
         "only.vllm" in notable.rows and "errors.envelope-types" in notable.rows
     )  # missing elsewhere; failed everywhere
-    assert "extra.check-7" not in notable.rows and "chat.basic" not in notable.rows  # passed everywhere
+    assert (
+        "extra.check-7" not in notable.rows and "chat.basic" not in notable.rows
+    )  # passed everywhere
     page = render_html(merged, views=views)
-    shown = page[page.index('id="matrix-notable"') : page.index("</table>", page.index('id="matrix-notable"'))]
+    shown = page[
+        page.index('id="matrix-notable"') : page.index(
+            "</table>", page.index('id="matrix-notable"')
+        )
+    ]
     assert "extra.check-7" not in shown and "only.vllm" in shown
     fold = page.index("<summary>Full check matrix (")
     assert page.index('id="matrix"') > fold and "extra.check-7" in page[fold:]
@@ -353,7 +420,10 @@ def test_markdown_with_500_failures_fits_a_pull_request_comment(monkeypatch: pyt
         monkeypatch.setenv(key, value)
     md = render_markdown(results)
     assert len(md) < MAX_CHARS
-    assert md.startswith("## pytest-infer\n\n### Verdict") and "### Findings: 504 root causes of 509 failed tests" in md
+    assert (
+        md.startswith("## pytest-infer\n\n### Verdict")
+        and "### Findings: 504 root causes of 509 failed tests" in md
+    )
     note = md.rstrip().splitlines()[-1]
     assert note.startswith("> ✂️ **Truncated** to fit a pull-request comment (65536 characters):")
     assert "[this run's artifacts](https://github.com/o/r/actions/runs/7)" in note
@@ -384,11 +454,15 @@ def test_the_merged_upgrade_gate_report_fits_with_every_finding_the_figures_and_
         < md.index("### Figures against their limits")
         < md.index("### Checks: failed or differing")
     )
-    assert "| errors.envelope-types |" in md and md.rstrip().splitlines()[-1].startswith("> ✂️ **Truncated**")
+    assert "| errors.envelope-types |" in md and md.rstrip().splitlines()[-1].startswith(
+        "> ✂️ **Truncated**"
+    )
     assert 0 < md.count("<details><summary>message, reproducer, server log") < 154
 
 
-def test_html_in_a_headless_browser_shows_the_verdict_and_the_findings_in_the_first_screen(tmp_path: Path):
+def test_html_in_a_headless_browser_shows_the_verdict_and_the_findings_in_the_first_screen(
+    tmp_path: Path,
+):
     """The main job's page in headless Chromium at 1400x900: the verdict table's FAIL counts and the findings'
     severity badges are in the first screen's pixels, and they come before the matrix in the DOM."""
     browser = chromium()
@@ -406,7 +480,9 @@ def test_html_in_a_headless_browser_shows_the_verdict_and_the_findings_in_the_fi
         "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'profile'}",
     ]
-    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     order = [
         dom.stdout.index(marker)
@@ -424,4 +500,8 @@ def test_html_in_a_headless_browser_shows_the_verdict_and_the_findings_in_the_fi
     colours = {c for _, c in Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 20)}
     assert (0xFF, 0xCD, 0xD2) in colours  # the verdict's FAIL counts (and the major badge)
     assert (0xC6, 0x28, 0x28) in colours  # the critical finding's badge
-    assert (0xFF, 0xF8, 0xE1) in colours  # the minor findings' badges: every finding is on the first screen
+    assert (
+        0xFF,
+        0xF8,
+        0xE1,
+    ) in colours  # the minor findings' badges: every finding is on the first screen

@@ -37,10 +37,14 @@ def test_known_deviation(infer_client):
 """
 
 
-def test_the_plugin_records_inconclusive_apart_from_skips_and_the_xfail_declaration(pytester: pytest.Pytester):
+def test_the_plugin_records_inconclusive_apart_from_skips_and_the_xfail_declaration(
+    pytester: pytest.Pytester,
+):
     pytester.makepyfile(TESTS)
     with FakeServer() as server:
-        result = pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider")
+        result = pytester.runpytest(
+            f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider"
+        )
     result.assert_outcomes(skipped=3, xfailed=1)
     tests = {
         t["nodeid"].split("::")[-1].split("[")[0]: t
@@ -52,8 +56,14 @@ def test_the_plugin_records_inconclusive_apart_from_skips_and_the_xfail_declarat
         "test_plain_skip": "skipped",
         "test_known_deviation": "xfail",
     }
-    assert "inconclusive: the model never ended its JSON" in tests["test_model_never_decided"]["message"]
-    assert tests["test_known_deviation"]["extra"]["xfail"] == "known deviation: stop strings ignored (vllm#1)"
+    assert (
+        "inconclusive: the model never ended its JSON"
+        in tests["test_model_never_decided"]["message"]
+    )
+    assert (
+        tests["test_known_deviation"]["extra"]["xfail"]
+        == "known deviation: stop strings ignored (vllm#1)"
+    )
     result.stdout.fnmatch_lines(["*1 inconclusive*"])  # the terminal summary counts it
 
 

@@ -60,7 +60,9 @@ def properties(case: ET.Element) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("suite", SUITES)
-def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(suite: str, tmp_path: Path):
+def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(
+    suite: str, tmp_path: Path
+):
     (tmp_path / "junit.yaml").write_text(PROFILE)
     xml = tmp_path / "report.xml"
     with FakeServer(Deviation(request=accept_unknown_roles, response=empty_chat_ids)) as srv:
@@ -80,14 +82,22 @@ def test_each_suite_writes_junit_xml_from_the_project_root_without_a_warning(sui
     cases = junit_cases(xml)
     assert cases, out[-3000:]
     assert not [
-        c for c in cases if c.find("error") is not None and "incompatible" in ET.tostring(c, encoding="unicode")
+        c
+        for c in cases
+        if c.find("error") is not None and "incompatible" in ET.tostring(c, encoding="unicode")
     ]
     for case in cases:
         props = properties(case)
-        assert props["infer_framework"] == "vllm" and "infer_version" in props and props["infer_target"], props
+        assert (
+            props["infer_framework"] == "vllm"
+            and "infer_version" in props
+            and props["infer_target"]
+        ), props
     if suite in ("conformance", "robustness"):
         failed = [c for c in cases if c.find("failure") is not None]
-        assert failed, "an empty chat id fails chat.fields; an accepted unknown role fails its robustness case"
+        assert failed, (
+            "an empty chat id fails chat.fields; an accepted unknown role fails its robustness case"
+        )
         for case in failed:
             props = properties(case)
             assert props["infer_reproducer"].startswith(("curl ", "printf ")), props

@@ -16,7 +16,10 @@ def matrix(served: str) -> model.SessionResults:
         )
         results.add_test(
             model.TestRecord(
-                nodeid=f"t.py::test_chat[{framework}]", target=framework, outcome="passed", suite="conformance"
+                nodeid=f"t.py::test_chat[{framework}]",
+                target=framework,
+                outcome="passed",
+                suite="conformance",
             )
         )
     return results
@@ -25,13 +28,19 @@ def matrix(served: str) -> model.SessionResults:
 def test_each_column_of_a_real_model_names_it_in_the_summary_and_the_html():
     results = matrix("gemma-3-270m")
     summary = render_markdown(results)
-    assert "| suite | llamacpp b11312 · gemma-3-270m | transformers 5.24.0 · gemma-3-270m |" in summary, summary
-    assert "<th>llamacpp b11312 · gemma-3-270m</th><th>transformers 5.24.0 · gemma-3-270m</th>" in render_html(results)
+    assert (
+        "| suite | llamacpp b11312 · gemma-3-270m | transformers 5.24.0 · gemma-3-270m |" in summary
+    ), summary
+    assert (
+        "<th>llamacpp b11312 · gemma-3-270m</th><th>transformers 5.24.0 · gemma-3-270m</th>"
+        in render_html(results)
+    )
 
 
 def test_a_local_model_is_named_by_its_folder_and_tiny_by_nothing():
-    assert "| suite | llamacpp b11312 · my-model | transformers 5.24.0 · my-model |" in render_markdown(
-        matrix("/models/my-model/")
+    assert (
+        "| suite | llamacpp b11312 · my-model | transformers 5.24.0 · my-model |"
+        in render_markdown(matrix("/models/my-model/"))
     )
     assert "| suite | llamacpp b11312 | transformers 5.24.0 |" in render_markdown(matrix("tiny"))
 
@@ -41,6 +50,9 @@ def test_a_builtin_models_cached_folder_is_named_by_the_model():
     assert "| suite | llamacpp b11312 | transformers 5.24.0 |" in render_markdown(
         matrix("/root/.cache/pytest-infer/models/tiny-e0f588805fb3")
     )
-    assert "| suite | llamacpp b11312 · gemma-3-270m | transformers 5.24.0 · gemma-3-270m |" in render_markdown(
-        matrix("/root/.cache/pytest-infer/models/gemma-3-270m-bf16-fa6c9653d65e")
+    assert (
+        "| suite | llamacpp b11312 · gemma-3-270m | transformers 5.24.0 · gemma-3-270m |"
+        in render_markdown(
+            matrix("/root/.cache/pytest-infer/models/gemma-3-270m-bf16-fa6c9653d65e")
+        )
     )

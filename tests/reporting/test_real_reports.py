@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from pytest_infer.cli import main  # noqa: E402
 from pytest_infer.results.model import SessionResults  # noqa: E402
@@ -22,7 +24,12 @@ SMOKE, CONFORMANCE = str(ROOT / "suites" / "smoke"), str(ROOT / "suites" / "conf
 
 
 def run_suites(
-    pytester: pytest.Pytester, server, framework: str, out: Path, *extra: str, suites=(SMOKE, CONFORMANCE)
+    pytester: pytest.Pytester,
+    server,
+    framework: str,
+    out: Path,
+    *extra: str,
+    suites=(SMOKE, CONFORMANCE),
 ) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         *suites,
@@ -38,13 +45,21 @@ def run_suites(
     )
 
 
-def test_real_matrix_and_a_gate_that_does_not_cry_wolf(pytester: pytest.Pytester, real_engine, tmp_path: Path, capsys):
+def test_real_matrix_and_a_gate_that_does_not_cry_wolf(
+    pytester: pytest.Pytester, real_engine, tmp_path: Path, capsys
+):
     vllm, hf = real_engine("vllm-0.32"), real_engine("transformers")
     run_suites(pytester, vllm, "vllm", tmp_path / "vllm-a")
-    run_suites(pytester, hf, "transformers", tmp_path / "transformers", suites=(SMOKE,)).assert_outcomes(passed=1)
+    run_suites(
+        pytester, hf, "transformers", tmp_path / "transformers", suites=(SMOKE,)
+    ).assert_outcomes(passed=1)
     # the same server again, gated against the first run: real data, and no check may regress
     again = run_suites(
-        pytester, vllm, "vllm", tmp_path / "vllm-b", f"--infer-baseline={tmp_path / 'vllm-a' / 'results.json'}"
+        pytester,
+        vllm,
+        "vllm",
+        tmp_path / "vllm-b",
+        f"--infer-baseline={tmp_path / 'vllm-a' / 'results.json'}",
     )
     again.stdout.fnmatch_lines(
         [
@@ -72,7 +87,10 @@ def test_real_matrix_and_a_gate_that_does_not_cry_wolf(pytester: pytest.Pytester
     )
     merged = SessionResults.read(tmp_path / "merged" / "results.json")
     # transformers serve has no version endpoint: behind --infer-endpoint its column is its id
-    assert {t.framework: t.version for t in merged.targets.values()} == {"vllm": "0.32.0", "transformers": None}
+    assert {t.framework: t.version for t in merged.targets.values()} == {
+        "vllm": "0.32.0",
+        "transformers": None,
+    }
     header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("check"))
     assert "vllm 0.32.0" in header and "transformers" in header
     assert main(["report", str(tmp_path / "merged" / "results.json"), "--no-step-summary"]) == 0
@@ -81,7 +99,9 @@ def test_real_matrix_and_a_gate_that_does_not_cry_wolf(pytester: pytest.Pytester
     # one row per check, one column per server; a check run on one server only is "-" on the other
     matrix = check_matrix(merged)
     ids = {t.framework: tid for tid, t in merged.targets.items()}
-    assert {matrix["test_chat_completion_answers"][ids[f]].outcome for f in ("vllm", "transformers")} == {"passed"}
+    assert {
+        matrix["test_chat_completion_answers"][ids[f]].outcome for f in ("vllm", "transformers")
+    } == {"passed"}
     assert (
         matrix["stream.sse-framing"][ids["vllm"]].outcome == "passed"
         and ids["transformers"] not in matrix["stream.sse-framing"]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from results_factory import flat_drift, session  # noqa: E402
 
@@ -62,8 +64,15 @@ def test_terminal_has_one_column_per_framework_version(matrix):
     merged, gate = matrix
     lines = render_summary(merged)
     header = next(line for line in lines if line.startswith("check"))
-    assert re.split(r"\s{2,}", header) == ["check", "vllm 0.31.0", "vllm 0.32.0", "transformers 5.24.0"]
-    assert re.split(r"\s{2,}", next(line for line in lines if line.startswith("chat.stop_strings"))) == [
+    assert re.split(r"\s{2,}", header) == [
+        "check",
+        "vllm 0.31.0",
+        "vllm 0.32.0",
+        "transformers 5.24.0",
+    ]
+    assert re.split(
+        r"\s{2,}", next(line for line in lines if line.startswith("chat.stop_strings"))
+    ) == [
         "chat.stop_strings",
         "pass",
         "FAIL",
@@ -99,7 +108,9 @@ def test_a_run_appends_its_markdown_to_the_github_step_summary(
         "def test_answers(infer_client):\n    assert infer_client.chat('hi', max_tokens=4).status_code == 200\n"
     )
     with FakeServer() as server:
-        result = pytester.runpytest(f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider")
+        result = pytester.runpytest(
+            f"{ENDPOINT}={server.base_url}", f"{REPORT_DIR}=out", "-p", "no:cacheprovider"
+        )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["step summary: */step-summary.md"])
     text = summary.read_text()
@@ -125,7 +136,11 @@ def test_junit_xml_carries_framework_version_model_and_profile(pytester: pytest.
     case = ET.parse(pytester.path / "junit.xml").getroot().find(".//testcase")
     props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["infer_framework"] == "vllm" and props["infer_model"] == "fake-model"
-    assert props["infer_profile"] == "cpu" and props["infer_target"] == "vllm" and props["infer_version"]
+    assert (
+        props["infer_profile"] == "cpu"
+        and props["infer_target"] == "vllm"
+        and props["infer_version"]
+    )
 
 
 def test_benchmark_json_is_read_by_pytest_benchmark_compare(matrix, tmp_path: Path):
@@ -138,7 +153,9 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(matrix, tmp_path: Pa
         for b in data["benchmarks"]
         if b["name"] == "output_tps[vllm 0.31.0]" and b["params"]["load_point"] == "cpu/c=8"
     )
-    assert point["stats"]["rounds"] == 5 and point["extra_info"]["stored_as"].startswith("reciprocal")
+    assert point["stats"]["rounds"] == 5 and point["extra_info"]["stored_as"].startswith(
+        "reciprocal"
+    )
     assert 1 / point["stats"]["median"] == pytest.approx(
         point["extra_info"]["value"]
     )  # ops of the median round is the throughput
@@ -165,16 +182,24 @@ def test_benchmark_json_is_read_by_pytest_benchmark_compare(matrix, tmp_path: Pa
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
-    assert "ttft_p99_ms[vllm 0.32.0]" in out.stdout and "output_tps[transformers 5.24.0]" in out.stdout
+    assert (
+        "ttft_p99_ms[vllm 0.32.0]" in out.stdout and "output_tps[transformers 5.24.0]" in out.stdout
+    )
 
 
 def test_html_is_self_contained(matrix):
     merged, gate = matrix
     page = render_html(merged, gate)
     assert "<script" not in page.lower() and "<link" not in page.lower() and "@import" not in page
-    external = [u for u in re.findall(r"""(?:src|href)=["']([^"']+)""", page) if not u.startswith(("#", "data:"))]
+    external = [
+        u
+        for u in re.findall(r"""(?:src|href)=["']([^"']+)""", page)
+        if not u.startswith(("#", "data:"))
+    ]
     assert external == []
-    assert page.count("<svg") == 4  # TTFT CDF, throughput and TTFT against concurrency, keyword heat map
+    assert (
+        page.count("<svg") == 4
+    )  # TTFT CDF, throughput and TTFT against concurrency, keyword heat map
     assert 'id="matrix"' in page and 'id="verdict" class="verdict fail">FAIL: 5 regressions' in page
 
 
@@ -187,7 +212,9 @@ def test_html_escapes_what_the_servers_said(matrix):
 
 
 def chromium() -> str | None:
-    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    return next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+    )
 
 
 def test_html_report_in_a_headless_browser_shows_the_matrix_and_the_plots(matrix, tmp_path: Path):
@@ -209,7 +236,9 @@ def test_html_report_in_a_headless_browser_shows_the_matrix_and_the_plots(matrix
         "--hide-scrollbars",
         f"--user-data-dir={tmp_path / 'profile'}",
     ]
-    dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert (
         dom.stdout.count("<svg") == 4

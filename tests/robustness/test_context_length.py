@@ -15,7 +15,13 @@ from pytest_infer.testing.fakeserver import CONTEXT_LENGTH, MODEL, Deviation, Fa
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 # the fake's model listed without the context it advertises (transformers serve lists none)
-NO_CONTEXT = 200, {"object": "list", "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "fake"}]}
+NO_CONTEXT = (
+    200,
+    {
+        "object": "list",
+        "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "fake"}],
+    },
+)
 
 PROBE = """
 def test_context(robustness_context_length, infer_endpoint):
@@ -25,13 +31,22 @@ def test_context(robustness_context_length, infer_endpoint):
 
 
 @pytest.mark.parametrize(
-    ("model", "context"), [(GEMMA.name, GEMMA.context), (TINY.name, 2048), ("org/other", DEFAULT_CONTEXT)]
+    ("model", "context"),
+    [(GEMMA.name, GEMMA.context), (TINY.name, 2048), ("org/other", DEFAULT_CONTEXT)],
 )
 def test_a_server_that_advertises_no_context_gets_the_built_in_models_own(pytester, model, context):
     pytester.makepyfile(test_probe=PROBE)
-    with FakeServer(Deviation(request=lambda path, body: NO_CONTEXT if path == "/v1/models" else None)) as srv:
+    with FakeServer(
+        Deviation(request=lambda path, body: NO_CONTEXT if path == "/v1/models" else None)
+    ) as srv:
         result = pytester.runpytest(
-            f"--infer-endpoint={srv.base_url}", f"--infer-model={model}", "-p", "no:cacheprovider", "-s", "-W", "ignore"
+            f"--infer-endpoint={srv.base_url}",
+            f"--infer-model={model}",
+            "-p",
+            "no:cacheprovider",
+            "-s",
+            "-W",
+            "ignore",
         )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*CONTEXT {context}*"])
@@ -44,8 +59,14 @@ def _a_longer_context(served: int) -> Deviation:
     def request(path: str, body: dict):
         if path == "/v1/models":
             return NO_CONTEXT
-        prompt = "".join(str(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict))
-        if path != "/v1/chat/completions" or body.get("stream") or not CONTEXT_LENGTH < len(prompt) <= served:
+        prompt = "".join(
+            str(m.get("content")) for m in body.get("messages") or [] if isinstance(m, dict)
+        )
+        if (
+            path != "/v1/chat/completions"
+            or body.get("stream")
+            or not CONTEXT_LENGTH < len(prompt) <= served
+        ):
             return None
         return 200, {
             "id": "chatcmpl-long", "object": "chat.completion", "created": 1_700_000_000, "model": MODEL,
@@ -66,12 +87,20 @@ def test_an_assumed_context_judges_no_refusal_on_a_server_not_launched_with_it(p
     calling its answer 'a prompt over the context accepted' was a false [critical]. Not judged: inconclusive, why
     named."""
     with FakeServer(_a_longer_context(32768)) as srv:
-        selected = "prompt_over_context and not streaming and not completions" if suite == "robustness" else "over_the"
+        selected = (
+            "prompt_over_context and not streaming and not completions"
+            if suite == "robustness"
+            else "over_the"
+        )
         pytester.runpytest(
             str(SUITES / suite), "-m", suite, f"--infer-endpoint={srv.base_url}", f"--infer-model={GEMMA.name}",
             "--infer-request-timeout=20", "-p", "no:cacheprovider", "--infer-report-dir=report", "-k", selected,
         )  # fmt: skip
     tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
-    assert [(t["outcome"]) for t in tests] == ["inconclusive"], [(t["outcome"], t["message"]) for t in tests]
+    assert [(t["outcome"]) for t in tests] == ["inconclusive"], [
+        (t["outcome"], t["message"]) for t in tests
+    ]
     message = tests[0]["message"]
-    assert "an endpoint the plugin did not launch advertises no context in /v1/models" in message, message
+    assert "an endpoint the plugin did not launch advertises no context in /v1/models" in message, (
+        message
+    )

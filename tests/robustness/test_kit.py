@@ -25,7 +25,14 @@ from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.client.http import InferClient
 from pytest_infer.client.sse import SSEStream
 from pytest_infer.outcomes import Inconclusive
-from pytest_infer.robustness.kit import Answer, BadRequest, Guard, envelope_problem, known_good, reproducer
+from pytest_infer.robustness.kit import (
+    Answer,
+    BadRequest,
+    Guard,
+    envelope_problem,
+    known_good,
+    reproducer,
+)
 
 PATIENT = 5.0  # the deadline where an answer is expected at once: ample on a loaded machine
 SHORT = 1.0  # the deadline where a test waits it out; messages show it as "1s"
@@ -58,7 +65,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _reply(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.server.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        self.server.seen.append(
+            (self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        )
         try:
             self.server.plan[self.path](self)
         except OSError:  # the client hung up mid-answer: what the kit is for
@@ -85,7 +94,13 @@ class Scripted(ThreadingHTTPServer):
         pass
 
 
-def answer(status: int, *parts: bytes, gap: float = 0.0, hold: bool = False, content_type: str | None = None) -> Reply:
+def answer(
+    status: int,
+    *parts: bytes,
+    gap: float = 0.0,
+    hold: bool = False,
+    content_type: str | None = None,
+) -> Reply:
     """HTTP ``status``, then ``parts`` each after ``gap`` seconds, read until close (no Content-Length); ``hold`` keeps
     it open."""
 
@@ -165,7 +180,9 @@ class Record(list):
 @pytest.fixture
 def server() -> Iterator[Scripted]:
     srv = Scripted()
-    thread = threading.Thread(target=srv.serve_forever, args=(0.01,), daemon=True)  # a quick shutdown
+    thread = threading.Thread(
+        target=srv.serve_forever, args=(0.01,), daemon=True
+    )  # a quick shutdown
     thread.start()
     yield srv
     srv.released.set()
@@ -173,7 +190,9 @@ def server() -> Iterator[Scripted]:
     srv.server_close()
 
 
-def guard_of(srv: Scripted, *, timeout: float = PATIENT, running: bool = True, api_key: str | None = None) -> Guard:
+def guard_of(
+    srv: Scripted, *, timeout: float = PATIENT, running: bool = True, api_key: str | None = None
+) -> Guard:
     return Guard("t1", Process(running), Endpoint(srv.base_url, "tiny", api_key, timeout), {})
 
 
@@ -192,7 +211,10 @@ def test_bytes_are_sent_as_they_are():
 def test_a_dict_is_sent_as_utf8_json_even_with_a_lone_surrogate():
     """Non-ASCII stays raw UTF-8 (not \\u escapes) and a lone surrogate is encoded, not refused: both are test
     inputs."""
-    assert BadRequest("c", {"text": "é", "half": "\ud800"}).content() == b'{"text": "\xc3\xa9", "half": "\xed\xa0\x80"}'
+    assert (
+        BadRequest("c", {"text": "é", "half": "\ud800"}).content()
+        == b'{"text": "\xc3\xa9", "half": "\xed\xa0\x80"}'
+    )
 
 
 def test_an_answer_defaults_to_no_status_text_time_or_error():
@@ -207,11 +229,20 @@ def test_an_answer_defaults_to_no_status_text_time_or_error():
         ("", "the body is not JSON"),
         ("[1, 2]", "no 'error' object (top-level keys: list)"),
         ('"oops"', "no 'error' object (top-level keys: str)"),
-        ('{"message": "m", "detail": "d"}', "no 'error' object (top-level keys: ['detail', 'message'])"),
+        (
+            '{"message": "m", "detail": "d"}',
+            "no 'error' object (top-level keys: ['detail', 'message'])",
+        ),
         ('{"error": "n must be positive"}', "no 'error' object (top-level keys: ['error'])"),
         ('{"error": {"type": "invalid_request_error"}}', "error.message is not a non-empty string"),
-        ('{"error": {"message": "", "type": "invalid_request_error"}}', "error.message is not a non-empty string"),
-        ('{"error": {"message": 7, "type": "invalid_request_error"}}', "error.message is not a non-empty string"),
+        (
+            '{"error": {"message": "", "type": "invalid_request_error"}}',
+            "error.message is not a non-empty string",
+        ),
+        (
+            '{"error": {"message": 7, "type": "invalid_request_error"}}',
+            "error.message is not a non-empty string",
+        ),
         ('{"error": {"message": "n must be positive"}}', "error.type is missing"),
         ('{"error": {"message": "n must be positive", "type": null}}', None),
         (ENVELOPE.decode(), None),
@@ -239,7 +270,8 @@ def test_a_reproducer_passes_path_and_stream_and_quotes_each_header():
 
 def test_a_body_of_the_limit_is_spelled_out():
     assert reproducer(Curl(), BadRequest("c", b"a" * SPELLED_OUT, headers={})) == (
-        "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-raw " + "a" * SPELLED_OUT
+        "curl POST /v1/chat/completions body=None stream=False -H 'Content-Type:' --data-raw "
+        + "a" * SPELLED_OUT
     )
 
 
@@ -270,7 +302,9 @@ def test_a_utf8_body_with_a_nul_is_piped_too():
     )
 
 
-@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs curl and bash")
+@pytest.mark.skipif(
+    shutil.which("curl") is None or shutil.which("bash") is None, reason="needs curl and bash"
+)
 @pytest.mark.parametrize("shell", ["bash", "sh"])
 @pytest.mark.parametrize(
     ("body", "headers"),
@@ -314,7 +348,8 @@ def test_an_answer_carries_how_long_it_took(server):
 
 
 @pytest.mark.parametrize(
-    ("status", "kind"), [(200, "accepted"), (399, "accepted"), (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx")]
+    ("status", "kind"),
+    [(200, "accepted"), (399, "accepted"), (400, "4xx"), (499, "4xx"), (500, "5xx"), (599, "5xx")],
 )
 def test_the_status_decides_the_kind(server, status, kind):
     server.plan["/bad"] = answer(status, b"no \xff")
@@ -326,7 +361,9 @@ def test_the_status_decides_the_kind(server, status, kind):
 def test_send_sends_the_case_bytes_its_headers_and_the_key(server):
     server.plan["/bad"] = answer(400, ENVELOPE)
     guard_of(server, api_key="sk-test").send(
-        BadRequest("c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"})
+        BadRequest(
+            "c", b"\x00raw", path="/bad", headers={"Content-Type": "text/plain", "X-Case": "c"}
+        )
     )
     [(method, path, headers, body)] = server.seen
     assert (method, path, body) == ("POST", "/bad", b"\x00raw")
@@ -444,7 +481,12 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
     ("path", "status", "text", "problem"),
     [
         (CHAT, 200, COMPLETION.decode(), None),
-        (CHAT, 200, '{"choices": [{"message": {"content": ""}}]}', None),  # an empty answer is still an answer
+        (
+            CHAT,
+            200,
+            '{"choices": [{"message": {"content": ""}}]}',
+            None,
+        ),  # an empty answer is still an answer
         (COMPLETIONS, 200, '{"choices": [{"text": "Hi"}]}', None),
         ("/v1/other", 200, '{"anything": 1}', None),
         (
@@ -466,7 +508,12 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
         (CHAT, 200, '{"choices": []}', "HTTP 200 without choices: '{\"choices\": []}'"),
         (CHAT, 200, '{"choices": {"0": 1}}', 'HTTP 200 without choices: \'{"choices": {"0": 1}}\''),
         (CHAT, 200, '{"choices": [1]}', "HTTP 200 but choices[0] is not an object: 1"),
-        (CHAT, 200, '{"choices": [{"text": "Hi"}]}', "HTTP 200 but choices[0].message is not an object: None"),
+        (
+            CHAT,
+            200,
+            '{"choices": [{"text": "Hi"}]}',
+            "HTTP 200 but choices[0].message is not an object: None",
+        ),
         (
             CHAT,
             200,
@@ -479,7 +526,12 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
             '{"choices": [{"message": {"content": ["Hi"]}}]}',
             "HTTP 200 but choices[0].message.content is not a string: ['Hi']",
         ),
-        (COMPLETIONS, 200, COMPLETION.decode(), "HTTP 200 but choices[0].text is not a string: None"),
+        (
+            COMPLETIONS,
+            200,
+            COMPLETION.decode(),
+            "HTTP 200 but choices[0].text is not a string: None",
+        ),
     ],
 )
 def test_completion_problem_names_what_is_not_an_answer(path, status, text, problem):
@@ -499,14 +551,23 @@ def chunks(*choices: object) -> list[dict]:
                 200,
                 {},
                 "raw",
-                chunks={"choices": []} and chunks({"delta": {"role": "assistant"}}, {"delta": {"content": "Hi"}}),
+                chunks={"choices": []}
+                and chunks({"delta": {"role": "assistant"}}, {"delta": {"content": "Hi"}}),
                 done=True,
             ),
             None,
         ),
-        (COMPLETIONS, SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"text": "i"}), done=True), None),
+        (
+            COMPLETIONS,
+            SSEStream(200, {}, "raw", chunks=chunks({"text": "H"}, {"text": "i"}), done=True),
+            None,
+        ),
         (CHAT, SSEStream(429, {}, "s" * 400), "HTTP 429: " + "s" * 300),
-        (CHAT, SSEStream(200, {}, "{}", problems=["a", "b", "c", "d"]), "HTTP 200 but the stream is broken: a; b; c"),
+        (
+            CHAT,
+            SSEStream(200, {}, "{}", problems=["a", "b", "c", "d"]),
+            "HTTP 200 but the stream is broken: a; b; c",
+        ),
         (
             CHAT,
             SSEStream(200, {}, "raw", chunks=[{"choices": []}, {"usage": {}}]),
@@ -514,7 +575,12 @@ def chunks(*choices: object) -> list[dict]:
         ),
         (
             CHAT,
-            SSEStream(200, {}, "raw", chunks=chunks({"delta": {"content": "Hi"}}, {"message": {"content": "Hi"}})),
+            SSEStream(
+                200,
+                {},
+                "raw",
+                chunks=chunks({"delta": {"content": "Hi"}}, {"message": {"content": "Hi"}}),
+            ),
             "HTTP 200 but a chunk's choices[0].delta is not an object: None",
         ),
         (
@@ -570,7 +636,9 @@ CONTROL_OF_BAD = "curl POST /bad body=None stream=False -H 'Content-Type: applic
 
 
 def test_a_served_control_sends_the_known_good_request_of_the_route_and_counts_nothing(server):
-    server.plan["/v1/completions"] = sse(b'data: {"choices": [{"text": "Hi"}]}\n\n', b"data: [DONE]\n\n")
+    server.plan["/v1/completions"] = sse(
+        b'data: {"choices": [{"text": "Hi"}]}\n\n', b"data: [DONE]\n\n"
+    )
     guard = guard_of(server)
     guard.control(Curl(), BadRequest("c", {"prompt": 1}, path="/v1/completions", stream=True))
     [(method, path, _, body)] = server.seen
@@ -598,7 +666,9 @@ def test_a_control_given_by_the_case_is_sent_instead(server):
     ],
     ids=["wrong-answer", "refused", "dropped", "hang"],
 )
-def test_a_control_not_served_makes_the_case_inconclusive_naming_it_and_its_curl(server, reply, why):
+def test_a_control_not_served_makes_the_case_inconclusive_naming_it_and_its_curl(
+    server, reply, why
+):
     server.plan["/bad"] = reply
     guard = guard_of(server, timeout=SHORT)
     with pytest.raises(Inconclusive) as inconclusive:
@@ -630,7 +700,8 @@ def test_an_exited_process_is_unreachable_without_asking_the_port(server):
 
 
 @pytest.mark.parametrize(
-    ("models", "reachable"), [(answer(200, b'{"data": []}'), True), (answer(500, b"<html>"), True), (drop, False)]
+    ("models", "reachable"),
+    [(answer(200, b'{"data": []}'), True), (answer(500, b"<html>"), True), (drop, False)],
 )
 def test_reachable_means_the_port_answers_at_all(server, models, reachable):
     server.plan["/v1/models"] = models
@@ -640,7 +711,9 @@ def test_reachable_means_the_port_answers_at_all(server, models, reachable):
 
 def test_reachable_waits_5s_for_the_models_list(server, monkeypatch):
     asked = []
-    monkeypatch.setattr(Endpoint, "models", lambda self, *args, **kwargs: asked.append((args, kwargs)) or [])
+    monkeypatch.setattr(
+        Endpoint, "models", lambda self, *args, **kwargs: asked.append((args, kwargs)) or []
+    )
     assert guard_of(server, timeout=30.0).reachable() is True
     assert asked == [((), {"timeout": 5.0})]
 
@@ -651,7 +724,11 @@ def test_health_sends_a_small_chat_with_the_key_and_clears_down(server):
     assert guard.health() is None
     assert guard.down is None and guard.tally == {}
     [(method, path, headers, body)] = server.seen
-    assert (method, path, headers["authorization"]) == ("POST", "/v1/chat/completions", "Bearer sk-test")
+    assert (method, path, headers["authorization"]) == (
+        "POST",
+        "/v1/chat/completions",
+        "Bearer sk-test",
+    )
     assert json.loads(body) == {
         "model": "tiny",
         "messages": [{"role": "user", "content": "Hello"}],
@@ -743,7 +820,9 @@ def test_require_up_passes_once_the_server_serves_again(server):
     guard.down = "earlier"
     guard.require_up()
     assert guard.down is None
-    assert [(method, path) for method, path, _, _ in server.seen] == [("POST", "/v1/chat/completions")]
+    assert [(method, path) for method, path, _, _ in server.seen] == [
+        ("POST", "/v1/chat/completions")
+    ]
 
 
 def test_require_up_fails_fast_with_why_and_counts_nothing_more(server):
@@ -752,7 +831,10 @@ def test_require_up_fails_fast_with_why_and_counts_nothing_more(server):
     guard.down, guard.tally["wedged"] = "earlier", 1
     with pytest.raises(pytest.fail.Exception) as failed:
         guard.require_up()
-    assert str(failed.value) == "t1: server unusable since an earlier test: a normal request got HTTP 503: busy"
+    assert (
+        str(failed.value)
+        == "t1: server unusable since an earlier test: a normal request got HTTP 503: busy"
+    )
     assert failed.value.pytrace is False
     assert guard.tally == {"wedged": 1}
 
@@ -797,7 +879,9 @@ def test_a_refusal_with_the_envelope_passes_and_records_what_it_judged_not_a_rep
         ("/bad", GOOD),
         ("/bad", b'{"n": -1}'),
     ]  # control first
-    assert [path for _, path, _, _ in server.seen[2:]] == ["/v1/chat/completions"]  # the health check after it
+    assert [path for _, path, _, _ in server.seen[2:]] == [
+        "/v1/chat/completions"
+    ]  # the health check after it
 
 
 @pytest.mark.parametrize(
@@ -816,7 +900,8 @@ def test_a_refusal_without_the_envelope_fails_saying_why(server, body, why):
     failure = rejected_failure(guard, record)
     assert (
         str(failure)
-        == f"t1: bad request 'bad': HTTP 422 without the error envelope: {why}; body: {body.decode()!r}" + REPRODUCE
+        == f"t1: bad request 'bad': HTTP 422 without the error envelope: {why}; body: {body.decode()!r}"
+        + REPRODUCE
     )
     assert (guard.tally, record) == ({"tried": 1, "4xx": 1}, [("infer_reproducer", REPRODUCER)])
 
@@ -841,7 +926,9 @@ def test_a_refusal_without_the_envelope_shows_its_first_300_characters(server):
     ],
     ids=["accepted", "server-error"],
 )
-def test_a_bad_request_not_refused_fails_with_the_start_of_the_answer(server, status, said, shown, counted):
+def test_a_bad_request_not_refused_fails_with_the_start_of_the_answer(
+    server, status, said, shown, counted
+):
     server.plan["/bad"] = unless_control(answer(status, b"y" * 400))
     guard, record = guard_of(server), Record()
     failure = rejected_failure(guard, record)
@@ -861,7 +948,11 @@ def test_a_dropped_connection_fails_as_dropped(server):
     server.plan["/bad"] = unless_control(drop)
     guard = guard_of(server)
     failure = rejected_failure(guard)
-    assert str(failure) == f"t1: bad request 'bad': connection dropped without an answer: {DISCONNECTED}" + REPRODUCE
+    assert (
+        str(failure)
+        == f"t1: bad request 'bad': connection dropped without an answer: {DISCONNECTED}"
+        + REPRODUCE
+    )
     assert (guard.tally, guard.down) == ({"tried": 1, "dropped": 1}, None)
 
 
@@ -873,7 +964,10 @@ def test_a_death_fails_once_counted_and_leaves_the_target_down(server):
         f"t1: bad request 'bad': connection lost, server dead: {DISCONNECTED}; and afterwards the server is unusable:"
         f" the server is gone ({DISCONNECTED})" + REPRODUCE
     )
-    assert (guard.tally, guard.down) == ({"tried": 1, "deaths": 1}, f"the server is gone ({DISCONNECTED})")
+    assert (guard.tally, guard.down) == (
+        {"tried": 1, "deaths": 1},
+        f"the server is gone ({DISCONNECTED})",
+    )
     assert record == [("infer_reproducer", REPRODUCER)]
 
 
@@ -899,7 +993,8 @@ def test_a_target_left_down_fails_before_sending_anything(server):
     guard = guard_of(server)
     guard.down = "earlier"
     with pytest.raises(
-        pytest.fail.Exception, match=r"^t1: server unusable since an earlier test: a normal request got HTTP 503: busy$"
+        pytest.fail.Exception,
+        match=r"^t1: server unusable since an earlier test: a normal request got HTTP 503: busy$",
     ):
         guard.expect_rejected(Curl(), BAD, Record())
     assert guard.tally == {}
@@ -909,7 +1004,9 @@ def test_a_target_left_down_fails_before_sending_anything(server):
 def test_a_case_whose_control_is_not_served_is_inconclusive_and_never_sent(server):
     server.plan["/bad"] = answer(404, ENVELOPE)  # refuses everything, the control too
     guard = guard_of(server)
-    with pytest.raises(Inconclusive, match=r"its positive control .* was not answered correctly: HTTP 404"):
+    with pytest.raises(
+        Inconclusive, match=r"its positive control .* was not answered correctly: HTTP 404"
+    ):
         guard.expect_rejected(Curl(), BAD, Record())
     assert guard.tally == {}
     assert [(path, body) for _, path, _, body in server.seen] == [("/bad", GOOD)]

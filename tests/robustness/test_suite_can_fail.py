@@ -53,27 +53,51 @@ def test_a_correct_server_passes_the_catalogue_and_is_counted(pytester):
     assert counts["tried"] == counts["4xx"] == cases
     assert counts["5xx"] == counts["hangs"] == counts["deaths"] == counts["accepted"] == 0
     result.stdout.fnmatch_lines(
-        ["robustness *endpoint*", f"tried *{cases}", f"4xx *{cases}", "5xx *0", "accepted *0", "hangs *0", "deaths *0"]
+        [
+            "robustness *endpoint*",
+            f"tried *{cases}",
+            f"4xx *{cases}",
+            "5xx *0",
+            "accepted *0",
+            "hangs *0",
+            "deaths *0",
+        ]
     )
-    for test in results["tests"]:  # each pass names its control, the refusal it judged and the health after it
+    for test in results[
+        "tests"
+    ]:  # each pass names its control, the refusal it judged and the health after it
         evidence = test["extra"]["evidence"]
         assert "the same request without the fault answered correctly;" in evidence, test
-        assert re.search(r"got HTTP 4\d\d with the error envelope \(.+\); a normal request was answered", evidence)
+        assert re.search(
+            r"got HTTP 4\d\d with the error envelope \(.+\); a normal request was answered",
+            evidence,
+        )
 
 
 def test_the_generated_and_the_abuse_checks_pass_a_correct_server_naming_what_they_judged(pytester):
     with FakeServer() as srv:
         result, results = run_suite(pytester, srv, "-k", "generated or abuse", timeout=20)
     result.assert_outcomes(passed=4)
-    evidence = {t["nodeid"].split("::")[-1].split("[")[0]: t["extra"]["evidence"] for t in results["tests"]}
+    evidence = {
+        t["nodeid"].split("::")[-1].split("[")[0]: t["extra"]["evidence"] for t in results["tests"]
+    }
     assert re.match(
         r"\d+ generated bad chat requests \(plain and streamed, after both controls answered correctly\): \d+"
         r" refused with the error envelope, \d+ accepted, none a 5xx",
         evidence["test_generated_bad_requests_never_break_the_server"],
     ), evidence
-    assert "4 streams dropped after their first event" in evidence["test_disconnect_mid_stream_frees_the_request"]
-    assert "32 concurrent streams served until their clients left" in evidence["test_many_concurrent_aborts"]
-    assert "a 16-token request answered correctly in" in evidence["test_slow_reading_client_does_not_block_others"]
+    assert (
+        "4 streams dropped after their first event"
+        in evidence["test_disconnect_mid_stream_frees_the_request"]
+    )
+    assert (
+        "32 concurrent streams served until their clients left"
+        in evidence["test_many_concurrent_aborts"]
+    )
+    assert (
+        "a 16-token request answered correctly in"
+        in evidence["test_slow_reading_client_does_not_block_others"]
+    )
 
 
 def when(field: str, value: object, answer: tuple[int, object]) -> Deviation:
@@ -114,10 +138,14 @@ def test_each_wrong_answer_fails_its_case(pytester, case, deviation, message, co
 
 
 def test_a_hang_is_cut_at_the_timeout_counted_and_the_session_goes_on(pytester, release):
-    deviation = Deviation(request=lambda path, body: release.wait(60) and None if body.get("n") == 0 else None)
+    deviation = Deviation(
+        request=lambda path, body: release.wait(60) and None if body.get("n") == 0 else None
+    )
     with FakeServer(deviation) as srv:
         started = time.monotonic()
-        result, results = run_suite(pytester, srv, "-k", "refused and (n_zero or malformed_json or n_far)", timeout=2)
+        result, results = run_suite(
+            pytester, srv, "-k", "refused and (n_zero or malformed_json or n_far)", timeout=2
+        )
         elapsed = time.monotonic() - started
     result.assert_outcomes(passed=2, failed=1)
     assert "no answer: ReadTimeout after 2s" in failures(results)["n_zero"]
@@ -139,7 +167,10 @@ def test_a_server_death_is_counted_once_and_later_cases_fail_fast(pytester):
     with FakeServer(Deviation(request=die)) as srv:
         holder["srv"] = srv
         result, results = run_suite(
-            pytester, srv, "-k", "refused and (seed_over_64_bits or unknown_model or lone_surrogate)"
+            pytester,
+            srv,
+            "-k",
+            "refused and (seed_over_64_bits or unknown_model or lone_surrogate)",
         )
     result.assert_outcomes(passed=0, failed=3)
     found = failures(results)
@@ -186,12 +217,16 @@ class OneAtATime:
             handler.close_connection = True
             for event in [*[e for e in answer if e != "[DONE]"][: self.events], "[DONE]"]:
                 try:
-                    handler.wfile.write(f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode())
+                    handler.wfile.write(
+                        f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode()
+                    )
                     handler.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     if self.frees_aborted:
                         return
-                time.sleep(self.delay)  # "generating" the next token, whether anyone reads it or not
+                time.sleep(
+                    self.delay
+                )  # "generating" the next token, whether anyone reads it or not
 
 
 # (test, fake server's work per stream, streams the test aborts): the disconnect test drops 4 streams one after
@@ -209,7 +244,9 @@ def test_the_abort_checks_see_a_server_that_keeps_generating(pytester, test, fre
         result.assert_outcomes(passed=1)
     else:
         result.assert_outcomes(failed=1)
-        assert "the server seems to keep working for clients that are gone" in next(iter(failures(results).values()))
+        assert "the server seems to keep working for clients that are gone" in next(
+            iter(failures(results).values())
+        )
     assert results["robustness"]["endpoint"]["aborted"] == aborted
 
 
@@ -236,7 +273,8 @@ def test_the_concurrent_abort_check_fails_when_the_streams_are_refused(pytester,
     result.assert_outcomes(failed=1)
     message = next(iter(failures(results).values()))
     assert re.search(
-        rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]", message
+        rf"\d+ of 32 concurrent streams were not served until their client left: \['HTTP {status}'\]",
+        message,
     ), message
 
 
@@ -266,15 +304,21 @@ def test_a_bad_request_whose_route_serves_nothing_is_inconclusive_and_not_counte
     everything at /v1/completions gets no credit for refusing a prompt over the context there."""
     refuse = Deviation(
         request=lambda path, body: (
-            (404, error_body("no such route", "not_found_error")) if path == "/v1/completions" else None
+            (404, error_body("no such route", "not_found_error"))
+            if path == "/v1/completions"
+            else None
         )
     )
     with FakeServer(refuse) as srv:
         result, results = run_suite(
-            pytester, srv, "-k", "refused and (missing_prompt or completions_prompt_over_context or malformed_json)"
+            pytester,
+            srv,
+            "-k",
+            "refused and (missing_prompt or completions_prompt_over_context or malformed_json)",
         )
     result.assert_outcomes(passed=1, skipped=2)
     assert all(
-        "its positive control" in m and "HTTP 404" in m and "/v1/completions" in m for m in skips(results).values()
+        "its positive control" in m and "HTTP 404" in m and "/v1/completions" in m
+        for m in skips(results).values()
     )
     assert results["robustness"]["endpoint"]["tried"] == 1

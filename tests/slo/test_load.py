@@ -32,10 +32,18 @@ def test_closed_loop_phases_and_counts(paced_server):
         calibration=FIXED,
     )
     phases = [t.phase for t in run.traces]
-    assert phases[:4] == ["warmup"] * 4 and phases[4:24] == ["measured"] * 20 and set(phases[24:]) <= {"cooldown"}
-    assert all(t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured)
+    assert (
+        phases[:4] == ["warmup"] * 4
+        and phases[4:24] == ["measured"] * 20
+        and set(phases[24:]) <= {"cooldown"}
+    )
+    assert all(
+        t.ok and t.done and t.client_tokens == 4 == t.usage_completion_tokens for t in run.measured
+    )
     cooldown = [t for t in run.traces if t.phase == "cooldown"]
-    assert 1 <= len(cooldown) <= 4 and all(t.ok for t in cooldown)  # drained: each finished, none runs on
+    assert 1 <= len(cooldown) <= 4 and all(
+        t.ok for t in cooldown
+    )  # drained: each finished, none runs on
     first, last = min(t.sent_ns for t in run.measured), max(t.end_ns for t in run.measured)
     assert run.window_start_ns <= first and run.window_end_ns == last
 
@@ -59,7 +67,9 @@ def test_timings_match_the_paced_servers_schedule(paced_server):
     )
     # never earlier than the server's schedule; later only by the client's (and the host's) delay
     assert 80 <= ttft < 80 + 40, s.figures()
-    assert ttfb < ttft - 40, "the role-only chunk came at once; TTFB must not wait for the first token"
+    assert ttfb < ttft - 40, (
+        "the role-only chunk came at once; TTFB must not wait for the first token"
+    )
     assert 20 - 5 < itl < 20 + 15
     # client and server clocks are the same monotonic clock: every client event is after its write
     server_first = sorted(r["first_content_ns"] for r in server_stats(url))
@@ -70,12 +80,19 @@ def test_timings_match_the_paced_servers_schedule(paced_server):
 def test_poisson_arrivals_follow_the_seeded_schedule(paced_server):
     url = paced_server(5, 2)
     spec = LoadSpec(mode="poisson", rate=40, requests=30, warmup_requests=5, seed=7)
-    run = run_load(Endpoint(url, "paced-model"), spec, Workload(output_tokens=3, ignore_eos=False), calibration=FIXED)
+    run = run_load(
+        Endpoint(url, "paced-model"),
+        spec,
+        Workload(output_tokens=3, ignore_eos=False),
+        calibration=FIXED,
+    )
     rng = random.Random(7)
     gaps = [int(rng.gammavariate(1.0, 1e9 / 40)) for _ in range(35)]
     intended = [t.intended_ns for t in run.traces[:35]]
     assert [b - a for a, b in zip(intended, intended[1:])] == gaps[1:35]
-    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples[metric("schedule_lag")]
+    lags = summarize(run.traces, run.window_start_ns, run.window_end_ns).samples[
+        metric("schedule_lag")
+    ]
     assert len(lags) == 30 and all(lag >= 0 for lag in lags)
 
 
@@ -99,7 +116,9 @@ def test_duration_bounds_the_measured_part(paced_server):
 @pytest.mark.parametrize("transport", ["raw", "httpx"])
 def test_server_errors_count_as_failed_requests(transport):
     deviation = Deviation(
-        request=lambda path, body: (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None
+        request=lambda path, body: (
+            (503, {"error": {"message": "overloaded"}}) if body.get("stream") else None
+        )
     )
     with FakeServer(deviation) as srv:
         spec = LoadSpec(concurrency=2, requests=6, warmup_requests=0)
@@ -128,7 +147,9 @@ def test_both_transports_read_the_fake_server_alike(transport):
             calibration=FIXED,
             transport=transport,
         )
-    assert all(t.ok and t.done and t.client_tokens == 7 == t.usage_completion_tokens for t in run.measured)
+    assert all(
+        t.ok and t.done and t.client_tokens == 7 == t.usage_completion_tokens for t in run.measured
+    )
 
 
 def _raw_writer(parts: list[bytes], pause: float = 0.02):
@@ -157,12 +178,19 @@ CHUNKS = [
 def test_raw_transport_decodes_chunked_bodies_split_anywhere():
     body = _sse(*CHUNKS, "[DONE]")
     chunked = (
-        b"".join(b"%x\r\n%s\r\n" % (len(body[i : i + 37]), body[i : i + 37]) for i in range(0, len(body), 37))
+        b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 37]), body[i : i + 37])
+            for i in range(0, len(body), 37)
+        )
         + b"0\r\n\r\n"
     )
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     wire = head + chunked
-    parts = [wire[i : i + 11] for i in range(0, len(wire), 11)]  # reads cut through size lines and CRLFs
+    parts = [
+        wire[i : i + 11] for i in range(0, len(wire), 11)
+    ]  # reads cut through size lines and CRLFs
     with FakeServer(_raw_writer(parts, 0.001)) as srv:
         run = run_load(
             Endpoint(srv.base_url, "fake-model"),
@@ -173,7 +201,11 @@ def test_raw_transport_decodes_chunked_bodies_split_anywhere():
         )
     t = run.measured[0]
     assert (
-        t.ok and t.done and t.event_tokens == [1, 1] and t.usage_completion_tokens == 2 and t.usage_prompt_tokens == 3
+        t.ok
+        and t.done
+        and t.event_tokens == [1, 1]
+        and t.usage_completion_tokens == 2
+        and t.usage_prompt_tokens == 3
     )
 
 
@@ -208,7 +240,9 @@ def test_close_delimited_body_and_a_cut_stream():
     assert run.measured[0].ok and run.measured[0].done
     chunked_head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     cut = _sse(*CHUNKS[:2])
-    with FakeServer(_raw_writer([chunked_head, b"%x\r\n%s\r\n" % (len(cut), cut)])) as srv:  # no closing 0-chunk
+    with FakeServer(
+        _raw_writer([chunked_head, b"%x\r\n%s\r\n" % (len(cut), cut)])
+    ) as srv:  # no closing 0-chunk
         run = run_load(
             Endpoint(srv.base_url, "fake-model"),
             LoadSpec(concurrency=1, requests=1, warmup_requests=0),
@@ -244,7 +278,12 @@ def test_repeated_runs_give_confidence_intervals(paced_server):
     )
     result = evaluate_point(point, Endpoint(url, "paced-model"), adapter=registry.get("vllm"))
     assert len(result.runs) == 3 and result.summary.requests == 18  # pooled
-    assert set(result.confidence) == {"output_tokens_per_s", "ttft_p50_ms", "tpot_p50_ms", "e2e_p50_ms"}
+    assert set(result.confidence) == {
+        "output_tokens_per_s",
+        "ttft_p50_ms",
+        "tpot_p50_ms",
+        "e2e_p50_ms",
+    }
     assert "95% CI, 3 runs" in result.confidence["ttft_p50_ms"]
     record = result.record(target="t")
     assert record["repeat"] == 3 and len(record["runs"]) == 3 and record["runs"][0]["requests"] == 6
@@ -268,7 +307,9 @@ def test_interleaved_targets_take_turns_run_by_run(paced_server):
             Subject(point, Endpoint(slow, "paced-model"), registry.get("vllm")),
         ]
     )
-    starts = sorted((run.window_start_ns, name) for name, result in zip("AB", results) for run in result.runs)
+    starts = sorted(
+        (run.window_start_ns, name) for name, result in zip("AB", results) for run in result.runs
+    )
     assert "".join(name for _, name in starts) == "ABBAABBA"
     assert [len(r.runs) for r in results] == [4, 4]
     assert results[0].summary.requests == results[1].summary.requests == 12
@@ -295,16 +336,25 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
         ],
         slices=3,
     )
-    sent = sorted((t.sent_ns, name) for name, result in zip("AB", results) for run in result.runs for t in run.traces)
+    sent = sorted(
+        (t.sent_ns, name)
+        for name, result in zip("AB", results)
+        for run in result.runs
+        for t in run.traces
+    )
     assert (
         "".join(name for _, name in sent) == "AABBBBAAAABB" + "BBAAAABBBBAA"
     )  # two requests a part, the turns running on across runs
     assert [len(r.runs) for r in results] == [2, 2] and [len(r.per_run) for r in results] == [2, 2]
     assert all(
-        run.spec.requests == 6 and [t.index for t in run.traces] == list(range(6)) for r in results for run in r.runs
+        run.spec.requests == 6 and [t.index for t in run.traces] == list(range(6))
+        for r in results
+        for run in r.runs
     )
     first_a = results[0].runs[0]
-    span = (max(t.end_ns or 0 for t in first_a.traces) - min(t.sent_ns for t in first_a.traces)) / 1e9
+    span = (
+        max(t.end_ns or 0 for t in first_a.traces) - min(t.sent_ns for t in first_a.traces)
+    ) / 1e9
     assert first_a.window_s < span  # B's parts ran in between and are not A's time
     assert results[0].per_run[0]["ttft_p50_ms"] < 30 < results[1].per_run[0]["ttft_p50_ms"]
     # each part's own figures, in order, for the gate to pair slice by slice
@@ -312,10 +362,14 @@ def test_interleaved_slices_take_turns_within_each_run(paced_server):
         part["requests"] == 2 for r in results for part in r.per_slice
     )
     assert (
-        max(p["ttft_p50_ms"] for p in results[0].per_slice) < 30 < min(p["ttft_p50_ms"] for p in results[1].per_slice)
+        max(p["ttft_p50_ms"] for p in results[0].per_slice)
+        < 30
+        < min(p["ttft_p50_ms"] for p in results[1].per_slice)
     )
     assert results[0].record()["slices"] == results[0].per_slice
-    whole = evaluate_interleaved([Subject(point, Endpoint(fast, "paced-model"), registry.get("vllm"))], slices=1)[0]
+    whole = evaluate_interleaved(
+        [Subject(point, Endpoint(fast, "paced-model"), registry.get("vllm"))], slices=1
+    )[0]
     assert whole.per_slice == [] and "slices" not in whole.record()
 
 
@@ -325,7 +379,11 @@ def test_slices_split_requests_and_rewarm_each_part():
     parts = sliced(LoadSpec(concurrency=2, requests=10, warmup_requests=8), 3)
     assert [(p.requests, p.warmup_requests) for p in parts] == [(4, 8), (3, 2), (3, 2)]
     assert len(sliced(LoadSpec(requests=2), 5)) == 2  # never an empty part
-    assert [p.duration_s for p in sliced(LoadSpec(requests=None, duration_s=3.0), 3)] == [1.0, 1.0, 1.0]
+    assert [p.duration_s for p in sliced(LoadSpec(requests=None, duration_s=3.0), 3)] == [
+        1.0,
+        1.0,
+        1.0,
+    ]
     assert sliced(LoadSpec(requests=10), 1) == [LoadSpec(requests=10)]
     replay = LoadSpec(mode="replay", requests=None, duration_s=5.0)
     assert sliced(replay, 4) == [replay]
@@ -336,10 +394,15 @@ def test_window_ends_at_the_last_measured_completion_even_before_the_deadline(mo
     from pytest_infer.load import patterns
     from pytest_infer.load.trace import RequestTrace
 
-    clock = iter([0, 400_010_000])  # first measured request issued at 0; the next phase check just past 0.4 s
+    clock = iter(
+        [0, 400_010_000]
+    )  # first measured request issued at 0; the next phase check just past 0.4 s
     monkeypatch.setattr(patterns.time, "perf_counter_ns", lambda: next(clock))
     runner = patterns._Runner(
-        None, LoadSpec(concurrency=1, requests=None, duration_s=0.4, warmup_requests=0), Workload(), lambda i: {}
+        None,
+        LoadSpec(concurrency=1, requests=None, duration_s=0.4, warmup_requests=0),
+        Workload(),
+        lambda i: {},
     )
     first = RequestTrace(0, runner.phase(0))
     first.end_ns = 399_990_000
@@ -354,9 +417,13 @@ def test_a_kept_connection_the_server_closed_while_idle_loses_no_request():
     ``Connection: close``): the next request written on it meets a closed socket before any byte of an answer. It
     never ran, so it goes again on a fresh connection; before, every second request was counted as an error."""
     body = _sse(*CHUNKS, "[DONE]")
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     wire = head + b"%x\r\n%s\r\n" % (len(body), body) + b"0\r\n"
-    with FakeServer(_raw_writer([wire, b"\r\n"], pause=0.05)) as srv:  # the last CRLF late, then the close
+    with FakeServer(
+        _raw_writer([wire, b"\r\n"], pause=0.05)
+    ) as srv:  # the last CRLF late, then the close
         run = run_load(
             Endpoint(srv.base_url, "fake-model"),
             LoadSpec(concurrency=1, requests=6, warmup_requests=0),
@@ -364,4 +431,6 @@ def test_a_kept_connection_the_server_closed_while_idle_loses_no_request():
             calibration=FIXED,
             transport="raw",
         )
-    assert [t.error for t in run.measured] == [None] * 6 and all(t.ok and t.done for t in run.measured)
+    assert [t.error for t in run.measured] == [None] * 6 and all(
+        t.ok and t.done for t in run.measured
+    )

@@ -58,7 +58,9 @@ def trace(
 
 # sent at 1000 ms; role-only chunk at 1010 (first byte); output events at 1050 (1 token),
 # 1070 (1 token), 1100 (2 tokens, e.g. speculative decoding); [DONE] at 1110; usage says 4.
-BASIC = dict(sent=1000, first_byte=1010, events=[(1050, 1), (1070, 1), (1100, 2)], end=1110, usage=4)
+BASIC = dict(
+    sent=1000, first_byte=1010, events=[(1050, 1), (1070, 1), (1100, 2)], end=1110, usage=4
+)
 
 
 def test_request_metrics_by_hand():
@@ -79,8 +81,12 @@ def test_one_token_output_has_no_tpot():
 
 
 def test_token_count_disagreement_over_two_percent():
-    assert request_metrics(trace(sent=0, events=[(1, 1)] * 8, end=9, usage=10)).token_mismatch  # 8 v 10: 20%
-    assert not request_metrics(trace(sent=0, events=[(1, 1)] * 99, end=9, usage=100)).token_mismatch  # 1%
+    assert request_metrics(
+        trace(sent=0, events=[(1, 1)] * 8, end=9, usage=10)
+    ).token_mismatch  # 8 v 10: 20%
+    assert not request_metrics(
+        trace(sent=0, events=[(1, 1)] * 99, end=9, usage=100)
+    ).token_mismatch  # 1%
     # without usage the client's own count is used and nothing can disagree
     m = request_metrics(trace(sent=0, events=[(1, 1)] * 5, end=9, usage=None))
     assert m.output_tokens == 5 and not m.token_mismatch
@@ -93,9 +99,9 @@ def test_failed_and_outputless_requests_are_not_ok():
 
 
 def test_schedule_lag_is_actual_minus_intended_send():
-    assert request_metrics(trace(intended=100, sent=103, events=[(150, 1)], end=160)).schedule_lag_ms == pytest.approx(
-        3
-    )
+    assert request_metrics(
+        trace(intended=100, sent=103, events=[(150, 1)], end=160)
+    ).schedule_lag_ms == pytest.approx(3)
 
 
 def test_summary_by_hand():
@@ -109,7 +115,9 @@ def test_summary_by_hand():
         trace(4, phase="cooldown", sent=1900, events=[(1950, 1)], end=1999, usage=1),  # excluded
     ]
     # window: first measured send (1000) to last measured end (1510): 0.51 s
-    s = summarize(traces, 1000 * MS, 1510 * MS, request_limits({"ttft_p99_ms": 60, "e2e_p99_ms": 500}))
+    s = summarize(
+        traces, 1000 * MS, 1510 * MS, request_limits({"ttft_p99_ms": 60, "e2e_p99_ms": 500})
+    )
     assert (s.requests, s.ok, s.failed) == (3, 2, 1)
     assert s.window_s == pytest.approx(0.51)
     assert s.output_tokens == 6
@@ -121,10 +129,14 @@ def test_summary_by_hand():
     assert s.samples[metric("ttft")] == pytest.approx([50, 100])
     assert s.samples[metric("itl")] == pytest.approx([20, 30, 100])
     assert s.samples[metric("tpot")] == pytest.approx([20, 100])
-    assert s.value(resolve("ttft_p50")) == pytest.approx(75)  # linear interpolation between 50 and 100
+    assert s.value(resolve("ttft_p50")) == pytest.approx(
+        75
+    )  # linear interpolation between 50 and 100
     assert s.errors == ["HTTP 503: overloaded"]
     figures = s.figures()
-    assert figures["ttft_p99_ms"] == "insufficient samples" and figures["ttft_p50_ms"] == pytest.approx(75)
+    assert figures["ttft_p99_ms"] == "insufficient samples" and figures[
+        "ttft_p50_ms"
+    ] == pytest.approx(75)
 
 
 def test_percentile_method_and_refusal():
@@ -141,16 +153,23 @@ def test_the_median_of_repeated_runs_gets_an_interval_from_the_runs_themselves()
     """A p99 with one slow run: the mean's t-interval goes below zero, the median's stays among the runs."""
     runs = [14.0, 12.0, 13.0, 15.0, 900.0, 16.0, 13.0, 14.0]
     assert confidence_interval(runs).low < 0
-    assert median_interval(runs) == (12.0, 900.0)  # 8 runs: only the extremes bound the median at 95%
+    assert median_interval(runs) == (
+        12.0,
+        900.0,
+    )  # 8 runs: only the extremes bound the median at 95%
     assert median_interval([float(v) for v in range(1, 17)]) == (4.0, 13.0)
-    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # too few runs for any two to bound it at 95%
+    assert (
+        median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None
+    )  # too few runs for any two to bound it at 95%
 
 
 def test_confidence_interval_student_t():
     est = confidence_interval([10.0, 12.0, 14.0])
     half = 4.302652729911275 * 2.0 / math.sqrt(3)  # t(0.975, 2) * s / sqrt(n)
     assert (
-        est.mean == pytest.approx(12) and est.low == pytest.approx(12 - half) and est.high == pytest.approx(12 + half)
+        est.mean == pytest.approx(12)
+        and est.low == pytest.approx(12 - half)
+        and est.high == pytest.approx(12 + half)
     )
     with pytest.raises(InsufficientSamples):
         confidence_interval([1.0])
@@ -168,7 +187,8 @@ def _summary(n: int, ttft: float = 50.0, failed: int = 0):
         for i in range(n)
     ]
     traces += [
-        trace(n + j, sent=(n + j) * 1000, end=(n + j) * 1000 + 1, status=500, error="HTTP 500") for j in range(failed)
+        trace(n + j, sent=(n + j) * 1000, end=(n + j) * 1000 + 1, status=500, error="HTTP 500")
+        for j in range(failed)
     ]
     return summarize(traces, 0, (n + failed) * 1000 * MS, request_limits({"ttft_p99_ms": 60}))
 
@@ -179,13 +199,18 @@ def test_judge_pass_and_fail():
     assert passed.status == "pass" and not passed.failures
     failed = judge(s, {"ttft_p50_ms": 40, "min_output_tokens_per_s": 10})
     assert failed.status == "fail"
-    assert [c.name for c in failed.failures] == ["ttft_p50_ms", "min_output_tokens_per_s"]  # 50 > 40; 2 tok/s < 10
+    assert [c.name for c in failed.failures] == [
+        "ttft_p50_ms",
+        "min_output_tokens_per_s",
+    ]  # 50 > 40; 2 tok/s < 10
 
 
 def test_memory_thresholds_use_the_sampled_peaks():
     s = _summary(10)
     assert judge(s, {"max_rss_gb": 1}, {"peak_rss_gb": 2.5}).status == "fail"
-    assert judge(s, {"max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": [60.0, 71.0]}).status == "fail"  # the fullest GPU
+    assert (
+        judge(s, {"max_gpu_memory_gb": 70}, {"peak_gpu_memory_gb": [60.0, 71.0]}).status == "fail"
+    )  # the fullest GPU
 
 
 def test_a_threshold_whose_figure_was_not_measured_is_never_a_pass_and_names_what_was_missing():
@@ -195,11 +220,14 @@ def test_a_threshold_whose_figure_was_not_measured_is_never_a_pass_and_names_wha
     assert no_gpu.invalid == [
         "max_gpu_memory_gb not measured: needs NVML (pip install 'pytest-infer[gpu]') and a GPU on this machine"
     ]
-    assert str(no_gpu.checks[1]).startswith("NOT MEASURED max_gpu_memory_gb: n/a <= 70 (not measured: needs NVML")
+    assert str(no_gpu.checks[1]).startswith(
+        "NOT MEASURED max_gpu_memory_gb: n/a <= 70 (not measured: needs NVML"
+    )
     no_process = judge(s, {"max_rss_gb": 16}, {"peak_rss_gb": None})
     assert (
         no_process.status == "invalid"
-        and "max_rss_gb not measured: needs the server's process on this machine" in no_process.invalid[0]
+        and "max_rss_gb not measured: needs the server's process on this machine"
+        in no_process.invalid[0]
     )
 
 
@@ -213,7 +241,9 @@ def test_failed_requests_fail_a_percentile_instead_of_invalidating_it():
 def test_too_small_a_plan_is_invalid_not_a_verdict():
     s = _summary(40)
     reasons = validity(s, {"ttft_p99_ms": 60, "ttft_p50_ms": 60}, client_busy=0.1)
-    assert reasons == ["insufficient samples: ttft_p99_ms needs at least 100, the load point measured 40"]
+    assert reasons == [
+        "insufficient samples: ttft_p99_ms needs at least 100, the load point measured 40"
+    ]
     verdict = judge(s, {"ttft_p99_ms": 60}, invalid=reasons)
     assert verdict.status == "invalid" and verdict.checks == []
 
@@ -256,8 +286,14 @@ def test_only_goodput_p99_thresholds_become_per_request_limits():
 def test_a_check_line_says_its_state_figure_limit_and_note():
     from pytest_infer.slo.metrics.judge import ThresholdCheck
 
-    assert str(ThresholdCheck("ttft_p99_ms", 12.345678, 60, "<=", True)) == "ok   ttft_p99_ms: 12.35 <= 60"
-    assert str(ThresholdCheck("min_output_tokens_per_s", 2, 10, ">=", False)) == "FAIL min_output_tokens_per_s: 2 >= 10"
+    assert (
+        str(ThresholdCheck("ttft_p99_ms", 12.345678, 60, "<=", True))
+        == "ok   ttft_p99_ms: 12.35 <= 60"
+    )
+    assert (
+        str(ThresholdCheck("min_output_tokens_per_s", 2, 10, ">=", False))
+        == "FAIL min_output_tokens_per_s: 2 >= 10"
+    )
     assert (
         str(ThresholdCheck("ttft_p99_ms", None, 60, "<=", False, "3 of 9 requests failed"))
         == "FAIL ttft_p99_ms: n/a <= 60 (3 of 9 requests failed)"
@@ -267,7 +303,9 @@ def test_a_check_line_says_its_state_figure_limit_and_note():
 def test_validity_limits_are_exclusive_and_a_missing_cpu_share_is_left_out():
     s = _summary(100)
     rules = ValidityRules(max_client_busy=0.8, max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
-    assert validity(s, {}, client_busy=0.8, loop_lag_ms=[20.0] * 100, rules=rules) == []  # at the limit is within it
+    assert (
+        validity(s, {}, client_busy=0.8, loop_lag_ms=[20.0] * 100, rules=rules) == []
+    )  # at the limit is within it
     assert validity(s, {}, client_busy=0.9, rules=rules) == [
         "client saturated: its event-loop thread was busy 90% of the window (), over the 80% limit"
     ]
@@ -287,9 +325,9 @@ def test_too_few_lag_samples_still_bound_the_p99_from_below():
     is a floor under the p99, so a floor over the limit is a lag, and a floor under it proves nothing."""
     s = _summary(100)
     rules = ValidityRules(max_loop_lag_p99_ms=20, max_schedule_lag_p99_ms=20)
-    assert validity(s, {}, client_busy=0.3, loop_lag_ms=[292.0, 300.0, 310.0, 5.0], rules=rules) == [
-        "client event loop lagged: p99 at least 302.5 ms (p75 of only 4 ticks) > 20 ms"
-    ]
+    assert validity(
+        s, {}, client_busy=0.3, loop_lag_ms=[292.0, 300.0, 310.0, 5.0], rules=rules
+    ) == ["client event loop lagged: p99 at least 302.5 ms (p75 of only 4 ticks) > 20 ms"]
     assert validity(s, {}, client_busy=None, loop_lag_ms=[50.0] * 99, rules=rules) == [
         "client event loop lagged: p99 at least 50.0 ms (p99 of only 99 ticks) > 20 ms"
     ]
@@ -326,12 +364,18 @@ def test_every_judgement_path_records_its_figure_limit_operator_and_reason():
         ],
         "invalid": [],
     }  # fmt: skip
-    unmeasured = judge(s, {"max_gpu_memory_gb": 70, "max_error_share": 0.5}, {"peak_gpu_memory_gb": []})
+    unmeasured = judge(
+        s, {"max_gpu_memory_gb": 70, "max_error_share": 0.5}, {"peak_gpu_memory_gb": []}
+    )
     assert [c["ok"] for c in unmeasured.to_dict()["checks"]] == [
         False,
         True,
     ]  # every threshold judged, the unmeasured one not ok
-    assert unmeasured.status == "invalid" and unmeasured.checks[0].unmeasured and unmeasured.failures == []
+    assert (
+        unmeasured.status == "invalid"
+        and unmeasured.checks[0].unmeasured
+        and unmeasured.failures == []
+    )
     assert judge(s, {"ttft_p50_ms": 40}, invalid=("client saturated",)).to_dict() == {
         "status": "invalid",
         "checks": [],

@@ -25,7 +25,9 @@ def test_a_profile_without_the_sessions_model_is_a_usage_error_before_any_test(p
     pytester.makepyfile(test_other="def test_other():\n    pass\n")
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     # port 9 (discard) answers nothing: a run that got as far as a test would fail it as unreachable
-    result = run_suite(pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--infer-model=gemma-3-270m", ".")
+    result = run_suite(
+        pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--infer-model=gemma-3-270m", "."
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines(
         [
@@ -41,12 +43,16 @@ def test_the_header_names_the_model_whose_thresholds_judge(pytester):
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     result = run_suite(pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--collect-only")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["pytest-infer SLO profile: test (test.yaml), thresholds set for tiny"])
+    result.stdout.fnmatch_lines(
+        ["pytest-infer SLO profile: test (test.yaml), thresholds set for tiny"]
+    )
 
 
 def _thresholds_module():
     """benchmarks/results/real-model/thresholds.py, which derives the gemma-3-270m limits (not a package)."""
-    spec = importlib.util.spec_from_file_location("real_model_thresholds", REAL_MODEL / "thresholds.py")
+    spec = importlib.util.spec_from_file_location(
+        "real_model_thresholds", REAL_MODEL / "thresholds.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks its module up
@@ -70,16 +76,28 @@ def test_the_gemma_limits_are_the_ones_derived_from_the_stored_figures(framework
     points = profile.load_points(GEMMA, framework)
     assert [p.id for p in points] == ["c1", "c4"]
     for point in points:
-        assert point.thresholds["max_error_share"] == 0 and point.thresholds["max_rss_gb"] == 16, point
+        assert point.thresholds["max_error_share"] == 0 and point.thresholds["max_rss_gb"] == 16, (
+            point
+        )
         limits = derived.limits.get((framework, point.id))
         if limits is None:
-            assert point.not_set == PER_ENGINE and not set(PER_ENGINE) & set(point.thresholds), point
+            assert point.not_set == PER_ENGINE and not set(PER_ENGINE) & set(point.thresholds), (
+                point
+            )
         else:
-            assert point.not_set == () and {k: point.thresholds[k] for k in PER_ENGINE} == limits, point
+            assert point.not_set == () and {k: point.thresholds[k] for k in PER_ENGINE} == limits, (
+                point
+            )
 
 
 def _run(run: str, **figures) -> dict:
-    base = {"framework": "llamacpp", "load_point": "c1", "verdict": "pass", "error_share": 0.0, "run": run}
+    base = {
+        "framework": "llamacpp",
+        "load_point": "c1",
+        "verdict": "pass",
+        "error_share": 0.0,
+        "run": run,
+    }
     return {**base, "ttft_p50_ms": 200.0, "ttft_p90_ms": 250.0, "tpot_p90_ms": 20.0, "e2e_p90_ms": 900.0,
             "output_tokens_per_s": 40.0, **figures}  # fmt: skip
 
@@ -94,7 +112,8 @@ def test_the_derivation_refuses_a_run_marked_invalid_and_one_with_errors():
         "ttft_p50_ms": 300, "ttft_p90_ms": 380, "tpot_p90_ms": 30, "e2e_p90_ms": 1400, "min_output_tokens_per_s": 26,
     }  # fmt: skip  # median x1.5 (200 -> 300, 250 -> 375 -> 380 outward), median / 1.5 (40 -> 26.7 -> 26 outward)
     assert (
-        THRESHOLDS.refused(invalid) == "marked invalid" and THRESHOLDS.refused(errors) == "25% of its requests in error"
+        THRESHOLDS.refused(invalid) == "marked invalid"
+        and THRESHOLDS.refused(errors) == "25% of its requests in error"
     )
     two = THRESHOLDS.derive_runs([*clean[:2], invalid, errors])
     assert two.limits == {}
@@ -106,10 +125,19 @@ def test_the_derivation_refuses_a_run_marked_invalid_and_one_with_errors():
 def test_a_candidate_twice_as_slow_as_the_median_fails_every_limit():
     """Each limit is judged as the suite judges it (the threshold's own operator): the median itself passes, a run
     twice as slow (every latency x2, throughput /2) fails each one."""
-    runs = [_run("a", ttft_p50_ms=150.0, output_tokens_per_s=35.0), _run("b"), _run("c", ttft_p50_ms=260.0)]
+    runs = [
+        _run("a", ttft_p50_ms=150.0, output_tokens_per_s=35.0),
+        _run("b"),
+        _run("c", ttft_p50_ms=260.0),
+    ]
     (limits,) = THRESHOLDS.derive_runs(runs).limits.values()
-    median = {k: statistics.median(r[k] for r in runs) for k in (*THRESHOLDS.LATENCY, THRESHOLDS.THROUGHPUT)}
-    figure = {k: median[k] for k in THRESHOLDS.LATENCY} | {"min_output_tokens_per_s": median["output_tokens_per_s"]}
+    median = {
+        k: statistics.median(r[k] for r in runs)
+        for k in (*THRESHOLDS.LATENCY, THRESHOLDS.THROUGHPUT)
+    }
+    figure = {k: median[k] for k in THRESHOLDS.LATENCY} | {
+        "min_output_tokens_per_s": median["output_tokens_per_s"]
+    }
     slower = {k: v * 2 for k, v in figure.items() if k in THRESHOLDS.LATENCY}
     slower["min_output_tokens_per_s"] = figure["min_output_tokens_per_s"] / 2
     assert all(threshold(k).holds(figure[k], limit) for k, limit in limits.items())
@@ -145,8 +173,8 @@ def test_an_engine_without_its_own_limits_is_not_exercised_naming_them(pytester,
          " min_output_tokens_per_s not judged; only max_error_share held*"]
     )  # fmt: skip
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
-    assert entry["not_set"] == ["ttft_p50_ms", "min_output_tokens_per_s"] and entry["thresholds"] == {
-        "max_error_share": 0
-    }
+    assert entry["not_set"] == ["ttft_p50_ms", "min_output_tokens_per_s"] and entry[
+        "thresholds"
+    ] == {"max_error_share": 0}
     measured = run_suite(pytester, url, "--slo=test.yaml")  # run_suite's own --infer-framework=vllm
     measured.assert_outcomes(passed=1)

@@ -85,8 +85,14 @@ def test_defaults_points_and_framework_overrides_merge(tmp_path):
         ),
         (("id: c4", "id: c1"), "models.tiny.load_points[1].id: duplicate load point id 'c1'"),
         (("transformers:", "tensorflow:"), "models.tiny.frameworks.tensorflow: unknown framework"),
-        (("        c4: {", "        c9: {"), "models.tiny.frameworks.transformers.c9: no load point 'c9' to override"),
-        (("accelerator: cpu", "accelerator: tpu"), "hardware.accelerator: 'tpu' is not one of ['gpu', 'cpu']"),
+        (
+            ("        c4: {", "        c9: {"),
+            "models.tiny.frameworks.transformers.c9: no load point 'c9' to override",
+        ),
+        (
+            ("accelerator: cpu", "accelerator: tpu"),
+            "hardware.accelerator: 'tpu' is not one of ['gpu', 'cpu']",
+        ),
         (("accelerator: cpu", "accelerator: gpu"), "hardware: 'gpu' is a required property"),
         (
             ("defaults: {requests: 100", "defaults: {requets: 100"),
@@ -115,15 +121,21 @@ def test_yaml_syntax_error_names_the_file(tmp_path):
 
 
 def gpu_host(name: str, count: int = 1, memory: float = 79.6) -> Hardware:
-    return Hardware("gpu", [{"name": name, "memory_gb": memory}] * count, driver="550.54", nvml="ok")
+    return Hardware(
+        "gpu", [{"name": name, "memory_gb": memory}] * count, driver="550.54", nvml="ok"
+    )
 
 
 def test_hardware_mismatch_is_explained():
     a100 = load_profile("a100")
     assert a100.hardware_mismatch(gpu_host("NVIDIA A100-SXM4-80GB")) is None
     assert "2 GPUs, not 1" in a100.hardware_mismatch(gpu_host("NVIDIA A100-SXM4-80GB", 2))
-    assert "GPU NVIDIA H100 80GB HBM3 is not A100" in a100.hardware_mismatch(gpu_host("NVIDIA H100 80GB HBM3"))
-    assert "39.4 GB per GPU, not 80" in a100.hardware_mismatch(gpu_host("NVIDIA A100-PCIE-40GB", memory=39.4))
+    assert "GPU NVIDIA H100 80GB HBM3 is not A100" in a100.hardware_mismatch(
+        gpu_host("NVIDIA H100 80GB HBM3")
+    )
+    assert "39.4 GB per GPU, not 80" in a100.hardware_mismatch(
+        gpu_host("NVIDIA A100-PCIE-40GB", memory=39.4)
+    )
     assert "has no GPU visible to NVML (not installed)" in a100.hardware_mismatch(Hardware("cpu"))
     cpu = load_profile("cpu")
     assert cpu.hardware_mismatch(Hardware("cpu")) is None
@@ -141,7 +153,10 @@ def test_hardware_mismatch_is_explained():
             ),
         ),
         (
-            ("thresholds: {ttft_p99_ms: null, ttft_p50_ms: 900}", "thresholds: {ttft_p99_ms: null}"),
+            (
+                "thresholds: {ttft_p99_ms: null, ttft_p50_ms: 900}",
+                "thresholds: {ttft_p99_ms: null}",
+            ),
             (
                 "models.tiny.frameworks.transformers.c4.thresholds: load point 'c4' has no thresholds for transformers,"
                 " so nothing would judge"
@@ -178,7 +193,9 @@ def test_a_load_point_that_nothing_would_judge_is_refused(tmp_path, edit, messag
 def test_an_empty_point_stops_the_run_before_anything_starts(pytester: pytest.Pytester, tmp_path):
     path = write(tmp_path, GOOD.replace("thresholds: {ttft_p99_ms: 200}", "thresholds: {}"))
     pytester.makepyfile("def test_never_collected():\n    pass\n")
-    result = pytester.runpytest(f"--slo={path}", "--infer-endpoint=http://127.0.0.1:9", "-p", "no:cacheprovider")
+    result = pytester.runpytest(
+        f"--slo={path}", "--infer-endpoint=http://127.0.0.1:9", "-p", "no:cacheprovider"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -198,4 +215,6 @@ def test_the_gpu_profiles_say_their_thresholds_are_estimates(tmp_path):
         "rtx4090": "estimated",
         "cpu": "measured",
     }
-    assert load_profile(write(tmp_path, GOOD)).thresholds_source is None  # a profile that does not say is not marked
+    assert (
+        load_profile(write(tmp_path, GOOD)).thresholds_source is None
+    )  # a profile that does not say is not marked

@@ -16,8 +16,12 @@ def test_four_runs_each_fully_separated_reach_significance():
 
 def test_the_direction_counts():
     assert mann_whitney_greater([1.0, 2, 3, 4], [5.0, 6, 7, 8]) == pytest.approx(1.0)
-    assert worse_test([10.0, 11, 12, 13], [20.0, 21, 22, 23], higher_is_better=False) < 0.05  # latency rose
-    assert worse_test([10.0, 11, 12, 13], [20.0, 21, 22, 23], higher_is_better=True) > 0.5  # throughput rose
+    assert (
+        worse_test([10.0, 11, 12, 13], [20.0, 21, 22, 23], higher_is_better=False) < 0.05
+    )  # latency rose
+    assert (
+        worse_test([10.0, 11, 12, 13], [20.0, 21, 22, 23], higher_is_better=True) > 0.5
+    )  # throughput rose
 
 
 def test_all_equal_is_never_significant():

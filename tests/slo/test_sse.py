@@ -59,7 +59,10 @@ def chat(delta, **choice):
         (chat({"tool_calls": [{"index": 0, "function": {"arguments": '{"x"'}}]}), 1),
         (chat({"content": "abc"}, token_ids=[1, 2, 3]), 3),  # vLLM return_token_ids
         (chat({"content": "ab"}, logprobs={"content": [{"token": "a"}, {"token": "b"}]}), 2),
-        ({"choices": [{"index": 0, "text": "xy", "logprobs": {"tokens": ["x", "y"]}}]}, 2),  # completions
+        (
+            {"choices": [{"index": 0, "text": "xy", "logprobs": {"tokens": ["x", "y"]}}]},
+            2,
+        ),  # completions
         ({"choices": [{"index": 0, "text": ""}]}, 0),
         ({"choices": [{"index": 0, "text": "x"}, {"index": 1, "text": "y"}]}, 2),  # n=2
     ],

@@ -45,7 +45,11 @@ def run_suite(pytester, url: str, *args: str, subprocess: bool = False):
         "no:cacheprovider",
         *args,
     )
-    return pytester.runpytest_subprocess(*args, timeout=300) if subprocess else pytester.runpytest(*args)
+    return (
+        pytester.runpytest_subprocess(*args, timeout=300)
+        if subprocess
+        else pytester.runpytest(*args)
+    )
 
 
 def test_pass_fail_and_invalid_load_points(pytester, paced_server):
@@ -63,9 +67,15 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
         result.stdout.fnmatch_lines([line])
     results = json.loads((pytester.path / "report" / "results.json").read_text())
     entries = {e["load_point"]: e for e in results["slo"]}
-    assert {k: e["verdict"] for k, e in entries.items()} == {"meets": "pass", "misses": "fail", "too-few": "invalid"}
+    assert {k: e["verdict"] for k, e in entries.items()} == {
+        "meets": "pass",
+        "misses": "fail",
+        "too-few": "invalid",
+    }
     meets = entries["meets"]
-    assert meets["metrics"]["requests"] == 20 and meets["metrics"]["ttft_p50_ms"] >= 30  # the paced server's TTFT
+    assert (
+        meets["metrics"]["requests"] == 20 and meets["metrics"]["ttft_p50_ms"] >= 30
+    )  # the paced server's TTFT
     assert meets["metrics"]["ttfb_p50_ms"] < meets["metrics"]["ttft_p50_ms"]  # role chunk first
     assert len(meets["samples"]["ttft_ms"]) == 20 and meets["concurrency"] == 2
     assert meets["hardware"]["accelerator"] in ("cpu", "gpu") and meets["client"]["busy_share"] >= 0
@@ -75,7 +85,9 @@ def test_pass_fail_and_invalid_load_points(pytester, paced_server):
         for p, t in zip(params, results["tests"])
     }
     assert outcomes == {"meets": "passed", "misses": "failed", "too": "error"}
-    [passed] = [t for t in results["tests"] if t["outcome"] == "passed"]  # names the load and each threshold it judged
+    [passed] = [
+        t for t in results["tests"] if t["outcome"] == "passed"
+    ]  # names the load and each threshold it judged
     assert passed["extra"]["evidence"].startswith(
         "load point meets (concurrency 2): 20 of 20 measured requests answered; ok ttft_p50_ms: "
     ), passed["extra"]
@@ -88,7 +100,9 @@ def test_slo_repeat_runs_each_point_that_many_times(pytester, paced_server):
     url = paced_server(20, 5)
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
-    result = run_suite(pytester, url, "--slo=test.yaml", "--slo-repeat=3", "-k", "not misses and not too")
+    result = run_suite(
+        pytester, url, "--slo=test.yaml", "--slo-repeat=3", "-k", "not misses and not too"
+    )
     result.assert_outcomes(passed=1)
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["repeat"] == 3 and [r["requests"] for r in entry["runs"]] == [20, 20, 20]
@@ -104,7 +118,9 @@ def test_without_a_profile_the_suite_skips(pytester, paced_server):
 
 def test_a_bad_profile_is_a_usage_error_naming_file_and_key(pytester, paced_server):
     copy_suite(pytester)
-    (pytester.path / "bad.yaml").write_text(PROFILE.format(fast=1).replace("ttft_p50_ms: 1}", "ttft_p50: 1}"))
+    (pytester.path / "bad.yaml").write_text(
+        PROFILE.format(fast=1).replace("ttft_p50_ms: 1}", "ttft_p50: 1}")
+    )
     result = run_suite(pytester, paced_server(5, 1), "--slo=bad.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -118,10 +134,13 @@ def test_a_bad_profile_is_a_usage_error_naming_file_and_key(pytester, paced_serv
 def test_profile_for_other_hardware_warns_loudly(pytester, paced_server):
     copy_suite(pytester)
     gpu = PROFILE.format(fast=1).replace(
-        "hardware: {accelerator: cpu}", "hardware: {accelerator: gpu, gpu: H200, count: 1, memory_gb: 141}"
+        "hardware: {accelerator: cpu}",
+        "hardware: {accelerator: gpu, gpu: H200, count: 1, memory_gb: 141}",
     )
     (pytester.path / "gpu.yaml").write_text(gpu)
-    result = run_suite(pytester, paced_server(5, 1), "--slo=gpu.yaml", "-k", "meets", "-W", "default")
+    result = run_suite(
+        pytester, paced_server(5, 1), "--slo=gpu.yaml", "-k", "meets", "-W", "default"
+    )
     result.stdout.fnmatch_lines(
         [
             "*!!! SLO PROFILE MISMATCH: profile 'test' is for 1x H200 141 GB; this host has no GPU visible to NVML*",
@@ -137,14 +156,21 @@ def test_thresholds_of_an_estimated_profile_are_marked_in_the_header_the_results
     (pytester.path / "guess.yaml").write_text(
         PROFILE.format(fast=1).replace("name: test", "name: test\nthresholds_source: estimated")
     )
-    result = run_suite(pytester, paced_server(5, 1), "--slo=guess.yaml", "-k", "not misses and not too")
+    result = run_suite(
+        pytester, paced_server(5, 1), "--slo=guess.yaml", "-k", "not misses and not too"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["SLO thresholds of 'test' are ESTIMATES, not measured on this hardware*", "test/meets thresholds*estimated*"]
+        [
+            "SLO thresholds of 'test' are ESTIMATES, not measured on this hardware*",
+            "test/meets thresholds*estimated*",
+        ]
     )
     (entry,) = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
     assert entry["thresholds_source"] == "estimated" and entry["verdict"] == "pass"
-    assert "(estimated)" in (pytester.path / "report" / "summary.md").read_text()  # beside each limit
+    assert (
+        "(estimated)" in (pytester.path / "report" / "summary.md").read_text()
+    )  # beside each limit
 
 
 STARVE = """
@@ -200,7 +226,8 @@ models:
 
 @pytest.mark.integration  # a minute: it loads a core of the host and runs a starved pytest process
 @pytest.mark.skipif(
-    not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs Linux CPU affinity and 2 cores"
+    not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2,
+    reason="needs Linux CPU affinity and 2 cores",
 )
 def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, paced_server):
     """16 streams of one token per ms need a good share of a core; the client gets ~5% of one,
@@ -214,14 +241,17 @@ def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, p
     copy_suite(pytester)
     (pytester.path / "conftest.py").write_text(STARVE)
     (pytester.path / "starve.yaml").write_text(HEAVY)
-    result = run_suite(pytester, url, "--slo=starve.yaml", subprocess=True)  # nice and affinity stay in that process
+    result = run_suite(
+        pytester, url, "--slo=starve.yaml", subprocess=True
+    )  # nice and affinity stay in that process
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*measurement invalid: client*"])
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     assert entry["verdict"] == "invalid"
     # the first witness: the client's own figures (its loop thread starved, or its loop ticking late)
     assert entry["client"]["busy_share"] > 0.8 or any(
-        f.startswith("measurement invalid: client event loop lagged: p99") for f in entry["failures"]
+        f.startswith("measurement invalid: client event loop lagged: p99")
+        for f in entry["failures"]
     )
     # the second witness: the paced server's own TTFT histogram shows the client stamping first tokens late
     assert any(
@@ -230,7 +260,9 @@ def test_a_starved_client_turns_the_verdict_into_measurement_invalid(pytester, p
     )
 
 
-def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester, paced_server, capsys):
+def test_interleaved_session_gates_baseline_against_candidate_with_pair(
+    pytester, paced_server, capsys
+):
     """Two servers in one session, measured in turns; the gate pairs them inside the one results file."""
     from pytest_infer.cli import main
 
@@ -243,8 +275,12 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
             "--slo-interleave", "-k", "not misses and not too")  # fmt: skip
     pytester.runpytest(*args).assert_outcomes(passed=2)
     entries = json.loads((pytester.path / "report" / "results.json").read_text())["slo"]
-    assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(e["repeat"] == 5 for e in entries)
-    assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"]["targets"] == [
+    assert sorted(e["target"] for e in entries) == ["base", "cand"] and all(
+        e["repeat"] == 5 for e in entries
+    )
+    assert entries[0]["interleaved"] == entries[1]["interleaved"] and entries[0]["interleaved"][
+        "targets"
+    ] == [
         "base",
         "cand",
     ]
@@ -255,9 +291,16 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
         entries[0]["session"] == entries[1]["session"] and len(entries[0]["session"]) == 32
     )  # the pytest run, for the gate
     results = str(pytester.path / "report" / "results.json")
-    assert main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
+    assert (
+        main(["compare", results, results, "--pair", "base=cand", "--fail-on", "ttft_p50:5%"]) == 1
+    )
     out = capsys.readouterr().out
-    assert "base" in out and "cand" in out and "ttft_p50_ms" in out and "paired slices (n=25, interleaved), p=" in out
+    assert (
+        "base" in out
+        and "cand" in out
+        and "ttft_p50_ms" in out
+        and "paired slices (n=25, interleaved), p=" in out
+    )
     assert ": interleaved (measured in turns)" in out and "not gated" not in out
     assert main(["compare", results, results, "--pair", "cand=cand"]) == 0
 
@@ -265,13 +308,21 @@ def test_interleaved_session_gates_baseline_against_candidate_with_pair(pytester
 def test_slices_without_interleave_is_a_usage_error(pytester, paced_server):
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
-    result = run_suite(pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave-slices=3")
+    result = run_suite(
+        pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave-slices=3"
+    )
     result.stderr.fnmatch_lines(
-        ["*--slo-interleave-slices slices the runs that --slo-interleave takes in turns; add --slo-interleave*"]
+        [
+            "*--slo-interleave-slices slices the runs that --slo-interleave takes in turns; add --slo-interleave*"
+        ]
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = run_suite(
-        pytester, paced_server(10, 2), "--slo=test.yaml", "--slo-interleave", "--slo-interleave-slices=0"
+        pytester,
+        paced_server(10, 2),
+        "--slo=test.yaml",
+        "--slo-interleave",
+        "--slo-interleave-slices=0",
     )
     result.stderr.fnmatch_lines(["*--slo-interleave-slices: must be at least 1*"])
 
@@ -281,7 +332,9 @@ def test_slo_processes_runs_each_load_point_from_several_client_processes(pytest
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(
         "\n".join(
-            line for line in PROFILE.format(fast=1).splitlines() if "misses" not in line and "too-few" not in line
+            line
+            for line in PROFILE.format(fast=1).splitlines()
+            if "misses" not in line and "too-few" not in line
         )
     )
     result = run_suite(pytester, url, "--slo=test.yaml", "--slo-processes=2")
@@ -289,20 +342,28 @@ def test_slo_processes_runs_each_load_point_from_several_client_processes(pytest
     entry = json.loads((pytester.path / "report" / "results.json").read_text())["slo"][0]
     processes = entry["client_processes"]["processes"]
     assert (
-        entry["client_processes"]["how"] == "processes" and len(processes) == 2 and entry["metrics"]["requests"] == 20
+        entry["client_processes"]["how"] == "processes"
+        and len(processes) == 2
+        and entry["metrics"]["requests"] == 20
     )
-    assert entry["metrics"]["ttft_p50_ms"] >= 30  # the paced server's TTFT, measured from two processes on one clock
+    assert (
+        entry["metrics"]["ttft_p50_ms"] >= 30
+    )  # the paced server's TTFT, measured from two processes on one clock
 
 
 def test_slo_ray_address_without_ray_is_a_usage_error(pytester, paced_server, monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
+    )
     copy_suite(pytester)
     (pytester.path / "test.yaml").write_text(PROFILE.format(fast=1))
     result = run_suite(pytester, "http://127.0.0.1:9", "--slo=test.yaml", "--slo-ray-address=auto")
-    result.stderr.fnmatch_lines(["*--slo-ray-address needs Ray on this machine: pip install 'pytest-infer?ray?'*"])
+    result.stderr.fnmatch_lines(
+        ["*--slo-ray-address needs Ray on this machine: pip install 'pytest-infer?ray?'*"]
+    )
 
 
 def test_the_suite_registers_under_the_name_its_gate_settings_use():

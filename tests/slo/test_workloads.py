@@ -14,19 +14,30 @@ from pytest_infer.adapters import registry
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.load import LoadSpec, Workload, run_load
 from pytest_infer.load.prompts import Calibration, PromptFactory
-from pytest_infer.load.replay import TraceError, TracePrompts, TraceRequest, gaps_ns, parse_trace, read_trace
+from pytest_infer.load.replay import (
+    TraceError,
+    TracePrompts,
+    TraceRequest,
+    gaps_ns,
+    parse_trace,
+    read_trace,
+)
 from pytest_infer.load.workloads import Conversations, bodies
 from pytest_infer.slo.profiles import ProfileError, load_profile
 from pytest_infer.slo.table import SloTable
 from pytest_infer.testing.fakeserver import FakeServer
 
-FIXED = Calibration(1.0, 0.0, "fixed for the test")  # one token per word: lengths in words are lengths in tokens
+FIXED = Calibration(
+    1.0, 0.0, "fixed for the test"
+)  # one token per word: lengths in words are lengths in tokens
 SAMPLE = Path(__file__).parent.parent / "data" / "mooncake_sample.jsonl"
 
 
 def chats(srv: FakeServer) -> list[list[dict]]:
     return [
-        body["messages"] for method, path, body in srv.requests if method == "POST" and path == "/v1/chat/completions"
+        body["messages"]
+        for method, path, body in srv.requests
+        if method == "POST" and path == "/v1/chat/completions"
     ]
 
 
@@ -51,7 +62,9 @@ def test_turn_three_carries_turns_one_and_two_and_the_answers_between():
         5,
         12,
     ]  # questions of input_tokens, answers of output_tokens
-    assert len({m["content"] for m in third}) == 5 and all(b["max_tokens"] == 5 and b["stream"] for b in sent)
+    assert len({m["content"] for m in third}) == 5 and all(
+        b["max_tokens"] == 5 and b["stream"] for b in sent
+    )
     assert talk.body(3)["messages"] == talk.messages(
         3, 1
     )  # three turns done: request 3 opens a conversation (named after it)
@@ -60,10 +73,14 @@ def test_turn_three_carries_turns_one_and_two_and_the_answers_between():
 def test_a_turn_waits_for_the_answer_before_it():
     talk = Conversations(Workload(turns=2, input_tokens=4, output_tokens=2), "m", FIXED)
     assert talk.body(0)["messages"] == talk.messages(0, 1)
-    assert talk.body(1)["messages"] == talk.messages(1, 1)  # conversation 0 has no answer yet: a new one starts
+    assert talk.body(1)["messages"] == talk.messages(
+        1, 1
+    )  # conversation 0 has no answer yet: a new one starts
     talk.ended(1)
     talk.ended(0)
-    assert talk.body(2)["messages"] == talk.messages(1, 2)  # the one that has waited longest goes first
+    assert talk.body(2)["messages"] == talk.messages(
+        1, 2
+    )  # the one that has waited longest goes first
     assert talk.body(3)["messages"] == talk.messages(0, 2)
 
 
@@ -109,20 +126,37 @@ def test_shared_prefix_share_of_a_half_gives_half_the_prompts_the_same_opening()
     prompts = PromptFactory(FIXED, input_tokens=30, shared_prefix_tokens=20, share=0.5)
     texts = [prompts.prompt(i) for i in range(100)]
     openings = Counter(" ".join(t.split()[:20]) for t in texts)
-    assert openings.most_common(1)[0][1] == 50 and len(openings) == 51  # 50 share the prefix, the other 50 are unique
+    assert (
+        openings.most_common(1)[0][1] == 50 and len(openings) == 51
+    )  # 50 share the prefix, the other 50 are unique
     assert all(len(t.split()) == 30 for t in texts)  # the same length with or without the prefix
-    assert [prompts.carries_prefix(i) for i in range(4)] == [False, True, False, True]  # spread evenly, not in a block
+    assert [prompts.carries_prefix(i) for i in range(4)] == [
+        False,
+        True,
+        False,
+        True,
+    ]  # spread evenly, not in a block
 
 
 def test_conversations_share_the_prefix_by_conversation():
     talk = Conversations(
-        Workload(turns=2, input_tokens=10, output_tokens=2, shared_prefix_tokens=6, shared_prefix_share=0.5), "m", FIXED
+        Workload(
+            turns=2,
+            input_tokens=10,
+            output_tokens=2,
+            shared_prefix_tokens=6,
+            shared_prefix_share=0.5,
+        ),
+        "m",
+        FIXED,
     )
     for i in range(4):
         talk.body(i)  # four conversations, none answered yet
     opening = [talk.messages(c, 2)[0]["content"].split()[:6] for c in range(4)]
     assert opening[1] == opening[3] != opening[0] and opening[0] != opening[2]
-    assert talk.messages(1, 2)[2]["content"].split()[:6] != opening[1]  # later questions are the conversation's own
+    assert (
+        talk.messages(1, 2)[2]["content"].split()[:6] != opening[1]
+    )  # later questions are the conversation's own
 
 
 @pytest.mark.parametrize(
@@ -148,13 +182,20 @@ def test_the_mooncake_sample_parses_to_offsets_lengths_and_blocks():
     assert len(trace) == len(lines) == 24
     assert [r.offset_ms for r in trace] == [line["timestamp"] for line in lines]
     assert trace[0] == TraceRequest(0.0, 369, 24, (0, 1, 2))
-    assert gaps_ns(trace, speedup=2.0)[:3] == [0, 8_500_000, 36_000_000]  # 0, 17, 89 ms at twice the speed
+    assert gaps_ns(trace, speedup=2.0)[:3] == [
+        0,
+        8_500_000,
+        36_000_000,
+    ]  # 0, 17, 89 ms at twice the speed
 
 
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ('{"timestamp": 0, "input_length": 5, "output_length": 2}\nnot json\n', r"trace:2: not JSON"),
+        (
+            '{"timestamp": 0, "input_length": 5, "output_length": 2}\nnot json\n',
+            r"trace:2: not JSON",
+        ),
         (
             (
                 '{"timestamp": 10, "input_length": 5, "output_length": 2}\n{"timestamp": 5, "input_length": 5,'
@@ -162,7 +203,10 @@ def test_the_mooncake_sample_parses_to_offsets_lengths_and_blocks():
             ),
             "trace:2: .* arrival order",
         ),
-        ('{"timestamp": 0, "output_length": 2}\n', r"trace:1: input_length must be an integer >= 1, not None"),
+        (
+            '{"timestamp": 0, "output_length": 2}\n',
+            r"trace:1: input_length must be an integer >= 1, not None",
+        ),
         (
             '{"timestamp": 0, "input_length": 5, "output_length": 2, "hash_ids": [1, "a"]}\n',
             "trace:1: hash_ids must be a list of integers",
@@ -192,7 +236,8 @@ def test_a_replayed_trace_is_sent_at_the_recorded_offsets(paced_server):
     run = run_load(Endpoint(url, "paced-model"), spec, workload, calibration=FIXED)
     trace = read_trace(SAMPLE)
     assert (
-        len(run.traces) == 24 and [t.phase for t in run.traces] == ["warmup"] * 2 + ["measured"] * 22
+        len(run.traces) == 24
+        and [t.phase for t in run.traces] == ["warmup"] * 2 + ["measured"] * 22
     )  # the trace's end ends the run
     start = run.traces[0].intended_ns
     for t, r in zip(run.traces, trace):
@@ -208,7 +253,12 @@ def test_a_replayed_trace_is_sent_at_the_recorded_offsets(paced_server):
 
 def test_replay_needs_a_trace_and_a_trace_needs_replay():
     with pytest.raises(ValueError, match="replay load needs a workload with a trace_file"):
-        run_load(Endpoint("http://127.0.0.1:9", "m"), LoadSpec(mode="replay"), Workload(), calibration=FIXED)
+        run_load(
+            Endpoint("http://127.0.0.1:9", "m"),
+            LoadSpec(mode="replay"),
+            Workload(),
+            calibration=FIXED,
+        )
 
 
 def test_the_bodies_of_a_replay_are_the_trace_lines():
@@ -243,14 +293,26 @@ def write_profile(tmp_path, text: str, trace: str | None = None) -> Path:
 
 
 def test_profile_settings_build_the_workloads(tmp_path):
-    points = {p.id: p for p in load_profile(write_profile(tmp_path, PROFILE)).load_points("tiny", "vllm")}
-    assert points["chat"].workload(registry.get("vllm")).turns == 4 and points["chat"].load_spec().mode == "closed"
+    points = {
+        p.id: p for p in load_profile(write_profile(tmp_path, PROFILE)).load_points("tiny", "vllm")
+    }
+    assert (
+        points["chat"].workload(registry.get("vllm")).turns == 4
+        and points["chat"].load_spec().mode == "closed"
+    )
     prefix = points["prefix"].workload(registry.get("vllm"))
     assert (prefix.shared_prefix_tokens, prefix.shared_prefix_share) == (32, 0.25)
     spec, workload = points["trace"].load_spec(), points["trace"].workload(registry.get("vllm"))
-    assert (spec.mode, spec.speedup, spec.requests, spec.rate, spec.label) == ("replay", 4, 10, None, "replay x4")
+    assert (spec.mode, spec.speedup, spec.requests, spec.rate, spec.label) == (
+        "replay",
+        4,
+        10,
+        None,
+        "replay x4",
+    )
     assert (
-        workload.trace_file == str(tmp_path / "data" / "t.jsonl") and workload.trace_block_tokens == 64
+        workload.trace_file == str(tmp_path / "data" / "t.jsonl")
+        and workload.trace_block_tokens == 64
     )  # relative to the profile
     del points["trace"].settings["requests"]
     assert points["trace"].load_spec().requests == 22  # by default every line after the warm-up
@@ -269,7 +331,11 @@ def test_profile_settings_build_the_workloads(tmp_path):
             None,
             r"shared_prefix_share: .* needs shared_prefix_tokens",
         ),
-        ("{id: x, turns: 0, thresholds: {}}", None, r"load_points\[0\].turns: 0 is less than the minimum of 1"),
+        (
+            "{id: x, turns: 0, thresholds: {}}",
+            None,
+            r"load_points\[0\].turns: 0 is less than the minimum of 1",
+        ),
         (
             "{id: x, trace_speedup: 2, thresholds: {}}",
             None,
@@ -280,7 +346,11 @@ def test_profile_settings_build_the_workloads(tmp_path):
             None,
             "brings its own arrivals, lengths and sharing; drop concurrency, turns",
         ),
-        ("{id: x, trace_file: data/none.jsonl, thresholds: {}}", None, r"trace_file: .*none.jsonl: No such file"),
+        (
+            "{id: x, trace_file: data/none.jsonl, thresholds: {}}",
+            None,
+            r"trace_file: .*none.jsonl: No such file",
+        ),
         (
             "{id: x, trace_file: data/t.jsonl, thresholds: {}}",
             '{"timestamp": 0}\n',

@@ -62,7 +62,10 @@ def answering(make: Callable[[Any], tuple[str, str]]) -> Deviation:
         first = events[0]
         base = {k: v for k, v in first.items() if k != "choices"}
         out = [first]
-        out += [{**base, "choices": [{"index": 0, "delta": {"content": ch}, "finish_reason": None}]} for ch in content]
+        out += [
+            {**base, "choices": [{"index": 0, "delta": {"content": ch}, "finish_reason": None}]}
+            for ch in content
+        ]
         out.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         return [*out, "[DONE]"]
 
@@ -80,7 +83,9 @@ def constant(content: str, finish: str = "stop") -> Deviation:
 def status(code: int) -> Deviation:
     def request(path: str, body: dict):
         if schema_of(body) is not None:
-            return code, error_body(f"simulated HTTP {code}", "invalid_request_error" if code < 500 else "server_error")
+            return code, error_body(
+                f"simulated HTTP {code}", "invalid_request_error" if code < 500 else "server_error"
+            )
         return None
 
     return Deviation(request=request)
@@ -110,7 +115,9 @@ def uses_keyword(schema: Any, keyword: str) -> bool:
     return False
 
 
-def logging_on(keyword: str, warning: str, bad: str, good: str, log: Callable[[str], None] | None = None) -> Deviation:
+def logging_on(
+    keyword: str, warning: str, bad: str, good: str, log: Callable[[str], None] | None = None
+) -> Deviation:
     """Like vLLM's xgrammar converter: a schema using ``keyword`` makes the server log ``warning`` and
     answer ``bad`` (breaking the constraint it ignores); any other schema logs an INFO line naming it
     and gets ``good``; a plain chat request logs an INFO line of its own.

@@ -8,14 +8,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import AnswerClass, Attempt, Classified, classify_output, is_json_prefix
+from pytest_infer.structured import (
+    AnswerClass,
+    Attempt,
+    Classified,
+    classify_output,
+    is_json_prefix,
+)
 from pytest_infer.structured.classify import classify_status
 from pytest_infer.structured.judge import judge_support
 
-SCHEMA = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "string", "maxLength": 3}},
+    "required": ["a"],
+}
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -25,7 +41,12 @@ JSON_VALUES = st.recursive(
     [
         ('{"a": "xy"}', "stop", AnswerClass.VALID, None),
         ('  {"a": "xy"}\n', "stop", AnswerClass.VALID, None),
-        ('{"a": "x\ty"}', "stop", AnswerClass.INVALID_JSON, "json"),  # a raw control character inside a string
+        (
+            '{"a": "x\ty"}',
+            "stop",
+            AnswerClass.INVALID_JSON,
+            "json",
+        ),  # a raw control character inside a string
         ('{"a": NaN}', "stop", AnswerClass.INVALID_JSON, "json"),
         ('{"a": 1e999}', "stop", AnswerClass.INVALID_JSON, "number-range"),
         ("{'a': 'xy'}", "stop", AnswerClass.INVALID_JSON, "json"),
@@ -34,9 +55,24 @@ JSON_VALUES = st.recursive(
         ('{"a": "xy"', "length", AnswerClass.TRUNCATED, None),
         ('{"a": "x', "length", AnswerClass.TRUNCATED, None),
         ('{"a": "xy"', "stop", AnswerClass.INVALID_JSON, "json"),  # stopped, yet unclosed
-        ('{"a": "xy"} trailing', "length", AnswerClass.INVALID_JSON, "json"),  # not a prefix of any document
-        ("8ajBTX5c[/oFTX5c", "length", AnswerClass.INVALID_JSON, "json"),  # unconstrained text cut at the limit
-        ('{"a": "xy"}', "length", AnswerClass.TRUNCATED, None),  # whole but cut: the model had not finished
+        (
+            '{"a": "xy"} trailing',
+            "length",
+            AnswerClass.INVALID_JSON,
+            "json",
+        ),  # not a prefix of any document
+        (
+            "8ajBTX5c[/oFTX5c",
+            "length",
+            AnswerClass.INVALID_JSON,
+            "json",
+        ),  # unconstrained text cut at the limit
+        (
+            '{"a": "xy"}',
+            "length",
+            AnswerClass.TRUNCATED,
+            None,
+        ),  # whole but cut: the model had not finished
         ('{"a": "toolong"}', "length", AnswerClass.VIOLATION, "maxLength"),
         (
             '{"a": "toolo',
@@ -62,8 +98,16 @@ def test_classify_output(text, finish, outcome, keyword):
 @pytest.mark.parametrize(
     ("schema", "text", "outcome"),
     [
-        ({"type": "string"}, "845e3855419557194546", AnswerClass.VIOLATION),  # a number growing where a string belongs
-        ({"allOf": [{"type": "string"}, {"maxLength": 3}]}, "845e3855419557194546", AnswerClass.VIOLATION),
+        (
+            {"type": "string"},
+            "845e3855419557194546",
+            AnswerClass.VIOLATION,
+        ),  # a number growing where a string belongs
+        (
+            {"allOf": [{"type": "string"}, {"maxLength": 3}]},
+            "845e3855419557194546",
+            AnswerClass.VIOLATION,
+        ),
         ({"type": "object"}, '["a", "b', AnswerClass.VIOLATION),
         ({"type": ["string", "null"]}, '"abc', AnswerClass.TRUNCATED),
         ({"type": "number"}, "845e3855419557194546", AnswerClass.TRUNCATED),
@@ -73,8 +117,16 @@ def test_classify_output(text, finish, outcome, keyword):
             "1438943870245579455",
             AnswerClass.TRUNCATED,
         ),  # parity unknown yet
-        ({"type": "integer", "maximum": 5}, "1438", AnswerClass.TRUNCATED),  # could still become 1438e-9
-        ({"type": "array", "maxItems": 1}, "[1, 2]", AnswerClass.VIOLATION),  # closed: judged in full
+        (
+            {"type": "integer", "maximum": 5},
+            "1438",
+            AnswerClass.TRUNCATED,
+        ),  # could still become 1438e-9
+        (
+            {"type": "array", "maxItems": 1},
+            "[1, 2]",
+            AnswerClass.VIOLATION,
+        ),  # closed: judged in full
         ({}, "845e3855419557194546", AnswerClass.TRUNCATED),
     ],
 )
@@ -109,14 +161,29 @@ def test_classify_status(status, outcome):
 @settings(max_examples=200, deadline=None)
 @given(JSON_VALUES, st.data())
 def test_every_prefix_of_a_document_is_a_prefix(value, data):
-    text = json.dumps(value, indent=data.draw(st.sampled_from([None, 1])), ensure_ascii=data.draw(st.booleans()))
+    text = json.dumps(
+        value, indent=data.draw(st.sampled_from([None, 1])), ensure_ascii=data.draw(st.booleans())
+    )
     cut = data.draw(st.integers(0, len(text)))
     assert is_json_prefix(text[:cut]), repr(text[:cut])
 
 
 @pytest.mark.parametrize(
     "text",
-    ["abc", '{"a": 1}}', '{"a": tx', '["a\x01', "[1, NaN", '"\\q', '{"a" 1', "[1.2.3", "{t", "{}t", "0nu", "[1e999"],
+    [
+        "abc",
+        '{"a": 1}}',
+        '{"a": tx',
+        '["a\x01',
+        "[1, NaN",
+        '"\\q',
+        '{"a" 1',
+        "[1.2.3",
+        "{t",
+        "{}t",
+        "0nu",
+        "[1e999",
+    ],
 )
 def test_non_prefixes_are_detected(text):
     assert not is_json_prefix(text)
@@ -124,7 +191,12 @@ def test_non_prefixes_are_detected(text):
 
 def _attempt(outcome: AnswerClass, status: int = 200) -> Attempt:
     return Attempt(
-        {"type": "boolean"}, "response_format", {"max_tokens": 8}, Classified(outcome), "curl", status=status
+        {"type": "boolean"},
+        "response_format",
+        {"max_tokens": 8},
+        Classified(outcome),
+        "curl",
+        status=status,
     )
 
 
@@ -147,7 +219,14 @@ def test_judge_support(outcomes, word):
 @pytest.mark.parametrize(
     ("schema", "text", "finish", "outcome", "keyword", "detail"),
     [
-        (SCHEMA, 7, "stop", AnswerClass.SERVER_ERROR, None, "the answer has no text content (got int)"),
+        (
+            SCHEMA,
+            7,
+            "stop",
+            AnswerClass.SERVER_ERROR,
+            None,
+            "the answer has no text content (got int)",
+        ),
         (
             {"type": "number"},
             "1" * 45 + "e999",
@@ -178,7 +257,14 @@ def test_judge_support(outcomes, word):
                 " parsers reject it)"
             ),
         ),
-        (SCHEMA, '{"a": "x', "length", AnswerClass.TRUNCATED, None, "cut at the token limit after 8 characters"),
+        (
+            SCHEMA,
+            '{"a": "x',
+            "length",
+            AnswerClass.TRUNCATED,
+            None,
+            "cut at the token limit after 8 characters",
+        ),
         (
             SCHEMA,
             '{"a": NaN}',
@@ -187,7 +273,14 @@ def test_judge_support(outcomes, word):
             "json",
             "not strict JSON: NaN is not JSON (RFC 8259 has no NaN or Infinity)",
         ),
-        ({"type": "integer"}, "12", "length", AnswerClass.TRUNCATED, None, "a number still growing at the token limit"),
+        (
+            {"type": "integer"},
+            "12",
+            "length",
+            AnswerClass.TRUNCATED,
+            None,
+            "a number still growing at the token limit",
+        ),
         (
             {"type": "string"},
             "12",
@@ -222,7 +315,9 @@ def test_judge_support(outcomes, word):
         ),
     ],
 )
-def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finish, outcome, keyword, detail):
+def test_each_verdict_says_why_in_the_words_the_report_shows(
+    schema, text, finish, outcome, keyword, detail
+):
     verdict = classify_output(schema, text, finish)
     assert (verdict.outcome, verdict.keyword) == (outcome, keyword)
     if detail is not None:
@@ -234,13 +329,17 @@ def test_each_verdict_says_why_in_the_words_the_report_shows(schema, text, finis
 def test_a_refused_or_failed_request_quotes_the_status_and_the_first_300_characters():
     body = "e" * 299 + "XY"
     assert classify_status(422, body) == Classified(AnswerClass.REJECTED, f"HTTP 422: {'e' * 299}X")
-    assert classify_status(503, body) == Classified(AnswerClass.SERVER_ERROR, f"HTTP 503: {'e' * 299}X")
+    assert classify_status(503, body) == Classified(
+        AnswerClass.SERVER_ERROR, f"HTTP 503: {'e' * 299}X"
+    )
     assert classify_status(200, body) is None
 
 
 def test_a_prefix_that_already_breaks_the_schema_says_how():
     verdict = classify_output(
-        {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}, '{"a": "toolong', "length"
+        {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}},
+        '{"a": "toolong',
+        "length",
     )
     assert verdict == Classified(
         AnswerClass.VIOLATION,
@@ -252,7 +351,9 @@ def test_a_prefix_that_already_breaks_the_schema_says_how():
 def test_a_validator_that_breaks_on_a_value_is_reported_not_raised():
     from pytest_infer.structured.classify import validate
 
-    keyword, detail = validate({"type": "string", "pattern": "(?<=a"}, "x")  # a pattern jsonschema cannot compile
+    keyword, detail = validate(
+        {"type": "string", "pattern": "(?<=a"}, "x"
+    )  # a pattern jsonschema cannot compile
     assert keyword == "validator-error" and detail.startswith(
         "jsonschema could not check the value: error: "
     )  # re.error

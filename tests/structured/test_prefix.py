@@ -17,7 +17,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pytest_infer.structured import AnswerClass, classify_output, is_json_prefix, schemas_with_instances, validate
+from pytest_infer.structured import (
+    AnswerClass,
+    classify_output,
+    is_json_prefix,
+    schemas_with_instances,
+    validate,
+)
 from pytest_infer.structured.prefix import Node, parse_prefix, pointer, prefix_violation
 
 # pytester's in-process runs drop the modules they imported (see test_suite_outcomes.py): load these first.
@@ -28,7 +34,9 @@ from pytest_infer.testing.fakeserver import FakeServer  # noqa: E402
 
 from . import deviations  # noqa: E402
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+FAST = settings(
+    max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None
+)
 
 
 def cut(schema: dict, text: str):
@@ -45,7 +53,9 @@ CLOSED = {
     "additionalProperties": False,
 }
 POSITIVES = {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0}}
-NUMBERS = obj(n={"type": "number", "minimum": 1, "maximum": 10, "exclusiveMinimum": 0, "exclusiveMaximum": 11})
+NUMBERS = obj(
+    n={"type": "number", "minimum": 1, "maximum": 10, "exclusiveMinimum": 0, "exclusiveMaximum": 11}
+)
 LINKED = {
     "$defs": {
         "n": {
@@ -155,8 +165,20 @@ RULES = {
         "at /o: 'x' is a required property",
         '{"o": {"y": 1, ',
     ),
-    "enum-complete": (obj(a={"enum": ["x", "y"]}), '{"a": "z", ', "enum", "at /a: 'z' is not one of", '{"a": "x", '),
-    "const-complete": (obj(a={"const": 2}), '{"a": 3, ', "const", "at /a: 2 was expected", '{"a": 2, '),
+    "enum-complete": (
+        obj(a={"enum": ["x", "y"]}),
+        '{"a": "z", ',
+        "enum",
+        "at /a: 'z' is not one of",
+        '{"a": "x", ',
+    ),
+    "const-complete": (
+        obj(a={"const": 2}),
+        '{"a": 3, ',
+        "const",
+        "at /a: 2 was expected",
+        '{"a": 2, ',
+    ),
     "enum-open-string": (
         obj(a={"enum": ["xy", "q"]}),
         '{"a": "xz',
@@ -164,7 +186,13 @@ RULES = {
         "at /a: a string starting 'xz' can no longer become any of",
         '{"a": "x',
     ),
-    "const-open-string": ({"const": "hello"}, '"hellx', "const", "a string starting 'hellx'", '"hell'),
+    "const-open-string": (
+        {"const": "hello"},
+        '"hellx',
+        "const",
+        "a string starting 'hellx'",
+        '"hell',
+    ),
     "enum-open-value-of-another-type": (
         obj(a={"enum": ["x", "y"]}),
         '{"a": [',
@@ -172,7 +200,13 @@ RULES = {
         "at /a: an array has begun here",
         '{"a": "',
     ),
-    "enum-cut-literal": (obj(a={"enum": [True, None]}), '{"a": f', "enum", "at /a: False is not one of", '{"a": tr'),
+    "enum-cut-literal": (
+        obj(a={"enum": [True, None]}),
+        '{"a": f',
+        "enum",
+        "at /a: False is not one of",
+        '{"a": tr',
+    ),
     "maximum-complete": (
         NUMBERS,
         '{"n": 10.5, ',
@@ -180,7 +214,13 @@ RULES = {
         "at /n: 10.5 is greater than the maximum of 10",
         '{"n": 10, ',
     ),
-    "minimum-complete": (NUMBERS, '{"n": 0.5, ', "minimum", "at /n: 0.5 is less than the minimum of 1", '{"n": 1, '),
+    "minimum-complete": (
+        NUMBERS,
+        '{"n": 0.5, ',
+        "minimum",
+        "at /n: 0.5 is less than the minimum of 1",
+        '{"n": 1, ',
+    ),
     "exclusiveMaximum-complete": (
         {"exclusiveMaximum": 11},
         "11 ",
@@ -265,7 +305,13 @@ RULES = {
         "an array has begun here, the schema allows only null, object",
         "{",
     ),
-    "type-open-number-where-string": ({"type": "string"}, "12", "type", "a number has begun here", '"12'),
+    "type-open-number-where-string": (
+        {"type": "string"},
+        "12",
+        "type",
+        "a number has begun here",
+        '"12',
+    ),
     "type-cut-literal": ({"type": "object"}, "nu", "type", "None is not of type 'object'", "{"),
     "pattern-complete": (
         obj(a={"type": "string", "pattern": "^[a-z]+$"}),
@@ -351,16 +397,28 @@ RULES = {
         "no oneOf branch can still match",
         '"a',
     ),
-    "allOf-any-branch": ({"allOf": [{"type": "string"}, {"maxLength": 2}]}, '"abc', "maxLength", "string of 3+", '"ab'),
+    "allOf-any-branch": (
+        {"allOf": [{"type": "string"}, {"maxLength": 2}]},
+        '"abc',
+        "maxLength",
+        "string of 3+",
+        '"ab',
+    ),
 }
 
 
-@pytest.mark.parametrize(("schema", "broken", "keyword", "message", "clean"), list(RULES.values()), ids=list(RULES))
-def test_a_prefix_that_already_breaks_the_schema_is_invalid(schema, broken, keyword, message, clean):
+@pytest.mark.parametrize(
+    ("schema", "broken", "keyword", "message", "clean"), list(RULES.values()), ids=list(RULES)
+)
+def test_a_prefix_that_already_breaks_the_schema_is_invalid(
+    schema, broken, keyword, message, clean
+):
     verdict = cut(schema, broken)
     assert verdict.signature == f"violation:{keyword}", verdict.message
     assert verdict.outcome.matrix_class == "invalid" and verdict.outcome.failed
-    assert verdict.message.startswith("truncated output already violates the schema at "), verdict.message
+    assert verdict.message.startswith("truncated output already violates the schema at "), (
+        verdict.message
+    )
     assert message in verdict.message, verdict.message
     clean_verdict = cut(schema, clean)
     assert clean_verdict.outcome is AnswerClass.TRUNCATED, clean_verdict.message
@@ -377,14 +435,22 @@ def test_the_message_names_the_path_and_the_rule():
 @pytest.mark.parametrize(
     ("schema", "text"),
     [
-        pytest.param({"type": "string", "pattern": "^[a-z]+$"}, '"AB', id="pattern-on-an-open-string"),
+        pytest.param(
+            {"type": "string", "pattern": "^[a-z]+$"}, '"AB', id="pattern-on-an-open-string"
+        ),
         pytest.param({"type": "string", "format": "date"}, '"soon', id="format-on-an-open-string"),
         pytest.param({"type": "string", "minLength": 5}, '"ab', id="minLength-on-an-open-string"),
         pytest.param({"type": "array", "minItems": 3}, "[1", id="minItems-on-an-open-array"),
-        pytest.param({"type": "object", "required": ["x"]}, '{"y": 1', id="required-on-an-open-object"),
+        pytest.param(
+            {"type": "object", "required": ["x"]}, '{"y": 1', id="required-on-an-open-object"
+        ),
         pytest.param({"type": "integer", "maximum": 5}, "1438", id="no-exponent-yet: 1438e-3"),
-        pytest.param({"type": "number", "maximum": 0}, "5", id="may-underflow: 5e-400 reads as 0.0"),
-        pytest.param({"type": "number", "minimum": 0}, "-3", id="may-underflow: -3e-400 reads as -0.0"),
+        pytest.param(
+            {"type": "number", "maximum": 0}, "5", id="may-underflow: 5e-400 reads as 0.0"
+        ),
+        pytest.param(
+            {"type": "number", "minimum": 0}, "-3", id="may-underflow: -3e-400 reads as -0.0"
+        ),
         pytest.param({"type": "integer"}, "1.5", id="integer-ness-of-an-open-number: 1.5e1"),
         pytest.param({"type": "integer", "multipleOf": 2}, "3", id="multipleOf-on-an-open-number"),
         pytest.param({"type": "number", "maximum": 5}, "9e-", id="negative-exponent-may-shrink"),
@@ -392,9 +458,15 @@ def test_the_message_names_the_path_and_the_rule():
         pytest.param({"$ref": "#"}, '"a', id="a-reference-cycle-reading-no-input"),
         pytest.param({"$ref": "https://example.com/s.json"}, '"a', id="a-remote-reference"),
         pytest.param(
-            {"$defs": {"s": {"$id": "s.json", "maxLength": 0}}, "$ref": "#/$defs/s"}, '"a', id="under-a-nested-$id"
+            {"$defs": {"s": {"$id": "s.json", "maxLength": 0}}, "$ref": "#/$defs/s"},
+            '"a',
+            id="under-a-nested-$id",
         ),
-        pytest.param({"anyOf": [{"maxLength": 1}, {"$ref": "#/nowhere"}]}, '"abc', id="an-undecided-anyOf-branch"),
+        pytest.param(
+            {"anyOf": [{"maxLength": 1}, {"$ref": "#/nowhere"}]},
+            '"abc',
+            id="an-undecided-anyOf-branch",
+        ),
         pytest.param(
             {"type": "object", "patternProperties": {"^x": {}}, "additionalProperties": False},
             '{"y',
@@ -416,7 +488,8 @@ def test_what_cannot_be_decided_stays_truncated(schema, text):
 def test_a_number_outside_the_double_range_is_judged_by_its_bounds_only():
     assert cut({"type": "string"}, "845e3855419557194546").signature == "violation:type"
     assert (
-        cut({"type": "array", "items": {"type": "string"}}, '[1e999, "x').signature == "violation:type"
+        cut({"type": "array", "items": {"type": "string"}}, '[1e999, "x').signature
+        == "violation:type"
     )  # the closed number's type still counts
     assert (
         cut({"type": "array", "maxItems": 3}, "[1e999, 2]").outcome is AnswerClass.TRUNCATED
@@ -432,13 +505,17 @@ def test_a_whole_document_cut_at_the_limit_is_still_judged_in_full():
 
 def test_deep_nesting_and_huge_numbers_do_not_break_the_judge():
     assert cut({"type": "array", "maxItems": 0}, "[" * 5000).signature == "violation:maxItems"
-    assert cut({"type": "number", "maximum": 10}, "1e+" + "9" * 5000).signature == "violation:maximum"
+    assert (
+        cut({"type": "number", "maximum": 10}, "1e+" + "9" * 5000).signature == "violation:maximum"
+    )
     assert cut({"type": "number", "maximum": 10}, "9" * 5000).outcome is AnswerClass.TRUNCATED
 
     def nested(depth: int) -> dict:
         schema: dict = {"type": "string", "maxLength": 0}
         for _ in range(depth):
-            schema = {"anyOf": [{"type": "array", "items": schema}, {"type": "array", "items": schema}]}
+            schema = {
+                "anyOf": [{"type": "array", "items": schema}, {"type": "array", "items": schema}]
+            }
         return schema
 
     six = cut(nested(6), "[" * 6 + '"x')  # every one of 2^6 ways is broken; the message stays short
@@ -459,7 +536,12 @@ def test_the_parse_holds_complete_values_and_the_open_spine():
     assert array.path == ("a",) and [i.complete for i in array.items] == [True, False]
     inner = array.items[1]
     string = inner.members["b"]
-    assert (string.kind, string.path, string.text, string.complete) == ("string", ("a", 1, "b"), "x\n", False)
+    assert (string.kind, string.path, string.text, string.complete) == (
+        "string",
+        ("a", 1, "b"),
+        "x\n",
+        False,
+    )
     assert pointer(string.path) == "/a/1/b" and pointer(("a/b", "c~d")) == "/a~1b/c~0d"
 
 
@@ -529,8 +611,14 @@ def test_non_prefixes_are_refused(text):
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -538,7 +626,9 @@ JSON_VALUES = st.recursive(
 @FAST
 @given(JSON_VALUES, st.data())
 def test_every_prefix_of_a_document_parses(value, data):
-    text = json.dumps(value, indent=data.draw(st.sampled_from([None, 1])), ensure_ascii=data.draw(st.booleans()))
+    text = json.dumps(
+        value, indent=data.draw(st.sampled_from([None, 1])), ensure_ascii=data.draw(st.booleans())
+    )
     for end in range(len(text) + 1):
         root = parse_prefix(text[:end])
         assert (root is None) == (not text[:end].strip())
@@ -556,7 +646,9 @@ def test_no_prefix_of_a_valid_instance_is_invalid(pair, ascii_only, indent):
     text = json.dumps(instance, ensure_ascii=ascii_only, indent=indent)
     for end in range(len(text) + 1):
         verdict = cut(schema, text[:end])
-        assert verdict.outcome is AnswerClass.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        assert verdict.outcome is AnswerClass.TRUNCATED, (
+            f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        )
         assert prefix_violation(schema, text[:end]) is None
 
 
@@ -565,7 +657,11 @@ def _tight(value):
     if value is None or isinstance(value, bool):
         return {"const": value}
     if isinstance(value, (int, float)):
-        return {"type": "integer" if isinstance(value, int) else "number", "minimum": value, "maximum": value}
+        return {
+            "type": "integer" if isinstance(value, int) else "number",
+            "minimum": value,
+            "maximum": value,
+        }
     if isinstance(value, str):
         return {
             "type": "string",
@@ -606,10 +702,14 @@ def test_no_prefix_of_a_document_breaks_the_tightest_schema_it_meets(value, data
         )
     )
     assume(validate(schema, value) is None)
-    text = json.dumps(value, ensure_ascii=data.draw(st.booleans()), indent=data.draw(st.sampled_from([None, 1])))
+    text = json.dumps(
+        value, ensure_ascii=data.draw(st.booleans()), indent=data.draw(st.sampled_from([None, 1]))
+    )
     for end in range(len(text) + 1):
         verdict = cut(schema, text[:end])
-        assert verdict.outcome is AnswerClass.TRUNCATED, f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        assert verdict.outcome is AnswerClass.TRUNCATED, (
+            f"{json.dumps(schema)}\n{text[:end]!r}\n{verdict.message}"
+        )
 
 
 # --- end to end: the bundled suite against a server that ignores maxLength -------------------------
@@ -625,7 +725,9 @@ def _over_long(schema):
 
 
 def test_a_cut_answer_past_maxLength_is_invalid_end_to_end(pytester):
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     with FakeServer(deviations.answering(_over_long)) as server:
         result = pytester.runpytest(
             "structured/test_generated.py",
@@ -644,6 +746,11 @@ def test_a_cut_answer_past_maxLength_is_invalid_end_to_end(pytester):
             "*truncated output already violates the schema at /: string of *+ characters exceeds maxLength *",
         ]
     )
-    (table,) = json.loads((pytester.path / "report" / "results.json").read_text())["structured"].values()
+    (table,) = json.loads((pytester.path / "report" / "results.json").read_text())[
+        "structured"
+    ].values()
     assert set(table["maxLength"]) == {"invalid"}, table
-    assert table["all"]["invalid"] == table["maxLength"]["invalid"] and table["all"].get("truncated", 0) > 0, table
+    assert (
+        table["all"]["invalid"] == table["maxLength"]["invalid"]
+        and table["all"].get("truncated", 0) > 0
+    ), table

@@ -22,11 +22,19 @@ def at(path: str, keyword: str, reason: str) -> PrefixViolation:
     return PrefixViolation(path, keyword, reason)
 
 
-CLOSED_O = obj(o={"type": "object", "properties": {"a": {}, "ab": {}}, "additionalProperties": False})
+CLOSED_O = obj(
+    o={"type": "object", "properties": {"a": {}, "ab": {}}, "additionalProperties": False}
+)
 EMPTY_O = obj(o={"type": "object", "additionalProperties": False})
 ONLY_A = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
-PATTERNS = {"type": "object", "patternProperties": {"^x": {}, "^y": {}}, "additionalProperties": False}
-P220 = "p" * 220  # with it the first branch's "at /: ..." is 301 characters, one past the cut at 300
+PATTERNS = {
+    "type": "object",
+    "patternProperties": {"^x": {}, "^y": {}},
+    "additionalProperties": False,
+}
+P220 = (
+    "p" * 220
+)  # with it the first branch's "at /: ..." is 301 characters, one past the cut at 300
 X77 = "x" * 77  # json.dumps([X77]) is 81 characters, one past the cut at 80
 K40 = "k" * 40  # a name of 40 characters is shown whole, one of 41 is cut
 
@@ -36,22 +44,38 @@ VIOLATIONS = {
     "bound-1e20-with-exponent": (
         {"maximum": 1},
         "1e20",
-        at("", "maximum", "a number starting '1e20' can only end at least 1.0e+20, beyond maximum 1"),
+        at(
+            "",
+            "maximum",
+            "a number starting '1e20' can only end at least 1.0e+20, beyond maximum 1",
+        ),
     ),
     "bound-1e19-plain": (
         {"maximum": 1},
         "1e19",
-        at("", "maximum", "a number starting '1e19' can only end at least 10000000000000000000, beyond maximum 1"),
+        at(
+            "",
+            "maximum",
+            "a number starting '1e19' can only end at least 10000000000000000000, beyond maximum 1",
+        ),
     ),
     "bound-1e-12-with-exponent": (
         {"minimum": 1},
         "1e-12",
-        at("", "minimum", "a number starting '1e-12' can only end at most 1.0e-12, beyond minimum 1"),
+        at(
+            "",
+            "minimum",
+            "a number starting '1e-12' can only end at most 1.0e-12, beyond minimum 1",
+        ),
     ),
     "bound-1e-11-plain": (
         {"minimum": 1},
         "1e-11",
-        at("", "minimum", "a number starting '1e-11' can only end at most 0.00000000001, beyond minimum 1"),
+        at(
+            "",
+            "minimum",
+            "a number starting '1e-11' can only end at most 0.00000000001, beyond minimum 1",
+        ),
     ),
     "zero-mantissa-stays-zero": (
         {"minimum": 1},
@@ -61,7 +85,9 @@ VIOLATIONS = {
     "negative-after-e-minus-has-a-floor": (
         {"maximum": -1},
         "-5e-1",
-        at("", "maximum", "a number starting '-5e-1' can only end at least -0.5, beyond maximum -1"),
+        at(
+            "", "maximum", "a number starting '-5e-1' can only end at least -0.5, beyond maximum -1"
+        ),
     ),
     "negative-after-e-has-a-ceiling": (
         {"minimum": 0},
@@ -71,12 +97,18 @@ VIOLATIONS = {
     "float-bound": (
         {"maximum": 10.5},
         "5e3",
-        at("", "maximum", "a number starting '5e3' can only end at least 5000, beyond maximum 10.5"),
+        at(
+            "", "maximum", "a number starting '5e3' can only end at least 5000, beyond maximum 10.5"
+        ),
     ),
     "closed-number-past-the-double-range": (
         {"items": {"maximum": 10}},
         "[1e999 ",
-        at("/0", "maximum", "a number starting '1e999' can only end at least 1.0e+999, beyond maximum 10"),
+        at(
+            "/0",
+            "maximum",
+            "a number starting '1e999' can only end at least 1.0e+999, beyond maximum 10",
+        ),
     ),
     # enum / const: the allowed values in JSON, non-ASCII as written, cut after 80 characters
     "enum-other-type-non-ascii": (
@@ -184,7 +216,9 @@ VIOLATIONS = {
         PATTERNS,
         '{"xa": 1, "zz": ',
         at(
-            "", "additionalProperties", "property 'zz' is not allowed (additionalProperties is false; properties: none)"
+            "",
+            "additionalProperties",
+            "property 'zz' is not allowed (additionalProperties is false; properties: none)",
         ),
     ),
     "false-under-a-begun-value": (
@@ -206,7 +240,11 @@ VIOLATIONS = {
     "uniqueItems-nested": (
         obj(a={"type": "array", "uniqueItems": True}),
         '{"a": [1, 1, ',
-        at("/a", "uniqueItems", "the complete items so far repeat a value: [1, 1] has non-unique elements"),
+        at(
+            "/a",
+            "uniqueItems",
+            "the complete items so far repeat a value: [1, 1] has non-unique elements",
+        ),
     ),
     "closed-array-past-the-double-range": (
         {"type": "array", "maxItems": 0},
@@ -277,7 +315,12 @@ VIOLATIONS = {
         ),
     ),
     "anyOf-first-reason-cut-at-300": (
-        {"anyOf": [{"type": "object", "properties": {P220: {}}, "additionalProperties": False}, {"type": "array"}]},
+        {
+            "anyOf": [
+                {"type": "object", "properties": {P220: {}}, "additionalProperties": False},
+                {"type": "array"},
+            ]
+        },
         '{"q": ',
         at(
             "",
@@ -289,7 +332,9 @@ VIOLATIONS = {
 }
 
 
-@pytest.mark.parametrize(("schema", "text", "expected"), list(VIOLATIONS.values()), ids=list(VIOLATIONS))
+@pytest.mark.parametrize(
+    ("schema", "text", "expected"), list(VIOLATIONS.values()), ids=list(VIOLATIONS)
+)
 def test_the_exact_violation(schema, text, expected):
     """The whole verdict: a wrong pointer, keyword or shown value misleads whoever reads the report."""
     assert prefix_violation(schema, text) == expected
@@ -312,14 +357,20 @@ UNDECIDED = {
         '"x',
     ),
     "ref-not-a-string": ({"$ref": 5}, '"a'),
-    "ref-index-past-the-list": ({"prefixItems": [{"maxLength": 0}], "items": {"$ref": "#/prefixItems/1"}}, '["", "x'),
+    "ref-index-past-the-list": (
+        {"prefixItems": [{"maxLength": 0}], "items": {"$ref": "#/prefixItems/1"}},
+        '["", "x',
+    ),
     "ref-index-not-a-number": (
         {"prefixItems": [{"maxLength": 0}], "items": {"$ref": "#/prefixItems/first"}},
         '["", "x',
     ),
     "empty-anyOf": ({"anyOf": []}, '"a'),
     "keys-matching-patterns": (PATTERNS, '{"xa": 1, "yb": 2, '),
-    "closed-array-item-of-unknown-value": ({"type": "array", "items": {"type": "number"}}, "[1e999]"),
+    "closed-array-item-of-unknown-value": (
+        {"type": "array", "items": {"type": "number"}},
+        "[1e999]",
+    ),
 }
 
 
@@ -377,7 +428,9 @@ def test_a_refusal_says_what_and_where(text, message):
     assert str(refused.value) == message
 
 
-@pytest.mark.parametrize("number", ["1e999", "9" * 5000], ids=["past-the-double-range", "past-python-int-digits"])
+@pytest.mark.parametrize(
+    "number", ["1e999", "9" * 5000], ids=["past-the-double-range", "past-python-int-digits"]
+)
 def test_a_number_of_unknown_value_keeps_its_text_and_closes_its_array(number):
     """Such a number is kept as text (judged by its bounds); the array it is in closed, its value unknown."""
     root = parse_prefix(f"[{number}]")
@@ -398,7 +451,9 @@ def test_a_number_of_unknown_value_keeps_its_text_and_closes_its_array(number):
 def test_an_exponent_of_either_case_makes_a_float(text):
     """`e` and `E` both mark a float; read as an int the number would be lost as unknown."""
     root = parse_prefix(text)
-    assert root is not None and root.complete and root.value == 100.0 and isinstance(root.value, float)
+    assert (
+        root is not None and root.complete and root.value == 100.0 and isinstance(root.value, float)
+    )
 
 
 @pytest.mark.parametrize(

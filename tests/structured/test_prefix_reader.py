@@ -43,7 +43,12 @@ def test_a_value_right_after_the_colon_is_read_whole():
 
 @pytest.mark.parametrize(
     ("text", "kind", "value"),
-    [("null", "null", None), ("nu", "null", None), ("true", "boolean", True), ("f", "boolean", False)],
+    [
+        ("null", "null", None),
+        ("nu", "null", None),
+        ("true", "boolean", True),
+        ("f", "boolean", False),
+    ],
 )
 def test_a_complete_literal_keeps_its_kind(text, kind, value):
     """``null`` is of kind null and ``true``/``false`` of kind boolean, also with their letters cut."""

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # loaded once here: pytester's in-process runs cannot re-import numpy
+pytest.importorskip(
+    "matplotlib.figure"
+)  # loaded once here: pytester's in-process runs cannot re-import numpy
 
 from pytest_infer.structured.probes import BIAS, BY_ID, CONTROL_PUSH, PROBES, body  # noqa: E402
 from pytest_infer.structured.strategies import KEYWORDS  # noqa: E402
@@ -35,7 +37,10 @@ PROBED_BY = {"type": "integer", "$defs": "$ref"}
 def tokenize(path: str, request: dict):
     """Byte-level token ids, like the built-in tiny model's tokenizer."""
     if path == "/tokenize":
-        return 200, {"tokens": list(request["prompt"].encode()), "count": len(request["prompt"].encode())}
+        return 200, {
+            "tokens": list(request["prompt"].encode()),
+            "count": len(request["prompt"].encode()),
+        }
     return None
 
 
@@ -45,7 +50,10 @@ def probe_of(request: dict) -> str | None:
 
 
 def grammar(
-    leaks: dict[str, tuple[str, str]] | None = None, *, applies_bias: bool = True, tokenizes: bool = True
+    leaks: dict[str, tuple[str, str]] | None = None,
+    *,
+    applies_bias: bool = True,
+    tokenizes: bool = True,
 ) -> Deviation:
     """A server whose grammar masks every pushed token except those of ``leaks`` (probe -> output, finish_reason)."""
 
@@ -56,7 +64,10 @@ def grammar(
             return None
         probe = probe_of(request)
         if probe is None:  # the control request: pushed to one token, greedy
-            text, reason = (CONTROL_PUSH * request["max_tokens"] if applies_bias else "hello"), "length"
+            text, reason = (
+                (CONTROL_PUSH * request["max_tokens"] if applies_bias else "hello"),
+                "length",
+            )
         else:
             text, reason = (leaks or {}).get(probe, (MASKED[probe], "stop"))
         return 200, {"id": "chatcmpl-probe", "object": "chat.completion", "created": 0, "model": request["model"],
@@ -69,7 +80,9 @@ def grammar(
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return pytester
 
 
@@ -143,10 +156,16 @@ def test_a_leaked_push_fails_that_probe_alone_with_a_reproducer(suite, half):
     result.assert_outcomes(passed=len(PROBES) - len(leaks), failed=len(leaks))
     sections = "\n".join(result.outlines).split("\n___")
     for probe, _, why in leaks:
-        (section,) = [text for text in sections if text.split("\n", 1)[0].rstrip(" _").endswith(f"-{probe}]")]
-        fnmatch_lines(section, [f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*"])
+        (section,) = [
+            text for text in sections if text.split("\n", 1)[0].rstrip(" _").endswith(f"-{probe}]")
+        ]
+        fnmatch_lines(
+            section, [f"*{probe}: the grammar let through {BY_ID[probe].push!r}*", f"*{why}*"]
+        )
         fnmatch_lines(section, ["*reproduce: curl *logit_bias*"])
-    assert {k for k, v in outcomes(suite).items() if v == "failed"} == {probe for probe, _, _ in leaks}
+    assert {k for k, v in outcomes(suite).items() if v == "failed"} == {
+        probe for probe, _, _ in leaks
+    }
 
 
 def fnmatch_lines(text: str, patterns: list[str]) -> None:
@@ -163,9 +182,13 @@ def test_a_probe_answer_cut_at_the_token_limit_is_inconclusive_not_a_pass(suite)
     with FakeServer(grammar({"minItems": ("[1, 2", "length")})) as server:
         result = run(suite, server)
     result.assert_outcomes(passed=len(PROBES) - 1, skipped=1)
-    assert {k: v for k, v in outcomes(suite).items() if v != "passed"} == {"minItems": "inconclusive"}
+    assert {k: v for k, v in outcomes(suite).items() if v != "passed"} == {
+        "minItems": "inconclusive"
+    }
     result.stdout.fnmatch_lines(
-        ["*inconclusive: minItems: the answer is truncated, not valid, so the mask at closing an array*'[1, 2'*"]
+        [
+            "*inconclusive: minItems: the answer is truncated, not valid, so the mask at closing an array*'[1, 2'*"
+        ]
     )
 
 
@@ -184,7 +207,9 @@ def test_a_server_without_a_tokenize_route_is_unsupported(suite):
     result.assert_outcomes(skipped=len(PROBES))
     assert set(outcomes(suite).values()) == {"unsupported"}
     result.stdout.fnmatch_lines(
-        ["*HTTP 404: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH*"]
+        [
+            "*HTTP 404: the probes need the model's token ids; give its tokenizer with --structured-tokenizer=PATH*"
+        ]
     )
 
 
@@ -194,7 +219,11 @@ def shifted_byte_tokenizer(path: Path) -> Path:
 
     from pytest_infer.models.tiny_build import byte_level_symbols
 
-    tok = Tokenizer(models.BPE(vocab={symbol: b + 1000 for b, symbol in byte_level_symbols().items()}, merges=[]))
+    tok = Tokenizer(
+        models.BPE(
+            vocab={symbol: b + 1000 for b, symbol in byte_level_symbols().items()}, merges=[]
+        )
+    )
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     file = path / "tokenizer.json"
     tok.save(str(file))
@@ -221,10 +250,16 @@ def test_without_a_tokenize_route_the_model_tokenizer_file_gives_the_ids(suite, 
     }  # what each probe's pass judged: the one answer it pushed, valid
     sent = {probe_of(r): r for r in requests if probe_of(r)}
     assert sent["maxLength"]["logit_bias"] == {"1097": BIAS}
-    assert sent["string-control-characters"]["logit_bias"] == {"1010": BIAS, "1009": BIAS, "1001": BIAS}
+    assert sent["string-control-characters"]["logit_bias"] == {
+        "1010": BIAS,
+        "1009": BIAS,
+        "1001": BIAS,
+    }
 
 
-def test_a_launched_server_without_a_tokenize_route_gets_the_ids_from_its_model_folder(suite, tmp_path):
+def test_a_launched_server_without_a_tokenize_route_gets_the_ids_from_its_model_folder(
+    suite, tmp_path
+):
     """The fake vLLM has no /tokenize and ignores logit_bias: with the model folder's tokenizer the probes get as far
     as the control request (inconclusive, naming what the server wrote), not "unsupported"."""
     pytest.importorskip("tokenizers")
@@ -239,12 +274,16 @@ def test_a_launched_server_without_a_tokenize_route_gets_the_ids_from_its_model_
         "--infer-report-dir=report", "-p", "no:cacheprovider", "-rs",
     )  # fmt: skip
     result.assert_outcomes(skipped=len(PROBES))
-    result.stdout.fnmatch_lines(["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote *"])
+    result.stdout.fnmatch_lines(
+        ["*inconclusive: the server does not apply logit_bias (pushed to 'a', it wrote *"]
+    )
 
 
 def test_a_tokenizer_option_that_names_no_tokenizer_is_a_usage_error(suite, tmp_path):
     result = suite.runpytest(
-        "structured/test_probes.py", "--infer-endpoint=http://127.0.0.1:9", f"--structured-tokenizer={tmp_path}"
+        "structured/test_probes.py",
+        "--infer-endpoint=http://127.0.0.1:9",
+        f"--structured-tokenizer={tmp_path}",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(

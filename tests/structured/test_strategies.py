@@ -10,9 +10,17 @@ from hypothesis import HealthCheck, find, given, seed, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from pytest_infer.structured import KEYWORDS, keywords_of, schemas, schemas_with_instances, token_budget
+from pytest_infer.structured import (
+    KEYWORDS,
+    keywords_of,
+    schemas,
+    schemas_with_instances,
+    token_budget,
+)
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+FAST = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
 
 
 @FAST
@@ -21,13 +29,21 @@ def test_every_schema_is_valid_and_its_instance_matches(pair):
     schema, instance = pair
     Draft202012Validator.check_schema(schema)
     errors = list(
-        Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER).iter_errors(instance)
+        Draft202012Validator(
+            schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        ).iter_errors(instance)
     )
-    assert not errors, f"{json.dumps(schema)} rejects its own instance {instance!r}: {errors[0].message}"
-    assert token_budget(instance) >= len(json.dumps(instance)), "the budget must fit the known instance"
+    assert not errors, (
+        f"{json.dumps(schema)} rejects its own instance {instance!r}: {errors[0].message}"
+    )
+    assert token_budget(instance) >= len(json.dumps(instance)), (
+        "the budget must fit the known instance"
+    )
 
 
-ALLOWED = st.sets(st.sampled_from(sorted(KEYWORDS - {"$defs"})), min_size=1).map(lambda s: s | {"type"})
+ALLOWED = st.sets(st.sampled_from(sorted(KEYWORDS - {"$defs"})), min_size=1).map(
+    lambda s: s | {"type"}
+)
 
 
 @FAST
@@ -36,7 +52,9 @@ def test_restricted_schemas_use_only_the_allowed_keywords(data, allowed):
     schema = data.draw(schemas(keywords=allowed))
     used = keywords_of(schema) - {"type-list", "recursive-$ref"}
     used = {k if not k.startswith("format:") else "format" for k in used}
-    assert used <= allowed | {"$defs"}, f"{sorted(used - allowed)} not in {sorted(allowed)}: {json.dumps(schema)}"
+    assert used <= allowed | {"$defs"}, (
+        f"{sorted(used - allowed)} not in {sorted(allowed)}: {json.dumps(schema)}"
+    )
 
 
 def test_unknown_or_insufficient_keywords_are_refused():
@@ -54,7 +72,9 @@ def test_a_schema_shrinks_to_the_keywords_that_matter():
     minimal = find(
         schemas(),
         lambda s: {"maxLength", "pattern"} <= keywords_of(s),
-        settings=settings(database=None, max_examples=2000, suppress_health_check=list(HealthCheck)),
+        settings=settings(
+            database=None, max_examples=2000, suppress_health_check=list(HealthCheck)
+        ),
         random=random.Random(2),
     )
     assert set(minimal) == {"type", "maxLength", "pattern"}, minimal
@@ -80,18 +100,32 @@ def test_the_same_seed_draws_the_same_schemas():
 def test_keywords_of_names_formats_type_lists_and_recursion():
     recursive = {
         "$defs": {
-            "n": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}
+            "n": {
+                "type": "object",
+                "properties": {"next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}},
+            }
         },
         "$ref": "#/$defs/n",
     }
-    assert keywords_of(recursive) == {"$defs", "$ref", "type", "properties", "anyOf", "recursive-$ref"}
-    assert keywords_of({"type": ["string", "null"], "format": "email", "enum": [{"maxLength": 1}]}) == {
+    assert keywords_of(recursive) == {
+        "$defs",
+        "$ref",
+        "type",
+        "properties",
+        "anyOf",
+        "recursive-$ref",
+    }
+    assert keywords_of(
+        {"type": ["string", "null"], "format": "email", "enum": [{"maxLength": 1}]}
+    ) == {
         "type",
         "type-list",
         "format:email",
         "enum",
     }
-    assert "recursive-$ref" not in keywords_of({"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"})
+    assert "recursive-$ref" not in keywords_of(
+        {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"}
+    )
 
 
 def test_recursive_schemas_without_array_keywords_are_linked_lists():

@@ -11,7 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytest.importorskip("matplotlib.figure")  # see test_suite_outcomes.py: loaded once for pytester's in-process runs
+pytest.importorskip(
+    "matplotlib.figure"
+)  # see test_suite_outcomes.py: loaded once for pytester's in-process runs
 httpx.HTTPTransport()
 
 from pytest_infer.structured.corpus import BAD_SCHEMAS, CORPUS, INVALID_SCHEMA  # noqa: E402
@@ -22,10 +24,13 @@ from .deviations import answering, schema_of  # noqa: E402
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
 KNOWN = {
-    json.dumps(s, sort_keys=True): i for s, i in [*((c.schema, c.instance) for c in CORPUS.values()), *SUPPORT_PROBES]
+    json.dumps(s, sort_keys=True): i
+    for s, i in [*((c.schema, c.instance) for c in CORPUS.values()), *SUPPORT_PROBES]
 }
 REFUSE = {
-    json.dumps(s, sort_keys=True) for kind, s in BAD_SCHEMAS.values() if kind in ("malformed", "unsatisfiable")
+    json.dumps(s, sort_keys=True)
+    for kind, s in BAD_SCHEMAS.values()
+    if kind in ("malformed", "unsatisfiable")
 } | {json.dumps(INVALID_SCHEMA, sort_keys=True)}
 
 
@@ -56,8 +61,12 @@ def honest(
             return json.dumps(schema["enum"][0]), "stop"
         if isinstance(schema, dict) and "$ref" in schema:
             schema = schema.get("$defs", {}).get(schema["$ref"].rsplit("/", 1)[-1], {})
-        opening = {"object": "{", "array": "["}.get(schema.get("type") if isinstance(schema, dict) else None)
-        return (opening, "length") if opening else ("0", "stop")  # a huge or deep schema: cut off at a clean start
+        opening = {"object": "{", "array": "["}.get(
+            schema.get("type") if isinstance(schema, dict) else None
+        )
+        return (
+            (opening, "length") if opening else ("0", "stop")
+        )  # a huge or deep schema: cut off at a clean start
 
     answers = answering(answer)
 
@@ -76,11 +85,15 @@ def honest(
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return pytester
 
 
-def run(pytester: pytest.Pytester, server: FakeServer, test_file: str, *args: str) -> dict[str, dict]:
+def run(
+    pytester: pytest.Pytester, server: FakeServer, test_file: str, *args: str
+) -> dict[str, dict]:
     pytester.runpytest(
         f"structured/{test_file}",
         f"--infer-endpoint={server.base_url}",
@@ -91,7 +104,12 @@ def run(pytester: pytest.Pytester, server: FakeServer, test_file: str, *args: st
     )
     tests = json.loads((pytester.path / "report" / "results.json").read_text())["tests"]
     return {
-        t["nodeid"].split("[", 1)[1].rstrip("]").replace("endpoint-", "").replace("-endpoint", ""): t for t in tests
+        t["nodeid"]
+        .split("[", 1)[1]
+        .rstrip("]")
+        .replace("endpoint-", "")
+        .replace("-endpoint", ""): t
+        for t in tests
     }
 
 
@@ -105,7 +123,9 @@ def test_the_corpus_passes_a_server_that_honours_it_and_fails_the_case_it_breaks
     )  # what a pass judged: each seed's answer, valid
     assert re.fullmatch(
         r"POST /v1/chat/completions via response_format: 2 answers, 1 (valid|rejected), 1 (valid|rejected)",
-        evidence["response_format"],  # the invalid schema: the known-good one answered, the invalid one refused
+        evidence[
+            "response_format"
+        ],  # the invalid schema: the known-good one answered, the invalid one refused
     ), evidence
     case = CORPUS["length-with-pattern"]
     with FakeServer(honest(wrong={key(case.schema): "abcdefgh"})) as server:
@@ -122,7 +142,13 @@ def test_a_case_whose_seeds_met_server_errors_is_not_filed_under_its_grammar_bug
     """Only answers that break the schema are the case's bug class; a 5xx (or a timeout) is counted as what it was."""
     case = CORPUS["length-with-pattern"]
     with FakeServer(honest(crash_on=key(case.schema))) as server:
-        results = run(suite, server, "test_corpus.py", "-k", "length-with-pattern and response_format and not stream")
+        results = run(
+            suite,
+            server,
+            "test_corpus.py",
+            "-k",
+            "length-with-pattern and response_format and not stream",
+        )
     (only,) = results.values()
     assert only["outcome"] == "failed"
     assert "length-with-pattern: 3 of 3 seeds failed (server-error 3)" in only["message"]
@@ -131,7 +157,13 @@ def test_a_case_whose_seeds_met_server_errors_is_not_filed_under_its_grammar_bug
 
 def test_the_invalid_schema_test_fails_when_the_server_takes_it(suite):
     with FakeServer(honest(accept={key(INVALID_SCHEMA)})) as server:
-        results = run(suite, server, "test_corpus.py", "-k", "invalid_schema and response_format and not stream")
+        results = run(
+            suite,
+            server,
+            "test_corpus.py",
+            "-k",
+            "invalid_schema and response_format and not stream",
+        )
     (only,) = results.values()
     assert only["outcome"] == "failed" and "accepted with HTTP 200 (failed open)" in only["message"]
 
@@ -141,18 +173,28 @@ def test_survival_fails_on_a_crash_and_refusal_fails_on_a_500_or_a_200(suite):
         good = run(suite, server, "test_survival.py", "-k", "not stream and not native")
     assert {t["outcome"] for t in good.values()} == {"passed"}
     assert all(
-        re.match(r"POST /v1/chat/completions via response_format: \d answers", t["extra"]["evidence"])
+        re.match(
+            r"POST /v1/chat/completions via response_format: \d answers", t["extra"]["evidence"]
+        )
         for t in good.values()
     )
     name, (kind, schema) = next((n, b) for n, b in BAD_SCHEMAS.items() if b[0] == "malformed")
     with FakeServer(honest(crash_on=key(schema))) as server:
-        crashed = run(suite, server, "test_survival.py", "-k", f"{name} and not stream and not native")
+        crashed = run(
+            suite, server, "test_survival.py", "-k", f"{name} and not stream and not native"
+        )
     assert (
         crashed[f"response_format-{name}"]["outcome"] == "failed"
         and "server-error instead of a 4xx" in crashed[f"response_format-{name}"]["message"]
     )
     with FakeServer(honest(accept={key(schema)})) as server:
-        accepted = run(suite, server, "test_survival.py", "-k", f"refused and {name} and not stream and not native")
+        accepted = run(
+            suite,
+            server,
+            "test_survival.py",
+            "-k",
+            f"refused and {name} and not stream and not native",
+        )
     assert accepted[f"response_format-{name}"]["outcome"] == "failed"
     assert "accepted with HTTP 200 (failed open)" in accepted[f"response_format-{name}"]["message"]
 
@@ -170,7 +212,9 @@ def test_support_fails_when_the_schema_is_ignored_and_is_unsupported_when_refuse
     assert only["outcome"] == "failed" and "response_format is IGNORED" in only["message"]
     refusing = Deviation(
         request=lambda path, body: (
-            (400, error_body("json_schema is not supported")) if schema_of(body) is not None else None
+            (400, error_body("json_schema is not supported"))
+            if schema_of(body) is not None
+            else None
         )
     )
     with FakeServer(refusing) as server:
@@ -183,17 +227,29 @@ def test_a_route_that_applies_no_schema_fails_once_and_its_schema_tests_are_not_
     schema on that route says so instead of failing (it judged no grammar), and the probe's requests are sent once
     for the whole suite, not again by every test (transformers serve took minutes a test on a real model)."""
     with FakeServer(answering(lambda schema: ("Sure! Here is some text.", "stop"))) as server:
-        results = run(suite, server, ".", "-k", "response_format and not stream", "-p", "no:randomly")
-        schema_requests = [b for _, p, b in server.requests if p == "/v1/chat/completions" and schema_of(b)]
+        results = run(
+            suite, server, ".", "-k", "response_format and not stream", "-p", "no:randomly"
+        )
+        schema_requests = [
+            b for _, p, b in server.requests if p == "/v1/chat/completions" and schema_of(b)
+        ]
     support = results.pop("response_format")  # test_support's row (its only parameter is the route)
     assert support["outcome"] == "failed" and "response_format is IGNORED" in support["message"]
-    assert support["extra"]["evidence"].startswith("POST /v1/chat/completions via response_format: ")
-    assert {name.split("-", 1)[0] for name in results} >= {"response_format"} and len(results) > len(CORPUS)
+    assert support["extra"]["evidence"].startswith(
+        "POST /v1/chat/completions via response_format: "
+    )
+    assert {name.split("-", 1)[0] for name in results} >= {"response_format"} and len(
+        results
+    ) > len(CORPUS)
     assert {t["outcome"] for t in results.values()} == {"not_exercised"}, {
         n: t["outcome"] for n, t in results.items() if t["outcome"] != "not_exercised"
     }
-    assert all("response_format takes a schema and applies none" in t["message"] for t in results.values())
-    assert len(schema_requests) == 2 * len(SUPPORT_PROBES)  # the probe's two seeds per known-good schema, once
+    assert all(
+        "response_format takes a schema and applies none" in t["message"] for t in results.values()
+    )
+    assert len(schema_requests) == 2 * len(
+        SUPPORT_PROBES
+    )  # the probe's two seeds per known-good schema, once
     with FakeServer(honest()) as server:  # a route that applies schemas runs every test as before
         honoured = run(suite, server, "test_corpus.py", "-k", "response_format and not stream")
     assert {t["outcome"] for t in honoured.values()} == {"passed"}
@@ -213,10 +269,16 @@ def test_survival_means_a_known_good_schema_still_answered_validly_not_any_answe
 def test_refusal_and_survival_are_inconclusive_when_the_route_answers_no_good_schema(suite):
     """The positive control: a route that refuses good schemas too says nothing by refusing a bad one."""
     with FakeServer(
-        Deviation(request=lambda path, body: (400, error_body("no")) if schema_of(body) is not None else None)
+        Deviation(
+            request=lambda path, body: (
+                (400, error_body("no")) if schema_of(body) is not None else None
+            )
+        )
     ) as server:
         results = run(suite, server, "test_survival.py", "-k", "not stream and not native")
-    assert {(t["outcome"], "inconclusive: " in t["message"]) for t in results.values()} == {("inconclusive", True)}
+    assert {(t["outcome"], "inconclusive: " in t["message"]) for t in results.values()} == {
+        ("inconclusive", True)
+    }
     refused = next(t for name, t in results.items() if name.startswith("response_format-"))
     assert (
         "positive control failed: no known-good schema got a valid answer on this route (rejected 3;"
@@ -229,18 +291,34 @@ def test_a_corpus_case_of_refused_and_cut_off_answers_is_inconclusive_with_its_c
     case = CORPUS["length-with-pattern"]
 
     def request(path: str, body: dict):
-        return (400, error_body("not this seed")) if schema_of(body) == case.schema and body["seed"] % 2 == 0 else None
+        return (
+            (400, error_body("not this seed"))
+            if schema_of(body) == case.schema and body["seed"] % 2 == 0
+            else None
+        )
 
     cut = answering(
-        lambda schema: ('"a', "length") if schema == case.schema else (json.dumps(KNOWN.get(key(schema))), "stop")
+        lambda schema: (
+            ('"a', "length")
+            if schema == case.schema
+            else (json.dumps(KNOWN.get(key(schema))), "stop")
+        )
     )
     with FakeServer(Deviation(request=request, response=cut.response, events=cut.events)) as server:
-        results = run(suite, server, "test_corpus.py", "-k", "response_format and not stream and length-with-pattern")
+        results = run(
+            suite,
+            server,
+            "test_corpus.py",
+            "-k",
+            "response_format and not stream and length-with-pattern",
+        )
     (only,) = results.values()
     assert only["outcome"] == "inconclusive"
     assert (
         "inconclusive: length-with-pattern: 0 valid answer(s) of 3 (rejected 2, truncated 1); a verdict needs at"
         " least 1" in only["message"]
     )
-    (table,) = json.loads((suite.path / "report" / "results.json").read_text())["structured"].values()
+    (table,) = json.loads((suite.path / "report" / "results.json").read_text())[
+        "structured"
+    ].values()
     assert table["case:length-with-pattern"] == {"rejected": 2, "truncated": 1}

@@ -29,16 +29,22 @@ from . import deviations  # noqa: E402
 
 SUITE = Path(__file__).resolve().parents[2] / "suites" / "structured"
 NON_STREAMED = ("-k", "response_format and not stream")
-PROBED = [schema for schema, _ in SUPPORT_PROBES]  # what a route's support probe sends before its first schema test
+PROBED = [
+    schema for schema, _ in SUPPORT_PROBES
+]  # what a route's support probe sends before its first schema test
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    shutil.copytree(SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        SUITE, pytester.path / "structured", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return pytester
 
 
-def run(pytester: pytest.Pytester, url: str, *args: str, examples: int = 8, report: str = "report") -> pytest.RunResult:
+def run(
+    pytester: pytest.Pytester, url: str, *args: str, examples: int = 8, report: str = "report"
+) -> pytest.RunResult:
     return pytester.runpytest(
         "structured/test_generated.py",
         f"--infer-endpoint={url}",
@@ -70,16 +76,23 @@ def test_valid_answers_pass_streamed_or_not_and_fill_the_matrix(suite):
         result = run(suite, server.base_url)
     result.assert_outcomes(passed=2, skipped=1)  # the fake framework has no native schema field
     result.stdout.fnmatch_lines(
-        ["*structured output: JSON-Schema keyword x outcome*", "*keyword*valid*rejected*truncated*invalid*error*"]
+        [
+            "*structured output: JSON-Schema keyword x outcome*",
+            "*keyword*valid*rejected*truncated*invalid*error*",
+        ]
     )
     assert matrix_all(suite) == {"valid": 16}
-    assert {t["extra"].get("evidence") for t in results(suite)["tests"] if t["outcome"] == "passed"} == {
-        f"POST /v1/chat/completions via response_format{stream}: 8 answers, 8 valid" for stream in ("", "-stream")
+    assert {
+        t["extra"].get("evidence") for t in results(suite)["tests"] if t["outcome"] == "passed"
+    } == {
+        f"POST /v1/chat/completions via response_format{stream}: 8 answers, 8 valid"
+        for stream in ("", "-stream")
     }  # what each pass judged: the schemas it sent and what came back
 
 
 @pytest.mark.parametrize(
-    ("content", "why"), [('"a\tb"', "Invalid control character"), ("NaN", "NaN"), ("{'a': 1}", "not strict JSON")]
+    ("content", "why"),
+    [('"a\tb"', "Invalid control character"), ("NaN", "NaN"), ("{'a': 1}", "not strict JSON")],
 )
 def test_non_strict_json_fails(suite, content, why):
     with FakeServer(deviations.constant(content)) as server:
@@ -102,7 +115,9 @@ def test_a_violation_fails_with_a_minimal_reproducer(suite):
         ]
     )
     stored = json.loads((suite.path / "report" / FILE_NAME).read_text())["reproducers"]
-    minimal = next(e for e in stored if e["signature"] == "violation:enum" and e["path"] == "response_format")
+    minimal = next(
+        e for e in stored if e["signature"] == "violation:enum" and e["path"] == "response_format"
+    )
     assert minimal["schema"] == {"enum": ["a"]} and minimal["minimal"] and not minimal["flaky"]
     assert minimal["output"] == '"zzz"' and minimal["seed"] == 0 and minimal["temperature"] == 0.0
     assert any((suite.path / "report" / "hypothesis-structured").iterdir()), (
@@ -113,12 +128,16 @@ def test_a_violation_fails_with_a_minimal_reproducer(suite):
 def test_truncation_is_counted_not_failed_and_all_truncated_is_inconclusive_with_its_counts(suite):
     """A valid answer cut one character short: every prefix of a valid document can still become valid, so it is
     no failure; but no answer was judged to its end, so it is no pass either."""
-    with FakeServer(deviations.answering(lambda schema: (deviations.obey(schema)[:-1], "length"))) as server:
+    with FakeServer(
+        deviations.answering(lambda schema: (deviations.obey(schema)[:-1], "length"))
+    ) as server:
         result = run(suite, server.base_url, *NON_STREAMED, "-rs")
     result.assert_outcomes(skipped=1)
     assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
     result.stdout.fnmatch_lines(
-        ["*inconclusive: 8 distinct schemas*: 0 valid answer(s) of 8 (truncated 8); a verdict needs at least 1*"]
+        [
+            "*inconclusive: 8 distinct schemas*: 0 valid answer(s) of 8 (truncated 8); a verdict needs at least 1*"
+        ]
     )
     assert matrix_all(suite) == {"truncated": 8}
 
@@ -129,16 +148,24 @@ def test_refusals_and_truncations_without_a_valid_answer_are_inconclusive(suite)
 
     def request(path: str, body: dict):
         schema = deviations.schema_of(body)
-        return (400, error_body("enum is not supported")) if isinstance(schema, dict) and "enum" in schema else None
+        return (
+            (400, error_body("enum is not supported"))
+            if isinstance(schema, dict) and "enum" in schema
+            else None
+        )
 
     cut = deviations.answering(lambda schema: (deviations.obey(schema)[:-1], "length"))
-    with FakeServer(deviations.Deviation(request=request, response=cut.response, events=cut.events)) as server:
+    with FakeServer(
+        deviations.Deviation(request=request, response=cut.response, events=cut.events)
+    ) as server:
         result = run(suite, server.base_url, *NON_STREAMED, "-rs", examples=12)
     assert [inconclusive(t) for t in results(suite)["tests"]] == [True]
     counts = matrix_all(suite)
     assert counts.keys() == {"rejected", "truncated"}
     result.stdout.fnmatch_lines(
-        [f"*inconclusive: *: 0 valid answer(s) of 12 (*rejected {counts['rejected']}*); a verdict needs at least 1*"]
+        [
+            f"*inconclusive: *: 0 valid answer(s) of 12 (*rejected {counts['rejected']}*); a verdict needs at least 1*"
+        ]
     )
 
 
@@ -170,7 +197,9 @@ def test_a_clean_rejection_is_unsupported_not_failed(suite):
     with FakeServer(deviations.status(400)) as server:
         result = run(suite, server.base_url, *NON_STREAMED, "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*unsupported: json_schema via response_format: every schema was refused*"])
+    result.stdout.fnmatch_lines(
+        ["*unsupported: json_schema via response_format: every schema was refused*"]
+    )
     assert [t["outcome"] for t in results(suite)["tests"]] == ["unsupported"]
     assert matrix_all(suite) == {"rejected": 8}
 
@@ -201,7 +230,10 @@ def test_server_death_stops_the_sweep_and_names_the_schema(suite):
         result = run(suite, url, *NON_STREAMED)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*sweep stopped early: the server died after this schema:*", "*server-died*no longer answers*"]
+        [
+            "*sweep stopped early: the server died after this schema:*",
+            "*server-died*no longer answers*",
+        ]
     )
 
 
@@ -215,12 +247,29 @@ def test_a_non_deterministic_server_is_reported_flaky(suite):
 def test_the_same_seed_gives_the_same_schemas_and_verdicts(suite):
     with FakeServer(deviations.constant('"a"')) as server:
         for report in ("one", "two"):
-            run(suite, server.base_url, *NON_STREAMED, "--structured-seed=3", examples=15, report=report)
-        run(suite, server.base_url, *NON_STREAMED, "--structured-seed=4", examples=15, report="other")
+            run(
+                suite,
+                server.base_url,
+                *NON_STREAMED,
+                "--structured-seed=3",
+                examples=15,
+                report=report,
+            )
+        run(
+            suite,
+            server.base_url,
+            *NON_STREAMED,
+            "--structured-seed=4",
+            examples=15,
+            report="other",
+        )
     sweeps = {r: (suite.path / r / SWEEP_DIR).glob("*.jsonl") for r in ("one", "two", "other")}
     texts = {r: [p.read_text() for p in sorted(paths)] for r, paths in sweeps.items()}
     assert texts["one"] == texts["two"] and len(texts["one"][0].splitlines()) == 15
-    assert {json.loads(line)["verdict"] for line in texts["one"][0].splitlines()} >= {"valid", "violation:enum"}
+    assert {json.loads(line)["verdict"] for line in texts["one"][0].splitlines()} >= {
+        "valid",
+        "violation:enum",
+    }
     assert texts["one"] != texts["other"], "another seed draws other schemas"
 
 

@@ -11,7 +11,9 @@ from pytest_infer.table import Pairing, Table
 PAIRING = Pairing("old", "new", "old -> new")
 
 
-def tables(old: dict[str, dict[str, int]], new: dict[str, dict[str, int]]) -> tuple[StructuredTable, StructuredTable]:
+def tables(
+    old: dict[str, dict[str, int]], new: dict[str, dict[str, int]]
+) -> tuple[StructuredTable, StructuredTable]:
     """A baseline and a candidate table of one target each, ``{keyword: {class: count}}``."""
     return StructuredTable({"old": old}), StructuredTable({"new": new})
 
@@ -88,7 +90,9 @@ def test_a_keyword_only_one_side_counted_is_skipped_and_the_rest_still_compared(
         {"additionalProperties": {"valid": 40}, "pattern": {"valid": 40}},
         {"allOf": {"invalid": 40}, "pattern": {"valid": 30, "invalid": 10}},
     )
-    assert [(f.kind, f.subject) for f in candidate.compare(baseline, PAIRING)] == [("regression", "pattern")]
+    assert [(f.kind, f.subject) for f in candidate.compare(baseline, PAIRING)] == [
+        ("regression", "pattern")
+    ]
 
 
 def test_a_baseline_that_is_not_a_structured_table_gives_nothing_to_compare():
@@ -109,7 +113,9 @@ def cause(row: str, message: str):
 
 
 def test_a_cause_is_the_test_and_case_without_the_request_path():
-    assert cause("test_corpus[response_format-stream-escapes]", "Failed: escapes broke the schema") == (
+    assert cause(
+        "test_corpus[response_format-stream-escapes]", "Failed: escapes broke the schema"
+    ) == (
         "test_corpus[escapes]",
         "escapes broke the schema",
         "response_format-stream",
@@ -164,7 +170,10 @@ def test_severity_reads_the_failure_not_the_request_it_quotes():
     message = 'Failed: HTTP 500\n  request: {"note": "a violation"}'
     assert cause("test_corpus[native-escapes]", message)[3] == "major"
     assert (
-        cause("test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}")[3] == "critical"
+        cause(
+            "test_corpus[native-escapes]", "Failed: the grammar let through a quote\n  request: {}"
+        )[3]
+        == "critical"
     )
 
 
@@ -177,4 +186,9 @@ def test_the_share_test_is_fishers_exact_one_sided_test_without_scipy():
         for b in range(0, bn + 1, max(1, bn // 6)):
             for a in range(0, an + 1, max(1, an // 6)):
                 want = float(fisher_exact([[a, an - a], [b, bn - b]], alternative="greater")[1])
-                assert rise_p_value((b, bn), (a, an)) == pytest.approx(want, rel=1e-9), (b, bn, a, an)
+                assert rise_p_value((b, bn), (a, an)) == pytest.approx(want, rel=1e-9), (
+                    b,
+                    bn,
+                    a,
+                    an,
+                )

@@ -30,7 +30,12 @@ def judge(first_bad: str, untestable: dict[str, str] | None = None):
         if version in (untestable or {}):
             return Visit(version, untestable[version], "no verdict")
         bad = RELEASES.index(version) >= RELEASES.index(first_bad)
-        return Visit(version, BAD if bad else GOOD, label=f"b{1000 + RELEASES.index(version)}", commit=f"c{version}")
+        return Visit(
+            version,
+            BAD if bad else GOOD,
+            label=f"b{1000 + RELEASES.index(version)}",
+            commit=f"c{version}",
+        )
 
     return visit, visited
 
@@ -49,7 +54,9 @@ def test_ends_known_from_a_stored_history_are_not_visited():
     visit, visited = judge("0.3.30")
     ends = [Visit("0.3.20", GOOD), Visit("0.3.36", BAD)]
     result = bisect(RELEASES, visit, ends)
-    assert "0.3.20" not in visited and "0.3.36" not in visited and result.first_bad.version == "0.3.30"
+    assert (
+        "0.3.20" not in visited and "0.3.36" not in visited and result.first_bad.version == "0.3.30"
+    )
 
 
 def test_adjacent_releases_need_no_visit_between():
@@ -75,7 +82,9 @@ def test_a_release_that_judged_nothing_is_neither_good_nor_bad(why: str):
 def test_an_end_that_is_not_what_it_was_said_to_be_gives_no_answer():
     visit, _ = judge("0.3.20")  # already bad at GOOD
     result = bisect(RELEASES, visit)
-    assert result.error.startswith("0.3.20 was given as good but is bad") and result.first_bad is None
+    assert (
+        result.error.startswith("0.3.20 was given as good but is bad") and result.first_bad is None
+    )
     visit, _ = judge("0.3.25", {"0.3.36": INSTALL_FAILED})
     assert "is install failed" in bisect(RELEASES, visit).error
 
@@ -100,7 +109,13 @@ def test_bisecting_releases_runs_only_the_check_on_what_it_visits(tmp_path):
     from .conftest import FakeRunner
 
     store = Store(tmp_path, "transformers")
-    watch(ENGINES["transformers"], store, FakeRunner({"5.18.0": release("5.18.0")}), ["5.18.0"], tmp_path / "w")
+    watch(
+        ENGINES["transformers"],
+        store,
+        FakeRunner({"5.18.0": release("5.18.0")}),
+        ["5.18.0"],
+        tmp_path / "w",
+    )
     versions = ["5.18.0", "5.19.0", "5.20.0", "5.21.0", "5.22.0", "5.23.0"]
     runs = {v: release(v, {BROKEN: "failed"} if v >= "5.21.0" else None) for v in versions[1:]}
     runner = FakeRunner(runs, broken={"5.20.0"})
@@ -122,4 +137,6 @@ def test_bisecting_ends_the_gate_does_not_call_a_regression_is_refused(tmp_path)
 
     runs = {"5.18.0": release("5.18.0"), "5.23.0": release("5.23.0")}
     with pytest.raises(VendorError, match="the gate finds no regression"):
-        bisect_releases(BROKEN, list(runs), Store(tmp_path, "transformers"), FakeRunner(runs), tmp_path / "w")
+        bisect_releases(
+            BROKEN, list(runs), Store(tmp_path, "transformers"), FakeRunner(runs), tmp_path / "w"
+        )

@@ -14,7 +14,9 @@ FLOW = Path(__file__).resolve().parents[2] / ".github" / "workflows" / "vendor-w
 
 def test_each_engine_is_watched_weekly_and_the_site_is_deployed():
     flow = yaml.safe_load(FLOW.read_text())
-    assert flow[True]["schedule"][0]["cron"].endswith("* * 1")  # yaml reads the key "on" as True; Mondays
+    assert flow[True]["schedule"][0]["cron"].endswith(
+        "* * 1"
+    )  # yaml reads the key "on" as True; Mondays
     watch, publish = flow["jobs"]["watch"], flow["jobs"]["publish"]
     assert sorted(watch["strategy"]["matrix"]["engine"]) == sorted(ENGINES)
     assert any('pytest-infer watch "$ENGINE"' in s.get("run", "") for s in watch["steps"])

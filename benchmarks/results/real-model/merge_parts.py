@@ -27,13 +27,17 @@ def suite_of(test: dict) -> str:
 
 def ran(part: dict) -> Counter[tuple[str, str]]:
     """How many tests of each (engine, suite) a session ran (a test whose server was given up did not run)."""
-    return Counter((test["target"], suite_of(test)) for test in part["tests"] if test["outcome"] != "not_run")
+    return Counter(
+        (test["target"], suite_of(test)) for test in part["tests"] if test["outcome"] != "not_run"
+    )
 
 
 def without(part: dict, later: list[dict]) -> dict:
     """The session less what later ones ran again: each test they have, and each engine's suite table where one of
     them ran at least as many of that suite's tests."""
-    rerun = {(t["target"], t["nodeid"]) for p in later for t in p["tests"] if t["outcome"] != "not_run"}
+    rerun = {
+        (t["target"], t["nodeid"]) for p in later for t in p["tests"] if t["outcome"] != "not_run"
+    }
     mine = ran(part)
     superseded = {pair for p in later for pair, n in ran(p).items() if n >= mine[pair]}
     kept = dict(part, tests=[t for t in part["tests"] if (t["target"], t["nodeid"]) not in rerun])
@@ -42,17 +46,24 @@ def without(part: dict, later: list[dict]) -> dict:
         if isinstance(table, dict):
             kept[suite] = {key: value for key, value in table.items() if key != target}
         elif isinstance(table, list):
-            kept[suite] = [entry for entry in table if not (isinstance(entry, dict) and entry.get("target") == target)]
+            kept[suite] = [
+                entry
+                for entry in table
+                if not (isinstance(entry, dict) and entry.get("target") == target)
+            ]
     return kept
 
 
 def counts(results: dict) -> dict:
     by_target: dict[str, dict[str, Counter[str]]] = {}
     for test in results["tests"]:
-        by_target.setdefault(test["target"], {}).setdefault(suite_of(test), Counter())[test["outcome"]] += 1
+        by_target.setdefault(test["target"], {}).setdefault(suite_of(test), Counter())[
+            test["outcome"]
+        ] += 1
     return {
         "counts": {
-            t: {s: dict(sorted(c.items())) for s, c in sorted(suites.items())} for t, suites in by_target.items()
+            t: {s: dict(sorted(c.items())) for s, c in sorted(suites.items())}
+            for t, suites in by_target.items()
         },
         "targets": {
             tid: {
@@ -79,10 +90,16 @@ def main(out: Path, sources: list[Path]) -> None:
             files[-1].write_text(json.dumps(kept))
         out.mkdir(parents=True, exist_ok=True)
         cli = [sys.executable, "-m", "pytest_infer.cli"]
-        subprocess.run([*cli, "merge", *map(str, files), "-o", str(out / "results.json")], check=True)
-    subprocess.run([*cli, "report", str(out / "results.json"), "-o", str(out), "--no-step-summary"], check=True)
+        subprocess.run(
+            [*cli, "merge", *map(str, files), "-o", str(out / "results.json")], check=True
+        )
+    subprocess.run(
+        [*cli, "report", str(out / "results.json"), "-o", str(out), "--no-step-summary"], check=True
+    )
     merged = json.loads((out / "results.json").read_text())
-    (out / "matrix-counts.json").write_text(json.dumps(counts(merged), indent=1, sort_keys=True) + "\n")
+    (out / "matrix-counts.json").write_text(
+        json.dumps(counts(merged), indent=1, sort_keys=True) + "\n"
+    )
     for (target, suite), names in sorted(origin.items()):
         print(f"{target} {suite}: {', '.join(sorted(names))}")
 

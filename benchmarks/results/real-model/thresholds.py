@@ -49,7 +49,11 @@ def extract(run: str, paths: list[str]) -> None:
         with open(path) as fh:
             data = json.load(fh)
         for entry in data.get("slo", []):
-            runs = [r.get("metrics", r) for r in entry["runs"]] if entry.get("runs") else [entry.get("metrics", {})]
+            runs = (
+                [r.get("metrics", r) for r in entry["runs"]]
+                if entry.get("runs")
+                else [entry.get("metrics", {})]
+            )
             for i, metrics in enumerate(runs, 1):
                 line = {
                     "run": run if len(runs) == 1 else f"{run}#{i}",
@@ -57,7 +61,11 @@ def extract(run: str, paths: list[str]) -> None:
                     "version": entry.get("version"),
                     "load_point": entry.get("load_point"),
                     "verdict": entry.get("verdict"),
-                    **{k: round(metrics[k], 2) for k in KEPT if isinstance(metrics.get(k), (int, float))},
+                    **{
+                        k: round(metrics[k], 2)
+                        for k in KEPT
+                        if isinstance(metrics.get(k), (int, float))
+                    },
                 }
                 print(json.dumps(line))
 
@@ -104,7 +112,9 @@ def derive_runs(lines: Iterable[Mapping[str, Any]]) -> Derived:
         runs = kept.get(key, [])
         if len(runs) < MIN_RUNS:
             refused_runs = f" (refused: {'; '.join(refusals[key])})" if refusals.get(key) else ""
-            derived.without[key] = f"{len(runs)} valid error-free runs of the {MIN_RUNS} needed{refused_runs}"
+            derived.without[key] = (
+                f"{len(runs)} valid error-free runs of the {MIN_RUNS} needed{refused_runs}"
+            )
             continue
         limits = {
             k: _outward(statistics.median(r[k] for r in runs) * MARGIN, True)
@@ -112,7 +122,9 @@ def derive_runs(lines: Iterable[Mapping[str, Any]]) -> Derived:
             if all(k in r for r in runs)
         }
         if all(THROUGHPUT in r for r in runs):
-            limits["min_output_tokens_per_s"] = _outward(statistics.median(r[THROUGHPUT] for r in runs) / MARGIN, False)
+            limits["min_output_tokens_per_s"] = _outward(
+                statistics.median(r[THROUGHPUT] for r in runs) / MARGIN, False
+            )
         derived.limits[key] = limits
         derived.runs[key] = len(runs)
     return derived
@@ -131,7 +143,11 @@ if __name__ == "__main__":
     else:
         derived = derive(args[0])
         for (framework, point), limits in derived.limits.items():
-            text = ", ".join(f"{k}: {int(v) if float(v).is_integer() else v}" for k, v in limits.items())
-            print(f"{framework} {point}: {{{text}}}  # median of {derived.runs[framework, point]} runs")
+            text = ", ".join(
+                f"{k}: {int(v) if float(v).is_integer() else v}" for k, v in limits.items()
+            )
+            print(
+                f"{framework} {point}: {{{text}}}  # median of {derived.runs[framework, point]} runs"
+            )
         for (framework, point), why in derived.without.items():
             print(f"{framework} {point}: no limits set: {why}")

@@ -1,4 +1,6 @@
-"""Chat completions, non-streamed: fields, n, finish_reason, token limits, usage, stop, seed, ranges, logprobs, JSON."""
+"""Chat completions, non-streamed: fields, n, finish_reason, token limits, usage, stop, seed,
+ranges, logprobs, JSON.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ REASONING = ("reasoning", "reasoning_content")  # vLLM renamed reasoning_content
 
 
 def generated_of(data: dict[str, Any], index: int = 0) -> str | None:
-    """All a choice generated, reasoning and content: a reasoning model cut at max_tokens answers content null,
-    and two such answers agree only if their reasoning does. None where neither is a string."""
+    """All a choice generated, reasoning and content: a reasoning model cut at max_tokens answers
+    content null, and two such answers agree only if their reasoning does. None where neither is a
+    string."""
     message = object_or_empty(choice_of(data, index).get("message"))
     reasoning = next((message[k] for k in REASONING if isinstance(message.get(k), str)), None)
     texts = [t for t in (reasoning, message.get("content")) if isinstance(t, str)]
@@ -60,10 +63,18 @@ def generated_of(data: dict[str, Any], index: int = 0) -> str | None:
 
 def shown(value: Any, limit: int = 60) -> str:
     """A value short enough for a line of evidence."""
-    return trim(value, limit) if isinstance(value, str) else trim(json.dumps(value, default=repr), limit)
+    return (
+        trim(value, limit)
+        if isinstance(value, str)
+        else trim(json.dumps(value, default=repr), limit)
+    )
 
 
-@check("chat.fields", "a chat completion has id, object, created, model, choices, usage", reference=SPEC)
+@check(
+    "chat.fields",
+    "a chat completion has id, object, created, model, choices, usage",
+    reference=SPEC,
+)
 def fields(ctx: CheckContext) -> str:
     """Clients log ``id``, key caches on it, and read ``usage`` for billing."""
     ex, data = greedy(ctx)
@@ -91,32 +102,48 @@ def fields(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, {len(data['choices'])} choice(s),"
+        f"id {shown(data['id'], 30)}, object 'chat.completion', created, model, "
+        f"{len(data['choices'])} choice(s),"
         f" content {shown(content_of(data))}, usage"
     )
 
 
 @check(
     "chat.model",
-    "the answer and every chunk of its stream name the model asked for (or an alias /v1/models lists): model is"
+    "the answer and every chunk of its stream name the model asked for (or an alias /v1/models "
+    "lists): model is"
     " required in each",
     reference=f"{SPEC} (model); CreateChatCompletionStreamResponse (model)",
 )
 def model(ctx: CheckContext) -> str:
-    """Clients, proxies and their logs attribute an answer by ``model``: another name there bills the wrong model."""
+    """Clients, proxies and their logs attribute an answer by ``model``: another name there bills
+    the wrong model.
+    """
     ex, data = greedy(ctx)
     stream = ctx.chat_stream(max_tokens=LIMIT, temperature=0)
     chunks = ctx.expect_stream(stream, "a streamed chat")
-    return judge_model_names(ctx, "chat", (ex, data), (stream, [c.get("model") for c in chunks]), required=True)
+    return judge_model_names(
+        ctx, "chat", (ex, data), (stream, [c.get("model") for c in chunks]), required=True
+    )
 
 
-@check("chat.n", "n=2 gives two choices with index 0 and 1", reference=f"{SPEC} (n); LMDeploy PR #4841", needs=("n",))
+@check(
+    "chat.n",
+    "n=2 gives two choices with index 0 and 1",
+    reference=f"{SPEC} (n); LMDeploy PR #4841",
+    needs=("n",),
+)
 def n_choices(ctx: CheckContext) -> str:
     """Best-of-n sampling in clients indexes ``choices`` by ``n``."""
     ex = ctx.offered("n", ctx.chat(max_tokens=LIMIT, temperature=1.0, n=2, seed=7))
     data = ctx.expect_json_object(ex, "n=2")
     indices = [object_or_empty(c).get("index") for c in choices_of(data)]
-    ctx.expect(indices == [0, 1], "2 choices with index [0, 1]", f"{len(indices)} choice(s) with index {indices}", ex)
+    ctx.expect(
+        indices == [0, 1],
+        "2 choices with index [0, 1]",
+        f"{len(indices)} choice(s) with index {indices}",
+        ex,
+    )
     return "n=2: 2 choices with index [0, 1]"
 
 
@@ -129,7 +156,12 @@ def finish_reason(ctx: CheckContext) -> str:
     """Clients branch on ``finish_reason``; an unknown value falls through every branch."""
     ex, data = greedy(ctx)
     reasons = [object_or_empty(c).get("finish_reason") for c in choices_of(data)]
-    ctx.expect(reasons and all(r in FINISH_REASONS for r in reasons), f"finish_reason in {FINISH_REASONS}", reasons, ex)
+    ctx.expect(
+        reasons and all(r in FINISH_REASONS for r in reasons),
+        f"finish_reason in {FINISH_REASONS}",
+        reasons,
+        ex,
+    )
     return f"finish_reason {reasons} of {len(reasons)} choice(s)"
 
 
@@ -142,19 +174,22 @@ def _limit_problems(data: dict[str, Any], limit: int) -> list[str]:
     if used > limit:
         problems.append(f"completion_tokens {used} > the limit {limit}")
     if used == limit and choice.get("finish_reason") != "length":
-        problems.append(f"the limit was reached but finish_reason is {choice.get('finish_reason')!r}")
+        problems.append(
+            f"the limit was reached but finish_reason is {choice.get('finish_reason')!r}"
+        )
     if choice.get("finish_reason") == "length" and used < limit:
         problems.append(f"finish_reason 'length' after {used} of {limit} tokens")
     return problems
 
 
 def limit_reached(data: dict[str, Any], limit: int, ex: Exchange) -> None:
-    """A real model may end its answer by itself before the limit: then no limit was hit, and what a server says
-    when one is hit was not judged."""
+    """A real model may end its answer by itself before the limit: then no limit was hit, and what a
+    server says when one is hit was not judged."""
     used = object_or_empty(data.get("usage")).get("completion_tokens")
     if isinstance(used, int) and used < limit and choice_of(data).get("finish_reason") != "length":
         raise Inconclusive(
-            f"the model ended by itself after {used} of {limit} tokens, so the limit was never reached: {ex.curl}"
+            f"the model ended by itself after {used} of {limit} tokens, so the limit was never "
+            f"reached: {ex.curl}"
         )
 
 
@@ -183,7 +218,8 @@ def max_tokens(ctx: CheckContext) -> str:
 @check(
     "chat.max-completion-tokens",
     "max_completion_tokens behaves exactly as max_tokens",
-    reference="openai-openapi (max_completion_tokens replaces the deprecated max_tokens); vllm#19861; TGI#2925",
+    reference="openai-openapi (max_completion_tokens replaces the deprecated max_tokens); "
+    "vllm#19861; TGI#2925",
 )
 def max_completion_tokens(ctx: CheckContext) -> str:
     """Current SDK examples and o-series clients send only ``max_completion_tokens``."""
@@ -193,7 +229,10 @@ def max_completion_tokens(ctx: CheckContext) -> str:
     new = ctx.expect_json_object(ex, "max_completion_tokens=5")
     problems = _limit_problems(new, 5)
     ctx.expect(
-        not problems, "completion_tokens <= 5 and finish_reason 'length'", f"{'; '.join(problems)}: {ex.text}", ex
+        not problems,
+        "completion_tokens <= 5 and finish_reason 'length'",
+        f"{'; '.join(problems)}: {ex.text}",
+        ex,
     )
     limit_reached(new, 5, ex)
     before = generated_of(old)
@@ -204,19 +243,26 @@ def max_completion_tokens(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"max_completion_tokens=5: completion_tokens {new['usage']['completion_tokens']}, the text of max_tokens=5:"
+        f"max_completion_tokens=5: completion_tokens {new['usage']['completion_tokens']}, the text "
+        "of max_tokens=5:"
         f" {shown(before)}"
     )
 
 
 @check(
-    "chat.usage", "usage.total_tokens == prompt_tokens + completion_tokens", reference="openai-openapi CompletionUsage"
+    "chat.usage",
+    "usage.total_tokens == prompt_tokens + completion_tokens",
+    reference="openai-openapi CompletionUsage",
 )
 def usage(ctx: CheckContext) -> str:
     """Billing and rate limiting add these numbers up."""
     ex, data = greedy(ctx)
     u = data.get("usage") or {}
-    values = [u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")] if isinstance(u, dict) else []
+    values = (
+        [u.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
+        if isinstance(u, dict)
+        else []
+    )
     ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
     ctx.expect(
         len(ints) == 3 and ints[0] > 0 and ints[0] + ints[1] == ints[2],
@@ -228,13 +274,19 @@ def usage(ctx: CheckContext) -> str:
 
 
 def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, list[str] | None]:
-    """The greedy text, and its tokens where the server gives logprobs (to place a stop across a boundary)."""
+    """The greedy text, and its tokens where the server gives logprobs (to place a stop across a
+    boundary).
+    """
     ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, "logprobs": True, **text_params})
     if not ex.ok:
         ex = ctx.chat(**{"max_tokens": 24, "temperature": 0, **text_params})
     data = ctx.expect_json_object(ex, "a greedy completion")
     entries = object_or_empty(choice_of(data).get("logprobs")).get("content") or None
-    tokens = [object_or_empty(e).get("token", "") for e in entries] if isinstance(entries, list) else None
+    tokens = (
+        [object_or_empty(e).get("token", "") for e in entries]
+        if isinstance(entries, list)
+        else None
+    )
     tokens = (
         tokens if tokens and all(isinstance(t, str) for t in tokens) else None
     )  # malformed logprobs: place the stop by the text
@@ -242,7 +294,9 @@ def token_texts(ctx: CheckContext, text_params: dict[str, Any]) -> tuple[str, li
 
 
 def stop_across_tokens(text: str, tokens: list[str] | None) -> tuple[str, int] | None:
-    """A stop string that spans a token boundary in the middle of ``text``, and where it first occurs."""
+    """A stop string that spans a token boundary in the middle of ``text``, and where it first
+    occurs.
+    """
     if tokens and "".join(tokens) == text:
         pos = 0
         for i, tok in enumerate(tokens[:-1]):
@@ -280,11 +334,15 @@ def stop(ctx: CheckContext) -> str:
     got, reason = content_of(data), choice_of(data).get("finish_reason")
     ctx.expect(
         got == expected and reason == "stop",
-        f"{expected!r} with finish_reason 'stop' (the greedy text {text!r} cut before {stop_string!r})",
+        f"{expected!r} with finish_reason 'stop' (the greedy text {text!r} cut before "
+        f"{stop_string!r})",
         {"content": got, "finish_reason": reason},
         ex,
     )
-    return f"stop {stop_string!r} cut the greedy text {shown(text)} to {shown(got)}, finish_reason 'stop'"
+    return (
+        f"stop {stop_string!r} cut the greedy text {shown(text)} to {shown(got)}, "
+        "finish_reason 'stop'"
+    )
 
 
 @check(
@@ -302,16 +360,19 @@ def seed(ctx: CheckContext) -> str:
         generated_of(ctx.expect_json_object(second, "seed=4242")),
     )
     ctx.agree(a, b, f"the same text twice for seed 4242: {a!r}", second)
-    # a real model sure of its next words writes them under any seed: then two equal answers show nothing of the seed
+    # a real model sure of its next words writes them under any seed: then two equal answers show
+    # nothing of the seed
     other = ctx.chat(max_tokens=12, temperature=1.0, seed=4243)
     c = generated_of(ctx.expect_json_object(other, "seed=4243"))
     if c == a:
         raise Inconclusive(
-            f"seed 4243 gave the same text as seed 4242 ({a!r}): sampling at temperature 1 showed no effect of the"
+            f"seed 4243 gave the same text as seed 4242 ({a!r}): sampling at temperature 1 showed "
+            "no effect of the"
             f" seed, so their agreement judges nothing: {other.curl}"
         )
     return (
-        f"2 answers for seed 4242 at temperature 1, reasoning and content identical: {shown(a)}; seed 4243: {shown(c)}"
+        "2 answers for seed 4242 at temperature 1, reasoning and content identical: "
+        f"{shown(a)}; seed 4243: {shown(c)}"
     )
 
 
@@ -342,17 +403,20 @@ def parameter_ranges(ctx: CheckContext) -> str:
         if ex.status not in (400, 422):
             wrong.append(f"{name} -> HTTP {ex.status}: {ex.text[:120]}")
             last = last or ex
-    ctx.expect(not wrong, f"HTTP 400 (or 422) for each of {', '.join(RANGES)}", "; ".join(wrong), last)
+    ctx.expect(
+        not wrong, f"HTTP 400 (or 422) for each of {', '.join(RANGES)}", "; ".join(wrong), last
+    )
     return f"HTTP {statuses} for {', '.join(RANGES)}; HTTP 200 for the same chat in range"
 
 
-GREEDY_SLACK = 1e-4  # logprobs computed in low precision: a tie with the top alternative is still the top
+# logprobs computed in low precision: a tie with the top alternative is still the top
+GREEDY_SLACK = 1e-4
 
 
 def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
-    """What is wrong with the logprobs of a temperature-0 answer: each entry's shape, its bytes the UTF-8 of its
-    token, its top_logprobs most likely first and led by the token picked (greedy picks the most likely), and the
-    tokens joining to ``content``."""
+    """What is wrong with the logprobs of a temperature-0 answer: each entry's shape, its bytes the
+    UTF-8 of its token, its top_logprobs most likely first and led by the token picked (greedy picks
+    the most likely), and the tokens joining to ``content``."""
     if not isinstance(entries, list) or not entries:
         return [f"logprobs.content is {entries!r}, not a list of token entries"]
     problems = []
@@ -368,20 +432,33 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
             problems.append(f"entry {i} logprob {e['logprob']} > 0")
         if "bytes" not in e or not (e["bytes"] is None or isinstance(e["bytes"], list)):
             problems.append(f"entry {i} bytes is {e.get('bytes', 'missing')!r}")
-        elif isinstance(e["bytes"], list) and "\ufffd" not in e["token"] and e["bytes"] != list(e["token"].encode()):
-            problems.append(f"entry {i} bytes {e['bytes']} are not the UTF-8 of its token {e['token']!r}")
+        elif (
+            isinstance(e["bytes"], list)
+            and "\ufffd" not in e["token"]
+            and e["bytes"] != list(e["token"].encode())
+        ):
+            problems.append(
+                f"entry {i} bytes {e['bytes']} are not the UTF-8 of its token {e['token']!r}"
+            )
         top = e.get("top_logprobs")
         if not isinstance(top, list) or len(top) != k:
-            problems.append(f"entry {i} has {len(top) if isinstance(top, list) else top!r} top_logprobs, not {k}")
+            problems.append(
+                f"entry {i} has {len(top) if isinstance(top, list) else top!r} top_logprobs, not "
+                f"{k}"
+            )
         elif any(
-            not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)) or t["logprob"] > 0 for t in top
+            not isinstance(t, dict)
+            or not isinstance(t.get("logprob"), (int, float))
+            or t["logprob"] > 0
+            for t in top
         ):
             problems.append(f"entry {i} top_logprobs malformed: {top!r}")
         elif (ranked := [t["logprob"] for t in top]) != sorted(ranked, reverse=True):
             problems.append(f"entry {i} top_logprobs are not the most likely first: {ranked}")
         elif top and e["logprob"] < top[0]["logprob"] - GREEDY_SLACK:
             problems.append(
-                f"entry {i} token {e['token']!r} (logprob {e['logprob']}) is not the most likely at temperature 0:"
+                f"entry {i} token {e['token']!r} (logprob {e['logprob']}) is not the most likely "
+                "at temperature 0:"
                 f" {top[0]!r}"
             )
         if problems:
@@ -394,14 +471,17 @@ def logprob_problems(entries: Any, content: str, k: int) -> list[str]:
 
 
 def logprobs_content(data: dict[str, Any]) -> Any:
-    """``choices[0].logprobs.content``, or the logprobs value itself where it is not an object (to show it)."""
+    """``choices[0].logprobs.content``, or the logprobs value itself where it is not an object (to
+    show it).
+    """
     logprobs = choice_of(data).get("logprobs")
     return logprobs.get("content") if isinstance(logprobs, dict) else logprobs
 
 
 @check(
     "chat.logprobs",
-    "logprobs have the chat shape, each <= 0, k top_logprobs led by the greedy token, tokens joining to the content",
+    "logprobs have the chat shape, each <= 0, k top_logprobs led by the greedy token, tokens "
+    "joining to the content",
     reference="openai-openapi ChatCompletionTokenLogprob; vllm#3179, vllm#4795",
     needs=("logprobs",),
 )
@@ -417,7 +497,8 @@ def logprobs(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"{len(logprobs_content(data))} token entries, each with logprob <= 0, bytes and 3 top_logprobs, joining to"
+        f"{len(logprobs_content(data))} token entries, each with logprob <= 0, bytes and 3 "
+        "top_logprobs, joining to"
         f" {shown(content_of(data))}"
     )
 
@@ -434,7 +515,10 @@ def logprobs_without_top(ctx: CheckContext) -> str:
     ex, data = greedy(ctx, logprobs=True)
     problems = logprob_problems(logprobs_content(data), content_of(data) or "", 0)
     ctx.expect(not problems, "logprobs.content with empty top_logprobs", "; ".join(problems), ex)
-    return f"{len(logprobs_content(data))} token entries with empty top_logprobs, joining to {shown(content_of(data))}"
+    return (
+        f"{len(logprobs_content(data))} token entries with empty top_logprobs, joining to "
+        f"{shown(content_of(data))}"
+    )
 
 
 # 4-byte characters, several tokens each in a real vocabulary; a real model writes them back
@@ -442,7 +526,9 @@ MULTIBYTE = [{"role": "user", "content": "Repeat exactly: 𠀋𠀋 𪚥𪚥 𠀋
 
 
 def _incomplete_utf8(tail: bytes) -> bool:
-    """``tail`` is the start of one UTF-8 character cut off at the limit (a text drops it, its tokens' bytes not)."""
+    """``tail`` is the start of one UTF-8 character cut off at the limit (a text drops it, its
+    tokens' bytes not).
+    """
     try:
         tail.decode()
     except UnicodeDecodeError:
@@ -452,17 +538,22 @@ def _incomplete_utf8(tail: bytes) -> bool:
 
 @check(
     "chat.logprobs-multibyte",
-    "on characters of several tokens, logprobs have one entry per billed token and their bytes join to the content",
-    reference="openai-openapi ChatCompletionTokenLogprob (bytes: characters represented by multiple tokens)",
+    "on characters of several tokens, logprobs have one entry per billed token and their bytes "
+    "join to the content",
+    reference="openai-openapi ChatCompletionTokenLogprob (bytes: characters represented by "
+    "multiple tokens)",
     needs=("logprobs",),
 )
 def logprobs_multibyte(ctx: CheckContext) -> str:
-    """Perplexity and scoring clients sum every token's logprob and rebuild text from ``bytes``; an entry per
-    character instead of per token drops the other tokens' logprobs. ASCII answers never show it."""
+    """Perplexity and scoring clients sum every token's logprob and rebuild text from ``bytes``; an
+    entry per character instead of per token drops the other tokens' logprobs. ASCII answers never
+    show it."""
     ctx.offered("logprobs", ctx.chat(max_tokens=2, logprobs=True))
     ex, data = greedy(ctx, messages=MULTIBYTE, max_tokens=12, logprobs=True)
     content = content_of(data) or ""
-    wide = ctx.nonempty(sorted({ch for ch in content if ord(ch) > 0x7F}), "non-ASCII character in the answer", ex)
+    wide = ctx.nonempty(
+        sorted({ch for ch in content if ord(ch) > 0x7F}), "non-ASCII character in the answer", ex
+    )
     entries = logprobs_content(data)
     ctx.expect(
         isinstance(entries, list) and all(isinstance(e, dict) for e in entries),
@@ -479,7 +570,11 @@ def logprobs_multibyte(ctx: CheckContext) -> str:
     )
     pieces = [e.get("bytes") for e in entries]
     ctx.expect(
-        all(b is None or (isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b)) for b in pieces),
+        all(
+            b is None
+            or (isinstance(b, list) and all(isinstance(x, int) and 0 <= x < 256 for x in b))
+            for b in pieces
+        ),
         "each entry's bytes a list of integers 0-255, or null",
         shown(pieces, 200),
         ex,
@@ -487,7 +582,8 @@ def logprobs_multibyte(ctx: CheckContext) -> str:
     known = sum(b is not None for b in pieces)
     if not known:
         raise Inconclusive(
-            f"every logprobs entry has bytes: null ({len(entries)} entries): nothing shows whether their bytes join to"
+            f"every logprobs entry has bytes: null ({len(entries)} entries): nothing shows whether "
+            "their bytes join to"
             f" the content's UTF-8: {ex.curl}"
         )
     text = content.encode()
@@ -499,20 +595,28 @@ def logprobs_multibyte(ctx: CheckContext) -> str:
             if known < len(pieces)
             else ""
         ),
-        " + ".join("null" if b is None else bytes(b).decode("utf-8", "backslashreplace") for b in pieces),
+        " + ".join(
+            "null" if b is None else bytes(b).decode("utf-8", "backslashreplace") for b in pieces
+        ),
         ex,
     )
-    nulls = f" ({known} of {len(pieces)} entries with bytes, the others null)" if known < len(pieces) else ""
+    nulls = (
+        f" ({known} of {len(pieces)} entries with bytes, the others null)"
+        if known < len(pieces)
+        else ""
+    )
     return (
-        f"{len(entries)} entries for {billed} tokens of {shown(content)} ({len(wide)} non-ASCII characters), their"
+        f"{len(entries)} entries for {billed} tokens of {shown(content)} ({len(wide)} non-ASCII "
+        "characters), their"
         f" bytes joining to its UTF-8{nulls}"
     )
 
 
 def _bytes_join(pieces: list[Any], text: bytes) -> bool:
-    """Do the entries' bytes join to ``text``, plus the start of one character cut off at the limit (a text drops
-    it, its tokens' bytes not)? A null entry (no bytes representation, which the API allows) stands for any bytes,
-    so one null entry judges nothing of the others less: they must still fall in order around it."""
+    """Do the entries' bytes join to ``text``, plus the start of one character cut off at the limit
+    (a text drops it, its tokens' bytes not)? A null entry (no bytes representation, which the API
+    allows) stands for any bytes, so one null entry judges nothing of the others less: they must
+    still fall in order around it."""
     runs: list[bytes | None] = []  # the known bytes of consecutive entries, None for a null entry
     for piece in pieces:
         if piece is None:
@@ -533,13 +637,17 @@ def _bytes_join(pieces: list[Any], text: bytes) -> bool:
 
 
 @check(
-    "chat.logprobs-off", "logprobs=false gives logprobs: null", reference="openai-openapi (choices[].logprobs nullable)"
+    "chat.logprobs-off",
+    "logprobs=false gives logprobs: null",
+    reference="openai-openapi (choices[].logprobs nullable)",
 )
 def logprobs_off(ctx: CheckContext) -> str:
     """Clients test ``choice.logprobs is None`` to know whether they asked for them."""
     ex, data = greedy(ctx, logprobs=False)
     answered = [c for c in choices_of(data) if isinstance(object_or_empty(c).get("message"), dict)]
-    got = [c.get("logprobs") for c in ctx.nonempty(answered, "choice with a message in the answer", ex)]
+    got = [
+        c.get("logprobs") for c in ctx.nonempty(answered, "choice with a message in the answer", ex)
+    ]
     ctx.expect(all(v is None for v in got), "logprobs null (or absent) in every choice", got, ex)
     return f"logprobs null in {len(got)} answered choice(s) of logprobs=false"
 
@@ -562,7 +670,13 @@ def json_object(ctx: CheckContext) -> str:
     ex = ctx.seeded(
         lambda s: ctx.post(
             "/v1/chat/completions",
-            ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=json_object),
+            ctx.chat_body(
+                messages=messages,
+                max_tokens=64,
+                temperature=0.8,
+                seed=s,
+                response_format=json_object,
+            ),
         ),
         "response_format",
         not_json_start,
@@ -584,13 +698,20 @@ def json_object(ctx: CheckContext) -> str:
     needs=("response_format",),
 )
 def json_schema(ctx: CheckContext) -> str:
-    """Structured outputs are parsed straight into typed objects (``client.beta.chat.completions.parse``)."""
-    rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA, "strict": True}}
+    """Structured outputs are parsed straight into typed objects
+    (``client.beta.chat.completions.parse``).
+    """
+    rf = {
+        "type": "json_schema",
+        "json_schema": {"name": "person", "schema": SCHEMA, "strict": True},
+    }
     messages = [{"role": "user", "content": "Give a person as JSON."}]
     ex = ctx.seeded(
         lambda s: ctx.post(
             "/v1/chat/completions",
-            ctx.chat_body(messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=rf),
+            ctx.chat_body(
+                messages=messages, max_tokens=64, temperature=0.8, seed=s, response_format=rf
+            ),
         ),
         "response_format",
         not_json_start,
@@ -600,7 +721,11 @@ def json_schema(ctx: CheckContext) -> str:
     try:
         jsonschema.validate(json.loads(text), SCHEMA)
     except (ValueError, jsonschema.ValidationError) as exc:
-        ctx.fail(f"content valid against {json.dumps(SCHEMA)}", f"{str(exc).splitlines()[0]}: {text!r}", ex)
+        ctx.fail(
+            f"content valid against {json.dumps(SCHEMA)}",
+            f"{str(exc).splitlines()[0]}: {text!r}",
+            ex,
+        )
     return f"json_schema: content valid against the schema: {shown(text)}"
 
 
@@ -634,21 +759,30 @@ def _json_object(data: dict[str, Any]) -> bool:
         return choice_of(data).get("finish_reason") == "length"
 
 
-# field -> (request parameters, what the answer shows when the field was applied, given the greedy control answer)
+# field -> (request parameters, what the answer shows when the field was applied, given the greedy
+# control answer)
 REQUEST_FIELDS: dict[str, tuple[dict[str, Any], Any]] = {
     "max_completion_tokens": (
         {"max_completion_tokens": 2},
-        lambda d, c: _count(used := object_or_empty(d.get("usage")).get("completion_tokens", 99)) and used <= 2,
+        lambda d, c: (
+            _count(used := object_or_empty(d.get("usage")).get("completion_tokens", 99))
+            and used <= 2
+        ),
     ),
-    "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),  # n > 1 needs sampling
-    "logprobs": ({"logprobs": True}, lambda d, c: (choice_of(d).get("logprobs") or None) is not None),
+    # n > 1 needs sampling
+    "n": ({"n": 2, "temperature": 1.0}, lambda d, c: len(d.get("choices") or []) == 2),
+    "logprobs": (
+        {"logprobs": True},
+        lambda d, c: (choice_of(d).get("logprobs") or None) is not None,
+    ),
     "response_format": ({"response_format": {"type": "json_object"}}, lambda d, c: _json_object(d)),
     "temperature": ({"temperature": 2.0}, lambda d, c: content_of(d) != content_of(c)),
     "top_p": ({"temperature": 2.0, "top_p": 1e-9}, lambda d, c: content_of(d) == content_of(c)),
     "frequency_penalty": ({"frequency_penalty": 2.0}, lambda d, c: content_of(d) != content_of(c)),
     "presence_penalty": ({"presence_penalty": 2.0}, lambda d, c: content_of(d) != content_of(c)),
 }
-FIELD_TOKENS = 24  # long enough for the greedy text to repeat a token, which the penalties then change
+# long enough for the greedy text to repeat a token, which the penalties then change
+FIELD_TOKENS = 24
 
 
 @check(
@@ -658,8 +792,8 @@ FIELD_TOKENS = 24  # long enough for the greedy text to repeat a token, which th
     severity="warning",
 )
 def request_fields(ctx: CheckContext) -> str:
-    """A field a server takes with 200 and does not apply is a setting the client believes in and never got;
-    a new version that stops applying one breaks clients with no error anywhere."""
+    """A field a server takes with 200 and does not apply is a setting the client believes in and
+    never got; a new version that stops applying one breaks clients with no error anywhere."""
     _, control = greedy(ctx, max_tokens=FIELD_TOKENS)
     statuses: dict[str, str] = {}
     ignored = []
@@ -670,19 +804,31 @@ def request_fields(ctx: CheckContext) -> str:
             statuses[name] = "refused"
             continue
         data = ex.data if ex.status == 200 else None
-        statuses[name] = "error" if not isinstance(data, dict) else "honoured" if applied(data, control) else "ignored"
+        statuses[name] = (
+            "error"
+            if not isinstance(data, dict)
+            else "honoured"
+            if applied(data, control)
+            else "ignored"
+        )
         if statuses[name] != "honoured":
-            ignored.append(f"{json.dumps(params)} -> HTTP {ex.status}, {statuses[name]}: {ex.text[:160]}")
+            ignored.append(
+                f"{json.dumps(params)} -> HTTP {ex.status}, {statuses[name]}: {ex.text[:160]}"
+            )
             last = last or ex
     if ctx.request_fields is not None:
         ctx.request_fields("POST /v1/chat/completions", statuses)
     ctx.expect(
-        not ignored, f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)", "; ".join(ignored), last
+        not ignored,
+        f"each of {', '.join(REQUEST_FIELDS)} applied (or refused with a 4xx)",
+        "; ".join(ignored),
+        last,
     )
     return "; ".join(f"{name} {status}" for name, status in statuses.items())
 
 
-CACHE_PROMPT = "The quick brown fox jumps over the lazy dog. " * 12  # about 540 tokens: whole cache blocks
+# about 540 tokens: whole cache blocks
+CACHE_PROMPT = "The quick brown fox jumps over the lazy dog. " * 12
 
 
 def _count(value: Any) -> bool:
@@ -691,27 +837,43 @@ def _count(value: Any) -> bool:
 
 @check(
     "chat.usage-details",
-    "usage's prompt_tokens_details.cached_tokens (and completion_tokens_details.reasoning_tokens) are counts within the"
+    "usage's prompt_tokens_details.cached_tokens (and completion_tokens_details.reasoning_tokens) "
+    "are counts within the"
     " totals, and a repeated long prompt reports cached tokens",
     reference=f"{SPEC} (CompletionUsage: prompt_tokens_details, completion_tokens_details)",
     severity="warning",
 )
 def usage_details(ctx: CheckContext) -> str:
-    """Cost dashboards bill cached tokens at a discount; a count outside the total, or none on an obvious
-    cache hit, misprices every request."""
-    answers = [greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4) for _ in range(2)]
+    """Cost dashboards bill cached tokens at a discount; a count outside the total, or none on an
+    obvious cache hit, misprices every request."""
+    answers = [
+        greedy(ctx, messages=[{"role": "user", "content": CACHE_PROMPT}], max_tokens=4)
+        for _ in range(2)
+    ]
     usages = [object_or_empty(data.get("usage")) for _, data in answers]
-    if all(u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None for u in usages):
+    if all(
+        u.get("prompt_tokens_details") is None and u.get("completion_tokens_details") is None
+        for u in usages
+    ):
         raise NotExercised(
             "the server reports no prompt_tokens_details or completion_tokens_details (vLLM:"
             " --enable-prompt-tokens-details)"
         )
     for (ex, _), usage in zip(answers, usages):
-        prompt_details, completion_details = usage.get("prompt_tokens_details"), usage.get("completion_tokens_details")
+        prompt_details, completion_details = (
+            usage.get("prompt_tokens_details"),
+            usage.get("completion_tokens_details"),
+        )
         if prompt_details is not None:
-            cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else prompt_details
+            cached = (
+                prompt_details.get("cached_tokens")
+                if isinstance(prompt_details, dict)
+                else prompt_details
+            )
             ctx.expect(
-                _count(cached) and _count(usage.get("prompt_tokens")) and cached <= usage["prompt_tokens"],
+                _count(cached)
+                and _count(usage.get("prompt_tokens"))
+                and cached <= usage["prompt_tokens"],
                 "cached_tokens: a count within prompt_tokens",
                 usage,
                 ex,
@@ -739,7 +901,13 @@ def usage_details(ctx: CheckContext) -> str:
             answers[1][0],
         )
     details = [
-        {k: u[k] for k in ("prompt_tokens_details", "completion_tokens_details") if u.get(k) is not None}
+        {
+            k: u[k]
+            for k in ("prompt_tokens_details", "completion_tokens_details")
+            if u.get(k) is not None
+        }
         for u in usages
     ]
-    return f"usage details of 2 answers to one long prompt, within their totals: {shown(details, 160)}"
+    return (
+        f"usage details of 2 answers to one long prompt, within their totals: {shown(details, 160)}"
+    )

@@ -39,7 +39,10 @@ def fields(ctx: CheckContext) -> str:
     usage = data.get("usage")
     u = usage if isinstance(usage, dict) else {}
     if (
-        not all(isinstance(u.get(k), int) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+        not all(
+            isinstance(u.get(k), int)
+            for k in ("prompt_tokens", "completion_tokens", "total_tokens")
+        )
         or u["prompt_tokens"] + u["completion_tokens"] != u["total_tokens"]
     ):
         problems.append(f"usage {u} does not add up")
@@ -50,7 +53,8 @@ def fields(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"id, object 'text_completion', created, text {shown(data['choices'][0]['text'])}, usage {u['prompt_tokens']} +"
+        f"id, object 'text_completion', created, text {shown(data['choices'][0]['text'])}, usage "
+        f"{u['prompt_tokens']} +"
         f" {u['completion_tokens']} = {u['total_tokens']}"
     )
 
@@ -66,10 +70,15 @@ def prompt_list_n(ctx: CheckContext) -> str:
     ctx.offered("completions", ctx.completion(max_tokens=2))
     ctx.offered("prompt_list", ctx.completion(prompt=["The sky is", "The sea is"], max_tokens=2))
     ex = ctx.offered(
-        "n", ctx.completion(prompt=["The sky is", "The sea is"], n=2, max_tokens=4, temperature=1.0, seed=3)
+        "n",
+        ctx.completion(
+            prompt=["The sky is", "The sea is"], n=2, max_tokens=4, temperature=1.0, seed=3
+        ),
     )
     data = ctx.expect_json_object(ex, "prompt list x n")
-    indices = sorted((c.get("index") if isinstance(c, dict) else c for c in data.get("choices") or []), key=str)
+    indices = sorted(
+        (c.get("index") if isinstance(c, dict) else c for c in data.get("choices") or []), key=str
+    )
     ctx.expect(indices == [0, 1, 2, 3], "choices with index 0, 1, 2, 3", indices, ex)
     return "2 prompts x n=2: 4 choices with index 0, 1, 2, 3"
 
@@ -119,12 +128,23 @@ def logprobs(ctx: CheckContext) -> str:
     )
     lengths = {k: len(lp[k]) for k in keys}
     ctx.expect(
-        len(set(lengths.values())) == 1 and lengths["tokens"] > 0, "four lists of one (non-zero) length", lengths, ex
+        len(set(lengths.values())) == 1 and lengths["tokens"] > 0,
+        "four lists of one (non-zero) length",
+        lengths,
+        ex,
     )
-    bad = [v for v in lp["token_logprobs"] if v is not None and (not isinstance(v, (int, float)) or v > 0)]
+    bad = [
+        v
+        for v in lp["token_logprobs"]
+        if v is not None and (not isinstance(v, (int, float)) or v > 0)
+    ]
     ctx.expect(not bad, "token_logprobs <= 0", bad, ex)
-    too_many = [t for t in lp["top_logprobs"] if t is not None and (not isinstance(t, dict) or len(t) > 3)]
-    ctx.expect(not too_many, "top_logprobs: dicts of at most logprobs+1 = 3 entries", too_many[:3], ex)
+    too_many = [
+        t for t in lp["top_logprobs"] if t is not None and (not isinstance(t, dict) or len(t) > 3)
+    ]
+    ctx.expect(
+        not too_many, "top_logprobs: dicts of at most logprobs+1 = 3 entries", too_many[:3], ex
+    )
     offsets = lp["text_offset"]
     ctx.expect(
         all(isinstance(o, int) for o in offsets) and offsets == sorted(offsets),
@@ -133,13 +153,15 @@ def logprobs(ctx: CheckContext) -> str:
         ex,
     )
     ctx.expect(
-        all(isinstance(t, str) for t in lp["tokens"]) and "".join(lp["tokens"]) == choice.get("text"),
+        all(isinstance(t, str) for t in lp["tokens"])
+        and "".join(lp["tokens"]) == choice.get("text"),
         f"tokens joining to the text {choice.get('text')!r}",
         lp["tokens"],
         ex,
     )
     return (
-        f"logprobs=2: 4 lists of {lengths['tokens']} entries, token_logprobs <= 0, offsets in order, tokens joining to"
+        f"logprobs=2: 4 lists of {lengths['tokens']} entries, token_logprobs <= 0, offsets in "
+        "order, tokens joining to"
         f" {shown(choice.get('text'))}"
     )
 
@@ -156,26 +178,40 @@ def stream(ctx: CheckContext) -> str:
     plain = ctx.expect_json_object(whole, "a completion")
     first = (plain.get("choices") or [{}])[0]
     expected = ctx.nonempty(
-        first.get("text") if isinstance(first, dict) else None, "text in the non-streamed completion to compare", whole
+        first.get("text") if isinstance(first, dict) else None,
+        "text in the non-streamed completion to compare",
+        whole,
     )
-    ex = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 12, "temperature": 0})
+    ex = ctx.stream(
+        "/v1/completions",
+        {"model": ctx.model, "prompt": PROMPT, "max_tokens": 12, "temperature": 0},
+    )
     chunks = ctx.expect_stream(ex, "a streamed completion")
     objects = {c.get("object") for c in chunks}
-    ctx.expect(objects == {"text_completion"}, "object 'text_completion' in every chunk", sorted(map(str, objects)), ex)
+    ctx.expect(
+        objects == {"text_completion"},
+        "object 'text_completion' in every chunk",
+        sorted(map(str, objects)),
+        ex,
+    )
     text = "".join(
-        (ch.get("text") or "") if isinstance(ch, dict) else str(ch) for c in chunks for ch in c.get("choices") or []
+        (ch.get("text") or "") if isinstance(ch, dict) else str(ch)
+        for c in chunks
+        for ch in c.get("choices") or []
     )
     ctx.expect(text == expected, f"deltas joining to the non-streamed text {expected!r}", text, ex)
     ctx.expect_framing(ex, "a streamed completion")
     return (
-        f"{len(chunks)} chunks of object 'text_completion' joining to the non-streamed text {shown(expected)}, then"
+        f"{len(chunks)} chunks of object 'text_completion' joining to the non-streamed text "
+        f"{shown(expected)}, then"
         " [DONE]"
     )
 
 
 @check(
     "completions.model",
-    "the completion and every chunk of its stream name the model asked for (or an alias /v1/models lists)",
+    "the completion and every chunk of its stream name the model asked for (or an alias "
+    "/v1/models lists)",
     reference=f"{SPEC} (model)",
     needs=("completions",),
 )
@@ -183,6 +219,10 @@ def model(ctx: CheckContext) -> str:
     """Harnesses record the model each score came from by the answer's ``model``."""
     ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
     data = ctx.expect_json_object(ex, "a completion")
-    stream = ctx.stream("/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 8, "temperature": 0})
+    stream = ctx.stream(
+        "/v1/completions", {"model": ctx.model, "prompt": PROMPT, "max_tokens": 8, "temperature": 0}
+    )
     chunks = ctx.expect_stream(stream, "a streamed completion")
-    return judge_model_names(ctx, "completions", (ex, data), (stream, [c.get("model") for c in chunks]))
+    return judge_model_names(
+        ctx, "completions", (ex, data), (stream, [c.get("model") for c in chunks])
+    )

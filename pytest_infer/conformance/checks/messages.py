@@ -1,4 +1,6 @@
-"""The Anthropic Messages API (``/v1/messages``) as vLLM and SGLang serve it: what Claude clients and their SDK send."""
+"""The Anthropic Messages API (``/v1/messages``) as vLLM and SGLang serve it: what Claude clients
+and their SDK send.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +36,11 @@ def create(ctx: CheckContext, **params: Any) -> tuple[Exchange, dict[str, Any]]:
 
 
 def text_of(message: dict[str, Any]) -> str | None:
-    blocks = [b.get("text") for b in message.get("content") or [] if isinstance(b, dict) and b.get("type") == "text"]
+    blocks = [
+        b.get("text")
+        for b in message.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "text"
+    ]
     texts = [t for t in blocks if isinstance(t, str)]
     return "".join(texts) if blocks and len(texts) == len(blocks) else None
 
@@ -50,10 +56,14 @@ def _count(value: Any) -> bool:
     needs=("messages",),
 )
 def create_fields(ctx: CheckContext) -> str:
-    """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop sequence ended the
-    turn."""
+    """The anthropic SDK's ``Message`` model; ``stop_sequence`` is part of it, null unless a stop
+    sequence ended the turn."""
     ex, m = create(ctx)
-    problems = [f"{k} is {m.get(k)!r}" for k, want in (("type", "message"), ("role", "assistant")) if m.get(k) != want]
+    problems = [
+        f"{k} is {m.get(k)!r}"
+        for k, want in (("type", "message"), ("role", "assistant"))
+        if m.get(k) != want
+    ]
     if not isinstance(m.get("id"), str) or not m.get("id"):
         problems.append(f"id is {m.get('id')!r}")
     if text_of(m) is None:
@@ -62,7 +72,8 @@ def create_fields(ctx: CheckContext) -> str:
         problems.append(f"stop_reason is {m.get('stop_reason')!r}")
     if "stop_sequence" not in m or m["stop_sequence"] is not None:
         problems.append(
-            f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason {m.get('stop_reason')!r}"
+            f"stop_sequence is {m.get('stop_sequence', 'missing')!r} with stop_reason "
+            f"{m.get('stop_reason')!r}"
         )
     u = m.get("usage") or {}
     if not (
@@ -74,29 +85,35 @@ def create_fields(ctx: CheckContext) -> str:
         problems.append(f"usage is {u!r}")
     ctx.expect(not problems, f"a well-formed message (max_tokens {LIMIT})", "; ".join(problems), ex)
     return (
-        f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, stop_sequence null, usage"
+        f"a message with id, text {shown(text_of(m))}, stop_reason {m['stop_reason']!r}, "
+        "stop_sequence null, usage"
         f" {m['usage']}"
     )
 
 
 @check(
     "messages.model",
-    "the message and its stream's message_start name the model asked for (or an alias /v1/models lists)",
+    "the message and its stream's message_start name the model asked for (or an alias /v1/models "
+    "lists)",
     reference=REFERENCE,
     needs=("messages",),
 )
 def model(ctx: CheckContext) -> str:
-    """Claude clients read the ``Message``'s ``model`` (message_start's, when streaming) to log who answered."""
+    """Claude clients read the ``Message``'s ``model`` (message_start's, when streaming) to log who
+    answered.
+    """
     ex, m = create(ctx)
     stream = ctx.offered("messages", ctx.stream(PATH, body(ctx), terminated=False))
     events = ctx.expect_typed_events(stream, "a streamed message")
-    named = [object_or_empty(e.get("message")).get("model") for e in events]  # message_start carries the message
+    # message_start carries the message
+    named = [object_or_empty(e.get("message")).get("model") for e in events]
     return judge_model_names(ctx, "messages", (ex, m), (stream, named))
 
 
 @check(
     "messages.stop-sequence",
-    "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut before it",
+    "a stop sequence ends the turn: stop_reason stop_sequence, the sequence named, the text cut "
+    "before it",
     reference=REFERENCE,
     needs=("messages",),
 )
@@ -108,20 +125,30 @@ def stop_sequence(ctx: CheckContext) -> str:
     ctx.expect(stop is not None, "a greedy text long enough to pick a stop sequence from", text, _)
     assert stop is not None
     ex, m = create(ctx, max_tokens=24, stop_sequences=[stop])
-    got = {"stop_reason": m.get("stop_reason"), "stop_sequence": m.get("stop_sequence"), "text": text_of(m)}
+    got = {
+        "stop_reason": m.get("stop_reason"),
+        "stop_sequence": m.get("stop_sequence"),
+        "text": text_of(m),
+    }
     want = {"stop_reason": "stop_sequence", "stop_sequence": stop, "text": text[: text.index(stop)]}
     ctx.expect(got == want, str(want), got, ex)
-    return f"stop_sequences [{stop!r}]: stop_reason 'stop_sequence', the sequence named, text {shown(want['text'])}"
+    return (
+        f"stop_sequences [{stop!r}]: stop_reason 'stop_sequence', the sequence named, text "
+        f"{shown(want['text'])}"
+    )
 
 
 @check(
     "messages.stream-events",
-    "a stream: message_start, content blocks with text deltas, message_delta with the stop reason, message_stop",
+    "a stream: message_start, content blocks with text deltas, message_delta with the stop "
+    "reason, message_stop",
     reference=REFERENCE,
     needs=("messages",),
 )
 def stream_events(ctx: CheckContext) -> str:
-    """The SDK's ``messages.stream`` builds the message from exactly this sequence; ping events may come anywhere."""
+    """The SDK's ``messages.stream`` builds the message from exactly this sequence; ping events may
+    come anywhere.
+    """
     _, whole = create(ctx)
     ex = ctx.offered("messages", ctx.stream(PATH, body(ctx), terminated=False))
     events = [e for e in ctx.expect_typed_events(ex, "a streamed message") if e["type"] != "ping"]
@@ -133,14 +160,22 @@ def stream_events(ctx: CheckContext) -> str:
         and kinds.count("message_delta") == 1
         and -1 not in ranks
     )
-    blocks_ok = all(ranks[i] >= 1 and ranks[i] <= 3 for i in range(1, len(kinds) - 2)) and kinds[-2:-1] == [
-        "message_delta"
-    ]
+    blocks_ok = all(ranks[i] >= 1 and ranks[i] <= 3 for i in range(1, len(kinds) - 2)) and kinds[
+        -2:-1
+    ] == ["message_delta"]
     ctx.expect(order_ok and blocks_ok, " -> ".join(STREAM_ORDER), " -> ".join(kinds), ex)
     started = {e.get("index") for e in events if e["type"] == "content_block_start"}
     stopped = {e.get("index") for e in events if e["type"] == "content_block_stop"}
-    strays = [e.get("index") for e in events if e["type"] == "content_block_delta" and e.get("index") not in started]
-    blocks = {"started": sorted(map(str, started)), "stopped": sorted(map(str, stopped)), "stray deltas": strays}
+    strays = [
+        e.get("index")
+        for e in events
+        if e["type"] == "content_block_delta" and e.get("index") not in started
+    ]
+    blocks = {
+        "started": sorted(map(str, started)),
+        "stopped": sorted(map(str, stopped)),
+        "stray deltas": strays,
+    }
     ctx.expect(
         started == stopped and not strays,
         "every delta's index opened by content_block_start and closed by content_block_stop",
@@ -148,7 +183,9 @@ def stream_events(ctx: CheckContext) -> str:
         ex,
     )
     text = "".join(
-        str(object_or_empty(e.get("delta")).get("text", "")) for e in events if e["type"] == "content_block_delta"
+        str(object_or_empty(e.get("delta")).get("text", ""))
+        for e in events
+        if e["type"] == "content_block_delta"
     )
     final = next(e for e in events if e["type"] == "message_delta")
     got = {
@@ -163,7 +200,8 @@ def stream_events(ctx: CheckContext) -> str:
     }
     ctx.expect(got == want, f"the non-streamed message's {want}", got, ex)
     return (
-        f"{len(events)} events in order ({len(started)} content block(s)), text, stop_reason and output_tokens of the"
+        f"{len(events)} events in order ({len(started)} content block(s)), text, stop_reason and "
+        "output_tokens of the"
         " non-streamed message"
     )
 
@@ -176,17 +214,30 @@ def stream_events(ctx: CheckContext) -> str:
 )
 def count_tokens(ctx: CheckContext) -> str:
     """Clients trim history to a budget with count_tokens before they send."""
-    counted = ctx.offered("messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK}))
+    counted = ctx.offered(
+        "messages", ctx.post(f"{PATH}/count_tokens", {"model": ctx.model, "messages": ASK})
+    )
     n = ctx.expect_json_object(counted, "POST /v1/messages/count_tokens").get("input_tokens")
     _, m = create(ctx)
     billed = object_or_empty(m.get("usage")).get("input_tokens")
-    ctx.expect(_count(n) and n == billed, f"input_tokens = the message's usage.input_tokens ({billed})", n, counted)
+    ctx.expect(
+        _count(n) and n == billed,
+        f"input_tokens = the message's usage.input_tokens ({billed})",
+        n,
+        counted,
+    )
     return f"count_tokens {n} = the message's usage.input_tokens"
 
 
 def anthropic_error_problems(data: Any) -> list[str]:
-    """``{"type": "error", "error": {"type", "message"}}``: what the anthropic SDK turns into ``BadRequestError``."""
-    if not isinstance(data, dict) or data.get("type") != "error" or not isinstance(data.get("error"), dict):
+    """``{"type": "error", "error": {"type", "message"}}``: what the anthropic SDK turns into
+    ``BadRequestError``.
+    """
+    if (
+        not isinstance(data, dict)
+        or data.get("type") != "error"
+        or not isinstance(data.get("error"), dict)
+    ):
         return ['the body is not {"type": "error", "error": {...}}']
     err = data["error"]
     return [
@@ -196,43 +247,58 @@ def anthropic_error_problems(data: Any) -> list[str]:
     ]
 
 
-@check("messages.errors", "bad input gets 4xx with the Anthropic error shape", reference=REFERENCE, needs=("messages",))
+@check(
+    "messages.errors",
+    "bad input gets 4xx with the Anthropic error shape",
+    reference=REFERENCE,
+    needs=("messages",),
+)
 def errors(ctx: CheckContext) -> str:
-    """Anthropic clients read ``error.type`` (invalid_request_error, ...), not the OpenAI envelope."""
+    """Anthropic clients read ``error.type`` (invalid_request_error, ...), not the OpenAI
+    envelope.
+    """
     ctx.control(ctx.post(PATH, body(ctx)), "the same message with max_tokens", feature="messages")
     bad = ctx.post(PATH, {"model": ctx.model, "messages": ASK})  # max_tokens is required
     ctx.expect_client_error(bad, "a message without max_tokens")
     ctx.expect_envelope(
-        bad, anthropic_error_problems, 'the Anthropic error shape {"type": "error", "error": {"type", "message"}}'
+        bad,
+        anthropic_error_problems,
+        'the Anthropic error shape {"type": "error", "error": {"type", "message"}}',
     )
     return (
-        f"a message without max_tokens: HTTP {bad.status}, error.type {bad.data['error']['type']!r}; a message with it"
+        f"a message without max_tokens: HTTP {bad.status}, error.type "
+        f"{bad.data['error']['type']!r}; a message with it"
         " answered"
     )
 
 
-# The request rules of the Anthropic API reference (Messages, create; Errors). A request that breaks one is answered
-# HTTP 400 with error.type "invalid_request_error" in {"type": "error", "error": {...}}. Each check first sees the same
-# request without the fault answered with a message (ctx.control): a server that refuses everything shows nothing.
-RULES_REFERENCE = "Anthropic API reference: Messages (create: body parameters); Errors (400 invalid_request_error)"
+# The request rules of the Anthropic API reference (Messages, create; Errors). A request that breaks
+# one is answered HTTP 400 with error.type "invalid_request_error" in {"type": "error", "error":
+# {...}}. Each check first sees the same request without the fault answered with a message
+# (ctx.control): a server that refuses everything shows nothing.
+RULES_REFERENCE = (
+    "Anthropic API reference: Messages (create: body parameters); Errors (400 "
+    "invalid_request_error)"
+)
 
 
 def minimal(ctx: CheckContext, **params: Any) -> dict[str, Any]:
-    """The three required fields and nothing else, so a fault is the one parameter added (no temperature with top_p:
-    the reference asks for one or the other)."""
+    """The three required fields and nothing else, so a fault is the one parameter added (no
+    temperature with top_p: the reference asks for one or the other)."""
     return {"model": ctx.model, "max_tokens": LIMIT, "messages": ASK, **params}
 
 
 def expect_invalid_request(ctx: CheckContext, ex: Exchange, what: str) -> None:
-    """HTTP 400, then Anthropic's error shape with error.type 'invalid_request_error': two findings, so the shape is
-    judged (and declared) apart from the status."""
+    """HTTP 400, then Anthropic's error shape with error.type 'invalid_request_error': two findings,
+    so the shape is judged (and declared) apart from the status."""
     ctx.expect(ex.status == 400, f"HTTP 400 for {what}", f"HTTP {ex.status}: {ex.text}", ex)
     problems = anthropic_error_problems(ex.data)
     if not problems and ex.data["error"]["type"] != "invalid_request_error":
         problems = [f"error.type is {ex.data['error']['type']!r}, not 'invalid_request_error'"]
     ctx.expect(
         not problems,
-        f'the Anthropic error shape {{"type": "error", "error": {{"type": "invalid_request_error", "message"}}}} for'
+        "the Anthropic error shape "
+        '{"type": "error", "error": {"type": "invalid_request_error", "message"}} for'
         f" {what}",
         f"{'; '.join(problems)}: {ex.text}",
         ex,
@@ -240,26 +306,40 @@ def expect_invalid_request(ctx: CheckContext, ex: Exchange, what: str) -> None:
 
 
 def refusals(ctx: CheckContext, cases: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> str:
-    """Each case: the request without the fault (a control, answered with a message), then with it (refused)."""
+    """Each case: the request without the fault (a control, answered with a message), then with it
+    (refused).
+    """
     for what, (good, bad) in cases.items():
-        ctx.control(ctx.post(PATH, good), f"the same message without the fault ({what})", feature="messages")
+        ctx.control(
+            ctx.post(PATH, good), f"the same message without the fault ({what})", feature="messages"
+        )
         expect_invalid_request(ctx, ctx.post(PATH, bad), what)
-    return f"HTTP 400 invalid_request_error for {', '.join(cases)}; each answered with a message without its fault"
+    return (
+        f"HTTP 400 invalid_request_error for {', '.join(cases)}; each answered with a message "
+        "without its fault"
+    )
 
 
 @check(
     "messages.parameter-ranges",
-    "temperature or top_p above 1, a negative top_k or max_tokens get HTTP 400 invalid_request_error",
+    "temperature or top_p above 1, a negative top_k or max_tokens get HTTP 400 "
+    "invalid_request_error",
     reference=RULES_REFERENCE,
     needs=("messages",),
 )
 def parameter_ranges(ctx: CheckContext) -> str:
-    """Anthropic's ranges are not OpenAI's: temperature runs from 0 to 1 (OpenAI's to 2), top_p from 0 to 1, top_k from
-    0 up, max_tokens from 0 up (0 only fills the prompt cache). A server that takes temperature 1.5 on /v1/messages
-    applies another API's rules and samples hotter than any Anthropic client can ask for."""
+    """Anthropic's ranges are not OpenAI's: temperature runs from 0 to 1 (OpenAI's to 2), top_p from
+    0 to 1, top_k from 0 up, max_tokens from 0 up (0 only fills the prompt cache). A server that
+    takes temperature 1.5 on /v1/messages applies another API's rules and samples hotter than any
+    Anthropic client can ask for."""
     cases = {
         f"{name}={bad}": (minimal(ctx, **{name: good}), minimal(ctx, **{name: bad}))
-        for name, good, bad in (("temperature", 1.0, 1.5), ("top_p", 0.9, 1.5), ("top_k", 5, -1), ("max_tokens", 4, -1))
+        for name, good, bad in (
+            ("temperature", 1.0, 1.5),
+            ("top_p", 0.9, 1.5),
+            ("top_k", 5, -1),
+            ("max_tokens", 4, -1),
+        )
     }
     return refusals(ctx, cases)
 
@@ -271,10 +351,11 @@ def parameter_ranges(ctx: CheckContext) -> str:
     needs=("messages",),
 )
 def roles(ctx: CheckContext) -> str:
-    """Each input message has role user or assistant (the system prompt is the top-level ``system`` field); OpenAI's
-    ``developer`` and ``tool`` roles, which a client ported from the OpenAI API sends, are not Anthropic's. A
-    ``system`` message is not judged: the reference says there is no such role, but the anthropic SDK 2.17 types one
-    (SystemMessageParam) and vLLM 0.32 accepts it."""
+    """Each input message has role user or assistant (the system prompt is the top-level ``system``
+    field); OpenAI's ``developer`` and ``tool`` roles, which a client ported from the OpenAI API
+    sends, are not Anthropic's. A ``system`` message is not judged: the reference says there is no
+    such role, but the anthropic SDK 2.17 types one (SystemMessageParam) and vLLM 0.32 accepts it.
+    """
     turns = [
         {"role": "user", "content": "Hello there."},
         {"role": "assistant", "content": "Hi, how can I help?"},
@@ -297,8 +378,8 @@ def roles(ctx: CheckContext) -> str:
     needs=("messages",),
 )
 def required_fields(ctx: CheckContext) -> str:
-    """model, max_tokens and messages are required; a server that fills a missing model in answers a request the API
-    refuses. (Without max_tokens is ``messages.errors``'s request.)"""
+    """model, max_tokens and messages are required; a server that fills a missing model in answers a
+    request the API refuses. (Without max_tokens is ``messages.errors``'s request.)"""
     cases = {
         f"no {name}": (minimal(ctx), {k: v for k, v in minimal(ctx).items() if k != name})
         for name in ("model", "messages")

@@ -27,7 +27,11 @@ def _card_problems(card: object) -> list[str]:
     return problems
 
 
-@check("models.list", "GET /v1/models lists the served model with id, object, created, owned_by", reference=SPEC)
+@check(
+    "models.list",
+    "GET /v1/models lists the served model with id, object, created, owned_by",
+    reference=SPEC,
+)
 def models_list(ctx: CheckContext) -> str:
     """``client.models.list()`` is how tools discover the model id."""
     ex = ctx.get("/v1/models")
@@ -39,12 +43,22 @@ def models_list(ctx: CheckContext) -> str:
         ex,
     )
     problems = [
-        f"{(c or {}).get('id') if isinstance(c, dict) else c}: {p}" for c in data["data"] for p in _card_problems(c)
+        f"{(c or {}).get('id') if isinstance(c, dict) else c}: {p}"
+        for c in data["data"]
+        for p in _card_problems(c)
     ]
-    ctx.expect(not problems, "every entry has id, object='model', integer created, owned_by", "; ".join(problems), ex)
+    ctx.expect(
+        not problems,
+        "every entry has id, object='model', integer created, owned_by",
+        "; ".join(problems),
+        ex,
+    )
     ids = [c.get("id") for c in data["data"] if isinstance(c, dict)]
     ctx.expect(ctx.model in ids, f"the served model {ctx.model!r} among the entries", ids, ex)
-    return f"{len(ids)} model card(s) with id, object, created, owned_by; the served {ctx.model!r} among them"
+    return (
+        f"{len(ids)} model card(s) with id, object, created, owned_by; the served "
+        f"{ctx.model!r} among them"
+    )
 
 
 @check("models.retrieve", "GET /v1/models/{id} answers for the served model", reference=SPEC)
@@ -65,19 +79,26 @@ def models_retrieve(ctx: CheckContext) -> str:
 def answer_names(ctx: CheckContext) -> tuple[Callable[[Any], bool], str]:
     """Whether a name an answer gives is the model asked for, and the names that are, in words.
 
-    The name asked for; that name at a Hub revision (``name@rev``: transformers serve answers a Hub model as
-    ``org/model@main``); and an alias the server lists in /v1/models, read now (a server may list a model once it
-    is loaded), only where both cards name the same weights (``root``, as vLLM and SGLang do). Where the asked
-    model's card names none (llama.cpp, transformers serve, proxies), nothing shows another listed id is the same
-    model, so none is taken for it: a server that also serves another model and answers as that one fails."""
+    The name asked for; that name at a Hub revision (``name@rev``: transformers serve answers a Hub
+    model as ``org/model@main``); and an alias the server lists in /v1/models, read now (a server
+    may list a model once it is loaded), only where both cards name the same weights (``root``, as
+    vLLM and SGLang do). Where the asked model's card names none (llama.cpp, transformers serve,
+    proxies), nothing shows another listed id is the same model, so none is taken for it: a server
+    that also serves another model and answers as that one fails."""
     listing = ctx.get("/v1/models")
     data = listing.data.get("data") if listing.ok and isinstance(listing.data, dict) else None
-    cards = [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)] if isinstance(data, list) else []
+    cards = (
+        [c for c in data if isinstance(c, dict) and isinstance(c.get("id"), str)]
+        if isinstance(data, list)
+        else []
+    )
     root = next((c.get("root") for c in cards if c["id"] == ctx.model), None)
     aliases = {c["id"] for c in cards if root and c.get("root") == root}
 
     def accepted(name: Any) -> bool:
-        return isinstance(name, str) and (name == ctx.model or name.startswith(f"{ctx.model}@") or name in aliases)
+        return isinstance(name, str) and (
+            name == ctx.model or name.startswith(f"{ctx.model}@") or name in aliases
+        )
 
     shown = sorted(aliases - {ctx.model})
     return accepted, f"{ctx.model!r}" + (f" or an alias /v1/models lists, {shown}" if shown else "")
@@ -91,16 +112,19 @@ def judge_model_names(
     *,
     required: bool = False,
 ) -> str:
-    """The model an answer of ``route`` names (``answer``: the exchange and its JSON body, judged a correct answer of
-    the route first) and the model each event of its stream names (``stream``: the exchange and the names its
-    events carry, None for an event that names none) are the one asked for. A request answered by another model,
-    or a proxy that renames it, bills and logs the wrong one. Where the route requires ``model`` in the answer and
-    in every event (``required``: chat, whose every chunk is an answer of its own), a name left out fails, so a
-    server that strips it cannot pass; elsewhere it is the business of each route's fields check, and nothing named
-    at all is inconclusive."""
+    """The model an answer of ``route`` names (``answer``: the exchange and its JSON body, judged a
+    correct answer of the route first) and the model each event of its stream names (``stream``: the
+    exchange and the names its events carry, None for an event that names none) are the one asked
+    for. A request answered by another model, or a proxy that renames it, bills and logs the wrong
+    one. Where the route requires ``model`` in the answer and in every event (``required``: chat,
+    whose every chunk is an answer of its own), a name left out fails, so a server that strips it
+    cannot pass; elsewhere it is the business of each route's fields check, and nothing named at all
+    is inconclusive."""
     ex, data = answer
     problems = answer_problems(ex.path, data)
-    ctx.expect(not problems, f"a correct answer of {ex.path}", f"{'; '.join(problems)}: {ex.text}", ex)
+    ctx.expect(
+        not problems, f"a correct answer of {ex.path}", f"{'; '.join(problems)}: {ex.text}", ex
+    )
     stream_ex, streamed = stream
     if required:
         ctx.expect(
@@ -117,20 +141,26 @@ def judge_model_names(
             stream_ex,
         )
     named = ctx.nonempty(
-        [n for n in [data.get("model"), *streamed] if n is not None], f"model named in the {route} answers", ex
+        [n for n in [data.get("model"), *streamed] if n is not None],
+        f"model named in the {route} answers",
+        ex,
     )
     accepted, names = answer_names(ctx)
     expected = f"the model asked for, {names}"
-    ctx.expect(accepted(data.get("model")) or data.get("model") is None, expected, data.get("model"), ex)
+    ctx.expect(
+        accepted(data.get("model")) or data.get("model") is None, expected, data.get("model"), ex
+    )
     wrong = [n for n in streamed if n is not None and not accepted(n)]
     ctx.expect(
         not wrong,
         f"{expected}, in every streamed event that names one",
-        f"{trim(', '.join(sorted(set(map(repr, wrong)))), 200)} in {len(wrong)} of {len(streamed)} event(s)",
+        f"{trim(', '.join(sorted(set(map(repr, wrong)))), 200)} in {len(wrong)} of "
+        f"{len(streamed)} event(s)",
         stream_ex,
     )
     counted = sum(n is not None for n in streamed)
     return (
-        f"{route}: the answer names {data.get('model')!r} and {counted} of {len(streamed)} streamed event(s) name"
+        f"{route}: the answer names {data.get('model')!r} and {counted} of {len(streamed)} "
+        "streamed event(s) name"
         f" {sorted(set(map(str, named)))}, for the model asked for, {ctx.model!r}"
     )

@@ -1,13 +1,15 @@
-"""The engine's tool-call and reasoning parsers, judged on scripted output (conformance/scripts.py; docs/parsers.md).
+"""The engine's tool-call and reasoning parsers, judged on scripted output (conformance/scripts.py;
+docs/parsers.md).
 
-Each check forces the text a model of the parser's family writes (calls, plain text, a thinking block) through
-the engine's own constrained decoding, and judges what the engine's parser makes of it, answered and streamed.
-The parser is the one the server was launched with (``--infer-parser``, or the adapter's default for the
-built-in model); a parser, or an engine, that scripted output cannot drive is "not exercised: not drivable".
-Before judging, two controls show the script reaches the output: on /v1/completions, where no parser runs, the
-forced text comes back verbatim; on the chat route the check judges, answered and streamed, a plain scripted
-sentence in the same request comes back. Without them a failure could be the forcing's, and nothing parsed
-because nothing was written would pass.
+Each check forces the text a model of the parser's family writes (calls, plain text, a thinking
+block) through the engine's own constrained decoding, and judges what the engine's parser makes of
+it, answered and streamed. The parser is the one the server was launched with (``--infer-parser``,
+or the adapter's default for the built-in model); a parser, or an engine, that scripted output
+cannot drive is "not exercised: not drivable". Before judging, two controls show the script reaches
+the output: on /v1/completions, where no parser runs, the forced text comes back verbatim; on the
+chat route the check judges, answered and streamed, a plain scripted sentence in the same request
+comes back. Without them a failure could be the forcing's, and nothing parsed because nothing was
+written would pass.
 """
 
 from __future__ import annotations
@@ -33,9 +35,14 @@ from ..scripts import (
 from ..scripts import tool_script as bare_tool_script
 from .calls import TIME, WEATHER, assemble
 
-REFERENCE = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionMessageToolCallChunk; the engine's parser docs"
+REFERENCE = (
+    "openai-openapi ChatCompletionMessageToolCall, ChatCompletionMessageToolCallChunk; "
+    "the engine's parser docs"
+)
 REASONING_NAMES = ("reasoning", "reasoning_content")
-REASONING_REFERENCE = "vLLM reasoning outputs (reasoning, formerly reasoning_content); DeepSeek API reasoning_content"
+REASONING_REFERENCE = (
+    "vLLM reasoning outputs (reasoning, formerly reasoning_content); DeepSeek API reasoning_content"
+)
 ASK = [{"role": "user", "content": "What is the weather in Paris? And the time in UTC?"}]
 FORECAST = {
     "type": "function",
@@ -60,61 +67,95 @@ FORECAST = {
 }
 TOOLS = [WEATHER, TIME, FORECAST]
 PARIS, UTC = Call("get_weather", {"city": "Paris"}), Call("get_time", {"tz": "UTC"})
-NESTED = Call("get_forecast", {"query": {"city": "Paris", "days": [1, 2], "units": {"temp": "C", "wind": "km/h"}}})
-# a quote, a backslash, a tab inside, non-ASCII from three scripts: what a JSON or Python escaper must get right
+NESTED = Call(
+    "get_forecast",
+    {"query": {"city": "Paris", "days": [1, 2], "units": {"temp": "C", "wind": "km/h"}}},
+)
+# a quote, a backslash, a tab inside, non-ASCII from three scripts: what a JSON or Python escaper
+# must get right
 ESCAPED = Call("get_weather", {"city": 'Zürich "Nord" \\ 東京\tΑθήνα'})
 PLAIN = "It is sunny in Paris today."
-CONTROL = "The script reaches the chat route."  # no markup: what no parser may take, whatever it reads
+# no markup: what no parser may take, whatever it reads
+CONTROL = "The script reaches the chat route."
 
 
-def tool_script(ctx: CheckContext, parser: str, calls: tuple[Call, ...], content: str = "") -> Script:
-    """The calls in the tool parser's format, after a thinking block where the reasoning parser expects one."""
-    return thinking_first((ctx.scripting or Scripting()).reasoning_parser, bare_tool_script(parser, calls, content))
+def tool_script(
+    ctx: CheckContext, parser: str, calls: tuple[Call, ...], content: str = ""
+) -> Script:
+    """The calls in the tool parser's format, after a thinking block where the reasoning parser
+    expects one.
+    """
+    return thinking_first(
+        (ctx.scripting or Scripting()).reasoning_parser, bare_tool_script(parser, calls, content)
+    )
 
 
 def _scripting(ctx: CheckContext, kind: str) -> tuple[Scripting, str]:
-    """The server's scripting and the parser of ``kind`` it runs, or "not drivable" with the reason."""
+    """The server's scripting and the parser of ``kind`` it runs, or "not drivable" with the
+    reason.
+    """
     scripting = ctx.scripting or Scripting()
     parser = scripting.tool_parser if kind == "tool" else scripting.reasoning_parser
     if not parser:
         raise NotExercised(
-            f"not drivable: no {kind} parser known for this server (name the one it runs with --infer-parser)"
+            f"not drivable: no {kind} parser known for this server (name the one it runs with "
+            "--infer-parser)"
         )
-    why = scripting.forcing() or (not_drivable_tool(parser) if kind == "tool" else not_drivable_reasoning(parser))
+    why = scripting.forcing() or (
+        not_drivable_tool(parser) if kind == "tool" else not_drivable_reasoning(parser)
+    )
     if why:
         raise NotExercised(f"not drivable: {why}")
     return scripting, parser
 
 
 def _marker_bias(ctx: CheckContext, scripting: Scripting, script: Script) -> dict[str, int]:
-    """``logit_bias`` lifting each markup token of the script, so the grammar's choice falls on the one token
-    a real model writes; the ids come from the server's own tokenizer (/tokenize)."""
+    """``logit_bias`` lifting each markup token of the script, so the grammar's choice falls on the
+    one token a real model writes; the ids come from the server's own tokenizer (/tokenize)."""
     bias = {}
     for marker in script.markers:
         if marker not in scripting.markers:
-            ex = ctx.post("/tokenize", {"model": ctx.model, "prompt": marker, "add_special_tokens": False})
+            ex = ctx.post(
+                "/tokenize", {"model": ctx.model, "prompt": marker, "add_special_tokens": False}
+            )
             tokens = (ex.data or {}).get("tokens") if ex.ok and isinstance(ex.data, dict) else None
             scripting.markers[marker] = (
-                tokens[0] if isinstance(tokens, list) and len(tokens) == 1 and isinstance(tokens[0], int) else None
+                tokens[0]
+                if isinstance(tokens, list) and len(tokens) == 1 and isinstance(tokens[0], int)
+                else None
             )
         token = scripting.markers[marker]
         if token is None:
             raise NotExercised(
-                f"not drivable: the model has no single token for {marker!r} (its parser reads it as one), or no"
+                f"not drivable: the model has no single token for {marker!r} (its parser reads it "
+                "as one), or no"
                 " /tokenize"
             )
         bias[str(token)] = MARKER_BIAS
     return bias
 
 
-def scripted_body(ctx: CheckContext, scripting: Scripting, script: Script, **params: Any) -> dict[str, Any]:
-    """A chat request whose answer is ``script.text``, forced, at temperature 0, with room to finish it."""
+def scripted_body(
+    ctx: CheckContext, scripting: Scripting, script: Script, **params: Any
+) -> dict[str, Any]:
+    """A chat request whose answer is ``script.text``, forced, at temperature 0, with room to finish
+    it.
+    """
     assert scripting.force is not None
-    body = ctx.chat_body(**{"messages": ASK, "temperature": 0, "max_tokens": len(script.text.encode()) + 16, **params})
+    body = ctx.chat_body(
+        **{
+            "messages": ASK,
+            "temperature": 0,
+            "max_tokens": len(script.text.encode()) + 16,
+            **params,
+        }
+    )
     body |= scripting.force(literal_regex(script.text)) or {}
     if (
         script.reasoning
-    ):  # asked to think, as Qwen3's clients ask; a server may default thinking off (adapters' THINKING_OFF)
+        # asked to think, as Qwen3's clients ask; a server may default thinking off (adapters'
+        # THINKING_OFF)
+    ):
         body["chat_template_kwargs"] = {"enable_thinking": True}
     if script.markers:
         body["logit_bias"] = _marker_bias(ctx, scripting, script)
@@ -129,14 +170,19 @@ def _message(ctx: CheckContext, ex: Exchange, what: str) -> tuple[dict[str, Any]
 
 
 def _control(ctx: CheckContext, scripting: Scripting, script: Script) -> None:
-    """The forced text comes back verbatim from /v1/completions, where no parser runs: the forcing works, so a
-    deviation in the chat answer is the parser's. (A chat request without tools is no control: a parser that
-    also reads tool markup, as vLLM's mistral one does, may take the text even then.)"""
+    """The forced text comes back verbatim from /v1/completions, where no parser runs: the forcing
+    works, so a deviation in the chat answer is the parser's. (A chat request without tools is no
+    control: a parser that also reads tool markup, as vLLM's mistral one does, may take the text
+    even then.)"""
     body = {
-        k: v for k, v in scripted_body(ctx, scripting, script).items() if k not in ("messages", "chat_template_kwargs")
+        k: v
+        for k, v in scripted_body(ctx, scripting, script).items()
+        if k not in ("messages", "chat_template_kwargs")
     }
     ex = ctx.post("/v1/completions", {**body, "prompt": ASK[0]["content"]})
-    choice = ((ex.data.get("choices") or [{}])[0] if ex.ok and isinstance(ex.data, dict) else None) or {}
+    choice = (
+        (ex.data.get("choices") or [{}])[0] if ex.ok and isinstance(ex.data, dict) else None
+    ) or {}
     if choice.get("text") != script.text:
         raise Inconclusive(
             f"the forcing did not take: asked for {script.text!r}, /v1/completions wrote"
@@ -149,31 +195,43 @@ def _written(fields: list[dict[str, Any]]) -> str:
     return "".join(str(f.get(k) or "") for f in fields for k in (*REASONING_NAMES, "content"))
 
 
-def _chat_control(ctx: CheckContext, scripting: Scripting, *, streamed: bool, **params: Any) -> None:
-    """The chat route the check judges writes a plain scripted sentence in the same request (its tools offered under
-    tool_choice 'none', where no parser runs), answered and, where the check judges a stream, streamed: the script
-    reaches the output there. Otherwise the check is inconclusive, naming this control. Sent after the judged
-    request's status is seen, so a refused request stays a failure, and before anything parsed is judged."""
-    plain = tool_script(ctx, "", (), CONTROL)  # after a thinking block where the judged scripts have one
+def _chat_control(
+    ctx: CheckContext, scripting: Scripting, *, streamed: bool, **params: Any
+) -> None:
+    """The chat route the check judges writes a plain scripted sentence in the same request (its
+    tools offered under tool_choice 'none', where no parser runs), answered and, where the check
+    judges a stream, streamed: the script reaches the output there. Otherwise the check is
+    inconclusive, naming this control. Sent after the judged request's status is seen, so a refused
+    request stays a failure, and before anything parsed is judged."""
+    # after a thinking block where the judged scripts have one
+    plain = tool_script(ctx, "", (), CONTROL)
     body = scripted_body(ctx, scripting, plain, **params)
     if body.get("tools"):
         body["tool_choice"] = "none"
     answered = ctx.post("/v1/chat/completions", body)
     if body.get("tools") and "messages" not in params:
         ctx.offered("tools", answered)
-    choices = (answered.data.get("choices") if answered.ok and isinstance(answered.data, dict) else None) or [{}]
+    choices = (
+        answered.data.get("choices") if answered.ok and isinstance(answered.data, dict) else None
+    ) or [{}]
     tries: list[tuple[str, Exchange | StreamExchange]] = [
         (_written([object_or_empty(object_or_empty(choices[0]).get("message"))]), answered)
     ]
     if streamed:
         stream = ctx.stream("/v1/chat/completions", body)
-        deltas = [object_or_empty(ch.get("delta")) for c in stream.sse.chunks for ch in c.get("choices") or []]
+        deltas = [
+            object_or_empty(ch.get("delta"))
+            for c in stream.sse.chunks
+            for ch in c.get("choices") or []
+        ]
         tries.append((_written(deltas), stream))
     for written, where in tries:
         if CONTROL not in written:
             raise Inconclusive(
-                f"the scripted-output control on /v1/chat/completions failed: asked for {plain.text!r}, the chat route"
-                f" wrote {trim(written, 300)!r}, so the script does not reach what this check judges: {where.curl}"
+                "the scripted-output control on /v1/chat/completions failed: asked for "
+                f"{plain.text!r}, the chat route"
+                f" wrote {trim(written, 300)!r}, so the script does not reach what this check "
+                f"judges: {where.curl}"
             )
 
 
@@ -183,7 +241,12 @@ def _streamed(
     ex = ctx.stream("/v1/chat/completions", body)
     chunks = ctx.expect_stream(ex, "the scripted answer, streamed")
     calls, problems = assemble(chunks)
-    ctx.expect(not problems, "stable indices with each call's id on its first fragment", "; ".join(problems), ex)
+    ctx.expect(
+        not problems,
+        "stable indices with each call's id on its first fragment",
+        "; ".join(problems),
+        ex,
+    )
     choices = [ch for c in chunks for ch in c.get("choices") or []]
     content = "".join(str((ch.get("delta") or {}).get("content") or "") for ch in choices)
     reasons = [ch.get("finish_reason") for ch in choices if ch.get("finish_reason")]
@@ -198,11 +261,18 @@ def _arguments(ctx: CheckContext, raw: Any, where: Exchange | StreamExchange) ->
 
 
 def _judge_calls(
-    ctx: CheckContext, script: Script, calls: list[dict[str, Any]], where: Exchange | StreamExchange, how: str
+    ctx: CheckContext,
+    script: Script,
+    calls: list[dict[str, Any]],
+    where: Exchange | StreamExchange,
+    how: str,
 ) -> None:
     want = [(c.name, c.arguments) for c in script.calls]
     got = [
-        ((c.get("function") or {}).get("name"), _arguments(ctx, (c.get("function") or {}).get("arguments"), where))
+        (
+            (c.get("function") or {}).get("name"),
+            _arguments(ctx, (c.get("function") or {}).get("arguments"), where),
+        )
         for c in calls
     ]
     ctx.expect(
@@ -220,16 +290,20 @@ def _judge_calls(
     )
 
 
-def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, **params: Any) -> str:
-    """The script parsed into its calls (and its content), answered and streamed alike: the streamed argument
-    fragments must join into JSON equal to the scripted arguments, as the answered arguments must be (equal as
-    JSON, not as text: a server may space or escape them its own way)."""
+def judge_tool_script(
+    ctx: CheckContext, script: Script, scripting: Scripting, **params: Any
+) -> str:
+    """The script parsed into its calls (and its content), answered and streamed alike: the streamed
+    argument fragments must join into JSON equal to the scripted arguments, as the answered
+    arguments must be (equal as JSON, not as text: a server may space or escape them its own way).
+    """
     _control(ctx, scripting, script)
     body = scripted_body(ctx, scripting, script, tools=TOOLS, **{"tool_choice": "auto", **params})
     if body["tool_choice"] is None:  # left out: the API's default with tools offered
         del body["tool_choice"]
     ex = ctx.post("/v1/chat/completions", body)
-    if "messages" not in params:  # a refused tool result is a broken tool loop, not tools unsupported
+    # a refused tool result is a broken tool loop, not tools unsupported
+    if "messages" not in params:
         ctx.offered("tools", ex)
     message, reason = _message(ctx, ex, "the scripted answer")
     _chat_control(ctx, scripting, streamed=True, tools=TOOLS, **params)
@@ -246,10 +320,13 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
     streamed = [joined[i] for i in sorted(joined)]
     _judge_calls(ctx, script, streamed, stream, "streamed")
     answered_args = [(c.get("function") or {}).get("arguments") for c in calls]
-    ctx.expect(reasons == ["tool_calls"], "one finish_reason 'tool_calls' in the stream", reasons, stream)
+    ctx.expect(
+        reasons == ["tool_calls"], "one finish_reason 'tool_calls' in the stream", reasons, stream
+    )
     ctx.expect(content == script.content, f"streamed content {script.content!r}", content, stream)
     return (
-        f"{scripting.tool_parser}: {len(script.calls)} scripted call(s) {', '.join(c.name for c in script.calls)}"
+        f"{scripting.tool_parser}: {len(script.calls)} scripted call(s) "
+        f"{', '.join(c.name for c in script.calls)}"
         f" parsed alike answered and streamed: {answered_args}"
     )
 
@@ -261,7 +338,9 @@ def judge_tool_script(ctx: CheckContext, script: Script, scripting: Scripting, *
     needs=("tools",),
 )
 def tool_single(ctx: CheckContext) -> str:
-    """The call a model writes in its parser's format must reach the client as tool_calls, not as text."""
+    """The call a model writes in its parser's format must reach the client as tool_calls, not as
+    text.
+    """
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS,)), scripting)
 
@@ -275,7 +354,9 @@ def tool_single(ctx: CheckContext) -> str:
 def tool_parallel(ctx: CheckContext) -> str:
     """Parallel calls are where streamed parsers lose a call or merge two."""
     scripting, parser = _scripting(ctx, "tool")
-    return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
+    return judge_tool_script(
+        ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True
+    )
 
 
 @check(
@@ -297,7 +378,9 @@ def tool_nested(ctx: CheckContext) -> str:
     needs=("tools",),
 )
 def tool_escapes(ctx: CheckContext) -> str:
-    """Arguments are re-serialized by the parser: an escape lost or doubled changes what the tool receives."""
+    """Arguments are re-serialized by the parser: an escape lost or doubled changes what the tool
+    receives.
+    """
     scripting, parser = _scripting(ctx, "tool")
     return judge_tool_script(ctx, tool_script(ctx, parser, (ESCAPED,)), scripting)
 
@@ -309,7 +392,9 @@ def tool_escapes(ctx: CheckContext) -> str:
     needs=("tools",),
 )
 def tool_no_call(ctx: CheckContext) -> str:
-    """Most answers of an agent are text; a parser that holds it back or invents a call breaks every turn."""
+    """Most answers of an agent are text; a parser that holds it back or invents a call breaks every
+    turn.
+    """
     scripting, parser = _scripting(ctx, "tool")
     script = tool_script(ctx, parser, (), PLAIN)
     _control(ctx, scripting, script)
@@ -332,7 +417,10 @@ def tool_no_call(ctx: CheckContext) -> str:
         stream,
     )
     ctx.expect(content == PLAIN, f"streamed content {PLAIN!r}", content, stream)
-    return f"{parser}: a scripted text answer with 3 tools offered stayed content, answered and streamed: {PLAIN!r}"
+    return (
+        f"{parser}: a scripted text answer with 3 tools offered stayed content, answered and "
+        f"streamed: {PLAIN!r}"
+    )
 
 
 @check(
@@ -342,7 +430,9 @@ def tool_no_call(ctx: CheckContext) -> str:
     needs=("tools",),
 )
 def tool_choice_none(ctx: CheckContext) -> str:
-    """'none' promises the client no call; a parser that runs anyway hands it one it did not ask for."""
+    """'none' promises the client no call; a parser that runs anyway hands it one it did not ask
+    for.
+    """
     scripting, parser = _scripting(ctx, "tool")
     script = tool_script(ctx, parser, (PARIS,))
     _control(ctx, scripting, script)
@@ -364,7 +454,8 @@ def tool_choice_none(ctx: CheckContext) -> str:
         stream,
     )
     return (
-        f"{parser}: a scripted call under tool_choice 'none' came back as text, answered and streamed:"
+        f"{parser}: a scripted call under tool_choice 'none' came back as text, answered and "
+        "streamed:"
         f" {message.get('content')!r}"
     )
 
@@ -376,7 +467,9 @@ def tool_choice_none(ctx: CheckContext) -> str:
     needs=("tools",),
 )
 def tool_after_result(ctx: CheckContext) -> str:
-    """The second turn of every tool loop: the template renders the result, the parser meets the next call."""
+    """The second turn of every tool loop: the template renders the result, the parser meets the
+    next call.
+    """
     scripting, parser = _scripting(ctx, "tool")
     history = ASK + [
         {
@@ -399,9 +492,11 @@ def _reasoning_of(fields: dict[str, Any]) -> dict[str, str]:
     return {k: str(fields[k]) for k in REASONING_NAMES if fields.get(k)}
 
 
-def _reasoning_answer(ctx: CheckContext, *, streamed: bool) -> tuple[Script, dict[str, Any], Exchange, dict[str, Any]]:
-    """A scripted thinking block and answer, sent once, and the chat control (``streamed``: for a check that judges
-    the stream too)."""
+def _reasoning_answer(
+    ctx: CheckContext, *, streamed: bool
+) -> tuple[Script, dict[str, Any], Exchange, dict[str, Any]]:
+    """A scripted thinking block and answer, sent once, and the chat control (``streamed``: for a
+    check that judges the stream too)."""
     scripting, parser = _scripting(ctx, "reasoning")
     script = reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN)
     body = scripted_body(ctx, scripting, script)
@@ -413,11 +508,14 @@ def _reasoning_answer(ctx: CheckContext, *, streamed: bool) -> tuple[Script, dic
 
 @check(
     "parsers.reasoning-split",
-    "the reasoning parser puts the thinking under one reasoning field and the answer, without markup, in content",
+    "the reasoning parser puts the thinking under one reasoning field and the answer, without "
+    "markup, in content",
     reference=REASONING_REFERENCE,
 )
 def reasoning_split(ctx: CheckContext) -> str:
-    """Thinking left in content is shown to the user; an answer swallowed as reasoning is lost to them."""
+    """Thinking left in content is shown to the user; an answer swallowed as reasoning is lost to
+    them.
+    """
     script, _, ex, message = _reasoning_answer(ctx, streamed=False)
     named = _reasoning_of(message)
     ctx.expect(
@@ -433,7 +531,8 @@ def reasoning_split(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"{(ctx.scripting or Scripting()).reasoning_parser}: scripted thinking under {next(iter(named))!r}, answer"
+        f"{(ctx.scripting or Scripting()).reasoning_parser}: scripted thinking under "
+        f"{next(iter(named))!r}, answer"
         f" alone in content: {script.content!r}"
     )
 
@@ -471,20 +570,27 @@ def reasoning_stream(ctx: CheckContext) -> str:
         stream,
     )
     ctx.expect(
-        not any(m in content for m in script.markers), f"no {script.markers} in the streamed content", content, stream
+        not any(m in content for m in script.markers),
+        f"no {script.markers} in the streamed content",
+        content,
+        stream,
     )
     return (
-        f"{(ctx.scripting or Scripting()).reasoning_parser}: streamed reasoning {sorted(streamed)} and content joined"
+        f"{(ctx.scripting or Scripting()).reasoning_parser}: streamed reasoning {sorted(streamed)} "
+        "and content joined"
         f" into the answer's ({len(content)} chars)"
     )
 
 
 def scripted_auto(ctx: CheckContext) -> str:
-    """``tools.auto`` where the model decides nothing: a call scripted in the tool parser's format, with tool_choice
-    auto and with none given; "not drivable" where scripted output cannot reach the parser."""
+    """``tools.auto`` where the model decides nothing: a call scripted in the tool parser's format,
+    with tool_choice auto and with none given; "not drivable" where scripted output cannot reach the
+    parser."""
     scripting, parser = _scripting(ctx, "tool")
     script = tool_script(ctx, parser, (PARIS,))
-    judged = [judge_tool_script(ctx, script, scripting, tool_choice=choice) for choice in ("auto", None)]
+    judged = [
+        judge_tool_script(ctx, script, scripting, tool_choice=choice) for choice in ("auto", None)
+    ]
     return f"tool_choice 'auto' and none given, each: {judged[0]}"
 
 
@@ -497,15 +603,18 @@ def drivable(ctx: CheckContext, kind: str) -> tuple[Scripting, str] | None:
 
 
 def scripted_reasoning_fields(ctx: CheckContext) -> dict[str, Any]:
-    """The request fields (messages, forcing, max_tokens) that script a thinking block and an answer for the
-    server's reasoning parser; {} where none can be scripted, so a check falls back to the model's own text."""
+    """The request fields (messages, forcing, max_tokens) that script a thinking block and an answer
+    for the server's reasoning parser; {} where none can be scripted, so a check falls back to the
+    model's own text."""
     found = drivable(ctx, "reasoning")
     if found is None:
         return {}
     scripting, parser = found
     try:
         body = scripted_body(
-            ctx, scripting, reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN)
+            ctx,
+            scripting,
+            reasoning_script(parser, "The user asks about Paris; it is in France.", PLAIN),
         )
     except NotExercised:
         return {}
@@ -513,9 +622,13 @@ def scripted_reasoning_fields(ctx: CheckContext) -> dict[str, Any]:
 
 
 def scripted_parallel(ctx: CheckContext) -> str | None:
-    """Two scripted calls judged through the server's tool parser (None where scripted output cannot drive it)."""
+    """Two scripted calls judged through the server's tool parser (None where scripted output cannot
+    drive it).
+    """
     found = drivable(ctx, "tool")
     if found is None:
         return None
     scripting, parser = found
-    return judge_tool_script(ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True)
+    return judge_tool_script(
+        ctx, tool_script(ctx, parser, (PARIS, UTC)), scripting, parallel_tool_calls=True
+    )

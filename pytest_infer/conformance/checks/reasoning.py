@@ -1,4 +1,6 @@
-"""Reasoning as clients read it: the field's name and place, the same in an answer and in its stream."""
+"""Reasoning as clients read it: the field's name and place, the same in an answer and in its
+stream.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ from ..context import CheckContext
 from ..registry import check
 from .parsers import scripted_reasoning_fields
 
-REFERENCE = "vLLM reasoning outputs (message.reasoning, formerly reasoning_content); DeepSeek API reasoning_content"
-NAMES = ("reasoning", "reasoning_content")  # vLLM renamed reasoning_content to reasoning; clients read one of them
+REFERENCE = (
+    "vLLM reasoning outputs (message.reasoning, formerly reasoning_content); DeepSeek API "
+    "reasoning_content"
+)
+# vLLM renamed reasoning_content to reasoning; clients read one of them
+NAMES = ("reasoning", "reasoning_content")
 THINK_TAGS = ("<think>", "</think>")
 
 
@@ -24,14 +30,19 @@ def _named(fields: dict[str, Any]) -> dict[str, Any]:
     reference=REFERENCE,
 )
 def reasoning(ctx: CheckContext) -> str:
-    """A client reads one field; a stream that names it otherwise than the answer, or thinking left in content, breaks
-    it."""
+    """A client reads one field; a stream that names it otherwise than the answer, or thinking left
+    in content, breaks it."""
     scripted = scripted_reasoning_fields(ctx)
     ex = ctx.chat(**{"max_tokens": 64, "temperature": 0, **scripted})
-    message = ((ctx.expect_json_object(ex, "a chat completion").get("choices") or [{}])[0]).get("message") or {}
+    message = (
+        ((ctx.expect_json_object(ex, "a chat completion").get("choices") or [{}])[0]).get("message")
+        or {}
+    )
     stream = ctx.chat_stream(**{"max_tokens": 64, "temperature": 0, **scripted})
     deltas = [
-        ch.get("delta") or {} for c in ctx.expect_stream(stream, "a streamed chat") for ch in c.get("choices") or []
+        ch.get("delta") or {}
+        for c in ctx.expect_stream(stream, "a streamed chat")
+        for ch in c.get("choices") or []
     ]
     answered = _named(message)
     streamed: dict[str, str] = {}
@@ -40,7 +51,8 @@ def reasoning(ctx: CheckContext) -> str:
             streamed[name] = streamed.get(name, "") + str(piece)
     if not answered and not streamed:
         raise NotExercised(
-            "no reasoning in the answer or its stream (no reasoning parser, or a model that does not reason)"
+            "no reasoning in the answer or its stream (no reasoning parser, or a model that does "
+            "not reason)"
         )
     ctx.expect(
         len(answered) == 1 and all(isinstance(v, str) for v in answered.values()),
@@ -54,7 +66,9 @@ def reasoning(ctx: CheckContext) -> str:
         sorted(streamed),
         stream,
     )
-    ctx.expect(streamed == answered, "the streamed reasoning to join into the message's", streamed, stream)
+    ctx.expect(
+        streamed == answered, "the streamed reasoning to join into the message's", streamed, stream
+    )
     content = str(message.get("content") or "")
     ctx.expect(
         not any(tag in content for tag in THINK_TAGS),
@@ -64,5 +78,6 @@ def reasoning(ctx: CheckContext) -> str:
     )
     ((name, text),) = answered.items()
     return (
-        f"reasoning under {name!r} ({len(text)} chars), the same joined from the stream; content without <think> tags"
+        f"reasoning under {name!r} ({len(text)} chars), the same joined from the stream; "
+        "content without <think> tags"
     )

@@ -26,8 +26,8 @@ def _sdk_error(ctx: CheckContext, exc: Exception, what: str, curl: str) -> None:
 
 
 def _greedy_text(ctx: CheckContext) -> tuple[str, dict[str, Any], str]:
-    """The raw greedy text, "" where the answer has none: the SDK is called anyway (a crash is a finding), and
-    ``_compared`` then refuses to call two missing texts the same."""
+    """The raw greedy text, "" where the answer has none: the SDK is called anyway (a crash is a
+    finding), and ``_compared`` then refuses to call two missing texts the same."""
     ex, data = greedy(ctx)
     text = content_of(data)
     return text if isinstance(text, str) else "", data, ex.curl
@@ -37,12 +37,18 @@ def _compared(ctx: CheckContext, text: str | None, curl: str) -> str:
     return str(ctx.nonempty(text, "text in the raw answer to compare the SDK's with", curl))
 
 
-@check("sdk.chat", "the sync SDK returns the same message and usage as the raw response", reference=SPEC)
+@check(
+    "sdk.chat",
+    "the sync SDK returns the same message and usage as the raw response",
+    reference=SPEC,
+)
 def chat(ctx: CheckContext) -> str:
     """``client.chat.completions.create`` is the one call every user makes."""
     text, raw, curl = _greedy_text(ctx)
     try:
-        resp = ctx.openai().chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0)
+        resp = ctx.openai().chat.completions.create(
+            model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0
+        )
         got = {
             "content": resp.choices[0].message.content,
             "total_tokens": resp.usage.total_tokens if resp.usage else None,
@@ -50,23 +56,35 @@ def chat(ctx: CheckContext) -> str:
         }
     except Exception as exc:  # noqa: BLE001 - any SDK exception (or a field it cannot reach) is the finding
         _sdk_error(ctx, exc, "a chat completion", curl)
-    want = {"content": _compared(ctx, text, curl), "total_tokens": (raw.get("usage") or {}).get("total_tokens")}
+    want = {
+        "content": _compared(ctx, text, curl),
+        "total_tokens": (raw.get("usage") or {}).get("total_tokens"),
+    }
     ctx.expect(
-        got["content"] == want["content"] and got["total_tokens"] == want["total_tokens"] and got["id"],
+        got["content"] == want["content"]
+        and got["total_tokens"] == want["total_tokens"]
+        and got["id"],
         f"SDK fields equal to the raw ones {want} and an id",
         got,
         curl,
     )
-    return f"the SDK's content {shown(text)}, total_tokens {want['total_tokens']} and id equal to the raw answer's"
+    return (
+        f"the SDK's content {shown(text)}, total_tokens {want['total_tokens']} and id equal to "
+        "the raw answer's"
+    )
 
 
-@check("sdk.chat-async", "the async SDK returns the same message as the raw response", reference=SPEC)
+@check(
+    "sdk.chat-async", "the async SDK returns the same message as the raw response", reference=SPEC
+)
 async def chat_async(ctx: CheckContext) -> str:
     """Async servers (FastAPI apps, agents) use ``AsyncOpenAI``."""
     text, _, curl = _greedy_text(ctx)
     try:
         async with ctx.async_openai() as client:
-            resp = await client.chat.completions.create(model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0)
+            resp = await client.chat.completions.create(
+                model=ctx.model, messages=USER, max_tokens=LIMIT, temperature=0
+            )
             content = resp.choices[0].message.content
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a chat completion", curl)
@@ -77,12 +95,16 @@ async def chat_async(ctx: CheckContext) -> str:
 def _stream_text(chunks: list[Any]) -> tuple[str, Any, list[str]]:
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     usage = next((c.usage for c in chunks if c.usage), None)
-    reasons = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    reasons = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
     return text, usage, reasons
 
 
 @check(
-    "sdk.chat-stream", "the sync SDK stream yields the non-streamed text, one finish_reason, and usage", reference=SPEC
+    "sdk.chat-stream",
+    "the sync SDK stream yields the non-streamed text, one finish_reason, and usage",
+    reference=SPEC,
 )
 def chat_stream(ctx: CheckContext) -> str:
     """``for chunk in client.chat.completions.create(stream=True)`` is how chat UIs render."""
@@ -106,7 +128,9 @@ def chat_stream(ctx: CheckContext) -> str:
         got_all,
         curl,
     )
-    return f"the SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}, a usage chunk"
+    return (
+        f"the SDK stream: the raw text {shown(text)}, finish_reason {reasons[0]!r}, a usage chunk"
+    )
 
 
 @check("sdk.chat-stream-async", "the async SDK stream yields the non-streamed text", reference=SPEC)
@@ -136,14 +160,20 @@ async def chat_stream_async(ctx: CheckContext) -> str:
     reference=f"{SPEC} (openai.BadRequestError, NotFoundError)",
 )
 def errors(ctx: CheckContext) -> str:
-    """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two retries."""
+    """Users catch ``openai.BadRequestError``; a 500 becomes ``InternalServerError`` after two
+    retries.
+    """
     # lazy: openai takes about a second to import; only the SDK checks need it
     import openai
 
     ctx.control(ctx.chat(max_tokens=2), "the same chat with messages, for the served model")
     raised = []
     cases: list[tuple[dict[str, Any], tuple[type[openai.APIStatusError], ...], str]] = [
-        ({"messages": []}, (openai.BadRequestError, openai.UnprocessableEntityError), "an empty messages list"),
+        (
+            {"messages": []},
+            (openai.BadRequestError, openai.UnprocessableEntityError),
+            "an empty messages list",
+        ),
         ({"model": "no-such-model-pytest-infer"}, (openai.NotFoundError,), "an unknown model"),
     ]
     for override, classes, what in cases:
@@ -161,8 +191,16 @@ def errors(ctx: CheckContext) -> str:
             raised.append(f"{type(exc).__name__} for {what}")
             continue
         except Exception as exc:  # noqa: BLE001
-            ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", f"{type(exc).__name__}: {exc}", curl)
-        ctx.fail(f"{' or '.join(c.__name__ for c in classes)} for {what}", "no exception: the request succeeded", curl)
+            ctx.fail(
+                f"{' or '.join(c.__name__ for c in classes)} for {what}",
+                f"{type(exc).__name__}: {exc}",
+                curl,
+            )
+        ctx.fail(
+            f"{' or '.join(c.__name__ for c in classes)} for {what}",
+            "no exception: the request succeeded",
+            curl,
+        )
     return f"{'; '.join(raised)}, each with the server's message; HTTP 200 for the good chat"
 
 
@@ -185,7 +223,8 @@ async def errors_stream_async(ctx: CheckContext) -> str:
             chunks = [c async for c in stream]
     except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
         return (
-            f"{type(exc).__name__} ({exc.status_code}) when the stream without messages was opened; the stream with"
+            f"{type(exc).__name__} ({exc.status_code}) when the stream without messages was "
+            "opened; the stream with"
             " messages ran"
         )
     except Exception as exc:  # noqa: BLE001
@@ -203,14 +242,22 @@ async def completions(ctx: CheckContext) -> str:
     """``client.completions.create`` still backs evaluation harnesses."""
     ex = ctx.offered("completions", ctx.completion(max_tokens=8, temperature=0))
     choices = ctx.expect_json_object(ex, "a completion").get("choices")
-    text = choices[0].get("text") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    text = (
+        choices[0].get("text")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+        else None
+    )
     if not isinstance(text, str):
         ctx.fail("choices[0].text in the raw completion", ex.text[:300], ex)
     curl = ctx.curl(
-        "POST", "/v1/completions", {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}
+        "POST",
+        "/v1/completions",
+        {"model": ctx.model, "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0},
     )
     try:
-        sync = ctx.openai().completions.create(model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0)
+        sync = ctx.openai().completions.create(
+            model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0
+        )
         async with ctx.async_openai() as client:
             stream = await client.completions.create(
                 model=ctx.model, prompt="Once upon a time", max_tokens=8, temperature=0, stream=True
@@ -219,7 +266,12 @@ async def completions(ctx: CheckContext) -> str:
         got = {"sync": sync.choices[0].text, "async stream": streamed}
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "completions", curl)
-    ctx.expect(got["sync"] == text and got["async stream"] == text, f"the raw text {text!r} both ways", got, curl)
+    ctx.expect(
+        got["sync"] == text and got["async stream"] == text,
+        f"the raw text {text!r} both ways",
+        got,
+        curl,
+    )
     return f"the sync completion and the async stream both gave the raw text {shown(text)}"
 
 
@@ -241,7 +293,9 @@ def tool_stream(ctx: CheckContext) -> str:
     }
     ctx.offered("tools", ctx.post("/v1/chat/completions", params | {"max_tokens": 2}))
     for seed in (1234, 1235, 1236):
-        curl = ctx.curl("POST", "/v1/chat/completions", params | {"seed": seed, "stream": True}, stream=True)
+        curl = ctx.curl(
+            "POST", "/v1/chat/completions", params | {"seed": seed, "stream": True}, stream=True
+        )
         calls: dict[int, dict[str, str]] = {}
         reasons: list[str] = []
         try:
@@ -258,7 +312,8 @@ def tool_stream(ctx: CheckContext) -> str:
         except Exception as exc:  # noqa: BLE001
             _sdk_error(ctx, exc, "a streamed tool call", curl)
         if reasons != ["length"] or not calls:
-            break  # ended by itself, or already judged: a forced call that streamed no fragment at all
+            # ended by itself, or already judged: a forced call that streamed no fragment at all
+            break
     else:
         raise Inconclusive(f"the model ran to max_tokens with 3 seeds: {curl}")
     try:
@@ -291,14 +346,24 @@ def embeddings(ctx: CheckContext) -> str:
         {"model": ctx.model, "input": ["hello world", "good night"], "encoding_format": "base64"},
     )
     try:
-        got = ctx.openai().embeddings.create(model=ctx.model, input=["hello world", "good night"]).data[0].embedding
+        got = (
+            ctx.openai()
+            .embeddings.create(model=ctx.model, input=["hello world", "good night"])
+            .data[0]
+            .embedding
+        )
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "embeddings", curl)
-    # the SDK hands on an embedding that is not a base64 string as the server sent it: judged, never a crash
-    numbers = isinstance(got, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in got)
+    # the SDK hands on an embedding that is not a base64 string as the server sent it: judged, never
+    # a crash
+    numbers = isinstance(got, list) and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in got
+    )
     head = got[:4] if isinstance(got, list) else got
     ctx.expect(
-        numbers and len(got) == len(floats) and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)),
+        numbers
+        and len(got) == len(floats)
+        and all(abs(a - b) <= 1e-3 * max(1.0, abs(b)) for a, b in zip(got, floats)),
         f"{len(floats)} floats equal to encoding_format=float",
         head,
         curl,
@@ -313,19 +378,29 @@ def _greedy_response(ctx: CheckContext) -> tuple[str | None, str]:
 
 @check(
     "sdk.responses",
-    "the sync SDK's responses client returns the raw output_text, and its stream ends in the same response",
+    "the sync SDK's responses client returns the raw output_text, and its stream ends in the same "
+    "response",
     reference=SPEC,
     needs=("responses",),
 )
 def responses_sync(ctx: CheckContext) -> str:
-    """``client.responses.create(...).output_text`` and ``for event in client.responses.create(stream=True)``."""
+    """``client.responses.create(...).output_text`` and ``for event in
+    client.responses.create(stream=True)``.
+    """
     text, curl = _greedy_response(ctx)
-    params = {"model": ctx.model, "input": responses.INPUT, "max_output_tokens": responses.LIMIT, "temperature": 0}
+    params = {
+        "model": ctx.model,
+        "input": responses.INPUT,
+        "max_output_tokens": responses.LIMIT,
+        "temperature": 0,
+    }
     try:
         got = ctx.openai().responses.create(**params).output_text
         events = list(ctx.openai().responses.create(**params, stream=True))
         deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-        final = events[-1].response.output_text if events and hasattr(events[-1], "response") else None
+        final = (
+            events[-1].response.output_text if events and hasattr(events[-1], "response") else None
+        )
     except Exception as exc:  # noqa: BLE001
         _sdk_error(ctx, exc, "a response and its stream", curl)
     seen = {"output_text": got, "deltas": deltas, "final": final}
@@ -335,7 +410,10 @@ def responses_sync(ctx: CheckContext) -> str:
         seen,
         curl,
     )
-    return f"the SDK's output_text, its {len(events)} streamed events' deltas and final response all {shown(text)}"
+    return (
+        f"the SDK's output_text, its {len(events)} streamed events' deltas and final response "
+        f"all {shown(text)}"
+    )
 
 
 @check(
@@ -351,7 +429,10 @@ async def responses_async(ctx: CheckContext) -> str:
         async with ctx.async_openai() as client:
             got = (
                 await client.responses.create(
-                    model=ctx.model, input=responses.INPUT, max_output_tokens=responses.LIMIT, temperature=0
+                    model=ctx.model,
+                    input=responses.INPUT,
+                    max_output_tokens=responses.LIMIT,
+                    temperature=0,
                 )
             ).output_text
     except Exception as exc:  # noqa: BLE001
@@ -362,12 +443,15 @@ async def responses_async(ctx: CheckContext) -> str:
 
 @check(
     "sdk.anthropic",
-    "the anthropic SDK returns the raw message's text and stop reason, and its stream builds the same message",
+    "the anthropic SDK returns the raw message's text and stop reason, and its stream builds the "
+    "same message",
     reference="the anthropic Python SDK (anthropic.Anthropic)",
     needs=("messages",),
 )
 def anthropic_sdk(ctx: CheckContext) -> str:
-    """Claude clients pointed at the server: ``client.messages.create`` and ``client.messages.stream``."""
+    """Claude clients pointed at the server: ``client.messages.create`` and
+    ``client.messages.stream``.
+    """
     ex, raw = messages.create(ctx)
     want = {"text": messages.text_of(raw), "stop_reason": raw.get("stop_reason")}
     # greedy through extra_body: this SDK's create() takes no temperature argument
@@ -382,7 +466,10 @@ def anthropic_sdk(ctx: CheckContext) -> str:
             message = client.messages.create(**params)
             with client.messages.stream(**params) as stream:
                 streamed = stream.get_final_message()
-        got = {"text": "".join(b.text for b in message.content if b.type == "text"), "stop_reason": message.stop_reason}
+        got = {
+            "text": "".join(b.text for b in message.content if b.type == "text"),
+            "stop_reason": message.stop_reason,
+        }
         built = {
             "text": "".join(b.text for b in streamed.content if b.type == "text"),
             "stop_reason": streamed.stop_reason,
@@ -396,6 +483,7 @@ def anthropic_sdk(ctx: CheckContext) -> str:
         ex.curl,
     )
     return (
-        f"the anthropic SDK's created and streamed messages: the raw text {shown(want['text'])}, stop_reason"
+        f"the anthropic SDK's created and streamed messages: the raw text {shown(want['text'])}, "
+        "stop_reason"
         f" {want['stop_reason']!r}"
     )

@@ -1,4 +1,6 @@
-"""Streaming: SSE framing, [DONE], stable id/created, role first, same text as non-streamed, finish_reason, usage."""
+"""Streaming: SSE framing, [DONE], stable id/created, role first, same text as non-streamed,
+finish_reason, usage.
+"""
 
 from __future__ import annotations
 
@@ -56,9 +58,9 @@ def sse_framing(ctx: CheckContext) -> str:
     reference=SPEC,
 )
 def chunk_identity(ctx: CheckContext) -> str:
-    """Clients group chunks by ``id``; a changing id splits one answer into many. ``model`` is required in every
-    chunk (CreateChatCompletionStreamResponse): a client that reads it from any chunk, the last one with the usage
-    included, meets a missing key."""
+    """Clients group chunks by ``id``; a changing id splits one answer into many. ``model`` is
+    required in every chunk (CreateChatCompletionStreamResponse): a client that reads it from any
+    chunk, the last one with the usage included, meets a missing key."""
     ex, chunks = chat_stream(ctx)
     objects = {c.get("object") for c in chunks}
     ids = {c.get("id") for c in chunks}
@@ -70,7 +72,12 @@ def chunk_identity(ctx: CheckContext) -> str:
         sorted(map(str, objects)),
         ex,
     )
-    ctx.expect(len(ids) == 1 and next(iter(ids)), "one non-empty id across the stream", sorted(map(str, ids)), ex)
+    ctx.expect(
+        len(ids) == 1 and next(iter(ids)),
+        "one non-empty id across the stream",
+        sorted(map(str, ids)),
+        ex,
+    )
     ctx.expect(
         len(created) == 1 and isinstance(next(iter(created)), int),
         "one integer created across the stream",
@@ -84,12 +91,17 @@ def chunk_identity(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"{len(chunks)} chunks of object 'chat.completion.chunk', one id {shown(next(iter(ids)), 40)}, one created,"
+        f"{len(chunks)} chunks of object 'chat.completion.chunk', one id "
+        f"{shown(next(iter(ids)), 40)}, one created,"
         f" one model {shown(next(iter(models)), 40)}"
     )
 
 
-@check("stream.first-delta-role", "the first delta of each choice carries role 'assistant'", reference=SPEC)
+@check(
+    "stream.first-delta-role",
+    "the first delta of each choice carries role 'assistant'",
+    reference=SPEC,
+)
 def first_delta_role(ctx: CheckContext) -> str:
     """Chat UIs create the message bubble from the role of the first delta."""
     ex, chunks = chat_stream(ctx)
@@ -103,7 +115,10 @@ def first_delta_role(ctx: CheckContext) -> str:
         None,
     )
     ctx.expect(
-        isinstance(first, dict) and first.get("role") == "assistant", "role 'assistant' in the first delta", first, ex
+        isinstance(first, dict) and first.get("role") == "assistant",
+        "role 'assistant' in the first delta",
+        first,
+        ex,
     )
     return f"role 'assistant' in the first delta of {len(chunks)} chunks"
 
@@ -123,17 +138,25 @@ def text_equals_nonstream(ctx: CheckContext) -> str:
 
 @check(
     "stream.multibyte-text",
-    "characters of several tokens stream whole: the deltas join to the non-streamed text, no replacement character",
+    "characters of several tokens stream whole: the deltas join to the non-streamed text, no "
+    "replacement character",
     reference=f"{SPEC} (delta.content); openai-conformance.md",
 )
 def multibyte_text(ctx: CheckContext) -> str:
-    """A server that decodes each token alone sends half a character as U+FFFD; ASCII gibberish never has one."""
+    """A server that decodes each token alone sends half a character as U+FFFD; ASCII gibberish
+    never has one.
+    """
     _, data = greedy(ctx, messages=MULTIBYTE, max_tokens=12)
     expected = content_of(data)
-    wide = ctx.nonempty(sorted({ch for ch in expected or "" if ord(ch) > 0x7F}), "non-ASCII character in the answer")
+    wide = ctx.nonempty(
+        sorted({ch for ch in expected or "" if ord(ch) > 0x7F}), "non-ASCII character in the answer"
+    )
     ex, chunks = chat_stream(ctx, messages=MULTIBYTE, max_tokens=12)
     ctx.agree(expected, joined(chunks), f"the non-streamed text {expected!r}", ex)
-    return f"{len(chunks)} chunks joining to the non-streamed text {shown(expected)} ({len(wide)} non-ASCII characters)"
+    return (
+        f"{len(chunks)} chunks joining to the non-streamed text {shown(expected)} ({len(wide)} "
+        "non-ASCII characters)"
+    )
 
 
 @check(
@@ -142,7 +165,9 @@ def multibyte_text(ctx: CheckContext) -> str:
     reference=f"{SPEC}; SGLang PR #8417",
 )
 def one_finish_reason(ctx: CheckContext) -> str:
-    """The SDK's stream helpers finish a choice on its ``finish_reason``; two end it twice, none never."""
+    """The SDK's stream helpers finish a choice on its ``finish_reason``; two end it twice, none
+    never.
+    """
     ex, chunks = chat_stream(ctx)
     counts: dict[int, int] = {}
     for c in chunks:
@@ -152,7 +177,10 @@ def one_finish_reason(ctx: CheckContext) -> str:
             if ch.get("finish_reason") is not None:
                 counts[ch.get("index", 0)] += 1
     ctx.expect(
-        counts and all(n == 1 for n in counts.values()), "one non-null finish_reason per choice index", counts, ex
+        counts and all(n == 1 for n in counts.values()),
+        "one non-null finish_reason per choice index",
+        counts,
+        ex,
     )
     return f"one finish_reason for each of {len(counts)} choice index(es) in {len(chunks)} chunks"
 
@@ -166,14 +194,23 @@ def stream_stop(ctx: CheckContext) -> str:
     """Streaming servers check stops on detokenized fragments, where boundaries hide them."""
     text, stop_string, expected = stop_case(ctx)
     ex, chunks = chat_stream(ctx, max_tokens=24, stop=[stop_string])
-    reasons = [ch.get("finish_reason") for c in chunks for ch in c.get("choices") or [] if ch.get("finish_reason")]
+    reasons = [
+        ch.get("finish_reason")
+        for c in chunks
+        for ch in c.get("choices") or []
+        if ch.get("finish_reason")
+    ]
     ctx.expect(
         joined(chunks) == expected and reasons == ["stop"],
-        f"{expected!r} and finish_reason 'stop' (the greedy text {text!r} cut before {stop_string!r})",
+        f"{expected!r} and finish_reason 'stop' (the greedy text {text!r} cut before "
+        f"{stop_string!r})",
         {"content": joined(chunks), "finish_reasons": reasons},
         ex,
     )
-    return f"stop {stop_string!r} cut the streamed greedy text {shown(text)} to {shown(expected)}, finish_reason 'stop'"
+    return (
+        f"stop {stop_string!r} cut the streamed greedy text {shown(text)} to "
+        f"{shown(expected)}, finish_reason 'stop'"
+    )
 
 
 @check(
@@ -187,7 +224,12 @@ def usage_off(ctx: CheckContext) -> str:
     ctx.nonempty(content_chunks(chunks), "chunk with choices in the stream", ex)
     with_usage = [c for c in chunks if c.get("usage") is not None]
     empty = [c for c in chunks if c.get("choices") == []]
-    ctx.expect(not with_usage and not empty, "no usage and no empty-choices chunk", (with_usage or empty)[:2], ex)
+    ctx.expect(
+        not with_usage and not empty,
+        "no usage and no empty-choices chunk",
+        (with_usage or empty)[:2],
+        ex,
+    )
     return f"no usage and no empty-choices chunk among {len(chunks)} chunks"
 
 
@@ -222,7 +264,11 @@ def include_usage(ctx: CheckContext) -> str:
         [
             1
             for c in content_chunks(chunks)
-            if any((ch.get("delta") or {}).get("content") for ch in c["choices"] if isinstance(ch, dict))
+            if any(
+                (ch.get("delta") or {}).get("content")
+                for ch in c["choices"]
+                if isinstance(ch, dict)
+            )
         ]
     )
     ctx.expect(
@@ -232,7 +278,8 @@ def include_usage(ctx: CheckContext) -> str:
         ex,
     )
     return (
-        f"usage only in the last of {len(chunks)} chunks, choices []: {u['prompt_tokens']} + {u['completion_tokens']} ="
+        f"usage only in the last of {len(chunks)} chunks, choices []: {u['prompt_tokens']} + "
+        f"{u['completion_tokens']} ="
         f" {u['total_tokens']}"
     )
 
@@ -245,7 +292,10 @@ def include_usage(ctx: CheckContext) -> str:
 )
 def options_without_stream(ctx: CheckContext) -> str:
     """A client that sets ``stream_options`` by mistake should learn it, not have it ignored."""
-    ctx.control(ctx.chat(max_tokens=2, stream=False), "the same chat with stream=false and no stream_options")
+    ctx.control(
+        ctx.chat(max_tokens=2, stream=False),
+        "the same chat with stream=false and no stream_options",
+    )
     ex = ctx.chat(max_tokens=2, stream=False, stream_options={"include_usage": True})
     ctx.expect_client_error(ex, "stream_options with stream=false")
     return f"stream_options with stream=false: HTTP {ex.status}; HTTP 200 without stream_options"
@@ -257,7 +307,8 @@ def options_without_stream(ctx: CheckContext) -> str:
     reference="openai-conformance.md (errors during a stream)",
 )
 def error_event(ctx: CheckContext) -> str:
-    """The SDK raises ``APIError`` from an error event; a bare or unterminated one hangs or is dropped.
+    """The SDK raises ``APIError`` from an error event; a bare or unterminated one hangs or is
+    dropped.
 
     Real servers cannot be made to fail mid-stream on demand, so against them
     this judges whatever error event a normal stream carries (usually none);
@@ -277,5 +328,13 @@ def error_event(ctx: CheckContext) -> str:
             c,
             ex,
         )
-        ctx.expect(i == len(ex.sse.chunks) - 1 and ex.sse.done, "the error event last, then [DONE]", ex.sse.raw, ex)
-    return f"the error event {shown(ex.sse.chunks[errors[0]], 80)}: an error object with a message, last, then [DONE]"
+        ctx.expect(
+            i == len(ex.sse.chunks) - 1 and ex.sse.done,
+            "the error event last, then [DONE]",
+            ex.sse.raw,
+            ex,
+        )
+    return (
+        f"the error event {shown(ex.sse.chunks[errors[0]], 80)}: an error object with a "
+        "message, last, then [DONE]"
+    )

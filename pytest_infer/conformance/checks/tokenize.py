@@ -1,4 +1,6 @@
-"""``/tokenize`` and ``/detokenize``: how clients count tokens before they send (vLLM, SGLang extensions)."""
+"""``/tokenize`` and ``/detokenize``: how clients count tokens before they send (vLLM, SGLang
+extensions).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ ASK = [{"role": "user", "content": "What is the capital of France?"}]
 
 def _token_ids(value: Any) -> bool:
     return (
-        isinstance(value, list) and bool(value) and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
     )
 
 
@@ -27,18 +31,28 @@ def _token_ids(value: Any) -> bool:
 def round_trip(ctx: CheckContext) -> str:
     """A client that trims a prompt to fit in tokens relies on ids that decode to what it sent."""
     ex = ctx.offered(
-        "tokenize", ctx.post("/tokenize", {"model": ctx.model, "prompt": TEXT, "add_special_tokens": False})
+        "tokenize",
+        ctx.post("/tokenize", {"model": ctx.model, "prompt": TEXT, "add_special_tokens": False}),
     )
     data = ctx.expect_json_object(ex, "POST /tokenize")
     tokens = data.get("tokens")
     ctx.expect(_token_ids(tokens), "tokens: a non-empty list of integer ids", tokens, ex)
     assert isinstance(tokens, list)  # expect() failed the check otherwise
-    ctx.expect(data.get("count") == len(tokens), f"count = {len(tokens)}, the number of ids", data.get("count"), ex)
+    ctx.expect(
+        data.get("count") == len(tokens),
+        f"count = {len(tokens)}, the number of ids",
+        data.get("count"),
+        ex,
+    )
     back = ctx.post("/detokenize", {"model": ctx.model, "tokens": tokens})
     decoded = ctx.expect_json_object(back, "POST /detokenize")
-    field = next((k for k in ("prompt", "text") if k in decoded), "prompt")  # vLLM names it prompt, SGLang text
+    # vLLM names it prompt, SGLang text
+    field = next((k for k in ("prompt", "text") if k in decoded), "prompt")
     ctx.expect(decoded.get(field) == TEXT, f"the text sent: {TEXT!r}", decoded.get(field), back)
-    return f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it (field {field!r})"
+    return (
+        f"{len(tokens)} integer ids for {TEXT!r}, count {len(tokens)}, detokenized back to it "
+        f"(field {field!r})"
+    )
 
 
 @check(
@@ -48,10 +62,19 @@ def round_trip(ctx: CheckContext) -> str:
     needs=("tokenize",),
 )
 def chat_count(ctx: CheckContext) -> str:
-    """A client budgets context with /tokenize; a count that is not the billed one overflows or wastes it."""
+    """A client budgets context with /tokenize; a count that is not the billed one overflows or
+    wastes it.
+    """
     ex = ctx.offered("tokenize", ctx.post("/tokenize", {"model": ctx.model, "messages": ASK}))
     count = ctx.expect_json_object(ex, "POST /tokenize with messages").get("count")
     answer = ctx.chat(messages=ASK, max_tokens=2)
-    billed = (ctx.expect_json_object(answer, "the same chat").get("usage") or {}).get("prompt_tokens")
-    ctx.expect(isinstance(count, int) and count == billed, f"the chat's usage.prompt_tokens ({billed})", count, ex)
+    billed = (ctx.expect_json_object(answer, "the same chat").get("usage") or {}).get(
+        "prompt_tokens"
+    )
+    ctx.expect(
+        isinstance(count, int) and count == billed,
+        f"the chat's usage.prompt_tokens ({billed})",
+        count,
+        ex,
+    )
     return f"/tokenize counts {count} tokens for the chat, its usage.prompt_tokens {billed}"

@@ -1,5 +1,5 @@
-"""Tools: auto, required, named, none, streamed call fragments, tool results; the built-in model's auto calls are
-scripted."""
+"""Tools: auto, required, named, none, streamed call fragments, tool results; the built-in model's
+auto calls are scripted."""
 
 from __future__ import annotations
 
@@ -19,11 +19,21 @@ SPEC = "openai-openapi ChatCompletionMessageToolCall, ChatCompletionToolChoiceOp
 ASK = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
 
 
-def tool_request(ctx: CheckContext, tool_choice: Any, *, seed: int = 1234, **params: Any) -> dict[str, Any]:
-    """A weather question with two tools; seeded sampling, so a random model's constrained call ends (a whole
-    forced call with a 20-character argument takes about 75 tokens of a byte-level tokenizer)."""
+def tool_request(
+    ctx: CheckContext, tool_choice: Any, *, seed: int = 1234, **params: Any
+) -> dict[str, Any]:
+    """A weather question with two tools; seeded sampling, so a random model's constrained call ends
+    (a whole forced call with a 20-character argument takes about 75 tokens of a byte-level
+    tokenizer)."""
     body = ctx.chat_body(
-        **{"messages": ASK, "tools": [WEATHER, TIME], "max_tokens": 128, "temperature": 0.8, "seed": seed, **params}
+        **{
+            "messages": ASK,
+            "tools": [WEATHER, TIME],
+            "max_tokens": 128,
+            "temperature": 0.8,
+            "seed": seed,
+            **params,
+        }
     )
     if tool_choice is not None:
         body["tool_choice"] = tool_choice
@@ -39,7 +49,9 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
         if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not call.get("id"):
             problems.append(f"call {i} has no id")
         if not isinstance(call, dict) or call.get("type") != "function":
-            problems.append(f"call {i} type is {call.get('type') if isinstance(call, dict) else call!r}")
+            problems.append(
+                f"call {i} type is {call.get('type') if isinstance(call, dict) else call!r}"
+            )
         if not isinstance(fn, dict):
             problems.append(f"call {i} function is {fn!r}, not an object")
             continue
@@ -54,7 +66,8 @@ def call_problems(calls: Any, names: tuple[str, ...]) -> list[str]:
             except ValueError:
                 problems.append(f"call {i} arguments {args!r} is not valid JSON")
     ids = [c.get("id") for c in calls if isinstance(c, dict)]
-    if len({json.dumps(i, sort_keys=True, default=repr) for i in ids}) != len(ids):  # an id may be unhashable (a list)
+    # an id may be unhashable (a list)
+    if len({json.dumps(i, sort_keys=True, default=repr) for i in ids}) != len(ids):
         problems.append(f"duplicate call ids {ids}")
     return problems
 
@@ -67,8 +80,8 @@ def described(calls: list[Any]) -> str:
 
 
 def no_call(data: dict[str, Any]) -> bool:
-    """A forced call that produced no tool_calls is judged at once, not retried, unless it was cut off at
-    max_tokens with nothing shown (the server held back a call it could not finish)."""
+    """A forced call that produced no tool_calls is judged at once, not retried, unless it was cut
+    off at max_tokens with nothing shown (the server held back a call it could not finish)."""
     choice = (data.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     if message.get("tool_calls"):
@@ -76,9 +89,15 @@ def no_call(data: dict[str, Any]) -> bool:
     return not (choice.get("finish_reason") == "length" and not message.get("content"))
 
 
-def forced_call(ctx: CheckContext, tool_choice: Any, **params: Any) -> tuple[Exchange, dict[str, Any]]:
+def forced_call(
+    ctx: CheckContext, tool_choice: Any, **params: Any
+) -> tuple[Exchange, dict[str, Any]]:
     ex = ctx.seeded(
-        lambda s: ctx.post("/v1/chat/completions", tool_request(ctx, tool_choice, seed=s, **params)), "tools", no_call
+        lambda s: ctx.post(
+            "/v1/chat/completions", tool_request(ctx, tool_choice, seed=s, **params)
+        ),
+        "tools",
+        no_call,
     )
     return ex, ctx.expect_json_object(ex, f"tool_choice={json.dumps(tool_choice)}")
 
@@ -93,7 +112,9 @@ def required(ctx: CheckContext) -> str:
     """Agents use 'required' to force an action; no call (or a malformed one) stalls them."""
     ex, data = forced_call(ctx, "required")
     choice = (data.get("choices") or [{}])[0]
-    problems = call_problems((choice.get("message") or {}).get("tool_calls"), ("get_weather", "get_time"))
+    problems = call_problems(
+        (choice.get("message") or {}).get("tool_calls"), ("get_weather", "get_time")
+    )
     ctx.expect(
         not problems,
         "tool_calls [{id, type: 'function', function: {name, arguments: JSON string}}]",
@@ -122,15 +143,25 @@ def named(ctx: CheckContext) -> str:
     return f"tool_choice get_time: {described(calls or [])}"
 
 
-@check("tools.none", "tool_choice 'none' yields no call and a text answer", reference=SPEC, needs=("tools",))
+@check(
+    "tools.none",
+    "tool_choice 'none' yields no call and a text answer",
+    reference=SPEC,
+    needs=("tools",),
+)
 def none(ctx: CheckContext) -> str:
     """'none' lets a client keep tools in context while asking for prose."""
-    ex = ctx.offered("tools", ctx.post("/v1/chat/completions", tool_request(ctx, "none") | {"max_tokens": 8}))
+    ex = ctx.offered(
+        "tools", ctx.post("/v1/chat/completions", tool_request(ctx, "none") | {"max_tokens": 8})
+    )
     data = ctx.expect_json_object(ex, "tool_choice='none'")
     choice = (data.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     ctx.expect(
-        not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls", "no tool_calls", message, ex
+        not message.get("tool_calls") and choice.get("finish_reason") != "tool_calls",
+        "no tool_calls",
+        message,
+        ex,
     )
     ctx.expect(isinstance(message.get("content"), str), "a string content", message, ex)
     return (
@@ -151,20 +182,35 @@ def stream_fragments(ctx: CheckContext) -> str:
         ex = ctx.stream("/v1/chat/completions", tool_request(ctx, "required", seed=1234 + attempt))
         ctx.offered("tools", ex)
         chunks = ctx.expect_stream(ex, "a streamed tool call")
-        reasons = [ch.get("finish_reason") for c in chunks for ch in c.get("choices") or [] if ch.get("finish_reason")]
+        reasons = [
+            ch.get("finish_reason")
+            for c in chunks
+            for ch in c.get("choices") or []
+            if ch.get("finish_reason")
+        ]
         if reasons != ["length"] or not any(
-            (ch.get("delta") or {}).get("tool_calls") for c in chunks for ch in c.get("choices") or []
+            (ch.get("delta") or {}).get("tool_calls")
+            for c in chunks
+            for ch in c.get("choices") or []
         ):
-            break  # ended by itself, or already judged: a forced call that streamed no fragment at all
+            # ended by itself, or already judged: a forced call that streamed no fragment at all
+            break
     else:
         raise Inconclusive(f"the model ran to max_tokens in 3 streamed tool calls: {ex.curl}")
     calls, problems = assemble(chunks)
-    ctx.expect(not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex)
+    ctx.expect(
+        not problems, "stable indices with the id on the first fragment", "; ".join(problems), ex
+    )
     problems = call_problems([calls[i] for i in sorted(calls)], ("get_weather", "get_time"))
     ctx.expect(
-        not problems, "fragments that join into well-formed calls", f"{'; '.join(problems)}; joined: {calls}", ex
+        not problems,
+        "fragments that join into well-formed calls",
+        f"{'; '.join(problems)}; joined: {calls}",
+        ex,
     )
-    return f"{len(chunks)} chunks joining by index into {described([calls[i] for i in sorted(calls)])}"
+    return (
+        f"{len(chunks)} chunks joining by index into {described([calls[i] for i in sorted(calls)])}"
+    )
 
 
 @check(
@@ -191,10 +237,13 @@ def result_message(ctx: CheckContext) -> str:
     ]
     ex = ctx.post(
         "/v1/chat/completions",
-        ctx.chat_body(messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0),
+        ctx.chat_body(
+            messages=messages, tools=[WEATHER], tool_choice="none", max_tokens=8, temperature=0
+        ),
     )
     if ctx.no_tools is not None and ex.status in CLIENT_ERRORS and TEMPLATE_REFUSAL in ex.text:
-        # the model's own template refusing the turn, passed on; any other 4xx is the server's and judged below
+        # the model's own template refusing the turn, passed on; any other 4xx is the server's and
+        # judged below
         raise NotExercised(
             f"{ctx.no_tools}: the tool turn was refused (HTTP {ex.status}) by its chat template"
             f" ({TEMPLATE_REFUSAL!r}), as it must be: {ex.curl}"
@@ -212,19 +261,26 @@ def result_message(ctx: CheckContext) -> str:
     needs=("tools",),
 )
 def auto(ctx: CheckContext) -> str:
-    """The default mode of every agent framework; only a real model decides to call, so the built-in one's call is
-    scripted and the server's parser judged."""
+    """The default mode of every agent framework; only a real model decides to call, so the built-in
+    one's call is scripted and the server's parser judged."""
     if ctx.tiny:
         return scripted_auto(ctx)
     for choice in ("auto", None):
         ex = ctx.offered(
-            "tools", ctx.post("/v1/chat/completions", tool_request(ctx, choice, temperature=0) | {"max_tokens": 256})
+            "tools",
+            ctx.post(
+                "/v1/chat/completions",
+                tool_request(ctx, choice, temperature=0) | {"max_tokens": 256},
+            ),
         )
         data = ctx.expect_json_object(ex, f"tool_choice={choice}")
         ch = (data.get("choices") or [{}])[0]
         calls = (ch.get("message") or {}).get("tool_calls")
         if ctx.no_tools is not None and not calls:
-            raise NotExercised(f"{ctx.no_tools}: it answered without a call, and auto leaves the call to it: {ex.curl}")
+            raise NotExercised(
+                f"{ctx.no_tools}: it answered without a call, and auto leaves the call to it: "
+                f"{ex.curl}"
+            )
         problems = call_problems(calls, ("get_weather",))
         ctx.expect(
             not problems and ch.get("finish_reason") == "tool_calls",
@@ -232,32 +288,47 @@ def auto(ctx: CheckContext) -> str:
             f"{'; '.join(problems)}: {ex.text}",
             ex,
         )
-    return "tool_choice 'auto' and no tool_choice: each a get_weather call with finish_reason 'tool_calls'"
+    return (
+        "tool_choice 'auto' and no tool_choice: each a get_weather call with finish_reason "
+        "'tool_calls'"
+    )
 
 
-PARALLEL_ASK = [{"role": "user", "content": "What is the weather in Paris and the time in Tokyo? Call both tools."}]
+PARALLEL_ASK = [
+    {
+        "role": "user",
+        "content": "What is the weather in Paris and the time in Tokyo? Call both tools.",
+    }
+]
 
 
 @check(
     "tools.parallel",
-    "parallel calls in one answer and in its stream: distinct ids, indices 0..n-1, id first, arguments that join into"
+    "parallel calls in one answer and in its stream: distinct ids, indices 0..n-1, id first, "
+    "arguments that join into"
     " JSON per call",
     reference="openai-openapi parallel_tool_calls, ChatCompletionMessageToolCallChunk; sglang#6310",
     needs=("tools",),
 )
 def parallel(ctx: CheckContext) -> str:
-    """Parallel calls in a stream break again and again (SGLang, LMDeploy, gateways): each index is one call."""
+    """Parallel calls in a stream break again and again (SGLang, LMDeploy, gateways): each index is
+    one call.
+    """
     ex, data = forced_call(ctx, "required", messages=PARALLEL_ASK, parallel_tool_calls=True)
     calls = ((data.get("choices") or [{}])[0].get("message") or {}).get("tool_calls") or []
     if len(calls) < 2:
         if (scripted := scripted_parallel(ctx)) is not None:
             return scripted  # the evidence of what was judged
         raise NotExercised(
-            f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to judge: {ex.curl}"
+            f"the model made {len(calls)} call(s) for two tools, so there is no parallel call to "
+            f"judge: {ex.curl}"
         )
     problems = call_problems(calls, ("get_weather", "get_time"))
-    ctx.expect(not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex)
-    seed = ex.body["seed"]  # the seed of the answer judged above (forced_call may have moved on from 1234)
+    ctx.expect(
+        not problems, "well-formed calls with distinct ids", f"{'; '.join(problems)}: {ex.text}", ex
+    )
+    # the seed of the answer judged above (forced_call may have moved on from 1234)
+    seed = ex.body["seed"]
     streamed = ctx.stream(
         "/v1/chat/completions",
         tool_request(ctx, "required", seed=seed, messages=PARALLEL_ASK, parallel_tool_calls=True),
@@ -284,6 +355,7 @@ def parallel(ctx: CheckContext) -> str:
         streamed,
     )
     return (
-        f"{len(calls)} parallel calls {names} with distinct ids, the same joined from the stream by index"
+        f"{len(calls)} parallel calls {names} with distinct ids, the same joined from the stream "
+        "by index"
         f" 0..{len(calls) - 1}"
     )

@@ -1,5 +1,5 @@
-"""The one list of SLO metrics: name, unit, which direction is better, aliases, how each is computed, which of its
-figures a summary stores and shows, thresholds.
+"""The one list of SLO metrics: name, unit, which direction is better, aliases, how each is
+computed, which of its figures a summary stores and shows, thresholds.
 
 Everything that names a metric (the summary, the judge, profile thresholds, the
 gate's rules, the reports and exports) looks it up here, so that a name means
@@ -30,13 +30,17 @@ from ...outcomes import InferError
 from .definitions import RequestMetrics
 
 HIGHER, LOWER = "higher", "lower"
-PLAIN = ""  # the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
-REPORTED = ("n", "mean", "p50", "p90", "p99")  # what a summary stores of a per-request metric's samples, by default
-# per-token figures also store their low percentiles: the fastest tokens, which a machine's contention between
-# sessions moves less than a per-token slowdown of the server (docs/timing-across-sessions.md)
+# the statistic of a figure that is the metric itself (a rate, a count, the per-request samples)
+PLAIN = ""
+# what a summary stores of a per-request metric's samples, by default
+REPORTED = ("n", "mean", "p50", "p90", "p99")
+# per-token figures also store their low percentiles: the fastest tokens, which a machine's
+# contention between sessions moves less than a per-token slowdown of the server
+# (docs/timing-across-sessions.md)
 PER_TOKEN_REPORTED = ("n", "mean", "p5", "p10", "p50", "p90", "p99")
 SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
-# units a figure name may end in, by what they measure; a metric's name carries its unit when it is one of these
+# units a figure name may end in, by what they measure; a metric's name carries its unit when it is
+# one of these
 SUFFIX_UNITS = {
     "us": "time",
     "ms": "time",
@@ -49,12 +53,15 @@ SUFFIX_UNITS = {
 _STAT = re.compile(r"_(?:p(?P<q>\d+(?:[._]\d+)?)|(?P<word>mean|n))$")
 V = TypeVar("V")
 ENERGY_NEEDS = (
-    "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer NVIDIA GPU on this machine)"
+    "NVML's total energy counter (pip install 'pytest-infer[gpu]'; a Volta or newer "
+    "NVIDIA GPU on this machine)"
 )
 
 
 class Point(Protocol):
-    """What a load point's figures are computed from (``summary.Summary``): its measured requests and counts."""
+    """What a load point's figures are computed from (``summary.Summary``): its measured requests
+    and counts.
+    """
 
     @property
     def measured(self) -> Sequence[RequestMetrics]: ...
@@ -73,7 +80,9 @@ class Point(Protocol):
 
 
 class UnknownMetric(InferError, ValueError):
-    """A threshold key, or a name, that the catalogue does not know; the message lists what is valid."""
+    """A threshold key, or a name, that the catalogue does not know; the message lists what is
+    valid.
+    """
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -81,29 +90,41 @@ class Metric:
     """One metric; equal only to itself, so a figure of it is never confused with a namesake's."""
 
     name: str
-    unit: str  # "ms", "gb", "tokens/s", "requests/s", "share", ...; a SUFFIX_UNITS unit ends the stored figure's name
-    better: str | None  # HIGHER, LOWER, or None: a figure that describes the load, not the server's performance
+    # "ms", "gb", "tokens/s", "requests/s", "share", ...; a SUFFIX_UNITS unit ends the stored
+    # figure's name
+    unit: str
+    # HIGHER, LOWER, or None: a figure that describes the load, not the server's performance
+    better: str | None
     description: str
     aliases: tuple[str, ...] = ()
-    samples: str | None = (
-        None  # per-request metrics: what one sample is ("request", "event", "tick"); None: one figure per load point
-    )
-    headline: tuple[str, ...] = ()  # the statistics of it a summary shows (PLAIN: the figure itself)
-    threshold: str | None = None  # the profile threshold key that bounds it ("ttft_p<q>_ms": a percentile of it)
+    # per-request metrics: what one sample is ("request", "event", "tick"); None: one figure per
+    # load point
+    samples: str | None = None
+    # the statistics of it a summary shows (PLAIN: the figure itself)
+    headline: tuple[str, ...] = ()
+    # the profile threshold key that bounds it ("ttft_p<q>_ms": a percentile of it)
+    threshold: str | None = None
     goodput: bool = False  # its p99 threshold is also the per-request limit goodput counts against
-    client: bool = False  # measures the load client, not the server: validity judges it, thresholds do not
-    needs: str = ""  # what measuring it takes beyond the load run, named when a threshold's figure was not measured
-    # how the summary computes it: one measured request's samples (failed requests included: return none for them
-    # where they have no say), or the load point's value from the summary; neither: measured beside the load run
+    # measures the load client, not the server: validity judges it, thresholds do not
+    client: bool = False
+    # what measuring it takes beyond the load run, named when a threshold's figure was not measured
+    needs: str = ""
+    # how the summary computes it: one measured request's samples (failed requests included: return
+    # none for them where they have no say), or the load point's value from the summary; neither:
+    # measured beside the load run
     per_request: Callable[[RequestMetrics], Iterable[float]] | None = None
     per_point: Callable[[Point], float | None] | None = None
-    reported: tuple[str, ...] = ()  # the statistics of its samples a summary stores (empty: REPORTED)
+    # the statistics of its samples a summary stores (empty: REPORTED)
+    reported: tuple[str, ...] = ()
     digits: int | None = None  # the stored figures are rounded to this many decimals
-    confidence: tuple[str, ...] = ()  # statistics given a confidence interval over a point's repeated runs
+    # statistics given a confidence interval over a point's repeated runs
+    confidence: tuple[str, ...] = ()
     listed: tuple[str, ...] = ()  # statistics the load point's text table (the test report) lists
 
     def figure(self, stat: str = PLAIN) -> str:
-        """The name the suite stores a figure of this metric under: ``figure("p99")`` -> ``ttft_p99_ms``."""
+        """The name the suite stores a figure of this metric under: ``figure("p99")`` ->
+        ``ttft_p99_ms``.
+        """
         name = f"{self.name}_{stat}" if stat else self.name
         return name if stat == "n" or self.unit not in SUFFIX_UNITS else f"{name}_{self.unit}"
 
@@ -119,11 +140,15 @@ class Metric:
 
 @dataclass(frozen=True, slots=True)
 class Figure:
-    """One figure of a metric; ``spelling`` keeps the name it was read under, for what is shown of it."""
+    """One figure of a metric; ``spelling`` keeps the name it was read under, for what is shown of
+    it.
+    """
 
     metric: Metric
     stat: str = PLAIN  # PLAIN, "p99", "p99.9", "mean" or "n"
-    unit: str = ""  # of the value under this name: the unit it was spelled with, else the metric's ("samples" for _n)
+    # of the value under this name: the unit it was spelled with, else the metric's ("samples" for
+    # _n)
+    unit: str = ""
     spelling: str = field(default="", compare=False)
 
     @property
@@ -136,7 +161,9 @@ class Figure:
 
     @property
     def known(self) -> bool:
-        """A figure of a catalogued metric (results may hold figures the catalogue does not know)."""
+        """A figure of a catalogued metric (results may hold figures the catalogue does not
+        know).
+        """
         return _BY_NAME.get(self.metric.name) is self.metric
 
     @property
@@ -145,8 +172,8 @@ class Figure:
 
     @property
     def higher_is_better(self) -> bool:
-        """A fall is the bad direction (throughput, goodput); for everything else, unknown figures included, a rise
-        is."""
+        """A fall is the bad direction (throughput, goodput); for everything else, unknown figures
+        included, a rise is."""
         return self.better == HIGHER
 
     @property
@@ -158,13 +185,15 @@ class Figure:
         return self.metric is other.metric and self.stat == other.stat
 
     def seconds(self, value: float) -> float | None:
-        """A time figure in seconds (``ttft_p99_ms``: value / 1000); None for a figure that is not a time."""
+        """A time figure in seconds (``ttft_p99_ms``: value / 1000); None for a figure that is not a
+        time.
+        """
         factor = SECONDS.get(self.unit)
         return None if factor is None else value * factor
 
     def names(self) -> set[str]:
-        """The names a pattern rule may match it by: as spelled and as the suite names it, each with and without
-        its unit."""
+        """The names a pattern rule may match it by: as spelled and as the suite names it, each with
+        and without its unit."""
         return {name for text in (str(self), self.name) for name in (text, split_unit(text)[0])}
 
 
@@ -185,7 +214,9 @@ class Bound:
 
 
 def _ok(r: RequestMetrics, value: float | None) -> list[float]:
-    """A successful request's one sample (a failed request's partial timings are no sample of the server)."""
+    """A successful request's one sample (a failed request's partial timings are no sample of the
+    server).
+    """
     return [value] if r.ok and value is not None else []
 
 
@@ -198,7 +229,11 @@ def _share(count: float, s: Point, empty: float) -> float:
 
 
 def _prompt_tokens_mean(s: Point) -> float | None:
-    prompts = [t.usage_prompt_tokens for m in s.measured if (t := m.trace) and t.usage_prompt_tokens is not None]
+    prompts = [
+        t.usage_prompt_tokens
+        for m in s.measured
+        if (t := m.trace) and t.usage_prompt_tokens is not None
+    ]
     return sum(prompts) / len(prompts) if prompts else None
 
 
@@ -233,8 +268,9 @@ def _per_request(
     )
 
 
-# Order matters: it is the order of a summary's headline figures and of the threshold keys an error lists, and, the
-# load point's figures before the distributions, of the figures a summary stores and a load point's table lists.
+# Order matters: it is the order of a summary's headline figures and of the threshold keys an error
+# lists, and, the load point's figures before the distributions, of the figures a summary stores and
+# a load point's table lists.
 CATALOGUE: list[Metric] = [
     _per_request(
         "ttft",
@@ -289,7 +325,8 @@ CATALOGUE: list[Metric] = [
     _per_request(
         "schedule_lag",
         "the client's actual send time minus the one its arrival schedule intended",
-        lambda r: [] if r.schedule_lag_ms is None else [r.schedule_lag_ms],  # a failed request was late too
+        # a failed request was late too
+        lambda r: [] if r.schedule_lag_ms is None else [r.schedule_lag_ms],
         client=True,
     ),
     Metric(
@@ -309,7 +346,14 @@ CATALOGUE: list[Metric] = [
         listed=(PLAIN,),
     ),
     Metric("ok", "requests", HIGHER, "measured requests that succeeded", per_point=lambda s: s.ok),
-    Metric("failed", "requests", LOWER, "measured requests that failed", per_point=lambda s: s.failed, listed=(PLAIN,)),
+    Metric(
+        "failed",
+        "requests",
+        LOWER,
+        "measured requests that failed",
+        per_point=lambda s: s.failed,
+        listed=(PLAIN,),
+    ),
     Metric(
         "window",
         "s",
@@ -428,7 +472,8 @@ CATALOGUE: list[Metric] = [
         aliases=("rss",),
         threshold="max_rss_gb",
         needs=(
-            "the server's process on this machine to watch (one the plugin launched, or one listening on the endpoint's"
+            "the server's process on this machine to watch (one the plugin launched, or one "
+            "listening on the endpoint's"
             " port here)"
         ),
         listed=(PLAIN,),
@@ -468,7 +513,8 @@ CATALOGUE: list[Metric] = [
         "capacity_rps",
         "requests/s",
         HIGHER,
-        "capacity search: the highest offered request rate at which every threshold of the point held",
+        "capacity search: the highest offered request rate at which every threshold of the point "
+        "held",
         aliases=("capacity",),
         threshold="min_capacity_rps",
     ),
@@ -491,18 +537,26 @@ CATALOGUE: list[Metric] = [
 
 
 def _index(catalogue: Iterable[Metric]) -> dict[str, Metric]:
-    """Every name and alias -> its metric; refuses a name given twice, a bound on the wrong side and a computation
-    that does not fit the metric."""
+    """Every name and alias -> its metric; refuses a name given twice, a bound on the wrong side and
+    a computation that does not fit the metric."""
     index: dict[str, Metric] = {}
     for m in catalogue:
         for name in (m.name, *m.aliases):
             if name in index:
                 raise ValueError(f"metric name {name!r} is given twice")
             index[name] = m
-        if m.threshold and not m.samples and not m.threshold.startswith("min_" if m.better == HIGHER else "max_"):
-            raise ValueError(f"{m.name}: a {m.better}-is-better metric's threshold cannot be {m.threshold!r}")
+        if (
+            m.threshold
+            and not m.samples
+            and not m.threshold.startswith("min_" if m.better == HIGHER else "max_")
+        ):
+            raise ValueError(
+                f"{m.name}: a {m.better}-is-better metric's threshold cannot be {m.threshold!r}"
+            )
         if (m.per_request and not m.samples) or (m.per_point and m.samples):
-            raise ValueError(f"{m.name}: per_request computes a per-request metric, per_point a load point's")
+            raise ValueError(
+                f"{m.name}: per_request computes a per-request metric, per_point a load point's"
+            )
     return index
 
 
@@ -511,8 +565,9 @@ _BY_THRESHOLD = {m.threshold: m for m in CATALOGUE if m.threshold and not m.samp
 
 
 def register(metric: Metric) -> Metric:
-    """Add a metric to the catalogue (after the built-in ones): from then on the summary computes it, thresholds,
-    rules and reports name it. Raises ValueError where it clashes with a metric already there."""
+    """Add a metric to the catalogue (after the built-in ones): from then on the summary computes
+    it, thresholds, rules and reports name it. Raises ValueError where it clashes with a metric
+    already there."""
     global _BY_NAME, _BY_THRESHOLD
     _BY_NAME = _index([*CATALOGUE, metric])
     CATALOGUE.append(metric)
@@ -531,7 +586,9 @@ def unregister(metric: Metric) -> None:
 
 
 def in_figure_order() -> list[Metric]:
-    """The catalogue with the load point's metrics before the per-request ones: the order a summary stores them in."""
+    """The catalogue with the load point's metrics before the per-request ones: the order a summary
+    stores them in.
+    """
     return sorted(CATALOGUE, key=lambda m: m.samples is not None)
 
 
@@ -550,7 +607,9 @@ def listed_figures() -> list[Figure]:
 
 
 def split_unit(name: str) -> tuple[str, str]:
-    """``ttft_p99_ms`` -> (``ttft_p99``, ``ms``); a name without a known unit suffix -> (name, "")."""
+    """``ttft_p99_ms`` -> (``ttft_p99``, ``ms``); a name without a known unit suffix -> (name,
+    "").
+    """
     stem, _, suffix = name.lower().rpartition("_")
     return (stem, suffix) if stem and suffix in SUFFIX_UNITS else (name.lower(), "")
 
@@ -560,18 +619,24 @@ def metric(name: str) -> Metric:
     try:
         return _BY_NAME[name.lower()]
     except KeyError:
-        raise UnknownMetric(f"unknown metric {name!r}; known: {', '.join(m.name for m in CATALOGUE)}") from None
+        raise UnknownMetric(
+            f"unknown metric {name!r}; known: {', '.join(m.name for m in CATALOGUE)}"
+        ) from None
 
 
 @lru_cache(maxsize=1024)
 def _uncatalogued(stem: str) -> Metric:
-    """The stand-in metric of a name the catalogue does not know: one per name, so its spellings are one figure."""
+    """The stand-in metric of a name the catalogue does not know: one per name, so its spellings are
+    one figure.
+    """
     return Metric(stem, "", None, "not in the catalogue")
 
 
 @lru_cache(maxsize=4096)
 def _parse(name: str) -> tuple[Figure, str] | None:
-    """The figure a name means, with the metric name as spelled; None when it is not a known metric's."""
+    """The figure a name means, with the metric name as spelled; None when it is not a known
+    metric's.
+    """
     text = name.lower()
     if text in _BY_NAME:
         return Figure(_BY_NAME[text], PLAIN, _BY_NAME[text].unit, name), text
@@ -581,7 +646,11 @@ def _parse(name: str) -> tuple[Figure, str] | None:
         stem = stem[: match.start()]
         stat = match["word"] or f"p{float(match['q'].replace('_', '.')):g}"
     found = _BY_NAME.get(stem)
-    if found is None or (stat and not found.samples) or (unit and SUFFIX_UNITS[unit] != SUFFIX_UNITS.get(found.unit)):
+    if (
+        found is None
+        or (stat and not found.samples)
+        or (unit and SUFFIX_UNITS[unit] != SUFFIX_UNITS.get(found.unit))
+    ):
         return None
     if stat == "n":
         return None if unit else (Figure(found, stat, "samples", name), stem)
@@ -589,15 +658,15 @@ def _parse(name: str) -> tuple[Figure, str] | None:
 
 
 def resolve(name: str) -> Figure | None:
-    """The figure a name means (``output_tps`` and ``output_tokens_per_s`` are one), or None when it is not a known
-    metric's."""
+    """The figure a name means (``output_tps`` and ``output_tokens_per_s`` are one), or None when it
+    is not a known metric's."""
     parsed = _parse(name)
     return parsed[0] if parsed else None
 
 
 def parse(name: str) -> Figure:
-    """The figure a stored name means; a name the catalogue does not know is a figure of its own (no direction),
-    whose unit is the one its name ends in."""
+    """The figure a stored name means; a name the catalogue does not know is a figure of its own (no
+    direction), whose unit is the one its name ends in."""
     if (known := resolve(name)) is not None:
         return known
     stem, unit = split_unit(name)
@@ -605,29 +674,37 @@ def parse(name: str) -> Figure:
 
 
 def direction(name: str) -> str | None:
-    """HIGHER or LOWER when a change of this figure is good or bad; None for a count of the load, a sample count, or an
-    unknown name."""
+    """HIGHER or LOWER when a change of this figure is good or bad; None for a count of the load, a
+    sample count, or an unknown name."""
     figure = resolve(name)
     return figure.better if figure else None
 
 
 def higher_is_better(name: str) -> bool:
-    """A fall is the bad direction (throughput, goodput); for everything else, unknown names included, a rise is."""
+    """A fall is the bad direction (throughput, goodput); for everything else, unknown names
+    included, a rise is.
+    """
     return parse(name).higher_is_better
 
 
 def unit(name: str) -> str | None:
-    """The unit of the value under this name: the known metric's, else a unit suffix the name ends in, else None."""
+    """The unit of the value under this name: the known metric's, else a unit suffix the name ends
+    in, else None.
+    """
     return parse(name).unit or None
 
 
 def to_seconds(name: str, value: float) -> float | None:
-    """A time figure in seconds (``ttft_p99_ms``: value / 1000); None for a figure that is not a time."""
+    """A time figure in seconds (``ttft_p99_ms``: value / 1000); None for a figure that is not a
+    time.
+    """
     return parse(name).seconds(value)
 
 
 def find(figures: Mapping[Figure, V], *wanted: Figure) -> tuple[Figure, V] | None:
-    """The first of ``wanted`` that ``figures`` holds in any unit, as (the figure as it holds it, its value)."""
+    """The first of ``wanted`` that ``figures`` holds in any unit, as (the figure as it holds it,
+    its value).
+    """
     for want in wanted:
         for figure, value in figures.items():
             if figure.same(want):
@@ -645,12 +722,16 @@ def headline(figures: Mapping[Figure, V]) -> dict[Figure, V]:
 
 
 def stored(figures: Mapping[str, Any]) -> dict[Figure, Any]:
-    """Figures read from where they are stored by name (a results entry, a summary's ``figures()``)."""
+    """Figures read from where they are stored by name (a results entry, a summary's
+    ``figures()``).
+    """
     return {parse(name): value for name, value in figures.items()}
 
 
 def samples_of(figure: Figure) -> list[Figure]:
-    """The per-request samples a statistic is of: ``ttft_p99_ms`` -> ``ttft_ms``; none for a sample count."""
+    """The per-request samples a statistic is of: ``ttft_p99_ms`` -> ``ttft_ms``; none for a sample
+    count.
+    """
     if not figure.known or not figure.stat or figure.better is None:  # a sample count is not tested
         return []
     return [figure.metric.at()]
@@ -662,10 +743,11 @@ def threshold_keys() -> list[str]:
 
 
 def threshold(key: str) -> Bound:
-    """What a profile threshold key bounds: ``ttft_p99_ms`` -> max of TTFT's p99, ``min_goodput_share`` -> min of
-    attainment.
+    """What a profile threshold key bounds: ``ttft_p99_ms`` -> max of TTFT's p99,
+    ``min_goodput_share`` -> min of attainment.
 
-    Keys are spelled exactly as ``threshold_keys`` lists them; raises UnknownMetric, saying why, otherwise.
+    Keys are spelled exactly as ``threshold_keys`` lists them; raises UnknownMetric, saying why,
+    otherwise.
     """
     if key in _BY_THRESHOLD:
         found = _BY_THRESHOLD[key]
@@ -675,7 +757,12 @@ def threshold(key: str) -> Bound:
         raise UnknownMetric(f"unknown threshold {key!r}; valid: {', '.join(threshold_keys())}")
     figure, spelled = parsed
     m = figure.metric
-    if figure.percentile is not None and not 0 < figure.percentile < 100 and m.threshold and spelled == m.name:
+    if (
+        figure.percentile is not None
+        and not 0 < figure.percentile < 100
+        and m.threshold
+        and spelled == m.name
+    ):
         raise UnknownMetric(f"threshold {key!r}: the percentile must be between 0 and 100")
     if figure.percentile is None or m.threshold is None or spelled != m.name or figure.name != key:
         raise UnknownMetric(f"unknown threshold {key!r}; valid: {', '.join(threshold_keys())}")

@@ -36,14 +36,17 @@ class RequestMetrics:
     schedule_lag_ms: float | None = None
     done: bool = False
     error: str | None = None
-    trace: RequestTrace | None = None  # what it was computed from, for figures of what the trace alone records
+    # what it was computed from, for figures of what the trace alone records
+    trace: RequestTrace | None = None
 
     @property
     def token_mismatch(self) -> bool:
         """Client and server disagree on the output length by more than 2%."""
         if self.usage_tokens is None:
             return False
-        return abs(self.client_tokens - self.usage_tokens) > TOKEN_MISMATCH_SHARE * max(self.usage_tokens, 1)
+        return abs(self.client_tokens - self.usage_tokens) > TOKEN_MISMATCH_SHARE * max(
+            self.usage_tokens, 1
+        )
 
 
 def _ms(ns: int) -> float:
@@ -51,17 +54,29 @@ def _ms(ns: int) -> float:
 
 
 def request_metrics(trace: RequestTrace) -> RequestMetrics:
-    m = RequestMetrics(ok=trace.ok and bool(trace.event_ns), done=trace.done, error=trace.error, trace=trace)
+    m = RequestMetrics(
+        ok=trace.ok and bool(trace.event_ns), done=trace.done, error=trace.error, trace=trace
+    )
     if trace.intended_ns is not None and trace.sent_ns:
         m.schedule_lag_ms = _ms(trace.sent_ns - trace.intended_ns)
     if trace.first_byte_ns is not None:
         m.ttfb_ms = _ms(trace.first_byte_ns - trace.sent_ns)
     m.client_tokens = trace.client_tokens
     m.usage_tokens = trace.usage_completion_tokens
-    m.output_tokens = trace.usage_completion_tokens if trace.usage_completion_tokens is not None else m.client_tokens
+    m.output_tokens = (
+        trace.usage_completion_tokens
+        if trace.usage_completion_tokens is not None
+        else m.client_tokens
+    )
     if not m.ok:
         if m.error is None:
-            m.error = "no output" if trace.ok else "cancelled" if trace.cancelled else f"status {trace.status}"
+            m.error = (
+                "no output"
+                if trace.ok
+                else "cancelled"
+                if trace.cancelled
+                else f"status {trace.status}"
+            )
         return m
     times, counts = trace.event_ns, trace.event_tokens
     m.ttft_ms = _ms(times[0] - trace.sent_ns)

@@ -57,7 +57,9 @@ TTFT_SHARE = 0.02
 
 @dataclass(slots=True)
 class CrossCheck:
-    """The comparison of one load run: what each side counted, and each disagreement beyond tolerance."""
+    """The comparison of one load run: what each side counted, and each disagreement beyond
+    tolerance.
+    """
 
     client: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -87,12 +89,24 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
     out = CrossCheck()
     if server.error:
         return out
-    done = [t for t in traces if t.status == 200 and t.error is None and not t.cancelled and t.end_ns is not None]
+    done = [
+        t
+        for t in traces
+        if t.status == 200 and t.error is None and not t.cancelled and t.end_ns is not None
+    ]
     unsure = len(traces) - len(done)
     prompts = [t.usage_prompt_tokens for t in done]
-    outputs = [t.usage_completion_tokens if t.usage_completion_tokens is not None else t.client_tokens for t in done]
+    outputs = [
+        t.usage_completion_tokens if t.usage_completion_tokens is not None else t.client_tokens
+        for t in done
+    ]
     ttfts = sorted(m.ttft_ms for m in map(request_metrics, done) if m.ok and m.ttft_ms is not None)
-    out.client = {"requests": len(traces), "completed": len(done), "unsure": unsure, "ttft_count": len(ttfts)}
+    out.client = {
+        "requests": len(traces),
+        "completed": len(done),
+        "unsure": unsure,
+        "ttft_count": len(ttfts),
+    }
 
     def counts(key: str, server_value: float | None, client_value: int, slack: float) -> None:
         if server_value is None:
@@ -102,7 +116,8 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
         if abs(server_value - client_value) > slack:
             allowed = f" (+-{slack:g} for the {unsure} requests of unknown fate)" if slack else ""
             out.problems.append(
-                f"server metrics disagree: the server counted {server_value:g} {key.replace('_', ' ')}, the client"
+                f"server metrics disagree: the server counted {server_value:g} "
+                f"{key.replace('_', ' ')}, the client"
                 f" {client_value}{allowed}"
             )
 
@@ -118,11 +133,13 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
     n = len(ttfts)
     if abs(hist.count - n) > unsure:
         out.problems.append(
-            f"server metrics disagree: the server's TTFT histogram holds {hist.count:g} requests, the client timed {n}"
+            f"server metrics disagree: the server's TTFT histogram holds {hist.count:g} requests, "
+            f"the client timed {n}"
         )
         return out
     k = unsure + max(1, math.ceil(TTFT_SHARE * n))
-    worst: dict[str, tuple[float, str]] = {}  # "early"/"late" -> the bucket where the two disagree most, and why
+    # "early"/"late" -> the bucket where the two disagree most, and why
+    worst: dict[str, tuple[float, str]] = {}
 
     def disagree(side: str, gap: float, why: str) -> None:
         if gap > k and (side not in worst or gap > worst[side][0]):
@@ -133,17 +150,31 @@ def cross_check(server: ServerFigures, traces: Sequence[RequestTrace]) -> CrossC
             continue
         b_ms = bound * 1e3
         client_early = _count(ttfts, b_ms - EARLY_SLACK_MS)
-        disagree("early", client_early - at_or_below, (
-            f"server metrics disagree: the client saw {client_early} of {n} first tokens within "
-            f"{b_ms - EARLY_SLACK_MS:g} ms, the server's TTFT histogram puts only {at_or_below:g} at or below "
-            f"{b_ms:g} ms (it cannot be slower than the client)"
-        ))  # fmt: skip
+        disagree(
+            "early",
+            client_early - at_or_below,
+            (
+                f"server metrics disagree: the client saw {client_early} of {n} first tokens "
+                "within "
+                f"{b_ms - EARLY_SLACK_MS:g} ms, the server's TTFT histogram puts only "
+                f"{at_or_below:g} "
+                "at or below "
+                f"{b_ms:g} ms (it cannot be slower than the client)"
+            ),
+        )
         allow = max(LATE_MS, LATE_SHARE * b_ms)
         client_late = _count(ttfts, b_ms + allow)
-        disagree("late", at_or_below - client_late, (
-            f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} first tokens at "
-            f"or below {b_ms:g} ms, the client saw only {client_late} within {b_ms + allow:g} ms (more than "
-            f"{allow:g} ms later than the server: the client lagged?)"
-        ))  # fmt: skip
+        disagree(
+            "late",
+            at_or_below - client_late,
+            (
+                f"server metrics disagree: the server's TTFT histogram puts {at_or_below:g} of {n} "
+                "first tokens at "
+                f"or below {b_ms:g} ms, the client saw only {client_late} within {b_ms + allow:g} "
+                "ms "
+                "(more than "
+                f"{allow:g} ms later than the server: the client lagged?)"
+            ),
+        )
     out.problems += [worst[side][1] for side in ("early", "late") if side in worst]
     return out

@@ -11,7 +11,8 @@ from typing import Any, Final
 
 from ...outcomes import InferError, optional_module
 
-PERCENTILE_METHOD: Final = "linear"  # numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
+# numpy's default: linear interpolation between closest ranks (Hyndman-Fan type 7)
+PERCENTILE_METHOD: Final = "linear"
 
 
 class InsufficientSamples(InferError, ValueError):
@@ -19,10 +20,11 @@ class InsufficientSamples(InferError, ValueError):
 
 
 def min_samples(q: float) -> int:
-    """Smallest sample for the q-th percentile: at least one observation beyond it on average, on its side.
+    """Smallest sample for the q-th percentile: at least one observation beyond it on average, on
+    its side.
 
-    p50 needs 2, p90 10, p99 100, p99.9 1,000: ``ceil(100 / (100 - q))``; a low percentile the same from below,
-    p10 10, p5 20: ``ceil(100 / q)`` (p0, the smallest sample, needs one).
+    p50 needs 2, p90 10, p99 100, p99.9 1,000: ``ceil(100 / (100 - q))``; a low percentile the same
+    from below, p10 10, p5 20: ``ceil(100 / q)`` (p0, the smallest sample, needs one).
     """
     if not 0 <= q < 100:
         raise ValueError(f"percentile {q} is not in [0, 100)")
@@ -30,7 +32,9 @@ def min_samples(q: float) -> int:
 
 
 def scipy_stats(purpose: str) -> Any:
-    """``scipy.stats``, imported when repeated runs are tested (about a second), from the ``stats`` extra."""
+    """``scipy.stats``, imported when repeated runs are tested (about a second), from the ``stats``
+    extra.
+    """
     return optional_module("scipy.stats", "stats", purpose)
 
 
@@ -39,7 +43,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     need = min_samples(q)
     if len(values) < need:
         raise InsufficientSamples(f"p{q:g} needs at least {need} samples, got {len(values)}")
-    # here, not at module level: the catalogue (imported by reports and the gate) shares this package
+    # here, not at module level: the catalogue (imported by reports and the gate) shares this
+    # package
     import numpy as np
 
     return float(np.percentile(np.asarray(values, dtype=float), q, method=PERCENTILE_METHOD))
@@ -56,19 +61,29 @@ class Estimate:
     confidence: float
 
     def __str__(self) -> str:
-        return f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ({self.confidence:.0%} CI, {self.runs} runs)"
+        return (
+            f"{self.mean:.4g} [{self.low:.4g}, {self.high:.4g}] ({self.confidence:.0%} CI, "
+            f"{self.runs} runs)"
+        )
 
 
-def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """A distribution-free interval for the median of repeated runs (order statistics, as scipy's quantile test
-    gives them), or ``None`` when the runs are too few for any two of them to bound it at ``confidence`` (below
-    6 at 95%). A Student-t interval of the mean would pair a skewed tail figure with a negative latency."""
+def median_interval(
+    values: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of repeated runs (order statistics, as scipy's
+    quantile test gives them), or ``None`` when the runs are too few for any two of them to bound it
+    at ``confidence`` (below 6 at 95%). A Student-t interval of the mean would pair a skewed tail
+    figure with a negative latency."""
     # lazy: numpy takes most of a second to import; reading results needs none
     import numpy as np
 
     quantile_test = scipy_stats("intervals of repeated runs' medians").quantile_test
     ci = quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(confidence)
-    return (float(ci.low), float(ci.high)) if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+    return (
+        (float(ci.low), float(ci.high))
+        if math.isfinite(ci.low) and math.isfinite(ci.high)
+        else None
+    )
 
 
 def confidence_interval(values: Sequence[float], confidence: float = 0.95) -> Estimate:

@@ -24,9 +24,14 @@ ERROR_CHARS = 300
 
 
 def meets(m: RequestMetrics, limits: Mapping[Metric, float]) -> bool:
-    """A request met its SLO: it succeeded and each of its samples of a limited metric is within the limit."""
+    """A request met its SLO: it succeeded and each of its samples of a limited metric is within the
+    limit.
+    """
     return m.ok and all(
-        x <= limit for metric, limit in limits.items() if metric.per_request for x in metric.per_request(m)
+        x <= limit
+        for metric, limit in limits.items()
+        if metric.per_request
+        for x in metric.per_request(m)
     )
 
 
@@ -34,8 +39,10 @@ def meets(m: RequestMetrics, limits: Mapping[Metric, float]) -> bool:
 class Summary:
     measured: list[RequestMetrics]  # the measured requests', in order
     window_s: float
-    limits: dict[Metric, float] = field(default_factory=dict)  # per-request limits goodput counts against
-    samples: dict[Metric, list[float]] = field(default_factory=dict)  # each per-request metric's samples
+    # per-request limits goodput counts against
+    limits: dict[Metric, float] = field(default_factory=dict)
+    # each per-request metric's samples
+    samples: dict[Metric, list[float]] = field(default_factory=dict)
 
     @property
     def requests(self) -> int:
@@ -67,9 +74,10 @@ class Summary:
         return errors
 
     def value(self, figure: Figure) -> Any:
-        """A figure, unrounded: a statistic of a per-request metric's samples (the samples themselves for PLAIN), or a
-        load point's value; None where the summary does not compute it, or has no samples to average. Raises
-        InsufficientSamples for a percentile of too few samples."""
+        """A figure, unrounded: a statistic of a per-request metric's samples (the samples
+        themselves for PLAIN), or a load point's value; None where the summary does not compute it,
+        or has no samples to average. Raises InsufficientSamples for a percentile of too few
+        samples."""
         m = figure.metric
         if m.per_point is not None:
             return m.per_point(self)
@@ -85,11 +93,13 @@ class Summary:
         return values
 
     def values(self) -> dict[Figure, Any]:
-        """The figures the catalogue has a summary store, rounded as its entries say: the load point's, then each
-        measured distribution's (a percentile its samples cannot support is ``insufficient samples``)."""
+        """The figures the catalogue has a summary store, rounded as its entries say: the load
+        point's, then each measured distribution's (a percentile its samples cannot support is
+        ``insufficient samples``)."""
         out: dict[Figure, Any] = {}
         for m in in_figure_order():
-            if m.per_point is None and not self.samples.get(m):  # measured beside the load run, or not at all
+            # measured beside the load run, or not at all
+            if m.per_point is None and not self.samples.get(m):
                 continue
             for stat in m.statistics:
                 figure = m.at(stat)
@@ -103,7 +113,9 @@ class Summary:
         return out
 
     def figures(self) -> dict[str, Any]:
-        """Flat, JSON-ready figures for the results and the report, named as the catalogue names them."""
+        """Flat, JSON-ready figures for the results and the report, named as the catalogue names
+        them.
+        """
         values = self.values()
         out: dict[str, Any] = {
             **{f.name: v for f, v in values.items() if not f.metric.samples},
@@ -122,5 +134,9 @@ def summarize(
     limits: Mapping[Metric, float] | None = None,
 ) -> Summary:
     measured = [request_metrics(t) for t in traces if t.phase == "measured"]
-    samples = {m: [x for r in measured for x in m.per_request(r)] for m in CATALOGUE if m.per_request is not None}
+    samples = {
+        m: [x for r in measured for x in m.per_request(r)]
+        for m in CATALOGUE
+        if m.per_request is not None
+    }
     return Summary(measured, (window_end_ns - window_start_ns) / 1e9, dict(limits or {}), samples)

@@ -55,8 +55,8 @@ _POINT_FIELDS: dict[str, Any] = {
     "repeat": {"type": "integer", "minimum": 1},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0},
     "cooldown": {"enum": ["drain", "cancel"]},
-    # what real traffic does (load/workloads.py): conversations, a prefix shared by a share of the prompts, a recorded
-    # trace
+    # what real traffic does (load/workloads.py): conversations, a prefix shared by a share of the
+    # prompts, a recorded trace
     "turns": {"type": "integer", "minimum": 1},
     "shared_prefix_share": {"type": "number", "minimum": 0, "maximum": 1},
     "trace_file": {
@@ -79,11 +79,11 @@ _TRACE_SETS = (
     "shared_prefix_share",
     "turns",
 )
-# null: a limit each framework sets for itself; a framework without its own is not judged on it, and says so
-# (LoadPoint.not_set): never another framework's limit in its place
+# null: a limit each framework sets for itself; a framework without its own is not judged on it, and
+# says so (LoadPoint.not_set): never another framework's limit in its place
 _THRESHOLDS = {"type": "object", "additionalProperties": {"type": ["number", "null"], "minimum": 0}}
-# a capacity load point: probes at rising rates (or concurrencies), each judged on the point's thresholds
-# (profiles/capacity.py)
+# a capacity load point: probes at rising rates (or concurrencies), each judged on the point's
+# thresholds (profiles/capacity.py)
 _SEARCH = {
     "type": "object",
     "required": ["start", "max"],
@@ -112,8 +112,9 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "name": {"type": "string"},
         "description": {"type": "string"},
-        # where the thresholds come from: "estimated" (scaled from other hardware or published figures, not measured
-        # on this hardware) is carried into the results and shown next to every limit
+        # where the thresholds come from: "estimated" (scaled from other hardware or published
+        # figures, not measured on this hardware) is carried into the results and shown next to
+        # every limit
         "thresholds_source": {"enum": list(THRESHOLDS_SOURCES)},
         "hardware": {
             "type": "object",
@@ -121,7 +122,10 @@ SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "accelerator": {"enum": ["gpu", "cpu"]},
-                "gpu": {"type": "string", "description": "substring of the NVML device name, e.g. A100"},
+                "gpu": {
+                    "type": "string",
+                    "description": "substring of the NVML device name, e.g. A100",
+                },
                 "count": {"type": "integer", "minimum": 1},
                 "memory_gb": {"type": "number", "exclusiveMinimum": 0},
                 "notes": {"type": "string"},
@@ -155,7 +159,12 @@ SCHEMA: dict[str, Any] = {
                             "type": "object",
                             "required": ["id", "thresholds"],
                             "additionalProperties": False,
-                            "properties": {"id": _ID, "thresholds": _THRESHOLDS, "search": _SEARCH, **_POINT_FIELDS},
+                            "properties": {
+                                "id": _ID,
+                                "thresholds": _THRESHOLDS,
+                                "search": _SEARCH,
+                                **_POINT_FIELDS,
+                            },
                         },
                     },
                     "frameworks": {
@@ -165,7 +174,11 @@ SCHEMA: dict[str, Any] = {
                             "additionalProperties": {
                                 "type": "object",
                                 "additionalProperties": False,
-                                "properties": {"thresholds": _OVERRIDE_THRESHOLDS, "search": _SEARCH, **_POINT_FIELDS},
+                                "properties": {
+                                    "thresholds": _OVERRIDE_THRESHOLDS,
+                                    "search": _SEARCH,
+                                    **_POINT_FIELDS,
+                                },
                             },
                         },
                     },
@@ -190,8 +203,9 @@ class LoadPoint:
     id: str
     settings: dict[str, Any]  # the _POINT_FIELDS that apply (defaults, point, override)
     thresholds: dict[str, float]
-    # limits the profile leaves to each framework (null on the point) that this one has none of: not judged, and
-    # the test says so (not exercised), so that an engine nobody measured never passes on another engine's limits
+    # limits the profile leaves to each framework (null on the point) that this one has none of: not
+    # judged, and the test says so (not exercised), so that an engine nobody measured never passes
+    # on another engine's limits
     not_set: tuple[str, ...] = ()
 
     def load_spec(self) -> LoadSpec:
@@ -218,7 +232,9 @@ class LoadPoint:
         return len(read_trace(self.settings["trace_file"]))
 
     def workload(self, adapter: Adapter | None = None) -> Workload:
-        """What each request asks for; the server's ``adapter`` decides ignore_eos and exact token-count fields."""
+        """What each request asks for; the server's ``adapter`` decides ignore_eos and exact
+        token-count fields.
+        """
 
         s = self.settings
         trace = s.get("trace_file")
@@ -229,7 +245,8 @@ class LoadPoint:
             shared_prefix_tokens=(
                 0 if trace else s.get("shared_prefix_tokens", 0)
             ),  # a trace's own sharing wins over the defaults'
-            ignore_eos=s.get("ignore_eos", True) and (adapter is None or adapter.accepts_ignore_eos),
+            ignore_eos=s.get("ignore_eos", True)
+            and (adapter is None or adapter.accepts_ignore_eos),
             extra_body=dict(adapter.load_extra_body) if adapter is not None else {},
             shared_prefix_share=s.get("shared_prefix_share", 1.0),
             turns=1 if trace else s.get("turns", 1),
@@ -269,14 +286,18 @@ class Profile:
         entry = self.models.get(model)
         if entry is None:
             raise ProfileError(
-                f"{self.path}: profile {self.name!r} has no load points for model {model!r}; it has:"
+                f"{self.path}: profile {self.name!r} has no load points for model {model!r}; it "
+                "has:"
                 f" {', '.join(self.models)}"
             )
         overrides = (entry.get("frameworks") or {}).get(framework, {})
         points = []
         for point in entry["load_points"]:
             override = overrides.get(point["id"], {})
-            settings = {**self.defaults, **{k: v for k, v in point.items() if k not in ("id", "thresholds")}}
+            settings = {
+                **self.defaults,
+                **{k: v for k, v in point.items() if k not in ("id", "thresholds")},
+            }
             settings.update({k: v for k, v in override.items() if k != "thresholds"})
             if "trace_file" in settings:
                 settings["trace_file"] = str(self.path.parent / settings["trace_file"])
@@ -284,7 +305,12 @@ class Profile:
             thresholds = {**point["thresholds"], **own}
             not_set = tuple(k for k, v in point["thresholds"].items() if v is None and k not in own)
             points.append(
-                LoadPoint(point["id"], settings, {k: float(v) for k, v in thresholds.items() if v is not None}, not_set)
+                LoadPoint(
+                    point["id"],
+                    settings,
+                    {k: float(v) for k, v in thresholds.items() if v is not None},
+                    not_set,
+                )
             )
         return points
 
@@ -295,11 +321,13 @@ class Profile:
             return (
                 None
                 if hardware.accelerator == "cpu"
-                else f"profile {self.name!r} is for CPU-only hosts; this host has {hardware.gpu_name} GPUs"
+                else f"profile {self.name!r} is for CPU-only hosts; this host has "
+                f"{hardware.gpu_name} GPUs"
             )
         if hardware.accelerator != "gpu":
             return (
-                f"profile {self.name!r} is for {want['count']}x {want['gpu']} {want['memory_gb']} GB; this host has no"
+                f"profile {self.name!r} is for {want['count']}x {want['gpu']} {want['memory_gb']} "
+                "GB; this host has no"
                 f" GPU visible to NVML ({hardware.nvml})"
             )
         names = [g["name"] for g in hardware.gpus]
@@ -311,11 +339,17 @@ class Profile:
         memory = [g["memory_gb"] for g in hardware.gpus]
         if memory and abs(min(memory) - want["memory_gb"]) > 0.1 * want["memory_gb"]:
             problems.append(f"{min(memory):g} GB per GPU, not {want['memory_gb']:g}")
-        return f"profile {self.name!r} does not match this host: {'; '.join(problems)}" if problems else None
+        return (
+            f"profile {self.name!r} does not match this host: {'; '.join(problems)}"
+            if problems
+            else None
+        )
 
 
 def _semantic_errors(data: dict[str, Any]) -> list[str]:
-    """Checks the schema cannot express: threshold names, unique ids, overrides that name real points."""
+    """Checks the schema cannot express: threshold names, unique ids, overrides that name real
+    points.
+    """
 
     errors = []
     for model, entry in data["models"].items():
@@ -325,7 +359,9 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
             if ids.count(point["id"]) > 1:
                 errors.append(f"{where}.id: duplicate load point id {point['id']!r}")
             errors += _unjudged(
-                f"{where}.thresholds", point, {k: v for k, v in point["thresholds"].items() if v is not None}
+                f"{where}.thresholds",
+                point,
+                {k: v for k, v in point["thresholds"].items() if v is not None},
             )
             for key in point["thresholds"]:
                 if (problem := check_threshold_key(key)) is not None:
@@ -344,33 +380,49 @@ def _semantic_errors(data: dict[str, Any]) -> list[str]:
         for framework, points in (entry.get("frameworks") or {}).items():
             if framework not in registry.ADAPTERS:
                 errors.append(
-                    f"models.{model}.frameworks.{framework}: unknown framework; valid: {', '.join(registry.names())}"
+                    f"models.{model}.frameworks.{framework}: unknown framework; valid: "
+                    f"{', '.join(registry.names())}"
                 )
             for point_id, override in points.items():
                 where = f"models.{model}.frameworks.{framework}.{point_id}"
                 if point_id not in ids:
-                    errors.append(f"{where}: no load point {point_id!r} to override; ids: {', '.join(ids)}")
+                    errors.append(
+                        f"{where}: no load point {point_id!r} to override; ids: {', '.join(ids)}"
+                    )
                 for key in override.get("thresholds", {}):
                     if (problem := check_threshold_key(key)) is not None:
                         errors.append(f"{where}.thresholds.{key}: {problem}")
                 point = next((p for p in entry["load_points"] if p["id"] == point_id), None)
                 if point is not None and "thresholds" in override:
-                    kept = {k: v for k, v in {**point["thresholds"], **override["thresholds"]}.items() if v is not None}
-                    errors += _unjudged(f"{where}.thresholds", {**point, **override}, kept, f" for {framework}")
+                    kept = {
+                        k: v
+                        for k, v in {**point["thresholds"], **override["thresholds"]}.items()
+                        if v is not None
+                    }
+                    errors += _unjudged(
+                        f"{where}.thresholds", {**point, **override}, kept, f" for {framework}"
+                    )
     return errors
 
 
-def _unjudged(where: str, point: dict[str, Any], thresholds: dict[str, Any], after: str = "") -> list[str]:
-    """A load point with no threshold would pass whatever it measured: refuse it before anything starts."""
+def _unjudged(
+    where: str, point: dict[str, Any], thresholds: dict[str, Any], after: str = ""
+) -> list[str]:
+    """A load point with no threshold would pass whatever it measured: refuse it before anything
+    starts.
+    """
     if not thresholds:
         return [
-            f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge its figures; "
+            f"{where}: load point {point['id']!r} has no thresholds{after}, so nothing would judge "
+            "its figures; "
             "give it at least one (e.g. ttft_p99_ms, max_error_share)"
         ]
     if "search" in point and set(thresholds) <= set(CAPACITY_THRESHOLDS.values()):
         return [
-            f"{where}: the capacity search of load point {point['id']!r} has no threshold to judge its probes by{after}"
-            f" (only {', '.join(sorted(thresholds))}); give it one (e.g. ttft_p99_ms, max_error_share)"
+            f"{where}: the capacity search of load point {point['id']!r} has no threshold to judge "
+            f"its probes by{after}"
+            f" (only {', '.join(sorted(thresholds))}); give it one (e.g. ttft_p99_ms, "
+            "max_error_share)"
         ]
     return []
 
@@ -381,10 +433,13 @@ def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
     errors = []
     if (over == "rate") != (point.get("mode") == "poisson"):
         errors.append(
-            f"{where}.search.over: a search over {over} needs mode {'poisson' if over == 'rate' else 'closed'}"
+            f"{where}.search.over: a search over {over} needs mode "
+            f"{'poisson' if over == 'rate' else 'closed'}"
         )
     if search["max"] < search["start"]:
-        errors.append(f"{where}.search: max ({search['max']:g}) is below start ({search['start']:g})")
+        errors.append(
+            f"{where}.search: max ({search['max']:g}) is below start ({search['start']:g})"
+        )
     wrong = {"rate": "min_capacity_concurrency", "concurrency": "min_capacity_rps"}[over]
     if wrong in point["thresholds"]:
         errors.append(f"{where}.thresholds.{wrong}: this search is over {over}")
@@ -392,7 +447,9 @@ def _search_errors(where: str, point: dict[str, Any]) -> list[str]:
 
 
 def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
-    """Workload settings that do not go together, and trace files that cannot be replayed (relative to ``base``)."""
+    """Workload settings that do not go together, and trace files that cannot be replayed (relative
+    to ``base``).
+    """
     errors = []
     for model, entry in data["models"].items():
         overrides = entry.get("frameworks") or {}
@@ -401,17 +458,24 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
             cases = [(f"models.{model}.load_points[{i}]", own)]
             cases += [
                 (f"models.{model}.frameworks.{fw}.{point['id']}", {**own, **points[point["id"]]})
-                for fw, points in overrides.items() if set(points.get(point["id"], {})) - {"thresholds"}
-            ]  # fmt: skip
+                for fw, points in overrides.items()
+                if set(points.get(point["id"], {})) - {"thresholds"}
+            ]
             for where, setting in cases:
                 s = {**data.get("defaults", {}), **setting}
                 if s.get("turns", 1) > 1 and s.get("api") == "completions":
                     errors.append(
-                        f"{where}.turns: multi-turn conversations are chat messages; this point's api is completions"
+                        f"{where}.turns: multi-turn conversations are chat messages; this point's "
+                        "api is completions"
                     )
-                if "shared_prefix_share" in s and not s.get("shared_prefix_tokens") and "trace_file" not in s:
+                if (
+                    "shared_prefix_share" in s
+                    and not s.get("shared_prefix_tokens")
+                    and "trace_file" not in s
+                ):
                     errors.append(
-                        f"{where}.shared_prefix_share: the share of prompts that carry a prefix needs"
+                        f"{where}.shared_prefix_share: the share of prompts that carry a prefix "
+                        "needs"
                         " shared_prefix_tokens (the prefix)"
                     )
                 if "trace_file" not in s:
@@ -423,7 +487,8 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
                     continue
                 if clash := [k for k in _TRACE_SETS if k in setting]:
                     errors.append(
-                        f"{where}: a replayed trace (trace_file) brings its own arrivals, lengths and sharing; drop"
+                        f"{where}: a replayed trace (trace_file) brings its own arrivals, lengths "
+                        "and sharing; drop"
                         f" {', '.join(clash)}"
                     )
                 try:
@@ -435,7 +500,8 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
                 if length - warmup < asked:
                     wanted = f", not the {asked} requests asked for" if "requests" in s else ""
                     errors.append(
-                        f"{where}.trace_file: the trace's {length} requests leave {max(0, length - warmup)} to measure"
+                        f"{where}.trace_file: the trace's {length} requests leave "
+                        f"{max(0, length - warmup)} to measure"
                         f" after warmup_requests {warmup}{wanted}"
                     )
     return list(dict.fromkeys(errors))
@@ -444,9 +510,15 @@ def _workload_errors(data: dict[str, Any], base: Path) -> list[str]:
 def load_profile(name_or_path: str | Path) -> Profile:
     """A profile by name (``slo/NAME.yaml``) or path, validated; raises ProfileError."""
     text = str(name_or_path)
-    path = Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else available_profiles().get(text)
+    path = (
+        Path(text)
+        if text.endswith((".yaml", ".yml")) or "/" in text
+        else available_profiles().get(text)
+    )
     if path is None:
-        raise ProfileError(f"unknown SLO profile {text!r}; available: {', '.join(available_profiles())}")
+        raise ProfileError(
+            f"unknown SLO profile {text!r}; available: {', '.join(available_profiles())}"
+        )
     try:
         data = yaml.safe_load(path.read_text())
     except OSError as exc:

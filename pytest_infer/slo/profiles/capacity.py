@@ -1,14 +1,15 @@
-"""Capacity at the SLO: the highest request rate (or concurrency) at which every threshold of a load point holds.
+"""Capacity at the SLO: the highest request rate (or concurrency) at which every threshold of a load
+point holds.
 
-The one number a team asks of an upgrade: how much traffic one replica takes within its SLO.
-A load point with a ``search`` runs probes, each a full load point at one rate (or concurrency)
-judged against the point's thresholds: it doubles from ``start`` until a probe fails (or ``max``
-passes), then bisects between the highest pass and the lowest failure until they are within
-``resolution`` of each other (a ratio for rates, one stream for concurrency) or ``max_probes`` ran.
-It stops climbing early when a probe's error share exceeds ``stop_error_share``, or when the
-server is over-saturated: time to first token in the last third of the window more than
-``saturation_ratio`` times the first third's, rising through the middle third: a queue that grew all run. An invalid
-probe (the client could not keep up) ends the search: what it would say beyond is unknown.
+The one number a team asks of an upgrade: how much traffic one replica takes within its SLO. A load
+point with a ``search`` runs probes, each a full load point at one rate (or concurrency) judged
+against the point's thresholds: it doubles from ``start`` until a probe fails (or ``max`` passes),
+then bisects between the highest pass and the lowest failure until they are within ``resolution`` of
+each other (a ratio for rates, one stream for concurrency) or ``max_probes`` ran. It stops climbing
+early when a probe's error share exceeds ``stop_error_share``, or when the server is over-saturated:
+time to first token in the last third of the window more than ``saturation_ratio`` times the first
+third's, rising through the middle third: a queue that grew all run. An invalid probe (the client
+could not keep up) ends the search: what it would say beyond is unknown.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ class CapacityProbe:
         """The probe with the figures its thresholds judge, and the rate it achieved."""
         f = self.result.figures()
         keep = ("requests_per_s", *self.result.point.thresholds, "error_share")
-        return {"value": self.value, "status": self.status, "reason": self.reason, **{k: f[k] for k in keep if k in f}}
+        return {
+            "value": self.value,
+            "status": self.status,
+            "reason": self.reason,
+            **{k: f[k] for k in keep if k in f},
+        }
 
 
 @dataclass(slots=True)
@@ -56,40 +62,62 @@ class Capacity:
 
     @property
     def invalid(self) -> list[str]:
-        return [f"probe at {self.over} {p.value:g}: {p.reason}" for p in self.probes if p.status == "invalid"]
+        return [
+            f"probe at {self.over} {p.value:g}: {p.reason}"
+            for p in self.probes
+            if p.status == "invalid"
+        ]
 
     def describe(self) -> str:
         if self.value is None:
             if not self.probes or self.probes[0].status == "invalid":
                 return "not measured"
             return f"below {self.probes[-1].value:g} (no probe held its thresholds)"
-        upper = f", below {self.ceiling:g}" if self.ceiling is not None else " (the search's maximum)"
+        upper = (
+            f", below {self.ceiling:g}" if self.ceiling is not None else " (the search's maximum)"
+        )
         return f"{self.value:g}{upper}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "over": self.over, "value": self.value, "ceiling": self.ceiling, "stopped": self.stopped,
-            "elapsed_s": round(self.elapsed_s, 1), "probes": [p.row() for p in self.probes],
-        }  # fmt: skip
+            "over": self.over,
+            "value": self.value,
+            "ceiling": self.ceiling,
+            "stopped": self.stopped,
+            "elapsed_s": round(self.elapsed_s, 1),
+            "probes": [p.row() for p in self.probes],
+        }
 
 
 def search_settings(point: LoadPoint) -> dict[str, Any]:
     search = dict(point.settings["search"])
-    return {**DEFAULTS, "over": "rate" if point.settings.get("mode") == "poisson" else "concurrency", **search}
+    return {
+        **DEFAULTS,
+        "over": "rate" if point.settings.get("mode") == "poisson" else "concurrency",
+        **search,
+    }
 
 
 def probe_point(point: LoadPoint, over: str, value: float) -> LoadPoint:
-    """The load point at one rate (or concurrency), judged on every threshold but the capacity's own."""
+    """The load point at one rate (or concurrency), judged on every threshold but the capacity's
+    own.
+    """
     settings = {k: v for k, v in point.settings.items() if k != "search"}
     settings[over] = int(value) if over == "concurrency" else value
-    thresholds = {k: v for k, v in point.thresholds.items() if k not in CAPACITY_THRESHOLDS.values()}
+    thresholds = {
+        k: v for k, v in point.thresholds.items() if k not in CAPACITY_THRESHOLDS.values()
+    }
     return LoadPoint(f"{point.id}@{value:g}", settings, thresholds)
 
 
 def saturation(result: PointResult) -> float | None:
-    """TTFT median of the window's last third over its first third (by send order), when it rose through the middle
-    third too: a queue that grows all run, not one slow moment; None with too few requests or no steady rise."""
-    measured = sorted((t for run in result.runs for t in run.measured if t.ok and t.event_ns), key=lambda t: t.sent_ns)
+    """TTFT median of the window's last third over its first third (by send order), when it rose
+    through the middle third too: a queue that grows all run, not one slow moment; None with too few
+    requests or no steady rise."""
+    measured = sorted(
+        (t for run in result.runs for t in run.measured if t.ok and t.event_ns),
+        key=lambda t: t.sent_ns,
+    )
     if len(measured) < 9:
         return None
     third = len(measured) // 3
@@ -111,7 +139,8 @@ def judge_probe(result: PointResult, settings: dict[str, Any]) -> tuple[str, str
     if ratio is not None and ratio > settings["saturation_ratio"]:
         return (
             "saturated",
-            f"TTFT median grew {ratio:.1f}x from the first third of the window to the last: the queue grew all run",
+            f"TTFT median grew {ratio:.1f}x from the first third of the window to the last: the "
+            "queue grew all run",
         )
     if verdict.status == "fail":
         return "fail", "; ".join(str(c) for c in verdict.failures)
@@ -127,7 +156,9 @@ def _next(low: float, high: float, over: str) -> float | None:
 
 
 def search(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> Capacity:
-    """Search ``point``'s capacity, ``measure`` running one probe (a full load point) and judging it."""
+    """Search ``point``'s capacity, ``measure`` running one probe (a full load point) and judging
+    it.
+    """
     s = search_settings(point)
     over, start, top = s["over"], float(s["start"]), float(s["max"])
     began = time.monotonic()
@@ -171,7 +202,9 @@ def search(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> Cap
 
 @dataclass(slots=True)
 class CapacityResult:
-    """A capacity point's outcome, shaped as a load point's (``PointResult``) for the suite and the reports."""
+    """A capacity point's outcome, shaped as a load point's (``PointResult``) for the suite and the
+    reports.
+    """
 
     point: LoadPoint
     capacity: Capacity
@@ -182,7 +215,11 @@ class CapacityResult:
 
     def record(self, **context: Any) -> dict[str, Any]:
         best = next(
-            (p.result for p in reversed(self.capacity.probes) if p.status == "pass" and p.value == self.capacity.value),
+            (
+                p.result
+                for p in reversed(self.capacity.probes)
+                if p.status == "pass" and p.value == self.capacity.value
+            ),
             None,
         )
         entry = {
@@ -202,16 +239,23 @@ class CapacityResult:
             "capacity": self.capacity.to_dict(),
             "repeat": 1,
         }
-        if best is not None:  # what the server did at its capacity: the workload, and the client's own figures
+        # what the server did at its capacity: the workload, and the client's own figures
+        if best is not None:
             entry.update(
-                {k: v for k, v in best.record().items() if k in ("load", "workload", "calibration", "client", "server")}
+                {
+                    k: v
+                    for k, v in best.record().items()
+                    if k in ("load", "workload", "calibration", "client", "server")
+                }
             )
         return entry
 
     def table(self) -> str:
         lines = [
-            f"load point {self.point.id}: {self.verdict.status.upper()}: capacity {self.capacity.describe()}"
-            f" ({self.capacity.stopped}; {len(self.capacity.probes)} probes in {self.capacity.elapsed_s:.0f} s)"
+            f"load point {self.point.id}: {self.verdict.status.upper()}: capacity "
+            f"{self.capacity.describe()}"
+            f" ({self.capacity.stopped}; {len(self.capacity.probes)} probes in "
+            f"{self.capacity.elapsed_s:.0f} s)"
         ]
         lines += [f"  measurement invalid: {r}" for r in self.verdict.invalid]
         lines += [f"  {c}" for c in self.verdict.checks]
@@ -223,8 +267,8 @@ class CapacityResult:
 
 
 def capacity_verdict(point: LoadPoint, cap: Capacity) -> PointVerdict:
-    """Invalid when any probe was (beyond it the client, not the server, set the pace); else the capacity against its
-    minimum."""
+    """Invalid when any probe was (beyond it the client, not the server, set the pace); else the
+    capacity against its minimum."""
     if cap.invalid:
         return PointVerdict("invalid", invalid=cap.invalid)
     key = CAPACITY_THRESHOLDS[cap.over]
@@ -234,20 +278,33 @@ def capacity_verdict(point: LoadPoint, cap: Capacity) -> PointVerdict:
         start = float(search_settings(point)["start"])
         return PointVerdict(
             "pass" if ok else "fail",
-            [ThresholdCheck(cap.figure, cap.value, start, ">=", ok, "" if ok else "no probe held its thresholds")],
+            [
+                ThresholdCheck(
+                    cap.figure,
+                    cap.value,
+                    start,
+                    ">=",
+                    ok,
+                    "" if ok else "no probe held its thresholds",
+                )
+            ],
         )
     ok = cap.value is not None and cap.value >= limit
     return PointVerdict("pass" if ok else "fail", [ThresholdCheck(key, cap.value, limit, ">=", ok)])
 
 
-def evaluate_capacity(point: LoadPoint, measure: Callable[[LoadPoint], PointResult]) -> CapacityResult:
+def evaluate_capacity(
+    point: LoadPoint, measure: Callable[[LoadPoint], PointResult]
+) -> CapacityResult:
     cap = search(point, measure)
     return CapacityResult(point, cap, capacity_verdict(point, cap))
 
 
 @dataclass(frozen=True, slots=True)
 class Interleaved:
-    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair up."""
+    """One load point measured on several targets in turns; ``id`` tells the gate their runs pair
+    up.
+    """
 
     id: str
     results: dict[str, PointResult | CapacityResult]

@@ -39,12 +39,18 @@ from . import LoadPoint
 
 
 def sampled() -> list[Metric]:
-    """The server's one-per-request samples, kept in the results for the gate's significance tests."""
+    """The server's one-per-request samples, kept in the results for the gate's significance
+    tests.
+    """
     return [m for m in CATALOGUE if m.per_request and m.samples == "request" and not m.client]
 
 
-# what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept with each figure
-NVML_FIGURES = {"gpu_memory": ("peak_gpu_memory_gb",), "energy": ("energy_per_output_token_j", "energy_per_request_j")}
+# what NVML measures (load.monitor's names) -> the figures it gives; a reason NVML could not is kept
+# with each figure
+NVML_FIGURES = {
+    "gpu_memory": ("peak_gpu_memory_gb",),
+    "energy": ("energy_per_output_token_j", "energy_per_request_j"),
+}
 LOOP_LAG = metric("loop_lag")
 
 
@@ -58,7 +64,8 @@ class PointResult:
     resources: dict[str, Any] = field(default_factory=dict)
     confidence: dict[str, str] = field(default_factory=dict)
     per_run: list[dict[str, Any]] = field(default_factory=list)
-    server: dict[str, Any] | None = None  # the server's own figures and the cross-check; None: not scraped
+    # the server's own figures and the cross-check; None: not scraped
+    server: dict[str, Any] | None = None
     per_slice: list[dict[str, Any]] = field(
         default_factory=list
     )  # each slice's figures, when runs were measured in slices
@@ -67,7 +74,9 @@ class PointResult:
         return {**self.summary.figures(), **self.resources}
 
     def record(self, **context: Any) -> dict[str, Any]:
-        """The JSON entry for ``SessionResults.slo`` (the shape ``results.views.slo_points`` reads)."""
+        """The JSON entry for ``SessionResults.slo`` (the shape ``results.views.slo_points``
+        reads).
+        """
         spec = self.point.load_spec()
         entry = {
             **context,
@@ -82,10 +91,15 @@ class PointResult:
             "checks": self.verdict.to_dict()["checks"],
             "thresholds": self.point.thresholds,
             "metrics": {
-                k: v for k, v in self.figures().items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                k: v
+                for k, v in self.figures().items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
             },
             "figures": self.figures(),
-            "samples": {m.figure(): [round(x, 3) for x in self.summary.samples.get(m, [])] for m in sampled()},
+            "samples": {
+                m.figure(): [round(x, 3) for x in self.summary.samples.get(m, [])]
+                for m in sampled()
+            },
             "client": self.client,
             "confidence": self.confidence,
             **self.runs[0].describe(),
@@ -129,14 +143,20 @@ def server_line(server: dict[str, Any]) -> str:
     ttft = server.get("ttft") or {}
     if ttft.get("count"):
         bounds = ", ".join(
-            f"{q} <= {ttft[f'{q}_at_most_ms']:g} ms" for q in ("p50", "p99") if ttft.get(f"{q}_at_most_ms") is not None
+            f"{q} <= {ttft[f'{q}_at_most_ms']:g} ms"
+            for q in ("p50", "p99")
+            if ttft.get(f"{q}_at_most_ms") is not None
         )
-        parts.append(f"ttft mean {ttft['mean_ms']:g} ms{', ' + bounds if bounds else ''} (histogram)")
+        parts.append(
+            f"ttft mean {ttft['mean_ms']:g} ms{', ' + bounds if bounds else ''} (histogram)"
+        )
     for key in ("prefix_cache_hit_rate", "preemptions"):
         if key in server:
             parts.append(f"{key} {server[key]}")
     if server.get("under_load"):
-        parts.append("under load " + ", ".join(f"{k} {v:g}" for k, v in server["under_load"].items()))
+        parts.append(
+            "under load " + ", ".join(f"{k} {v:g}" for k, v in server["under_load"].items())
+        )
     check = server.get("check") or {}
     parts.append("cross-check " + ("ok" if check.get("ok") else "FAILED"))
     return ", ".join(parts)
@@ -171,9 +191,14 @@ def pooled(figures: list[ServerFigures]) -> ServerFigures:
             )
     gauges = [f.under_load for f in figures if f.under_load]
     out.under_load = {
-        k: max((v for g in gauges if (v := g.get(k)) is not None), default=None) for k in (gauges[0] if gauges else {})
+        k: max((v for g in gauges if (v := g.get(k)) is not None), default=None)
+        for k in (gauges[0] if gauges else {})
     }
-    out.counted = {k: sum(f.counted[k] for f in figures) for k in first.counted if all(k in f.counted for f in figures)}
+    out.counted = {
+        k: sum(f.counted[k] for f in figures)
+        for k in first.counted
+        if all(k in f.counted for f in figures)
+    }
     return out
 
 
@@ -206,7 +231,9 @@ def evaluate_point(
     pid: int | None = None,
     calibration: Calibration | None = None,
 ) -> PointResult:
-    return evaluate_interleaved([Subject(point, endpoint, adapter, pid)], rules=rules, calibration=calibration)[0]
+    return evaluate_interleaved(
+        [Subject(point, endpoint, adapter, pid)], rules=rules, calibration=calibration
+    )[0]
 
 
 def evaluate_interleaved(
@@ -227,10 +254,13 @@ def evaluate_interleaved(
     """
     subjects = [replace(s, pid=server_pid(s.endpoint.base_url, s.pid)) for s in subjects]
     plans = [
-        (replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint, s.point.load_spec(),
-         s.point.workload(s.adapter))
+        (
+            replace(s.endpoint, timeout=s.point.timeout_s) if s.point.timeout_s else s.endpoint,
+            s.point.load_spec(),
+            s.point.workload(s.adapter),
+        )
         for s in subjects
-    ]  # fmt: skip
+    ]
     parts_of = [sliced(spec, slices) for _, spec, _ in plans]
     runs: list[list[LoadRun]] = [[] for _ in subjects]
     slices_of: list[list[LoadRun]] = [[] for _ in subjects]
@@ -245,8 +275,15 @@ def evaluate_interleaved(
                 endpoint, _, workload = plans[k]
                 specs = parts_of[k]
                 if i < subjects[k].point.repeat and j < len(specs):
-                    run = runner(endpoint, specs[j], workload, server_pid=subjects[k].pid, calibration=calibrations[k],
-                                 seed=i * len(specs) + j, server_metrics=names[k])  # fmt: skip
+                    run = runner(
+                        endpoint,
+                        specs[j],
+                        workload,
+                        server_pid=subjects[k].pid,
+                        calibration=calibrations[k],
+                        seed=i * len(specs) + j,
+                        server_metrics=names[k],
+                    )
                     calibrations[k] = run.calibration
                     parts[k].append(run)
             turn += 1
@@ -261,7 +298,8 @@ def evaluate_interleaved(
 
 
 def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
-    """One run's load as ``slices`` consecutive parts of its requests (or duration); a replay, one trace, stays whole.
+    """One run's load as ``slices`` consecutive parts of its requests (or duration); a replay, one
+    trace, stays whole.
 
     The first part warms up as the run would; the others re-fill the streams (one request each, at
     most the run's warm-up) after the pause the other targets' turns made.
@@ -271,17 +309,20 @@ def sliced(spec: LoadSpec, slices: int) -> list[LoadSpec]:
     n = min(slices, spec.requests) if spec.requests else slices
     rewarm = min(spec.warmup_requests, spec.concurrency)
     return [
-        replace(spec, requests=spec.requests // n + (j < spec.requests % n) if spec.requests else None,
-                duration_s=spec.duration_s / n if spec.duration_s else None,
-                warmup_requests=spec.warmup_requests if j == 0 else rewarm)
+        replace(
+            spec,
+            requests=spec.requests // n + (j < spec.requests % n) if spec.requests else None,
+            duration_s=spec.duration_s / n if spec.duration_s else None,
+            warmup_requests=spec.warmup_requests if j == 0 else rewarm,
+        )
         for j in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def joined(parts: list[LoadRun], spec: LoadSpec) -> LoadRun:
-    """A run measured in slices, as one run: the traces numbered in order, the window the slices' windows
-    added up (the other targets' turns between them are no time of this run), the client's usage
-    weighed by window, the peaks the highest, the server's counters added up."""
+    """A run measured in slices, as one run: the traces numbered in order, the window the slices'
+    windows added up (the other targets' turns between them are no time of this run), the client's
+    usage weighed by window, the peaks the highest, the server's counters added up."""
     if len(parts) == 1:
         return parts[0]
     traces = [t for part in parts for t in part.traces]
@@ -291,16 +332,26 @@ def joined(parts: list[LoadRun], spec: LoadSpec) -> LoadRun:
     total = sum(spans) or 1
     waits = [w for part in parts if (w := part.client.wait_share) is not None]
     client = ClientUsage(
-        total / 1e9, sum(part.client.cpu_share * span for part, span in zip(parts, spans)) / total,
-        sum(x * span for x, span in zip(waits, spans)) / total if len(waits) == len(parts) else None,
-    )  # fmt: skip
+        total / 1e9,
+        sum(part.client.cpu_share * span for part, span in zip(parts, spans)) / total,
+        sum(x * span for x, span in zip(waits, spans)) / total
+        if len(waits) == len(parts)
+        else None,
+    )
     scraped = [part.server for part in parts if part.server is not None]
     start = parts[0].window_start_ns
     return LoadRun(
-        spec=spec, workload=parts[0].workload, traces=traces, window_start_ns=start, window_end_ns=start + sum(spans),
-        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms], client=client, resources=_peak(parts),
-        calibration=parts[-1].calibration, server=pooled(scraped) if len(scraped) == len(parts) else None,
-    )  # fmt: skip
+        spec=spec,
+        workload=parts[0].workload,
+        traces=traces,
+        window_start_ns=start,
+        window_end_ns=start + sum(spans),
+        loop_lag_ms=[x for part in parts for x in part.loop_lag_ms],
+        client=client,
+        resources=_peak(parts),
+        calibration=parts[-1].calibration,
+        server=pooled(scraped) if len(scraped) == len(parts) else None,
+    )
 
 
 def _peak(runs: list[LoadRun]) -> ResourcePeak:
@@ -309,27 +360,42 @@ def _peak(runs: list[LoadRun]) -> ResourcePeak:
     gpus = [run.resources.gpu_memory_bytes for run in runs if run.resources.gpu_memory_bytes]
     energy = [run.resources.energy_mj for run in runs]
     return ResourcePeak(
-        max(rss) if rss else None, [max(col) for col in zip(*gpus)] if gpus else [],
+        max(rss) if rss else None,
+        [max(col) for col in zip(*gpus)] if gpus else [],
         sum(run.resources.samples for run in runs),
         [sum(col) for col in zip(*energy)] if all(e is not None for e in energy) else None,
         {k: v for run in runs for k, v in run.resources.not_measured.items()},
-    )  # fmt: skip
+    )
 
 
 def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[str, Any]:
-    """The server's resource figures of a point: memory peaks, GPU energy per output token and per request,
-    and, under ``not_measured``, why NVML gave none of a figure (no pynvml, no driver, no energy counter)."""
+    """The server's resource figures of a point: memory peaks, GPU energy per output token and per
+    request, and, under ``not_measured``, why NVML gave none of a figure (no pynvml, no driver, no
+    energy counter)."""
     shown = peak.to_dict()
     energy = peak.energy_j
     resources: dict[str, Any] = {
-        "server_pid": pid, "peak_rss_gb": shown["peak_rss_gb"], "peak_gpu_memory_gb": shown["peak_gpu_memory_gb"],
-        "energy_per_output_token_j":
-            None if energy is None or not summary.output_tokens else round(energy / summary.output_tokens, 6),
-        "energy_per_request_j": None if energy is None or not summary.ok else round(energy / summary.ok, 4),
-    }  # fmt: skip
-    why = {figure: reason for what, reason in peak.not_measured.items() for figure in NVML_FIGURES.get(what, ())}
+        "server_pid": pid,
+        "peak_rss_gb": shown["peak_rss_gb"],
+        "peak_gpu_memory_gb": shown["peak_gpu_memory_gb"],
+        "energy_per_output_token_j": None
+        if energy is None or not summary.output_tokens
+        else round(energy / summary.output_tokens, 6),
+        "energy_per_request_j": None
+        if energy is None or not summary.ok
+        else round(energy / summary.ok, 4),
+    }
+    why = {
+        figure: reason
+        for what, reason in peak.not_measured.items()
+        for figure in NVML_FIGURES.get(what, ())
+    }
     if energy is not None and not summary.output_tokens:
-        why.update(dict.fromkeys(NVML_FIGURES["energy"], "no successful measured request to divide the energy by"))
+        why.update(
+            dict.fromkeys(
+                NVML_FIGURES["energy"], "no successful measured request to divide the energy by"
+            )
+        )
     if why:
         resources["not_measured"] = why
     return resources
@@ -337,16 +403,26 @@ def _resources(peak: ResourcePeak, summary: Summary, pid: int | None) -> dict[st
 
 def _figures(run: LoadRun, limits: dict[Metric, float]) -> dict[str, float]:
     summary = summarize(run.traces, run.window_start_ns, run.window_end_ns, limits)
-    energy = {k: v for k, v in _resources(run.resources, summary, None).items() if k in NVML_FIGURES["energy"]}
+    energy = {
+        k: v
+        for k, v in _resources(run.resources, summary, None).items()
+        if k in NVML_FIGURES["energy"]
+    }
     figures = {**summary.figures(), **energy}
-    return {k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: v for k, v in figures.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
 def _judged(
-    point: LoadPoint, runs: list[LoadRun], pid: int | None, rules: ValidityRules | None, slices: Sequence[LoadRun] = ()
+    point: LoadPoint,
+    runs: list[LoadRun],
+    pid: int | None,
+    rules: ValidityRules | None,
+    slices: Sequence[LoadRun] = (),
 ) -> PointResult:
-    """The point's verdict over its runs pooled; each run's figures (and each slice's, measured in slices) for the
-    gate's paired tests."""
+    """The point's verdict over its runs pooled; each run's figures (and each slice's, measured in
+    slices) for the gate's paired tests."""
     limits = request_limits(point.thresholds)
     # pooled over repeats: samples concatenated, the windows added up
     traces = [t for run in runs for t in run.traces]
@@ -381,14 +457,21 @@ def _judged(
     if scraped:
         seen = pooled(scraped)
         server = seen.to_dict()
-        resources.update(seen.figures())  # figures of the point, so thresholds, the gate and the history take them
+        # figures of the point, so thresholds, the gate and the history take them
+        resources.update(seen.figures())
         if "prefix_cache_hit_rate" in server:
             resources["prefix_cache_hit_share"] = server["prefix_cache_hit_rate"]
         checks = [cross_check(run.server, run.traces) for run in runs if run.server is not None]
-        problems = [f"run {i + 1}: {p}" if len(checks) > 1 else p for i, c in enumerate(checks) for p in c.problems]
+        problems = [
+            f"run {i + 1}: {p}" if len(checks) > 1 else p
+            for i, c in enumerate(checks)
+            for p in c.problems
+        ]
         server["check"] = {**checks[0].to_dict(), "problems": problems, "ok": not problems}
         if len(checks) > 1:
-            server["check"]["client"] = {k: sum(c.client.get(k, 0) for c in checks) for k in checks[0].client}
+            server["check"]["client"] = {
+                k: sum(c.client.get(k, 0) for c in checks) for k in checks[0].client
+            }
         invalid += problems
     verdict = judge(summary, point.thresholds, resources, invalid)
     confidence: dict[str, str] = {}

@@ -316,10 +316,22 @@ def shed_others(hostile: Callable[[dict], bool], seconds: float) -> Deviation:
 # What a request carries beside its prompt: the parameters a batching server must keep with their
 # own request.
 SAMPLING_KEYS = (
-    "temperature", "top_p", "seed", "stop", "max_tokens", "max_completion_tokens", "logit_bias",
-    "logprobs", "top_logprobs", "n", "response_format", "tools", "tool_choice",
-    "presence_penalty", "frequency_penalty",
-)  # fmt: skip
+    "temperature",
+    "top_p",
+    "seed",
+    "stop",
+    "max_tokens",
+    "max_completion_tokens",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "response_format",
+    "tools",
+    "tool_choice",
+    "presence_penalty",
+    "frequency_penalty",
+)
 
 
 def _swap_parameters(body: dict, other: dict) -> None:

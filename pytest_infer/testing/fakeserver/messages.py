@@ -47,12 +47,15 @@ def answer(state: FakeState, body: dict) -> dict | list[Event]:
     prompt = prompt_text(body)
     text, reason, stop = choice(prompt, {**params, "n": 1}, body.get("stop_sequences"), 0)
     message = {
-        "id": state.next_id("msg"), "type": "message", "role": "assistant", "model": MODEL,
+        "id": state.next_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
         "content": [{"type": "text", "text": text}],
         "stop_reason": "stop_sequence" if reason == "stop" else "max_tokens",
         "stop_sequence": stop,
         "usage": {"input_tokens": len(prompt), "output_tokens": len(text)},
-    }  # fmt: skip
+    }
     if not body.get("stream"):
         return message
     return _events(message, len(prompt))
@@ -63,9 +66,12 @@ def _events(message: dict, prompt_tokens: int) -> list[Event]:
     time, and its end."""
     text = message["content"][0]["text"]
     start = {
-        **message, "content": [], "stop_reason": None, "stop_sequence": None,
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
         "usage": {"input_tokens": prompt_tokens, "output_tokens": 0},
-    }  # fmt: skip
+    }
     events: list[Event] = [
         {"type": "message_start", "message": start},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},

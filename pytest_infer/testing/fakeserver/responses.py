@@ -60,24 +60,34 @@ def _response(state: FakeState, body: dict, prompt: str, text: str, reason: str)
     rid, mid = state.next_id("resp"), state.next_id("msg")
     part = {"type": "output_text", "text": text, "annotations": []}
     item = {
-        "id": mid, "type": "message", "role": "assistant", "status": "completed",
+        "id": mid,
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
         "content": [part],
-    }  # fmt: skip
+    }
     background = bool(body.get("background"))
     status = "queued" if background else "incomplete" if reason == "length" else "completed"
     incomplete = {"reason": "max_output_tokens"} if status == "incomplete" else None
     response: dict[str, Any] = {
-        "id": rid, "object": "response", "created_at": int(time.time()), "model": MODEL,
-        "status": status, "incomplete_details": incomplete,
+        "id": rid,
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": MODEL,
+        "status": status,
+        "incomplete_details": incomplete,
         "output": [item],
-        "previous_response_id": body.get("previous_response_id"), "background": background,
+        "previous_response_id": body.get("previous_response_id"),
+        "background": background,
         "max_output_tokens": body.get("max_output_tokens"),
         "usage": {
-            "input_tokens": len(prompt), "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": len(text), "output_tokens_details": {"reasoning_tokens": 0},
+            "input_tokens": len(prompt),
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": len(text),
+            "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": len(prompt) + len(text),
         },
-    }  # fmt: skip
+    }
     return response
 
 
@@ -89,9 +99,12 @@ def _events(response: dict) -> list[Event]:
 
     def opening() -> dict:
         return {
-            **response, "status": "in_progress", "output": [], "usage": None,
+            **response,
+            "status": "in_progress",
+            "output": [],
+            "usage": None,
             "incomplete_details": None,
-        }  # fmt: skip
+        }
 
     at = {"output_index": 0, "item_id": mid, "content_index": 0}
     events: list[Event] = [
@@ -106,7 +119,7 @@ def _events(response: dict) -> list[Event]:
             "type": "response.content_part.added",
             **at,
             "part": {"type": "output_text", "text": ""},
-        },  # fmt: skip
+        },
     ]
     events += [{"type": "response.output_text.delta", **at, "delta": ch} for ch in text]
     events += [

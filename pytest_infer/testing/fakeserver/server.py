@@ -54,9 +54,12 @@ def model_card() -> dict:
     """The card with the context it refuses prompts past, advertised as vLLM does
     (``max_model_len``)."""
     return {
-        "id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "fakeserver",
+        "id": MODEL,
+        "object": "model",
+        "created": 1_700_000_000,
+        "owned_by": "fakeserver",
         "max_model_len": CONTEXT_LENGTH,
-    }  # fmt: skip
+    }
 
 
 def get(state: FakeState, path: str) -> tuple[int, Any]:

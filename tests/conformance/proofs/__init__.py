@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from pytest_infer import conformance
 from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
 from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
