@@ -10,9 +10,10 @@ PY=${PYTEST_INFER_VENV:-.venv}/bin/python
 unset PYTHONDONTWRITEBYTECODE
 status=0
 echo "== fast lane: -m 'not integration and not realmodel' =="
-# Two workers more than cores: the fast lane's tests spend much of their time waiting on servers and
-# timeouts (on 2 cores, one clean clone: 335 s with 3 workers, 275 s with 4, 280 s with 5).
-"$PY" -m pytest -m "not integration and not realmodel" -n "${PYTEST_INFER_TEST_WORKERS:-$(( $(nproc) + 2 ))}" "$@" || status=$?
+# One worker more than cores: the fast lane's tests spend much of their time waiting on servers and
+# timeouts. Four workers on 2 cores took 275 s against 335 s with three, but a distributed open-loop
+# test then lost a trace once in three runs (test_distributed, index 36 missing): not yet safe.
+"$PY" -m pytest -m "not integration and not realmodel" -n "${PYTEST_INFER_TEST_WORKERS:-$(( $(nproc) + 1 ))}" "$@" || status=$?
 echo "== integration lane: -m 'integration and not realmodel' =="
 # Only the files that mark tests integration are collected: collecting all 3,500 tests to deselect
 # them took 20-40 s here. A file marks them with pytest.mark.integration (pytestmark or a decorator).
