@@ -21,8 +21,11 @@ else
   "$PY" -m venv "$VENV"
   echo "setup: venv: made $VENV from $PY"
 fi
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[test,all]"  # the tests cover every optional part
+"$VENV/bin/python" -m pip install -q --upgrade pip uv
+# The tests cover every optional part. uv installs the versions pip picks (compared with pip freeze)
+# and compiles their bytecode in 27 s against pip's 52 s here; pip is the fallback.
+"$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" -e ".[test,all]" \
+  || "$VENV/bin/python" -m pip install -q -e ".[test,all]"
 echo "setup: plugin: pytest-infer $("$VENV/bin/python" -c 'import pytest_infer; print(pytest_infer.__version__)') and its test tools installed in $VENV"
 
 if command -v chromium >/dev/null; then

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_infer.paths import bundled, engines_dir
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.measures]
 
 BINDING = "0.3.36"
 RELEASE, COMMIT = "b11312", "0c1e57098"
@@ -30,8 +30,11 @@ SUITES = ("smoke", "conformance", "structured", "slo", "robustness", "security")
 # verdict on it is reproduced by hand (README, "llama.cpp").
 CHEAP = (
     "-k", "(not slo or c1) and not minLength-above-maxLength",
-    "--structured-examples=20", "--structured-shrink-seconds=5",
+    "--structured-examples=20", "--structured-shrink-seconds=5", "--security-stall=stall.yaml",
 )  # fmt: skip
+# The security suite's stall measurement at about 6 s a kind instead of 11: a faster light load,
+# shorter before, during and after; the limits are the bundled ones.
+STALL = "rate: 4.0\nbefore_s: 1.5\nhostile_timeout_s: 3.0\nafter_s: 1.5\n"
 
 FACTS = """
 import json, os
@@ -107,6 +110,7 @@ def test_every_suite_on_llama_server_through_the_plugin(pytester, monkeypatch, t
             ignore=shutil.ignore_patterns("__pycache__"),
         )
     pytester.makepyfile(test_llamacpp_facts=FACTS)
+    (pytester.path / "stall.yaml").write_text(STALL)
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("RECORD_FILE", str(record))
     monkeypatch.setenv("PYTEST_INFER_API_KEY", KEY)

@@ -13,7 +13,7 @@ import pytest
 
 from .test_suite_can_fail import SUITE, failures
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.measures]
 
 
 @pytest.mark.parametrize("engine", ["vllm-0.32", "transformers"])

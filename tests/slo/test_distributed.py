@@ -199,14 +199,21 @@ def test_two_processes_send_the_single_clients_open_loop_schedule(paced_server):
         processes=2,
         calibration=FIXED,
     )
-    n = len(run.traces)
-    assert [t.index for t in run.traces] == list(range(n)) and n >= 35
+    # Warm-up and measured arrivals are the schedule's first 35, none missing. Cool-down goes on
+    # until every process's measured requests have ended, which each process sees at its own time:
+    # a process its CPU starved may wake past its next arrival after the end and not send it, while
+    # the other sent a later one, so cool-down indices may skip (index 36 did at 4 workers on 2 cores).
+    indices = [t.index for t in run.traces]
+    assert indices[:35] == list(range(35)) and indices == sorted(set(indices)), indices
     rng = random.Random(7)
-    gaps = [int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(n)]
+    schedule = list(
+        itertools.accumulate(int(rng.gammavariate(1.0, 1e9 / 60)) for _ in range(indices[-1] + 1))
+    )
     intended = [t.intended_ns for t in run.traces]
-    assert [b - a for a, b in zip(intended, intended[1:])] == gaps[
-        1:
-    ]  # gap for gap the single client's schedule
+    start = intended[0] - schedule[0]
+    assert [x - start for x in intended] == [
+        schedule[i] for i in indices
+    ]  # the single client's, gap for gap
     assert [t.phase for t in run.traces[:35]] == ["warmup"] * 5 + ["measured"] * 30 and {
         t.phase for t in run.traces[35:]
     } <= {"cooldown"}
@@ -286,7 +293,8 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
-@pytest.mark.integration  # it measures against the paced server: serial lane, away from the parallel fast lane
+@pytest.mark.integration  # it measures against the paced server: away from the parallel fast lane
+@pytest.mark.measures
 @pytest.mark.filterwarnings(
     "ignore::DeprecationWarning", "ignore::UserWarning", "ignore::FutureWarning"
 )  # Ray's own

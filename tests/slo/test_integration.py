@@ -18,7 +18,7 @@ import pytest
 from pytest_infer.adapters import registry
 from pytest_infer.paths import bundled
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.measures]
 
 PROFILE = """
 name: ci-small

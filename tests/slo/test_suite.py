@@ -225,6 +225,7 @@ models:
 
 
 @pytest.mark.integration  # a minute: it loads a core of the host and runs a starved pytest process
+@pytest.mark.measures
 @pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2,
     reason="needs Linux CPU affinity and 2 cores",
