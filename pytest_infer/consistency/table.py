@@ -1,6 +1,6 @@
 """The consistency suite's results: per target, greedy answers alone against in a batch (identical,
-near-tie flips, divergences outside the top-k, where they part), and each per-request parameter
-check's verdict on the mixed batch."""
+near-tie flips, divergences outside the top-k, where they part), the structured corpus's answers
+valid alone and in a batch, and each per-request parameter check's verdict on the mixed batch."""
 
 from __future__ import annotations
 
@@ -19,6 +19,11 @@ MAX_LOGPROB_DIFF = 0.5
 # failure messages of the suite's tests (suites/consistency) -> root causes: (pattern, title,
 # severity)
 CAUSES = (
+    (
+        re.compile(r"schemas answered validly alone were not in a batch"),
+        "a request's schema is not applied to its own answer in a batch",
+        "critical",
+    ),
     (
         re.compile(r"changed in a batch beyond a near-tie"),
         "greedy answers change in a batch beyond a near-tie (a different computation)",
@@ -49,7 +54,8 @@ PARAM_CSS = {
 
 class ConsistencyTable(TargetTable):
     """``{target: {"batch": {prompts, in_flight, overlapped, identical, near_ties, outside_top_k,
-    unclassified, first_divergence, divergences}, "params": {check: {"outcome", "message"}}}}``."""
+    unclassified, first_divergence, divergences}, "structured": {schemas, in_flight, valid_alone,
+    valid_in_batch, held_to, overlapped, broken}, "params": {check: {"outcome", "message"}}}}``."""
 
     kind = "consistency table"
 
@@ -62,7 +68,7 @@ class ConsistencyTable(TargetTable):
     def merge(self, other: Table) -> None:
         for target, theirs in other.to_json().items():
             mine = self.target(target)
-            for part in ("batch", "numerics"):
+            for part in ("batch", "numerics", "structured"):
                 if theirs.get(part):
                     mine[part] = theirs[part]
             mine["params"].update(theirs.get("params", {}))
@@ -109,6 +115,39 @@ class ConsistencyTable(TargetTable):
                     "Consistency: greedy answers alone and in a batch",
                     "alone vs batch",
                     batch,
+                )
+            )
+        structured: dict[str, dict[str, Cell]] = {}
+        for target, data in self.counts.items():
+            g = data.get("structured") or {}
+            if not g.get("schemas"):
+                continue
+            rows = {
+                "valid alone": Cell(
+                    f"{g['valid_alone']}/{g['schemas']}", value=g["valid_alone"] / g["schemas"]
+                ),
+                "valid in the batch": Cell(
+                    f"{g['valid_in_batch']}/{g['schemas']}",
+                    value=g["valid_in_batch"] / g["schemas"],
+                ),
+                "valid alone twice, not in the batch": Cell(
+                    f"{len(g['broken'])}/{g['held_to']}",
+                    Outcome.FAILED if g["broken"] else "",
+                    ", ".join(g["broken"]),
+                    value=float(len(g["broken"])),
+                ),
+                "other requests in flight": Cell(
+                    f"{g['in_flight']} (overlapping: {g['overlapped']}/{g['schemas']})"
+                ),
+            }
+            for row, cell in rows.items():
+                structured.setdefault(row, {})[target] = cell
+        if structured:
+            out.append(
+                Section(
+                    "Consistency: structured answers alone and in a batch",
+                    "schemas alone vs batch",
+                    structured,
                 )
             )
         numerics: dict[str, dict[str, Cell]] = {}
@@ -216,6 +255,21 @@ class ConsistencyTable(TargetTable):
                         "greedy tokens agreeing with the transformers reference, largest logprob "
                         "difference on them "
                         f"(limit {MAX_LOGPROB_DIFF})",
+                    )
+                )
+        old_g, new_g = before.get("structured") or {}, after.get("structured") or {}
+        if old_g.get("schemas") and new_g.get("schemas"):
+            newly = sorted(set(new_g["broken"]) - set(old_g["broken"]))
+            if newly:
+                found.append(
+                    Finding(
+                        "regression",
+                        "consistency",
+                        pairing.label,
+                        "structured answers valid alone and in a batch",
+                        f"{len(old_g['broken'])} broken in the batch",
+                        f"{len(new_g['broken'])} broken in the batch",
+                        f"valid alone, not in a batch of {new_g['in_flight']}: {', '.join(newly)}",
                     )
                 )
         for check, verdict in after.get("params", {}).items():

@@ -10,6 +10,8 @@ stop strings, logit bias, grammars, logprobs) applied to the wrong request or to
   computation: fails). Without logprobs there a change cannot be classified: inconclusive.
 - Every request keeps its own parameters: one batch mixing requests of distinct settings, each sent alone twice as the
   control (pytest_infer/consistency/mix.py says what each check asks).
+- Structured answers under load: the structured corpus's schemas, valid alone twice, must stay valid in a batch
+  (pytest_infer/consistency/grammars.py).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pytest_infer.consistency import (
     compare,
     filler,
     greedy,
+    judge_under_load,
+    run_under_load,
     send,
     send_together,
 )
@@ -125,6 +129,20 @@ def test_each_request_keeps_its_own_parameters_in_a_batch(
         raise Unsupported(check, verdict.message)
     if verdict.outcome in OUTCOMES:
         raise OUTCOMES[verdict.outcome](verdict.message)
+    assert verdict.outcome == "passed", verdict.message
+    infer_record("infer_evidence", verdict.message)
+
+
+def test_structured_answers_alone_and_in_a_batch_agree(
+    infer_live_server, infer_endpoint, consistency_in_flight, consistency_record, infer_record
+):
+    with InferClient(infer_endpoint) as client:
+        under_load = run_under_load(client, consistency_in_flight)
+    consistency_record["structured"] = under_load.to_json()
+    verdict = judge_under_load(under_load)
+    if verdict.outcome in OUTCOMES:
+        raise OUTCOMES[verdict.outcome](verdict.message)
+    infer_record("infer_reproducer", under_load.alone[0].attempt.curl)
     assert verdict.outcome == "passed", verdict.message
     infer_record("infer_evidence", verdict.message)
 

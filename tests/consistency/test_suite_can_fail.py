@@ -16,6 +16,7 @@ import httpcore  # noqa: F401  kept loaded across in-process runs (see tests/fau
 import pytest
 
 from pytest_infer.consistency import CHECKS
+from pytest_infer.structured.corpus import CORPUS
 from pytest_infer.testing.fakeserver import (
     Deviation,
     FakeServer,
@@ -29,11 +30,16 @@ SUITE = Path(__file__).resolve().parents[2] / "suites" / "consistency"
 GREEDY = "test_greedy_answers_alone_and_in_a_batch_agree"
 PARAMS = "test_each_request_keeps_its_own_parameters_in_a_batch[{}]"
 NUMERICS = "test_numerics_match_the_reference"
+STRUCTURED = "test_structured_answers_alone_and_in_a_batch_agree"
 
 
 def _instance(schema: Any) -> Any:
-    """The one value of the suite's schemas (objects of ``const`` properties): what a server that applies them
-    writes. The fake itself answers every schema with ``{"answer": ...}``."""
+    """What a server that applies the schema writes: a structured corpus case's own instance, else the one value of
+    the mixed batch's schemas (objects of ``const`` properties). The fake itself answers every schema with
+    ``{"answer": ...}``."""
+    case = next((c for c in CORPUS.values() if c.schema == schema), None)
+    if case is not None:
+        return case.instance
     return {name: prop["const"] for name, prop in schema["properties"].items()}
 
 
@@ -83,6 +89,7 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
             GREEDY: "passed",
             **{PARAMS.format(check): "passed" for check in CHECKS},
             NUMERICS: "not_exercised",  # fake-model has no reference implementation; the test below brings one
+            STRUCTURED: "passed",
         }
     ), found
     assert "fake-model is not a built-in model" in found[NUMERICS][1]
@@ -99,6 +106,11 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
         in found[PARAMS.format("schemas")][2]
     )
     assert table["batch"]["identical"] == 4 and table["batch"]["overlapped"] == 4
+    assert found[STRUCTURED][2].startswith(
+        f"{len(CORPUS)} corpus schemas valid alone (twice, greedy) stayed valid in a batch (valid alone "
+        f"{len(CORPUS)} of {len(CORPUS)}, in the batch {len(CORPUS)} of {len(CORPUS)}, with 8 others in flight"
+    ), found[STRUCTURED]
+    assert table["structured"]["broken"] == [] and table["structured"]["overlapped"] == len(CORPUS)
     assert {check: v["outcome"] for check, v in table["params"].items()} == dict.fromkeys(
         CHECKS, "passed"
     )
@@ -113,6 +125,24 @@ def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_che
         assert outcome == "failed", (check, outcome, message)
     assert "differently in the batch than alone" in found[PARAMS.format("seeds")][1]
     assert found["table"]["params"]["schemas"]["outcome"] == "failed"
+
+
+def test_schemas_swapped_between_concurrent_requests_fail_the_structured_check(pytester):
+    """The same fault on the corpus's schemas: alone each answer is valid, in the batch the grammars trade places and
+    an answer meets another request's schema. Some schemas accept another's answer (the empty schema accepts all,
+    ``type-list`` an integer), so those may survive the swap."""
+    with FakeServer(obeying(shuffle_parameters(window=0.3))) as srv:
+        found = run_suite(pytester, srv, "-k", "structured")
+    outcome, message, _ = found[STRUCTURED]
+    broken = found["table"]["structured"]["broken"]
+    assert outcome == "failed", (outcome, message)
+    assert f"{len(broken)} of {len(CORPUS)} schemas answered validly alone were not" in message
+    assert (
+        "with 8 others in flight" in message
+        and "reproduce (alone, then with 8 others in flight): curl" in message
+    )
+    assert len(broken) >= 5 and all(f"{name}: alone " in message for name in broken), broken
+    assert "empty-schema" not in broken
 
 
 @pytest.mark.parametrize(

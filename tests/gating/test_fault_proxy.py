@@ -108,7 +108,9 @@ def test_timing_faults_delay_the_first_or_every_event(upstream):
     with proxies(upstream, "none", "ttft+200ms", "itl+50ms") as (plain, late_first, late_each):
         unchanged = min(first_event_seconds(plain) for _ in range(3))
         assert unchanged < 0.03  # the proxy itself adds no delayed-ACK wait (TCP_NODELAY)
-        assert min(first_event_seconds(late_first) for _ in range(3)) >= unchanged + 0.19
+        # at least the added 200 ms (less a timer's slack): the plain path's own time is not
+        # added, since its fastest try under load can exceed the delayed path's overhead
+        assert min(first_event_seconds(late_first) for _ in range(3)) >= 0.19
         started = time.perf_counter()
         events = stream(late_each)
         assert time.perf_counter() - started >= 0.05 * (len(events) - 1)
