@@ -27,6 +27,7 @@ FRAMEWORK = "--infer-framework"
 MODEL = "--infer-model"
 ENDPOINT = "--infer-endpoint"
 SERVER_ARG = "--infer-server-arg"
+DETERMINISTIC = "--infer-deterministic"
 PARSER = "--infer-parser"
 ENV = "--infer-env"
 STARTUP_TIMEOUT = "--infer-startup-timeout"
@@ -108,6 +109,16 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="ARG",
     )
     add(
+        DETERMINISTIC,
+        "launch each server in its engine's batch-invariant mode (vLLM: VLLM_BATCH_INVARIANT=1; "
+        "SGLang: --enable-deterministic-inference); the consistency suite then holds greedy "
+        "answers in a batch to identical, near-ties included. With an endpoint: your word that "
+        "it runs so.",
+        ini_type="bool",
+        action="store_true",
+        default=None,  # unset: the ini file's value
+    )
+    add(
         PARSER,
         "the tool-call parser (NAME or tool:NAME) or reasoning parser (reasoning:NAME) the server "
         "runs: launched "
@@ -173,6 +184,7 @@ class InferOptions:
     # (target id, or "" for the framework's name; base URL)
     endpoints: tuple[tuple[str, str], ...] = ()
     server_args: tuple[str, ...] = ()
+    deterministic: bool = False  # --infer-deterministic
     parsers: Parsers | None = None  # None: none named (--infer-parser)
     environments: dict[str, tuple[Environment, ...]] = field(default_factory=dict)
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
@@ -327,6 +339,7 @@ def parse(config: pytest.Config) -> InferOptions:
         model=model,
         endpoints=endpoints,
         server_args=tuple(token for arg in server_args for token in shlex.split(arg)),
+        deterministic=bool(option_value(config, DETERMINISTIC)),
         parsers=parse_parsers(specs) if (specs := option_value(config, PARSER)) else None,
         environments=parse_environments(option_value(config, ENV) or [], frameworks),
         startup_timeout=parse_seconds(

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from .adapters import registry
-from .adapters.base import Adapter, Builtin, Environment, Parsers
+from .adapters.base import Adapter, Builtin, Deterministic, Environment, Parsers
 from .adapters.external import ENDPOINT
 from .models import registry as models
-from .options import ENV, PARSER, InferOptions
+from .options import DETERMINISTIC, ENV, PARSER, InferOptions
 from .paths import engines_dir
 
 
@@ -32,6 +32,7 @@ class Target:
     server_args: tuple[str, ...] = ()
     parsers: Parsers = Parsers()  # the tool-call and reasoning parsers it runs, where known
     builtin: Builtin | None = None
+    deterministic: Deterministic | None = None  # the batch-invariant mode it is launched in
 
     @property
     def framework(self) -> str:
@@ -101,6 +102,12 @@ def resolve_targets(options: InferOptions) -> list[Target]:
     targets: list[Target] = []
     for framework in options.frameworks:
         adapter = registry.get(framework)
+        if options.deterministic and adapter.deterministic is None:
+            have = [a.name for a in registry.ADAPTERS.values() if a.deterministic is not None]
+            raise pytest.UsageError(
+                f"{DETERMINISTIC}: {adapter.title} has no batch-invariant mode to launch it in; "
+                f"these have one: {', '.join(sorted(have))}"
+            )
         environments = options.environments.get(framework)
         if not environments:
             found = discover_environment(adapter)
@@ -125,6 +132,7 @@ def resolve_targets(options: InferOptions) -> list[Target]:
                     server_args=options.server_args + parser_args,
                     parsers=parsers,
                     builtin=builtin,
+                    deterministic=adapter.deterministic if options.deterministic else None,
                 )
             )
     ids = [t.id for t in targets]

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal, Protocol
@@ -115,6 +115,25 @@ class Builtin:
             known = ", ".join(self.files)
             raise ValueError(f"the built-in model {self.name} has no {form} form (only {known})")
         return self.files[form](environment)
+
+
+@dataclass(frozen=True, slots=True)
+class Deterministic:
+    """An engine's own switch for greedy answers that do not depend on the batch a request shares
+    (``--infer-deterministic``): launch arguments and environment, named as the engine names it.
+    Batching servers otherwise split reductions by batch size, and near-tied tokens flip."""
+
+    name: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def apply(self, spec: LaunchSpec) -> LaunchSpec:
+        return replace(
+            spec,
+            argv=[*spec.argv, *self.args],
+            env={**spec.env, **self.env},
+            notes=(*spec.notes, f"launched in its {self.name}"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +307,8 @@ class Adapter(Protocol):
     known_routes: ClassVar[tuple[KnownRoute, ...]]
     server_metrics: ClassVar[ServerMetricNames | None]  # the Prometheus names of its /metrics (SLO)
     model_form: ClassVar[ModelForm]  # the form it loads a model in, and is handed a built-in one in
+    # its batch-invariant mode, where it has one (--infer-deterministic)
+    deterministic: ClassVar[Deterministic | None]
 
     def launch(self, request: LaunchRequest) -> LaunchSpec: ...
 
@@ -341,6 +362,7 @@ class BaseAdapter:
     known_routes: ClassVar[tuple[KnownRoute, ...]] = OPENAI_ROUTES
     server_metrics: ClassVar[ServerMetricNames | None] = None
     model_form: ClassVar[ModelForm] = "folder"
+    deterministic: ClassVar[Deterministic | None] = None
 
     def detect_version(self, environment: Environment) -> FrameworkVersion:
         return FrameworkVersion(None, error=f"{type(self).__name__} does not detect versions")

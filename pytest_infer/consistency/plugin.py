@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..options import add_option, option_value
+from ..options import DETERMINISTIC, add_option, option_value
 
 if TYPE_CHECKING:
     from .mix import Mix
@@ -47,6 +47,13 @@ _IN_FLIGHT = pytest.StashKey[int]()
 def consistency_in_flight(pytestconfig: pytest.Config) -> int:
     """How many other requests run beside the measured ones."""
     return pytestconfig.stash[_IN_FLIGHT]
+
+
+@pytest.fixture(scope="session")
+def consistency_deterministic(pytestconfig: pytest.Config) -> bool:
+    """Whether the servers run in their batch-invariant mode (``--infer-deterministic``): greedy
+    answers in a batch are then held to identical, a near-tie flip included."""
+    return bool(option_value(pytestconfig, DETERMINISTIC))
 
 
 @pytest.fixture(scope="session")

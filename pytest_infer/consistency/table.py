@@ -25,6 +25,11 @@ CAUSES = (
         "critical",
     ),
     (
+        re.compile(r"changed in a batch though the server runs in its batch-invariant mode"),
+        "greedy answers change in a batch in the engine's batch-invariant mode",
+        "critical",
+    ),
+    (
         re.compile(r"changed in a batch beyond a near-tie"),
         "greedy answers change in a batch beyond a near-tie (a different computation)",
         "critical",

@@ -371,6 +371,8 @@ class ServerPool:
                 builtin=target.builtin,
             )
         )
+        if target.deterministic is not None:
+            spec = target.deterministic.apply(spec)
         base.notes, base.launch_context = spec.notes, spec.context
         self._specs[target.id] = spec
         endpoint = self.endpoint(base)

@@ -7,7 +7,8 @@ stop strings, logit bias, grammars, logprobs) applied to the wrong request or to
   reproducible alone), then again while ``--consistency-in-flight`` other requests run. Where an answer changes, the
   first token where it parts is judged as vLLM's ``check_logprobs_close`` does: the token the alone answer chose is
   among the batched answer's top-k logprobs (a near-tie that flipped: reported and counted) or it is not (a different
-  computation: fails). Without logprobs there a change cannot be classified: inconclusive.
+  computation: fails). Without logprobs there a change cannot be classified: inconclusive. With
+  ``--infer-deterministic`` (the engine's batch-invariant mode) every change fails, a near-tie too.
 - Every request keeps its own parameters: one batch mixing requests of distinct settings, each sent alone twice as the
   control (pytest_infer/consistency/mix.py says what each check asks).
 - Structured answers under load: the structured corpus's schemas, valid alone twice, must stay valid in a batch
@@ -44,7 +45,12 @@ FILLER_TOKENS = (
 
 
 def test_greedy_answers_alone_and_in_a_batch_agree(
-    infer_live_server, infer_endpoint, consistency_in_flight, consistency_record, infer_record
+    infer_live_server,
+    infer_endpoint,
+    consistency_in_flight,
+    consistency_deterministic,
+    consistency_record,
+    infer_record,
 ):
     model = infer_endpoint.model
     bodies = [greedy(model, prompt, MAX_TOKENS) for prompt in PROMPTS]
@@ -92,6 +98,14 @@ def test_greedy_answers_alone_and_in_a_batch_agree(
         raise NotExercised(
             f"none of the {len(bodies)} requests overlapped another in flight ({consistency_in_flight} sent beside "
             "them): the server answered them one after another, so no batch was judged"
+        )
+    if consistency_deterministic:  # its batch-invariant mode: any change is a broken promise
+        changed = [(a, d) for a, d in judged if d.kind != "identical"]
+        assert not changed, (
+            f"{len(changed)} of {len(bodies)} greedy answers changed in a batch though the server runs in its "
+            "batch-invariant mode (--infer-deterministic): "
+            + "; ".join(f"{a.body['messages'][0]['content']!r} {d.describe()}" for a, d in changed)
+            + f"\nreproduce (alone, then with {consistency_in_flight} others in flight): {changed[0][0].reproducer}"
         )
     outside = [(a, d) for a, d in judged if d.kind == "outside-top-k"]
     assert not outside, (

@@ -145,6 +145,22 @@ def test_schemas_swapped_between_concurrent_requests_fail_the_structured_check(p
     assert "empty-schema" not in broken
 
 
+def test_in_its_batch_invariant_mode_a_near_tie_flip_fails_and_identical_answers_pass(pytester):
+    """With ``--infer-deterministic`` the server promised answers that do not depend on the batch:
+    the near-tie flip that passes above fails; the correct fake, identical in a batch, passes."""
+    with FakeServer(diverge_in_batch("near-tie")) as srv:
+        flipped = run_suite(pytester, srv, "-k", "greedy", "--infer-deterministic")
+    outcome, message, _ = flipped[GREEDY]
+    assert outcome == "failed", (outcome, message)
+    assert (
+        "4 of 4 greedy answers changed in a batch though the server runs in its batch-invariant "
+        "mode (--infer-deterministic)" in message
+    )
+    with FakeServer(slow_request(lambda body: True, 0.1)) as srv:
+        identical = run_suite(pytester, srv, "-k", "greedy", "--infer-deterministic")
+    assert identical[GREEDY][0] == "passed", identical[GREEDY]
+
+
 @pytest.mark.parametrize(
     ("kind", "outcome", "said"),
     [
