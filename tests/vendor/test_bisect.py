@@ -140,3 +140,38 @@ def test_bisecting_ends_the_gate_does_not_call_a_regression_is_refused(tmp_path)
         bisect_releases(
             BROKEN, list(runs), Store(tmp_path, "transformers"), FakeRunner(runs), tmp_path / "w"
         )
+
+
+@pytest.mark.parametrize(
+    ("suite", "check", "node"),
+    [
+        (
+            "structured",
+            "test_known_bug_class[response_format-stream-absent-type]",
+            "test_known_bug_class[response_format-stream-probe-absent-type]",
+        ),
+        (
+            "conformance",
+            "errors.context-overflow-stream",
+            "test_check[errors.context-overflow-stream-probe]",
+        ),
+    ],
+)
+def test_the_selection_of_a_check_collects_its_test_whatever_the_target(
+    pytester, suite, check, node
+):
+    """The bisection runs one check by ``-k``; a check id leaves out the target, which a test id
+    carries among its parameters (the bisection of a structured check once selected nothing)."""
+    from pytest_infer.paths import bundled
+    from pytest_infer.vendor.watch import selection
+
+    result = pytester.runpytest_subprocess(
+        str(bundled("suites") / suite), "--co", "-q", "-p", "no:cacheprovider",
+        "--infer-endpoint=probe=http://127.0.0.1:9", "-k", selection(check),
+    )  # fmt: skip
+    assert any(line.endswith(node) for line in result.outlines), result.outlines[-5:]
+    unselected = pytester.runpytest_subprocess(
+        str(bundled("suites") / suite), "--co", "-q", "-p", "no:cacheprovider",
+        "--infer-endpoint=probe=http://127.0.0.1:9", "-k", check,
+    )  # fmt: skip
+    assert (node in "\n".join(unselected.outlines)) == ("[" not in check)
