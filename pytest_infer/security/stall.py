@@ -28,7 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,10 @@ class StallLimits:
         }
         if any(v <= 0 for v in values.values()):
             raise ValueError(f"{path}: every value must be positive")
-        return cls(**values)
+        if Path(path) == LIMITS_FILE:
+            return cls(**values)
+        # a file of some keys: the bundled file's values for the others, as its comments say
+        return replace(cls.load(), **values)
 
 
 def _chat(model: str, content: str = "Tell me a story.", **params: Any) -> dict[str, Any]:

@@ -303,3 +303,15 @@ def test_a_body_nested_past_the_parser_is_scanned_as_text():
     assert {leak.what for leak in scan_body(deep + " Traceback (most recent call last):")} == {
         "stack trace"
     }
+
+
+def test_a_stall_file_of_some_keys_takes_the_bundled_file_for_the_others(tmp_path):
+    """The bundled stall.yaml is where the defaults live: its values (before 2.5 s, hostile 5.0 s)
+    differ from the dataclass's own (3.0, 6.0), which a partial file once took instead."""
+    bundled = StallLimits.load()
+    partial = tmp_path / "stall.yaml"
+    partial.write_text("rate: 4.0\nbefore_s: 1.5\n")
+    limits = StallLimits.load(partial)
+    assert (limits.rate, limits.before_s) == (4.0, 1.5)
+    assert limits.hostile_timeout_s == bundled.hostile_timeout_s == 5.0
+    assert limits.after_s == bundled.after_s == 2.5 != StallLimits().after_s
