@@ -12,9 +12,8 @@ the batch is reported either way. The answers are judged by the structured suite
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from threading import Barrier
+from functools import partial
 from typing import Any
 
 from ..client.http import InferClient
@@ -23,7 +22,7 @@ from ..structured.classify import AnswerClass
 from ..structured.corpus import CORPUS
 from ..structured.runner import GREEDY, RESPONSE_FORMAT, Attempt, StructuredRunner
 from ..structured.strategies import token_budget
-from .kit import filler, send
+from .kit import at_once, filler, send
 from .mix import Verdict
 
 HEAD_START = 0.05  # seconds the others go first, so they are running when the schemas arrive
@@ -81,6 +80,11 @@ def _timed(runner: StructuredRunner, schema: Any, body: dict) -> Timed:
     return Timed(attempt, started, time.monotonic())
 
 
+def _span(client: InferClient, body: dict) -> tuple[float, float]:
+    answer = send(client, body)
+    return answer.started, answer.ended
+
+
 def run_under_load(client: InferClient, in_flight: int, timeout: float = 60.0) -> UnderLoad:
     """Every corpus schema alone twice, then all of them beside ``in_flight`` others, each of those
     asking four times the largest schema budget, so they are still running beside the schemas."""
@@ -96,23 +100,13 @@ def run_under_load(client: InferClient, in_flight: int, timeout: float = 60.0) -
         filler(client.model, i, 4 * max(b["max_tokens"] for _, b in cases))
         for i in range(in_flight)
     ]
-    gate = Barrier(len(others) + len(cases))
-
-    def other(body: dict) -> tuple[float, float]:
-        gate.wait(timeout=timeout)
-        answer = send(client, body)
-        return answer.started, answer.ended
-
-    def schema_request(schema: Any, body: dict) -> Timed:
-        gate.wait(timeout=timeout)
-        time.sleep(HEAD_START if others else 0.0)
-        return _timed(runner.separate(), schema, body)
-
-    with ThreadPoolExecutor(max_workers=len(others) + len(cases)) as pool:
-        filled = [pool.submit(other, body) for body in others]
-        batched = [pool.submit(schema_request, schema, body) for schema, body in cases]
-        out.batched = [f.result() for f in batched]
-        out.filler_spans = [f.result() for f in filled]
+    results: list[Any] = at_once(  # the fillers' spans, then the schemas' answers
+        [partial(_span, client, body) for body in others]
+        + [partial(_timed, runner.separate(), schema, body) for schema, body in cases],
+        [0.0] * len(others) + [HEAD_START if others else 0.0] * len(cases),
+        timeout,
+    )
+    out.filler_spans, out.batched = results[: len(others)], results[len(others) :]
     return out
 
 

@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import httpx
 
 from ..client.answers import CHAT, completion_problem
 from ..client.http import InferClient
+
+T = TypeVar("T")
 
 # top_logprobs asked for: a divergence whose token is among these is a near-tie, not a wrong kernel
 TOP_K = 5
@@ -162,6 +165,25 @@ def send(client: InferClient, body: dict) -> Answer:
     )
 
 
+def at_once(
+    calls: Sequence[Callable[[], T]], delays: Sequence[float], timeout: float | None
+) -> list[T]:
+    """Each call on its own thread, all released together, each after its delay; their results in
+    order."""
+    if not calls:
+        return []
+    gate = threading.Barrier(len(calls))
+
+    def one(call: Callable[[], T], delay: float) -> T:
+        gate.wait(timeout=timeout)
+        time.sleep(delay)
+        return call()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(one, call, delay) for call, delay in zip(calls, delays)]
+        return [f.result() for f in futures]
+
+
 def send_together(
     client: InferClient,
     bodies: Sequence[dict],
@@ -170,20 +192,12 @@ def send_together(
 ) -> list[Answer]:
     """Every body at once, the fillers ``head_start`` seconds first (so they are running when the
     others arrive); the bodies' answers in order, then the fillers'."""
-    everything = [*fillers, *bodies]
-    if not everything:
-        return []
-    gate = threading.Barrier(len(everything))
-
-    def one(body: dict, delay: float) -> Answer:
-        gate.wait(timeout=client.total_timeout)
-        time.sleep(delay)
-        return send(client, body)
-
-    with ThreadPoolExecutor(max_workers=len(everything)) as pool:
-        futures = [pool.submit(one, body, 0.0) for body in fillers]
-        futures += [pool.submit(one, body, head_start if fillers else 0.0) for body in bodies]
-        answers = [f.result() for f in futures]
+    delay = head_start if fillers else 0.0
+    answers = at_once(
+        [partial(send, client, body) for body in [*fillers, *bodies]],
+        [0.0] * len(fillers) + [delay] * len(bodies),
+        client.total_timeout,
+    )
     return answers[len(fillers) :] + answers[: len(fillers)]
 
 
