@@ -169,6 +169,9 @@ class LaunchSpec:
     # sets none and the engine's own default applies, which may be another than the plugin would
     # assume for the model
     context: int | None = None
+    # the listening socket belongs to the launched process or a child of it; False where another
+    # process listens for it (a container runtime's port proxy)
+    listens_in_tree: bool = True
 
 
 def launch_context(request: LaunchRequest, *flags: str) -> int | None:

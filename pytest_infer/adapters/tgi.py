@@ -55,7 +55,9 @@ class TGIAdapter(BaseAdapter):
                 argv += ["-e", "API_KEY"]  # value from the environment, not the argv
             argv += [env.image, *args]
             return LaunchSpec(
-                argv=argv, env={"API_KEY": request.api_key} if request.api_key else {}
+                argv=argv,
+                env={"API_KEY": request.api_key} if request.api_key else {},
+                listens_in_tree=False,
             )
         argv = [
             env.executable("text-generation-launcher"),

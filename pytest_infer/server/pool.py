@@ -37,7 +37,7 @@ from ..models import registry as models
 from ..options import DEFAULT_MEMORY_SHARE, MEMORY_LIMIT, InferOptions
 from ..results.model import Crash, ServerFacts, atomic_write_text
 from ..targets import Target
-from .process import ServerProcess, ServerStartError, free_port, running, tail
+from .process import PortTaken, ServerProcess, ServerStartError, free_port, running, tail
 
 LOG_WINDOW_BYTES = 1 << 20  # ``log_since`` reads at most this much of the log's end
 # How long an ``--infer-endpoint`` has to answer its first request (any HTTP status) before it is
@@ -48,6 +48,8 @@ REACH_TIMEOUT = 10.0
 # of the test that caused it, and the tests after it still deserve a server (the robustness suite
 # may crash one more than once); a server that keeps dying would otherwise cost a start-up per test.
 MAX_RESTARTS = 2
+# starts on a fresh port after another process took the one chosen (``PortTaken``)
+PORT_TRIES = 3
 STATE_POLL = 0.2  # how often a worker that found the server gone reads the controller's state file
 
 
@@ -355,32 +357,43 @@ class ServerPool:
         except Exception as exc:
             base.error = str(exc)
             return base
-        port = free_port(self.options.host)
-        base.base_url = _url(self.options.host, port)
         base.model_path = str(model_path)
-        spec = adapter.launch(
-            LaunchRequest(
-                model=str(model_path),
-                served_model_name=target.model,
-                host=self.options.host,
-                port=port,
-                environment=environment,
-                extra_args=target.server_args,
-                api_key=self.options.api_key,
-                version=version,
-                builtin=target.builtin,
+        for attempt in range(1, PORT_TRIES + 1):
+            port = free_port(self.options.host)
+            base.base_url = _url(self.options.host, port)
+            spec = adapter.launch(
+                LaunchRequest(
+                    model=str(model_path),
+                    served_model_name=target.model,
+                    host=self.options.host,
+                    port=port,
+                    environment=environment,
+                    extra_args=target.server_args,
+                    api_key=self.options.api_key,
+                    version=version,
+                    builtin=target.builtin,
+                )
             )
-        )
-        if target.deterministic is not None:
-            spec = target.deterministic.apply(spec)
-        base.notes, base.launch_context = spec.notes, spec.context
-        self._specs[target.id] = spec
-        endpoint = self.endpoint(base)
-        try:
-            base.start_seconds = self._launch(target.id, base, spec)
-        except ServerStartError as exc:
-            base.error = str(exc)
-            return base
+            if target.deterministic is not None:
+                spec = target.deterministic.apply(spec)
+            base.notes, base.launch_context = spec.notes, spec.context
+            self._specs[target.id] = spec
+            endpoint = self.endpoint(base)
+            try:
+                base.start_seconds = self._launch(target.id, base, spec)
+            except PortTaken as exc:
+                # another process bound the free port first: a new one avoids the race
+                if attempt == PORT_TRIES:
+                    base.error = str(exc)
+                    return base
+                log_path.parent.mkdir(parents=True, exist_ok=True)
+                with log_path.open("a") as log:
+                    log.write(f"\n--- pytest-infer: {exc}; starting it on another port ---\n")
+            except ServerStartError as exc:
+                base.error = str(exc)
+                return base
+            else:
+                break
         base.model = self._served_model(endpoint, spec.served_model) or target.model
         base.notes += self._send_first_requests(
             endpoint.with_model(base.model), spec.first_requests

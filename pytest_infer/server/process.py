@@ -33,6 +33,11 @@ class ServerStartError(InferError, RuntimeError):
     """The server exited or never became ready; the message carries its log tail."""
 
 
+class PortTaken(ServerStartError):
+    """Another process holds the port chosen for the server. ``free_port`` closes the port before
+    the server binds it, so another process can take it in between; a new port avoids the race."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.bind((host, 0))
@@ -48,6 +53,18 @@ def port_in_use(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _listens(connections, port: int) -> bool:
+    return any(
+        conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+        for conn in connections
+    )
+
+
+def listeners(port: int) -> set[int | None]:
+    """The processes listening on ``port``: None for one this user may not see (another user's)."""
+    return {conn.pid for conn in psutil.net_connections(kind="tcp") if _listens([conn], port)}
 
 
 def refuses(host: str, port: int, timeout: float = 0.25) -> bool:
@@ -292,7 +309,7 @@ class ServerProcess:
         if url.hostname and url.port and port_in_use(url.hostname, url.port):
             # Its readiness probe would succeed against the other process, and the tests would run
             # there.
-            raise ServerStartError(
+            raise PortTaken(
                 f"port {url.port} on {url.hostname} is already in use by another process; the "
                 "server was not started"
             )
@@ -374,6 +391,7 @@ class ServerProcess:
                 )
             try:
                 if probe():
+                    self._check_port_is_ours()
                     return clock() - started
             except NotServing as exc:
                 self.stop()
@@ -389,6 +407,29 @@ class ServerProcess:
                 )
             sleep(pause)
             pause = min(2 * pause, interval)
+
+    def _check_port_is_ours(self) -> None:
+        """The readiness probe may have been answered by another process that bound the port first
+        (this one then dies on its bind a moment later): the tests would run there. Raise
+        ``PortTaken`` where the port's listener is a known process outside this server's tree."""
+        port = urlparse(self.base_url).port
+        if port is None or not self.spec.listens_in_tree or self.proc is None:
+            return
+        try:
+            tree = [psutil.Process(self.proc.pid)]
+            tree += tree[0].children(recursive=True)
+            if any(_listens(process.net_connections(kind="tcp"), port) for process in tree):
+                return
+            owners = listeners(port)
+        except psutil.Error:
+            return  # gone meanwhile: the next poll sees the exit
+        strangers = {pid for pid in owners if pid is not None} - {process.pid for process in tree}
+        if strangers:
+            self.stop()
+            raise PortTaken(
+                f"port {port} was taken by another process (pid {min(strangers)}) while the "
+                "server started; its readiness probe was answered there"
+            )
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -323,6 +323,7 @@ def test_tgi_container_argv_publishes_loopback_port_only():
         "-e", "API_KEY", "ghcr.io/huggingface/text-generation-inference:3.3.4", "--model-id", "org/model-7b",
     ]  # fmt: skip
     assert "k" not in spec.argv
+    assert not spec.listens_in_tree, "the container runtime's proxy listens, not the docker client"
     assert registry.get("tgi").detect_version(env) == FrameworkVersion("3.3.4", source="image tag")
 
 

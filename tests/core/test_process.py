@@ -12,7 +12,14 @@ import pytest
 from pytest_infer.adapters.base import LaunchSpec
 from pytest_infer.client.endpoint import Endpoint
 from pytest_infer.server.pool import ServerPool
-from pytest_infer.server.process import ReadinessProbe, ServerProcess, ServerStartError, free_port
+from pytest_infer.server.process import (
+    PortTaken,
+    ReadinessProbe,
+    ServerProcess,
+    ServerStartError,
+    free_port,
+)
+from pytest_infer.testing.fakeserver import FakeServer
 
 from .fakeenv import pid_alive
 
@@ -217,5 +224,48 @@ def test_a_server_that_lists_no_model_is_ready_for_the_one_its_launch_names(tmp_
         assert not ReadinessProbe(endpoint, spec.ready_paths)(), (
             "nothing listed and nothing named: not ready yet"
         )
+    finally:
+        proc.stop()
+
+
+def test_a_probe_answered_by_another_process_is_no_start(tmp_path):
+    """The race after ``free_port``: another process binds the port after the check at start and
+    answers the probe while this server has not bound yet. Ready is refused, and the server
+    stopped."""
+    port = free_port()
+    proc = ServerProcess(
+        LaunchSpec(argv=[sys.executable, "-c", "import time; time.sleep(60)"]),
+        Endpoint(f"http://127.0.0.1:{port}"),
+        tmp_path / "server.log",
+        30.0,
+    )
+    proc.start()
+    try:
+        with FakeServer(port=port):
+            with pytest.raises(PortTaken, match=rf"port {port} was taken by another process"):
+                proc.wait_ready()
+        assert not proc.alive()
+    finally:
+        proc.stop()
+
+
+def test_a_probe_answered_by_a_child_of_the_server_is_a_start(tmp_path):
+    """The listener may be a child of the launched process (a launcher script): that is ours."""
+    port = free_port()
+    proc = ServerProcess(
+        LaunchSpec(
+            argv=[
+                "sh",
+                "-c",
+                f"{sys.executable} -m pytest_infer.testing.fakeserver --port {port}; true",
+            ]
+        ),
+        Endpoint(f"http://127.0.0.1:{port}"),
+        tmp_path / "server.log",
+        30.0,
+    )
+    proc.start()
+    try:
+        assert proc.wait_ready() < 30
     finally:
         proc.stop()

@@ -18,6 +18,7 @@ import psutil
 import pytest
 from core.fakeenv import launches, make_fake_env, pid_alive
 
+from pytest_infer.server.process import free_port
 from pytest_infer.testing.fakeserver import FakeServer
 
 SESSION = """
@@ -276,3 +277,24 @@ def test_port_already_in_use(pytester, tmp_path, monkeypatch):
     assert outcomes(pytester) == {"test_1": "error", "test_2": "not_run", "test_3": "not_run"}
     assert not chats, f"the tests ran against the other server: {chats}"
     assert launches(env) == [], "nothing was started on a taken port"
+
+
+def test_a_taken_port_is_left_for_a_fresh_one(pytester, tmp_path, monkeypatch):
+    """Another process took the free port first: the server starts on another, and the tests run
+    there, never on the other process."""
+    env = make_fake_env(tmp_path / "vllm-port-again")
+    pytester.makepyfile(test_session=SESSION)
+    with FakeServer() as other:
+        taken = int(other.base_url.rsplit(":", 1)[1])
+        ports = iter([taken])
+        monkeypatch.setattr(
+            "pytest_infer.server.pool.free_port",
+            lambda host="127.0.0.1": next(ports, None) or free_port(host),
+        )
+        result = pytester.runpytest(*args(env))
+        chats = [r for r in other.requests if r[1].startswith("/v1/chat")]
+    result.assert_outcomes(passed=4)
+    assert not chats, f"the tests ran against the other server: {chats}"
+    assert len(launches(env)) == 1, "started once, on the fresh port"
+    log = (pytester.path / "infer-report" / "servers" / "vllm.log").read_text()
+    assert f"port {taken} on 127.0.0.1 is already in use by another process" in log
