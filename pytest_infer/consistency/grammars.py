@@ -22,7 +22,7 @@ from ..structured.classify import AnswerClass
 from ..structured.corpus import CORPUS
 from ..structured.runner import GREEDY, RESPONSE_FORMAT, Attempt, StructuredRunner
 from ..structured.strategies import token_budget
-from .kit import at_once, filler, send
+from .kit import at_once, filler, overlaps, send
 from .mix import Verdict
 
 HEAD_START = 0.05  # seconds the others go first, so they are running when the schemas arrive
@@ -58,8 +58,7 @@ class UnderLoad:
         """Batched requests that ran while another request was in flight."""
         spans = [(t.started, t.ended) for t in self.batched] + self.filler_spans
         return sum(
-            any(s < t.ended and e > t.started for j, (s, e) in enumerate(spans) if j != i)
-            for i, t in enumerate(self.batched)
+            overlaps(spans[i], spans[:i] + spans[i + 1 :]) > 0 for i in range(len(self.batched))
         )
 
     def to_json(self) -> dict[str, Any]:

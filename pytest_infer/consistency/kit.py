@@ -127,13 +127,20 @@ class Answer:
         usage = self.data.get("usage") if isinstance(self.data, dict) else None
         return usage.get("completion_tokens") if isinstance(usage, dict) else None
 
+    @property
+    def span(self) -> tuple[float, float]:
+        return self.started, self.ended
+
     def overlap(self, others: Sequence[Answer]) -> int:
-        """How many of ``others`` were open at some moment while this one was (client-side
-        clocks).
-        """
-        return sum(
-            1 for o in others if o is not self and o.started < self.ended and o.ended > self.started
-        )
+        """How many of ``others`` were open at some moment while this one was."""
+        return overlaps(self.span, [o.span for o in others if o is not self])
+
+
+def overlaps(span: tuple[float, float], others: Sequence[tuple[float, float]]) -> int:
+    """How many of the ``others`` (start, end) were open at some moment while ``span`` was, on the
+    client's clock: whether requests overlapped on the server is what a batch test must show."""
+    started, ended = span
+    return sum(1 for s, e in others if s < ended and e > started)
 
 
 def send(client: InferClient, body: dict) -> Answer:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..outcomes import Outcome, words
@@ -57,6 +58,103 @@ PARAM_CSS = {
 }
 
 
+def _batch_rows(b: dict[str, Any]) -> dict[str, Cell]:
+    """One target's rows of greedy answers alone against in a batch."""
+    share = b["identical"] / b["prompts"]
+    return {
+        "identical answers": Cell(
+            f"{b['identical']}/{b['prompts']}",
+            "" if share == 1 else Outcome.FAILED if b["outside_top_k"] else "",
+            value=share,
+        ),
+        "near-tie flips": Cell(str(b["near_ties"]), value=float(b["near_ties"])),
+        "divergences outside the top-k": Cell(
+            str(b["outside_top_k"]),
+            Outcome.FAILED if b["outside_top_k"] else "",
+            value=float(b["outside_top_k"]),
+        ),
+        "divergences without logprobs": Cell(
+            str(b["unclassified"]),
+            "invalid" if b["unclassified"] else "",
+            value=float(b["unclassified"]),
+        ),
+        "first divergence (token)": Cell(
+            ", ".join(map(str, b["first_divergence"])) or "none",
+            "",
+            "; ".join(b.get("divergences", [])),
+        ),
+        "other requests in flight": Cell(
+            f"{b['in_flight']} (overlapping: {b['overlapped']}/{b['prompts']})"
+        ),
+    }
+
+
+def _structured_rows(g: dict[str, Any]) -> dict[str, Cell]:
+    """One target's rows of the structured corpus alone against in a batch."""
+    return {
+        "valid alone": Cell(
+            f"{g['valid_alone']}/{g['schemas']}", value=g["valid_alone"] / g["schemas"]
+        ),
+        "valid in the batch": Cell(
+            f"{g['valid_in_batch']}/{g['schemas']}",
+            value=g["valid_in_batch"] / g["schemas"],
+        ),
+        "valid alone twice, not in the batch": Cell(
+            f"{len(g['broken'])}/{g['held_to']}",
+            Outcome.FAILED if g["broken"] else "",
+            ", ".join(g["broken"]),
+            value=float(len(g["broken"])),
+        ),
+        "other requests in flight": Cell(
+            f"{g['in_flight']} (overlapping: {g['overlapped']}/{g['schemas']})"
+        ),
+    }
+
+
+def _numerics_rows(n: dict[str, Any]) -> dict[str, Cell]:
+    """One target's rows of numerics against the reference."""
+    return {
+        "greedy tokens agreeing with the reference": Cell(
+            f"{n['agreed']}/{n['compared']}", value=n["agreed"] / n["compared"]
+        ),
+        "largest logprob difference on them": Cell(
+            f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]
+        ),
+        "disagreements: near-ties": Cell(str(n["near_ties"])),
+        "disagreements: outside the top-k": Cell(
+            str(n["outside_top_k"]),
+            Outcome.FAILED if n["outside_top_k"] else "",
+            "; ".join(json.dumps(d) for d in n.get("disagreements", []))[:500],
+        ),
+    }
+
+
+# (title, column, part of a target's counts, the count that says it was measured, its rows)
+SECTIONS: tuple[tuple[str, str, str, str, Callable[[dict[str, Any]], dict[str, Cell]]], ...] = (
+    (
+        "Consistency: greedy answers alone and in a batch",
+        "alone vs batch",
+        "batch",
+        "prompts",
+        _batch_rows,
+    ),
+    (
+        "Consistency: structured answers alone and in a batch",
+        "schemas alone vs batch",
+        "structured",
+        "schemas",
+        _structured_rows,
+    ),
+    (
+        "Consistency: numerics against the reference (transformers)",
+        "numerics",
+        "numerics",
+        "compared",
+        _numerics_rows,
+    ),
+)
+
+
 class ConsistencyTable(TargetTable):
     """``{target: {"batch": {prompts, in_flight, overlapped, identical, near_ties, outside_top_k,
     unclassified, first_divergence, divergences}, "structured": {schemas, in_flight, valid_alone,
@@ -80,110 +178,15 @@ class ConsistencyTable(TargetTable):
 
     def sections(self) -> list[Section]:
         out = []
-        batch: dict[str, dict[str, Cell]] = {}
-        for target, data in self.counts.items():
-            b = data.get("batch") or {}
-            if not b.get("prompts"):
-                continue
-            share = b["identical"] / b["prompts"]
-            rows = {
-                "identical answers": Cell(
-                    f"{b['identical']}/{b['prompts']}",
-                    "" if share == 1 else Outcome.FAILED if b["outside_top_k"] else "",
-                    value=share,
-                ),
-                "near-tie flips": Cell(str(b["near_ties"]), value=float(b["near_ties"])),
-                "divergences outside the top-k": Cell(
-                    str(b["outside_top_k"]),
-                    Outcome.FAILED if b["outside_top_k"] else "",
-                    value=float(b["outside_top_k"]),
-                ),
-                "divergences without logprobs": Cell(
-                    str(b["unclassified"]),
-                    "invalid" if b["unclassified"] else "",
-                    value=float(b["unclassified"]),
-                ),
-                "first divergence (token)": Cell(
-                    ", ".join(map(str, b["first_divergence"])) or "none",
-                    "",
-                    "; ".join(b.get("divergences", [])),
-                ),
-                "other requests in flight": Cell(
-                    f"{b['in_flight']} (overlapping: {b['overlapped']}/{b['prompts']})"
-                ),
-            }
-            for row, cell in rows.items():
-                batch.setdefault(row, {})[target] = cell
-        if batch:
-            out.append(
-                Section(
-                    "Consistency: greedy answers alone and in a batch",
-                    "alone vs batch",
-                    batch,
-                )
-            )
-        structured: dict[str, dict[str, Cell]] = {}
-        for target, data in self.counts.items():
-            g = data.get("structured") or {}
-            if not g.get("schemas"):
-                continue
-            rows = {
-                "valid alone": Cell(
-                    f"{g['valid_alone']}/{g['schemas']}", value=g["valid_alone"] / g["schemas"]
-                ),
-                "valid in the batch": Cell(
-                    f"{g['valid_in_batch']}/{g['schemas']}",
-                    value=g["valid_in_batch"] / g["schemas"],
-                ),
-                "valid alone twice, not in the batch": Cell(
-                    f"{len(g['broken'])}/{g['held_to']}",
-                    Outcome.FAILED if g["broken"] else "",
-                    ", ".join(g["broken"]),
-                    value=float(len(g["broken"])),
-                ),
-                "other requests in flight": Cell(
-                    f"{g['in_flight']} (overlapping: {g['overlapped']}/{g['schemas']})"
-                ),
-            }
-            for row, cell in rows.items():
-                structured.setdefault(row, {})[target] = cell
-        if structured:
-            out.append(
-                Section(
-                    "Consistency: structured answers alone and in a batch",
-                    "schemas alone vs batch",
-                    structured,
-                )
-            )
-        numerics: dict[str, dict[str, Cell]] = {}
-        for target, data in self.counts.items():
-            n = data.get("numerics") or {}
-            if not n.get("compared"):
-                continue
-            rows = {
-                "greedy tokens agreeing with the reference": Cell(
-                    f"{n['agreed']}/{n['compared']}", value=n["agreed"] / n["compared"]
-                ),
-                "largest logprob difference on them": Cell(
-                    f"{n['max_logprob_diff']:.4f}", value=n["max_logprob_diff"]
-                ),
-                "disagreements: near-ties": Cell(str(n["near_ties"])),
-                "disagreements: outside the top-k": Cell(
-                    str(n["outside_top_k"]),
-                    Outcome.FAILED if n["outside_top_k"] else "",
-                    "; ".join(json.dumps(d) for d in n.get("disagreements", []))[:500],
-                ),
-            }
-            for row, cell in rows.items():
-                numerics.setdefault(row, {})[target] = cell
-        if numerics:
-            out.append(
-                Section(
-                    "Consistency: numerics against the reference (transformers)",
-                    "numerics",
-                    numerics,
-                )
-            )
+        for title, column, part, present, rows in SECTIONS:
+            grid: dict[str, dict[str, Cell]] = {}
+            for target, data in self.counts.items():
+                values = data.get(part) or {}
+                if values.get(present):
+                    for row, cell in rows(values).items():
+                        grid.setdefault(row, {})[target] = cell
+            if grid:
+                out.append(Section(title, column, grid))
         params: dict[str, dict[str, Cell]] = {}
         for target, data in self.counts.items():
             for check, verdict in sorted(data.get("params", {}).items()):
