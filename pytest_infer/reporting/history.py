@@ -113,11 +113,16 @@ def run_state(results: SessionResults, target: str) -> str:
 
 
 def build_history(
-    parts: list[tuple[str, SessionResults]], settings: Mapping[str, Any] | None = None
+    parts: list[tuple[str, SessionResults]],
+    settings: Mapping[str, Any] | None = None,
+    in_given_order: bool = False,
 ) -> tuple[SessionResults, History]:
     """Merge one results file per version (``(source, results)``) and compare each sound version
     with the sound one before it, each suite's table under its ``settings`` (by suite name, as the
-    gate takes them)."""
+    gate takes them).
+
+    Versions are ordered by the version each server reported, or ``in_given_order`` (the parts'
+    order: a vendor history's release order, where a build reports a commit, not a number)."""
     settings = dict(settings or {})
     # renames targets that share an id (``vllm`` in every file) in the parts too
     merged = combine(parts)
@@ -130,8 +135,13 @@ def build_history(
             VersionRun(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts)
         )
     steps = []
+    given = list(merged.targets)
     for framework, versions in sorted(by_framework.items()):
-        versions.sort(key=lambda v: version_key(v.version))
+        versions.sort(
+            key=(lambda v: given.index(v.target))
+            if in_given_order
+            else (lambda v: version_key(v.version))
+        )
         before: VersionRun | None = None
         skipped: list[str] = []
         for v in versions:

@@ -70,7 +70,7 @@ class EngineSite:
         site.runs = dict(parts)
         if not parts:
             return site
-        site.merged, site.history = build_history(parts)
+        site.merged, site.history = build_history(parts, in_given_order=True)
         by_label = {e.label: e for e in site.entries if e.judged}
         for runs in site.history.versions.values():
             site.columns += [(by_label[v.version], v.target) for v in runs if v.version in by_label]

@@ -202,7 +202,7 @@ def regate(store: Store) -> None:
     """Each judged release's verdict against the judged release before it, by the gate as it stands
     (``build_history``: the gate along the release line), written into its entry: a release judged
     later that falls between two stored ones changes the step after it too."""
-    _, history = build_history(store.parts())
+    _, history = build_history(store.parts(), in_given_order=True)
     steps = {s.after: s for s in history.steps}
     by_label = {e.label: e.version for e in store.judged()}
     for entry in store.judged():

@@ -183,3 +183,16 @@ def test_a_release_judged_later_between_two_stored_ones_regates_the_step_after_i
     verdicts = {e.version: (e.before, e.verdict.split(" (")[0]) for e in store.entries()}
     assert verdicts["5.24.0"] == ("5.23.0", "FAIL: 1 regression")
     assert verdicts["5.25.0"][0] == "5.24.0" and verdicts["5.25.0"][1].startswith("PASS")
+
+
+def test_releases_are_gated_in_release_order_whatever_their_servers_report(tmp_path: Path):
+    """A llama.cpp binding release reports its build (b9976), or a commit where it has no build
+    number: the history's order is the releases', not the labels'."""
+    store = Store(tmp_path, "transformers")
+    runs = {"5.1.0": release("b200"), "5.2.0": release("b100", {BROKEN: "failed"})}
+    watch(HF, store, FakeRunner(runs), ["5.1.0", "5.2.0"], tmp_path / "work")
+    verdicts = {e.version: (e.label, e.before, e.verdict.split(" (")[0]) for e in store.entries()}
+    assert verdicts == {
+        "5.1.0": ("b200", "", "first judged release: nothing to compare with"),
+        "5.2.0": ("b100", "5.1.0", "FAIL: 1 regression"),
+    }
