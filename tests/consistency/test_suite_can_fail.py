@@ -123,7 +123,13 @@ def test_parameters_swapped_between_concurrent_requests_fail_every_parameter_che
     for check in CHECKS:
         outcome, message, _ = found[PARAMS.format(check)]
         assert outcome == "failed", (check, outcome, message)
-    assert "differently in the batch than alone" in found[PARAMS.format("seeds")][1]
+    # the partner the fault pairs a seeded request with is arrival order's: a sampled one changes
+    # its text, a named tool choice turns its answer into a call with no content
+    seeds = found[PARAMS.format("seeds")][1]
+    assert (
+        "differently in the batch than alone" in seeds
+        or "in the batch was not answered (HTTP 200 but choices[0].message.content" in seeds
+    ), seeds
     assert found["table"]["params"]["schemas"]["outcome"] == "failed"
 
 
