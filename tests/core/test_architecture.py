@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_infer.paths import cache_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -336,14 +338,17 @@ def test_the_linter_and_formatter_pass_on_the_package_its_suites_and_tests(
 
 def test_the_type_checker_passes_on_the_package_and_catches_a_wrong_type(tmp_path: Path):
     """One mypy run (the slowest tool here) on a copy of the package where a results field gets the wrong type: the
-    injected error is the only one, so the package itself type-checks and the configuration catches a wrong type."""
+    injected error is the only one, so the package itself type-checks and the configuration catches a wrong type.
+
+    Its cache lives in the user's cache, not the clone: mypy re-reads a module whose hash changed, so a
+    clean clone's copy is checked from the cache in about 2 s against 24 s without (45 s in the busy lane)."""
     copy_with(
         tmp_path,
         "results/views.py",
         "\n\ndef _broken(results: SessionResults) -> int:\n    return results.targets\n",
     )
     run = subprocess.run(
-        [tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null"],
+        [tool("mypy"), "--cache-dir", str(cache_dir() / "mypy")],
         cwd=tmp_path,
         capture_output=True,
         text=True,
