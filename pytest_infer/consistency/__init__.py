@@ -3,8 +3,9 @@ parameters?
 
 Public API for the bundled suite and users' own checks: sending alone and together (``send``,
 ``send_together``, ``Answer``), comparing two answers to one request (``compare``, ``Divergence``,
-``Tally``), the mixed-parameter batch (``run_mix``, ``Mix``, ``CHECKS``), the corpus's schemas
-under load (``run_under_load``, ``judge_under_load``) and the suite's table.
+``Tally``), the mixed-parameter batch (``run_mix``, ``Mix``, ``CHECKS``), the corpus's schemas and
+the tool parser's scripts under load (``structured_under_load``, ``tools_under_load``,
+``judge_under_load``) and the suite's table.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ _NAMES = {
     "run_mix": "mix",
     "CHECKS": "mix",
     "Verdict": "mix",
-    "run_under_load": "grammars",
-    "judge_under_load": "grammars",
-    "UnderLoad": "grammars",
+    "structured_under_load": "underload",
+    "tools_under_load": "underload",
+    "judge_under_load": "underload",
+    "UnderLoad": "underload",
     "ConsistencyTable": "table",
 }
 __getattr__, __dir__ = exports(__name__, _NAMES)

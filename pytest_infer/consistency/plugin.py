@@ -4,6 +4,7 @@ once per target."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -73,6 +74,26 @@ def consistency_mix(infer_server, infer_endpoint) -> Mix:
 
     with InferClient(infer_endpoint) as client:
         return run_mix(client)
+
+
+@pytest.fixture
+def consistency_scripting(infer_live_server, infer_endpoint, infer_target) -> Iterator[Any]:
+    """A conformance ``CheckContext`` that knows how to force this server's model to write a given
+    text, and which parsers it runs (the tool parser's scripts under load); it records nothing in
+    the conformance table."""
+    # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
+    from ..conformance.context import CheckContext
+    from ..conformance.plugin import scripting
+
+    with CheckContext(
+        infer_endpoint,
+        framework=infer_live_server.framework,
+        version=infer_live_server.version,
+        scripting=scripting(
+            infer_live_server.adapter, infer_live_server.version, infer_target.parsers
+        ),
+    ) as ctx:
+        yield ctx
 
 
 @pytest.fixture(scope="session")

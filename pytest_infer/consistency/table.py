@@ -1,6 +1,7 @@
 """The consistency suite's results: per target, greedy answers alone against in a batch (identical,
 near-tie flips, divergences outside the top-k, where they part), the structured corpus's answers
-valid alone and in a batch, and each per-request parameter check's verdict on the mixed batch."""
+valid and the tool parser's scripts parsed alone and in a batch, and each per-request parameter
+check's verdict on the mixed batch."""
 
 from __future__ import annotations
 
@@ -21,8 +22,13 @@ MAX_LOGPROB_DIFF = 0.5
 # severity)
 CAUSES = (
     (
-        re.compile(r"schemas answered validly alone were not in a batch"),
+        re.compile(r"schemas valid alone were not in a batch"),
         "a request's schema is not applied to its own answer in a batch",
+        "critical",
+    ),
+    (
+        re.compile(r"scripts parsed as scripted alone were not in a batch"),
+        "a request's tool calls are not parsed from its own text in a batch",
         "critical",
     ),
     (
@@ -51,6 +57,11 @@ CAUSES = (
         "critical",
     ),
 )
+# the parts judged alone and under load (underload.py): what the gate calls them, and a right answer
+UNDER_LOAD = {
+    "structured": ("structured answers valid", "valid"),
+    "tools": ("tool calls parsed as scripted", "parsed as scripted"),
+}
 # A parameter check's cell: drawn as its outcome; inconclusive as an invalid measurement.
 PARAM_CSS = {
     **{o: o.value for o in (Outcome.PASSED, Outcome.FAILED, Outcome.NOT_EXERCISED)},
@@ -89,26 +100,28 @@ def _batch_rows(b: dict[str, Any]) -> dict[str, Cell]:
     }
 
 
-def _structured_rows(g: dict[str, Any]) -> dict[str, Cell]:
-    """One target's rows of the structured corpus alone against in a batch."""
-    return {
-        "valid alone": Cell(
-            f"{g['valid_alone']}/{g['schemas']}", value=g["valid_alone"] / g["schemas"]
-        ),
-        "valid in the batch": Cell(
-            f"{g['valid_in_batch']}/{g['schemas']}",
-            value=g["valid_in_batch"] / g["schemas"],
-        ),
-        "valid alone twice, not in the batch": Cell(
-            f"{len(g['broken'])}/{g['held_to']}",
-            Outcome.FAILED if g["broken"] else "",
-            ", ".join(g["broken"]),
-            value=float(len(g["broken"])),
-        ),
-        "other requests in flight": Cell(
-            f"{g['in_flight']} (overlapping: {g['overlapped']}/{g['schemas']})"
-        ),
-    }
+def _under_load_rows(right: str) -> Callable[[dict[str, Any]], dict[str, Cell]]:
+    """One target's rows of cases answered ``right`` alone against in a batch (underload.py)."""
+
+    def rows(g: dict[str, Any]) -> dict[str, Cell]:
+        n = g["cases"]
+        return {
+            f"{right} alone": Cell(f"{g['right_alone']}/{n}", value=g["right_alone"] / n),
+            f"{right} in the batch": Cell(
+                f"{g['right_in_batch']}/{n}", value=g["right_in_batch"] / n
+            ),
+            f"{right} alone twice, not in the batch": Cell(
+                f"{len(g['broken'])}/{g['held_to']}",
+                Outcome.FAILED if g["broken"] else "",
+                ", ".join(g["broken"]),
+                value=float(len(g["broken"])),
+            ),
+            "other requests in flight": Cell(
+                f"{g['in_flight']} (overlapping: {g['overlapped']}/{n})"
+            ),
+        }
+
+    return rows
 
 
 def _numerics_rows(n: dict[str, Any]) -> dict[str, Cell]:
@@ -142,8 +155,15 @@ SECTIONS: tuple[tuple[str, str, str, str, Callable[[dict[str, Any]], dict[str, C
         "Consistency: structured answers alone and in a batch",
         "schemas alone vs batch",
         "structured",
-        "schemas",
-        _structured_rows,
+        "cases",
+        _under_load_rows("valid"),
+    ),
+    (
+        "Consistency: tool calls parsed alone and in a batch",
+        "scripts alone vs batch",
+        "tools",
+        "cases",
+        _under_load_rows("parsed as scripted"),
     ),
     (
         "Consistency: numerics against the reference (transformers)",
@@ -157,8 +177,9 @@ SECTIONS: tuple[tuple[str, str, str, str, Callable[[dict[str, Any]], dict[str, C
 
 class ConsistencyTable(TargetTable):
     """``{target: {"batch": {prompts, in_flight, overlapped, identical, near_ties, outside_top_k,
-    unclassified, first_divergence, divergences}, "structured": {schemas, in_flight, valid_alone,
-    valid_in_batch, held_to, overlapped, broken}, "params": {check: {"outcome", "message"}}}}``."""
+    unclassified, first_divergence, divergences}, "structured" and "tools": {cases, in_flight,
+    right_alone, right_in_batch, held_to, overlapped, broken}, "params": {check: {"outcome",
+    "message"}}}}``."""
 
     kind = "consistency table"
 
@@ -171,7 +192,7 @@ class ConsistencyTable(TargetTable):
     def merge(self, other: Table) -> None:
         for target, theirs in other.to_json().items():
             mine = self.target(target)
-            for part in ("batch", "numerics", "structured"):
+            for part in ("batch", "numerics", *UNDER_LOAD):
                 if theirs.get(part):
                     mine[part] = theirs[part]
             mine["params"].update(theirs.get("params", {}))
@@ -265,21 +286,23 @@ class ConsistencyTable(TargetTable):
                         f"(limit {MAX_LOGPROB_DIFF})",
                     )
                 )
-        old_g, new_g = before.get("structured") or {}, after.get("structured") or {}
-        if old_g.get("schemas") and new_g.get("schemas"):
-            newly = sorted(set(new_g["broken"]) - set(old_g["broken"]))
-            if newly:
-                found.append(
-                    Finding(
-                        "regression",
-                        "consistency",
-                        pairing.label,
-                        "structured answers valid alone and in a batch",
-                        f"{len(old_g['broken'])} broken in the batch",
-                        f"{len(new_g['broken'])} broken in the batch",
-                        f"valid alone, not in a batch of {new_g['in_flight']}: {', '.join(newly)}",
+        for part, (subject, right) in UNDER_LOAD.items():
+            old_g, new_g = before.get(part) or {}, after.get(part) or {}
+            if old_g.get("cases") and new_g.get("cases"):
+                newly = sorted(set(new_g["broken"]) - set(old_g["broken"]))
+                if newly:
+                    found.append(
+                        Finding(
+                            "regression",
+                            "consistency",
+                            pairing.label,
+                            f"{subject} alone and in a batch",
+                            f"{len(old_g['broken'])} broken in the batch",
+                            f"{len(new_g['broken'])} broken in the batch",
+                            f"{right} alone, not in a batch of {new_g['in_flight']}: "
+                            f"{', '.join(newly)}",
+                        )
                     )
-                )
         for check, verdict in after.get("params", {}).items():
             was_outcome = (before.get("params", {}).get(check) or {}).get("outcome")
             if verdict.get("outcome") == Outcome.FAILED and was_outcome == Outcome.PASSED:

@@ -11,8 +11,8 @@ stop strings, logit bias, grammars, logprobs) applied to the wrong request or to
   ``--infer-deterministic`` (the engine's batch-invariant mode) every change fails, a near-tie too.
 - Every request keeps its own parameters: one batch mixing requests of distinct settings, each sent alone twice as the
   control (pytest_infer/consistency/mix.py says what each check asks).
-- Structured answers under load: the structured corpus's schemas, valid alone twice, must stay valid in a batch
-  (pytest_infer/consistency/grammars.py).
+- Under load: the structured corpus's schemas, valid alone twice, must stay valid in a batch, and the tool
+  parser's scripted outputs, parsed as scripted alone twice, must stay so (pytest_infer/consistency/underload.py).
 """
 
 from __future__ import annotations
@@ -28,12 +28,17 @@ from pytest_infer.consistency import (
     filler,
     greedy,
     judge_under_load,
-    run_under_load,
     send,
     send_together,
 )
 from pytest_infer.consistency.reference import MAX_LOGPROB_DIFF, agreement, server_steps
 from pytest_infer.consistency.reference import PROMPTS as NUMERICS_PROMPTS
+from pytest_infer.consistency.underload import (
+    STRUCTURED,
+    TOOLS,
+    structured_under_load,
+    tools_under_load,
+)
 from pytest_infer.outcomes import NotExercised
 
 pytestmark = pytest.mark.consistency
@@ -151,12 +156,29 @@ def test_structured_answers_alone_and_in_a_batch_agree(
     infer_live_server, infer_endpoint, consistency_in_flight, consistency_record, infer_record
 ):
     with InferClient(infer_endpoint) as client:
-        under_load = run_under_load(client, consistency_in_flight)
-    consistency_record["structured"] = under_load.to_json()
-    verdict = judge_under_load(under_load)
+        under_load = structured_under_load(client, consistency_in_flight)
+    _judge_under_load(under_load, STRUCTURED, consistency_record, "structured", infer_record)
+
+
+def test_tool_calls_alone_and_in_a_batch_agree(
+    infer_live_server,
+    infer_endpoint,
+    consistency_scripting,
+    consistency_in_flight,
+    consistency_record,
+    infer_record,
+):
+    with InferClient(infer_endpoint) as client:
+        under_load = tools_under_load(consistency_scripting, client, consistency_in_flight)
+    _judge_under_load(under_load, TOOLS, consistency_record, "tools", infer_record)
+
+
+def _judge_under_load(under_load, nouns, consistency_record, part: str, infer_record) -> None:
+    consistency_record[part] = under_load.to_json()
+    verdict = judge_under_load(under_load, nouns)
     if verdict.outcome in OUTCOMES:
         raise OUTCOMES[verdict.outcome](verdict.message)
-    infer_record("infer_reproducer", under_load.alone[0].attempt.curl)
+    infer_record("infer_reproducer", under_load.alone[0].curl)
     assert verdict.outcome == "passed", verdict.message
     infer_record("infer_evidence", verdict.message)
 

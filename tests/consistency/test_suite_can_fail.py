@@ -6,6 +6,7 @@ tests/core/test_null_servers.py."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from pytest_infer.consistency import CHECKS
 from pytest_infer.structured.corpus import CORPUS
 from pytest_infer.testing.fakeserver import (
+    TOOL_PARSER,
     Deviation,
     FakeServer,
     diverge_in_batch,
@@ -31,6 +33,9 @@ GREEDY = "test_greedy_answers_alone_and_in_a_batch_agree"
 PARAMS = "test_each_request_keeps_its_own_parameters_in_a_batch[{}]"
 NUMERICS = "test_numerics_match_the_reference"
 STRUCTURED = "test_structured_answers_alone_and_in_a_batch_agree"
+TOOLS = "test_tool_calls_alone_and_in_a_batch_agree"
+# the fake forces text as vLLM does and parses it as hermes does
+SCRIPTED = ("--infer-framework=vllm", f"--infer-parser={TOOL_PARSER}")
 
 
 def _instance(schema: Any) -> Any:
@@ -67,14 +72,16 @@ def run_suite(
     )  # fmt: skip
     results = json.loads((pytester.path / "report" / "results.json").read_text())
     found = {
-        t["nodeid"].split("::")[-1].replace("endpoint-", "").replace("[endpoint]", ""): (
+        re.sub(r"\[(?:endpoint|vllm)\]$", "", t["nodeid"].split("::")[-1])
+        .replace("[endpoint-", "[")
+        .replace("[vllm-", "["): (
             t["outcome"],
             t.get("message") or "",
             t["extra"].get("evidence", ""),
         )
         for t in results["tests"]
     }
-    found["table"] = results["consistency"]["endpoint"]
+    (found["table"],) = results["consistency"].values()
     return found
 
 
@@ -90,8 +97,10 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
             **{PARAMS.format(check): "passed" for check in CHECKS},
             NUMERICS: "not_exercised",  # fake-model has no reference implementation; the test below brings one
             STRUCTURED: "passed",
+            TOOLS: "not_exercised",  # no tool parser named: nothing to script; the test below names one
         }
     ), found
+    assert "not drivable: no tool parser known for this server" in found[TOOLS][1]
     assert "fake-model is not a built-in model" in found[NUMERICS][1]
     assert found[GREEDY][2].startswith(
         "4 of 4 greedy answers (16 tokens) identical alone and with 8 others in flight"
@@ -107,7 +116,7 @@ def test_a_correct_server_passes_every_check_naming_what_it_judged(pytester):
     )
     assert table["batch"]["identical"] == 4 and table["batch"]["overlapped"] == 4
     assert found[STRUCTURED][2].startswith(
-        f"{len(CORPUS)} corpus schemas valid alone (twice, greedy) stayed valid in a batch (valid alone "
+        f"{len(CORPUS)} corpus schemas valid alone (twice, greedy) stayed so in a batch (valid alone "
         f"{len(CORPUS)} of {len(CORPUS)}, in the batch {len(CORPUS)} of {len(CORPUS)}, with 8 others in flight"
     ), found[STRUCTURED]
     assert table["structured"]["broken"] == [] and table["structured"]["overlapped"] == len(CORPUS)
@@ -142,13 +151,42 @@ def test_schemas_swapped_between_concurrent_requests_fail_the_structured_check(p
     outcome, message, _ = found[STRUCTURED]
     broken = found["table"]["structured"]["broken"]
     assert outcome == "failed", (outcome, message)
-    assert f"{len(broken)} of {len(CORPUS)} schemas answered validly alone were not" in message
+    assert f"{len(broken)} of {len(CORPUS)} schemas valid alone were not" in message
     assert (
         "with 8 others in flight" in message
         and "reproduce (alone, then with 8 others in flight): curl" in message
     )
     assert len(broken) >= 5 and all(f"{name}: alone " in message for name in broken), broken
     assert "empty-schema" not in broken
+
+
+def test_tool_calls_scripted_alone_stay_parsed_so_in_a_batch(pytester):
+    """The fake, slowed so the batch overlaps, parses each request's own forced text: every script
+    (one call, two, nested and escaped arguments, plain text) comes back as written, alone and in
+    a batch."""
+    with FakeServer(slow_request(lambda body: True, 0.1)) as srv:
+        found = run_suite(pytester, srv, "-k", "tool_calls", *SCRIPTED)
+    outcome, message, evidence = found[TOOLS]
+    assert outcome == "passed", (outcome, message)
+    assert evidence.startswith(
+        "5 scripted tool outputs parsed as scripted alone (twice, greedy) stayed so in a batch "
+        "(parsed as scripted alone 5 of 5, in the batch 5 of 5, with 8 others in flight"
+    ), evidence
+    assert found["table"]["tools"]["broken"] == [] and found["table"]["tools"]["overlapped"] == 5
+
+
+def test_scripts_swapped_between_concurrent_requests_fail_the_tool_call_check(pytester):
+    """The swap fault on the scripted tool outputs: in the batch a request is answered with another
+    request's forced text (or a filler's plain answer), so its parser gives back calls that are
+    not its own."""
+    with FakeServer(shuffle_parameters(window=0.3)) as srv:
+        found = run_suite(pytester, srv, "-k", "tool_calls", *SCRIPTED)
+    outcome, message, _ = found[TOOLS]
+    broken = found["table"]["tools"]["broken"]
+    assert outcome == "failed", (outcome, message)
+    assert f"{len(broken)} of 5 scripts parsed as scripted alone were not in a batch" in message
+    assert len(broken) >= 3 and all(f"{name}: alone " in message for name in broken), broken
+    assert "reproduce (alone, then with 8 others in flight): curl" in message
 
 
 def test_in_its_batch_invariant_mode_a_near_tie_flip_fails_and_identical_answers_pass(pytester):

@@ -166,13 +166,13 @@ def test_the_gate_names_numerics_that_moved():
     assert moved.compare(before, pairing)[0].after == "64/64 agree, max diff 0.7000"
 
 
-def _structured(broken: list[str]) -> dict:
+def _under_load(part: str, broken: list[str]) -> dict:
     return {
-        "structured": {
-            "schemas": 13,
+        part: {
+            "cases": 13,
             "in_flight": 8,
-            "valid_alone": 12,
-            "valid_in_batch": 12 - len(broken),
+            "right_alone": 12,
+            "right_in_batch": 12 - len(broken),
             "held_to": 12,
             "overlapped": 13,
             "broken": broken,
@@ -180,18 +180,24 @@ def _structured(broken: list[str]) -> dict:
     }
 
 
-def test_the_gate_names_a_schema_valid_alone_that_broke_in_a_batch_and_the_table_shows_it():
-    before = ConsistencyTable({"old": _structured([])})
-    after = ConsistencyTable({"new": _structured(["type-list", "nullable-union"])})
+@pytest.mark.parametrize(
+    ("part", "subject", "right"),
+    [
+        ("structured", "structured answers valid alone and in a batch", "valid"),
+        ("tools", "tool calls parsed as scripted alone and in a batch", "parsed as scripted"),
+    ],
+)
+def test_the_gate_names_a_case_right_alone_that_broke_in_a_batch_and_the_table_shows_it(
+    part: str, subject: str, right: str
+):
+    before = ConsistencyTable({"old": _under_load(part, [])})
+    after = ConsistencyTable({"new": _under_load(part, ["type-list", "nullable-union"])})
     (finding,) = after.compare(before, Pairing("old", "new", "v1 -> v2"))
-    assert (finding.kind, finding.subject) == (
-        "regression",
-        "structured answers valid alone and in a batch",
-    )
-    assert finding.detail == "valid alone, not in a batch of 8: nullable-union, type-list"
+    assert (finding.kind, finding.subject) == ("regression", subject)
+    assert finding.detail == f"{right} alone, not in a batch of 8: nullable-union, type-list"
     assert before.compare(before, Pairing("old", "old", "same")) == []
     assert after.compare(after, Pairing("new", "new", "same")) == []  # broken alike: no new one
     (section,) = after.sections()
-    broken = section.rows["valid alone twice, not in the batch"]["new"]
+    broken = section.rows[f"{right} alone twice, not in the batch"]["new"]
     assert (broken.text, broken.css) == ("2/12", "failed")
-    assert section.rows["valid in the batch"]["new"].text == "10/13"
+    assert section.rows[f"{right} in the batch"]["new"].text == "10/13"

@@ -331,6 +331,53 @@ def judge_tool_script(
     )
 
 
+# the scripts the consistency suite sends alone and in a batch (consistency/underload.py)
+UNDER_LOAD = {
+    "one call": (PARIS,),
+    "two calls": (PARIS, UTC),
+    "nested arguments": (NESTED,),
+    "escaped arguments": (ESCAPED,),
+    "plain text": (),
+}
+
+
+def scripted_tool_requests(ctx: CheckContext) -> dict[str, tuple[Script, dict[str, Any]]]:
+    """Each of ``UNDER_LOAD``'s scripts with the chat request that forces it, tools offered under
+    tool choice "auto": a correct parser gives back exactly the script's calls and content.
+    ``NotExercised`` where the server's tool parser cannot be driven."""
+    scripting, parser = _scripting(ctx, "tool")
+    out = {}
+    for name, calls in UNDER_LOAD.items():
+        script = tool_script(ctx, parser, calls, "" if calls else PLAIN)
+        extra = {"parallel_tool_calls": True} if len(calls) > 1 else {}
+        body = scripted_body(ctx, scripting, script, tools=TOOLS, tool_choice="auto", **extra)
+        out[name] = (script, body)
+    return out
+
+
+def parsed(data: Any) -> tuple[list[list[Any]], str]:
+    """The calls (name, arguments read as JSON where they are) and content of a chat completion's
+    first choice."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = object_or_empty(object_or_empty(first).get("message"))
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = object_or_empty(object_or_empty(call).get("function"))
+        try:
+            arguments = json.loads(function.get("arguments"))
+        except (TypeError, ValueError):
+            arguments = function.get("arguments")
+        calls.append([function.get("name"), arguments])
+    return calls, str(message.get("content") or "")
+
+
+def parsed_as_scripted(script: Script, data: Any) -> bool:
+    """A chat completion carries exactly ``script``'s calls (arguments equal as JSON) and
+    content."""
+    return parsed(data) == ([[c.name, c.arguments] for c in script.calls], script.content)
+
+
 @check(
     "parsers.tool-single",
     "the tool parser turns one scripted call into one call, answered and streamed",

@@ -327,6 +327,7 @@ SAMPLING_KEYS = (
     "top_logprobs",
     "n",
     "response_format",
+    "structured_outputs",  # vLLM's guided decoding: the scripted outputs' forcing
     "tools",
     "tool_choice",
     "presence_penalty",
