@@ -364,10 +364,11 @@ def parsed(data: Any) -> tuple[list[list[Any]], str]:
     calls = []
     for call in message.get("tool_calls") or []:
         function = object_or_empty(object_or_empty(call).get("function"))
+        arguments: Any = function.get("arguments")
         try:
-            arguments = json.loads(function.get("arguments"))
+            arguments = json.loads(arguments)
         except (TypeError, ValueError):
-            arguments = function.get("arguments")
+            pass  # kept as sent: not a JSON string
         calls.append([function.get("name"), arguments])
     return calls, str(message.get("content") or "")
 
