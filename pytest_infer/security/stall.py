@@ -49,23 +49,24 @@ STOP_STRINGS = 2000
 
 @dataclass(frozen=True, slots=True)
 class StallLimits:
-    """The light load, the hostile request's time, and the limits (``stall.yaml``;
-    ``--security-stall=PATH``).
+    """The light load, the hostile request's time, and the limits: the bundled ``stall.yaml``
+    holds every value (no defaults here, so there is one place for them), a file named by
+    ``--security-stall=PATH`` any of them.
     """
 
-    rate: float = 2.0
-    input_tokens: int = 16
-    output_tokens: int = 8
-    before_s: float = 3.0
-    hostile_timeout_s: float = 6.0
-    after_s: float = 3.0
-    stall_limit_s: float = 2.0
+    rate: float
+    input_tokens: int
+    output_tokens: int
+    before_s: float
+    hostile_timeout_s: float
+    after_s: float
+    stall_limit_s: float
     # a streaming light request's worst gap between tokens, less the median before
-    gap_limit_s: float = 2.0
+    gap_limit_s: float
     # a light request's whole answer, less the median before: its TTFT and gaps together
-    e2e_limit_s: float = 4.0
-    recovery_factor: float = 3.0
-    recovery_slack_s: float = 0.5
+    e2e_limit_s: float
+    recovery_factor: float
+    recovery_slack_s: float
 
     @classmethod
     def load(cls, path: str | Path = LIMITS_FILE) -> StallLimits:
@@ -84,6 +85,8 @@ class StallLimits:
         if any(v <= 0 for v in values.values()):
             raise ValueError(f"{path}: every value must be positive")
         if Path(path) == LIMITS_FILE:
+            if missing := known - set(values):
+                raise ValueError(f"{path}: the bundled file lacks {sorted(missing)}")
             return cls(**values)
         # a file of some keys: the bundled file's values for the others, as its comments say
         return replace(cls.load(), **values)
