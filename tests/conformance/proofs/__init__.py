@@ -22,7 +22,7 @@ import pytest
 
 from pytest_infer import conformance
 from pytest_infer.outcomes import Inconclusive, NotExercised, Unsupported
-from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body
+from pytest_infer.testing.fakeserver import Deviation, FakeServer, error_body, wrong_model
 
 from ..deviations import BASE, answers, compose
 
@@ -43,6 +43,20 @@ class Proof:
     branches: list[Branch] = field(default_factory=list)
     # a deviation showing, correctly, what a correct server shows only when it goes wrong
     exercised_by: Deviation | None = None
+
+
+def model_proof(route: str, fields: str, streamed: str = "") -> Proof:
+    """The proof of a route's ``<api>.model`` check: another model's name in the answer fails it
+    (and, with ``streamed``, the failure's words on a stream that alone names another model); a
+    route a server lacks or refuses is unsupported."""
+    return Proof(
+        mutation=wrong_model(),
+        says="got:      another-model",
+        sends={"GET /v1/models": "", f"POST {route}": fields},
+        gives_up={"no-route": Unsupported, "refuses": Unsupported},
+        branches=[("stream-only", Deviation(events=wrong_model().events), streamed)]
+        * bool(streamed),
+    )
 
 
 CHECKS_PACKAGE = "pytest_infer.conformance.checks"

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import Deviation, wrong_model
+from pytest_infer.testing.fakeserver import Deviation
 
 from ..deviations import COMPLETIONS, _set, on_events, on_response
-from . import Proof
+from . import Proof, model_proof
 
 
 def _completion_cumulative(body: dict, events: list) -> list:
@@ -191,14 +191,8 @@ PROOFS: dict[str, Proof] = {
             ("token-not-str", _logprobs(_set_item("tokens", 0, 7)), "got:      [7, "),
         ],
     ),
-    "completions.model": Proof(
-        mutation=wrong_model(),
-        says="got:      another-model",
-        sends={
-            "GET /v1/models": "",
-            "POST /v1/completions": "max_tokens model prompt stream temperature",
-        },
-        gives_up={"no-route": Unsupported, "refuses": Unsupported},
+    "completions.model": model_proof(
+        "/v1/completions", "max_tokens model prompt stream temperature"
     ),
     "completions.prompt-list-n": Proof(
         mutation=on_response(_prompt_list_first_only, COMPLETIONS),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import MODEL, Deviation, error_body, wrong_model
+from pytest_infer.testing.fakeserver import MODEL, Deviation, error_body
 
 from ..deviations import (
     MESSAGES,
@@ -20,7 +20,7 @@ from ..deviations import (
     on_events,
     on_response,
 )
-from . import Proof
+from . import Proof, model_proof
 
 
 def _stop_fired(p: str, b: dict, r: dict) -> bool:
@@ -277,17 +277,10 @@ PROOFS: dict[str, Proof] = {
             ),
         ],
     ),
-    "messages.model": Proof(
-        mutation=wrong_model(),
-        says="got:      another-model",
-        sends={
-            "GET /v1/models": "",
-            "POST /v1/messages": "max_tokens messages model stream temperature",
-        },
-        gives_up={"no-route": Unsupported, "refuses": Unsupported},
-        branches=[
-            ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 1 of "),
-        ],
+    "messages.model": model_proof(
+        "/v1/messages",
+        "max_tokens messages model stream temperature",
+        streamed="'another-model' in 1 of ",
     ),
     "messages.parameter-ranges": Proof(
         mutation=messages_accept(_above("temperature", 1)),  # OpenAI's range, 0 to 2

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_infer.outcomes import Inconclusive, Unsupported
-from pytest_infer.testing.fakeserver import Deviation, error_body, wrong_model
+from pytest_infer.testing.fakeserver import Deviation, error_body
 
 from ..deviations import (
     RESPONSES,
@@ -22,7 +22,7 @@ from ..deviations import (
     on_events,
     on_response,
 )
-from . import Proof
+from . import Proof, model_proof
 
 
 def _terminal_named(kind: str) -> Callable[[dict, list], list]:
@@ -354,17 +354,10 @@ PROOFS: dict[str, Proof] = {
             ("unknown-envelope", answer_when(_unknown, 404, NOT_FOUND), '{"detail": "Not Found"}'),
         ],
     ),
-    "responses.model": Proof(
-        mutation=wrong_model(),
-        says="got:      another-model",
-        sends={
-            "GET /v1/models": "",
-            "POST /v1/responses": "input max_output_tokens model stream temperature",
-        },
-        gives_up={"no-route": Unsupported, "refuses": Unsupported},
-        branches=[
-            ("stream-only", Deviation(events=wrong_model().events), "'another-model' in 3 of "),
-        ],
+    "responses.model": model_proof(
+        "/v1/responses",
+        "input max_output_tokens model stream temperature",
+        streamed="'another-model' in 3 of ",
     ),
     "responses.retrieve": Proof(
         mutation=Deviation(request=_stored_elsewhere),
