@@ -52,8 +52,11 @@ _KIND_OF = (
         re.compile(r"\bHTTP 5\d\d\b|\bstatus(?: code)?:? 5\d\d\b|server[- ]error", re.IGNORECASE),
     ),
 )
+# quoted text (a backslash escapes a quote inside it, as Python's repr writes a body holding both
+# quotes), hex ids and numbers
 _VARIABLE = re.compile(
-    r"'[^']*'?|\"[^\"]*\"?|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?", re.IGNORECASE
+    r"'(?:\\.|[^'\\])*'?|\"(?:\\.|[^\"\\])*\"?|\b[0-9a-f]*\d[0-9a-f]*\b|\d+(?:\.\d+)?",
+    re.IGNORECASE,
 )
 
 
