@@ -18,7 +18,7 @@ import pytest
 from pytest_infer.adapters import registry
 from pytest_infer.paths import bundled
 
-pytestmark = [pytest.mark.integration, pytest.mark.measures]
+pytestmark = pytest.mark.integration
 
 PROFILE = """
 name: ci-small
@@ -76,6 +76,7 @@ def check_consistent(result, entries: list[dict]) -> None:
             )
 
 
+@pytest.mark.measures
 def test_slo_suite_on_vllm(pytester, real_engine):
     result, entries = run_slo(pytester, real_engine("vllm-0.32"), "vllm")
     check_consistent(result, entries)
@@ -99,6 +100,7 @@ def test_slo_suite_on_vllm(pytester, real_engine):
         assert server["check"]["ok"], server["check"]["problems"]
 
 
+@pytest.mark.measures
 def test_vllm_metrics_agree_with_the_client(real_engine):
     """One load point measured directly: vLLM's counters and TTFT histogram against the client's traces."""
     from pytest_infer.client.endpoint import Endpoint
@@ -155,6 +157,7 @@ def test_vllm_metrics_agree_with_the_client(real_engine):
     assert set(server["under_load"]) == {"kv_cache_usage", "running", "waiting"}
 
 
+@pytest.mark.measures
 def test_slo_suite_on_transformers_serve(pytester, real_engine):
     result, entries = run_slo(pytester, real_engine("transformers"), "transformers")
     check_consistent(result, entries)
@@ -201,7 +204,7 @@ def test_vllm_prefix_cache_hit_share_follows_the_workload_and_the_cache_setting(
     real_engine, fresh_vllm
 ):
     """The same workloads with prefix caching on (vLLM's default) and off: the server's hit share beside the
-    latencies."""
+    latencies. It judges counts, not times (a TTFT limit of 10 s), so it needs no machine of its own."""
     from pytest_infer.client.endpoint import Endpoint
     from pytest_infer.slo.profiles import LoadPoint
     from pytest_infer.slo.profiles.evaluate import evaluate_point
