@@ -40,7 +40,7 @@ def test_structured_sweeps(infer_client, infer_server):
     runner = StructuredRunner(infer_client, timeout=60)
     answers = {
         mode: [a.output for a in explore(runner, RESPONSE_FORMAT, ExploreSettings(
-            examples=30, shrink_seconds=0, sampling=sampling)).attempts]
+            examples=15, shrink_seconds=0, sampling=sampling)).attempts]
         for mode, sampling in (("greedy", ExploreSettings().sampling), ("sampled", Sampling()))
     }
     with open(os.environ["SWEEP_FILE"], "a") as fh:
@@ -99,5 +99,6 @@ def test_two_vllm_releases_in_one_session_under_xdist(pytester, monkeypatch, tmp
     # answer to every schema
     by_version = {s["version"]: s for s in map(json.loads, sweeps.read_text().splitlines())}
     old, new = by_version["0.31.0"], by_version["0.32.0"]
-    assert len(old["greedy"]) == 30 and old["greedy"] == new["greedy"]
+    assert len(old["greedy"]) == 15 and old["greedy"] == new["greedy"]
+    # 22 of 30 differed in one run; fifteen examples keep the sweeps' cost in CI down
     assert sum(a != b for a, b in zip(old["sampled"], new["sampled"])) >= 5
