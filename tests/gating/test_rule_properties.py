@@ -580,9 +580,9 @@ def test_a_field_of_another_mode_ending_is_a_change():
         # a body holding both quotes, written by repr with escaped ones (llama.cpp b9976 and
         # b10454 answering a negative max_tokens with sampled text): the same failure
         (
-            "accepted with HTTP 200 instead of a 4xx; body starts: '{\"content\":\"f,wR]79G\"'",
+            'accepted with HTTP 200 instead of a 4xx; body starts: \'{"content":"f,wR]79G"\'',
             "accepted with HTTP 200 instead of a 4xx; body starts: "
-            "'{\"content\":\"VQc(d$t;\\\\{>a3\\'NRjt;6bj(h6p\\\\\"hFn\\\\'",
+            '\'{"content":"VQc(d$t;\\\\{>a3\\\'NRjt;6bj(h6p\\\\"hFn\\\\\'',
             False,
         ),
         (
