@@ -12,7 +12,6 @@ import pytest
 from .. import conformance
 
 if TYPE_CHECKING:
-    from ..adapters.base import Adapter
     from .scripts import Scripting
 
 EXPECTATIONS_INI = "infer_expectations"
@@ -61,18 +60,18 @@ def conformance_ctx(
         request_fields=lambda endpoint, statuses: table.record_fields(
             infer_target.id, endpoint, statuses
         ),
-        scripting=scripting(
-            infer_live_server.adapter, infer_live_server.version, infer_target.parsers
-        ),
+        scripting=server_scripting(infer_live_server, infer_target),
     ) as ctx:
         yield ctx
 
 
-def scripting(adapter: Adapter, version: str | None, parsers: Any) -> Scripting:
-    """The adapter's field that forces text and the parsers the target runs."""
-    # lazy: this plugin loads in every pytest run; scripting only in a conformance session
+def server_scripting(server: Any, target: Any) -> Scripting:
+    """How to script a live server: its adapter's field that forces text at its version, and the
+    parsers the target runs (the conformance and consistency suites both drive its model so)."""
+    # lazy: this plugin loads in every pytest run; scripting only in a session that drives a model
     from .scripts import Scripting
 
+    adapter, version, parsers = server.adapter, server.version, target.parsers
     return Scripting(
         parsers.tool,
         parsers.reasoning,

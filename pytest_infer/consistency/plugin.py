@@ -83,15 +83,13 @@ def consistency_scripting(infer_live_server, infer_endpoint, infer_target) -> It
     the conformance table."""
     # lazy: this plugin loads in every pytest run; its machinery only in a consistency session
     from ..conformance.context import CheckContext
-    from ..conformance.plugin import scripting
+    from ..conformance.plugin import server_scripting
 
     with CheckContext(
         infer_endpoint,
         framework=infer_live_server.framework,
         version=infer_live_server.version,
-        scripting=scripting(
-            infer_live_server.adapter, infer_live_server.version, infer_target.parsers
-        ),
+        scripting=server_scripting(infer_live_server, infer_target),
     ) as ctx:
         yield ctx
 

@@ -156,14 +156,14 @@ SECTIONS: tuple[tuple[str, str, str, str, Callable[[dict[str, Any]], dict[str, C
         "schemas alone vs batch",
         "structured",
         "cases",
-        _under_load_rows("valid"),
+        _under_load_rows(UNDER_LOAD["structured"][1]),
     ),
     (
         "Consistency: tool calls parsed alone and in a batch",
         "scripts alone vs batch",
         "tools",
         "cases",
-        _under_load_rows("parsed as scripted"),
+        _under_load_rows(UNDER_LOAD["tools"][1]),
     ),
     (
         "Consistency: numerics against the reference (transformers)",

@@ -135,13 +135,9 @@ def build_history(
             VersionRun(target.framework, tid, target.version or tid, states.get(tid, "ok"), counts)
         )
     steps = []
-    given = list(merged.targets)
+    given = {tid: i for i, tid in enumerate(merged.targets)}
     for framework, versions in sorted(by_framework.items()):
-        versions.sort(
-            key=(lambda v: given.index(v.target))
-            if in_given_order
-            else (lambda v: version_key(v.version))
-        )
+        versions.sort(key=lambda v: given[v.target] if in_given_order else version_key(v.version))
         before: VersionRun | None = None
         skipped: list[str] = []
         for v in versions:

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import httpx
@@ -55,16 +56,13 @@ def port_in_use(host: str, port: int) -> bool:
         return False
 
 
-def _listens(connections, port: int) -> bool:
-    return any(
-        conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
-        for conn in connections
-    )
+def _listening(conn: Any, port: int) -> bool:
+    return conn.status == psutil.CONN_LISTEN and bool(conn.laddr) and conn.laddr.port == port
 
 
 def listeners(port: int) -> set[int | None]:
     """The processes listening on ``port``: None for one this user may not see (another user's)."""
-    return {conn.pid for conn in psutil.net_connections(kind="tcp") if _listens([conn], port)}
+    return {conn.pid for conn in psutil.net_connections(kind="tcp") if _listening(conn, port)}
 
 
 def refuses(host: str, port: int, timeout: float = 0.25) -> bool:
@@ -418,7 +416,11 @@ class ServerProcess:
         try:
             tree = [psutil.Process(self.proc.pid)]
             tree += tree[0].children(recursive=True)
-            if any(_listens(process.net_connections(kind="tcp"), port) for process in tree):
+            if any(
+                _listening(conn, port)
+                for process in tree
+                for conn in process.net_connections(kind="tcp")
+            ):
                 return
             owners = listeners(port)
         except psutil.Error:
