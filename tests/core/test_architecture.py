@@ -341,7 +341,8 @@ def test_the_type_checker_passes_on_the_package_and_catches_a_wrong_type(tmp_pat
     injected error is the only one, so the package itself type-checks and the configuration catches a wrong type.
 
     Its cache lives in the user's cache, not the clone: mypy re-reads a module whose hash changed, so a
-    clean clone's copy is checked from the cache in about 2 s against 24 s without (45 s in the busy lane)."""
+    clean clone's copy is checked from the cache: `pytest tests/core/test_architecture.py -k type_checker
+    --durations=1` took 22 s with a cold cache and 1.2 s with a warm one here (2026-12-08)."""
     copy_with(
         tmp_path,
         "results/views.py",
